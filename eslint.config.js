@@ -1,0 +1,28 @@
+// @ts-check
+import js from "@eslint/js"
+import tseslint from "typescript-eslint"
+
+export default tseslint.config(
+  { ignores: ["**/node_modules/**", "**/dist/**", "out/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/no-explicit-any": "off",
+      "@typescript-eslint/no-empty-object-type": "off",
+      "@typescript-eslint/no-namespace": "off",
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']",
+          message: "Read time through Effect's Clock (DESIGN §7)."
+        }
+      ]
+    }
+  },
+  {
+    files: ["bench/**", "examples/**", "**/test/**", ".ci/**"],
+    rules: { "no-restricted-syntax": "off" }
+  }
+)

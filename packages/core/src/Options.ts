@@ -1,0 +1,118 @@
+/**
+ * Schema-validated options shared by every Sluice constructor.
+ *
+ * Every policy takes its options through a Schema, so a bad value (a negative
+ * window, `NaN`, a ratio outside `[0, 1]`) fails at construction with a message
+ * that names the field instead of misbehaving later.
+ *
+ * @since 0.1.0
+ */
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Schema from "effect/Schema"
+import * as internal from "./internal/options.js"
+
+/**
+ * Raised when options given to a Sluice constructor do not decode. The message
+ * names the module and the offending field.
+ *
+ * @example
+ * ```ts
+ * import { Options } from "@sluice/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * const Opts = Schema.Struct({ ratio: Options.Ratio })
+ * const program = Options.decode("Example", Opts)({ ratio: 2 }) // fails with InvalidOptions
+ * ```
+ * @since 0.1.0
+ */
+export const InvalidOptions: typeof internal.InvalidOptions = internal.InvalidOptions
+
+/**
+ * @since 0.1.0
+ */
+export type InvalidOptions = internal.InvalidOptions
+
+/**
+ * A duration given as milliseconds, a `Duration`, or a string such as `"2 minutes"`,
+ * decoded to a `Duration`.
+ *
+ * @since 0.1.0
+ */
+export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationInput> = internal.DurationInput
+
+/**
+ * A strictly positive, finite duration.
+ *
+ * @since 0.1.0
+ */
+export const PositiveDuration: Schema.Schema<Duration.Duration, Duration.DurationInput> =
+  internal.PositiveDuration
+
+/**
+ * A duration that is zero or positive and finite.
+ *
+ * @since 0.1.0
+ */
+export const NonNegativeDuration: Schema.Schema<Duration.Duration, Duration.DurationInput> =
+  internal.NonNegativeDuration
+
+/**
+ * A finite number in `[0, 1]`.
+ *
+ * @since 0.1.0
+ */
+export const Ratio: Schema.Schema<number> = internal.Ratio
+
+/**
+ * A finite number greater than zero.
+ *
+ * @since 0.1.0
+ */
+export const PositiveNumber: Schema.Schema<number> = internal.PositiveNumber
+
+/**
+ * An integer greater than zero.
+ *
+ * @since 0.1.0
+ */
+export const PositiveInt: Schema.Schema<number> = internal.PositiveInt
+
+/**
+ * An integer greater than or equal to zero.
+ *
+ * @since 0.1.0
+ */
+export const NonNegativeInt: Schema.Schema<number> = internal.NonNegativeInt
+
+/**
+ * A finite number greater than or equal to zero.
+ *
+ * @since 0.1.0
+ */
+export const NonNegativeNumber: Schema.Schema<number> = internal.NonNegativeNumber
+
+/**
+ * Decodes options, failing with {@link InvalidOptions} whose message names the field.
+ *
+ * @example
+ * ```ts
+ * import { Options } from "@sluice/core"
+ * import { Schema } from "effect"
+ *
+ * const decode = Options.decode("RollingCounter", Schema.Struct({ buckets: Options.PositiveInt }))
+ * ```
+ * @since 0.1.0
+ */
+export const decode: <A, I>(
+  module: string,
+  schema: Schema.Schema<A, I>
+) => (input: I) => Effect.Effect<A, InvalidOptions> = internal.decode as any
+
+/**
+ * Synchronous variant of {@link decode}: throws {@link InvalidOptions}.
+ *
+ * @since 0.1.0
+ */
+export const decodeSync: <A, I>(module: string, schema: Schema.Schema<A, I>) => (input: I) => A =
+  internal.decodeSync

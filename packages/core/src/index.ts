@@ -1,0 +1,17 @@
+/**
+ * @sluice/core: the error algebra, criticality, clock-driven window statistics,
+ * the circuit breaker, tiered quotas and the virtual-time simulation engine.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as Criticality from "./Criticality.js"
+/** @since 0.1.0 */
+export * as Errors from "./Errors.js"
+/** @since 0.1.0 */
+export * as Ewma from "./Ewma.js"
+/** @since 0.1.0 */
+export * as Options from "./Options.js"
+/** @since 0.1.0 */
+export * as RollingCounter from "./RollingCounter.js"

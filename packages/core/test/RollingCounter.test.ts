@@ -1,0 +1,71 @@
+import { Options, RollingCounter } from "@sluice/core"
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Exit, FastCheck as fc, TestClock } from "effect"
+
+describe("RollingCounter", () => {
+  it.effect("counts over the window and forgets old buckets", () =>
+    Effect.gen(function* () {
+      const counter = yield* RollingCounter.make({ window: "10 seconds", buckets: 10 })
+      yield* RollingCounter.add(counter)
+      yield* RollingCounter.add(counter, 4)
+      expect(yield* RollingCounter.total(counter)).toBe(5)
+      yield* TestClock.adjust(Duration.seconds(5))
+      yield* counter.pipe(RollingCounter.add(2))
+      expect(yield* RollingCounter.total(counter)).toBe(7)
+      yield* TestClock.adjust(Duration.seconds(5))
+      expect(yield* RollingCounter.total(counter)).toBe(2)
+      yield* TestClock.adjust(Duration.seconds(60))
+      expect(yield* RollingCounter.total(counter)).toBe(0)
+    })
+  )
+
+  it.effect("rejects bad options naming the field", () =>
+    Effect.gen(function* () {
+      for (const bad of [
+        { window: 0 },
+        { window: -5 },
+        { window: Number.NaN },
+        { window: "10 seconds", buckets: 2.5 },
+        { window: "10 seconds", buckets: 0 }
+      ]) {
+        const exit = yield* Effect.exit(RollingCounter.make(bad))
+        expect(Exit.isFailure(exit)).toBe(true)
+        if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
+          const error = exit.cause.error
+          expect(error).toBeInstanceOf(Options.InvalidOptions)
+          expect(error.message).toMatch(bad.window === "10 seconds" ? /buckets/ : /window/)
+        }
+      }
+      expect(() => RollingCounter.unsafeMake({ window: -1 })).toThrow(/window/)
+    })
+  )
+
+  it("equals a brute-force count over random event streams", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 10, max: 5_000 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 3_000 }), fc.integer({ min: 1, max: 5 })), {
+          maxLength: 200
+        }),
+        (buckets, windowMs, steps) => {
+          const counter = RollingCounter.unsafeMake({ window: windowMs, buckets })
+          const width = windowMs / buckets
+          const events: Array<[number, number]> = []
+          let now = 0
+          for (const [dt, n] of steps) {
+            now += dt
+            counter.unsafeAdd(now, n)
+            events.push([now, n])
+            const current = Math.floor(now / width)
+            const expected = events
+              .filter(([t]) => Math.floor(t / width) > current - buckets)
+              .reduce((acc, [, k]) => acc + k, 0)
+            if (counter.unsafeTotal(now) !== expected) return false
+          }
+          return true
+        }
+      )
+    )
+  })
+})
