@@ -10,10 +10,42 @@ const path = new URL("../package-lock.json", import.meta.url)
 const lock = JSON.parse(readFileSync(path, "utf8"))
 const packages = lock.packages
 
-const osNames = ["android", "darwin", "freebsd", "linux", "openbsd", "netbsd", "sunos", "win32", "aix", "openharmony"]
+const osNames = [
+  "android",
+  "darwin",
+  "freebsd",
+  "linux",
+  "openbsd",
+  "netbsd",
+  "sunos",
+  "win32",
+  "aix",
+  "openharmony"
+]
 const aliases = { windows: "win32", macos: "darwin", mac: "darwin" }
-const cpuNames = ["arm64", "x64", "ia32", "arm", "ppc64", "riscv64", "s390x", "loong64", "mips64el", "wasm32", "loongarch64"]
-const cpuAliases = { "x86_64": "x64", "aarch64": "arm64", "armv7": "arm", "gnueabihf": "arm", "loongarch64": "loong64", "x86": "ia32", "32": "ia32", "64": "x64" }
+const cpuNames = [
+  "arm64",
+  "x64",
+  "ia32",
+  "arm",
+  "ppc64",
+  "riscv64",
+  "s390x",
+  "loong64",
+  "mips64el",
+  "wasm32",
+  "loongarch64"
+]
+const cpuAliases = {
+  x86_64: "x64",
+  aarch64: "arm64",
+  armv7: "arm",
+  gnueabihf: "arm",
+  loongarch64: "loong64",
+  x86: "ia32",
+  32: "ia32",
+  64: "x64"
+}
 
 const infer = (name) => {
   const parts = name.split("/").pop().split("-")
