@@ -21,13 +21,14 @@ describe("RollingCounter", () => {
 
   it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
-      for (const bad of [
+      const bads: Array<RollingCounter.RollingCounterOptions> = [
         { window: 0 },
         { window: -5 },
         { window: Number.NaN },
         { window: "10 seconds", buckets: 2.5 },
         { window: "10 seconds", buckets: 0 }
-      ]) {
+      ]
+      for (const bad of bads) {
         const exit = yield* Effect.exit(RollingCounter.make(bad))
         expect(Exit.isFailure(exit)).toBe(true)
         if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
