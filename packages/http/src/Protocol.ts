@@ -1,0 +1,268 @@
+/**
+ * The Sluice wire protocol (DESIGN §4): header names and the parsing and
+ * formatting of every header value.
+ *
+ * | direction | signal |
+ * |---|---|
+ * | request | `x-sluice-criticality: CRITICAL` |
+ * | request | `x-sluice-attempt: 0` (tries before this one) |
+ * | response | `x-sluice-throttle: 1` (or a JSON attribute `"throttle": true`) |
+ * | response | `x-sluice-dont-retry: 1` |
+ * | response | `429` + `Retry-After` + `RateLimit-Policy` / `RateLimit` |
+ * | response | `503` (+ `Retry-After`) |
+ * | response | `204` (sampled out) |
+ *
+ * Every parser here is total: a malformed or hostile value is ignored or clamped,
+ * never thrown.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Option from "effect/Option"
+import { Criticality } from "@sluice/core"
+import * as internal from "./internal/protocol.js"
+
+/**
+ * The header names the protocol uses. Names must be lower case (Node and the
+ * platform lower-case incoming header names).
+ *
+ * @since 0.1.0
+ */
+export interface HeaderNames extends internal.HeaderNames {}
+
+/**
+ * The default header names of DESIGN §4.
+ *
+ * @since 0.1.0
+ */
+export const defaultHeaderNames: HeaderNames = internal.defaultHeaderNames
+
+/**
+ * The protocol settings every Sluice middleware and client reads: header names,
+ * the JSON attribute that carries the throttle flag, the largest attempt number
+ * believed, and the longest `Retry-After` taken literally.
+ *
+ * @since 0.1.0
+ */
+export interface WireProtocolSettings {
+  readonly headers: HeaderNames
+  readonly throttleAttribute: string
+  readonly maxAttempt: number
+  readonly maxRetryAfter: Duration.DurationInput
+}
+
+/**
+ * The protocol in use, as a `Context.Reference`: it has defaults, so nothing needs
+ * to provide it; provide it (e.g. with {@link layer}) to rename headers.
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * const renamed = Protocol.layer({ headers: { criticality: "x-acme-criticality" } })
+ * ```
+ * @since 0.1.0
+ */
+export class WireProtocol extends Context.Reference<WireProtocol>()("@sluice/http/WireProtocol", {
+  defaultValue: (): WireProtocolSettings => ({
+    headers: internal.defaultHeaderNames,
+    throttleAttribute: "throttle",
+    maxAttempt: internal.MAX_ATTEMPT,
+    maxRetryAfter: internal.DEFAULT_MAX_RETRY_AFTER_MILLIS
+  })
+}) {}
+
+/**
+ * Builds protocol settings from partial overrides (header names are lower-cased).
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * const settings = Protocol.make({ headers: { attempt: "X-Try" } }) // headers.attempt === "x-try"
+ * ```
+ * @since 0.1.0
+ */
+export const make = (
+  overrides: {
+    readonly headers?: Partial<HeaderNames> | undefined
+    readonly throttleAttribute?: string | undefined
+    readonly maxAttempt?: number | undefined
+    readonly maxRetryAfter?: Duration.DurationInput | undefined
+  } = {}
+): WireProtocolSettings => {
+  const headers: Record<string, string> = { ...internal.defaultHeaderNames }
+  for (const [key, value] of Object.entries(overrides.headers ?? {})) {
+    if (typeof value === "string" && value.length > 0) headers[key] = value.toLowerCase()
+  }
+  return {
+    headers: headers as unknown as HeaderNames,
+    throttleAttribute: overrides.throttleAttribute ?? "throttle",
+    maxAttempt: overrides.maxAttempt ?? internal.MAX_ATTEMPT,
+    maxRetryAfter: overrides.maxRetryAfter ?? internal.DEFAULT_MAX_RETRY_AFTER_MILLIS
+  }
+}
+
+/**
+ * A Layer that provides {@link WireProtocol} with the given overrides.
+ *
+ * @since 0.1.0
+ */
+export const layer = (overrides: Parameters<typeof make>[0]): Layer.Layer<WireProtocol> =>
+  Layer.succeed(WireProtocol, make(overrides))
+
+/**
+ * Parses `x-sluice-attempt`: digits only; anything else is 0, anything above
+ * `max` is `max`.
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * Protocol.parseAttempt("2") // 2
+ * Protocol.parseAttempt("-1") // 0
+ * Protocol.parseAttempt("99999999999999999999") // 1000
+ * ```
+ * @since 0.1.0
+ */
+export const parseAttempt: (value: string | null | undefined, max?: number) => number = internal.parseAttempt
+
+/**
+ * Parses a boolean flag header (`1`, `true`, `yes`); anything else is `false`.
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * Protocol.parseFlag("1") // true
+ * ```
+ * @since 0.1.0
+ */
+export const parseFlag: (value: string | null | undefined) => boolean = internal.parseFlag
+
+/**
+ * Parses `x-sluice-criticality` with core's `Criticality.parse`: unknown values
+ * give the fallback (default `CRITICAL`).
+ *
+ * @since 0.1.0
+ */
+export const parseCriticality = (
+  value: string | null | undefined,
+  fallback?: Criticality.Criticality
+): Criticality.Criticality => Criticality.parse(value, fallback)
+
+/**
+ * Parses an HTTP date (IMF-fixdate, RFC 850 or asctime) to epoch milliseconds.
+ *
+ * @since 0.1.0
+ */
+export const parseHttpDate: (value: string) => number | undefined = internal.parseHttpDate
+
+/**
+ * Parses `Retry-After` (delay-seconds or an HTTP date relative to `nowMillis`)
+ * into a delay, clamped to `[0, max]`; `None` when absent or malformed.
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * Protocol.parseRetryAfterAt("3", 0) // Option.some(Duration.millis(3000))
+ * Protocol.parseRetryAfterAt("Thu, 01 Jan 1970 00:00:05 GMT", 1000) // Option.some(Duration.millis(4000))
+ * Protocol.parseRetryAfterAt("soon", 0) // Option.none()
+ * ```
+ * @since 0.1.0
+ */
+export const parseRetryAfterAt: (
+  value: string | null | undefined,
+  nowMillis: number,
+  max?: Duration.DurationInput
+) => Option.Option<Duration.Duration> = internal.parseRetryAfter
+
+/**
+ * Parses `Retry-After`, reading "now" from Effect's `Clock`.
+ *
+ * @since 0.1.0
+ */
+export const parseRetryAfter = (
+  value: string | null | undefined,
+  max?: Duration.DurationInput
+): Effect.Effect<Option.Option<Duration.Duration>> =>
+  Effect.map(Clock.currentTimeMillis, (now) => internal.parseRetryAfter(value, now, max))
+
+/**
+ * Formats a delay as `Retry-After` delay-seconds, rounded up.
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * Protocol.formatRetryAfter("1500 millis") // "2"
+ * ```
+ * @since 0.1.0
+ */
+export const formatRetryAfter: (duration: Duration.DurationInput) => string = internal.formatRetryAfter
+
+/**
+ * One quota tier as the rate-limit headers describe it.
+ *
+ * @since 0.1.0
+ */
+export interface RateLimitTier extends internal.RateLimitTier {}
+
+/**
+ * Formats `RateLimit-Policy` per the IETF rate-limit headers draft:
+ * `"spike";q=20;w=1, "count";q=5000;w=3600`.
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * Protocol.formatRateLimitPolicy([{ name: "spike", limit: 20, window: "1 second", remaining: 3 }])
+ * // "\"spike\";q=20;w=1"
+ * ```
+ * @since 0.1.0
+ */
+export const formatRateLimitPolicy: (tiers: ReadonlyArray<RateLimitTier>) => string =
+  internal.formatRateLimitPolicy
+
+/**
+ * Formats `RateLimit` per the IETF rate-limit headers draft:
+ * `"spike";r=0;t=1` (remaining units and seconds until reset).
+ *
+ * @since 0.1.0
+ */
+export const formatRateLimit: (tiers: ReadonlyArray<RateLimitTier>) => string = internal.formatRateLimit
+
+/**
+ * One parsed item of a `RateLimit` or `RateLimit-Policy` header.
+ *
+ * @since 0.1.0
+ */
+export interface RateLimitItem extends internal.RateLimitItem {}
+
+/**
+ * Parses a `RateLimit` or `RateLimit-Policy` header leniently; malformed items are
+ * skipped.
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * Protocol.parseRateLimit("\"spike\";r=0;t=1") // [{ name: "spike", params: { r: 0, t: 1 } }]
+ * ```
+ * @since 0.1.0
+ */
+export const parseRateLimit: (value: string | null | undefined) => ReadonlyArray<RateLimitItem> =
+  internal.parseRateLimitItems
+
+/**
+ * Reads one header value from a platform `Headers` record (first value if repeated).
+ *
+ * @since 0.1.0
+ */
+export const headerValue: (value: string | ReadonlyArray<string> | null | undefined) => string | undefined =
+  internal.headerValue
