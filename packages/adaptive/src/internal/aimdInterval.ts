@@ -1,0 +1,149 @@
+import { Options } from "@sluice/core"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
+import { pipeArguments } from "effect/Pipeable"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as Interval from "effect/ScheduleInterval"
+import * as Schema from "effect/Schema"
+import type * as A from "../AimdInterval.js"
+
+/** @internal */
+export const TypeId: typeof A.TypeId = Symbol.for("@sluice/adaptive/AimdInterval") as any
+
+/** @internal */
+export const AimdIntervalOptions = Schema.Struct({
+  name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
+  min: Options.PositiveDuration,
+  max: Options.PositiveDuration,
+  step: Options.PositiveDuration,
+  factor: Schema.optionalWith(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isFinite(n) && n > 1, {
+        message: (issue) => `expected a finite number greater than 1, got ${String(issue.actual)}`
+      })
+    ),
+    { default: () => 2 }
+  ),
+  initial: Schema.optional(Options.PositiveDuration)
+}).pipe(
+  Schema.filter((o) => {
+    if (Duration.greaterThan(o.min, o.max)) {
+      return { path: ["min"], message: "min must not exceed max" }
+    }
+    if (
+      o.initial !== undefined &&
+      (Duration.lessThan(o.initial, o.min) || Duration.greaterThan(o.initial, o.max))
+    ) {
+      return { path: ["initial"], message: "initial must lie within [min, max]" }
+    }
+    return undefined
+  })
+)
+
+const intervalGauge = Metric.gauge("sluice_aimd_interval_ms", {
+  description: "Current interval of an AIMD interval controller, in milliseconds"
+})
+const signalCounter = Metric.counter("sluice_aimd_interval_signals", {
+  description: "Signals received by an AIMD interval controller, tagged throttled=true|false",
+  incremental: true
+})
+
+class AimdIntervalImpl implements A.AimdInterval {
+  readonly [TypeId]: A.TypeId = TypeId
+  private current: number
+  private readonly minMs: number
+  private readonly maxMs: number
+  private readonly stepMs: number
+  private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
+  private readonly throttledTags: ReadonlyArray<MetricLabel.MetricLabel>
+  private readonly clearTags: ReadonlyArray<MetricLabel.MetricLabel>
+  constructor(
+    readonly name: string,
+    min: Duration.Duration,
+    max: Duration.Duration,
+    step: Duration.Duration,
+    readonly factor: number,
+    initial: Duration.Duration
+  ) {
+    this.minMs = Duration.toMillis(min)
+    this.maxMs = Duration.toMillis(max)
+    this.stepMs = Duration.toMillis(step)
+    this.current = Duration.toMillis(initial)
+    this.tags = [MetricLabel.make("name", name)]
+    this.throttledTags = [...this.tags, MetricLabel.make("throttled", "true")]
+    this.clearTags = [...this.tags, MetricLabel.make("throttled", "false")]
+    intervalGauge.unsafeUpdate(this.current, this.tags)
+  }
+  get min() {
+    return Duration.millis(this.minMs)
+  }
+  get max() {
+    return Duration.millis(this.maxMs)
+  }
+  get step() {
+    return Duration.millis(this.stepMs)
+  }
+  unsafeSignal(throttled: boolean): number {
+    this.current = throttled
+      ? Math.min(this.maxMs, this.current * this.factor)
+      : Math.max(this.minMs, this.current - this.stepMs)
+    signalCounter.unsafeUpdate(1, throttled ? this.throttledTags : this.clearTags)
+    intervalGauge.unsafeUpdate(this.current, this.tags)
+    return this.current
+  }
+  unsafeInterval(): number {
+    return this.current
+  }
+  signal(throttled: boolean): Effect.Effect<Duration.Duration> {
+    return Effect.sync(() => Duration.millis(this.unsafeSignal(throttled)))
+  }
+  get interval(): Effect.Effect<Duration.Duration> {
+    return Effect.sync(() => Duration.millis(this.current))
+  }
+  get schedule(): Schedule.Schedule<Duration.Duration, unknown> {
+    return Schedule.makeWithState(undefined as void, (now, _input: unknown, state) =>
+      Effect.sync(() => {
+        const ms = this.current
+        return [state, Duration.millis(ms), ScheduleDecision.continueWith(Interval.after(now + ms))] as const
+      })
+    )
+  }
+  scheduleFrom<In>(isThrottled: (input: In) => boolean): Schedule.Schedule<Duration.Duration, In> {
+    return Schedule.makeWithState(undefined as void, (now, input: In, state) =>
+      Effect.sync(() => {
+        const ms = this.unsafeSignal(isThrottled(input))
+        return [state, Duration.millis(ms), ScheduleDecision.continueWith(Interval.after(now + ms))] as const
+      })
+    )
+  }
+  pipe() {
+    // eslint-disable-next-line prefer-rest-params
+    return pipeArguments(this, arguments)
+  }
+}
+
+const decodeSync = Options.decodeSync(
+  "AimdInterval",
+  AimdIntervalOptions as Schema.Schema<any, A.AimdIntervalOptions>
+)
+const decode = Options.decode(
+  "AimdInterval",
+  AimdIntervalOptions as Schema.Schema<any, A.AimdIntervalOptions>
+)
+
+const build = (o: Schema.Schema.Type<typeof AimdIntervalOptions>): A.AimdInterval =>
+  new AimdIntervalImpl(o.name, o.min, o.max, o.step, o.factor, o.initial ?? o.min)
+
+/** @internal */
+export const unsafeMake = (options: A.AimdIntervalOptions): A.AimdInterval => build(decodeSync(options))
+
+/** @internal */
+export const make = (options: A.AimdIntervalOptions): Effect.Effect<A.AimdInterval, Options.InvalidOptions> =>
+  Effect.map(decode(options), build)
+
+/** @internal */
+export const isAimdInterval = (u: unknown): u is A.AimdInterval =>
+  typeof u === "object" && u !== null && TypeId in u
