@@ -1,0 +1,81 @@
+/**
+ * Additive-increase / multiplicative-decrease concurrency limit (DESIGN §5).
+ *
+ * On a drop the limit becomes `floor(limit × backoffRatio)` (0.9 by default);
+ * on a success it grows by 1, but only while the limit is actually used
+ * (in-flight ≥ limit / 2). The limit stays within `[minLimit, maxLimit]`.
+ * Optionally a success slower than `timeout` counts as a drop.
+ *
+ * @since 0.1.0
+ */
+import type * as Effect from "effect/Effect"
+import type { Options } from "@sluice/core"
+import * as internal from "./internal/aimd.js"
+import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
+
+/**
+ * Options: `initial` (20), `minLimit` (1), `maxLimit` (1000), `backoffRatio` in
+ * (0, 1) (0.9), and an optional `timeout` above which a success counts as a drop.
+ *
+ * @since 0.1.0
+ */
+export const AimdOptions = internal.AimdOptions
+
+/**
+ * @since 0.1.0
+ */
+export type AimdOptions = typeof AimdOptions.Encoded
+
+/**
+ * Decoded options.
+ *
+ * @since 0.1.0
+ */
+export type AimdConfig = typeof AimdOptions.Type
+
+/**
+ * An AIMD limit.
+ *
+ * @since 0.1.0
+ */
+export interface Aimd extends LimitAlgorithm {
+  readonly options: AimdConfig
+}
+
+/**
+ * Makes an AIMD limit, failing with `InvalidOptions` on bad options.
+ *
+ * @example
+ * ```ts
+ * import { Aimd } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const aimd = yield* Aimd.make({ initial: 30 })
+ *   aimd.onSample({ id: 0, nextId: 1, outcome: "dropped", rtt: 1, inFlight: 30, now: 0 }) // 27
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make: (options?: AimdOptions) => Effect.Effect<Aimd, Options.InvalidOptions> = internal.make
+
+/**
+ * Makes an AIMD limit synchronously; throws `InvalidOptions`.
+ *
+ * @since 0.1.0
+ */
+export const unsafeMake: (options?: AimdOptions) => Aimd = internal.unsafeMake
+
+/**
+ * Validates the options now (throws `InvalidOptions`) and returns a factory
+ * that makes one fresh limit per limiter key.
+ *
+ * @example
+ * ```ts
+ * import { Aimd, ConcurrencyLimiter } from "@sluice/adaptive"
+ *
+ * const layer = ConcurrencyLimiter.layer({ algorithm: Aimd.factory({ backoffRatio: 0.8 }) })
+ * ```
+ * @since 0.1.0
+ */
+export const factory: (options?: AimdOptions) => Factory = internal.factory

@@ -1,0 +1,94 @@
+/**
+ * The congestion window: TCP's answer to "how much may I send?", applied to
+ * requests instead of bytes (DESIGN §5).
+ *
+ * State: `cwnd` (start 20), `ssthresh` (start 1024) and the set of requests
+ * whose errors are ignored. On a success `cwnd` grows by 1 below `ssthresh`
+ * (slow start) and by `1 / cwnd` above it (congestion avoidance), but never
+ * beyond in-flight + 1, so idle capacity does not inflate it. On an overload
+ * error from a request outside the ignored set, `ssthresh = cwnd × factor` and
+ * `cwnd` becomes the initial value (Tahoe) or the new `ssthresh` (Reno); the
+ * ignored set becomes every request in flight at that moment, so one burst of
+ * errors counts once.
+ *
+ * @since 0.1.0
+ */
+import type * as Effect from "effect/Effect"
+import type { Options } from "@sluice/core"
+import * as internal from "./internal/congestionWindow.js"
+import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
+
+/**
+ * Options: `initial` window (20), `ssthresh` (1024), `factor` in (0, 1) applied
+ * on a drop (0.5 classic; 0.9 for a stable capacity), `variant` `"tahoe"` or
+ * `"reno"` (default), and bounds `minLimit` (1) / `maxLimit` (unbounded).
+ *
+ * @since 0.1.0
+ */
+export const CongestionWindowOptions = internal.CongestionWindowOptions
+
+/**
+ * @since 0.1.0
+ */
+export type CongestionWindowOptions = typeof CongestionWindowOptions.Encoded
+
+/**
+ * Decoded options.
+ *
+ * @since 0.1.0
+ */
+export type CongestionWindowConfig = typeof CongestionWindowOptions.Type
+
+/**
+ * A congestion window. `limit` is `cwnd`; `ignoreBelow` is the ignored set as a
+ * permit id: drops from permits with a smaller id belong to an already
+ * counted burst.
+ *
+ * @since 0.1.0
+ */
+export interface CongestionWindow extends LimitAlgorithm {
+  readonly options: CongestionWindowConfig
+  readonly cwnd: number
+  readonly ssthresh: number
+  readonly ignoreBelow: number
+}
+
+/**
+ * Makes a congestion window, failing with `InvalidOptions` on bad options.
+ *
+ * @example
+ * ```ts
+ * import { CongestionWindow } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const cw = yield* CongestionWindow.make({ variant: "tahoe", factor: 0.9 })
+ *   cw.limit // 20
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make: (
+  options?: CongestionWindowOptions
+) => Effect.Effect<CongestionWindow, Options.InvalidOptions> = internal.make
+
+/**
+ * Makes a congestion window synchronously; throws `InvalidOptions`.
+ *
+ * @since 0.1.0
+ */
+export const unsafeMake: (options?: CongestionWindowOptions) => CongestionWindow = internal.unsafeMake
+
+/**
+ * Validates the options now (throws `InvalidOptions`) and returns a factory
+ * that makes one fresh window per limiter key.
+ *
+ * @example
+ * ```ts
+ * import { CongestionWindow, ConcurrencyLimiter } from "@sluice/adaptive"
+ *
+ * const layer = ConcurrencyLimiter.layer({ algorithm: CongestionWindow.factory({ variant: "reno" }) })
+ * ```
+ * @since 0.1.0
+ */
+export const factory: (options?: CongestionWindowOptions) => Factory = internal.factory

@@ -1,0 +1,100 @@
+/**
+ * The small interface every concurrency limit algorithm implements.
+ *
+ * A limit algorithm is a state machine: it holds the current limit (how many
+ * requests may be in flight at once) and changes it when the
+ * `ConcurrencyLimiter` reports the outcome of a request through `onSample`.
+ * It is synchronous and owns no fibers, so it runs unchanged under `TestClock`
+ * and in the simulation. Write your own by implementing {@link LimitAlgorithm}.
+ *
+ * @since 0.1.0
+ */
+import * as internal from "./internal/limitAlgorithm.js"
+
+/**
+ * How a request ended, from the limiter's point of view:
+ * - `success`: it completed; its round-trip time is a latency measurement;
+ * - `dropped`: the backend was overloaded (`Overloaded`, a timeout, or what the
+ *   limiter's `isDrop` predicate says): the limit should come down;
+ * - `ignored`: any other error, or interruption: says nothing about capacity.
+ *
+ * @since 0.1.0
+ */
+export type Outcome = "success" | "dropped" | "ignored"
+
+/**
+ * One measurement, reported once per request that held a permit.
+ *
+ * Permit ids increase by one per permit granted (starting at 0), so "every
+ * request in flight right now" is exactly "every request whose id is below
+ * `nextId` and which has not reported yet": an algorithm can remember a set of
+ * in-flight requests as a single number.
+ *
+ * @since 0.1.0
+ */
+export interface Sample {
+  /** The id of the permit this request held. */
+  readonly id: number
+  /** The id the next permit will get: every id below it has been granted. */
+  readonly nextId: number
+  readonly outcome: Outcome
+  /** Milliseconds between the permit being granted and the request ending (queue wait excluded). */
+  readonly rtt: number
+  /** Requests in flight when the sample is reported, this one included. */
+  readonly inFlight: number
+  /** The clock reading (epoch millis) when the sample is reported. */
+  readonly now: number
+}
+
+/**
+ * A limit algorithm. `limit` may be fractional; the limiter grants a permit
+ * only while `inFlight < limit`. `onSample` updates the state and returns the
+ * new limit. The limiter owns one instance per key and calls it synchronously;
+ * the sample object must not be retained.
+ *
+ * @example
+ * ```ts
+ * import type { LimitAlgorithm } from "@sluice/adaptive"
+ *
+ * // halves on a drop, +1 on a success, never below 1
+ * const halving = (): LimitAlgorithm.LimitAlgorithm => {
+ *   let limit = 10
+ *   return {
+ *     name: "halving",
+ *     get limit() {
+ *       return limit
+ *     },
+ *     onSample: (sample) =>
+ *       (limit = sample.outcome === "dropped" ? Math.max(1, limit / 2) : sample.outcome === "success" ? limit + 1 : limit)
+ *   }
+ * }
+ * ```
+ * @since 0.1.0
+ */
+export interface LimitAlgorithm {
+  readonly name: string
+  readonly limit: number
+  onSample(sample: Sample): number
+}
+
+/**
+ * Makes a fresh algorithm for a limiter key (one instance per key, e.g. per host).
+ *
+ * @since 0.1.0
+ */
+export type Factory = (key: string) => LimitAlgorithm
+
+/**
+ * A fixed limit that never changes: a plain semaphore with the limiter's queue,
+ * partitions and metrics. Throws `InvalidOptions` unless `limit` is a positive integer.
+ *
+ * @example
+ * ```ts
+ * import { LimitAlgorithm } from "@sluice/adaptive"
+ *
+ * const ten = LimitAlgorithm.fixed(10)
+ * ten.limit // 10
+ * ```
+ * @since 0.1.0
+ */
+export const fixed: (limit: number) => LimitAlgorithm = internal.fixed

@@ -1,0 +1,13 @@
+/**
+ * @sluice/adaptive: concurrency limits and the control loops that slow a system
+ * down before it falls over.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as Aimd from "./Aimd.js"
+/** @since 0.1.0 */
+export * as CongestionWindow from "./CongestionWindow.js"
+/** @since 0.1.0 */
+export * as LimitAlgorithm from "./LimitAlgorithm.js"

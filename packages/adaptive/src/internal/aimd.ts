@@ -1,0 +1,62 @@
+import { Options } from "@sluice/core"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as A from "../Aimd.js"
+import type * as LA from "../LimitAlgorithm.js"
+import { checkBounds, OpenRatio, PositiveOrInfinity } from "./limitAlgorithm.js"
+
+/** @internal */
+export const AimdOptions = Schema.Struct({
+  initial: Schema.optionalWith(Options.PositiveInt, { default: () => 20 }),
+  minLimit: Schema.optionalWith(Options.PositiveInt, { default: () => 1 }),
+  maxLimit: Schema.optionalWith(PositiveOrInfinity, { default: () => 1000 }),
+  backoffRatio: Schema.optionalWith(OpenRatio, { default: () => 0.9 }),
+  timeout: Schema.optional(Options.PositiveDuration)
+}).pipe(
+  Schema.filter((o) =>
+    checkBounds([
+      ["minLimit", o.minLimit],
+      ["initial", o.initial],
+      ["maxLimit", o.maxLimit]
+    ])
+  )
+)
+
+const module = "Aimd"
+const decodeSync = Options.decodeSync(module, AimdOptions)
+const decodeEffect = Options.decode(module, AimdOptions)
+
+class AimdImpl implements A.Aimd {
+  readonly name = "aimd"
+  limit: number
+  private readonly timeoutMillis: number
+  constructor(readonly options: A.AimdConfig) {
+    this.limit = options.initial
+    this.timeoutMillis = options.timeout === undefined ? Infinity : Duration.toMillis(options.timeout)
+  }
+  onSample(sample: LA.Sample): number {
+    const { backoffRatio, maxLimit, minLimit } = this.options
+    if (sample.outcome === "dropped" || (sample.outcome === "success" && sample.rtt >= this.timeoutMillis)) {
+      // The epsilon keeps 30 × 0.9 at 27 despite binary floating point.
+      this.limit = Math.max(minLimit, Math.floor(this.limit * backoffRatio + 1e-9))
+    } else if (sample.outcome === "success" && sample.inFlight * 2 >= this.limit) {
+      // Only a limit that is actually used may grow.
+      this.limit = Math.min(maxLimit, this.limit + 1)
+    }
+    return this.limit
+  }
+}
+
+/** @internal */
+export const unsafeMake = (options: A.AimdOptions = {}): A.Aimd => new AimdImpl(decodeSync(options))
+
+/** @internal */
+export const make = (options: A.AimdOptions = {}): Effect.Effect<A.Aimd, Options.InvalidOptions> =>
+  Effect.map(decodeEffect(options), (config) => new AimdImpl(config))
+
+/** @internal */
+export const factory = (options: A.AimdOptions = {}): LA.Factory => {
+  const config = decodeSync(options)
+  return () => new AimdImpl(config)
+}
