@@ -6,6 +6,8 @@
  */
 
 /** @since 0.1.0 */
+export * as CircuitBreaker from "./CircuitBreaker.js"
+/** @since 0.1.0 */
 export * as Criticality from "./Criticality.js"
 /** @since 0.1.0 */
 export * as Errors from "./Errors.js"

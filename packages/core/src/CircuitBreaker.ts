@@ -1,0 +1,241 @@
+/**
+ * A circuit breaker: stop calling a dependency that keeps failing, and probe it
+ * again after a while.
+ *
+ * - **closed**: calls pass. The breaker trips after `consecutiveFailures` failures in
+ *   a row, or when the share of failures over a sliding `failureRatio.window` reaches
+ *   `failureRatio.ratio` once at least `failureRatio.minimumCalls` calls completed in it.
+ * - **open**: calls fail fast with `Errors.CircuitOpen`, which says when the breaker
+ *   half-opens (`halfOpenAt`, epoch millis from Effect's `Clock`) and `retryAfter`. It
+ *   stays open for `openFor`: a fixed duration, or a `Schedule` whose successive delays
+ *   give the open duration of successive trips (e.g. `Schedule.exponential("1 second")`).
+ * - **half-open**: at most `halfOpenProbes` calls (K) are let through; the breaker
+ *   closes once K probes succeeded and re-opens on the first probe failure. Other calls
+ *   are refused with `CircuitOpen`.
+ * - `isolate` forces it open until `reset`; `reset` closes it and forgets its history.
+ *
+ * Which failures count: typed failures for which `isFailure` returns `true` (default:
+ * every failure) and every defect. A failure that `isFailure` rejects counts as a
+ * success (the dependency answered). Interruption never counts: an interrupted probe
+ * gives its slot back, and an interrupted call in the closed state records nothing.
+ * Outcomes of calls admitted before a state change are ignored.
+ *
+ * The closed-state success path is one synchronous state check plus a counter update;
+ * a `Clock` read happens only when a failure ratio is configured or something fails.
+ *
+ * Metrics (tagged `name`): `sluice_circuit_breaker_state` (gauge: 0 closed, 1 half-open,
+ * 2 open), `sluice_circuit_breaker_transitions` (counter, tagged `from` and `to`),
+ * `sluice_circuit_breaker_rejected` (counter).
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { Pipeable } from "effect/Pipeable"
+import type * as Schedule from "effect/Schedule"
+import type * as Stream from "effect/Stream"
+import type { CircuitOpen } from "./Errors.js"
+import * as internal from "./internal/circuitBreaker.js"
+import type { InvalidOptions } from "./Options.js"
+
+/**
+ * @since 0.1.0
+ */
+export const TypeId: unique symbol = internal.TypeId
+
+/**
+ * @since 0.1.0
+ */
+export type TypeId = typeof TypeId
+
+/**
+ * The state a breaker reports. An isolated breaker reports `"open"`.
+ *
+ * @since 0.1.0
+ */
+export type State = "closed" | "open" | "half-open"
+
+/**
+ * A state transition, published on {@link CircuitBreaker.stateChanges}.
+ *
+ * @since 0.1.0
+ */
+export interface StateChange {
+  readonly name: string
+  readonly from: State
+  readonly to: State
+  /** Epoch millis from Effect's `Clock`. */
+  readonly at: number
+}
+
+/**
+ * Options, validated by a Schema at construction:
+ *
+ * - `name`: non-empty; tags metrics and `CircuitOpen`.
+ * - `consecutiveFailures`: positive integer. Defaults to 5 when `failureRatio` is not
+ *   given; when only `failureRatio` is given, only the ratio trips the breaker.
+ * - `failureRatio`: `ratio` in (0, 1], `window` a positive duration, `minimumCalls` a
+ *   positive integer, `buckets` (default 10) slicing the window.
+ * - `openFor`: a positive duration (default 5 seconds) or a `Schedule` (its delays are
+ *   the open durations of successive trips until the breaker closes again; when it
+ *   ends, the last delay is reused).
+ * - `halfOpenProbes`: positive integer, default 1.
+ * - `isFailure`: which typed failures count (default: all).
+ * - `onStateChange`: called synchronously on every transition (exceptions ignored).
+ *
+ * @since 0.1.0
+ */
+export interface CircuitBreakerOptions {
+  readonly name: string
+  readonly consecutiveFailures?: number | undefined
+  readonly failureRatio?:
+    | {
+        readonly ratio: number
+        readonly window: Duration.DurationInput
+        readonly minimumCalls: number
+        readonly buckets?: number | undefined
+      }
+    | undefined
+  readonly openFor?: Duration.DurationInput | Schedule.Schedule<unknown, unknown, never> | undefined
+  readonly halfOpenProbes?: number | undefined
+  readonly isFailure?: ((error: unknown) => boolean) | undefined
+  readonly onStateChange?: ((change: StateChange) => void) | undefined
+}
+
+/**
+ * A circuit breaker. Mutable; its state lives in this value, so share one value
+ * between every call to the same dependency (a Layer does that for you).
+ *
+ * @since 0.1.0
+ */
+export interface CircuitBreaker extends Pipeable {
+  readonly [TypeId]: TypeId
+  readonly name: string
+  /** Runs `self` through the breaker, failing fast with `CircuitOpen` while open. */
+  withBreaker<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R>
+  /** The current state (an open breaker whose time is up reports `"half-open"`). */
+  readonly state: Effect.Effect<State>
+  /** Forces the breaker open until {@link CircuitBreaker.reset}. */
+  readonly isolate: Effect.Effect<void>
+  /** Closes the breaker and forgets failures, trips and probes. */
+  readonly reset: Effect.Effect<void>
+  /**
+   * State transitions from the moment the stream is run. A subscriber that falls
+   * more than 256 changes behind loses the oldest ones.
+   */
+  readonly stateChanges: Stream.Stream<StateChange>
+  /** {@link CircuitBreaker.state} at the given clock reading (epoch millis). */
+  unsafeState(nowMillis: number): State
+  /** {@link CircuitBreaker.isolate} at the given clock reading. */
+  unsafeIsolate(nowMillis: number): void
+  /** {@link CircuitBreaker.reset} at the given clock reading. */
+  unsafeReset(nowMillis: number): void
+}
+
+/**
+ * The options Schema (decoded `openFor` is a `Duration` or a `Schedule`).
+ *
+ * @since 0.1.0
+ */
+export const CircuitBreakerOptions = internal.CircuitBreakerOptions
+
+/**
+ * Makes a breaker, failing with `InvalidOptions` naming the bad field.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "@sluice/core"
+ * import { Effect, Schedule } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const breaker = yield* CircuitBreaker.make({
+ *     name: "redis",
+ *     consecutiveFailures: 3,
+ *     openFor: Schedule.exponential("1 second"),
+ *     halfOpenProbes: 2
+ *   })
+ *   return yield* Effect.succeed("pong").pipe(CircuitBreaker.withBreaker(breaker))
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make: (options: CircuitBreakerOptions) => Effect.Effect<CircuitBreaker, InvalidOptions> =
+  internal.make
+
+/**
+ * Is this value a {@link CircuitBreaker}?
+ *
+ * @since 0.1.0
+ */
+export const isCircuitBreaker: (u: unknown) => u is CircuitBreaker = internal.isCircuitBreaker
+
+/**
+ * Runs an effect through a breaker (data-first or data-last).
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * declare const breaker: CircuitBreaker.CircuitBreaker
+ * const guarded = Effect.succeed(1).pipe(CircuitBreaker.withBreaker(breaker))
+ * const same = CircuitBreaker.withBreaker(Effect.succeed(1), breaker)
+ * ```
+ * @since 0.1.0
+ */
+export const withBreaker: {
+  (breaker: CircuitBreaker): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, breaker: CircuitBreaker): Effect.Effect<A, E | CircuitOpen, R>
+} = internal.withBreaker
+
+/**
+ * The default service tag, for programs with one breaker in their context. For
+ * several breakers, make one tag each with {@link makeTag}.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const breaker = yield* CircuitBreaker.CircuitBreakerTag
+ *   return yield* breaker.withBreaker(Effect.succeed(1))
+ * }).pipe(Effect.provide(CircuitBreaker.layer({ name: "backend" })))
+ * ```
+ * @since 0.1.0
+ */
+export class CircuitBreakerTag extends Context.Tag("@sluice/core/CircuitBreaker")<
+  CircuitBreakerTag,
+  CircuitBreaker
+>() {}
+
+/**
+ * Makes a tag of its own for a named breaker, when a program needs several.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "@sluice/core"
+ *
+ * const RedisBreaker = CircuitBreaker.makeTag("redis")
+ * const RedisBreakerLive = CircuitBreaker.layer({ name: "redis" }, RedisBreaker)
+ * ```
+ * @since 0.1.0
+ */
+export const makeTag = (key: string): Context.Tag<CircuitBreaker, CircuitBreaker> =>
+  Context.GenericTag<CircuitBreaker>(`@sluice/core/CircuitBreaker/${key}`)
+
+/**
+ * A Layer that builds a breaker and provides it under {@link CircuitBreakerTag},
+ * or under the given tag.
+ *
+ * @since 0.1.0
+ */
+export const layer: {
+  (options: CircuitBreakerOptions): Layer.Layer<CircuitBreakerTag, InvalidOptions>
+  <I>(options: CircuitBreakerOptions, tag: Context.Tag<I, CircuitBreaker>): Layer.Layer<I, InvalidOptions>
+} = (
+  options: CircuitBreakerOptions,
+  tag?: Context.Tag<any, CircuitBreaker>
+): Layer.Layer<any, InvalidOptions> => Layer.effect(tag ?? CircuitBreakerTag, internal.make(options))
