@@ -1,0 +1,163 @@
+/**
+ * Quota plans: which tiers count a client, and how to change them while running.
+ *
+ * A plan is a non-empty list of tiers; a request passes only if every tier passes.
+ * Each tier is a limit per period with an algorithm:
+ *
+ * - `gcra`: a smooth rate of `limit` per `period` with a bucket of `burst` units
+ *   (default `limit`), the token-bucket equivalent;
+ * - `sliding-window`: at most `limit` units within any moving `period`.
+ *
+ * `QuotaConfig` holds a default plan and per-client overrides. Plans are validated
+ * by Schema: an invalid plan fails with `InvalidOptions` naming the field, and the
+ * plan in force stays. A Redis-backed source lives in `@sluice/core/Redis`.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Schema from "effect/Schema"
+import * as internal from "./internal/quotaConfig.js"
+import * as plan from "./internal/quotaPlan.js"
+import type { InvalidOptions } from "./Options.js"
+
+/**
+ * The algorithm of a tier.
+ *
+ * @since 0.1.0
+ */
+export const Algorithm: Schema.Literal<["gcra", "sliding-window"]> = plan.Algorithm
+
+/**
+ * @since 0.1.0
+ */
+export type Algorithm = plan.Algorithm
+
+/**
+ * One tier: `{ name, algorithm, limit, period, burst? }`. `period` accepts
+ * milliseconds, a `Duration` or a string such as `"1 hour"`.
+ *
+ * @since 0.1.0
+ */
+export const Tier = plan.Tier
+
+/**
+ * @since 0.1.0
+ */
+export type Tier = plan.Tier
+
+/**
+ * A plan: `{ tiers: [tier, ...] }` with unique tier names.
+ *
+ * @example
+ * ```ts
+ * import { QuotaConfig } from "@sluice/core"
+ *
+ * const plan: QuotaConfig.PlanInput = {
+ *   tiers: [
+ *     { name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 },
+ *     { name: "count", algorithm: "sliding-window", limit: 5000, period: "1 hour" }
+ *   ]
+ * }
+ * ```
+ * @since 0.1.0
+ */
+export const Plan = plan.Plan
+
+/**
+ * @since 0.1.0
+ */
+export type Plan = plan.Plan
+
+/**
+ * A plan as written in configuration or JSON.
+ *
+ * @since 0.1.0
+ */
+export type PlanInput = plan.PlanInput
+
+/**
+ * A plan decoded from a JSON string (the Redis source stores plans this way).
+ *
+ * @since 0.1.0
+ */
+export const PlanFromJson = plan.PlanFromJson
+
+/**
+ * A plan flattened for the stores' hot path.
+ *
+ * @since 0.1.0
+ */
+export type CompiledPlan = plan.CompiledPlan
+
+/**
+ * @since 0.1.0
+ */
+export type CompiledTier = plan.CompiledTier
+
+/**
+ * Flattens a decoded plan for the stores.
+ *
+ * @since 0.1.0
+ */
+export const compile: (plan: Plan) => CompiledPlan = plan.compile
+
+/**
+ * The plans in force. `planFor` is synchronous because it sits on the hot path of
+ * every check; updates take effect on the client's next check.
+ *
+ * @since 0.1.0
+ */
+export interface Service {
+  /** The compiled plan of a client (its override, or the default). */
+  readonly planFor: (client: string) => CompiledPlan
+  readonly plan: (client: string) => Effect.Effect<Plan>
+  readonly defaultPlan: Effect.Effect<Plan>
+  readonly overrides: Effect.Effect<ReadonlyMap<string, Plan>>
+  /** Replaces the default plan; an invalid plan fails and the previous one stays. */
+  readonly setDefault: (plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions>
+  /** Sets a client's plan; an invalid plan fails and the previous one stays. */
+  readonly setPlan: (client: string, plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions>
+  /** Removes a client's override: it falls back to the default plan. */
+  readonly removePlan: (client: string) => Effect.Effect<void>
+}
+
+/**
+ * @since 0.1.0
+ */
+export class QuotaConfig extends Context.Tag("@sluice/core/QuotaConfig")<QuotaConfig, Service>() {}
+
+/**
+ * Options: a default plan and per-client overrides.
+ *
+ * @since 0.1.0
+ */
+export type QuotaConfigOptions = internal.QuotaConfigOptions
+
+/**
+ * Makes an in-process configuration.
+ *
+ * @example
+ * ```ts
+ * import { QuotaConfig } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const config = yield* QuotaConfig.make({
+ *     default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
+ *   })
+ *   yield* config.setPlan("acme", { tiers: [{ name: "spike", algorithm: "gcra", limit: 100, period: "1 second" }] })
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make: (options: QuotaConfigOptions) => Effect.Effect<Service, InvalidOptions> = internal.make
+
+/**
+ * A layer holding plans in this process.
+ *
+ * @since 0.1.0
+ */
+export const layer = (options: QuotaConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions> =>
+  Layer.effect(QuotaConfig, internal.make(options))

@@ -1,0 +1,104 @@
+/**
+ * Where quota state lives. Every store answers one question per check — do all
+ * tiers of this plan admit `cost` more units for this client, and if so consume
+ * them — atomically and in one step, so a denied request consumes nothing.
+ *
+ * `layerMemory` keeps the state in this process: bounded, with idle clients
+ * evicted. The Redis store (`@sluice/core/Redis`) shares it across processes.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Schema from "effect/Schema"
+import * as plan from "./internal/quotaPlan.js"
+import * as internal from "./internal/quotaStore.js"
+import type { InvalidOptions } from "./Options.js"
+
+/**
+ * The answer of one tier: whether it admits the request, its limit (the bucket
+ * size for `gcra`), the units remaining, milliseconds until it is full again
+ * (`resetMs`) and, when it denies, milliseconds until the request would pass.
+ *
+ * @since 0.1.0
+ */
+export type TierDecision = plan.TierDecision
+
+/**
+ * The answer of a store: all tiers, and the store's clock (epoch ms) at decision time.
+ *
+ * @since 0.1.0
+ */
+export type StoreResult = plan.StoreResult
+
+/**
+ * A store call failed or missed its deadline.
+ *
+ * @since 0.1.0
+ */
+export const QuotaStoreError: typeof plan.QuotaStoreError = plan.QuotaStoreError
+
+/**
+ * @since 0.1.0
+ */
+export type QuotaStoreError = plan.QuotaStoreError
+
+/**
+ * A store. `remote` stores get a deadline and a circuit breaker from `Quota`;
+ * local stores may offer `unsafeCheck` so the check is one synchronous step.
+ *
+ * @since 0.1.0
+ */
+export interface Store extends internal.Store {}
+
+/**
+ * The memory store, with the number of clients it currently holds.
+ *
+ * @since 0.1.0
+ */
+export interface MemoryStore extends internal.MemoryStore {}
+
+/**
+ * @since 0.1.0
+ */
+export class QuotaStore extends Context.Tag("@sluice/core/QuotaStore")<QuotaStore, Store>() {}
+
+/**
+ * Memory store options: `maxClients` (default 100,000) bounds how many clients
+ * hold state; past it the least recently used client is dropped.
+ *
+ * @since 0.1.0
+ */
+export const MemoryOptions: Schema.Schema<{ readonly maxClients: number }, { readonly maxClients?: number }> =
+  internal.MemoryOptions as any
+
+/**
+ * Makes a memory store. Time comes from Effect's `Clock`, so `TestClock` drives it.
+ *
+ * @example
+ * ```ts
+ * import { QuotaStore } from "@sluice/core"
+ *
+ * const store = QuotaStore.makeMemory({ maxClients: 1_000_000 })
+ * ```
+ * @since 0.1.0
+ */
+export const makeMemory: (options?: {
+  readonly maxClients?: number
+}) => Effect.Effect<MemoryStore, InvalidOptions> = internal.makeMemory
+
+/**
+ * A layer with the memory store.
+ *
+ * @example
+ * ```ts
+ * import { QuotaStore } from "@sluice/core"
+ *
+ * const StoreLive = QuotaStore.layerMemory()
+ * ```
+ * @since 0.1.0
+ */
+export const layerMemory = (options?: {
+  readonly maxClients?: number
+}): Layer.Layer<QuotaStore, InvalidOptions> => Layer.effect(QuotaStore, internal.makeMemory(options))
