@@ -16,4 +16,10 @@ export * as Ewma from "./Ewma.js"
 /** @since 0.1.0 */
 export * as Options from "./Options.js"
 /** @since 0.1.0 */
+export * as Quota from "./Quota.js"
+/** @since 0.1.0 */
+export * as QuotaConfig from "./QuotaConfig.js"
+/** @since 0.1.0 */
+export * as QuotaStore from "./QuotaStore.js"
+/** @since 0.1.0 */
 export * as RollingCounter from "./RollingCounter.js"
