@@ -1,4 +1,4 @@
-import { AimdInterval } from "@sluice/adaptive"
+import * as AimdInterval from "@sluice/adaptive/AimdInterval"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, FastCheck as fc, Fiber, Ref, TestClock } from "effect"
 import { metricValue } from "./metricSnapshot.js"
