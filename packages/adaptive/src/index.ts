@@ -11,3 +11,7 @@ export * as Aimd from "./Aimd.js"
 export * as CongestionWindow from "./CongestionWindow.js"
 /** @since 0.1.0 */
 export * as LimitAlgorithm from "./LimitAlgorithm.js"
+/** @since 0.1.0 */
+export * as AimdInterval from "./AimdInterval.js"
+/** @since 0.1.0 */
+export * as ThresholdMonitor from "./ThresholdMonitor.js"
