@@ -1,0 +1,182 @@
+/**
+ * The retry policy: retries at exactly one layer.
+ *
+ * `Retry.policy` retries the retryable failures of the effect it wraps (by default
+ * `Errors.isRetryable`: `Overloaded`, `QuotaExceeded` within `maxRetryAfter`,
+ * `TimeoutException`, errors marked with `Errors.markRetryable`) with a backoff
+ * `Schedule`, at most `maxAttempts` times in all (first try included), within an
+ * optional per-client `RetryBudget`. When attempts or budget run out, the last error
+ * comes out wrapped in `DontRetry { reason, attempts, cause }`, and **the output error
+ * type no longer contains the retryable errors**: `Errors.NonRetryable<E> |
+ * Errors.DontRetry`. A policy one layer up therefore cannot retry them again; in a
+ * three-layer stack the bottom is tried 3 times, not 27.
+ *
+ * Rules, in order, for a failure `e`:
+ * 1. `DontRetry`, `Throttled`, `CircuitOpen` pass through untouched (never retried,
+ *    whatever the predicate says).
+ * 2. `QuotaExceeded` whose `retryAfter` exceeds `maxRetryAfter` becomes
+ *    `DontRetry { reason: "not-retryable" }`: the quota resets later than we wait.
+ * 3. If the predicate (`isRetryable`, default `Errors.isRetryable`) accepts `e`, it is
+ *    retried while attempts, schedule and budget allow; then `DontRetry { reason:
+ *    "attempts" | "budget" }`.
+ * 4. Otherwise a member of `Errors.Retryable` (which the output type removed) becomes
+ *    `DontRetry { reason: "not-retryable" }`; anything else passes through untouched.
+ *
+ * An error the predicate adds (say, a transport error) stays in the output type:
+ * it passes through when it is not retried and becomes `DontRetry` once retries
+ * are spent, so the type is a safe over-approximation. Mark such errors with
+ * `Errors.markRetryable` to have the type remove them as well.
+ *
+ * The wait before a retry is the schedule's delay, or the error's `retryAfter` hint
+ * when longer (clamped to `maxRetryAfter`, see `Backoff.clampRetryAfter`). Defects
+ * and interruptions are never retried.
+ *
+ * Cost: on success the first try runs the wrapped effect under `Effect.locally`
+ * (attempt 0), bumps one counter and, with a budget, records the request with one
+ * clock read. Schedules, spans and the loop are entered only after a failure.
+ *
+ * @since 0.1.0
+ */
+import type { Errors } from "@sluice/core"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as FiberRef from "effect/FiberRef"
+import type * as Metric from "effect/Metric"
+import type * as Schedule from "effect/Schedule"
+import * as internal from "./internal/retry.js"
+import type * as RetryBudget from "./RetryBudget.js"
+
+/**
+ * The attempt number of the current try, 0 for the first, readable inside the
+ * retried effect (the HTTP client sends it as `x-sluice-attempt`). Set by the
+ * innermost enclosing policy.
+ *
+ * @since 0.1.0
+ */
+export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
+
+/**
+ * Reads {@link currentAttempt}.
+ *
+ * @example
+ * ```ts
+ * import { Retry } from "@sluice/retry"
+ * import { Effect } from "effect"
+ *
+ * const call = Effect.flatMap(Retry.attempt, (n) => Effect.log(`attempt ${n}`))
+ * const retried = call.pipe(Retry.policy({ maxAttempts: 3 }))
+ * ```
+ * @since 0.1.0
+ */
+export const attempt: Effect.Effect<number> = internal.attempt
+
+/**
+ * Options of {@link policy}.
+ *
+ * - `maxAttempts`: attempts in all, first try included (positive integer, default 3).
+ * - `schedule`: the backoff between attempts, fed the failing error (default
+ *   `Backoff.defaultSchedule`); a schedule that stops also ends the retries
+ *   (`DontRetry { reason: "attempts" }`).
+ * - `budget`: a `RetryBudget.Budget` handle (fast: look it up once with
+ *   `RetryBudget.forKey`), or a client key, which then requires `RetryBudget` in context.
+ * - `isRetryable`: which failures to retry (default `Errors.isRetryable`).
+ * - `maxRetryAfter`: the longest server hint honoured (default 30 s); longer or
+ *   malformed hints are clamped to it, and a `QuotaExceeded` asking for more is not retried.
+ * - `name`: tags metrics (`policy`) and spans.
+ *
+ * Bad values throw `InvalidOptions` naming the field when the policy is built.
+ *
+ * @since 0.1.0
+ */
+export interface PolicyOptions {
+  readonly maxAttempts?: number
+  readonly schedule?: Schedule.Schedule<unknown, any>
+  readonly budget?: RetryBudget.Budget | string
+  readonly isRetryable?: (error: unknown) => boolean
+  readonly maxRetryAfter?: Duration.DurationInput
+  readonly name?: string
+}
+
+/**
+ * The error type of a policy over an effect failing with `E`: the retryable members
+ * are gone, `DontRetry` is added.
+ *
+ * @example
+ * ```ts
+ * import type { Errors } from "@sluice/core"
+ * import type { Retry } from "@sluice/retry"
+ *
+ * // Errors.Throttled | Errors.DontRetry
+ * type E = Retry.PolicyError<Errors.Overloaded | Errors.Throttled>
+ * ```
+ * @since 0.1.0
+ */
+export type PolicyError<E> = Errors.NonRetryable<E> | Errors.DontRetry
+
+/**
+ * What a policy needs from context: `RetryBudget` only when its budget is named by key.
+ *
+ * @since 0.1.0
+ */
+export type PolicyContext<O> = O extends { readonly budget?: infer B }
+  ? [Extract<B, string>] extends [never]
+    ? never
+    : RetryBudget.RetryBudget
+  : never
+
+/**
+ * Wraps an effect in a retry policy. Data-last (`effect.pipe(Retry.policy(options))`,
+ * build the policy once and reuse it) or data-first (`Retry.policy(effect, options)`).
+ *
+ * @example
+ * ```ts
+ * import { Errors } from "@sluice/core"
+ * import { Backoff, Retry } from "@sluice/retry"
+ * import { Effect } from "effect"
+ *
+ * declare const call: Effect.Effect<string, Errors.Overloaded | Errors.Throttled>
+ *
+ * const withRetries = Retry.policy({
+ *   maxAttempts: 3,
+ *   schedule: Backoff.exponential({ base: "100 millis", max: "2 seconds" }).pipe(Backoff.jitter("full"))
+ * })
+ * // Effect<string, Errors.Throttled | Errors.DontRetry>
+ * const retried = withRetries(call)
+ * ```
+ * @since 0.1.0
+ */
+export const policy: {
+  <const O extends PolicyOptions = {}>(
+    options?: O
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, PolicyError<E>, R | PolicyContext<O>>
+  <A, E, R, const O extends PolicyOptions = {}>(
+    self: Effect.Effect<A, E, R>,
+    options?: O
+  ): Effect.Effect<A, PolicyError<E>, R | PolicyContext<O>>
+} = internal.policy
+
+/**
+ * The policies' metrics, all tagged `policy` when the policy has a `name`:
+ * `sluice_retry_attempts` (every try, first included), `sluice_retry_retries`
+ * (retries scheduled) and `sluice_retry_give_ups` (tagged `reason`). Budget grants and
+ * denials are `RetryBudget.metrics`. They are updated directly rather than through
+ * `Metric.increment`, so fiber-level tags (`Effect.tagMetrics`) do not apply.
+ *
+ * @example
+ * ```ts
+ * import { Retry } from "@sluice/retry"
+ * import { Effect, Metric } from "effect"
+ *
+ * const gaveUp = Metric.value(Retry.metrics.giveUps.pipe(Metric.tagged("policy", "api"), Metric.tagged("reason", "budget")))
+ * ```
+ * @since 0.1.0
+ */
+export const metrics: {
+  readonly attempts: Metric.Metric.Counter<number>
+  readonly retries: Metric.Metric.Counter<number>
+  readonly giveUps: Metric.Metric.Counter<number>
+} = {
+  attempts: internal.attemptsCounter,
+  retries: internal.retriesCounter,
+  giveUps: internal.giveUpsCounter
+}

@@ -1,0 +1,167 @@
+import { Options } from "@sluice/core"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as Random from "effect/Random"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as Interval from "effect/ScheduleInterval"
+import * as Intervals from "effect/ScheduleIntervals"
+import * as Schema from "effect/Schema"
+
+/** @internal */
+export const ExponentialOptions = Schema.Struct({
+  base: Options.PositiveDuration,
+  factor: Schema.optionalWith(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isFinite(n) && n >= 1, {
+        message: (issue) => `expected a finite factor >= 1, got ${String(issue.actual)}`
+      })
+    ),
+    { default: () => 2 }
+  ),
+  max: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(30) })
+}).pipe(
+  Schema.filter((o) =>
+    Duration.lessThan(o.max, o.base)
+      ? { path: ["max"], message: "the maximum delay must not be below the base delay" }
+      : undefined
+  )
+)
+
+/** @internal */
+export const DecorrelatedOptions = Schema.Struct({
+  base: Options.PositiveDuration,
+  max: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(30) })
+}).pipe(
+  Schema.filter((o) =>
+    Duration.lessThan(o.max, o.base)
+      ? { path: ["max"], message: "the maximum delay must not be below the base delay" }
+      : undefined
+  )
+)
+
+/** @internal */
+export const HonorOptions = Schema.Struct({
+  maxWait: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(30) })
+})
+
+const decodeExponential = Options.decodeSync("Backoff.exponential", ExponentialOptions)
+const decodeDecorrelated = Options.decodeSync("Backoff.decorrelated", DecorrelatedOptions)
+const decodeHonor = Options.decodeSync("Backoff.honorRetryAfter", HonorOptions)
+
+const continueAfter = (now: number, delayMillis: number) =>
+  ScheduleDecision.continueWith(Interval.after(now + delayMillis))
+
+/** @internal */
+export const exponential = (options: {
+  readonly base: Duration.DurationInput
+  readonly factor?: number
+  readonly max?: Duration.DurationInput
+}): Schedule.Schedule<Duration.Duration> => {
+  const { base, factor, max } = decodeExponential(options as any)
+  const baseMillis = Duration.toMillis(base)
+  const maxMillis = Duration.toMillis(max)
+  return Schedule.makeWithState(0, (now, _input: unknown, n: number) => {
+    // Math.pow overflows to Infinity for large n; the cap keeps the delay finite.
+    const millis = Math.min(maxMillis, baseMillis * Math.pow(factor, n))
+    return Effect.succeed([n + 1, Duration.millis(millis), continueAfter(now, millis)] as const)
+  })
+}
+
+/** @internal */
+export type JitterMode = "full" | "equal"
+
+/** @internal */
+export const jitter = dual<
+  (mode: JitterMode) => <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>,
+  <Out, In, R>(self: Schedule.Schedule<Out, In, R>, mode: JitterMode) => Schedule.Schedule<Out, In, R>
+>(2, (self, mode) =>
+  Schedule.modifyDelayEffect(self, (_, delay) =>
+    Effect.map(Random.next, (r) => {
+      const d = Duration.toMillis(delay)
+      return Duration.millis(mode === "full" ? d * r : d / 2 + (d / 2) * r)
+    })
+  )
+)
+
+/** @internal */
+export const decorrelated = (options: {
+  readonly base: Duration.DurationInput
+  readonly max?: Duration.DurationInput
+}): Schedule.Schedule<Duration.Duration> => {
+  const decoded = decodeDecorrelated(options as any)
+  const base = Duration.toMillis(decoded.base)
+  const max = Duration.toMillis(decoded.max)
+  return Schedule.makeWithState(base, (now, _input: unknown, previous: number) =>
+    Effect.map(Random.next, (r) => {
+      const upper = Math.max(base, previous * 3)
+      const millis = Math.min(max, base + (upper - base) * r)
+      return [millis, Duration.millis(millis), continueAfter(now, millis)] as const
+    })
+  )
+}
+
+/** @internal */
+export const clampRetryAfter = (
+  hint: Duration.Duration | number,
+  maxWait: Duration.DurationInput
+): Duration.Duration => {
+  const max = Duration.decode(maxWait)
+  const millis = typeof hint === "number" ? hint : Duration.toMillis(hint)
+  // A malformed hint (negative, NaN, infinite) or one beyond the cap means "wait the maximum":
+  // waiting less than a confused server asked for is the riskier mistake.
+  if (!Number.isFinite(millis) || millis < 0 || millis > Duration.toMillis(max)) return max
+  return Duration.millis(millis)
+}
+
+/** @internal */
+export const retryAfterOf = (error: unknown): Option.Option<Duration.Duration | number> => {
+  if (!Predicate.hasProperty(error, "retryAfter")) return Option.none()
+  const hint = (error as { readonly retryAfter: unknown }).retryAfter
+  if (Duration.isDuration(hint) || typeof hint === "number") return Option.some(hint)
+  return Option.none()
+}
+
+/** @internal */
+export const hintMillis = (error: unknown, maxWaitMillis: number): number => {
+  const hint = retryAfterOf(error)
+  if (Option.isNone(hint)) return 0
+  return Duration.toMillis(clampRetryAfter(hint.value, maxWaitMillis))
+}
+
+/** @internal */
+export const honorRetryAfter = dual<
+  (options?: {
+    readonly maxWait?: Duration.DurationInput
+  }) => <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>,
+  <Out, In, R>(
+    self: Schedule.Schedule<Out, In, R>,
+    options?: { readonly maxWait?: Duration.DurationInput }
+  ) => Schedule.Schedule<Out, In, R>
+>(
+  (args) => Schedule.isSchedule(args[0]),
+  <Out, In, R>(
+    self: Schedule.Schedule<Out, In, R>,
+    options?: { readonly maxWait?: Duration.DurationInput }
+  ): Schedule.Schedule<Out, In, R> => {
+    const maxWaitMillis = Duration.toMillis(decodeHonor((options ?? {}) as any).maxWait)
+    return Schedule.makeWithState(self.initial, (now, input: In, state) =>
+      Effect.map(self.step(now, input, state), ([state, out, decision]) => {
+        if (ScheduleDecision.isDone(decision)) return [state, out, decision] as const
+        const hinted = hintMillis(input, maxWaitMillis)
+        const computed = Intervals.start(decision.intervals) - now
+        if (hinted <= computed) return [state, out, decision] as const
+        return [state, out, continueAfter(now, hinted)] as const
+      })
+    )
+  }
+)
+
+/** @internal */
+export const defaultSchedule: Schedule.Schedule<Duration.Duration> = jitter(
+  exponential({ base: Duration.millis(100), factor: 2, max: Duration.seconds(5) }),
+  "full"
+)

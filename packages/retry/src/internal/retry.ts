@@ -1,0 +1,242 @@
+import { Errors, Options } from "@sluice/core"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
+import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
+import * as Predicate from "effect/Predicate"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as Intervals from "effect/ScheduleIntervals"
+import * as Schema from "effect/Schema"
+import type * as R from "../Retry.js"
+import type * as RB from "../RetryBudget.js"
+import * as backoff from "./backoff.js"
+import * as retryBudget from "./retryBudget.js"
+
+/** @internal */
+export const currentAttempt: FiberRef.FiberRef<number> = FiberRef.unsafeMake(0)
+
+/** @internal */
+export const attempt: Effect.Effect<number> = FiberRef.get(currentAttempt)
+
+/** @internal */
+export const PolicyOptionsSchema = Schema.Struct({
+  maxAttempts: Schema.optionalWith(Options.PositiveInt, { default: () => 3 }),
+  maxRetryAfter: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(30) }),
+  name: Schema.optional(Schema.String)
+})
+
+const decodeOptions = Options.decodeSync("Retry.policy", PolicyOptionsSchema)
+
+/** @internal */
+export const attemptsCounter = Metric.counter("sluice_retry_attempts", {
+  description: "attempts made by retry policies, first tries included",
+  incremental: true
+})
+/** @internal */
+export const retriesCounter = Metric.counter("sluice_retry_retries", {
+  description: "retries scheduled by retry policies",
+  incremental: true
+})
+/** @internal */
+export const giveUpsCounter = Metric.counter("sluice_retry_give_ups", {
+  description: "failures a retry policy turned into DontRetry, by reason",
+  incremental: true
+})
+
+type Verdict = 0 | 1 | 2
+const PASS: Verdict = 0
+const NOT_RETRYABLE: Verdict = 1
+const RETRY: Verdict = 2
+
+const invalid = (message: string) =>
+  new Options.InvalidOptions({ module: "Retry.policy", message: `Retry.policy: invalid options\n${message}` })
+
+interface Compiled {
+  readonly maxAttempts: number
+  readonly maxRetryAfterMillis: number
+  readonly schedule: Schedule.Schedule<unknown, any>
+  readonly budget: RB.Budget | string | undefined
+  readonly isRetryable: (error: unknown) => boolean
+  readonly name: string | undefined
+  readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
+  readonly reasonTags: Readonly<Record<Errors.DontRetryReason, ReadonlyArray<MetricLabel.MetricLabel>>>
+}
+
+const compile = (options: R.PolicyOptions | undefined): Compiled => {
+  const input = options ?? {}
+  const decoded = decodeOptions({
+    ...(input.maxAttempts !== undefined ? { maxAttempts: input.maxAttempts } : {}),
+    ...(input.maxRetryAfter !== undefined ? { maxRetryAfter: input.maxRetryAfter } : {}),
+    ...(input.name !== undefined ? { name: input.name } : {})
+  })
+  if (input.schedule !== undefined && !Schedule.isSchedule(input.schedule)) {
+    throw invalid('└─ ["schedule"]\n   └─ expected a Schedule')
+  }
+  if (input.isRetryable !== undefined && typeof input.isRetryable !== "function") {
+    throw invalid('└─ ["isRetryable"]\n   └─ expected a predicate function')
+  }
+  const budget = input.budget
+  if (
+    budget !== undefined &&
+    !(typeof budget === "string" && budget.length > 0) &&
+    !(Predicate.isObject(budget) && typeof (budget as RB.Budget).unsafeTryWithdraw === "function")
+  ) {
+    throw invalid('└─ ["budget"]\n   └─ expected a RetryBudget.Budget or a non-empty client key')
+  }
+  const name = decoded.name
+  // Metric hooks are cached by the identity of the tag array, so build each array once.
+  const tags: ReadonlyArray<MetricLabel.MetricLabel> =
+    name === undefined ? [] : [MetricLabel.make("policy", name)]
+  const reasonTag = (reason: Errors.DontRetryReason) => [...tags, MetricLabel.make("reason", reason)]
+  return {
+    maxAttempts: decoded.maxAttempts,
+    maxRetryAfterMillis: Duration.toMillis(decoded.maxRetryAfter),
+    schedule: input.schedule ?? backoff.defaultSchedule,
+    budget,
+    isRetryable: input.isRetryable ?? Errors.isRetryable,
+    name,
+    tags,
+    reasonTags: {
+      attempts: reasonTag("attempts"),
+      budget: reasonTag("budget"),
+      server: reasonTag("server"),
+      "not-retryable": reasonTag("not-retryable")
+    }
+  }
+}
+
+const classify = (error: unknown, config: Compiled): Verdict => {
+  if (
+    Predicate.isTagged(error, "DontRetry") ||
+    Predicate.isTagged(error, "Throttled") ||
+    Predicate.isTagged(error, "CircuitOpen")
+  ) {
+    return PASS
+  }
+  if (Predicate.isTagged(error, "QuotaExceeded")) {
+    const hint = backoff.retryAfterOf(error)
+    const millis =
+      hint._tag === "Some" ? (typeof hint.value === "number" ? hint.value : Duration.toMillis(hint.value)) : 0
+    // A quota that resets later than we are willing to wait is not worth holding the caller for.
+    if (!(millis >= 0 && millis <= config.maxRetryAfterMillis)) return NOT_RETRYABLE
+  }
+  if (config.isRetryable(error)) return RETRY
+  // The output type promises that no `Errors.Retryable` member comes out as itself.
+  return Errors.isRetryable(error) ? NOT_RETRYABLE : PASS
+}
+
+const giveUp = (
+  reason: Errors.DontRetryReason,
+  attempts: number,
+  cause: unknown,
+  config: Compiled
+): Effect.Effect<never, Errors.DontRetry> =>
+  Effect.suspend(() => {
+    giveUpsCounter.unsafeUpdate(1, config.reasonTags[reason])
+    // Errors failed inside a span come back as proxies; keep the original instance.
+    return Effect.fail(new Errors.DontRetry({ reason, attempts, cause: Cause.originalError(cause) }))
+  })
+
+const retryLoop = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  firstError: E,
+  config: Compiled,
+  budget: RB.Budget | undefined
+): Effect.Effect<A, unknown, R> => {
+  const verdict = classify(firstError, config)
+  if (verdict === PASS) return Effect.fail(firstError)
+  if (verdict === NOT_RETRYABLE) return giveUp("not-retryable", 1, firstError, config)
+  if (config.maxAttempts <= 1) return giveUp("attempts", 1, firstError, config)
+  const schedule = config.schedule
+  const loop = Effect.gen(function* () {
+    let error: unknown = firstError
+    let attempts = 1
+    let state = schedule.initial
+    while (true) {
+      if (attempts > 1) {
+        const verdict = classify(error, config)
+        if (verdict === PASS) return yield* Effect.fail(Cause.originalError(error))
+        if (verdict === NOT_RETRYABLE) return yield* giveUp("not-retryable", attempts, error, config)
+        if (attempts >= config.maxAttempts) return yield* giveUp("attempts", attempts, error, config)
+      }
+      const now = yield* Clock.currentTimeMillis
+      const [nextState, , decision] = yield* schedule.step(now, error, state)
+      state = nextState
+      if (ScheduleDecision.isDone(decision)) return yield* giveUp("attempts", attempts, error, config)
+      const delay = Math.max(
+        0,
+        Intervals.start(decision.intervals) - now,
+        backoff.hintMillis(error, config.maxRetryAfterMillis)
+      )
+      if (budget !== undefined && !budget.unsafeTryWithdraw(now)) {
+        retryBudget.denials.unsafeUpdate(1, config.tags)
+        return yield* giveUp("budget", attempts, error, config)
+      }
+      if (budget !== undefined) retryBudget.withdrawals.unsafeUpdate(1, config.tags)
+      retriesCounter.unsafeUpdate(1, config.tags)
+      const attemptNumber = attempts
+      const result = yield* Effect.sleep(Duration.millis(delay)).pipe(
+        Effect.zipRight(
+          Effect.suspend(() => {
+            attemptsCounter.unsafeUpdate(1, config.tags)
+            return Effect.either(Effect.locally(self, currentAttempt, attemptNumber))
+          })
+        ),
+        Effect.withSpan("sluice.retry.attempt", {
+          attributes: {
+            "sluice.retry.attempt": attemptNumber,
+            "sluice.retry.delay_ms": delay,
+            ...(config.name !== undefined ? { "sluice.retry.policy": config.name } : {})
+          }
+        })
+      )
+      attempts++
+      if (Either.isRight(result)) return result.right
+      error = result.left
+    }
+  })
+  return loop as Effect.Effect<A, unknown, R>
+}
+
+const run = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  config: Compiled,
+  budget: RB.Budget | undefined
+): Effect.Effect<A, unknown, R> => {
+  const first = Effect.locally(self, currentAttempt, 0)
+  const tags = config.tags
+  const start =
+    budget === undefined
+      ? Effect.suspend(() => {
+          attemptsCounter.unsafeUpdate(1, tags)
+          return first
+        })
+      : Effect.clockWith((clock) => {
+          budget.unsafeRecordRequest(clock.unsafeCurrentTimeMillis())
+          attemptsCounter.unsafeUpdate(1, tags)
+          return first
+        })
+  return Effect.catchAll(start, (error) => retryLoop(self, error, config, budget))
+}
+
+/** @internal */
+export const policy: any = (...args: ReadonlyArray<any>) => {
+  if (Effect.isEffect(args[0])) {
+    return apply(args[0], compile(args[1]))
+  }
+  const config = compile(args[0])
+  return (self: Effect.Effect<any, any, any>) => apply(self, config)
+}
+
+const apply = <A, E, R>(self: Effect.Effect<A, E, R>, config: Compiled): Effect.Effect<A, unknown, any> => {
+  const budget = config.budget
+  if (typeof budget === "string") {
+    return Effect.flatMap(retryBudget.RetryBudget, (service) => run(self, config, service.forKey(budget)))
+  }
+  return run(self, config, budget)
+}

@@ -1,0 +1,135 @@
+import { Options, RollingCounter } from "@sluice/core"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as Schema from "effect/Schema"
+import type * as RB from "../RetryBudget.js"
+
+/** @internal */
+export const RetryBudgetOptions = Schema.Struct({
+  ratio: Schema.optionalWith(Options.Ratio, { default: () => 0.1 }),
+  window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(10) }),
+  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 10 }),
+  minRetriesPerSecond: Schema.optionalWith(Options.NonNegativeNumber, { default: () => 1 }),
+  maxKeys: Schema.optionalWith(Options.PositiveInt, { default: () => 10_000 })
+})
+
+/** @internal */
+export const denials = Metric.counter("sluice_retry_budget_denials", {
+  description: "retries refused by a retry budget",
+  incremental: true
+})
+
+/** @internal */
+export const withdrawals = Metric.counter("sluice_retry_budget_withdrawals", {
+  description: "retries granted by a retry budget",
+  incremental: true
+})
+
+// Comparisons against ratio × requests must not lose a retry to float rounding (0.1 × 30).
+const EPSILON = 1e-9
+
+class BudgetImpl implements RB.Budget {
+  private readonly requests: RollingCounter.RollingCounter
+  private readonly retries: RollingCounter.RollingCounter
+  constructor(
+    readonly key: string,
+    private readonly ratio: number,
+    private readonly reserve: number,
+    window: Duration.Duration,
+    buckets: number
+  ) {
+    this.requests = RollingCounter.unsafeMake({ window, buckets })
+    this.retries = RollingCounter.unsafeMake({ window, buckets })
+  }
+  unsafeRecordRequest(nowMillis: number): void {
+    this.requests.unsafeAdd(nowMillis, 1)
+  }
+  unsafeTryWithdraw(nowMillis: number): boolean {
+    const allowed = this.ratio * this.requests.unsafeTotal(nowMillis) + this.reserve
+    if (this.retries.unsafeTotal(nowMillis) + 1 > allowed + EPSILON) return false
+    this.retries.unsafeAdd(nowMillis, 1)
+    return true
+  }
+  unsafeStats(nowMillis: number): RB.BudgetStats {
+    const requests = this.requests.unsafeTotal(nowMillis)
+    const retries = this.retries.unsafeTotal(nowMillis)
+    const allowed = this.ratio * requests + this.reserve
+    return { requests, retries, allowed, available: Math.max(0, Math.floor(allowed - retries + EPSILON)) }
+  }
+  get recordRequest(): Effect.Effect<void> {
+    return Effect.clockWith((clock) =>
+      Effect.sync(() => this.unsafeRecordRequest(clock.unsafeCurrentTimeMillis()))
+    )
+  }
+  get tryWithdraw(): Effect.Effect<boolean> {
+    return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const granted = this.unsafeTryWithdraw(now)
+      return Effect.as(granted ? Metric.increment(withdrawals) : Metric.increment(denials), granted)
+    })
+  }
+  get stats(): Effect.Effect<RB.BudgetStats> {
+    return Effect.map(Clock.currentTimeMillis, (now) => this.unsafeStats(now))
+  }
+}
+
+class ServiceImpl implements RB.Service {
+  private readonly budgets = new Map<string, BudgetImpl>()
+  private readonly reserve: number
+  constructor(readonly options: RB.ResolvedOptions) {
+    this.reserve = options.minRetriesPerSecond * Duration.toSeconds(options.window)
+  }
+  forKey(key: string): RB.Budget {
+    const existing = this.budgets.get(key)
+    if (existing !== undefined) {
+      // Re-insert so Map order is least-recently-used first, for eviction.
+      this.budgets.delete(key)
+      this.budgets.set(key, existing)
+      return existing
+    }
+    const created = new BudgetImpl(
+      key,
+      this.options.ratio,
+      this.reserve,
+      this.options.window,
+      this.options.buckets
+    )
+    this.budgets.set(key, created)
+    if (this.budgets.size > this.options.maxKeys) {
+      const oldest = this.budgets.keys().next()
+      if (oldest.done !== true) this.budgets.delete(oldest.value)
+    }
+    return created
+  }
+  get size(): number {
+    return this.budgets.size
+  }
+}
+
+/** @internal */
+export class RetryBudget extends Context.Tag("@sluice/retry/RetryBudget")<RetryBudget, RB.Service>() {}
+
+const decode = Options.decode("RetryBudget", RetryBudgetOptions)
+const decodeSync = Options.decodeSync("RetryBudget", RetryBudgetOptions)
+
+/** @internal */
+export const make = (
+  options: RB.RetryBudgetOptions = {}
+): Effect.Effect<RB.Service, Options.InvalidOptions> =>
+  Effect.map(decode(options), (resolved) => new ServiceImpl(resolved))
+
+/** @internal */
+export const unsafeMake = (options: RB.RetryBudgetOptions = {}): RB.Service =>
+  new ServiceImpl(decodeSync(options))
+
+/** @internal */
+export const layer = (
+  options: RB.RetryBudgetOptions = {}
+): Layer.Layer<RetryBudget, Options.InvalidOptions> => Layer.effect(RetryBudget, make(options))
+
+/** @internal */
+export const forKey = (key: string): Effect.Effect<RB.Budget, never, RetryBudget> =>
+  Effect.map(RetryBudget, (service) => service.forKey(key))

@@ -1,0 +1,318 @@
+import { Errors, Options } from "@sluice/core"
+import { Backoff, Retry, RetryBudget } from "@sluice/retry"
+import { describe, expect, expectTypeOf, it } from "@effect/vitest"
+import { Cause, Duration, Effect, Exit, Fiber, Metric, Ref, Schedule, TestClock } from "effect"
+
+const overloaded = (retryAfter?: Duration.DurationInput) =>
+  new Errors.Overloaded(
+    retryAfter === undefined
+      ? { reason: "busy" }
+      : { reason: "busy", retryAfter: Duration.decode(retryAfter) }
+  )
+
+/** An effect that counts its runs and fails with `error` on each. */
+const failingWith = <E>(error: E) =>
+  Effect.map(Ref.make(0), (calls) => ({
+    calls,
+    effect: Effect.zipRight(
+      Ref.update(calls, (n) => n + 1),
+      Effect.fail(error)
+    )
+  }))
+
+/** Runs a forked effect to completion by advancing the TestClock far enough. */
+const runWithClock = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.gen(function* () {
+    const fiber = yield* Effect.fork(effect)
+    yield* TestClock.adjust("10 minutes")
+    return yield* Fiber.await(fiber)
+  })
+
+const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
+  if (Exit.isFailure(exit) && Cause.isFailType(exit.cause)) return exit.cause.error
+  throw new Error(`expected a failure, got ${String(exit)}`)
+}
+
+describe("Retry.policy", () => {
+  it.effect("runs a successful effect once, at attempt 0", () =>
+    Effect.gen(function* () {
+      const calls = yield* Ref.make(0)
+      const result = yield* Effect.zipRight(
+        Ref.update(calls, (n) => n + 1),
+        Retry.attempt
+      ).pipe(Retry.policy())
+      expect(result).toBe(0)
+      expect(yield* Ref.get(calls)).toBe(1)
+    })
+  )
+
+  it.effect("retries Overloaded maxAttempts times, then fails with DontRetry wrapping it", () =>
+    Effect.gen(function* () {
+      const error = overloaded()
+      const { calls, effect } = yield* failingWith(error)
+      const exit = yield* runWithClock(Retry.policy(effect, { maxAttempts: 3 }))
+      expect(yield* Ref.get(calls)).toBe(3)
+      const failure = failureOf(exit)
+      expect(failure).toBeInstanceOf(Errors.DontRetry)
+      expect(failure).toMatchObject({ reason: "attempts", attempts: 3 })
+      expect((failure as Errors.DontRetry).cause).toBe(error)
+    })
+  )
+
+  it.effect("exposes the attempt number to the retried effect", () =>
+    Effect.gen(function* () {
+      const seen = yield* Ref.make<ReadonlyArray<number>>([])
+      const effect = Retry.attempt.pipe(
+        Effect.tap((n) => Ref.update(seen, (xs) => [...xs, n])),
+        Effect.flatMap((n) => (n < 2 ? Effect.fail(overloaded()) : Effect.succeed(`ok at ${n}`)))
+      )
+      const exit = yield* runWithClock(effect.pipe(Retry.policy({ maxAttempts: 5 })))
+      expect(exit).toStrictEqual(Exit.succeed("ok at 2"))
+      expect(yield* Ref.get(seen)).toEqual([0, 1, 2])
+      expect(yield* Retry.attempt).toBe(0) // restored outside
+    })
+  )
+
+  it.effect("three layers of policies hit the bottom exactly 3 times, not 27", () =>
+    Effect.gen(function* () {
+      const { calls, effect: bottom } = yield* failingWith(overloaded())
+      const layer = Retry.policy({ maxAttempts: 3 })
+      const middle = layer(bottom)
+      const upper = layer(middle)
+      const top = layer(upper)
+      expectTypeOf(top).toEqualTypeOf<Effect.Effect<never, Errors.DontRetry>>()
+      const exit = yield* runWithClock(top)
+      const bottomCalls = yield* Ref.get(calls)
+      expect(bottomCalls).toBe(3)
+      expect(failureOf(exit)).toMatchObject({ _tag: "DontRetry", reason: "attempts", attempts: 3 })
+
+      // The same stack with a naive retry at every layer multiplies the load.
+      const naive = yield* failingWith(overloaded())
+      const naiveLayer = <A, E>(e: Effect.Effect<A, E>) => Effect.retry(e, { times: 2 })
+      yield* runWithClock(naiveLayer(naiveLayer(naiveLayer(naive.effect))))
+      expect(yield* Ref.get(naive.calls)).toBe(27)
+    })
+  )
+
+  it.effect("never retries DontRetry, Throttled or CircuitOpen, even if the predicate says so", () =>
+    Effect.gen(function* () {
+      for (const error of [
+        new Errors.DontRetry({ reason: "server" }),
+        new Errors.Throttled({ key: "k" }),
+        new Errors.CircuitOpen({ name: "c", halfOpenAt: 0, retryAfter: Duration.seconds(1) })
+      ]) {
+        const { calls, effect } = yield* failingWith(error)
+        const exit = yield* runWithClock(effect.pipe(Retry.policy({ isRetryable: () => true })))
+        expect(yield* Ref.get(calls)).toBe(1)
+        expect(failureOf(exit)).toBe(error)
+      }
+    })
+  )
+
+  it.effect("retries QuotaExceeded only after its retryAfter, and only within maxRetryAfter", () =>
+    Effect.gen(function* () {
+      const soon = new Errors.QuotaExceeded({
+        tier: "spike",
+        limit: 10,
+        remaining: 0,
+        retryAfter: Duration.seconds(2)
+      })
+      const quick = yield* failingWith(soon)
+      const times = yield* Ref.make<ReadonlyArray<number>>([])
+      const timed = Effect.zipRight(
+        Effect.flatMap(TestClockNow, (t) => Ref.update(times, (xs) => [...xs, t])),
+        quick.effect
+      )
+      const exit = yield* runWithClock(
+        timed.pipe(
+          Retry.policy({ maxAttempts: 3, schedule: Schedule.spaced("10 millis"), maxRetryAfter: "5 seconds" })
+        )
+      )
+      expect(yield* Ref.get(quick.calls)).toBe(3)
+      const seen = yield* Ref.get(times)
+      expect(seen[1]! - seen[0]!).toBe(2000)
+      expect(seen[2]! - seen[1]!).toBe(2000)
+      expect(failureOf(exit)).toMatchObject({ reason: "attempts", cause: soon })
+
+      const late = new Errors.QuotaExceeded({
+        tier: "day",
+        limit: 10,
+        remaining: 0,
+        retryAfter: Duration.hours(1)
+      })
+      const slow = yield* failingWith(late)
+      const lateExit = yield* runWithClock(slow.effect.pipe(Retry.policy({ maxRetryAfter: "5 seconds" })))
+      expect(yield* Ref.get(slow.calls)).toBe(1)
+      expect(failureOf(lateExit)).toMatchObject({ _tag: "DontRetry", reason: "not-retryable", attempts: 1 })
+    })
+  )
+
+  it.effect("clamps an absurd retryAfter on Overloaded to maxRetryAfter", () =>
+    Effect.gen(function* () {
+      const { calls, effect } = yield* failingWith(overloaded(Duration.days(365 * 10)))
+      const fiber = yield* Effect.fork(
+        effect.pipe(
+          Retry.policy({ maxAttempts: 2, schedule: Schedule.spaced("1 milli"), maxRetryAfter: "20 seconds" })
+        )
+      )
+      yield* TestClock.adjust("19999 millis")
+      expect(yield* Ref.get(calls)).toBe(1)
+      yield* TestClock.adjust("1 milli")
+      expect(yield* Ref.get(calls)).toBe(2)
+      expect(failureOf(yield* Fiber.await(fiber))).toMatchObject({ reason: "attempts", attempts: 2 })
+    })
+  )
+
+  it.effect("waits the schedule's delays between attempts", () =>
+    Effect.gen(function* () {
+      const { calls, effect } = yield* failingWith(overloaded())
+      const fiber = yield* Effect.fork(
+        effect.pipe(Retry.policy({ maxAttempts: 4, schedule: Backoff.exponential({ base: "1 second" }) }))
+      )
+      yield* TestClock.adjust("999 millis")
+      expect(yield* Ref.get(calls)).toBe(1)
+      yield* TestClock.adjust("1 milli")
+      expect(yield* Ref.get(calls)).toBe(2)
+      yield* TestClock.adjust("2 seconds")
+      expect(yield* Ref.get(calls)).toBe(3)
+      yield* TestClock.adjust("4 seconds")
+      expect(yield* Ref.get(calls)).toBe(4)
+      expect(failureOf(yield* Fiber.await(fiber))).toMatchObject({ reason: "attempts", attempts: 4 })
+    })
+  )
+
+  it.effect("a schedule that stops ends the retries early", () =>
+    Effect.gen(function* () {
+      const { calls, effect } = yield* failingWith(overloaded())
+      const exit = yield* runWithClock(
+        effect.pipe(Retry.policy({ maxAttempts: 10, schedule: Schedule.recurs(1) }))
+      )
+      expect(yield* Ref.get(calls)).toBe(2)
+      expect(failureOf(exit)).toMatchObject({ reason: "attempts", attempts: 2 })
+    })
+  )
+
+  it.effect("passes other errors through untouched and never retries defects", () =>
+    Effect.gen(function* () {
+      const { calls, effect } = yield* failingWith("plain" as const)
+      const exit = yield* runWithClock(effect.pipe(Retry.policy()))
+      expect(yield* Ref.get(calls)).toBe(1)
+      expect(failureOf(exit)).toBe("plain")
+
+      const dies = yield* Ref.make(0)
+      const defect = yield* runWithClock(
+        Effect.zipRight(
+          Ref.update(dies, (n) => n + 1),
+          Effect.die("bug")
+        ).pipe(Retry.policy())
+      )
+      expect(yield* Ref.get(dies)).toBe(1)
+      expect(Exit.isFailure(defect) && Cause.isDie(defect.cause)).toBe(true)
+    })
+  )
+
+  it.effect(
+    "a custom predicate retries marked transport errors; a predicate refusing a Retryable yields DontRetry",
+    () =>
+      Effect.gen(function* () {
+        class Transport extends Error {
+          readonly _tag = "Transport"
+        }
+        const transport = yield* failingWith(new Transport("socket hang up"))
+        const custom = transport.effect.pipe(
+          Retry.policy({ isRetryable: (e: unknown) => Errors.isRetryable(e) || e instanceof Transport })
+        )
+        expectTypeOf(custom).toEqualTypeOf<Effect.Effect<never, Transport | Errors.DontRetry>>()
+        const exit = yield* runWithClock(custom)
+        expect(yield* Ref.get(transport.calls)).toBe(3)
+        expect(failureOf(exit)).toMatchObject({ _tag: "DontRetry", reason: "attempts" })
+
+        const marked = yield* failingWith(Errors.markRetryable(new Transport("reset")))
+        const markedPolicy = marked.effect.pipe(Retry.policy())
+        expectTypeOf(markedPolicy).toEqualTypeOf<Effect.Effect<never, Errors.DontRetry>>()
+        yield* runWithClock(markedPolicy)
+        expect(yield* Ref.get(marked.calls)).toBe(3)
+
+        const refused = yield* failingWith(overloaded())
+        const refusedExit = yield* runWithClock(
+          refused.effect.pipe(Retry.policy({ isRetryable: () => false }))
+        )
+        expect(yield* Ref.get(refused.calls)).toBe(1)
+        expect(failureOf(refusedExit)).toMatchObject({ _tag: "DontRetry", reason: "not-retryable" })
+      })
+  )
+
+  it.effect("retries TimeoutException", () =>
+    Effect.gen(function* () {
+      const calls = yield* Ref.make(0)
+      const slow = Effect.zipRight(
+        Ref.update(calls, (n) => n + 1),
+        Effect.never
+      ).pipe(Effect.timeout("1 second"))
+      const policy = slow.pipe(Retry.policy({ schedule: Schedule.spaced("1 milli") }))
+      expectTypeOf(policy).toEqualTypeOf<Effect.Effect<never, Errors.DontRetry>>()
+      const exit = yield* runWithClock(policy)
+      expect(yield* Ref.get(calls)).toBe(3)
+      expect(failureOf(exit)).toMatchObject({ reason: "attempts" })
+    })
+  )
+
+  it("rejects bad options naming the field", () => {
+    const effect = Effect.succeed(1)
+    expect(() => Retry.policy({ maxAttempts: 0 })).toThrow(/maxAttempts/)
+    expect(() => Retry.policy({ maxAttempts: 1.5 })).toThrow(/maxAttempts/)
+    expect(() => Retry.policy(effect, { maxAttempts: -1 })).toThrow(Options.InvalidOptions)
+    expect(() => Retry.policy({ maxRetryAfter: Number.NaN })).toThrow(/maxRetryAfter/)
+    expect(() => Retry.policy({ schedule: "fast" as any })).toThrow(/schedule/)
+    expect(() => Retry.policy({ budget: "" })).toThrow(/budget/)
+    expect(() => Retry.policy({ isRetryable: true as any })).toThrow(/isRetryable/)
+  })
+
+  it.effect("counts attempts, retries and give-ups by reason in metrics", () =>
+    Effect.gen(function* () {
+      const name = "metrics-test"
+      const { effect } = yield* failingWith(overloaded())
+      yield* runWithClock(effect.pipe(Retry.policy({ maxAttempts: 3, name })))
+      yield* runWithClock(Effect.succeed(1).pipe(Retry.policy({ name })))
+      const attempts = yield* Metric.value(Retry.metrics.attempts.pipe(Metric.tagged("policy", name)))
+      const retries = yield* Metric.value(Retry.metrics.retries.pipe(Metric.tagged("policy", name)))
+      const giveUps = yield* Metric.value(
+        Retry.metrics.giveUps.pipe(Metric.tagged("policy", name), Metric.tagged("reason", "attempts"))
+      )
+      expect(attempts.count).toBe(4)
+      expect(retries.count).toBe(2)
+      expect(giveUps.count).toBe(1)
+    })
+  )
+})
+
+describe("Retry.policy types", () => {
+  it("removes the retryable errors and adds DontRetry", () => {
+    type Call = Effect.Effect<
+      string,
+      Errors.Overloaded | Errors.QuotaExceeded | Errors.Throttled | Errors.CircuitOpen
+    >
+    const call = Effect.fail(overloaded()) as unknown as Call
+    expectTypeOf(call.pipe(Retry.policy())).toEqualTypeOf<
+      Effect.Effect<string, Errors.Throttled | Errors.CircuitOpen | Errors.DontRetry>
+    >()
+    expectTypeOf(Retry.policy(call, { maxAttempts: 2 })).toEqualTypeOf<
+      Effect.Effect<string, Errors.Throttled | Errors.CircuitOpen | Errors.DontRetry>
+    >()
+    // A layer above cannot retry what is left: nothing retryable remains.
+    type Above = Retry.PolicyError<Retry.PolicyError<Errors.Overloaded>>
+    expectTypeOf<Above>().toEqualTypeOf<Errors.DontRetry>()
+    expectTypeOf<Errors.RetryablePart<Above>>().toEqualTypeOf<never>()
+  })
+
+  it("requires RetryBudget in context only when the budget is named by key", () => {
+    const call = Effect.succeed(1)
+    const budget = RetryBudget.unsafeMake().forKey("a")
+    expectTypeOf(call.pipe(Retry.policy({ budget }))).toEqualTypeOf<Effect.Effect<number, Errors.DontRetry>>()
+    expectTypeOf(call.pipe(Retry.policy({ budget: "a" }))).toEqualTypeOf<
+      Effect.Effect<number, Errors.DontRetry, RetryBudget.RetryBudget>
+    >()
+  })
+})
+
+const TestClockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
