@@ -6,6 +6,8 @@
  */
 
 /** @since 0.1.0 */
+export * as AdaptiveThrottle from "./AdaptiveThrottle.js"
+/** @since 0.1.0 */
 export * as Aimd from "./Aimd.js"
 /** @since 0.1.0 */
 export * as CongestionWindow from "./CongestionWindow.js"

@@ -1,0 +1,253 @@
+/**
+ * Client-side adaptive throttling (Google SRE, "Handling Overload").
+ *
+ * Per backend key the throttle counts, over a rolling window (default 2 minutes),
+ * `requests` (everything the application tried, including what the throttle
+ * failed locally) and `accepts` (requests the backend answered without a
+ * rejection). Before sending, it fails the request locally with
+ * `Errors.Throttled` with probability
+ *
+ * ```text
+ * p = max(0, (requests − K × accepts) / (requests + 1))
+ * ```
+ *
+ * so once a backend rejects more than it accepts, the excess never leaves the
+ * client. At steady state, against a backend that can accept a share `a` of the
+ * offered requests, `p ≈ 1 − K·a` and the backend sees about `K` times what it
+ * accepts: the share of requests that reach it and are rejected falls from
+ * `1 − a` to `(K − 1)·a`.
+ *
+ * Guards:
+ * - `p` is capped at `maxProbability` (default 0.9, must be below 1), so the
+ *   backend is always probed and the throttle notices when it recovers;
+ * - below `minRequestRate` requests per second over the window (default 1/s,
+ *   i.e. fewer than `minRequestRate × window` requests in the window) nothing is
+ *   throttled, so a quiet client is never locked out.
+ *
+ * Criticality: K depends on `Criticality.current`. With the base `k` (default 2):
+ *
+ * | level | K | with k = 2 |
+ * |---|---|---|
+ * | `SHEDDABLE` | `1 + 0.5 (k − 1)` | 1.5 |
+ * | `SHEDDABLE_PLUS` | `1 + 0.75 (k − 1)` | 1.75 |
+ * | `CRITICAL` (default) | `k` | 2 |
+ * | `CRITICAL_PLUS` | `1 + 2 (k − 1)` | 3 |
+ *
+ * A smaller K throttles earlier and harder, so less critical work is throttled
+ * first. `kByCriticality` replaces the mapping (every K ≥ 1, not decreasing with
+ * criticality). With `k = 1` every level gets K = 1.
+ *
+ * What counts as "not accepted" is `isRejection`; by default `Overloaded`,
+ * `QuotaExceeded`, and a `DontRetry` wrapping one of them. Any other error
+ * counts as an accept (the backend answered). A call interrupted before it
+ * completes is not an accept. The state per key is bounded (`maxKeys`, least
+ * recently used key evicted).
+ *
+ * Randomness comes from Effect's `Random` (seed it with `Effect.withRandom`
+ * for reproducible runs); time from Effect's `Clock`.
+ *
+ * Metrics: `sluice_adaptive_throttle_requests` and `_accepts` (tag `key`),
+ * `_throttled` and the gauge `_probability` (tags `key`, `criticality`). Keys
+ * beyond the first `maxKeys` distinct ones are labelled `_other`.
+ *
+ * @since 0.1.0
+ */
+import type { Criticality, Errors, Options } from "@sluice/core"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
+import * as Layer from "effect/Layer"
+import * as internal from "./internal/adaptiveThrottle.js"
+
+/**
+ * The throttle service.
+ *
+ * @since 0.1.0
+ */
+export interface Service {
+  /**
+   * Runs `effect` against the backend `key`, or fails it locally with
+   * `Throttled`. The success path is one synchronous step plus, only when the
+   * probability is above zero, one draw from `Random`.
+   */
+  readonly run: <A, E, R>(
+    key: string,
+    effect: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | Errors.Throttled, R>
+  /** The current probability for `key` at `criticality` (default `CRITICAL`), reading the `Clock`. */
+  readonly probability: (key: string, criticality?: Criticality.Criticality) => Effect.Effect<number>
+  /**
+   * Synchronous peek of the current probability (for metrics and simulations).
+   * Without `nowMillis` it reads the `Clock` the throttle was built with.
+   */
+  readonly unsafeProbability: (
+    key: string,
+    criticality?: Criticality.Criticality,
+    nowMillis?: number
+  ) => number
+  /** Synchronous peek of the windowed counts of `key`. */
+  readonly unsafeStats: (
+    key: string,
+    nowMillis?: number
+  ) => { readonly requests: number; readonly accepts: number }
+  /** The keys currently tracked (at most `maxKeys`). */
+  readonly unsafeKeys: () => ReadonlyArray<string>
+  /** The K used for a level. */
+  readonly k: (criticality: Criticality.Criticality) => number
+  readonly maxProbability: number
+  readonly minRequestRate: number
+  readonly window: Duration.Duration
+}
+
+/**
+ * The service tag.
+ *
+ * @since 0.1.0
+ */
+export class AdaptiveThrottle extends Context.Tag("@sluice/adaptive/AdaptiveThrottle")<
+  AdaptiveThrottle,
+  Service
+>() {}
+
+/**
+ * Options, all optional: `window` (default 2 minutes), `buckets` of the rolling
+ * counters (default 24), `k` (≥ 1, default 2), `kByCriticality` (overrides the
+ * mapping from `k`), `maxProbability` (in [0, 1), default 0.9), `minRequestRate`
+ * (requests per second, default 1), `maxKeys` (default 1024), `isRejection`
+ * (default: `Overloaded`, `QuotaExceeded`, or a `DontRetry` wrapping one).
+ *
+ * @since 0.1.0
+ */
+export const AdaptiveThrottleOptions = internal.AdaptiveThrottleOptions
+
+/**
+ * @since 0.1.0
+ */
+export type AdaptiveThrottleOptions = typeof internal.AdaptiveThrottleOptions.Encoded
+
+/**
+ * The metrics the throttle updates, for reading them back (tag them with `key`,
+ * and `criticality` for `throttled` and `probability`).
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveThrottle } from "@sluice/adaptive"
+ * import { Metric } from "effect"
+ *
+ * const throttledForUsers = Metric.value(
+ *   AdaptiveThrottle.metrics.throttled.pipe(Metric.tagged("key", "users-api"), Metric.tagged("criticality", "CRITICAL"))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const metrics = internal.metrics
+
+/**
+ * The default "not accepted" predicate.
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveThrottle } from "@sluice/adaptive"
+ * import { Errors } from "@sluice/core"
+ *
+ * AdaptiveThrottle.defaultIsRejection(new Errors.Overloaded({ reason: "server" })) // true
+ * AdaptiveThrottle.defaultIsRejection(new Error("404")) // false: the backend answered
+ * ```
+ * @since 0.1.0
+ */
+export const defaultIsRejection: (error: unknown) => boolean = internal.defaultIsRejection
+
+/**
+ * The K of each level derived from a base `k` (see the module documentation).
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveThrottle } from "@sluice/adaptive"
+ *
+ * AdaptiveThrottle.defaultKByCriticality(2) // { SHEDDABLE: 1.5, SHEDDABLE_PLUS: 1.75, CRITICAL: 2, CRITICAL_PLUS: 3 }
+ * ```
+ * @since 0.1.0
+ */
+export const defaultKByCriticality: (k: number) => Record<Criticality.Criticality, number> =
+  internal.defaultKByCriticality
+
+/**
+ * The steady-state probability the formula predicts for a backend that accepts
+ * `acceptShare` of the requests offered (ignoring the `+ 1`, before the cap).
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveThrottle } from "@sluice/adaptive"
+ *
+ * AdaptiveThrottle.steadyStateProbability(0.3, 2) // 0.4
+ * ```
+ * @since 0.1.0
+ */
+export const steadyStateProbability = (acceptShare: number, k: number): number =>
+  Math.max(0, 1 - k * acceptShare)
+
+/**
+ * Makes a throttle (for when one program needs several).
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveThrottle } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const throttle = yield* AdaptiveThrottle.make({ k: 2 })
+ *   yield* throttle.run("users-api", Effect.succeed("ok"))
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make: (options?: AdaptiveThrottleOptions) => Effect.Effect<Service, Options.InvalidOptions> =
+  internal.make
+
+/**
+ * A layer providing the throttle; fails with `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveThrottle } from "@sluice/adaptive"
+ *
+ * const ThrottleLive = AdaptiveThrottle.layer({ window: "2 minutes", k: 2, maxProbability: 0.9 })
+ * ```
+ * @since 0.1.0
+ */
+export const layer = (
+  options?: AdaptiveThrottleOptions
+): Layer.Layer<AdaptiveThrottle, Options.InvalidOptions> =>
+  Layer.effect(AdaptiveThrottle, internal.make(options))
+
+/**
+ * Runs an effect through the throttle in context, for backend `key`.
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveThrottle } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const call = Effect.succeed("ok").pipe(AdaptiveThrottle.throttled("users-api"))
+ * const same = AdaptiveThrottle.throttled(Effect.succeed("ok"), "users-api")
+ * const runnable = call.pipe(Effect.provide(AdaptiveThrottle.layer()))
+ * ```
+ * @since 0.1.0
+ */
+export const throttled: {
+  (
+    key: string
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Throttled, R | AdaptiveThrottle>
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key: string
+  ): Effect.Effect<A, E | Errors.Throttled, R | AdaptiveThrottle>
+} = dual(
+  2,
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key: string
+  ): Effect.Effect<A, E | Errors.Throttled, R | AdaptiveThrottle> =>
+    Effect.flatMap(AdaptiveThrottle, (throttle) => throttle.run(key, self))
+)

@@ -1,0 +1,300 @@
+import { Criticality, Errors, Options, RollingCounter } from "@sluice/core"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
+import * as Schema from "effect/Schema"
+import type * as AT from "../AdaptiveThrottle.js"
+
+type Level = Criticality.Criticality
+
+const KValue = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n >= 1, {
+    message: (issue) => `expected a finite number >= 1, got ${String(issue.actual)}`
+  })
+)
+
+// Least critical first: the order in which K must not decrease.
+const ascending: ReadonlyArray<Level> = ["SHEDDABLE", "SHEDDABLE_PLUS", "CRITICAL", "CRITICAL_PLUS"]
+
+/** @internal */
+export const KByCriticality = Schema.Struct({
+  SHEDDABLE: KValue,
+  SHEDDABLE_PLUS: KValue,
+  CRITICAL: KValue,
+  CRITICAL_PLUS: KValue
+}).pipe(
+  Schema.filter((k) => {
+    for (let i = 1; i < ascending.length; i++) {
+      const lower = ascending[i - 1]!
+      const level = ascending[i]!
+      if (k[level] < k[lower]) {
+        return {
+          path: [level],
+          message: `kByCriticality.${level} (${k[level]}) must not be below kByCriticality.${lower} (${k[lower]}): a more critical level may not be throttled earlier`
+        }
+      }
+    }
+    return undefined
+  })
+)
+
+const MaxProbability = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n >= 0 && n < 1, {
+    message: (issue) =>
+      `expected a probability in [0, 1) (the backend must always be probed), got ${String(issue.actual)}`
+  })
+)
+
+const RejectionPredicate = Schema.declare(
+  (u: unknown): u is (error: unknown) => boolean => typeof u === "function",
+  { identifier: "RejectionPredicate", description: "a function (error: unknown) => boolean" }
+)
+
+/** @internal */
+export const AdaptiveThrottleOptions = Schema.Struct({
+  window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.minutes(2) }),
+  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 24 }),
+  k: Schema.optionalWith(KValue, { default: () => 2 }),
+  kByCriticality: Schema.optional(KByCriticality),
+  maxProbability: Schema.optionalWith(MaxProbability, { default: () => 0.9 }),
+  minRequestRate: Schema.optionalWith(Options.NonNegativeNumber, { default: () => 1 }),
+  maxKeys: Schema.optionalWith(Options.PositiveInt, { default: () => 1024 }),
+  isRejection: Schema.optional(RejectionPredicate)
+})
+
+/** @internal */
+export const criticalityWeights: Readonly<Record<Level, number>> = {
+  SHEDDABLE: 0.5,
+  SHEDDABLE_PLUS: 0.75,
+  CRITICAL: 1,
+  CRITICAL_PLUS: 2
+}
+
+/** @internal */
+export const defaultKByCriticality = (k: number): Record<Level, number> => ({
+  SHEDDABLE: 1 + (k - 1) * criticalityWeights.SHEDDABLE,
+  SHEDDABLE_PLUS: 1 + (k - 1) * criticalityWeights.SHEDDABLE_PLUS,
+  CRITICAL: 1 + (k - 1) * criticalityWeights.CRITICAL,
+  CRITICAL_PLUS: 1 + (k - 1) * criticalityWeights.CRITICAL_PLUS
+})
+
+const tagOf = (error: unknown): unknown =>
+  typeof error === "object" && error !== null ? (error as { readonly _tag?: unknown })._tag : undefined
+
+/** @internal */
+export const defaultIsRejection = (error: unknown): boolean => {
+  const tag = tagOf(error)
+  if (tag === "Overloaded" || tag === "QuotaExceeded") return true
+  // A lower retry layer gave up on a backend rejection: still a rejection by that backend.
+  if (tag === "DontRetry") {
+    const inner = tagOf((error as { readonly cause?: unknown }).cause)
+    return inner === "Overloaded" || inner === "QuotaExceeded"
+  }
+  return false
+}
+
+const requestsMetric = Metric.counter("sluice_adaptive_throttle_requests", {
+  description: "Requests offered to the adaptive throttle, including those it failed locally",
+  incremental: true
+})
+const acceptsMetric = Metric.counter("sluice_adaptive_throttle_accepts", {
+  description: "Requests the backend accepted (answered without a rejection)",
+  incremental: true
+})
+const throttledMetric = Metric.counter("sluice_adaptive_throttle_throttled", {
+  description: "Requests failed locally with Throttled",
+  incremental: true
+})
+const probabilityMetric = Metric.gauge("sluice_adaptive_throttle_probability", {
+  description: "Current local rejection probability"
+})
+
+/** @internal */
+export const metrics = {
+  requests: requestsMetric,
+  accepts: acceptsMetric,
+  throttled: throttledMetric,
+  probability: probabilityMetric
+}
+
+/** The label used for keys beyond the first `maxKeys` distinct ones, so metric cardinality stays bounded. */
+const OTHER_KEY = "_other"
+
+class KeyState {
+  lastUsed: number
+  readonly requests: RollingCounter.RollingCounter
+  readonly accepts: RollingCounter.RollingCounter
+  readonly keyTags: ReadonlyArray<MetricLabel.MetricLabel>
+  readonly levelTags: Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
+  readonly lastProbability: Record<Level, number> = {
+    CRITICAL_PLUS: -1,
+    CRITICAL: -1,
+    SHEDDABLE_PLUS: -1,
+    SHEDDABLE: -1
+  }
+  constructor(
+    readonly key: string,
+    label: string,
+    window: Duration.Duration,
+    buckets: number,
+    now: number
+  ) {
+    this.lastUsed = now
+    this.requests = RollingCounter.unsafeMake({ window, buckets })
+    this.accepts = RollingCounter.unsafeMake({ window, buckets })
+    const keyLabel = MetricLabel.make("key", label)
+    this.keyTags = [keyLabel]
+    const levelTags = {} as Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
+    for (const level of Criticality.levels) {
+      levelTags[level] = [keyLabel, MetricLabel.make("criticality", level)]
+    }
+    this.levelTags = levelTags
+  }
+}
+
+/** @internal */
+export const make = (
+  options: AT.AdaptiveThrottleOptions = {}
+): Effect.Effect<AT.Service, Options.InvalidOptions> =>
+  Effect.flatMap(Options.decode("AdaptiveThrottle", AdaptiveThrottleOptions)(options), (decoded) =>
+    Effect.map(Effect.clock, (clock) => unsafeMakeFrom(decoded, clock))
+  )
+
+const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock: Clock.Clock): AT.Service => {
+  const { buckets, maxKeys, maxProbability, window } = decoded
+  const kOf: Readonly<Record<Level, number>> = decoded.kByCriticality ?? defaultKByCriticality(decoded.k)
+  const isRejection = decoded.isRejection ?? defaultIsRejection
+  const minRequests = decoded.minRequestRate * Duration.toSeconds(window)
+  const states = new Map<string, KeyState>()
+  const labelled = new Set<string>()
+
+  const stateFor = (key: string, now: number): KeyState => {
+    let state = states.get(key)
+    if (state !== undefined) {
+      state.lastUsed = now
+      return state
+    }
+    if (states.size >= maxKeys) {
+      // Evict the least recently used key; O(maxKeys), but only when a new key arrives at the bound.
+      let victim: KeyState | undefined
+      for (const candidate of states.values()) {
+        if (victim === undefined || candidate.lastUsed < victim.lastUsed) victim = candidate
+      }
+      if (victim !== undefined) states.delete(victim.key)
+    }
+    let label = key
+    if (!labelled.has(key)) {
+      if (labelled.size < maxKeys) labelled.add(key)
+      else label = OTHER_KEY
+    }
+    state = new KeyState(key, label, window, buckets, now)
+    states.set(key, state)
+    return state
+  }
+
+  const probabilityOf = (state: KeyState, level: Level, now: number): number => {
+    const requests = state.requests.unsafeTotal(now)
+    if (requests === 0 || requests < minRequests) return 0
+    const accepts = state.accepts.unsafeTotal(now)
+    const p = (requests - kOf[level] * accepts) / (requests + 1)
+    return p <= 0 ? 0 : p > maxProbability ? maxProbability : p
+  }
+
+  const accept = (state: KeyState, clock: Clock.Clock) => {
+    state.accepts.unsafeAdd(clock.unsafeCurrentTimeMillis())
+    acceptsMetric.unsafeUpdate(1, state.keyTags)
+  }
+
+  const isRejectionCause = (cause: Cause.Cause<unknown>): boolean => {
+    if (cause._tag === "Fail") return isRejection(cause.error)
+    const failure = Cause.failureOption(cause)
+    if (Option.isSome(failure)) return isRejection(failure.value)
+    const defect = Cause.dieOption(cause)
+    if (Option.isSome(defect)) return isRejection(defect.value)
+    // Interrupted before the backend answered: no evidence that it accepts work.
+    return true
+  }
+
+  const admit = <A, E, R>(state: KeyState, clock: Clock.Clock, effect: Effect.Effect<A, E, R>) =>
+    Effect.matchCauseEffect(effect, {
+      onSuccess: (a) => {
+        accept(state, clock)
+        return Effect.succeed(a)
+      },
+      onFailure: (cause) => {
+        if (!isRejectionCause(cause)) accept(state, clock)
+        return Effect.failCause(cause)
+      }
+    })
+
+  const reject = (state: KeyState, level: Level, p: number): Effect.Effect<never, Errors.Throttled> => {
+    throttledMetric.unsafeUpdate(1, state.levelTags[level])
+    return Effect.fail(new Errors.Throttled({ key: state.key, probability: p })).pipe(
+      Effect.withSpan("sluice.adaptive_throttle.throttled", {
+        attributes: { key: state.key, criticality: level, probability: p }
+      })
+    )
+  }
+
+  const run = <A, E, R>(
+    key: string,
+    effect: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | Errors.Throttled, R> =>
+    Effect.withFiberRuntime<A, E | Errors.Throttled, R>((fiber) => {
+      const services = fiber.currentDefaultServices
+      const clock = Context.get(services, Clock.Clock)
+      const now = clock.unsafeCurrentTimeMillis()
+      const level = fiber.getFiberRef(Criticality.currentCriticality)
+      const state = stateFor(key, now)
+      const p = probabilityOf(state, level, now)
+      // Counted whatever happens next: a request failed locally is still a request.
+      state.requests.unsafeAdd(now)
+      requestsMetric.unsafeUpdate(1, state.keyTags)
+      if (state.lastProbability[level] !== p) {
+        state.lastProbability[level] = p
+        probabilityMetric.unsafeUpdate(p, state.levelTags[level])
+      }
+      if (p <= 0) return admit(state, clock, effect)
+      return Effect.flatMap(Context.get(services, Random.Random).next, (draw) =>
+        draw < p
+          ? (reject(state, level, p) as Effect.Effect<A, E | Errors.Throttled, R>)
+          : admit(state, clock, effect)
+      )
+    })
+
+  const unsafeProbability = (
+    key: string,
+    criticality: Level = Criticality.defaultLevel,
+    nowMillis?: number
+  ) => {
+    const state = states.get(key)
+    if (state === undefined) return 0
+    return probabilityOf(state, criticality, nowMillis ?? peekClock.unsafeCurrentTimeMillis())
+  }
+
+  const unsafeStats = (key: string, nowMillis?: number) => {
+    const state = states.get(key)
+    if (state === undefined) return { requests: 0, accepts: 0 }
+    const now = nowMillis ?? peekClock.unsafeCurrentTimeMillis()
+    return { requests: state.requests.unsafeTotal(now), accepts: state.accepts.unsafeTotal(now) }
+  }
+
+  return {
+    run,
+    probability: (key, criticality) =>
+      Effect.map(Clock.currentTimeMillis, (now) => unsafeProbability(key, criticality, now)),
+    unsafeProbability,
+    unsafeStats,
+    unsafeKeys: () => Array.from(states.keys()),
+    k: (criticality) => kOf[criticality],
+    maxProbability,
+    minRequestRate: decoded.minRequestRate,
+    window
+  }
+}
