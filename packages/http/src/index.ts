@@ -13,3 +13,5 @@ export * as Protocol from "./Protocol.js"
 export * as ResponseDecoder from "./ResponseDecoder.js"
 /** @since 0.1.0 */
 export * as ThrottleSignal from "./ThrottleSignal.js"
+/** @since 0.1.0 */
+export * as SluiceHttpClient from "./SluiceHttpClient.js"

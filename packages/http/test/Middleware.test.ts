@@ -9,7 +9,7 @@ import { serve } from "./utils.js"
 const settings = Protocol.make()
 
 describe("Middleware (over a real NodeHttpServer)", () => {
-  it.scoped("criticality: sets the FiberRef, clamps untrusted callers", () =>
+  it.scopedLive("criticality: sets the FiberRef, clamps untrusted callers", () =>
     Effect.gen(function* () {
       const app = HttpRouter.empty.pipe(
         HttpRouter.get(
@@ -35,7 +35,7 @@ describe("Middleware (over a real NodeHttpServer)", () => {
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
-  it.scoped("mapErrors: every Sluice error becomes its wire response and decodes back", () =>
+  it.scopedLive("mapErrors: every Sluice error becomes its wire response and decodes back", () =>
     Effect.gen(function* () {
       const errors: Record<string, Errors.SluiceError> = {
         overloaded: new Errors.Overloaded({ reason: "busy", retryAfter: Duration.seconds(2) }),

@@ -1,6 +1,6 @@
 import { createServer } from "node:http"
 import { HttpServer } from "@effect/platform"
-import type { HttpApp } from "@effect/platform"
+import type { HttpApp, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import type { Scope } from "effect"
@@ -11,7 +11,11 @@ import type { Scope } from "effect"
  */
 export const serve = <E, R>(
   app: HttpApp.Default<E, R>
-): Effect.Effect<string, never, Scope.Scope | Exclude<R, HttpServer.HttpServer>> =>
+): Effect.Effect<
+  string,
+  never,
+  Scope.Scope | Exclude<R, HttpServerRequest.HttpServerRequest | Scope.Scope>
+> =>
   Effect.gen(function* () {
     const context = yield* Layer.build(
       HttpServer.serve(app).pipe(

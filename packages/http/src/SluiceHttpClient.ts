@@ -1,0 +1,186 @@
+/**
+ * A resilient `HttpClient` that speaks the Sluice wire protocol.
+ *
+ * It wraps the platform's `HttpClient` and is provided under its own tag,
+ * {@link SluiceHttpClient}, because its error type adds Sluice's errors to
+ * `HttpClientError` (the platform tag cannot carry them):
+ * `HttpClientError | Errors.Throttled | Errors.DontRetry`. `Overloaded`,
+ * `QuotaExceeded` and timeouts never escape: they are retried here, at the layer
+ * directly above the server that refused, and come out as `DontRetry` once
+ * attempts or budget are spent, so nobody above retries them again.
+ *
+ * Per request, from the outside in:
+ *
+ * 1. **Retry policy** (`maxAttempts`, default 3; the client's `RetryBudget`;
+ *    waits honour `Retry-After` up to `maxRetryAfter`). Outermost, so every
+ *    attempt passes again through everything below: a retry is a new request for
+ *    the throttle, needs its own permit, and gets its own attempt number. Only
+ *    idempotent methods are retried unless the caller opts in.
+ * 2. **Headers**: `x-sluice-criticality` from `Criticality.currentCriticality` and
+ *    `x-sluice-attempt` from `Retry.currentAttempt`. Set inside the retry loop,
+ *    because the attempt number only exists there.
+ * 3. **Adaptive throttle** per host: may fail locally with `Throttled` (never
+ *    retried). Before the limiter, so a request the client refuses does not wait
+ *    for or hold a permit, and still counts as a request in the throttle's formula.
+ * 4. **Concurrency limiter** per host (default: the congestion window). Its
+ *    permit covers only the network exchange and the decoding.
+ * 5. **Send** (with the optional per-attempt `timeout`) and **decode**: `429` →
+ *    `QuotaExceeded`, `503` → `Overloaded`, `x-sluice-dont-retry` → `DontRetry`,
+ *    transport errors marked retryable. Innermost, so the limiter sees a `503` as
+ *    a drop and the throttle as a rejection. A throttle flag does not fail the
+ *    request; it is published to {@link ThrottleSignal} when that is provided.
+ *
+ * @since 0.1.0
+ */
+import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
+import type { Errors, Options } from "@sluice/core"
+import type { RetryBudget } from "@sluice/retry"
+import type * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
+import type * as Layer from "effect/Layer"
+import type * as Schedule from "effect/Schedule"
+import * as internal from "./internal/client.js"
+
+/**
+ * The errors the client fails with.
+ *
+ * @since 0.1.0
+ */
+export type ClientError = HttpClientError.HttpClientError | Errors.Throttled | Errors.DontRetry
+
+/**
+ * The client: an `HttpClient` whose error type carries Sluice's errors.
+ *
+ * @since 0.1.0
+ */
+export interface Client extends HttpClient.HttpClient.With<ClientError> {}
+
+/**
+ * @since 0.1.0
+ */
+export interface SluiceHttpClient {
+  readonly _: unique symbol
+}
+
+/**
+ * The client's tag.
+ *
+ * @example
+ * ```ts
+ * import { SluiceHttpClient } from "@sluice/http"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const client = yield* SluiceHttpClient.SluiceHttpClient
+ *   const response = yield* client.get("http://localhost:8080/items")
+ *   return yield* response.json
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.SluiceHttpClient
+
+/**
+ * Options. Scalars are validated with Schema (a bad value fails the layer with
+ * `InvalidOptions` naming the field):
+ *
+ * - `maxAttempts` (default 3, first try included), `schedule` (backoff, default
+ *   `Backoff.defaultSchedule`), `maxRetryAfter` (longest wait honoured, default
+ *   10 s; a `429` asking for longer is not retried), `timeout` (per attempt),
+ * - `retryNonIdempotent` (default false: only GET, HEAD, OPTIONS, PUT, DELETE,
+ *   TRACE are retried; see {@link withRetries} for a per-call opt-in),
+ * - `throttleFromJson` (also read the throttle flag from a JSON body attribute),
+ * - `budget` (`RetryBudget` options, or `false`), `throttle` (`AdaptiveThrottle`
+ *   options, or `false`), `limiter` (`ConcurrencyLimiter` service options, e.g.
+ *   `{ algorithm: Aimd.factory() }`, or `false`),
+ * - `key` (the per-backend key of throttle and limiter, default the URL's host),
+ *   `name` (metric tag and budget key).
+ *
+ * @since 0.1.0
+ */
+export interface ClientOptions {
+  readonly maxAttempts?: number | undefined
+  readonly schedule?: Schedule.Schedule<unknown, any> | undefined
+  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  readonly timeout?: Duration.DurationInput | undefined
+  readonly retryNonIdempotent?: boolean | undefined
+  readonly throttleFromJson?: boolean | undefined
+  readonly budget?: RetryBudget.RetryBudgetOptions | false | undefined
+  readonly throttle?: AdaptiveThrottle.AdaptiveThrottleOptions | false | undefined
+  readonly limiter?: ConcurrencyLimiter.ServiceOptions | false | undefined
+  readonly key?: ((request: HttpClientRequest.HttpClientRequest) => string) | undefined
+  readonly name?: string | undefined
+}
+
+/**
+ * Builds a client on the platform `HttpClient` in context. Header names come
+ * from `Protocol.WireProtocol`; throttle signals go to `ThrottleSignal` when it
+ * is in context.
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { SluiceHttpClient } from "@sluice/http"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const client = yield* SluiceHttpClient.make({ maxAttempts: 3, timeout: "2 seconds" })
+ *   return yield* client.get("http://localhost:8080/")
+ * }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+ * ```
+ * @since 0.1.0
+ */
+export const make: (
+  options?: ClientOptions
+) => Effect.Effect<Client, Options.InvalidOptions, HttpClient.HttpClient> = internal.make
+
+/**
+ * The client as a Layer on the platform `HttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { SluiceHttpClient } from "@sluice/http"
+ * import { Layer } from "effect"
+ *
+ * const ClientLive = SluiceHttpClient.layer({ maxAttempts: 3 }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+ * ```
+ * @since 0.1.0
+ */
+export const layer: (
+  options?: ClientOptions
+) => Layer.Layer<SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient> = internal.layer
+
+/**
+ * Opts the requests made by an effect in (`true`) or out (`false`) of retries,
+ * whatever their method: e.g. a POST the caller knows to be idempotent.
+ *
+ * @example
+ * ```ts
+ * import { SluiceHttpClient } from "@sluice/http"
+ * import { Effect } from "effect"
+ *
+ * const create = Effect.flatMap(SluiceHttpClient.SluiceHttpClient, (client) =>
+ *   client.post("http://localhost:8080/orders", { headers: { "idempotency-key": "abc" } })
+ * ).pipe(SluiceHttpClient.withRetries(true))
+ * ```
+ * @since 0.1.0
+ */
+export const withRetries: {
+  (allow: boolean): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, allow: boolean): Effect.Effect<A, E, R>
+} = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, allow: boolean) =>
+  Effect.locally(self, internal.allowRetries, allow)
+)
+
+/**
+ * The default per-backend key: the request URL's `host[:port]`.
+ *
+ * @since 0.1.0
+ */
+export const hostOf: (request: HttpClientRequest.HttpClientRequest) => string = internal.hostOf

@@ -1,0 +1,181 @@
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
+import { Criticality, Errors, Options } from "@sluice/core"
+import { Retry, RetryBudget } from "@sluice/retry"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
+import type * as C from "../SluiceHttpClient.js"
+import { ThrottleSignal } from "../ThrottleSignal.js"
+import * as decoder from "./responseDecoder.js"
+
+/** @internal */
+export const ClientOptionsSchema = Schema.Struct({
+  maxAttempts: Schema.optionalWith(Options.PositiveInt, { default: () => 3 }),
+  maxRetryAfter: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(10) }),
+  timeout: Schema.optional(Options.PositiveDuration),
+  retryNonIdempotent: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  throttleFromJson: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  name: Schema.optionalWith(Schema.String, { default: () => "sluice-http" })
+})
+
+/** @internal */
+export const allowRetries: FiberRef.FiberRef<boolean | undefined> = FiberRef.unsafeMake<boolean | undefined>(
+  undefined
+)
+
+/** @internal */
+export const IDEMPOTENT: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
+
+const HOST = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]+)/i
+
+/** @internal */
+export const hostOf = (request: HttpClientRequest.HttpClientRequest): string => {
+  const match = HOST.exec(request.url)
+  return match === null ? "default" : match[1]!.toLowerCase()
+}
+
+const signalsCounter = Metric.counter("sluice_http_client_throttle_signals", {
+  description: "responses carrying the throttle flag, by host",
+  incremental: true
+})
+
+/** @internal */
+export const isDrop = (error: unknown): boolean =>
+  error instanceof Errors.DontRetry && error.reason === "server" && error.cause instanceof Errors.Overloaded
+
+const markTransport = (error: HttpClientError.HttpClientError): HttpClientError.HttpClientError =>
+  error._tag === "RequestError" && error.reason === "Transport" ? Errors.markRetryable(error) : error
+
+type AttemptError =
+  | HttpClientError.HttpClientError
+  | decoder.DecodeError
+  | Errors.Overloaded
+  | Errors.Throttled
+  | import("effect/Cause").TimeoutException
+
+/** @internal */
+export const make = (
+  options: C.ClientOptions = {}
+): Effect.Effect<C.Client, Options.InvalidOptions, HttpClient.HttpClient> =>
+  Effect.gen(function* () {
+    const config = yield* Options.decode(
+      "SluiceHttpClient",
+      ClientOptionsSchema
+    )({
+      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+      ...(options.maxRetryAfter !== undefined ? { maxRetryAfter: options.maxRetryAfter } : {}),
+      ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+      ...(options.retryNonIdempotent !== undefined ? { retryNonIdempotent: options.retryNonIdempotent } : {}),
+      ...(options.throttleFromJson !== undefined ? { throttleFromJson: options.throttleFromJson } : {}),
+      ...(options.name !== undefined ? { name: options.name } : {})
+    })
+    const platform = yield* HttpClient.HttpClient
+    const settings: WireProtocolSettings = yield* WireProtocol
+    const signals = Option.getOrUndefined(yield* Effect.serviceOption(ThrottleSignal))
+    const throttle =
+      options.throttle === false ? undefined : yield* AdaptiveThrottle.make(options.throttle ?? {})
+    const limiters =
+      options.limiter === false
+        ? undefined
+        : yield* ConcurrencyLimiter.makeService({ isDrop, ...(options.limiter ?? {}) })
+    const budget =
+      options.budget === false
+        ? undefined
+        : (yield* RetryBudget.make(options.budget ?? {})).forKey(config.name)
+    const keyOf = options.key ?? hostOf
+    const names = settings.headers
+    const timeout = config.timeout
+    const json = config.throttleFromJson
+    const policyOptions = {
+      maxAttempts: config.maxAttempts,
+      maxRetryAfter: config.maxRetryAfter,
+      name: config.name,
+      ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
+      ...(budget !== undefined ? { budget } : {})
+    }
+    const retrying = Retry.policy(policyOptions)
+    const notRetrying = Retry.policy({ maxAttempts: 1, isRetryable: () => false, name: config.name })
+
+    const publish = (key: string, throttled: boolean) => {
+      if (throttled) signalsCounter.pipe(Metric.tagged("host", key), Metric.update(1)).pipe(Effect.runSync)
+      if (signals !== undefined) signals.unsafePublish(key, throttled)
+    }
+
+    const decode = (
+      key: string,
+      response: HttpClientResponse.HttpClientResponse
+    ): Effect.Effect<HttpClientResponse.HttpClientResponse, decoder.DecodeError> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const v = decoder.verdict(response, now, settings)
+        if (v.error !== undefined) {
+          publish(key, v.throttled)
+          const error = v.error
+          // Drain the small error body so the connection can be reused.
+          return Effect.zipRight(Effect.ignore(response.text), Effect.fail(error))
+        }
+        if (v.throttled || !json) {
+          publish(key, v.throttled)
+          return Effect.succeed(response)
+        }
+        return Effect.map(decoder.jsonThrottle(response, settings.throttleAttribute), (t) => {
+          publish(key, t)
+          return response
+        })
+      })
+
+    const attempt = (
+      request: HttpClientRequest.HttpClientRequest,
+      key: string
+    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> =>
+      Effect.withFiberRuntime((fiber) => {
+        // Inside the retry loop: the attempt number is the policy's, the level the caller's.
+        const outgoing = HttpClientRequest.setHeaders(request, {
+          [names.criticality]: fiber.getFiberRef(Criticality.currentCriticality),
+          [names.attempt]: String(fiber.getFiberRef(Retry.currentAttempt))
+        })
+        let send: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> = Effect.mapError(
+          platform.execute(outgoing),
+          markTransport
+        )
+        if (timeout !== undefined) send = Effect.timeout(send, timeout)
+        let guarded = Effect.flatMap(send, (response) => decode(key, response))
+        if (limiters !== undefined) guarded = limiters.run(key, guarded)
+        if (throttle !== undefined) guarded = throttle.run(key, guarded)
+        return guarded
+      })
+
+    const execute = (request: HttpClientRequest.HttpClientRequest) =>
+      Effect.withFiberRuntime<HttpClientResponse.HttpClientResponse, C.ClientError>((fiber) => {
+        const optIn = fiber.getFiberRef(allowRetries)
+        const retry = optIn ?? (config.retryNonIdempotent || IDEMPOTENT.has(request.method))
+        const once = attempt(request, keyOf(request))
+        return retry ? retrying(once) : notRetrying(once)
+      })
+
+    return HttpClient.makeWith<never, never, C.ClientError, never>(
+      (effect) => Effect.flatMap(effect, execute),
+      Effect.succeed
+    )
+  })
+
+/** @internal */
+export const SluiceHttpClient = Context.GenericTag<C.SluiceHttpClient, C.Client>(
+  "@sluice/http/SluiceHttpClient"
+)
+
+/** @internal */
+export const layer = (
+  options?: C.ClientOptions
+): Layer.Layer<C.SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient> =>
+  Layer.effect(SluiceHttpClient, make(options))

@@ -1,0 +1,244 @@
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
+import { Criticality, Errors } from "@sluice/core"
+import { Middleware, SluiceHttpClient, ThrottleSignal } from "@sluice/http"
+import { serve } from "./utils.js"
+
+const makeBackend = () => {
+  const hits = new Map<string, number>()
+  const hit = (name: string) => {
+    const n = (hits.get(name) ?? 0) + 1
+    hits.set(name, n)
+    return n
+  }
+  const route = (
+    name: string,
+    respond: (n: number) => Effect.Effect<HttpServerResponse.HttpServerResponse, any, any>
+  ) => Effect.suspend(() => respond(hit(name)))
+  const app = HttpRouter.empty.pipe(
+    HttpRouter.get(
+      "/echo",
+      route("echo", () =>
+        Effect.map(Effect.zip(HttpServerRequest.HttpServerRequest, Criticality.current), ([req, level]) =>
+          HttpServerResponse.unsafeJson({
+            criticality: req.headers["x-sluice-criticality"],
+            attempt: req.headers["x-sluice-attempt"],
+            level
+          })
+        )
+      )
+    ),
+    HttpRouter.get(
+      "/throttle",
+      route("throttle", () =>
+        Effect.succeed(HttpServerResponse.text("ok", { headers: { "x-sluice-throttle": "1" } }))
+      )
+    ),
+    HttpRouter.get(
+      "/json-throttle",
+      route("json-throttle", () =>
+        Effect.succeed(HttpServerResponse.unsafeJson({ throttle: true, value: 1 }))
+      )
+    ),
+    HttpRouter.get(
+      "/overloaded",
+      route("overloaded", () =>
+        Effect.succeed(HttpServerResponse.empty({ status: 503, headers: { "retry-after": "0" } }))
+      )
+    ),
+    HttpRouter.post(
+      "/overloaded",
+      route("post-overloaded", () => Effect.succeed(HttpServerResponse.empty({ status: 503 })))
+    ),
+    HttpRouter.get(
+      "/dont-retry",
+      route("dont-retry", () =>
+        Effect.succeed(HttpServerResponse.empty({ status: 503, headers: { "x-sluice-dont-retry": "1" } }))
+      )
+    ),
+    HttpRouter.get(
+      "/quota",
+      route("quota", () =>
+        Effect.fail(
+          new Errors.QuotaExceeded({
+            tier: "spike",
+            limit: 20,
+            remaining: 0,
+            retryAfter: Duration.seconds(30)
+          })
+        )
+      )
+    ),
+    HttpRouter.get(
+      "/quota-brief",
+      route("quota-brief", (n) =>
+        n === 1
+          ? Effect.succeed(
+              HttpServerResponse.empty({
+                status: 429,
+                headers: { "retry-after": "0", ratelimit: '"spike";r=0;t=0' }
+              })
+            )
+          : Effect.succeed(HttpServerResponse.text("ok"))
+      )
+    ),
+    HttpRouter.get(
+      "/flaky",
+      route("flaky", (n) =>
+        n < 3
+          ? Effect.succeed(HttpServerResponse.empty({ status: 503 }))
+          : Effect.map(HttpServerRequest.HttpServerRequest, (req) =>
+              HttpServerResponse.text(String(req.headers["x-sluice-attempt"]))
+            )
+      )
+    ),
+    HttpRouter.get(
+      "/sampled",
+      route("sampled", () => Effect.succeed(HttpServerResponse.empty({ status: 204 })))
+    ),
+    HttpRouter.get(
+      "/hang",
+      route("hang", () => Effect.never)
+    ),
+    Middleware.mapErrors,
+    Middleware.criticality({ trust: () => true })
+  )
+  return { app, hits }
+}
+
+// Zero backoff keeps the tests fast; the policy is the real one.
+const clientLayer = (options: SluiceHttpClient.ClientOptions = {}) =>
+  SluiceHttpClient.layer({ schedule: Schedule.forever, ...options }).pipe(
+    Layer.provide(NodeHttpClient.layerUndici)
+  )
+
+const failure = <A, E>(exit: Exit.Exit<A, E>): E => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+  const e = Cause.failureOption(exit.cause)
+  if (Option.isNone(e)) throw new Error(`expected a typed failure: ${Cause.pretty(exit.cause)}`)
+  return e.value
+}
+
+describe("SluiceHttpClient over a real NodeHttpServer", () => {
+  it.scopedLive("every wire-protocol row arrives as the right typed outcome", () =>
+    Effect.gen(function* () {
+      const { app, hits } = makeBackend()
+      const base = yield* serve(app)
+      const client = yield* SluiceHttpClient.SluiceHttpClient
+      const signals = yield* ThrottleSignal.ThrottleSignal
+      const host = new URL(base).host
+
+      // request: criticality and attempt
+      const echo = yield* client.get(`${base}/echo`).pipe(
+        Effect.flatMap((r) => r.json),
+        Criticality.withCriticality("SHEDDABLE")
+      )
+      expect(echo).toEqual({ criticality: "SHEDDABLE", attempt: "0", level: "SHEDDABLE" })
+
+      // attempt numbers count up across retries
+      const flaky = yield* client.get(`${base}/flaky`).pipe(Effect.flatMap((r) => r.text))
+      expect(flaky).toBe("2")
+      expect(hits.get("flaky")).toBe(3)
+
+      // response: throttle flag → success + signal
+      const throttled = yield* client.get(`${base}/throttle`)
+      expect(throttled.status).toBe(200)
+      expect(signals.latest(host)).toEqual(Option.some(true))
+      yield* client.get(`${base}/echo`)
+      expect(signals.latest(host)).toEqual(Option.some(false))
+      // the JSON attribute (this client opted in)
+      const jsonThrottled = yield* client.get(`${base}/json-throttle`).pipe(Effect.flatMap((r) => r.json))
+      expect(jsonThrottled).toEqual({ throttle: true, value: 1 })
+      expect(signals.latest(host)).toEqual(Option.some(true))
+
+      // 503 → Overloaded, retried 3 times in all → DontRetry(attempts)
+      const overloaded = failure(yield* Effect.exit(client.get(`${base}/overloaded`)))
+      expect(overloaded._tag).toBe("DontRetry")
+      if (overloaded._tag === "DontRetry") {
+        expect(overloaded.reason).toBe("attempts")
+        expect(overloaded.attempts).toBe(3)
+        expect(overloaded.cause).toEqual(
+          new Errors.Overloaded({ reason: "server", retryAfter: Duration.zero })
+        )
+      }
+      expect(hits.get("overloaded")).toBe(3)
+
+      // 503 + x-sluice-dont-retry → DontRetry(server), one hit
+      const dont = failure(yield* Effect.exit(client.get(`${base}/dont-retry`)))
+      expect(dont).toEqual(
+        new Errors.DontRetry({ reason: "server", cause: new Errors.Overloaded({ reason: "server" }) })
+      )
+      expect(hits.get("dont-retry")).toBe(1)
+
+      // 429 asking for longer than the client waits → not retried, QuotaExceeded inside
+      const quota = failure(yield* Effect.exit(client.get(`${base}/quota`)))
+      expect(quota._tag).toBe("DontRetry")
+      if (quota._tag === "DontRetry") {
+        expect(quota.reason).toBe("not-retryable")
+        expect(quota.cause).toEqual(
+          new Errors.QuotaExceeded({
+            tier: "spike",
+            limit: 0,
+            remaining: 0,
+            retryAfter: Duration.seconds(30)
+          })
+        )
+      }
+      expect(hits.get("quota")).toBe(1)
+
+      // 429 with a short Retry-After → honoured and retried
+      const brief = yield* client.get(`${base}/quota-brief`).pipe(Effect.flatMap((r) => r.text))
+      expect(brief).toBe("ok")
+      expect(hits.get("quota-brief")).toBe(2)
+
+      // 204: sampled out, a success
+      const sampled = yield* client.get(`${base}/sampled`)
+      expect(sampled.status).toBe(204)
+
+      // POST is not retried unless the caller opts in
+      const post = failure(yield* Effect.exit(client.post(`${base}/overloaded`)))
+      expect(post._tag === "DontRetry" && post.reason).toBe("not-retryable")
+      expect(hits.get("post-overloaded")).toBe(1)
+      const postRetried = failure(
+        yield* Effect.exit(client.post(`${base}/overloaded`).pipe(SluiceHttpClient.withRetries(true)))
+      )
+      expect(postRetried._tag === "DontRetry" && postRetried.reason).toBe("attempts")
+      expect(hits.get("post-overloaded")).toBe(4)
+    }).pipe(
+      Effect.provide(
+        clientLayer({ throttleFromJson: true, throttle: false, budget: { minRetriesPerSecond: 100 } }).pipe(
+          Layer.provideMerge(ThrottleSignal.layer())
+        )
+      )
+    )
+  )
+
+  it.scopedLive("transport errors and timeouts are retried, then come out as DontRetry", () =>
+    Effect.gen(function* () {
+      const { app, hits } = makeBackend()
+      const base = yield* serve(app)
+      const client = yield* SluiceHttpClient.SluiceHttpClient
+      const hang = failure(yield* Effect.exit(client.get(`${base}/hang`)))
+      expect(hang._tag === "DontRetry" && hang.reason).toBe("attempts")
+      expect(hang._tag === "DontRetry" && Cause.isTimeoutException(hang.cause)).toBe(true)
+      expect(hits.get("hang")).toBe(3)
+      // nothing listens on port 9 of loopback (discard): connection refused
+      const refused = failure(yield* Effect.exit(client.get("http://127.0.0.1:9/")))
+      expect(refused._tag === "DontRetry" && refused.reason).toBe("attempts")
+      expect(refused._tag === "DontRetry" && (refused.cause as any)?._tag).toBe("RequestError")
+    }).pipe(
+      Effect.provide(
+        clientLayer({ timeout: "50 millis", throttle: false, budget: { minRetriesPerSecond: 100 } })
+      )
+    )
+  )
+
+  it.effect("rejects bad options naming the field", () =>
+    Effect.gen(function* () {
+      const result = yield* Effect.either(Layer.build(clientLayer({ maxAttempts: 0 })).pipe(Effect.scoped))
+      expect(Either.isLeft(result) && result.left.message).toContain("maxAttempts")
+    })
+  )
+})
