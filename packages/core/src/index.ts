@@ -14,6 +14,8 @@ export * as Errors from "./Errors.js"
 /** @since 0.1.0 */
 export * as Ewma from "./Ewma.js"
 /** @since 0.1.0 */
+export * as LatencyWindow from "./LatencyWindow.js"
+/** @since 0.1.0 */
 export * as Options from "./Options.js"
 /** @since 0.1.0 */
 export * as Quota from "./Quota.js"
