@@ -10,6 +10,8 @@ export * as AdaptiveThrottle from "./AdaptiveThrottle.js"
 /** @since 0.1.0 */
 export * as Aimd from "./Aimd.js"
 /** @since 0.1.0 */
+export * as ConcurrencyLimiter from "./ConcurrencyLimiter.js"
+/** @since 0.1.0 */
 export * as CongestionWindow from "./CongestionWindow.js"
 /** @since 0.1.0 */
 export * as LimitAlgorithm from "./LimitAlgorithm.js"

@@ -1,0 +1,252 @@
+/**
+ * The concurrency limiter: the enforcement half of adaptive concurrency control.
+ *
+ * A limiter grants permits while fewer than `limit` requests are in flight;
+ * the limit comes from a pluggable {@link LimitAlgorithm.LimitAlgorithm}
+ * (congestion window by default, or AIMD, Vegas, your own). Every request that
+ * held a permit reports its outcome to the algorithm: *success* with its
+ * round-trip time, *dropped* (`Overloaded`, a `TimeoutException`, or what
+ * `isDrop` says) or *ignored* (any other error, or interruption).
+ *
+ * Callers that find no free permit wait in a bounded queue (FIFO by default,
+ * LIFO as an option, at most `maxWait`); a full queue or an expired wait fails
+ * with `Overloaded` without running the effect. Waiters are served by
+ * criticality (most critical first); `partitions` give levels a guaranteed
+ * share of the limit: while the limit is reached, a level below its share is
+ * served before everyone else, and when the queue is full the least critical
+ * waiter is displaced to make room for more critical work. Below the limit any
+ * level may borrow unused capacity.
+ *
+ * The uncontended path is synchronous bookkeeping (one clock read, no
+ * Deferred, no Ref); interruption never leaks a permit.
+ *
+ * Metrics (tagged `key`): `sluice_concurrency_limiter_limit`,
+ * `sluice_concurrency_limiter_in_flight`, `sluice_concurrency_limiter_queued`
+ * (gauges) and `sluice_concurrency_limiter_rejected` (counter, tagged
+ * `reason`: `limit`, `queue-full`, `queue-timeout`, `displaced`).
+ *
+ * @since 0.1.0
+ */
+import type { Criticality, Errors, Options } from "@sluice/core"
+import type * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import type * as Layer from "effect/Layer"
+import type { Pipeable } from "effect/Pipeable"
+import * as internal from "./internal/concurrencyLimiter.js"
+import type * as LimitAlgorithm from "./LimitAlgorithm.js"
+
+/**
+ * @since 0.1.0
+ */
+export const TypeId: unique symbol = internal.TypeId
+
+/**
+ * @since 0.1.0
+ */
+export type TypeId = typeof TypeId
+
+/**
+ * Options of one limiter: `algorithm` (a factory, default
+ * `CongestionWindow.factory()`), `maxQueue` (waiters, default 1000; 0 = never
+ * wait), `maxWait` (default: no limit), `order` (`"fifo"` | `"lifo"`),
+ * `partitions` (guaranteed share of the limit per criticality level, each in
+ * [0, 1], adding up to at most 1), `isDrop` (extra errors that mean overload),
+ * and `key` (the metric tag, for standalone limiters).
+ *
+ * @since 0.1.0
+ */
+export const LimiterOptions = internal.LimiterOptions
+
+/**
+ * @since 0.1.0
+ */
+export type LimiterOptions = typeof LimiterOptions.Encoded
+
+/**
+ * Options of the service: every limiter option (applied to each key) plus
+ * `maxKeys` (default 1024): past it, the least recently used key is forgotten,
+ * idle keys first.
+ *
+ * @since 0.1.0
+ */
+export const ServiceOptions = internal.ServiceOptions
+
+/**
+ * @since 0.1.0
+ */
+export type ServiceOptions = typeof ServiceOptions.Encoded
+
+/**
+ * Why a call was refused without running (the `reason` tag of the rejected metric).
+ *
+ * @since 0.1.0
+ */
+export type RejectReason = internal.RejectReason
+
+/**
+ * One limiter. `limit`, `inFlight` and `queued` are read synchronously, e.g.
+ * by a simulation recording the limit over virtual time.
+ *
+ * @since 0.1.0
+ */
+export interface Limiter extends Pipeable {
+  readonly [TypeId]: TypeId
+  readonly key: string
+  readonly algorithm: LimitAlgorithm.LimitAlgorithm
+  /** The algorithm's current limit. */
+  readonly limit: number
+  /** Requests holding a permit. */
+  readonly inFlight: number
+  /** Requests waiting for a permit. */
+  readonly queued: number
+  /** Permits granted so far (the next permit id). */
+  readonly nextId: number
+  inFlightOf(level: Criticality.Criticality): number
+  queuedOf(level: Criticality.Criticality): number
+  /** Waits for a permit, runs the effect, releases the permit and reports the outcome. */
+  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
+}
+
+/**
+ * The service: one limiter per key (e.g. per host), created on demand.
+ *
+ * @since 0.1.0
+ */
+export interface Service {
+  /** How many keys currently have a limiter. */
+  readonly size: number
+  keys(): ReadonlyArray<string>
+  get(key: string): Effect.Effect<Limiter>
+  unsafeGet(key: string): Limiter
+  run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
+}
+
+/**
+ * @since 0.1.0
+ */
+export interface ConcurrencyLimiter {
+  readonly _: unique symbol
+}
+
+/**
+ * The service tag.
+ *
+ * @since 0.1.0
+ */
+export const ConcurrencyLimiter: Context.Tag<ConcurrencyLimiter, Service> = internal.ConcurrencyLimiter
+
+/**
+ * Makes a standalone limiter, failing with `InvalidOptions` on bad options.
+ *
+ * @example
+ * ```ts
+ * import { Aimd, ConcurrencyLimiter } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const limiter = yield* ConcurrencyLimiter.make({ algorithm: Aimd.factory(), maxQueue: 100, maxWait: "1 second" })
+ *   const result = yield* limiter.run(Effect.succeed(42))
+ *   limiter.inFlight // 0
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make: (options?: LimiterOptions) => Effect.Effect<Limiter, Options.InvalidOptions> =
+  internal.make
+
+/**
+ * Makes a standalone limiter synchronously; throws `InvalidOptions`.
+ *
+ * @since 0.1.0
+ */
+export const unsafeMake: (options?: LimiterOptions) => Limiter = internal.unsafeMake
+
+/**
+ * Makes the per-key service, failing with `InvalidOptions` on bad options.
+ *
+ * @since 0.1.0
+ */
+export const makeService: (options?: ServiceOptions) => Effect.Effect<Service, Options.InvalidOptions> =
+  internal.makeService
+
+/**
+ * The service as a Layer.
+ *
+ * @example
+ * ```ts
+ * import { ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const call = Effect.succeed("ok").pipe(ConcurrencyLimiter.run("api.example.com"))
+ * const program = call.pipe(
+ *   Effect.provide(ConcurrencyLimiter.layer({ algorithm: CongestionWindow.factory({ variant: "tahoe" }) }))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const layer: (options?: ServiceOptions) => Layer.Layer<ConcurrencyLimiter, Options.InvalidOptions> =
+  internal.layer
+
+/**
+ * Runs an effect under the limiter of `key` (default `"default"`) of the
+ * service in context.
+ *
+ * @example
+ * ```ts
+ * import { ConcurrencyLimiter } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const limited = ConcurrencyLimiter.run(Effect.succeed(1), "db")
+ * const same = Effect.succeed(1).pipe(ConcurrencyLimiter.run("db"))
+ * ```
+ * @since 0.1.0
+ */
+export const run: {
+  (
+    key?: string
+  ): <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key?: string
+  ): Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
+} = internal.run as any
+
+/**
+ * Runs an effect under a given limiter.
+ *
+ * @example
+ * ```ts
+ * import { ConcurrencyLimiter } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const limiter = ConcurrencyLimiter.unsafeMake({ maxQueue: 0 })
+ * const limited = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter(limiter))
+ * ```
+ * @since 0.1.0
+ */
+export const withLimiter: {
+  (limiter: Limiter): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, limiter: Limiter): Effect.Effect<A, E | Errors.Overloaded, R>
+} = internal.withLimiter
+
+/**
+ * How the limiter classifies an exit: success, dropped (`Overloaded`, a
+ * `TimeoutException`, or `isDrop`), otherwise ignored (interruption included).
+ *
+ * @example
+ * ```ts
+ * import { ConcurrencyLimiter } from "@sluice/adaptive"
+ * import { Errors } from "@sluice/core"
+ * import { Exit } from "effect"
+ *
+ * ConcurrencyLimiter.classify(Exit.fail(new Errors.Overloaded({ reason: "503" }))) // "dropped"
+ * ```
+ * @since 0.1.0
+ */
+export const classify: (
+  exit: Exit.Exit<unknown, unknown>,
+  isDrop?: (error: unknown) => boolean
+) => LimitAlgorithm.Outcome = internal.classify

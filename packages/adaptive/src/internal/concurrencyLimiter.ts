@@ -1,0 +1,480 @@
+import { Criticality, Errors, Options } from "@sluice/core"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import { dual } from "effect/Function"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
+import { pipeArguments } from "effect/Pipeable"
+import * as Schema from "effect/Schema"
+import type * as CL from "../ConcurrencyLimiter.js"
+import type * as LA from "../LimitAlgorithm.js"
+import * as congestionWindow from "./congestionWindow.js"
+
+/** @internal */
+export const TypeId: typeof CL.TypeId = Symbol.for("@sluice/adaptive/ConcurrencyLimiter") as any
+
+const isFunction = (u: unknown): u is (...args: Array<any>) => any => typeof u === "function"
+
+const FactorySchema = Schema.declare((u: unknown): u is LA.Factory => isFunction(u), {
+  identifier: "LimitAlgorithm.Factory",
+  message: () => "expected a function (key) => LimitAlgorithm, e.g. CongestionWindow.factory()"
+})
+
+const PredicateSchema = Schema.declare((u: unknown): u is (error: unknown) => boolean => isFunction(u), {
+  identifier: "Predicate",
+  message: () => "expected a function (error) => boolean"
+})
+
+const Partitions = Schema.Struct({
+  CRITICAL_PLUS: Schema.optional(Options.Ratio),
+  CRITICAL: Schema.optional(Options.Ratio),
+  SHEDDABLE_PLUS: Schema.optional(Options.Ratio),
+  SHEDDABLE: Schema.optional(Options.Ratio)
+}).pipe(
+  Schema.filter((p) => {
+    const sum = (p.CRITICAL_PLUS ?? 0) + (p.CRITICAL ?? 0) + (p.SHEDDABLE_PLUS ?? 0) + (p.SHEDDABLE ?? 0)
+    return sum <= 1 + 1e-9 || `guaranteed shares must add up to at most 1, got ${sum}`
+  })
+)
+
+const limiterFields = {
+  algorithm: Schema.optional(FactorySchema),
+  maxQueue: Schema.optionalWith(Options.NonNegativeInt, { default: () => 1000 }),
+  maxWait: Schema.optional(Options.PositiveDuration),
+  order: Schema.optionalWith(Schema.Literal("fifo", "lifo"), { default: () => "fifo" as const }),
+  partitions: Schema.optional(Partitions),
+  isDrop: Schema.optional(PredicateSchema)
+}
+
+/** @internal */
+export const LimiterOptions = Schema.Struct({
+  key: Schema.optionalWith(Schema.String, { default: () => "default" }),
+  ...limiterFields
+})
+
+/** @internal */
+export const ServiceOptions = Schema.Struct({
+  maxKeys: Schema.optionalWith(Options.PositiveInt, { default: () => 1024 }),
+  ...limiterFields
+})
+
+type Config = Omit<typeof LimiterOptions.Type, "key">
+
+// ---------------------------------------------------------------------------
+// metrics
+
+const limitGauge = Metric.gauge("sluice_concurrency_limiter_limit", {
+  description: "current concurrency limit of a limiter key"
+})
+const inFlightGauge = Metric.gauge("sluice_concurrency_limiter_in_flight", {
+  description: "requests holding a permit"
+})
+const queuedGauge = Metric.gauge("sluice_concurrency_limiter_queued", {
+  description: "requests waiting for a permit"
+})
+const rejectedCounter = Metric.counter("sluice_concurrency_limiter_rejected", {
+  description: "requests refused without running, by reason",
+  incremental: true
+})
+
+/** @internal */
+export type RejectReason = "limit" | "queue-full" | "queue-timeout" | "displaced"
+
+// ---------------------------------------------------------------------------
+// outcome classification
+
+const isOverloaded = (u: unknown): boolean =>
+  typeof u === "object" && u !== null && (u as { readonly _tag?: unknown })._tag === "Overloaded"
+
+/** @internal */
+export const classify = (
+  exit: Exit.Exit<unknown, unknown>,
+  isDrop?: (error: unknown) => boolean
+): LA.Outcome => {
+  if (exit._tag === "Success") return "success"
+  const cause = exit.cause
+  if (Cause.isInterrupted(cause)) return "ignored"
+  const failure = Cause.failureOption(cause)
+  if (failure._tag === "Some") {
+    const error = failure.value
+    if (isOverloaded(error) || Cause.isTimeoutException(error)) return "dropped"
+    if (isDrop !== undefined && isDrop(error)) return "dropped"
+  }
+  return "ignored"
+}
+
+// ---------------------------------------------------------------------------
+// the limiter
+
+const levelIndex: Record<Criticality.Criticality, number> = Object.fromEntries(
+  Criticality.levels.map((level, i) => [level, i])
+) as any
+const LEVELS = Criticality.levels.length
+
+const QUEUED = 0
+const GRANTED = 1
+const DONE = 2
+const REJECTED = 3
+
+class Permit {
+  constructor(
+    readonly id: number,
+    readonly start: number,
+    readonly level: number,
+    readonly clock: Clock.Clock
+  ) {}
+}
+
+class Waiter {
+  state = QUEUED
+  permit: Permit | undefined = undefined
+  rejection: Errors.Overloaded | undefined = undefined
+  resume: ((effect: Effect.Effect<Permit, Errors.Overloaded>) => void) | undefined = undefined
+  prev: Waiter | undefined = undefined
+  next: Waiter | undefined = undefined
+  constructor(readonly level: number) {}
+}
+
+class LimiterImpl implements CL.Limiter {
+  readonly [TypeId]: CL.TypeId = TypeId
+  inFlight = 0
+  queued = 0
+  nextId = 0
+  lastUsed = 0
+  private readonly inFlightBy: Array<number> = new Array(LEVELS).fill(0)
+  private readonly heads: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
+  private readonly tails: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
+  private readonly shares: Array<number> | undefined
+  private readonly lifo: boolean
+  private readonly maxWait: Duration.Duration | undefined
+  private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
+  private readonly rejectTags: Record<RejectReason, ReadonlyArray<MetricLabel.MetricLabel>>
+  private reportedLimit: number
+
+  constructor(
+    readonly key: string,
+    readonly algorithm: LA.LimitAlgorithm,
+    private readonly config: Config
+  ) {
+    const p = config.partitions
+    this.shares =
+      p === undefined
+        ? undefined
+        : Criticality.levels.map((level) => (p as Record<string, number | undefined>)[level] ?? 0)
+    this.lifo = config.order === "lifo"
+    this.maxWait = config.maxWait
+    const keyLabel = MetricLabel.make("key", key)
+    this.tags = [keyLabel]
+    const reasonTags = (reason: RejectReason) => [keyLabel, MetricLabel.make("reason", reason)]
+    this.rejectTags = {
+      limit: reasonTags("limit"),
+      "queue-full": reasonTags("queue-full"),
+      "queue-timeout": reasonTags("queue-timeout"),
+      displaced: reasonTags("displaced")
+    }
+    this.reportedLimit = algorithm.limit
+    limitGauge.unsafeUpdate(this.reportedLimit, this.tags)
+    inFlightGauge.unsafeUpdate(0, this.tags)
+    queuedGauge.unsafeUpdate(0, this.tags)
+  }
+
+  get limit(): number {
+    return this.algorithm.limit
+  }
+
+  inFlightOf(level: Criticality.Criticality): number {
+    return this.inFlightBy[levelIndex[level]]!
+  }
+
+  queuedOf(level: Criticality.Criticality): number {
+    let n = 0
+    for (let w = this.heads[levelIndex[level]]; w !== undefined; w = w.next) n++
+    return n
+  }
+
+  pipe() {
+    // eslint-disable-next-line prefer-rest-params
+    return pipeArguments(this, arguments)
+  }
+
+  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.withFiberRuntime<A, E | Errors.Overloaded, R>((fiber) => {
+        const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+        const level = levelIndex[fiber.getFiberRef(Criticality.currentCriticality)]
+        const now = clock.unsafeCurrentTimeMillis()
+        // The uncontended path: plain bookkeeping, no Deferred, no Ref.
+        if (this.queued === 0 && this.inFlight < this.algorithm.limit) {
+          return this.runWith(this.grant(level, now, clock), restore(self))
+        }
+        return this.waitFor(level, restore, self)
+      })
+    )
+  }
+
+  private runWith<A, E, R>(permit: Permit, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.onExit(effect, (exit) => Effect.sync(() => this.release(permit, exit)))
+  }
+
+  private grant(level: number, now: number, clock: Clock.Clock): Permit {
+    this.inFlight++
+    this.inFlightBy[level]!++
+    inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
+    return new Permit(this.nextId++, now, level, clock)
+  }
+
+  private release(permit: Permit, exit: Exit.Exit<unknown, unknown>): void {
+    const now = permit.clock.unsafeCurrentTimeMillis()
+    const inFlight = this.inFlight
+    // Free the slot before calling the algorithm, so a throwing user algorithm cannot leak it.
+    this.inFlight--
+    this.inFlightBy[permit.level]!--
+    this.algorithm.onSample({
+      id: permit.id,
+      nextId: this.nextId,
+      outcome: classify(exit, this.config.isDrop),
+      rtt: now - permit.start,
+      inFlight,
+      now
+    })
+    this.afterChange(now, permit.clock)
+  }
+
+  /** A permit granted to a waiter that never used it: no sample. */
+  private releaseUnused(permit: Permit): void {
+    this.inFlight--
+    this.inFlightBy[permit.level]!--
+    this.afterChange(permit.clock.unsafeCurrentTimeMillis(), permit.clock)
+  }
+
+  private afterChange(now: number, clock: Clock.Clock): void {
+    const limit = this.algorithm.limit
+    if (limit !== this.reportedLimit) {
+      this.reportedLimit = limit
+      limitGauge.unsafeUpdate(limit, this.tags)
+    }
+    if (this.queued > 0) this.drain(now, clock)
+    inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
+  }
+
+  private drain(now: number, clock: Clock.Clock): void {
+    const before = this.queued
+    while (this.queued > 0 && this.inFlight < this.algorithm.limit) {
+      const waiter = this.selectNext()
+      this.unlink(waiter)
+      waiter.state = GRANTED
+      waiter.permit = this.grant(waiter.level, now, clock)
+      if (waiter.resume !== undefined) waiter.resume(Effect.succeed(waiter.permit))
+    }
+    if (this.queued !== before) queuedGauge.unsafeUpdate(this.queued, this.tags)
+  }
+
+  /** Shares first: a level below its guaranteed share is served before any other; then by criticality. */
+  private selectNext(): Waiter {
+    const shares = this.shares
+    if (shares !== undefined) {
+      const limit = this.algorithm.limit
+      for (let i = 0; i < LEVELS; i++) {
+        if (this.heads[i] !== undefined && this.inFlightBy[i]! < shares[i]! * limit) return this.pick(i)
+      }
+    }
+    for (let i = 0; i < LEVELS; i++) {
+      if (this.heads[i] !== undefined) return this.pick(i)
+    }
+    throw new Error("BUG: selectNext on an empty queue")
+  }
+
+  private pick(level: number): Waiter {
+    return (this.lifo ? this.tails[level] : this.heads[level])!
+  }
+
+  /** The waiter that would be served last among the levels less critical than `level`. */
+  private victimFor(level: number): Waiter | undefined {
+    for (let i = LEVELS - 1; i > level; i--) {
+      if (this.heads[i] !== undefined) return (this.lifo ? this.heads[i] : this.tails[i])!
+    }
+    return undefined
+  }
+
+  private enqueue(waiter: Waiter): void {
+    const tail = this.tails[waiter.level]
+    if (tail === undefined) {
+      this.heads[waiter.level] = waiter
+    } else {
+      tail.next = waiter
+      waiter.prev = tail
+    }
+    this.tails[waiter.level] = waiter
+    this.queued++
+  }
+
+  private unlink(waiter: Waiter): void {
+    if (waiter.prev === undefined) this.heads[waiter.level] = waiter.next
+    else waiter.prev.next = waiter.next
+    if (waiter.next === undefined) this.tails[waiter.level] = waiter.prev
+    else waiter.next.prev = waiter.prev
+    waiter.prev = waiter.next = undefined
+    this.queued--
+  }
+
+  private rejection(reason: RejectReason): Errors.Overloaded {
+    rejectedCounter.unsafeUpdate(1, this.rejectTags[reason])
+    return new Errors.Overloaded({ reason: `concurrency limit: ${reason}` })
+  }
+
+  /** Leaves the queue, or gives back a permit that arrived too late to be used. Idempotent. */
+  private abandon(waiter: Waiter): void {
+    if (waiter.state === QUEUED) {
+      waiter.state = DONE
+      this.unlink(waiter)
+      queuedGauge.unsafeUpdate(this.queued, this.tags)
+    } else if (waiter.state === GRANTED) {
+      waiter.state = DONE
+      this.releaseUnused(waiter.permit!)
+    }
+  }
+
+  private waitFor<A, E, R>(
+    level: number,
+    restore: <AX, EX, RX>(effect: Effect.Effect<AX, EX, RX>) => Effect.Effect<AX, EX, RX>,
+    self: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | Errors.Overloaded, R> {
+    const maxQueue = this.config.maxQueue
+    if (maxQueue === 0) return Effect.fail(this.rejection("limit"))
+    if (this.queued >= maxQueue) {
+      // The least critical waiter makes room for more critical work.
+      const victim = this.victimFor(level)
+      if (victim === undefined) return Effect.fail(this.rejection("queue-full"))
+      this.unlink(victim)
+      victim.state = REJECTED
+      victim.rejection = this.rejection("displaced")
+      if (victim.resume !== undefined) victim.resume(Effect.fail(victim.rejection))
+    }
+    const waiter = new Waiter(level)
+    this.enqueue(waiter)
+    queuedGauge.unsafeUpdate(this.queued, this.tags)
+    const wait = Effect.async<Permit, Errors.Overloaded>((resume) => {
+      // The fiber may have yielded between enqueueing and registering.
+      if (waiter.state === GRANTED) return resume(Effect.succeed(waiter.permit!))
+      if (waiter.state === REJECTED) return resume(Effect.fail(waiter.rejection!))
+      waiter.resume = resume
+      return Effect.sync(() => this.abandon(waiter))
+    })
+    const timed =
+      this.maxWait === undefined
+        ? wait
+        : Effect.timeoutFail(wait, {
+            duration: this.maxWait,
+            onTimeout: () => this.rejection("queue-timeout")
+          })
+    return restore(timed).pipe(
+      Effect.withSpan("sluice.concurrency_limiter.wait", {
+        attributes: { key: this.key, criticality: Criticality.levels[level] }
+      }),
+      Effect.onExit((exit) =>
+        exit._tag === "Failure" ? Effect.sync(() => this.abandon(waiter)) : Effect.void
+      ),
+      Effect.flatMap((permit) => {
+        waiter.state = DONE
+        return this.runWith(permit, restore(self))
+      })
+    )
+  }
+}
+
+const decodeLimiter = Options.decode("ConcurrencyLimiter", LimiterOptions)
+const decodeLimiterSync = Options.decodeSync("ConcurrencyLimiter", LimiterOptions)
+const decodeService = Options.decode("ConcurrencyLimiter", ServiceOptions)
+
+const defaultFactory: LA.Factory = () => congestionWindow.unsafeMake()
+
+const makeLimiter = (config: typeof LimiterOptions.Type): LimiterImpl =>
+  new LimiterImpl(config.key, (config.algorithm ?? defaultFactory)(config.key), config)
+
+/** @internal */
+export const unsafeMake = (options: CL.LimiterOptions = {}): CL.Limiter =>
+  makeLimiter(decodeLimiterSync(options))
+
+/** @internal */
+export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter, Options.InvalidOptions> =>
+  Effect.map(decodeLimiter(options), makeLimiter)
+
+class ServiceImpl implements CL.Service {
+  private readonly limiters = new Map<string, LimiterImpl>()
+  private tick = 0
+  constructor(private readonly config: typeof ServiceOptions.Type) {}
+  get size(): number {
+    return this.limiters.size
+  }
+  keys(): ReadonlyArray<string> {
+    return Array.from(this.limiters.keys())
+  }
+  unsafeGet(key: string): CL.Limiter {
+    let limiter = this.limiters.get(key)
+    if (limiter === undefined) {
+      if (this.limiters.size >= this.config.maxKeys) this.evict()
+      limiter = makeLimiter({ ...this.config, key })
+      this.limiters.set(key, limiter)
+    }
+    limiter.lastUsed = ++this.tick
+    return limiter
+  }
+  get(key: string): Effect.Effect<CL.Limiter> {
+    return Effect.sync(() => this.unsafeGet(key))
+  }
+  run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
+    return Effect.suspend(() => this.unsafeGet(key).run(self))
+  }
+  /** Forgets the least recently used key, idle ones first; work still running keeps its own limiter. */
+  private evict(): void {
+    let victim: LimiterImpl | undefined
+    let idleVictim: LimiterImpl | undefined
+    for (const limiter of this.limiters.values()) {
+      if (victim === undefined || limiter.lastUsed < victim.lastUsed) victim = limiter
+      if (limiter.inFlight === 0 && limiter.queued === 0) {
+        if (idleVictim === undefined || limiter.lastUsed < idleVictim.lastUsed) idleVictim = limiter
+      }
+    }
+    const chosen = idleVictim ?? victim
+    if (chosen !== undefined) this.limiters.delete(chosen.key)
+  }
+}
+
+/** @internal */
+export const ConcurrencyLimiter = Context.GenericTag<CL.ConcurrencyLimiter, CL.Service>(
+  "@sluice/adaptive/ConcurrencyLimiter"
+)
+
+/** @internal */
+export const makeService = (
+  options: CL.ServiceOptions = {}
+): Effect.Effect<CL.Service, Options.InvalidOptions> =>
+  Effect.map(decodeService(options), (config) => new ServiceImpl(config))
+
+/** @internal */
+export const layer = (
+  options: CL.ServiceOptions = {}
+): Layer.Layer<CL.ConcurrencyLimiter, Options.InvalidOptions> =>
+  Layer.effect(ConcurrencyLimiter, makeService(options))
+
+/** @internal */
+export const run = dual(
+  (args) => Effect.isEffect(args[0]),
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key: string = "default"
+  ): Effect.Effect<A, E | Errors.Overloaded, R | CL.ConcurrencyLimiter> =>
+    Effect.flatMap(ConcurrencyLimiter, (service) => service.unsafeGet(key).run(self))
+)
+
+/** @internal */
+export const withLimiter = dual(
+  2,
+  <A, E, R>(self: Effect.Effect<A, E, R>, limiter: CL.Limiter): Effect.Effect<A, E | Errors.Overloaded, R> =>
+    limiter.run(self)
+)
