@@ -25,3 +25,5 @@ export * as QuotaConfig from "./QuotaConfig.js"
 export * as QuotaStore from "./QuotaStore.js"
 /** @since 0.1.0 */
 export * as RollingCounter from "./RollingCounter.js"
+/** @since 0.1.0 */
+export * as Simulation from "./Simulation.js"

@@ -1,0 +1,321 @@
+/**
+ * The virtual-time simulation engine: run real policies, unchanged, against model
+ * servers, and see what they do before production does.
+ *
+ * {@link run} executes any Effect program on a private scheduler and a virtual
+ * `Clock`: `Effect.sleep`, `Schedule`s and everything built on them register timers
+ * in a heap, and time jumps from one event to the next instead of passing, so a
+ * simulated minute costs milliseconds of wall time. A seed makes `Random` (jitter)
+ * reproducible, and a {@link Recorder} samples counters and gauges (such as a
+ * congestion window) into a {@link TimeSeries} at a fixed virtual resolution.
+ *
+ * On top of the engine, {@link runWorkload} drives an open-loop {@link Workload}:
+ * operations arrive at a fixed rate, each runs through a client (a strategy such as
+ * `Retry.policy` over a `ConcurrencyLimiter`) that calls a {@link SlotServer} the
+ * way a real client calls a backend: an Effect that fails with `Errors.Overloaded`
+ * when rejected. The report has attempts, failed attempts, efficiency, completion
+ * time, the computed optimal completion time and Jain's fairness index.
+ *
+ * @since 0.1.0
+ */
+import type * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
+import type { Overloaded } from "./Errors.js"
+import * as internal from "./internal/simulation.js"
+import * as model from "./internal/simulationModel.js"
+import type { InvalidOptions } from "./Options.js"
+
+// ---------------------------------------------------------------------------
+// Engine
+// ---------------------------------------------------------------------------
+
+/**
+ * What a run recorded. `times[i]` is the start of bucket `i` (millis since the start
+ * of the run); `counters[name][i]` is how many events were counted in bucket `i`;
+ * `gauges[name][i]` is the gauge's value at the start of bucket `i` (`NaN` before
+ * the gauge was registered).
+ *
+ * @since 0.1.0
+ */
+export interface TimeSeries extends internal.TimeSeries {}
+
+/**
+ * The recording service a simulated program finds in its context.
+ * `unsafeCounter(name)` returns a cheap function that counts into the current bucket;
+ * `unsafeGauge(name, read)` registers a synchronous reading, sampled at every bucket
+ * boundary.
+ *
+ * @since 0.1.0
+ */
+export interface RecorderService extends internal.RecorderService {}
+
+/**
+ * The {@link RecorderService} tag, provided by {@link run}.
+ *
+ * @example
+ * ```ts
+ * import { Simulation } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const recorder = yield* Simulation.Recorder
+ *   const ticks = recorder.unsafeCounter("ticks")
+ *   let queued = 0
+ *   recorder.unsafeGauge("queued", () => queued)
+ *   for (let i = 0; i < 10; i++) {
+ *     yield* Effect.sleep("1 second")
+ *     ticks()
+ *     queued++
+ *   }
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const Recorder: typeof internal.Recorder = internal.Recorder
+
+/**
+ * @since 0.1.0
+ */
+export type Recorder = internal.Recorder
+
+/**
+ * Options of {@link run}: `seed` for `Random` (omit to keep the ambient one),
+ * `resolution` of the time series (default 100 ms), `startMillis` (the virtual
+ * epoch, default 0), `maxDuration` (virtual time after which the program is
+ * interrupted, default unlimited), and `onProgress`, called with the elapsed
+ * virtual millis each time the engine hands control back to the outer runtime.
+ *
+ * @since 0.1.0
+ */
+export interface RunOptions extends internal.RunOptions {}
+
+/**
+ * The outcome of {@link run}: the program's exit, the virtual time it took, whether
+ * `maxDuration` cut it short, how many distinct timer instants were processed, and
+ * the recorded time series.
+ *
+ * @since 0.1.0
+ */
+export interface RunResult<A, E> extends internal.RunResult<A, E> {
+  readonly exit: Exit.Exit<A, E>
+}
+
+/**
+ * Runs a program in virtual time and returns its exit with the recorded time series.
+ * The program may use any service of the enclosing context; the engine provides
+ * {@link Recorder}, its own `Clock` and (with `seed`) a seeded `Random`. Time only
+ * moves when every fiber of the program is waiting on a timer, so results do not
+ * depend on the speed of the machine.
+ *
+ * @example
+ * ```ts
+ * import { Simulation } from "@sluice/core"
+ * import { Clock, Effect, Random } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   yield* Effect.sleep("1 hour")
+ *   const jitter = yield* Random.nextIntBetween(0, 1000)
+ *   return (yield* Clock.currentTimeMillis) + jitter
+ * })
+ * // Completes in microseconds; elapsedMillis === 3_600_000; same seed, same value.
+ * const result = Simulation.run(program, { seed: 42 })
+ * ```
+ * @since 0.1.0
+ */
+export const run: <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  options?: RunOptions
+) => Effect.Effect<RunResult<A, E>, never, Exclude<R, Recorder>> = internal.run
+
+// ---------------------------------------------------------------------------
+// Model server
+// ---------------------------------------------------------------------------
+
+/**
+ * Options of a {@link SlotServer}: `maxBusy` slots, optional `capacityChanges`
+ * (`{ at, maxBusy }` steps, `at` measured from the server's creation), `travelTime`
+ * for a request to reach the server (default 100 ms), `serviceTime` an accepted
+ * request holds its slot (500 ms) and `rejectTime` a rejection holds a slot before
+ * the error reaches the client (50 ms).
+ *
+ * @since 0.1.0
+ */
+export const SlotServerOptions = model.SlotServerOptions
+
+/**
+ * @since 0.1.0
+ */
+export type SlotServerOptions = typeof model.SlotServerOptions.Encoded
+
+/**
+ * A model server with a fixed number of slots. A request arriving while fewer than
+ * `maxBusy` slots are busy takes one for `serviceTime` and succeeds; otherwise it is
+ * rejected, and the rejection itself holds a slot for `rejectTime` before the client
+ * sees `Overloaded`, so a retry storm eats the capacity it is waiting for.
+ *
+ * @since 0.1.0
+ */
+export interface SlotServer extends model.SlotServer {
+  readonly call: (client: number) => Effect.Effect<void, Overloaded>
+}
+
+/**
+ * Makes a {@link SlotServer}. In {@link run} its events are plain timer callbacks;
+ * under any other clock (`TestClock`, the live clock) it uses `Effect.sleep`.
+ *
+ * @example
+ * ```ts
+ * import { Simulation } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const server = yield* Simulation.makeSlotServer({ maxBusy: 2 })
+ *   const results = yield* Effect.all([server.call(0), server.call(0), server.call(0)], {
+ *     concurrency: "unbounded",
+ *     mode: "either"
+ *   }) // two successes, one Overloaded
+ * })
+ * const result = Simulation.run(program)
+ * ```
+ * @since 0.1.0
+ */
+export const makeSlotServer: (options: SlotServerOptions) => Effect.Effect<SlotServer, InvalidOptions> =
+  model.makeSlotServer
+
+// ---------------------------------------------------------------------------
+// Workloads
+// ---------------------------------------------------------------------------
+
+/**
+ * An open-loop workload: `clients` (default 1) each receive `operationsPerClient`
+ * operations at `arrivalsPerSecond` (per client; the clients interleave into one even
+ * stream) and send them to one shared {@link SlotServer}.
+ *
+ * @since 0.1.0
+ */
+export const Workload = model.Workload
+
+/**
+ * @since 0.1.0
+ */
+export type Workload = typeof model.Workload.Encoded
+
+/**
+ * A client under test: `run` wraps one attempt (the server call) into whatever the
+ * strategy does (retries, a concurrency limiter, a budget) and is called once per
+ * operation. `gauges` are sampled into the time series (for several clients the
+ * name gets the suffix `.<index>`).
+ *
+ * @since 0.1.0
+ */
+export interface Client extends model.Client {}
+
+/**
+ * Per-client totals; `goodput` is succeeded operations per second of the client's
+ * completion time.
+ *
+ * @since 0.1.0
+ */
+export interface ClientReport extends model.ClientReport {}
+
+/**
+ * The result of {@link runWorkload}. `efficiency` is successful attempts over all
+ * attempts, `completionMillis` the virtual time when the last operation ended,
+ * `optimalMillis` the computed best possible completion time, `fairness` Jain's index
+ * of per-client goodput (1 for a single client). The time series has the counters
+ * `attempts`, `successes`, `rejections`, `completed` (operations), `failed`
+ * (operations), and the gauges `inFlight` (attempts), `pending` (operations),
+ * `busy`, `maxBusy` and the clients' own.
+ *
+ * @since 0.1.0
+ */
+export interface WorkloadReport extends model.WorkloadReport {}
+
+/**
+ * Runs a workload in virtual time. `makeClient(index)` builds each client in a scope
+ * that lives for the whole run (so Layers and limiters may be built there); it may
+ * also use the {@link Recorder}. Options are those of {@link run}; `maxDuration`
+ * defaults to one virtual hour.
+ *
+ * @example
+ * ```ts
+ * import { Simulation } from "@sluice/core"
+ * import { Effect, Schedule } from "effect"
+ *
+ * // retry immediately, up to 20 attempts: a retry storm
+ * const naive = () =>
+ *   Effect.succeed<Simulation.Client>({ run: (attempt) => Effect.retry(attempt, Schedule.recurs(19)) })
+ * const report = Simulation.runWorkload(Simulation.workloads["overload-2000"]!, naive, { seed: 1 })
+ * ```
+ * @since 0.1.0
+ */
+export const runWorkload: <E, R>(
+  workload: Workload,
+  makeClient: (index: number) => Effect.Effect<Client, E, R | Scope.Scope>,
+  options?: RunOptions
+) => Effect.Effect<WorkloadReport, E | InvalidOptions, Exclude<Exclude<R, Scope.Scope>, Recorder>> =
+  model.runWorkload
+
+/**
+ * The best possible completion time of a workload, in millis: a clairvoyant client
+ * sends every operation so that it reaches the server exactly when a slot frees
+ * up, so nothing is rejected and no slot idles while work waits. About 20.1 s for
+ * `overload-2000`.
+ *
+ * @example
+ * ```ts
+ * import { Simulation } from "@sluice/core"
+ *
+ * const optimal = Simulation.optimalCompletionMillis(Simulation.workloads["overload-2000"]!) // Effect of 20149
+ * ```
+ * @since 0.1.0
+ */
+export const optimalCompletionMillis: (workload: Workload) => Effect.Effect<number, InvalidOptions> =
+  model.optimalCompletionMillis
+
+/**
+ * Jain's fairness index `(Σx)² / (n·Σx²)`: 1 when everyone gets the same, `1/n`
+ * when one gets everything. 1 for an empty or all-zero input.
+ *
+ * @example
+ * ```ts
+ * import { Simulation } from "@sluice/core"
+ *
+ * Simulation.jainFairness([10, 10, 10]) // 1
+ * Simulation.jainFairness([30, 0, 0]) // 0.333…
+ * ```
+ * @since 0.1.0
+ */
+export const jainFairness: (values: ReadonlyArray<number>) => number = model.jainFairness
+
+/**
+ * The reference scenario (DESIGN §6): 2000 operations arriving at 1000/s; 100 ms to
+ * reach the server; 50 slots; an accepted request holds a slot for 500 ms; a
+ * rejection holds one for 50 ms.
+ *
+ * @since 0.1.0
+ */
+export const overload2000: Workload = model.overload2000
+
+/**
+ * Like {@link overload2000} with 4000 operations; capacity falls from 50 to 20 slots
+ * at 10 s and returns to 50 at 30 s.
+ *
+ * @since 0.1.0
+ */
+export const capacityDrop: Workload = model.capacityDrop
+
+/**
+ * 10 clients with 300 operations each (1000/s together) sharing one 50-slot server.
+ *
+ * @since 0.1.0
+ */
+export const manyClients: Workload = model.manyClients
+
+/**
+ * The built-in workloads by name: `overload-2000`, `capacity-drop`, `many-clients`.
+ *
+ * @since 0.1.0
+ */
+export const workloads: Readonly<Record<string, Workload>> = model.workloads
