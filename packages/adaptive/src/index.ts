@@ -19,3 +19,7 @@ export * as LimitAlgorithm from "./LimitAlgorithm.js"
 export * as AimdInterval from "./AimdInterval.js"
 /** @since 0.1.0 */
 export * as ThresholdMonitor from "./ThresholdMonitor.js"
+/** @since 0.1.0 */
+export * as ProportionalSampler from "./ProportionalSampler.js"
+/** @since 0.1.0 */
+export * as QpsSensor from "./QpsSensor.js"
