@@ -73,6 +73,41 @@ describe("Retry.policy", () => {
     })
   )
 
+  it.effect("an inner policy's first try reads attempt 0 even during an outer retry", () =>
+    Effect.gen(function* () {
+      const seen = yield* Ref.make<ReadonlyArray<string>>([])
+      const outerCalls = yield* Ref.make(0)
+      const inner = Retry.attempt.pipe(
+        Effect.tap((n) => Ref.update(seen, (xs) => [...xs, `inner ${n}`])),
+        Retry.policy({ maxAttempts: 1 })
+      )
+      const outer = Effect.zipRight(
+        Effect.flatMap(Retry.attempt, (n) => Ref.update(seen, (xs) => [...xs, `outer ${n}`])),
+        Effect.flatMap(
+          Ref.updateAndGet(outerCalls, (n) => n + 1),
+          (n) => (n === 1 ? Effect.fail(overloaded()) : inner)
+        )
+      ).pipe(Retry.policy({ maxAttempts: 2 }))
+      expect(yield* runWithClock(outer)).toStrictEqual(Exit.succeed(0))
+      expect(yield* Ref.get(seen)).toEqual(["outer 0", "outer 1", "inner 0"])
+    })
+  )
+
+  it.effect("passes through a non-retryable error that follows a retry, as the original instance", () =>
+    Effect.gen(function* () {
+      const throttled = new Errors.Throttled({ key: "k" })
+      const calls = yield* Ref.make(0)
+      const effect = Effect.flatMap(
+        Ref.updateAndGet(calls, (n) => n + 1),
+        (n) =>
+          n === 1 ? Effect.fail<Errors.Overloaded | Errors.Throttled>(overloaded()) : Effect.fail(throttled)
+      )
+      const exit = yield* runWithClock(effect.pipe(Retry.policy()))
+      expect(yield* Ref.get(calls)).toBe(2)
+      expect(failureOf(exit)).toBe(throttled)
+    })
+  )
+
   it.effect("three layers of policies hit the bottom exactly 3 times, not 27", () =>
     Effect.gen(function* () {
       const { calls, effect: bottom } = yield* failingWith(overloaded())

@@ -1,6 +1,7 @@
 import { Errors, Options } from "@sluice/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -208,19 +209,19 @@ const run = <A, E, R>(
   config: Compiled,
   budget: RB.Budget | undefined
 ): Effect.Effect<A, unknown, R> => {
-  const first = Effect.locally(self, currentAttempt, 0)
   const tags = config.tags
-  const start =
-    budget === undefined
-      ? Effect.suspend(() => {
-          attemptsCounter.unsafeUpdate(1, tags)
-          return first
-        })
-      : Effect.clockWith((clock) => {
-          budget.unsafeRecordRequest(clock.unsafeCurrentTimeMillis())
-          attemptsCounter.unsafeUpdate(1, tags)
-          return first
-        })
+  // One primitive for the whole first try: the attempt is usually already 0 (no enclosing
+  // retry), so `Effect.locally` (an acquire/use/release) is skipped; the budget reads the
+  // clock once, synchronously.
+  const start = Effect.withFiberRuntime<A, E, R>((fiber) => {
+    if (budget !== undefined) {
+      budget.unsafeRecordRequest(
+        Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+      )
+    }
+    attemptsCounter.unsafeUpdate(1, tags)
+    return fiber.getFiberRef(currentAttempt) === 0 ? self : Effect.locally(self, currentAttempt, 0)
+  })
   return Effect.catchAll(start, (error) => retryLoop(self, error, config, budget))
 }
 
