@@ -16,6 +16,8 @@ export * as CongestionWindow from "./CongestionWindow.js"
 /** @since 0.1.0 */
 export * as LimitAlgorithm from "./LimitAlgorithm.js"
 /** @since 0.1.0 */
+export * as LoadShedder from "./LoadShedder.js"
+/** @since 0.1.0 */
 export * as AimdInterval from "./AimdInterval.js"
 /** @since 0.1.0 */
 export * as ThresholdMonitor from "./ThresholdMonitor.js"

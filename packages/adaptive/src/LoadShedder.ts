@@ -1,0 +1,179 @@
+/**
+ * Utilization-based load shedding for a server.
+ *
+ * Utilization is `max(smoothed active / capacity, event-loop utilization)`:
+ *
+ * - *active* is the number of guarded fibers in flight, averaged with
+ *   exponential time decay (time constant `smoothing`, default 1 s; the average
+ *   integrates the in-flight count as a step function, so a burst that arrives
+ *   and leaves within a few milliseconds barely moves it), against `capacity`,
+ *   the amount of concurrent work at which the server counts as fully used;
+ * - optionally, Node's event-loop utilization
+ *   (`performance.eventLoopUtilization()`), sampled every `eventLoop.interval`
+ *   on a `Clock`-driven schedule. The source is injectable
+ *   (`eventLoop.source`), so tests and simulations are deterministic.
+ *
+ * A request at level `L` is shed with `Errors.Overloaded({ reason: "shed",
+ * retryAfter })` when `utilization ≥ thresholds[L]`. Defaults:
+ *
+ * | level | sheds from |
+ * |---|---|
+ * | `SHEDDABLE` | 0.8 |
+ * | `SHEDDABLE_PLUS` | 0.9 |
+ * | `CRITICAL` | 1.0 |
+ * | `CRITICAL_PLUS` | 1.1 (event-loop utilization alone, at most 1, never sheds it) |
+ *
+ * Thresholds must not decrease with criticality (`Infinity` means never), so
+ * `SHEDDABLE` goes first and `CRITICAL_PLUS` last: at any instant, if some level
+ * is admitted, every more critical level is admitted too.
+ *
+ * Metrics (tag `shedder` = `name`): gauges `sluice_load_shedder_utilization`
+ * and `sluice_load_shedder_event_loop_utilization`, counters
+ * `sluice_load_shedder_shed` and `sluice_load_shedder_admitted` (tag
+ * `criticality`). Each shed decision gets a span `sluice.load_shedder.shed`.
+ *
+ * @since 0.1.0
+ */
+import type { Criticality, Errors, Options } from "@sluice/core"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import * as internal from "./internal/loadShedder.js"
+
+/**
+ * The shedder service.
+ *
+ * @since 0.1.0
+ */
+export interface Service {
+  /**
+   * Runs `effect` if the current criticality is admitted, counting it as active
+   * until it ends (success, failure or interruption); otherwise fails with
+   * `Overloaded` (reason `"shed"`).
+   */
+  readonly run: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  /** The utilization now. */
+  readonly utilization: Effect.Effect<number>
+  /** Synchronous peek of the utilization; without `nowMillis`, reads the `Clock` the shedder was built with. */
+  readonly unsafeUtilization: (nowMillis?: number) => number
+  /** Guarded fibers in flight right now. */
+  readonly unsafeActive: () => number
+  /** The last event-loop utilization sample (0 when not sampling). */
+  readonly unsafeEventLoopUtilization: () => number
+  /** Would a request at `criticality` be shed now? */
+  readonly unsafeWouldShed: (criticality: Criticality.Criticality, nowMillis?: number) => boolean
+  readonly thresholds: Readonly<Record<Criticality.Criticality, number>>
+  readonly capacity: number
+  readonly retryAfter: Duration.Duration
+}
+
+/**
+ * The service tag.
+ *
+ * @since 0.1.0
+ */
+export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<LoadShedder, Service>() {}
+
+/**
+ * Options: `capacity` (required, > 0), `smoothing` (default 1 s), `thresholds`
+ * (per level, partial allowed, not decreasing with criticality), `retryAfter`
+ * (the hint carried by `Overloaded`, default 1 s), `eventLoop` (`{ interval?,
+ * source? }`, omitted: event-loop utilization is not used), `name` (metric tag).
+ *
+ * @since 0.1.0
+ */
+export const LoadShedderOptions = internal.LoadShedderOptions
+
+/**
+ * @since 0.1.0
+ */
+export type LoadShedderOptions = typeof internal.LoadShedderOptions.Encoded
+
+/**
+ * The default thresholds.
+ *
+ * @since 0.1.0
+ */
+export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>> = internal.defaultThresholds
+
+/**
+ * The metrics the shedder updates (tag `shedder`, and `criticality` for the counters).
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Metric } from "effect"
+ *
+ * const shedSheddable = Metric.value(
+ *   LoadShedder.metrics.shed.pipe(Metric.tagged("shedder", "default"), Metric.tagged("criticality", "SHEDDABLE"))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const metrics = internal.metrics
+
+/**
+ * A stateful source of Node's event-loop utilization between successive
+ * samples, the default `eventLoop.source`.
+ *
+ * @since 0.1.0
+ */
+export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> =
+  internal.nodeEventLoopUtilization
+
+/**
+ * Makes a shedder; its event-loop sampler (if any) lives in the scope.
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const shedder = yield* LoadShedder.make({ capacity: 100 })
+ *   yield* shedder.run(Effect.succeed("handled"))
+ * }).pipe(Effect.scoped)
+ * ```
+ * @since 0.1.0
+ */
+export const make: (
+  options: LoadShedderOptions
+) => Effect.Effect<Service, Options.InvalidOptions, Scope.Scope> = internal.make
+
+/**
+ * A layer providing the shedder; fails with `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ *
+ * const ShedderLive = LoadShedder.layer({
+ *   capacity: 200,
+ *   thresholds: { SHEDDABLE: 0.7 },
+ *   eventLoop: { interval: "500 millis" }
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Options.InvalidOptions> =>
+  Layer.scoped(LoadShedder, internal.make(options))
+
+/**
+ * Guards an effect with the shedder in context.
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Criticality } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const handler = LoadShedder.guard(Effect.succeed("report")).pipe(Criticality.withCriticality("SHEDDABLE"))
+ * ```
+ * @since 0.1.0
+ */
+export const guard = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder> =>
+  Effect.flatMap(LoadShedder, (shedder) => shedder.run(effect))

@@ -1,0 +1,223 @@
+import { Criticality, Errors, Options } from "@sluice/core"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import { performance } from "node:perf_hooks"
+import type * as LS from "../LoadShedder.js"
+
+type Level = Criticality.Criticality
+
+// Least critical first: the order in which thresholds must not decrease.
+const ascending: ReadonlyArray<Level> = ["SHEDDABLE", "SHEDDABLE_PLUS", "CRITICAL", "CRITICAL_PLUS"]
+
+const Threshold = Schema.Number.pipe(
+  Schema.filter((n) => !Number.isNaN(n) && n > 0, {
+    message: (issue) => `expected a positive number (Infinity: never shed), got ${String(issue.actual)}`
+  })
+)
+
+/** @internal */
+export const defaultThresholds: Readonly<Record<Level, number>> = {
+  SHEDDABLE: 0.8,
+  SHEDDABLE_PLUS: 0.9,
+  CRITICAL: 1.0,
+  CRITICAL_PLUS: 1.1
+}
+
+/** @internal */
+export const Thresholds = Schema.Struct({
+  SHEDDABLE: Schema.optionalWith(Threshold, { default: () => defaultThresholds.SHEDDABLE }),
+  SHEDDABLE_PLUS: Schema.optionalWith(Threshold, { default: () => defaultThresholds.SHEDDABLE_PLUS }),
+  CRITICAL: Schema.optionalWith(Threshold, { default: () => defaultThresholds.CRITICAL }),
+  CRITICAL_PLUS: Schema.optionalWith(Threshold, { default: () => defaultThresholds.CRITICAL_PLUS })
+}).pipe(
+  Schema.filter((t) => {
+    for (let i = 1; i < ascending.length; i++) {
+      const lower = ascending[i - 1]!
+      const level = ascending[i]!
+      if (t[level] < t[lower]) {
+        return {
+          path: [level],
+          message: `thresholds.${level} (${t[level]}) must not be below thresholds.${lower} (${t[lower]}): a more critical level may not be shed first`
+        }
+      }
+    }
+    return undefined
+  })
+)
+
+const UtilizationSource = Schema.declare((u: unknown): u is Effect.Effect<number> => Effect.isEffect(u), {
+  identifier: "UtilizationSource",
+  description: "an Effect<number> giving the event-loop utilization since the previous sample"
+})
+
+/** @internal */
+export const LoadShedderOptions = Schema.Struct({
+  capacity: Options.PositiveNumber,
+  smoothing: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) }),
+  thresholds: Schema.optionalWith(Thresholds, { default: () => ({ ...defaultThresholds }) }),
+  retryAfter: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) }),
+  eventLoop: Schema.optional(
+    Schema.Struct({
+      interval: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) }),
+      source: Schema.optional(UtilizationSource)
+    })
+  ),
+  name: Schema.optionalWith(Schema.String, { default: () => "default" })
+})
+
+const utilizationMetric = Metric.gauge("sluice_load_shedder_utilization", {
+  description: "Utilization the shedder decides on: max(smoothed active / capacity, event-loop utilization)"
+})
+const eventLoopMetric = Metric.gauge("sluice_load_shedder_event_loop_utilization", {
+  description: "Last sampled event-loop utilization"
+})
+const shedMetric = Metric.counter("sluice_load_shedder_shed", {
+  description: "Requests shed with Overloaded",
+  incremental: true
+})
+const admittedMetric = Metric.counter("sluice_load_shedder_admitted", {
+  description: "Requests admitted",
+  incremental: true
+})
+
+/** @internal */
+export const metrics = {
+  utilization: utilizationMetric,
+  eventLoopUtilization: eventLoopMetric,
+  shed: shedMetric,
+  admitted: admittedMetric
+}
+
+/**
+ * Node's event-loop utilization between successive samples.
+ *
+ * @internal
+ */
+export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> = Effect.sync(() => {
+  let previous = performance.eventLoopUtilization()
+  return Effect.sync(() => {
+    const current = performance.eventLoopUtilization()
+    const delta = performance.eventLoopUtilization(current, previous)
+    previous = current
+    return delta.utilization
+  })
+})
+
+/** @internal */
+export const make = (
+  options: LS.LoadShedderOptions
+): Effect.Effect<LS.Service, Options.InvalidOptions, Scope.Scope> =>
+  Effect.gen(function* () {
+    const decoded = yield* Options.decode("LoadShedder", LoadShedderOptions)(options)
+    const peekClock = yield* Effect.clock
+    const { capacity, name, retryAfter, thresholds } = decoded
+    const tauMillis = Duration.toMillis(decoded.smoothing)
+    const nameLabel = MetricLabel.make("shedder", name)
+    const nameTags: ReadonlyArray<MetricLabel.MetricLabel> = [nameLabel]
+    const levelTags = {} as Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
+    for (const level of Criticality.levels) {
+      levelTags[level] = [nameLabel, MetricLabel.make("criticality", level)]
+    }
+
+    let active = 0
+    let smoothed = 0
+    let last: number | undefined = undefined
+    let eventLoop = 0
+
+    // `active` has held its value since `last`: fold that stretch into the average
+    // (exact for a step signal) before anything changes it.
+    const fold = (now: number) => {
+      if (last === undefined) {
+        last = now
+        smoothed = active
+        return
+      }
+      const dt = now - last
+      if (dt > 0) {
+        smoothed += (1 - Math.exp(-dt / tauMillis)) * (active - smoothed)
+        last = now
+      }
+    }
+    const utilization = () => Math.max(smoothed / capacity, eventLoop)
+
+    const release = (clock: Clock.Clock) => {
+      fold(clock.unsafeCurrentTimeMillis())
+      active--
+    }
+
+    const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
+      shedMetric.unsafeUpdate(1, levelTags[level])
+      return Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter })).pipe(
+        Effect.withSpan("sluice.load_shedder.shed", {
+          attributes: { shedder: name, criticality: level, utilization: u, threshold: thresholds[level] }
+        })
+      )
+    }
+
+    const run = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.withFiberRuntime<A, E | Errors.Overloaded, R>((fiber) => {
+          const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+          fold(clock.unsafeCurrentTimeMillis())
+          const level = fiber.getFiberRef(Criticality.currentCriticality)
+          const u = utilization()
+          utilizationMetric.unsafeUpdate(u, nameTags)
+          if (u >= thresholds[level]) return shed(level, u)
+          active++
+          admittedMetric.unsafeUpdate(1, levelTags[level])
+          // Uninterruptible between the increment and here; the handlers run on
+          // success, failure and interruption alike, so the count is always released.
+          return Effect.matchCauseEffect(restore(effect), {
+            onSuccess: (a) => {
+              release(clock)
+              return Effect.succeed(a)
+            },
+            onFailure: (cause) => {
+              release(clock)
+              return Effect.failCause(cause)
+            }
+          })
+        })
+      )
+
+    if (decoded.eventLoop !== undefined) {
+      const source = decoded.eventLoop.source ?? (yield* nodeEventLoopUtilization)
+      const sample = Effect.flatMap(source, (value) =>
+        Effect.sync(() => {
+          // A broken reading (NaN, out of range) must not shed everything or nothing: clamp or keep the last one.
+          if (Number.isFinite(value)) eventLoop = Math.min(1, Math.max(0, value))
+          eventLoopMetric.unsafeUpdate(eventLoop, nameTags)
+        })
+      ).pipe(Effect.catchAllCause(() => Effect.void))
+      yield* Effect.sleep(decoded.eventLoop.interval).pipe(
+        Effect.zipRight(sample),
+        Effect.forever,
+        Effect.interruptible,
+        Effect.forkScoped
+      )
+    }
+
+    const unsafeUtilization = (nowMillis?: number) => {
+      fold(nowMillis ?? peekClock.unsafeCurrentTimeMillis())
+      return utilization()
+    }
+
+    return {
+      run,
+      utilization: Effect.map(Clock.currentTimeMillis, unsafeUtilization),
+      unsafeUtilization,
+      unsafeActive: () => active,
+      unsafeEventLoopUtilization: () => eventLoop,
+      unsafeWouldShed: (level: Level, nowMillis?: number) =>
+        unsafeUtilization(nowMillis) >= thresholds[level],
+      thresholds,
+      capacity,
+      retryAfter
+    } satisfies LS.Service
+  })
