@@ -17,7 +17,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { createHash } from "node:crypto"
 import type { Cluster, RedisOptions } from "ioredis"
@@ -211,26 +210,30 @@ export const client = (options: ConnectionOptions = {}): Effect.Effect<Client, n
       const redis = new IORedis(url, redisOptions)
       // errors surface per command; without a listener ioredis would print them
       redis.on("error", () => {})
-      yield* Effect.async<void>((resume) => {
-        if (redis.status === "ready") return resume(Effect.void)
-        const done = () => {
-          redis.off("ready", done)
-          resume(Effect.void)
-        }
-        redis.on("ready", done)
-        return Effect.sync(() => redis.off("ready", done))
-      }).pipe(Effect.timeoutOption(Duration.millis(redisOptions.connectTimeout ?? 1000)))
       return redis as Client
     }),
     (redis) =>
       Effect.async<void>((resume) => {
         redis.quit(() => resume(Effect.void))
       }).pipe(
+        Effect.interruptible,
         Effect.timeoutOption(Duration.seconds(1)),
         Effect.ensuring(Effect.sync(() => redis.disconnect()))
       )
-  )
+  ).pipe(Effect.tap((redis) => waitReady(redis as IORedis, options.redisOptions?.connectTimeout ?? 1000)))
 }
+
+// outside acquireRelease: the acquisition is uninterruptible, and this wait must time out
+const waitReady = (redis: IORedis, timeoutMs: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    if (redis.status === "ready") return resume(Effect.void)
+    const done = () => {
+      redis.off("ready", done)
+      resume(Effect.void)
+    }
+    redis.on("ready", done)
+    return Effect.sync(() => redis.off("ready", done))
+  }).pipe(Effect.timeoutOption(Duration.millis(timeoutMs)), Effect.asVoid)
 
 /**
  * Store options: the connection and a key prefix (default `sluice:quota:`).
@@ -472,12 +475,13 @@ export const makeConfig = (
         })
       )
     )
-    yield* refresh.pipe(
+    const refreshLogged = refresh.pipe(
       Effect.catchAll((e) => Effect.logWarning(`QuotaConfig: cannot read plans from Redis: ${e.message}`))
     )
-    yield* refresh.pipe(
-      Effect.catchAll((e) => Effect.logWarning(`QuotaConfig: cannot read plans from Redis: ${e.message}`)),
-      Effect.repeat(Schedule.spaced(options.refresh ?? Duration.seconds(5))),
+    yield* refreshLogged
+    yield* Effect.sleep(options.refresh ?? Duration.seconds(5)).pipe(
+      Effect.zipRight(refreshLogged),
+      Effect.forever,
       Effect.forkScoped
     )
     const service = configInternal.serviceFromTable(table, {

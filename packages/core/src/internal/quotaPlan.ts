@@ -30,7 +30,8 @@ export type Tier = typeof Tier.Type
 
 /** @internal */
 export const Plan = Schema.Struct({
-  tiers: Schema.NonEmptyArray(Tier).pipe(
+  tiers: Schema.Array(Tier).pipe(
+    Schema.filter((tiers) => (tiers.length > 0 ? true : "expected at least one tier")),
     Schema.filter(
       (tiers) => {
         const seen = new Set<string>()

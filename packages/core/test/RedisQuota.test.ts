@@ -1,0 +1,252 @@
+import { Errors, Options, Quota, QuotaConfig } from "@sluice/core"
+import * as Redis from "@sluice/core/Redis"
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Exit, FastCheck as fc, Layer, Logger } from "effect"
+import { Redis as IORedis } from "ioredis"
+import { freePort } from "./quota/redisServer.js"
+import { Reference } from "./quota/reference.js"
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+
+const unique = (name: string) => `test:${name}:${process.pid}:${Math.random().toString(36).slice(2)}`
+
+const decodePlan = (plan: QuotaConfig.PlanInput) =>
+  Effect.orDie(Options.decode("test", QuotaConfig.Plan)(plan as typeof QuotaConfig.Plan.Encoded)).pipe(
+    Effect.map(QuotaConfig.compile)
+  )
+
+const withAdmin = <A>(f: (redis: IORedis) => Promise<A>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new IORedis(REDIS_URL)),
+    (redis) => Effect.promise(() => f(redis)),
+    (redis) => Effect.promise(() => redis.quit())
+  )
+
+describe("Redis quota store (real Redis)", () => {
+  it.live("GCRA and sliding-window decisions match a brute-force reference under the real clock", () =>
+    Effect.gen(function* () {
+      const store = yield* Redis.makeStore({ url: REDIS_URL, prefix: unique("ref") + ":" })
+      // gcra: 25 ms per unit, bucket 6; sliding window: 10 per 300 ms (integer µs everywhere)
+      const plan = yield* decodePlan({
+        tiers: [
+          { name: "spike", algorithm: "gcra", limit: 4, period: 100, burst: 6 },
+          { name: "count", algorithm: "sliding-window", limit: 10, period: 300 }
+        ]
+      })
+      const reference = new Reference([
+        { name: "spike", algorithm: "gcra", capacity: 6, unit: 25_000 },
+        { name: "count", algorithm: "sliding-window", capacity: 10, unit: 300_000 }
+      ])
+      const steps = fc.sample(
+        fc.record({ sleep: fc.integer({ min: 0, max: 18 }), cost: fc.integer({ min: 1, max: 2 }) }),
+        { numRuns: 90, seed: 11 }
+      )
+      let denied = 0
+      for (const step of steps) {
+        if (step.sleep > 0) yield* Effect.sleep(Duration.millis(step.sleep))
+        const result = yield* store.check("c", plan, step.cost)
+        const now = Math.round(result.now * 1000)
+        const expected = reference.check(now, step.cost)
+        expect(result.allowed).toBe(expected.allowed)
+        expect(result.tiers.map((t) => [t.allowed, t.remaining])).toEqual(
+          expected.tiers.map((t) => [t.allowed, t.remaining])
+        )
+        if (!result.allowed) {
+          denied++
+          const retry = Math.max(...result.tiers.map((t) => t.retryAfterMs))
+          expect(reference.peek(now + retry * 1000, step.cost).allowed).toBe(true)
+          expect(reference.peek(now + (retry - 1) * 1000, step.cost).allowed).toBe(false)
+        }
+      }
+      // the sequence exercises both outcomes
+      expect(denied).toBeGreaterThan(5)
+      expect(denied).toBeLessThan(steps.length - 5)
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("every key of a client shares its hash tag and carries a TTL", () =>
+    Effect.gen(function* () {
+      const prefix = unique("keys") + ":"
+      const store = yield* Redis.makeStore({ url: REDIS_URL, prefix })
+      const plan = yield* decodePlan({
+        tiers: [
+          { name: "spike", algorithm: "gcra", limit: 20, period: "1 minute", burst: 40 },
+          { name: "count", algorithm: "sliding-window", limit: 5000, period: "1 hour" },
+          { name: "minute", algorithm: "sliding-window", limit: 100, period: "1 minute" }
+        ]
+      })
+      for (const client of ["alpha", "beta:1", "gamma/x"]) {
+        for (let i = 0; i < 3; i++) expect((yield* store.check(client, plan, 1)).allowed).toBe(true)
+      }
+      const keys = yield* withAdmin((redis) => redis.keys(`${prefix}*`))
+      expect(keys.length).toBe(3 * 5)
+      for (const key of keys) {
+        expect(key).toMatch(/^[^{}]*\{(alpha|beta:1|gamma\/x)\}:/)
+        const ttl = yield* withAdmin((redis) => redis.pttl(key))
+        expect(ttl).toBeGreaterThan(0)
+        expect(ttl).toBeLessThanOrEqual(3_600_001)
+      }
+      expect(Redis.keysFor(prefix, "alpha", plan)).toEqual([
+        `${prefix}{alpha}:spike:g`,
+        `${prefix}{alpha}:count:s`,
+        `${prefix}{alpha}:count:sm`,
+        `${prefix}{alpha}:minute:s`,
+        `${prefix}{alpha}:minute:sm`
+      ])
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("Quota over Redis: guard, denial consumes nothing, cost", () =>
+    Effect.gen(function* () {
+      // a generous deadline: these tests are about decisions, not about the failure mode
+      const layer = Quota.layer({ deadline: "2 seconds" }).pipe(
+        Layer.provide(Redis.layerRedis({ url: REDIS_URL, prefix: unique("guard") + ":" })),
+        Layer.provide(
+          QuotaConfig.layer({
+            default: {
+              tiers: [
+                { name: "spike", algorithm: "gcra", limit: 5, period: "1 minute", burst: 5 },
+                { name: "count", algorithm: "sliding-window", limit: 9, period: "1 hour" }
+              ]
+            }
+          })
+        )
+      )
+      yield* Effect.gen(function* () {
+        expect((yield* Quota.check("c", { cost: 4 })).allowed).toBe(true)
+        // 4 more would exceed the spike bucket: denied, and "count" is left untouched
+        const denied = yield* Quota.check("c", { cost: 4 })
+        expect(denied).toMatchObject({ allowed: false, source: "store" })
+        expect(denied.deniedBy?.tier).toBe("spike")
+        expect(denied.tiers[1]).toMatchObject({ tier: "count", allowed: true, remaining: 5 })
+        expect(denied.retryAfterMs).toBeGreaterThan(35_000)
+        const exit = yield* Effect.exit(Effect.void.pipe(Quota.guard("c", { cost: 2 })))
+        expect(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error).toBeInstanceOf(
+          Errors.QuotaExceeded
+        )
+        expect((yield* Quota.check("c", { cost: 1 })).tiers.map((t) => t.remaining)).toEqual([0, 4])
+      }).pipe(Effect.provide(layer))
+    })
+  )
+
+  it.live(
+    "a store that cannot be reached: fail-open allows, fail-closed denies, fallback decides locally",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* Effect.promise(() => freePort())
+        const plan: QuotaConfig.PlanInput = {
+          tiers: [{ name: "n", algorithm: "sliding-window", limit: 2, period: "1 minute" }]
+        }
+        const run = (mode: Quota.FailureMode) =>
+          Effect.gen(function* () {
+            const decisions: Array<Quota.Decision> = []
+            for (let i = 0; i < 3; i++) decisions.push(yield* Quota.check("c"))
+            return decisions
+          }).pipe(
+            Effect.provide(
+              Quota.layer({ mode }).pipe(
+                Layer.provide(
+                  Redis.layerRedis({
+                    url: `redis://127.0.0.1:${port}`,
+                    redisOptions: { connectTimeout: 200 }
+                  })
+                ),
+                Layer.provide(QuotaConfig.layer({ default: plan }))
+              )
+            )
+          )
+        const open = yield* run("fail-open")
+        expect(open.map((d) => [d.allowed, d.source])).toEqual([
+          [true, "fail-open"],
+          [true, "fail-open"],
+          [true, "fail-open"]
+        ])
+        const closed = yield* run("fail-closed")
+        expect(closed.map((d) => [d.allowed, d.source])).toEqual([
+          [false, "fail-closed"],
+          [false, "fail-closed"],
+          [false, "fail-closed"]
+        ])
+        expect(closed[0]!.retryAfterMs).toBeGreaterThan(0)
+        const fallback = yield* run("fallback")
+        expect(fallback.map((d) => [d.allowed, d.source])).toEqual([
+          [true, "fallback"],
+          [true, "fallback"],
+          [false, "fallback"]
+        ])
+      })
+  )
+
+  it.live("plans in a Redis hash: shared, validated, refreshed; an invalid plan keeps the previous one", () =>
+    Effect.gen(function* () {
+      const key = unique("plans")
+      const logs: Array<string> = []
+      const logger = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ message }) => logs.push(String(message)))
+      )
+      const defaultPlan: QuotaConfig.PlanInput = {
+        tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
+      }
+      const a = yield* Redis.makeConfig({ url: REDIS_URL, key, default: defaultPlan, refresh: "1 hour" })
+      const b = yield* Redis.makeConfig({ url: REDIS_URL, key, default: defaultPlan, refresh: "1 hour" })
+      yield* a.setPlan("acme", {
+        tiers: [{ name: "count", algorithm: "sliding-window", limit: 5000, period: "1 hour" }]
+      })
+      // takes effect here at once, elsewhere after a refresh
+      expect(a.planFor("acme").tiers[0]!.name).toBe("count")
+      expect(b.planFor("acme").tiers[0]!.name).toBe("spike")
+      yield* b.refresh
+      expect(b.planFor("acme").tiers[0]).toMatchObject({ name: "count", limit: 5000, periodMs: 3_600_000 })
+
+      // an invalid plan through the API is rejected before it is written
+      const bad = yield* Effect.exit(
+        a.setPlan("acme", { tiers: [{ name: "count", algorithm: "sliding-window", limit: 0, period: 1 }] })
+      )
+      expect(Exit.isFailure(bad) && String(bad.cause)).toMatch(/limit/)
+      expect(JSON.parse((yield* withAdmin((r) => r.hget(key, "acme")))!).tiers[0].limit).toBe(5000)
+
+      // an invalid plan written behind our back is logged (naming the field) and ignored
+      yield* withAdmin((r) =>
+        r.hset(
+          key,
+          "acme",
+          JSON.stringify({ tiers: [{ name: "count", algorithm: "gcra", limit: 3, period: -5 }] })
+        )
+      )
+      yield* b.refresh.pipe(Effect.provide(logger))
+      expect(b.planFor("acme").tiers[0]).toMatchObject({ name: "count", limit: 5000 })
+      expect(logs.join("\n")).toMatch(/period/)
+
+      // removing the override falls back to the default everywhere
+      yield* a.removePlan("acme")
+      yield* b.refresh
+      expect(b.planFor("acme").tiers[0]!.name).toBe("spike")
+      yield* withAdmin((r) => r.del(key))
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("100 concurrent checks from one process: each client admits exactly its limit", () =>
+    Effect.gen(function* () {
+      // a generous deadline: these tests are about decisions, not about the failure mode
+      const layer = Quota.layer({ deadline: "2 seconds" }).pipe(
+        Layer.provide(Redis.layerRedis({ url: REDIS_URL, prefix: unique("conc") + ":" })),
+        Layer.provide(
+          QuotaConfig.layer({
+            default: { tiers: [{ name: "n", algorithm: "sliding-window", limit: 50, period: "1 hour" }] }
+          })
+        )
+      )
+      const decisions = yield* Effect.forEach(
+        Array.from({ length: 200 }, (_, i) => i),
+        (i) => Quota.check(`c${i % 3}`),
+        { concurrency: 100 }
+      ).pipe(Effect.provide(layer))
+      expect(decisions.every((d) => d.source === "store")).toBe(true)
+      // 67, 67 and 66 attempts: 50 admitted each
+      for (const client of ["c0", "c1", "c2"]) {
+        expect(decisions.filter((d) => d.client === client && d.allowed).length).toBe(50)
+      }
+    })
+  )
+})
