@@ -10,7 +10,10 @@
 import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import type { Criticality, Errors } from "@sluice/core"
+import type * as LoadShedder from "@sluice/adaptive/LoadShedder"
+import type * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
+import type * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
+import type { Criticality, Errors, Quota } from "@sluice/core"
 import type { WireProtocolSettings } from "./Protocol.js"
 import * as internal from "./internal/middleware.js"
 
@@ -98,3 +101,148 @@ export const mapErrors: <E, R>(
  * @since 0.1.0
  */
 export const isSluiceError: (u: unknown) => u is Errors.SluiceError = internal.isSluiceError
+
+/**
+ * Options of {@link quota}: `client` identifies the caller (return `undefined`
+ * to let a request through unchecked), `cost` its units (default 1), `headers`
+ * whether allowed responses carry the rate-limit headers too (default true).
+ *
+ * @since 0.1.0
+ */
+export interface QuotaOptions extends internal.QuotaOptions {}
+
+/**
+ * Checks the caller against the `Quota` service. Denied: `429` with
+ * `Retry-After`, `RateLimit-Policy` and `RateLimit` (IETF draft) and the encoded
+ * `QuotaExceeded`; the handler does not run. Allowed: the handler's response
+ * gets the same rate-limit headers. Windows (`w`) come from `QuotaConfig` when
+ * it is in context.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { Middleware } from "@sluice/http"
+ *
+ * const app = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/items", HttpServerResponse.text("[]")),
+ *   Middleware.quota({ client: (req) => req.headers["x-api-key"] ?? "anonymous" })
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const quota: (
+  options: QuotaOptions
+) => <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | Quota.Quota> = internal.quota
+
+/**
+ * Options of {@link backpressure}: the `operation` name (or a function of the
+ * request), an explicit `monitor` (default: `ThresholdMonitorTag` from context),
+ * and `json` to also set the throttle attribute in JSON object bodies.
+ *
+ * @since 0.1.0
+ */
+export interface BackpressureOptions extends internal.BackpressureOptions {}
+
+/**
+ * Back-pressure for periodic work: records each successful response (status
+ * below 400) and its latency in a `ThresholdMonitor`, and while the operation is
+ * over a threshold adds `x-sluice-throttle: 1` (and `"throttle": true` to JSON
+ * bodies when `json` is set). Failures are not recorded: they are fast and would
+ * hide overload.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { ThresholdMonitor } from "@sluice/adaptive"
+ * import { Middleware } from "@sluice/http"
+ *
+ * const monitor = ThresholdMonitor.unsafeMake({ thresholds: { rate: 6 }, instances: 3 })
+ * const save = HttpRouter.post("/save", HttpServerResponse.unsafeJson({ ok: true }))
+ * const app = HttpRouter.empty.pipe(save, Middleware.backpressure({ operation: "save", monitor, json: true }))
+ * ```
+ * @since 0.1.0
+ */
+export const backpressure: {
+  (
+    options: BackpressureOptions & { readonly monitor: ThresholdMonitor.ThresholdMonitor }
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  (
+    options: BackpressureOptions
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ThresholdMonitor.ThresholdMonitorTag>
+} = internal.backpressure as any
+
+/**
+ * Sheds optional work: a `ProportionalSampler` (given, or `ProportionalSamplerTag`
+ * from context) decides per request; sampled-out requests get `204 No Content`
+ * without running the handler.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { Middleware } from "@sluice/http"
+ *
+ * const prefetch = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/prefetch", HttpServerResponse.text("data")),
+ *   Middleware.sample()
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const sample: {
+  (
+    sampler: ProportionalSampler.ProportionalSampler
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  (): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ProportionalSampler.ProportionalSamplerTag>
+} = internal.sample as any
+
+/**
+ * Sets the throttle attribute of a JSON object body (other bodies are returned
+ * unchanged).
+ *
+ * @since 0.1.0
+ */
+export const addJsonAttribute: (
+  response: HttpServerResponse.HttpServerResponse,
+  attribute: string
+) => HttpServerResponse.HttpServerResponse = internal.addJsonAttribute
+
+/**
+ * Options of {@link loadShed}: an explicit `shedder` (default: `LoadShedder`
+ * from context) and an optional server-side concurrency `limiter` (e.g. with a
+ * delay-based limit algorithm), checked after the shedder.
+ *
+ * @since 0.1.0
+ */
+export interface LoadShedOptions extends internal.LoadShedOptions {}
+
+/**
+ * Sheds by utilization: the `LoadShedder` admits the request at the current
+ * criticality (set it with {@link criticality}, outside) or refuses it, `SHEDDABLE`
+ * first and `CRITICAL_PLUS` last. A refusal (of the shedder or of the optional
+ * limiter) is `503` + `Retry-After` without running the handler; the handler's
+ * own failures pass through unchanged.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Middleware } from "@sluice/http"
+ * import { Layer } from "effect"
+ *
+ * const app = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/", HttpServerResponse.text("ok")),
+ *   Middleware.loadShed(),
+ *   Middleware.criticality()
+ * )
+ * const ShedderLive = LoadShedder.layer({ capacity: 100 })
+ * ```
+ * @since 0.1.0
+ */
+export const loadShed: {
+  (
+    options: LoadShedOptions & { readonly shedder: LoadShedder.Service }
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  (
+    options?: LoadShedOptions
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | LoadShedder.LoadShedder>
+} = internal.loadShed as any

@@ -1,10 +1,17 @@
 import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
+import * as LoadShedder from "@sluice/adaptive/LoadShedder"
+import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
+import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
+import { Criticality, Errors, Quota, QuotaConfig } from "@sluice/core"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { Criticality, Errors } from "@sluice/core"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
 import * as protocol from "./protocol.js"
 
@@ -101,4 +108,187 @@ export const criticality =
         return Effect.locally(app, Criticality.currentCriticality, level)
       }
     )
+  }
+
+// ---- quota -----------------------------------------------------------------
+
+/** @internal */
+export interface QuotaOptions {
+  readonly client: (request: HttpServerRequest.HttpServerRequest) => string | undefined
+  readonly cost?: ((request: HttpServerRequest.HttpServerRequest) => number) | undefined
+  readonly headers?: boolean | undefined
+}
+
+const rateLimitHeaders = (
+  decision: Quota.Decision,
+  config: QuotaConfig.Service | undefined,
+  settings: WireProtocolSettings
+): Record<string, string> => {
+  if (decision.tiers.length === 0) return {}
+  const periods = new Map<string, number>()
+  if (config !== undefined) {
+    try {
+      for (const tier of config.planFor(decision.client).tiers) periods.set(tier.name, tier.periodMs)
+    } catch {
+      // a plan that cannot be read only costs the `w` parameter
+    }
+  }
+  const tiers = decision.tiers.map((t) => {
+    const period = periods.get(t.tier)
+    return {
+      name: t.tier,
+      limit: t.limit,
+      remaining: t.remaining,
+      reset: Math.max(0, t.resetMs),
+      ...(period !== undefined ? { window: period } : {})
+    }
+  })
+  return {
+    [settings.headers.rateLimitPolicy]: protocol.formatRateLimitPolicy(tiers),
+    [settings.headers.rateLimit]: protocol.formatRateLimit(tiers)
+  }
+}
+
+/** @internal */
+export const quota =
+  (options: QuotaOptions) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | Quota.Quota> => {
+    const withHeaders = options.headers !== false
+    return Effect.flatMap(
+      Effect.zip(HttpServerRequest.HttpServerRequest, Effect.context<Quota.Quota>()),
+      ([request, context]) => {
+        let client: string | undefined
+        let cost = 1
+        try {
+          client = options.client(request)
+          if (options.cost !== undefined) cost = options.cost(request)
+        } catch {
+          client = undefined
+        }
+        if (client === undefined) return app
+        if (!Number.isInteger(cost) || cost < 1) cost = 1
+        const service = Context.get(context, Quota.Quota)
+        const config = Context.getOption(context as Context.Context<unknown>, QuotaConfig.QuotaConfig)
+        return Effect.flatMap(
+          Effect.zip(service.check(client, { cost }), WireProtocol),
+          ([decision, settings]) => {
+            const headers = withHeaders
+              ? rateLimitHeaders(decision, config._tag === "Some" ? config.value : undefined, settings)
+              : {}
+            if (!decision.allowed) {
+              const error = Quota.toQuotaExceeded(decision)
+              const response = errorResponse(error, settings)
+              return Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+            }
+            return withHeaders
+              ? Effect.map(app, (response) => HttpServerResponse.setHeaders(response, headers))
+              : app
+          }
+        )
+      }
+    )
+  }
+
+// ---- backpressure ------------------------------------------------------------
+
+/** @internal */
+export interface BackpressureOptions {
+  readonly operation: string | ((request: HttpServerRequest.HttpServerRequest) => string)
+  readonly monitor?: ThresholdMonitor.ThresholdMonitor | undefined
+  readonly json?: boolean | undefined
+}
+
+const decoder = new TextDecoder()
+
+/** @internal */
+export const addJsonAttribute = (
+  response: HttpServerResponse.HttpServerResponse,
+  attribute: string
+): HttpServerResponse.HttpServerResponse => {
+  const body = response.body
+  if (body._tag !== "Uint8Array" || !body.contentType.toLowerCase().includes("json")) return response
+  try {
+    const parsed = JSON.parse(decoder.decode(body.body))
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return response
+    parsed[attribute] = true
+    return HttpServerResponse.setBody(response, HttpBody.unsafeJson(parsed, body.contentType))
+  } catch {
+    return response
+  }
+}
+
+/** @internal */
+export const backpressure =
+  (options: BackpressureOptions) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | ThresholdMonitor.ThresholdMonitorTag> => {
+    const operationOf =
+      typeof options.operation === "string" ? () => options.operation as string : options.operation
+    const withMonitor = (monitor: ThresholdMonitor.ThresholdMonitor) =>
+      Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, WireProtocol), ([request, settings]) => {
+        let operation: string
+        try {
+          operation = operationOf(request)
+        } catch {
+          operation = "default"
+        }
+        return Effect.flatMap(Clock.currentTimeMillis, (start) =>
+          Effect.flatMap(app, (response) =>
+            Effect.map(Clock.currentTimeMillis, (now) => {
+              // Only successes are recorded: failures are fast and would hide overload.
+              if (response.status < 400) monitor.unsafeRecord(operation, now, now - start)
+              if (!monitor.unsafeExceeded(operation, now)) return response
+              const flagged = HttpServerResponse.setHeader(response, settings.headers.throttle, "1")
+              return options.json === true ? addJsonAttribute(flagged, settings.throttleAttribute) : flagged
+            })
+          )
+        )
+      })
+    if (options.monitor !== undefined) return withMonitor(options.monitor)
+    return Effect.flatMap(ThresholdMonitor.ThresholdMonitorTag, withMonitor)
+  }
+
+// ---- sample --------------------------------------------------------------------
+
+const noContent = Effect.sync(() => HttpServerResponse.empty({ status: 204 }))
+
+/** @internal */
+export const sample =
+  (sampler?: ProportionalSampler.ProportionalSampler) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | ProportionalSampler.ProportionalSamplerTag> =>
+    sampler !== undefined
+      ? sampler.sampled(app, noContent)
+      : Effect.flatMap(ProportionalSampler.ProportionalSamplerTag, (s) => s.sampled(app, noContent))
+
+// ---- loadShed -------------------------------------------------------------------
+
+/** @internal */
+export interface LoadShedOptions {
+  readonly shedder?: LoadShedder.Service | undefined
+  readonly limiter?: ConcurrencyLimiter.Limiter | undefined
+}
+
+/** @internal */
+export const loadShed =
+  (options: LoadShedOptions = {}) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | LoadShedder.LoadShedder> => {
+    // The handler's own failures travel in an Either so that only the shedder's and
+    // the limiter's refusals become a 503 here; an `Overloaded` from a downstream
+    // call stays the handler's failure.
+    const inner = Effect.either(app)
+    const guarded = (shedder: LoadShedder.Service | undefined) => {
+      let effect: Effect.Effect<
+        Either.Either<HttpServerResponse.HttpServerResponse, E>,
+        Errors.Overloaded,
+        any
+      > = inner
+      if (options.limiter !== undefined) effect = options.limiter.run(effect)
+      if (shedder !== undefined) effect = shedder.run(effect)
+      return Effect.matchEffect(effect, {
+        onFailure: (error) => Effect.map(WireProtocol, (settings) => errorResponse(error, settings)),
+        onSuccess: (either): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
+          either._tag === "Right" ? Effect.succeed(either.right) : Effect.fail(either.left)
+      })
+    }
+    if (options.shedder !== undefined) return guarded(options.shedder)
+    return Effect.flatMap(LoadShedder.LoadShedder, guarded)
   }

@@ -1,0 +1,171 @@
+import { HttpClient, HttpRouter, HttpServerResponse } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer } from "effect"
+import { LoadShedder } from "@sluice/adaptive"
+import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
+import * as QpsSensor from "@sluice/adaptive/QpsSensor"
+import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
+import { Criticality, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { Middleware, Protocol } from "@sluice/http"
+import { serve } from "./utils.js"
+
+const QuotaLive = Quota.layer().pipe(
+  Layer.provide(QuotaStore.layerMemory()),
+  Layer.provideMerge(
+    QuotaConfig.layer({
+      default: {
+        tiers: [
+          { name: "spike", algorithm: "sliding-window", limit: 3, period: "1 minute" },
+          { name: "count", algorithm: "sliding-window", limit: 100, period: "1 hour" }
+        ]
+      }
+    })
+  )
+)
+
+describe("server middleware over a real NodeHttpServer", () => {
+  it.scopedLive("quota: 429 with Retry-After and the IETF headers; allowed responses carry them too", () =>
+    Effect.gen(function* () {
+      let handled = 0
+      const app = HttpRouter.empty.pipe(
+        HttpRouter.get(
+          "/",
+          Effect.sync(() => {
+            handled++
+            return HttpServerResponse.text("ok")
+          })
+        ),
+        Middleware.quota({ client: (req) => req.headers["x-api-key"] })
+      )
+      const base = yield* serve(app)
+      const client = yield* HttpClient.HttpClient
+      const call = (key?: string) =>
+        client.get(base + "/", key === undefined ? {} : { headers: { "x-api-key": key } })
+      const first = yield* call("acme")
+      expect(first.status).toBe(200)
+      expect(first.headers["ratelimit-policy"]).toBe(`"spike";q=3;w=60, "count";q=100;w=3600`)
+      expect(Protocol.parseRateLimit(first.headers["ratelimit"])).toEqual([
+        { name: "spike", params: { r: 2, t: expect.any(Number) } },
+        { name: "count", params: { r: 99, t: expect.any(Number) } }
+      ])
+      yield* call("acme")
+      yield* call("acme")
+      const denied = yield* call("acme")
+      expect(denied.status).toBe(429)
+      const retryAfter = Number(denied.headers["retry-after"])
+      expect(retryAfter).toBeGreaterThan(0)
+      expect(retryAfter).toBeLessThanOrEqual(60)
+      expect(Protocol.parseRateLimit(denied.headers["ratelimit"])[0]).toEqual({
+        name: "spike",
+        params: { r: 0, t: expect.any(Number) }
+      })
+      expect(yield* denied.json).toMatchObject({ error: { _tag: "QuotaExceeded", tier: "spike", limit: 3 } })
+      expect(handled).toBe(3)
+      // another client has its own quota; no client → not checked
+      expect((yield* call("other")).status).toBe(200)
+      expect((yield* call()).status).toBe(200)
+      expect((yield* call()).headers["ratelimit"]).toBeUndefined()
+    }).pipe(Effect.provide(Layer.mergeAll(QuotaLive, NodeHttpClient.layerUndici)))
+  )
+
+  it.scopedLive(
+    "backpressure: throttle flag while exceeded, JSON attribute on opt-in, failures not recorded",
+    () =>
+      Effect.gen(function* () {
+        const monitor = yield* ThresholdMonitor.make({ window: "1 second", tick: "1 millis" })
+        const app = HttpRouter.empty.pipe(
+          HttpRouter.get("/save", HttpServerResponse.unsafeJson({ saved: true })),
+          HttpRouter.get("/fail", Effect.succeed(HttpServerResponse.empty({ status: 500 }))),
+          Middleware.backpressure({ operation: (req) => req.url, monitor, json: true })
+        )
+        const base = yield* serve(app)
+        const client = yield* HttpClient.HttpClient
+        const save = client.get(base + "/save")
+        const clear = yield* save
+        expect(clear.headers["x-sluice-throttle"]).toBeUndefined()
+        expect(yield* clear.json).toEqual({ saved: true })
+        yield* monitor.setThresholds({ rate: 1e-9 }, "/save")
+        const throttled = yield* save
+        expect(throttled.headers["x-sluice-throttle"]).toBe("1")
+        expect(yield* throttled.json).toEqual({ saved: true, throttle: true })
+        yield* monitor.setThresholds({}, "/save")
+        expect((yield* save).headers["x-sluice-throttle"]).toBeUndefined()
+        // failures are not recorded
+        for (let i = 0; i < 5; i++) yield* client.get(base + "/fail")
+        expect((yield* monitor.stats("/fail")).rate).toBe(0)
+        expect((yield* monitor.stats("/save")).rate).toBeGreaterThan(0)
+      }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  )
+
+  it.scopedLive("sample: sampled-out requests get 204 without running the handler", () =>
+    Effect.gen(function* () {
+      let handled = 0
+      const handler = Effect.sync(() => {
+        handled++
+        return HttpServerResponse.text("data")
+      })
+      const sensor = yield* QpsSensor.makeLocal()
+      const open = yield* ProportionalSampler.makeWith(
+        { goal: 1000, initialRatio: 1, updatePeriod: "1 hour" },
+        sensor
+      )
+      const shut = yield* ProportionalSampler.makeWith(
+        { goal: 1000, initialRatio: 0.001, minRatio: 0.001, updatePeriod: "1 hour" },
+        sensor
+      )
+      const base1 = yield* serve(HttpRouter.empty.pipe(HttpRouter.get("/", handler), Middleware.sample(open)))
+      const base2 = yield* serve(HttpRouter.empty.pipe(HttpRouter.get("/", handler), Middleware.sample(shut)))
+      const client = yield* HttpClient.HttpClient
+      const statuses = (base: string) =>
+        Effect.forEach(Array.from({ length: 10 }), () => Effect.map(client.get(base + "/"), (r) => r.status))
+      expect(yield* statuses(base1)).toEqual(Array(10).fill(200))
+      expect(handled).toBe(10)
+      const sampled = yield* statuses(base2)
+      // r = 0.001: the chance that two of ten get through is below 1e-4
+      expect(sampled.filter((s) => s === 204).length).toBeGreaterThanOrEqual(9)
+      expect(handled).toBeLessThanOrEqual(11)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  )
+
+  it.scopedLive("loadShed: sheds SHEDDABLE first, keeps CRITICAL, answers 503 + Retry-After", () =>
+    Effect.gen(function* () {
+      const release = yield* Deferred.make<void>()
+      const app = HttpRouter.empty.pipe(
+        HttpRouter.get(
+          "/",
+          Effect.map(Criticality.current, (level) => HttpServerResponse.text(level))
+        ),
+        HttpRouter.get("/hold", Effect.as(Deferred.await(release), HttpServerResponse.text("held"))),
+        Middleware.loadShed(),
+        Middleware.criticality({ trust: () => true })
+      )
+      const base = yield* serve(app)
+      const client = yield* HttpClient.HttpClient
+      const shedder = yield* LoadShedder.LoadShedder
+      const get = (path: string, level: Criticality.Criticality) =>
+        client.get(base + path, { headers: { "x-sluice-criticality": level } })
+      // fill the server with work that holds on, until SHEDDABLE would be shed
+      const holders: Array<Fiber.RuntimeFiber<unknown, unknown>> = []
+      for (let i = 0; i < 20 && !shedder.unsafeWouldShed("SHEDDABLE"); i++) {
+        holders.push(yield* Effect.fork(get("/hold", "CRITICAL_PLUS")))
+        yield* Effect.sleep("20 millis")
+      }
+      expect(shedder.unsafeWouldShed("SHEDDABLE")).toBe(true)
+      expect(shedder.unsafeWouldShed("CRITICAL_PLUS")).toBe(false)
+      const shed = yield* get("/", "SHEDDABLE")
+      expect(shed.status).toBe(503)
+      expect(shed.headers["retry-after"]).toBe("1")
+      expect(shed.headers["x-sluice-dont-retry"]).toBeUndefined()
+      const kept = yield* get("/", "CRITICAL_PLUS")
+      expect(kept.status).toBe(200)
+      expect(yield* kept.text).toBe("CRITICAL_PLUS")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.joinAll(holders)
+    }).pipe(
+      Effect.provide(
+        Layer.mergeAll(LoadShedder.layer({ capacity: 4, smoothing: "10 millis" }), NodeHttpClient.layerUndici)
+      )
+    )
+  )
+})
