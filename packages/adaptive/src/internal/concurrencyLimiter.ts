@@ -217,8 +217,15 @@ class LimiterImpl implements CL.Limiter {
     )
   }
 
+  /**
+   * Must be called inside the uninterruptible region of `run`: the release then
+   * cannot be skipped. Cheaper than `Effect.onExit`, which would open a second region.
+   */
   private runWith<A, E, R>(permit: Permit, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    return Effect.onExit(effect, (exit) => Effect.sync(() => this.release(permit, exit)))
+    return Effect.flatMap(Effect.exit(effect), (exit) => {
+      this.release(permit, exit)
+      return exit
+    })
   }
 
   private grant(level: number, now: number, clock: Clock.Clock): Permit {
