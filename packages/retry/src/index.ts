@@ -11,3 +11,5 @@ export * as Backoff from "./Backoff.js"
 export * as Retry from "./Retry.js"
 /** @since 0.1.0 */
 export * as RetryBudget from "./RetryBudget.js"
+/** @since 0.1.0 */
+export * as RetryHistogram from "./RetryHistogram.js"

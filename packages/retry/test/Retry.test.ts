@@ -85,7 +85,8 @@ describe("Retry.policy", () => {
         Effect.flatMap(Retry.attempt, (n) => Ref.update(seen, (xs) => [...xs, `outer ${n}`])),
         Effect.flatMap(
           Ref.updateAndGet(outerCalls, (n) => n + 1),
-          (n) => (n === 1 ? Effect.fail(overloaded()) : inner)
+          (n): Effect.Effect<number, Errors.Overloaded | Errors.DontRetry> =>
+            n === 1 ? Effect.fail(overloaded()) : inner
         )
       ).pipe(Retry.policy({ maxAttempts: 2 }))
       expect(yield* runWithClock(outer)).toStrictEqual(Exit.succeed(0))
