@@ -66,7 +66,7 @@ describe("AimdInterval", () => {
       const fiber = yield* Effect.fork(
         Effect.repeat(
           save,
-          aimd.scheduleFrom((r) => r.throttle)
+          aimd.scheduleFrom((r: { readonly throttle: boolean }) => r.throttle)
         )
       )
       yield* TestClock.adjust("40 seconds")

@@ -3,6 +3,7 @@ import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Option, TestClock } from "effect"
 import { Redis as IORedis } from "ioredis"
+import type { RedisOptions } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -13,7 +14,7 @@ const T0 = 1_800_000_000_000 // a whole second
 const prefix = `sluice:test:qps:${randomUUID()}:`
 
 /** A client the test owns, closed with the scope. */
-const ownClient = (target = url, extra: ConstructorParameters<typeof IORedis>[1] = {}) =>
+const ownClient = (target = url, extra: RedisOptions = {}) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const redis = new IORedis(target, { maxRetriesPerRequest: 0, ...extra })
