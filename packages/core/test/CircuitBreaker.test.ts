@@ -196,6 +196,30 @@ describe("CircuitBreaker", () => {
     })
   )
 
+  it.effect("when the open-duration Schedule ends, the last duration is reused", () =>
+    Effect.gen(function* () {
+      const breaker = yield* CircuitBreaker.make({
+        name: "schedule-end",
+        consecutiveFailures: 1,
+        openFor: Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(2))
+      })
+      const retryAfter = Effect.map(call(breaker, ok), (result) =>
+        Either.isLeft(result) && result.left instanceof Errors.CircuitOpen
+          ? Duration.toMillis(result.left.retryAfter)
+          : -1
+      )
+      const seen: Array<number> = []
+      yield* call(breaker, boom)
+      for (let trip = 0; trip < 4; trip++) {
+        const millis = yield* retryAfter
+        seen.push(millis)
+        yield* TestClock.adjust(millis)
+        yield* call(breaker, boom) // the probe fails
+      }
+      expect(seen).toEqual([100, 200, 200, 200])
+    })
+  )
+
   it.effect("isolate forces it open until reset", () =>
     Effect.gen(function* () {
       const breaker = yield* CircuitBreaker.make({ name: "isolate" })
@@ -370,19 +394,22 @@ describe("CircuitBreaker", () => {
   it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
       const cases: Array<[CircuitBreaker.CircuitBreakerOptions, RegExp]> = [
-        [{ name: "" }, /name/],
-        [{ name: "x", consecutiveFailures: 0 }, /consecutiveFailures/],
-        [{ name: "x", consecutiveFailures: 1.5 }, /consecutiveFailures/],
-        [{ name: "x", consecutiveFailures: Number.NaN }, /consecutiveFailures/],
-        [{ name: "x", halfOpenProbes: 0 }, /halfOpenProbes/],
-        [{ name: "x", openFor: -1 }, /openFor/],
-        [{ name: "x", openFor: 0 }, /openFor/],
-        [{ name: "x", openFor: Number.NaN }, /openFor/],
-        [{ name: "x", failureRatio: { ratio: 0, window: "1 second", minimumCalls: 1 } }, /ratio/],
-        [{ name: "x", failureRatio: { ratio: 1.5, window: "1 second", minimumCalls: 1 } }, /ratio/],
-        [{ name: "x", failureRatio: { ratio: 0.5, window: 0, minimumCalls: 1 } }, /window/],
-        [{ name: "x", failureRatio: { ratio: 0.5, window: "1 second", minimumCalls: 0 } }, /minimumCalls/],
-        [{ name: "x", isFailure: 3 as any }, /isFailure/]
+        [{ name: "" }, /\["name"\]/],
+        [{ name: "x", consecutiveFailures: 0 }, /\["consecutiveFailures"\]/],
+        [{ name: "x", consecutiveFailures: 1.5 }, /\["consecutiveFailures"\]/],
+        [{ name: "x", consecutiveFailures: Number.NaN }, /\["consecutiveFailures"\]/],
+        [{ name: "x", halfOpenProbes: 0 }, /\["halfOpenProbes"\]/],
+        [{ name: "x", openFor: -1 }, /\["openFor"\]/],
+        [{ name: "x", openFor: 0 }, /\["openFor"\]/],
+        [{ name: "x", openFor: Number.NaN }, /\["openFor"\]/],
+        [{ name: "x", failureRatio: { ratio: 0, window: "1 second", minimumCalls: 1 } }, /\["ratio"\]/],
+        [{ name: "x", failureRatio: { ratio: 1.5, window: "1 second", minimumCalls: 1 } }, /\["ratio"\]/],
+        [{ name: "x", failureRatio: { ratio: 0.5, window: 0, minimumCalls: 1 } }, /\["window"\]/],
+        [
+          { name: "x", failureRatio: { ratio: 0.5, window: "1 second", minimumCalls: 0 } },
+          /\["minimumCalls"\]/
+        ],
+        [{ name: "x", isFailure: 3 as any }, /\["isFailure"\]/]
       ]
       for (const [options, field] of cases) {
         const exit = yield* Effect.exit(CircuitBreaker.make(options))
