@@ -186,7 +186,7 @@ export const defaultRedisOptions: RedisOptions = {
   commandTimeout: 1000,
   connectTimeout: 1000,
   enableReadyCheck: true,
-  retryStrategy: (times) => Math.min(20 * times, 200)
+  retryStrategy: (times) => Math.min(10 * times, 100)
 }
 
 /**
@@ -342,14 +342,21 @@ export const makeStoreFromClient = (redis: Client, prefix = "sluice:quota:"): St
 export const makeStore = (options: StoreOptions = {}): Effect.Effect<Store, never, Scope.Scope> =>
   Effect.gen(function* () {
     const redis = yield* client(options)
-    // load the script up front so the first check is an EVALSHA too; NOSCRIPT still recovers later
-    yield* Effect.async<void>((resume) => {
+    // load the script up front, and again after every reconnection (a restarted server has an
+    // empty script cache), so checks are a single EVALSHA; NOSCRIPT still recovers otherwise
+    const load = (done: () => void) => {
       try {
-        ;(redis as any).script("LOAD", script, () => resume(Effect.void))
+        ;(redis as any).script("LOAD", script, () => done())
       } catch {
-        resume(Effect.void)
+        done()
       }
-    }).pipe(Effect.timeoutOption(Duration.seconds(1)))
+    }
+    const onReady = () => load(() => {})
+    redis.on("ready", onReady)
+    yield* Effect.addFinalizer(() => Effect.sync(() => redis.off("ready", onReady)))
+    yield* Effect.async<void>((resume) => load(() => resume(Effect.void))).pipe(
+      Effect.timeoutOption(Duration.seconds(1))
+    )
     return makeStoreFromClient(redis, options.prefix)
   })
 
