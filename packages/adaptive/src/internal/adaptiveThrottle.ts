@@ -126,8 +126,15 @@ export const metrics = {
 /** The label used for keys beyond the first `maxKeys` distinct ones, so metric cardinality stays bounded. */
 const OTHER_KEY = "_other"
 
+interface Handlers<A = any, E = any> {
+  readonly onSuccess: (a: A) => Effect.Effect<A, E>
+  readonly onFailure: (cause: Cause.Cause<E>) => Effect.Effect<A, E>
+}
+
 class KeyState {
+  /** Clock reading of the latest request to this key. */
   lastUsed: number
+  handlers!: Handlers
   readonly requests: RollingCounter.RollingCounter
   readonly accepts: RollingCounter.RollingCounter
   readonly keyTags: ReadonlyArray<MetricLabel.MetricLabel>
@@ -194,6 +201,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
       else label = OTHER_KEY
     }
     state = new KeyState(key, label, window, buckets, now)
+    state.handlers = handlersFor(state)
     states.set(key, state)
     return state
   }
@@ -206,8 +214,10 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     return p <= 0 ? 0 : p > maxProbability ? maxProbability : p
   }
 
-  const accept = (state: KeyState, clock: Clock.Clock) => {
-    state.accepts.unsafeAdd(clock.unsafeCurrentTimeMillis())
+  // Recorded at the latest request time of the key, so a call reads the Clock once;
+  // the rolling counter files an earlier time into its current bucket.
+  const accept = (state: KeyState) => {
+    state.accepts.unsafeAdd(state.lastUsed)
     acceptsMetric.unsafeUpdate(1, state.keyTags)
   }
 
@@ -221,17 +231,21 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     return true
   }
 
-  const admit = <A, E, R>(state: KeyState, clock: Clock.Clock, effect: Effect.Effect<A, E, R>) =>
-    Effect.matchCauseEffect(effect, {
-      onSuccess: (a) => {
-        accept(state, clock)
-        return Effect.succeed(a)
-      },
-      onFailure: (cause) => {
-        if (!isRejectionCause(cause)) accept(state, clock)
-        return Effect.failCause(cause)
-      }
-    })
+  // Completion handlers are made once per key, not per call: allocating closures
+  // (and, under some transpilers, naming them) per call costs more than the bookkeeping.
+  const handlersFor = (state: KeyState): Handlers => ({
+    onSuccess: (a) => {
+      accept(state)
+      return Effect.succeed(a)
+    },
+    onFailure: (cause) => {
+      if (!isRejectionCause(cause)) accept(state)
+      return Effect.failCause(cause)
+    }
+  })
+
+  const admit = <A, E, R>(state: KeyState, effect: Effect.Effect<A, E, R>) =>
+    Effect.matchCauseEffect(effect, state.handlers as Handlers<A, E>)
 
   const reject = (state: KeyState, level: Level, p: number): Effect.Effect<never, Errors.Throttled> => {
     throttledMetric.unsafeUpdate(1, state.levelTags[level])
@@ -260,11 +274,11 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
         state.lastProbability[level] = p
         probabilityMetric.unsafeUpdate(p, state.levelTags[level])
       }
-      if (p <= 0) return admit(state, clock, effect)
+      if (p <= 0) return admit(state, effect)
       return Effect.flatMap(Context.get(services, Random.Random).next, (draw) =>
         draw < p
           ? (reject(state, level, p) as Effect.Effect<A, E | Errors.Throttled, R>)
-          : admit(state, clock, effect)
+          : admit(state, effect)
       )
     })
 

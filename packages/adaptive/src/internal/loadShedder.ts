@@ -1,4 +1,5 @@
 import { Criticality, Errors, Options } from "@sluice/core"
+import type * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -146,9 +147,20 @@ export const make = (
     }
     const utilization = () => Math.max(smoothed / capacity, eventLoop)
 
-    const release = (clock: Clock.Clock) => {
-      fold(clock.unsafeCurrentTimeMillis())
-      active--
+    // The clock of the latest admission: completions read it. Handlers are made once,
+    // not per call (a closure per call costs more than the bookkeeping).
+    let lastClock: Clock.Clock = peekClock
+    const handlers = {
+      onSuccess: (a: unknown) => {
+        fold(lastClock.unsafeCurrentTimeMillis())
+        active--
+        return Effect.succeed(a)
+      },
+      onFailure: (cause: Cause.Cause<unknown>) => {
+        fold(lastClock.unsafeCurrentTimeMillis())
+        active--
+        return Effect.failCause(cause)
+      }
     }
 
     const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
@@ -173,16 +185,14 @@ export const make = (
           admittedMetric.unsafeUpdate(1, levelTags[level])
           // Uninterruptible between the increment and here; the handlers run on
           // success, failure and interruption alike, so the count is always released.
-          return Effect.matchCauseEffect(restore(effect), {
-            onSuccess: (a) => {
-              release(clock)
-              return Effect.succeed(a)
-            },
-            onFailure: (cause) => {
-              release(clock)
-              return Effect.failCause(cause)
+          lastClock = clock
+          return Effect.matchCauseEffect(
+            restore(effect),
+            handlers as any as {
+              onSuccess: (a: A) => Effect.Effect<A, E>
+              onFailure: (cause: Cause.Cause<E>) => Effect.Effect<A, E>
             }
-          })
+          )
         })
       )
 
