@@ -12,9 +12,10 @@
  * - The `rate` threshold is a total for the whole service: each instance compares
  *   its own rate with `rate / instances`; `setInstances` follows scaling. The
  *   latency threshold is a median and is not divided.
- * - The median is recomputed at most once per second (the value in between is the
- *   last one computed), over the last `latencySamples` successes younger than
- *   `latencyWindow`.
+ * - The median comes from `LatencyWindow` (`@sluice/core`, a sliding-window sketch
+ *   within 1% of the exact value) over `latencyWindow`; it is re-read at most once
+ *   per second (in between, the last value read is used), so consulting the
+ *   monitor on every response stays cheap.
  *
  * Metrics (tagged `name`, `operation`, refreshed at most once per second when the
  * monitor is consulted): `sluice_threshold_monitor_rate` (gauge, per second),
@@ -62,8 +63,7 @@ export interface Thresholds {
  * - `instances`: how many instances share the `rate` threshold (positive integer, default 1).
  * - `window`: the rate's averaging window (default 5 minutes); `tick` (default 5 s,
  *   at most `window`): how often events are folded into the rate.
- * - `latencyWindow` (default 1 minute) and `latencySamples` (default 1024): what
- *   the median is taken over.
+ * - `latencyWindow` (default 1 minute): what the median is taken over.
  * - `name`: tags metrics (default `"default"`).
  *
  * @since 0.1.0
@@ -76,7 +76,6 @@ export interface ThresholdMonitorOptions {
   readonly window?: Duration.DurationInput | undefined
   readonly tick?: Duration.DurationInput | undefined
   readonly latencyWindow?: Duration.DurationInput | undefined
-  readonly latencySamples?: number | undefined
 }
 
 /**

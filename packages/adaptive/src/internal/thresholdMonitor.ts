@@ -1,4 +1,4 @@
-import { Ewma, Options } from "@sluice/core"
+import { Ewma, LatencyWindow, Options } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -8,7 +8,6 @@ import * as MetricLabel from "effect/MetricLabel"
 import { pipeArguments } from "effect/Pipeable"
 import * as Schema from "effect/Schema"
 import type * as T from "../ThresholdMonitor.js"
-import { MedianWindow } from "./medianWindow.js"
 
 /** @internal */
 export const TypeId: typeof T.TypeId = Symbol.for("@sluice/adaptive/ThresholdMonitor") as any
@@ -29,8 +28,7 @@ export const ThresholdMonitorOptions = Schema.Struct({
   instances: Schema.optionalWith(Options.PositiveInt, { default: () => 1 }),
   window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.minutes(5) }),
   tick: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(5) }),
-  latencyWindow: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.minutes(1) }),
-  latencySamples: Schema.optionalWith(Options.PositiveInt, { default: () => 1024 })
+  latencyWindow: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.minutes(1) })
 }).pipe(
   Schema.filter((o) =>
     Duration.lessThanOrEqualTo(o.tick, o.window)
@@ -67,21 +65,33 @@ const toLimits = (t: DecodedThresholds): Limits => ({
 
 class OperationState {
   readonly rate: Ewma.EwmaRate
-  readonly median: MedianWindow
+  readonly latencies: LatencyWindow.LatencyWindow
   readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   gaugesAt = Number.NEGATIVE_INFINITY
+  private cachedMedian: number | undefined = undefined
+  private medianAt = Number.NEGATIVE_INFINITY
+  private unseen = false
   constructor(
     readonly operation: string,
     name: string,
     o: Decoded
   ) {
     this.rate = Ewma.unsafeMakeRate({ window: o.window, tick: o.tick })
-    this.median = new MedianWindow(
-      o.latencySamples,
-      Duration.toMillis(o.latencyWindow),
-      MEDIAN_REFRESH_MILLIS
-    )
+    this.latencies = LatencyWindow.unsafeMake({ window: o.latencyWindow })
     this.tags = [MetricLabel.make("name", name), MetricLabel.make("operation", operation)]
+  }
+  record(nowMillis: number, latencyMillis: number): void {
+    this.latencies.unsafeRecord(nowMillis, latencyMillis)
+    if (this.cachedMedian === undefined) this.unseen = true
+  }
+  /** The median, re-read from the sketch at most once per second (and at once after a first sample). */
+  median(nowMillis: number): number | undefined {
+    if (this.unseen || nowMillis - this.medianAt >= MEDIAN_REFRESH_MILLIS) {
+      this.cachedMedian = this.latencies.unsafeQuantile(nowMillis, 0.5)
+      this.medianAt = nowMillis
+      this.unseen = false
+    }
+    return this.cachedMedian
   }
 }
 
@@ -112,13 +122,13 @@ class ThresholdMonitorImpl implements T.ThresholdMonitor {
   unsafeRecord(operation: string, nowMillis: number, latencyMillis: number): void {
     const s = this.state(operation)
     s.rate.unsafeMark(nowMillis, 1)
-    s.median.add(nowMillis, latencyMillis)
+    s.record(nowMillis, latencyMillis)
   }
   unsafeStats(operation: string, nowMillis: number): T.Stats {
     const s = this.state(operation)
     const limits = this.limits(operation)
     const rate = s.rate.unsafeRate(nowMillis)
-    const median = s.median.median(nowMillis)
+    const median = s.median(nowMillis)
     const rateThreshold = limits.rate === undefined ? undefined : limits.rate / this.instanceCount
     const exceeded =
       (rateThreshold !== undefined && rate > rateThreshold) ||
