@@ -98,6 +98,11 @@ const rejectedCounter = Metric.counter("sluice_circuit_breaker_rejected", {
 
 const DEFAULT_CONSECUTIVE = 5
 
+interface Handlers<A = any, E = any> {
+  readonly onSuccess: (a: A) => Effect.Effect<A>
+  readonly onFailure: (cause: Cause.Cause<E>) => Effect.Effect<never, E>
+}
+
 class CircuitBreakerImpl implements CB.CircuitBreaker {
   readonly [TypeId]: CB.TypeId = TypeId
   readonly name: string
@@ -105,6 +110,7 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
   // Bumped on every transition; an outcome of a call admitted under another
   // generation belongs to a state that is gone and is ignored.
   private gen = 0
+  private handlers: Handlers
   private consecutive = 0
   private readonly threshold: number
   private readonly ratio: number
@@ -166,6 +172,7 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
     this.transitions = Metric.taggedWithLabels(transitionsCounter, [nameTag])
     this.rejected = Metric.taggedWithLabels(rejectedCounter, [nameTag])
     this.gauge.unsafeUpdate(0, [])
+    this.handlers = this.makeClosedHandlers(this.gen)
   }
 
   pipe() {
@@ -179,6 +186,7 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
     const from = this.st
     this.st = to
     this.gen++
+    this.handlers = to === HALF_OPEN ? this.makeProbeHandlers(this.gen) : this.makeClosedHandlers(this.gen)
     this.consecutive = 0
     this.probesStarted = 0
     this.probesSucceeded = 0
@@ -270,38 +278,39 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
 
   // ---- calls ----
 
-  private runClosed<A, E, R>(self: Effect.Effect<A, E, R>, gen: number): Effect.Effect<A, E, R> {
+  // Outcome handlers are made once per generation (on each transition), so an
+  // admitted call allocates no closures of its own; the generation they capture
+  // is the one the call was admitted under.
+  private makeClosedHandlers(gen: number): Handlers {
+    const onFailure = (cause: Cause.Cause<unknown>) =>
+      Effect.clockWith((clock) => {
+        const now = clock.unsafeCurrentTimeMillis()
+        const verdict = this.classify(cause)
+        if (verdict === COUNT_FAILURE) this.closedFailure(gen, now)
+        else if (verdict === COUNT_SUCCESS) this.closedSuccess(gen, now)
+        return Effect.failCause(cause)
+      })
     if (this.calls === undefined) {
-      return Effect.matchCauseEffect(self, {
+      return {
         onSuccess: (a) => {
           if (gen === this.gen) this.consecutive = 0
           return Effect.succeed(a)
         },
-        onFailure: (cause) => this.closedOutcome(gen, cause)
-      })
+        onFailure
+      }
     }
-    return Effect.matchCauseEffect(self, {
+    return {
       onSuccess: (a) =>
         Effect.clockWith((clock) => {
           this.closedSuccess(gen, clock.unsafeCurrentTimeMillis())
           return Effect.succeed(a)
         }),
-      onFailure: (cause) => this.closedOutcome(gen, cause)
-    })
+      onFailure
+    }
   }
 
-  private closedOutcome<E>(gen: number, cause: Cause.Cause<E>): Effect.Effect<never, E> {
-    return Effect.clockWith((clock) => {
-      const now = clock.unsafeCurrentTimeMillis()
-      const verdict = this.classify(cause)
-      if (verdict === COUNT_FAILURE) this.closedFailure(gen, now)
-      else if (verdict === COUNT_SUCCESS) this.closedSuccess(gen, now)
-      return Effect.failCause(cause)
-    })
-  }
-
-  private runProbe<A, E, R>(self: Effect.Effect<A, E, R>, gen: number): Effect.Effect<A, E, R> {
-    return Effect.matchCauseEffect(self, {
+  private makeProbeHandlers(gen: number): Handlers {
+    return {
       onSuccess: (a) =>
         Effect.clockWith((clock) => {
           this.probeSuccess(gen, clock.unsafeCurrentTimeMillis())
@@ -319,7 +328,11 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
           }
           return Effect.failCause(cause)
         })
-    })
+    }
+  }
+
+  private guard<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.matchCauseEffect(self, this.handlers as Handlers<A, E>)
   }
 
   private reject(now: number): Effect.Effect<never, CircuitOpen> {
@@ -331,7 +344,7 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
   }
 
   withBreaker<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> {
-    return Effect.suspend(() => (this.st === CLOSED ? this.runClosed(self, this.gen) : this.slow(self)))
+    return Effect.suspend(() => (this.st === CLOSED ? this.guard(self) : this.slow(self)))
   }
 
   private slow<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> {
@@ -341,10 +354,10 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
       Effect.clockWith((clock): Effect.Effect<A, E | CircuitOpen, R> => {
         const now = clock.unsafeCurrentTimeMillis()
         this.poll(now)
-        if (this.st === CLOSED) return this.runClosed(restore(self), this.gen)
+        if (this.st === CLOSED) return this.guard(restore(self))
         if (this.st === HALF_OPEN && this.probesStarted < this.probes) {
           this.probesStarted++
-          return this.runProbe(restore(self), this.gen)
+          return this.guard(restore(self))
         }
         return this.reject(now)
       })
