@@ -151,16 +151,31 @@ class LatencyWindowImpl implements LW.LatencyWindow {
     this.advance(nowMillis)
     const count = this.mergedZero + this.merged.total
     if (count === 0) return undefined
-    const rank = Math.min(1, Math.max(0, q)) * (count - 1)
-    let seen = this.mergedZero
-    if (seen > rank) return 0
+    // 0-based rank of the answer among the sorted values in the window.
+    const k = Math.floor(Math.min(1, Math.max(0, q)) * (count - 1))
     const store = this.merged
+    if (k >= count / 2) {
+      // High quantiles (p99) are found faster from the top.
+      const need = count - k
+      let above = 0
+      for (let i = store.hi; i >= store.lo; i--) {
+        above += store.counts[i - store.offset]!
+        if (above >= need) return this.representative(i)
+      }
+      return 0
+    }
+    let seen = this.mergedZero
+    if (seen > k) return 0
     for (let i = store.lo; i <= store.hi; i++) {
       seen += store.counts[i - store.offset]!
-      if (seen > rank) return (2 * Math.pow(this.gamma, i)) / (this.gamma + 1)
+      if (seen > k) return this.representative(i)
     }
     // Unreachable while counts are consistent; the largest bucket is the safe answer.
-    return (2 * Math.pow(this.gamma, store.hi)) / (this.gamma + 1)
+    return this.representative(store.hi)
+  }
+
+  private representative(index: number): number {
+    return (2 * Math.pow(this.gamma, index)) / (this.gamma + 1)
   }
 
   unsafeReset(): void {
