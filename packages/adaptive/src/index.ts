@@ -25,3 +25,5 @@ export * as ThresholdMonitor from "./ThresholdMonitor.js"
 export * as ProportionalSampler from "./ProportionalSampler.js"
 /** @since 0.1.0 */
 export * as QpsSensor from "./QpsSensor.js"
+/** @since 0.1.0 */
+export * as Vegas from "./Vegas.js"

@@ -1,0 +1,102 @@
+/**
+ * A delay-based concurrency limit in the style of TCP Vegas (DESIGN §5).
+ *
+ * It learns the no-load latency (the smallest round-trip time of a success)
+ * and estimates how many requests wait in the backend's queue:
+ * `queued = limit × (1 − noLoadRtt / rtt)`. With `step = max(1, log10(limit))`:
+ * no queueing (`queued ≤ step`) grows the limit by `beta × step`, a small queue
+ * (`queued < alpha × step`) by `step`, a long one (`queued > beta × step`)
+ * shrinks it by `step`, and in between it holds. So it settles where a little
+ * queueing shows up, before errors do. It decides at most once per round trip
+ * (a request sent before the last change measures the old limit), and only a
+ * limit that is used (in-flight ≥ limit / 2) grows.
+ *
+ * Drops come back fast, so their latency is never taken as the no-load
+ * latency; instead a drop multiplies the limit by `backoffRatio`, once per
+ * burst (drops from requests that were in flight at the previous back-off are
+ * ignored, as in the congestion window).
+ *
+ * A queue that never drains would hide the true no-load latency, and a
+ * backend may become slower for good: every `probeMultiplier × limit`
+ * successes the limit is halved for one round trip and the no-load latency is
+ * re-learned from that round. Deterministic: no randomness.
+ *
+ * @since 0.1.0
+ */
+import type * as Effect from "effect/Effect"
+import type { Options } from "@sluice/core"
+import * as internal from "./internal/vegas.js"
+import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
+
+/**
+ * Options: `initial` (20), `minLimit` (1), `maxLimit` (1000), `alpha` (3) and
+ * `beta` (6) in units of `log10(limit)` with `alpha < beta`, `smoothing` in
+ * (0, 1] (1 = no smoothing), `backoffRatio` in (0, 1) on a drop (0.9), and
+ * `probeMultiplier` (30).
+ *
+ * @since 0.1.0
+ */
+export const VegasOptions = internal.VegasOptions
+
+/**
+ * @since 0.1.0
+ */
+export type VegasOptions = typeof VegasOptions.Encoded
+
+/**
+ * Decoded options.
+ *
+ * @since 0.1.0
+ */
+export type VegasConfig = typeof VegasOptions.Type
+
+/**
+ * A Vegas limit. `noLoadRtt` is the learned no-load latency in milliseconds.
+ *
+ * @since 0.1.0
+ */
+export interface Vegas extends LimitAlgorithm {
+  readonly options: VegasConfig
+  readonly noLoadRtt: number | undefined
+  readonly ignoreBelow: number
+  /** True while a probe round runs at half the limit. */
+  readonly probing: boolean
+}
+
+/**
+ * Makes a Vegas limit, failing with `InvalidOptions` on bad options.
+ *
+ * @example
+ * ```ts
+ * import { Vegas } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const vegas = yield* Vegas.make({ initial: 10 })
+ *   vegas.onSample({ id: 0, nextId: 1, outcome: "success", rtt: 100, inFlight: 10, now: 0 }) // learns 100 ms
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make: (options?: VegasOptions) => Effect.Effect<Vegas, Options.InvalidOptions> = internal.make
+
+/**
+ * Makes a Vegas limit synchronously; throws `InvalidOptions`.
+ *
+ * @since 0.1.0
+ */
+export const unsafeMake: (options?: VegasOptions) => Vegas = internal.unsafeMake
+
+/**
+ * Validates the options now (throws `InvalidOptions`) and returns a factory
+ * that makes one fresh limit per limiter key.
+ *
+ * @example
+ * ```ts
+ * import { ConcurrencyLimiter, Vegas } from "@sluice/adaptive"
+ *
+ * const layer = ConcurrencyLimiter.layer({ algorithm: Vegas.factory({ maxLimit: 200 }) })
+ * ```
+ * @since 0.1.0
+ */
+export const factory: (options?: VegasOptions) => Factory = internal.factory
