@@ -36,6 +36,30 @@ export interface MarkedRetryable {
 }
 
 /**
+ * A number that survives JSON: `Infinity`, `-Infinity` and `NaN` (which
+ * `JSON.stringify` turns into `null`) are encoded as strings.
+ *
+ * @since 0.1.0
+ */
+export const PortableNumber: Schema.Schema<number, number | "Infinity" | "-Infinity" | "NaN"> =
+  Schema.transform(
+    Schema.Union(Schema.Number, Schema.Literal("Infinity", "-Infinity", "NaN")),
+    Schema.Number,
+    {
+      strict: true,
+      decode: (value) => (typeof value === "number" ? value : Number(value)),
+      encode: (value) =>
+        Number.isNaN(value)
+          ? "NaN"
+          : value === Infinity
+            ? "Infinity"
+            : value === -Infinity
+              ? "-Infinity"
+              : value
+    }
+  )
+
+/**
  * A backend refused the work because it is busy: shed, concurrency limit, queue
  * full, or the server said 503. Retryable by the layer immediately above.
  *
@@ -74,8 +98,8 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>("@sluice/co
   "QuotaExceeded",
   {
     tier: Schema.String,
-    limit: Schema.Number,
-    remaining: Schema.Number,
+    limit: PortableNumber,
+    remaining: PortableNumber,
     retryAfter: Schema.Duration,
     client: Schema.optional(Schema.String)
   }
@@ -121,7 +145,7 @@ export class Throttled extends Schema.TaggedError<Throttled>("@sluice/core/Throt
  */
 export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("@sluice/core/CircuitOpen")("CircuitOpen", {
   name: Schema.String,
-  halfOpenAt: Schema.Number,
+  halfOpenAt: PortableNumber,
   retryAfter: Schema.Duration
 }) {
   override get message(): string {

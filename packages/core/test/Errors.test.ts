@@ -20,7 +20,14 @@ describe("Errors", () => {
         client: "c1"
       }),
       new Errors.Throttled({ key: "backend", probability: 0.4 }),
-      new Errors.CircuitOpen({ name: "redis", halfOpenAt: 12345, retryAfter: Duration.infinity }),
+      new Errors.CircuitOpen({ name: "redis", halfOpenAt: 12345, retryAfter: Duration.seconds(3) }),
+      new Errors.CircuitOpen({ name: "isolated", halfOpenAt: Infinity, retryAfter: Duration.infinity }),
+      new Errors.QuotaExceeded({
+        tier: "unlimited",
+        limit: Infinity,
+        remaining: Infinity,
+        retryAfter: Duration.zero
+      }),
       new Errors.DontRetry({
         reason: "attempts",
         attempts: 3,
