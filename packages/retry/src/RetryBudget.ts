@@ -18,6 +18,8 @@
  * @since 0.1.0
  */
 import type { Options } from "@sluice/core"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
@@ -134,6 +136,24 @@ export const unsafeMake: (options?: RetryBudgetOptions) => Service = internal.un
  */
 export const layer: (options?: RetryBudgetOptions) => Layer.Layer<RetryBudget, Options.InvalidOptions> =
   internal.layer as any
+
+/**
+ * A Layer providing {@link RetryBudget} with options read from a `Config`.
+ *
+ * @example
+ * ```ts
+ * import { RetryBudget } from "@sluice/retry"
+ * import { Config } from "effect"
+ *
+ * const layer = RetryBudget.layerConfig(
+ *   Config.all({ ratio: Config.number("RETRY_RATIO"), window: Config.duration("RETRY_WINDOW") })
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const layerConfig: (
+  config: Config.Config<RetryBudgetOptions>
+) => Layer.Layer<RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> = internal.layerConfig as any
 
 /**
  * The budget of `key` from the service in context. Look it up once (e.g. when a

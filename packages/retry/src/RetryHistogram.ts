@@ -13,6 +13,8 @@
  * @since 0.1.0
  */
 import type { Options } from "@sluice/core"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
@@ -124,6 +126,16 @@ export const unsafeMake: (options?: RetryHistogramOptions) => Histogram = intern
  */
 export const layer: (options?: RetryHistogramOptions) => Layer.Layer<RetryHistogram, Options.InvalidOptions> =
   internal.layer as any
+
+/**
+ * A Layer providing {@link RetryHistogram} with options read from a `Config`.
+ *
+ * @since 0.1.0
+ */
+export const layerConfig: (
+  config: Config.Config<RetryHistogramOptions>
+) => Layer.Layer<RetryHistogram, Options.InvalidOptions | ConfigError.ConfigError> =
+  internal.layerConfig as any
 
 /**
  * Parses an attempt number from a header value (or a number). Anything that is not

@@ -1,7 +1,20 @@
 import { Errors, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, FastCheck as fc, Fiber, Layer, Metric, Ref, Schedule, TestClock } from "effect"
+import {
+  Cause,
+  Config,
+  ConfigProvider,
+  Effect,
+  Exit,
+  FastCheck as fc,
+  Fiber,
+  Layer,
+  Metric,
+  Ref,
+  Schedule,
+  TestClock
+} from "effect"
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
   if (Exit.isFailure(exit) && Cause.isFailType(exit.cause)) return exit.cause.error
@@ -169,6 +182,30 @@ describe("RetryBudget", () => {
         available: 0
       })
     }).pipe(Effect.provide(RetryBudget.layer({ ratio: 0, minRetriesPerSecond: 0.2 })))
+  )
+
+  it.effect("layerConfig reads options from a Config and validates them", () =>
+    Effect.gen(function* () {
+      const config = Config.all({
+        ratio: Config.number("RATIO"),
+        minRetriesPerSecond: Config.number("FLOOR")
+      })
+      const read = (map: Record<string, string>) =>
+        Effect.gen(function* () {
+          const budget = yield* RetryBudget.forKey("c")
+          for (let i = 0; i < 100; i++) yield* budget.recordRequest
+          return (yield* budget.stats).allowed
+        }).pipe(
+          Effect.provide(RetryBudget.layerConfig(config)),
+          Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(map)))),
+          Effect.exit
+        )
+      expect(yield* read({ RATIO: "0.2", FLOOR: "0" })).toStrictEqual(Exit.succeed(20))
+      const bad = failureOf(yield* read({ RATIO: "3", FLOOR: "0" }))
+      expect(bad).toBeInstanceOf(Options.InvalidOptions)
+      expect(bad.message).toContain("ratio")
+      expect(Exit.isFailure(yield* read({ FLOOR: "0" }))).toBe(true)
+    })
   )
 
   it("bounds the number of keys, forgetting the least recently used", () => {

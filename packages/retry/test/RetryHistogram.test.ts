@@ -1,7 +1,18 @@
 import { Options } from "@sluice/core"
 import { Retry, RetryHistogram } from "@sluice/retry"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, FastCheck as fc, Layer, Metric, Ref, TestClock } from "effect"
+import {
+  Cause,
+  Config,
+  ConfigProvider,
+  Effect,
+  Exit,
+  FastCheck as fc,
+  Layer,
+  Metric,
+  Ref,
+  TestClock
+} from "effect"
 
 describe("RetryHistogram", () => {
   it.effect("records attempt numbers in a sliding window and reports the share of retries", () =>
@@ -92,6 +103,16 @@ describe("RetryHistogram", () => {
       expect((yield* histogram.snapshot).byAttempt).toEqual([4, 4, 4, 0])
       expect(yield* histogram.shouldRejectRetries).toBe(true)
     })
+  )
+
+  it.effect("layerConfig reads options from a Config", () =>
+    Effect.gen(function* () {
+      const histogram = yield* RetryHistogram.RetryHistogram
+      expect(histogram.options).toMatchObject({ threshold: 0.3, minRequests: 20 })
+    }).pipe(
+      Effect.provide(RetryHistogram.layerConfig(Config.all({ threshold: Config.number("THRESHOLD") }))),
+      Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["THRESHOLD", "0.3"]])))
+    )
   )
 
   it("parseAttempt clamps hostile header values to 0", () => {

@@ -1,5 +1,7 @@
 import { Options, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -133,3 +135,9 @@ export const layer = (
 /** @internal */
 export const forKey = (key: string): Effect.Effect<RB.Budget, never, RetryBudget> =>
   Effect.map(RetryBudget, (service) => service.forKey(key))
+
+/** @internal */
+export const layerConfig = (
+  config: Config.Config<RB.RetryBudgetOptions>
+): Layer.Layer<RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.effect(RetryBudget, Effect.flatMap(config, make))

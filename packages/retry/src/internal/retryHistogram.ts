@@ -1,5 +1,7 @@
 import { Options, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -125,3 +127,9 @@ export const unsafeMake = (options: RH.RetryHistogramOptions = {}): RH.Histogram
 export const layer = (
   options: RH.RetryHistogramOptions = {}
 ): Layer.Layer<RetryHistogram, Options.InvalidOptions> => Layer.effect(RetryHistogram, make(options))
+
+/** @internal */
+export const layerConfig = (
+  config: Config.Config<RH.RetryHistogramOptions>
+): Layer.Layer<RetryHistogram, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.effect(RetryHistogram, Effect.flatMap(config, make))
