@@ -181,7 +181,10 @@ const retryLoop = <A, E, R>(
       if (budget !== undefined) retryBudget.withdrawals.unsafeUpdate(1, config.tags)
       retriesCounter.unsafeUpdate(1, config.tags)
       const attemptNumber = attempts
-      const result = yield* Effect.sleep(Duration.millis(delay)).pipe(
+      // A zero delay must not become a timer (the live clock's setTimeout takes at least 1 ms);
+      // yielding keeps an immediate retry loop fair to other fibers.
+      const wait = delay > 0 ? Effect.sleep(Duration.millis(delay)) : Effect.yieldNow()
+      const result = yield* wait.pipe(
         Effect.zipRight(
           Effect.suspend(() => {
             attemptsCounter.unsafeUpdate(1, config.tags)
