@@ -217,6 +217,25 @@ describe("Retry.policy", () => {
     })
   )
 
+  it.effect("a zero delay arms no timer", () =>
+    Effect.gen(function* () {
+      const clock = yield* Effect.clock
+      const sleeps: Array<number> = []
+      const counting: typeof clock = Object.create(clock, {
+        sleep: { value: (d: Duration.DurationInput) => (sleeps.push(Duration.toMillis(d)), clock.sleep(d)) }
+      })
+      const { calls, effect } = yield* failingWith(overloaded())
+      const exit = yield* effect.pipe(
+        Retry.policy({ maxAttempts: 50, schedule: Schedule.forever }),
+        Effect.exit,
+        Effect.withClock(counting)
+      )
+      expect(yield* Ref.get(calls)).toBe(50)
+      expect(sleeps).toEqual([])
+      expect(failureOf(exit)).toMatchObject({ reason: "attempts", attempts: 50 })
+    })
+  )
+
   it.effect("a schedule that stops ends the retries early", () =>
     Effect.gen(function* () {
       const { calls, effect } = yield* failingWith(overloaded())
