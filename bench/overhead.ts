@@ -1,0 +1,182 @@
+/**
+ * Per-call overhead benchmark: `npm run bench:overhead -- --json [--quick]`.
+ *
+ * The cost of protection on the success path, inside one process, in one run:
+ * - bare: the protected effect alone (`Effect.succeed(1)`);
+ * - sluice: Sluice's full client stack around it, composed as `@sluice/http`'s client
+ *   does it — `Retry.policy` (3 attempts, with a `RetryBudget`) around
+ *   `AdaptiveThrottle.run` around `ConcurrencyLimiter.run` (congestion window);
+ * - naive Effect: `Effect.retry` with a Schedule around `Semaphore.withPermits`;
+ * - cockatiel: `wrap(retry, circuitBreaker, bulkhead)` around an async function
+ *   that resolves at once.
+ *
+ * Services are built once by Layers; every Effect variant runs the same loop shape
+ * (a `for` loop in one `Effect.gen` program that wraps and runs one call per
+ * iteration), so runtime start-up is excluded. Each measurement times `CALLS`
+ * sequential calls after a warm-up; the variants are measured round-robin `REPEATS`
+ * times and the medians are reported.
+ *
+ * Prints one JSON object on stdout (with --json, nothing else).
+ */
+import { AdaptiveThrottle, ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
+import { Retry, RetryBudget } from "@sluice/retry"
+import {
+  bulkhead,
+  circuitBreaker,
+  ConsecutiveBreaker,
+  handleAll,
+  retry as cockatielRetry,
+  wrap
+} from "cockatiel"
+import { Effect, Layer, Schedule } from "effect"
+import { performance } from "node:perf_hooks"
+
+const args = process.argv.slice(2)
+const jsonOnly = args.includes("--json")
+const quick = args.includes("--quick")
+const CALLS = quick ? 20_000 : 200_000
+const WARM_UP = quick ? 10_000 : 100_000
+const REPEATS = quick ? 3 : 5
+const layers = args.includes("--layers")
+const KEY = "backend"
+
+const log = (...parts: Array<unknown>) => {
+  if (!jsonOnly) console.error(...parts)
+}
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+const round = (n: number, digits = 1) => Number(n.toFixed(digits))
+
+/**
+ * The clock of a measurement. The machine is shared (2 cores, other work running), so
+ * by default a measurement is the CPU time this process spent (user + system, all its
+ * threads, so garbage collection is included), which other processes cannot inflate;
+ * `--wall` uses elapsed time instead.
+ */
+const wall = args.includes("--wall")
+const now = (): number => {
+  if (wall) return performance.now()
+  const usage = process.cpuUsage()
+  return (usage.user + usage.system) / 1000
+}
+
+/** Runs `call(i)` `n` times in sequence inside one fiber; returns ns per call. */
+const timeEffect = (call: (i: number) => Effect.Effect<unknown, unknown>, n: number) =>
+  Effect.gen(function* () {
+    const start = now()
+    for (let i = 0; i < n; i++) yield* call(i)
+    return ((now() - start) * 1e6) / n
+  })
+
+/** The same for a promise-returning call, awaited in a plain async loop. */
+const timePromise = (call: () => Promise<unknown>, n: number) =>
+  Effect.promise(async () => {
+    const start = now()
+    for (let i = 0; i < n; i++) await call()
+    return ((now() - start) * 1e6) / n
+  })
+
+const SluiceLayers = Layer.mergeAll(
+  RetryBudget.layer(),
+  AdaptiveThrottle.layer(),
+  ConcurrencyLimiter.layer({ algorithm: CongestionWindow.factory() })
+)
+
+const program = Effect.gen(function* () {
+  const work = Effect.succeed(1)
+
+  // Sluice: built once, wrapped per call as the HTTP client does per request.
+  const budget = yield* RetryBudget.forKey("bench-client")
+  const throttle = yield* AdaptiveThrottle.AdaptiveThrottle
+  const limiters = yield* ConcurrencyLimiter.ConcurrencyLimiter
+  const retrying = Retry.policy({ maxAttempts: 3, budget })
+  const sluiceCall = () => retrying(throttle.run(KEY, limiters.run(KEY, work)))
+
+  // Naive Effect: what a user would write with the built-ins.
+  const semaphore = yield* Effect.makeSemaphore(100)
+  const schedule = Schedule.exponential("10 millis").pipe(
+    Schedule.jittered,
+    Schedule.intersect(Schedule.recurs(2))
+  )
+  const naiveCall = () => Effect.retry(semaphore.withPermits(1)(work), schedule)
+
+  // cockatiel, as its README composes the three policies.
+  const policy = wrap(
+    cockatielRetry(handleAll, { maxAttempts: 2 }),
+    circuitBreaker(handleAll, { halfOpenAfter: 10_000, breaker: new ConsecutiveBreaker(5) }),
+    bulkhead(100, 100)
+  )
+  const fn = async () => 1
+  const cockatielCall = () => policy.execute(fn)
+
+  const variants: Array<readonly [string, (n: number) => Effect.Effect<number, unknown>]> = [
+    ["bare", (n) => timeEffect(() => work, n)],
+    ["sluice", (n) => timeEffect(sluiceCall, n)],
+    ["naiveEffect", (n) => timeEffect(naiveCall, n)],
+    ["cockatiel", (n) => timePromise(cockatielCall, n)]
+  ]
+  if (layers) {
+    // Each layer of the stack alone, to see which one costs what (stderr only).
+    const retryNoBudget = Retry.policy({ maxAttempts: 3 })
+    const limiter = limiters.unsafeGet("layers")
+    variants.push(
+      ["retry+budget", (n) => timeEffect(() => retrying(work), n)],
+      ["retry (no budget)", (n) => timeEffect(() => retryNoBudget(work), n)],
+      ["throttle", (n) => timeEffect(() => throttle.run("layers", work), n)],
+      ["limiter by key", (n) => timeEffect(() => limiters.run("layers", work), n)],
+      ["limiter handle", (n) => timeEffect(() => limiter.run(work), n)],
+      ["semaphore.withPermits", (n) => timeEffect(() => semaphore.withPermits(1)(work), n)],
+      ["Effect.retry(schedule)", (n) => timeEffect(() => Effect.retry(work, schedule), n)]
+    )
+  }
+
+  for (const [name, measure] of variants) {
+    const ns = yield* measure(WARM_UP)
+    log(`warm-up ${name}: ${round(ns)} ns/call`)
+  }
+  const samples: Record<string, Array<number>> = {}
+  if (layers) {
+    for (const [, measure] of variants.slice(4)) yield* measure(WARM_UP)
+  }
+  for (let r = 0; r < REPEATS; r++) {
+    for (const [name, measure] of variants) {
+      const ns = yield* measure(CALLS)
+      ;(samples[name] ??= []).push(ns)
+      log(`round ${r + 1} ${name}: ${round(ns)} ns/call`)
+    }
+  }
+
+  for (const [name] of variants) log(`median ${name}: ${round(median(samples[name]!))} ns/call`)
+
+  // The stack must really have been on the success path the whole time.
+  const limiter = limiters.unsafeGet(KEY)
+  const stats = throttle.unsafeStats(KEY)
+  if (limiter.inFlight !== 0 || stats.accepts !== stats.requests) {
+    return yield* Effect.dieMessage(
+      `unexpected state: inFlight=${limiter.inFlight}, ${JSON.stringify(stats)}`
+    )
+  }
+
+  const bare = median(samples.bare!)
+  const sluice = median(samples.sluice!)
+  const naive = median(samples.naiveEffect!)
+  const cockatiel = median(samples.cockatiel!)
+  return {
+    bareNsPerCall: round(bare),
+    sluiceNsPerCall: round(sluice),
+    addedNsPerCall: round(sluice - bare),
+    naiveEffectNsPerCall: round(naive),
+    cockatielNsPerCall: round(cockatiel),
+    ratioVsCockatiel: round(sluice / cockatiel, 3)
+  }
+})
+
+const result = await Effect.runPromise(program.pipe(Effect.provide(SluiceLayers)))
+log(
+  `calls per measurement: ${CALLS}, repeats: ${REPEATS}, naive/sluice: ${round(result.naiveEffectNsPerCall / result.sluiceNsPerCall, 2)}x`
+)
+console.log(JSON.stringify(result))
