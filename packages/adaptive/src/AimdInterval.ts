@@ -7,16 +7,21 @@
  * - `signal(false)` (clear): the interval shrinks by `step`, down to `min` — the rate
  *   creeps back.
  *
+ * Fair sharing needs one more word. With a fixed `step` on the *interval*, a client
+ * that saves more often also shrinks its interval more often, so among many clients
+ * following one server signal the fast ones get faster and the slow ones slower: they
+ * end up equal only when pinned to a bound. The alternative `rateStep` mode is
+ * classic AIMD on the rate (Chiu–Jain): on a clear signal the *rate* `1/interval`
+ * grows by `rateStep` per second of the interval just waited (a linear ramp in time,
+ * the same for every client), while a throttle still multiplies the interval by
+ * `factor`. Since each throttle cuts a fast client by more, clients converge to
+ * equal rates; the `autosave` simulation scenario measures this (see its report for
+ * both modes).
+ *
  * The controller is exposed as a `Schedule` (`schedule`, or `scheduleFrom` which also
  * reads the signal from each run's result), so it plugs into `Effect.repeat` and
  * `Effect.schedule`. Each recurrence waits the *current* interval, read when the
  * recurrence is decided, so a signal takes effect from the next wait on.
- *
- * Many clients that follow the same signal converge: every throttle multiplies all
- * intervals by the same factor and every clear moves them by the same step, so
- * clients that hit a bound (`min` or `max`) collapse onto it and stay together from
- * then on; the `autosave` simulation scenario measures the fairness of the shared
- * capacity.
  *
  * Metrics (tagged `name`): `sluice_aimd_interval_ms` (gauge, the current interval) and
  * `sluice_aimd_interval_signals` (counter, tagged `throttled`).
@@ -50,7 +55,10 @@ export type TypeId = typeof TypeId
  * `InvalidOptions` naming the field):
  *
  * - `min`, `max`: positive durations, `min ≤ max`.
- * - `step`: positive duration subtracted on a clear signal.
+ * - exactly one of `step` (positive duration subtracted from the interval on a clear
+ *   signal) or `rateStep` (positive number: on a clear signal the rate grows by
+ *   `rateStep` saves per second for every second of the interval just waited, i.e.
+ *   `1/I ← 1/I + rateStep × I`, `I` in seconds).
  * - `factor`: finite number > 1 (default 2) multiplying the interval on a throttle.
  * - `initial`: where the interval starts (default `min`), within `[min, max]`.
  * - `name`: tags the metrics (default `"default"`).
@@ -60,7 +68,8 @@ export type TypeId = typeof TypeId
 export interface AimdIntervalOptions {
   readonly min: Duration.DurationInput
   readonly max: Duration.DurationInput
-  readonly step: Duration.DurationInput
+  readonly step?: Duration.DurationInput | undefined
+  readonly rateStep?: number | undefined
   readonly factor?: number | undefined
   readonly initial?: Duration.DurationInput | undefined
   readonly name?: string | undefined
@@ -83,7 +92,9 @@ export interface AimdInterval extends Pipeable {
   readonly name: string
   readonly min: Duration.Duration
   readonly max: Duration.Duration
-  readonly step: Duration.Duration
+  /** The interval step (`undefined` in `rateStep` mode). */
+  readonly step: Duration.Duration | undefined
+  readonly rateStep: number | undefined
   readonly factor: number
   /** Feeds one signal in; returns the new interval. */
   signal(throttled: boolean): Effect.Effect<Duration.Duration>

@@ -87,6 +87,62 @@ describe("AimdInterval", () => {
     })
   )
 
+  it.effect("rateStep mode: a clear signal raises the rate by rateStep per second waited", () =>
+    Effect.sync(() => {
+      const aimd = AimdInterval.unsafeMake({
+        min: "100 millis",
+        max: "1 minute",
+        rateStep: 0.25,
+        initial: "2 seconds"
+      })
+      expect(aimd.step).toBeUndefined()
+      expect(aimd.unsafeSignal(false)).toBeCloseTo(1000, 6) // 1/2 + 0.25 × 2 = 1 per second
+      expect(aimd.unsafeSignal(false)).toBeCloseTo(800, 6) // 1 + 0.25 × 1 = 1.25 per second
+      expect(aimd.unsafeSignal(true)).toBeCloseTo(1600, 6)
+      for (let i = 0; i < 1000; i++) aimd.unsafeSignal(false)
+      expect(aimd.unsafeInterval()).toBe(100)
+    })
+  )
+
+  // 7 clients, each wanting a save every 0.5 s (14/s in total); the server throttles
+  // while more than 30 saves arrived in the last 5 s (6/s). They start far apart.
+  const shareCapacity = (options: { readonly step: number } | { readonly rateStep: number }) => {
+    let seed = 42
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648
+    const clients = [0.5, 1, 2, 4, 8, 16, 30].map((initial) => ({
+      aimd: AimdInterval.unsafeMake({ min: 500, max: "30 seconds", initial: initial * 1000, ...options }),
+      next: random() * 1000,
+      saves: 0
+    }))
+    const arrivals: Array<number> = []
+    for (;;) {
+      const client = clients.reduce((a, b) => (a.next < b.next ? a : b))
+      const now = client.next
+      if (now > 600_000) break
+      while (arrivals.length > 0 && arrivals[0]! <= now - 5000) arrivals.shift()
+      arrivals.push(now)
+      if (now > 300_000) client.saves++
+      const interval = client.aimd.unsafeSignal(arrivals.length > 30)
+      client.next = now + interval * (0.95 + 0.1 * random())
+    }
+    const rates = clients.map((c) => c.saves / 300)
+    const total = rates.reduce((a, b) => a + b, 0)
+    return { total, fairness: (total * total) / (rates.length * rates.reduce((a, b) => a + b * b, 0)) }
+  }
+
+  it.effect(
+    "rateStep mode: clients sharing a capacity through one throttle signal converge to equal rates",
+    () =>
+      Effect.sync(() => {
+        const { fairness, total } = shareCapacity({ rateStep: 0.2 })
+        expect(fairness).toBeGreaterThan(0.99)
+        expect(total).toBeGreaterThan(5)
+        expect(total).toBeLessThan(6.5)
+        // the interval-step mode, same run: the fast clients keep the capacity (see the module doc)
+        expect(shareCapacity({ step: 250 }).fairness).toBeLessThan(0.9)
+      })
+  )
+
   it.effect("the interval always stays within [min, max] (property)", () =>
     Effect.sync(() => {
       fc.assert(
@@ -133,7 +189,10 @@ describe("AimdInterval", () => {
         [{ ...base, step: -1 }, /step/],
         [{ ...base, factor: 1 }, /factor/],
         [{ ...base, factor: Number.NaN }, /factor/],
-        [{ ...base, initial: "1 minute" }, /initial/]
+        [{ ...base, initial: "1 minute" }, /initial/],
+        [{ min: 1, max: 2 }, /step/],
+        [{ ...base, rateStep: 1 }, /step/],
+        [{ min: 1, max: 2, rateStep: 0 }, /rateStep/]
       ]
       for (const [options, field] of cases) {
         const exit = yield* Effect.exit(AimdInterval.make(options))

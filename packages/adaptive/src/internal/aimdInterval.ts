@@ -18,7 +18,8 @@ export const AimdIntervalOptions = Schema.Struct({
   name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
   min: Options.PositiveDuration,
   max: Options.PositiveDuration,
-  step: Options.PositiveDuration,
+  step: Schema.optional(Options.PositiveDuration),
+  rateStep: Schema.optional(Options.PositiveNumber),
   factor: Schema.optionalWith(
     Schema.Number.pipe(
       Schema.filter((n) => Number.isFinite(n) && n > 1, {
@@ -30,6 +31,9 @@ export const AimdIntervalOptions = Schema.Struct({
   initial: Schema.optional(Options.PositiveDuration)
 }).pipe(
   Schema.filter((o) => {
+    if ((o.step === undefined) === (o.rateStep === undefined)) {
+      return { path: ["step"], message: "give exactly one of step (interval) or rateStep (rate)" }
+    }
     if (Duration.greaterThan(o.min, o.max)) {
       return { path: ["min"], message: "min must not exceed max" }
     }
@@ -57,6 +61,8 @@ class AimdIntervalImpl implements A.AimdInterval {
   private readonly minMs: number
   private readonly maxMs: number
   private readonly stepMs: number
+  /** rate increase per second of clear time, in 1/ms per ms (0 in interval mode) */
+  private readonly ratePerMs2: number
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   private readonly throttledTags: ReadonlyArray<MetricLabel.MetricLabel>
   private readonly clearTags: ReadonlyArray<MetricLabel.MetricLabel>
@@ -64,13 +70,15 @@ class AimdIntervalImpl implements A.AimdInterval {
     readonly name: string,
     min: Duration.Duration,
     max: Duration.Duration,
-    step: Duration.Duration,
+    step: Duration.Duration | undefined,
+    readonly rateStep: number | undefined,
     readonly factor: number,
     initial: Duration.Duration
   ) {
     this.minMs = Duration.toMillis(min)
     this.maxMs = Duration.toMillis(max)
-    this.stepMs = Duration.toMillis(step)
+    this.stepMs = step === undefined ? 0 : Duration.toMillis(step)
+    this.ratePerMs2 = rateStep === undefined ? 0 : rateStep / 1e6
     this.current = Duration.toMillis(initial)
     this.tags = [MetricLabel.make("name", name)]
     this.throttledTags = [...this.tags, MetricLabel.make("throttled", "true")]
@@ -84,12 +92,15 @@ class AimdIntervalImpl implements A.AimdInterval {
     return Duration.millis(this.maxMs)
   }
   get step() {
-    return Duration.millis(this.stepMs)
+    return this.rateStep === undefined ? Duration.millis(this.stepMs) : undefined
   }
   unsafeSignal(throttled: boolean): number {
     this.current = throttled
       ? Math.min(this.maxMs, this.current * this.factor)
-      : Math.max(this.minMs, this.current - this.stepMs)
+      : this.rateStep === undefined
+        ? Math.max(this.minMs, this.current - this.stepMs)
+        : // rate 1/I grows by rateStep per second over the interval just waited
+          Math.max(this.minMs, 1 / (1 / this.current + this.ratePerMs2 * this.current))
     signalCounter.unsafeUpdate(1, throttled ? this.throttledTags : this.clearTags)
     intervalGauge.unsafeUpdate(this.current, this.tags)
     return this.current
@@ -135,7 +146,7 @@ const decode = Options.decode(
 )
 
 const build = (o: Schema.Schema.Type<typeof AimdIntervalOptions>): A.AimdInterval =>
-  new AimdIntervalImpl(o.name, o.min, o.max, o.step, o.factor, o.initial ?? o.min)
+  new AimdIntervalImpl(o.name, o.min, o.max, o.step, o.rateStep, o.factor, o.initial ?? o.min)
 
 /** @internal */
 export const unsafeMake = (options: A.AimdIntervalOptions): A.AimdInterval => build(decodeSync(options))
