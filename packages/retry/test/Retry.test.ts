@@ -222,7 +222,7 @@ describe("Retry.policy", () => {
       const clock = yield* Effect.clock
       const sleeps: Array<number> = []
       const counting: typeof clock = Object.create(clock, {
-        sleep: { value: (d: Duration.DurationInput) => (sleeps.push(Duration.toMillis(d)), clock.sleep(d)) }
+        sleep: { value: (d: Duration.Duration) => (sleeps.push(Duration.toMillis(d)), clock.sleep(d)) }
       })
       const { calls, effect } = yield* failingWith(overloaded())
       const exit = yield* effect.pipe(
