@@ -489,6 +489,14 @@ describe("ConcurrencyLimiter", () => {
         expect(failureOf(layerExit)).toBeInstanceOf(Options.InvalidOptions)
       }
       expect(() => ConcurrencyLimiter.unsafeMake({ maxQueue: -1 })).toThrow(/maxQueue/)
+      // a factory that throws InvalidOptions fails construction, not the first call
+      const badFactory = () => CongestionWindow.unsafeMake({ factor: 2 })
+      const serviceError = failureOf(
+        yield* Effect.exit(ConcurrencyLimiter.makeService({ algorithm: badFactory }))
+      )
+      expect((serviceError as Options.InvalidOptions).message).toMatch(/factor/)
+      const limiterError = failureOf(yield* Effect.exit(ConcurrencyLimiter.make({ algorithm: badFactory })))
+      expect((limiterError as Options.InvalidOptions).message).toMatch(/factor/)
     })
   )
 })

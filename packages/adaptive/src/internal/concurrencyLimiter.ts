@@ -407,9 +407,23 @@ const makeLimiter = (config: typeof LimiterOptions.Type): LimiterImpl =>
 export const unsafeMake = (options: CL.LimiterOptions = {}): CL.Limiter =>
   makeLimiter(decodeLimiterSync(options))
 
+/**
+ * Runs a construction step that may throw `InvalidOptions` (a user factory such as
+ * `() => CongestionWindow.unsafeMake(...)`): that error goes to the failure channel,
+ * anything else is a defect.
+ */
+const tryConstruct = <A>(f: () => A): Effect.Effect<A, Options.InvalidOptions> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(f())
+    } catch (error) {
+      return error instanceof Options.InvalidOptions ? Effect.fail(error) : Effect.die(error)
+    }
+  })
+
 /** @internal */
 export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter, Options.InvalidOptions> =>
-  Effect.map(decodeLimiter(options), makeLimiter)
+  Effect.flatMap(decodeLimiter(options), (config) => tryConstruct(() => makeLimiter(config)))
 
 class ServiceImpl implements CL.Service {
   private readonly limiters = new Map<string, LimiterImpl>()
@@ -461,7 +475,14 @@ export const ConcurrencyLimiter = Context.GenericTag<CL.ConcurrencyLimiter, CL.S
 export const makeService = (
   options: CL.ServiceOptions = {}
 ): Effect.Effect<CL.Service, Options.InvalidOptions> =>
-  Effect.map(decodeService(options), (config) => new ServiceImpl(config))
+  Effect.flatMap(decodeService(options), (config) =>
+    tryConstruct(() => {
+      // Limiters are made on demand: try the factory once now, so bad algorithm
+      // options fail at construction rather than on the first call.
+      if (config.algorithm !== undefined) config.algorithm("")
+      return new ServiceImpl(config) as CL.Service
+    })
+  )
 
 /** @internal */
 export const layer = (
