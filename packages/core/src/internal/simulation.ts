@@ -41,6 +41,7 @@ export interface RunOptions {
   readonly startMillis?: number | undefined
   readonly maxDuration?: Duration.DurationInput | undefined
   readonly onProgress?: ((elapsedMillis: number) => void) | undefined
+  readonly tracing?: boolean | undefined
 }
 
 /** @internal */
@@ -264,6 +265,8 @@ export const run = <A, E, R>(
         Effect.withClock(clock)
       ) as Effect.Effect<A, E, Exclude<R, Recorder>>
       if (options.seed !== undefined) program = Effect.withRandom(program, Random.make(options.seed))
+      // Spans of virtual time are rarely wanted and cost more than the work they wrap.
+      if (options.tracing !== true) program = Effect.withTracerEnabled(program, false)
       let exit: Exit.Exit<A, E> | undefined = undefined
       let events = 0
       let timedOut = false

@@ -1,0 +1,87 @@
+/**
+ * The demo: every strategy on overload-2000 in virtual time, a table, and SVG charts
+ * in out/.
+ *
+ *   npm run demo
+ */
+import { Effect } from "effect"
+import { mkdir, writeFile } from "node:fs/promises"
+import { join } from "node:path"
+import { demoCharts, renderSvg } from "./charts.js"
+import { runOne, type SimRun } from "./run.js"
+import { findScenario } from "./scenarios.js"
+import { strategies } from "./strategies.js"
+
+const OUT = "out"
+const SCENARIO = "overload-2000"
+
+const pad = (s: string, n: number) => s.padEnd(n)
+const lpad = (s: string, n: number) => s.padStart(n)
+
+export const formatTable = (runs: ReadonlyArray<SimRun>): string => {
+  const header = [
+    "strategy",
+    "succeeded",
+    "attempts",
+    "failed",
+    "efficiency",
+    "completion",
+    "x optimal",
+    "wall"
+  ]
+  const rows = runs.map((r) => {
+    const j = r.json
+    const efficiency = j.attempts === 0 ? 0 : (j.attempts - j.failedAttempts) / j.attempts
+    return [
+      j.strategy,
+      `${j.succeeded}/${j.operations}`,
+      String(j.attempts),
+      String(j.failedAttempts),
+      `${(100 * efficiency).toFixed(1)}%`,
+      `${j.completionSeconds.toFixed(2)} s`,
+      // A run that lost operations has no meaningful completion ratio.
+      j.succeeded === j.operations ? (j.completionSeconds / j.optimalSeconds).toFixed(2) : "-",
+      `${j.wallMs.toFixed(0)} ms`
+    ]
+  })
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((c, i) => (i === 0 ? pad(c, widths[i]!) : lpad(c, widths[i]!))).join("  ")
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
+}
+
+const main = async () => {
+  const started = performance.now()
+  const scenario = findScenario(SCENARIO)!
+  const tty = process.stdout.isTTY === true
+  process.stdout.write(`Sluice simulation: ${scenario.name}\n  ${scenario.description}\n\n`)
+  const runs: Array<SimRun> = []
+  for (const [i, strategy] of strategies.entries()) {
+    const label = `[${i + 1}/${strategies.length}] ${strategy.name}`
+    const progress = (elapsedMillis: number) => {
+      if (tty) process.stdout.write(`\r${label}: ${(elapsedMillis / 1000).toFixed(1)} s virtual...`)
+    }
+    if (!tty) process.stdout.write(`${label}...`)
+    const run = await Effect.runPromise(runOne(scenario, strategy, { seed: 1, onProgress: progress }))
+    runs.push(run)
+    const j = run.json
+    process.stdout.write(
+      `${tty ? `\r${label}:` : ""} ${j.completionSeconds.toFixed(1)} s virtual, ${j.attempts} attempts, ${j.wallMs.toFixed(0)} ms wall${tty ? "          " : ""}\n`
+    )
+  }
+  process.stdout.write(`\noptimal completion: ${runs[0]!.json.optimalSeconds.toFixed(2)} s\n\n`)
+  process.stdout.write(`${formatTable(runs)}\n\n`)
+
+  await mkdir(OUT, { recursive: true })
+  const charts = demoCharts(scenario.name, runs)
+  for (const [file, spec] of Object.entries(charts)) {
+    await writeFile(join(OUT, file), await renderSvg(spec))
+    process.stdout.write(`wrote ${join(OUT, file)}\n`)
+  }
+  process.stdout.write(`\ndone in ${((performance.now() - started) / 1000).toFixed(1)} s wall\n`)
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,63 @@
+/**
+ * Scenarios the simulation CLI and demo know, by name. A scenario runs one strategy
+ * in virtual time and reports the common figures; the three built-in ones drive a
+ * `Simulation.Workload` against a slot server. To add a scenario of another shape
+ * (periodic work, workers, a throttled backend), add an entry whose `run` builds its
+ * own program with `Simulation.run` and returns a {@link ScenarioResult}.
+ */
+import { Simulation } from "@sluice/core"
+import type { Options } from "@sluice/core"
+import { Effect } from "effect"
+import type { Strategy } from "./strategies.js"
+
+/** What every scenario reports (times in virtual milliseconds). */
+export interface ScenarioResult {
+  readonly operations: number
+  readonly succeeded: number
+  readonly attempts: number
+  readonly failedAttempts: number
+  readonly completionMillis: number
+  readonly optimalMillis: number
+  /** Jain's index of per-client goodput, for scenarios with several clients. */
+  readonly fairness?: number | undefined
+  readonly timeSeries: Simulation.TimeSeries
+  /** The scenario's own full report, for tests and charts. */
+  readonly detail: unknown
+}
+
+export interface Scenario {
+  readonly name: string
+  readonly description: string
+  readonly run: (
+    strategy: Strategy,
+    options: Simulation.RunOptions
+  ) => Effect.Effect<ScenarioResult, Options.InvalidOptions>
+}
+
+/** A scenario that drives a `Simulation.Workload` (one slot server, open-loop arrivals). */
+export const workloadScenario = (workload: Simulation.Workload, reportFairness = false): Scenario => ({
+  name: workload.name,
+  description: workload.description ?? "",
+  run: (strategy, options) =>
+    Effect.map(Simulation.runWorkload(workload, strategy.make, options), (report) => ({
+      operations: report.operations,
+      succeeded: report.succeeded,
+      attempts: report.attempts,
+      failedAttempts: report.failedAttempts,
+      completionMillis: report.completionMillis,
+      optimalMillis: report.optimalMillis,
+      fairness: reportFairness ? report.fairness : undefined,
+      timeSeries: report.timeSeries,
+      detail: report
+    }))
+})
+
+export const scenarios: ReadonlyArray<Scenario> = [
+  workloadScenario(Simulation.overload2000),
+  workloadScenario(Simulation.capacityDrop),
+  workloadScenario(Simulation.manyClients, true)
+]
+
+export const scenarioNames = (): ReadonlyArray<string> => scenarios.map((s) => s.name)
+
+export const findScenario = (name: string): Scenario | undefined => scenarios.find((s) => s.name === name)

@@ -1,0 +1,108 @@
+/**
+ * Client strategies for the simulation, each assembled only from the public APIs of
+ * @sluice/retry and @sluice/adaptive: the same values a service would deploy.
+ *
+ * To add one, put a {@link Strategy} in {@link strategies}.
+ */
+import { Aimd, ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
+import type { Options, Simulation } from "@sluice/core"
+import { Backoff, Retry, RetryBudget } from "@sluice/retry"
+import { Effect, Schedule } from "effect"
+import type { Scope } from "effect"
+
+/** A named way for a client to send its operations. `make` builds one client per index. */
+export interface Strategy {
+  readonly name: string
+  readonly description: string
+  readonly make: (index: number) => Effect.Effect<Simulation.Client, Options.InvalidOptions, Scope.Scope>
+}
+
+/** `Retry.policy` needs a finite attempt cap; this one is never reached in practice. */
+const UNLIMITED_ATTEMPTS = Number.MAX_SAFE_INTEGER
+
+/** The retry immediately, no delay: pacing comes from the concurrency limiter. */
+const immediately = Schedule.forever
+
+const exponentialBackoff = () =>
+  Backoff.exponential({ base: "50 millis", factor: 2, max: "30 seconds" }).pipe(Backoff.jitter("full"))
+
+/** Retries (immediately) around a concurrency limiter built from a limit algorithm. */
+const limited =
+  (algorithm: () => ConcurrencyLimiter.LimiterOptions["algorithm"]) =>
+  (index: number): Effect.Effect<Simulation.Client, Options.InvalidOptions, Scope.Scope> =>
+    Effect.map(
+      ConcurrencyLimiter.make({ key: `client-${index}`, algorithm: algorithm(), maxQueue: 1_000_000 }),
+      (limiter) => {
+        const retry = Retry.policy({ maxAttempts: UNLIMITED_ATTEMPTS, schedule: immediately })
+        return {
+          run: (attempt) => retry(limiter.run(attempt)),
+          gauges: { cwnd: () => limiter.limit, queued: () => limiter.queued }
+        }
+      }
+    )
+
+const naive: Strategy = {
+  name: "naive",
+  description: "retry immediately, up to 10 attempts",
+  make: () =>
+    Effect.sync(() => {
+      const retry = Retry.policy({ maxAttempts: 10, schedule: immediately })
+      return { run: (attempt) => retry(attempt) }
+    })
+}
+
+const exponential: Strategy = {
+  name: "exponential",
+  description: "exponential backoff from 50 ms, x2, max 30 s, full jitter, until success",
+  make: () =>
+    Effect.sync(() => {
+      const retry = Retry.policy({ maxAttempts: UNLIMITED_ATTEMPTS, schedule: exponentialBackoff() })
+      return { run: (attempt) => retry(attempt) }
+    })
+}
+
+const exponentialBudget: Strategy = {
+  name: "exponential-budget",
+  description: "the same backoff, at most 3 attempts, retries within a 10% retry budget",
+  make: (index) =>
+    Effect.map(RetryBudget.make({ ratio: 0.1 }), (budgets) => {
+      const retry = Retry.policy({
+        maxAttempts: 3,
+        schedule: exponentialBackoff(),
+        budget: budgets.forKey(`client-${index}`)
+      })
+      return { run: (attempt) => retry(attempt) }
+    })
+}
+
+const cwndTahoe: Strategy = {
+  name: "cwnd-tahoe",
+  description: "congestion window (Tahoe: back to 20 on overload, factor 0.5), immediate retries",
+  make: limited(() => CongestionWindow.factory({ variant: "tahoe", factor: 0.5 }))
+}
+
+const cwndReno: Strategy = {
+  name: "cwnd-reno",
+  description: "congestion window (Reno, factor 0.9), immediate retries",
+  make: limited(() => CongestionWindow.factory({ variant: "reno", factor: 0.9 }))
+}
+
+const aimd: Strategy = {
+  name: "aimd",
+  description: "AIMD concurrency limit (x0.9 on overload, +1 per success while used), immediate retries",
+  make: limited(() => Aimd.factory())
+}
+
+/** Every strategy by name, in the order the demo shows them. */
+export const strategies: ReadonlyArray<Strategy> = [
+  naive,
+  exponential,
+  exponentialBudget,
+  cwndTahoe,
+  cwndReno,
+  aimd
+]
+
+export const strategyNames = (): ReadonlyArray<string> => strategies.map((s) => s.name)
+
+export const findStrategy = (name: string): Strategy | undefined => strategies.find((s) => s.name === name)
