@@ -113,13 +113,18 @@ describe("Retry.policy", () => {
     Effect.gen(function* () {
       const { calls, effect: bottom } = yield* failingWith(overloaded())
       const layer = Retry.policy({ maxAttempts: 3 })
-      const middle = layer(bottom)
-      const upper = layer(middle)
-      const top = layer(upper)
+      // Count how often each layer's policy is entered, to report the attempts per layer.
+      const entered = yield* Ref.make({ layer1: 0, layer2: 0, layer3: 0 })
+      const count = (key: "layer1" | "layer2" | "layer3") =>
+        Ref.update(entered, (n) => ({ ...n, [key]: n[key] + 1 }))
+      const layer1 = layer(bottom) // directly above the bottom: the only layer that retries
+      const layer2 = layer(Effect.zipRight(count("layer1"), layer1))
+      const layer3 = layer(Effect.zipRight(count("layer2"), layer2))
+      const top = Effect.zipRight(count("layer3"), layer3)
       expectTypeOf(top).toEqualTypeOf<Effect.Effect<never, Errors.DontRetry>>()
       const exit = yield* runWithClock(top)
-      const bottomCalls = yield* Ref.get(calls)
-      expect(bottomCalls).toBe(3)
+      expect(yield* Ref.get(calls)).toBe(3)
+      expect(yield* Ref.get(entered)).toEqual({ layer1: 1, layer2: 1, layer3: 1 })
       expect(failureOf(exit)).toMatchObject({ _tag: "DontRetry", reason: "attempts", attempts: 3 })
 
       // The same stack with a naive retry at every layer multiplies the load.
