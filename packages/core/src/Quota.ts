@@ -26,6 +26,7 @@ import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import type { QuotaExceeded } from "./Errors.js"
 import * as internal from "./internal/quota.js"
 import type { InvalidOptions } from "./Options.js"
@@ -87,13 +88,14 @@ export interface Service extends internal.QuotaService {}
 export class Quota extends Context.Tag("@sluice/core/Quota")<Quota, Service>() {}
 
 /**
- * Makes the service from a store and a configuration.
+ * Makes the service from a store and a configuration. The scope owns the fiber
+ * that enforces store deadlines.
  *
  * @since 0.1.0
  */
 export const make = (
   options: QuotaOptions = {}
-): Effect.Effect<Service, InvalidOptions, QuotaStore | QuotaConfig> =>
+): Effect.Effect<Service, InvalidOptions, QuotaStore | QuotaConfig | Scope.Scope> =>
   Effect.flatMap(Effect.all([QuotaStore, QuotaConfig]), ([store, config]) =>
     internal.make(store, config, options)
   )
@@ -119,7 +121,7 @@ export const make = (
  */
 export const layer = (
   options: QuotaOptions = {}
-): Layer.Layer<Quota, InvalidOptions, QuotaStore | QuotaConfig> => Layer.effect(Quota, make(options))
+): Layer.Layer<Quota, InvalidOptions, QuotaStore | QuotaConfig> => Layer.scoped(Quota, make(options))
 
 /**
  * Counts a request (or `cost` units) against every tier of the client's plan.

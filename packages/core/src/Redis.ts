@@ -297,39 +297,49 @@ const parseReply = (reply: Array<unknown>, plan: CompiledPlan): StoreResult => {
  */
 export const makeStoreFromClient = (redis: Client, prefix = "sluice:quota:"): Store => {
   const name = "redis"
-  const fail = (error: Error) =>
-    Effect.fail(new QuotaStoreError({ store: name, reason: errorReason(error), message: error.message }))
+  const toError = (error: unknown) => {
+    const e = error instanceof Error ? error : new Error(String(error))
+    return new QuotaStoreError({ store: name, reason: errorReason(e), message: e.message })
+  }
+  const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback) => {
+    const keys = keysFor(prefix, client, plan)
+    const args: Array<string | number> = [keys.length, ...keys, cost, ...plan.redisArgs]
+    const settle = (error: Error | null | undefined, reply: unknown) => {
+      if (error) return callback(toError(error), undefined)
+      let result: StoreResult
+      try {
+        result = parseReply(reply as Array<unknown>, plan)
+      } catch (e) {
+        return callback(toError(e), undefined)
+      }
+      callback(undefined, result)
+    }
+    try {
+      ;(redis as any).evalsha(scriptSha, ...args, (error: Error | null | undefined, reply: unknown) => {
+        if (error && error.message.startsWith("NOSCRIPT")) {
+          // the server lost its script cache (restart, SCRIPT FLUSH, another cluster node): EVAL loads it
+          try {
+            ;(redis as any).eval(script, ...args, settle)
+          } catch (e) {
+            callback(toError(e), undefined)
+          }
+          return
+        }
+        settle(error, reply)
+      })
+    } catch (e) {
+      callback(toError(e), undefined)
+    }
+  }
   return {
     name,
     remote: true,
+    checkCallback,
     check: (client, plan, cost) =>
       Effect.async<StoreResult, QuotaStoreError>((resume) => {
-        const keys = keysFor(prefix, client, plan)
-        const args: Array<string | number> = [keys.length, ...keys, cost, ...plan.redisArgs]
-        const onReply = (error: Error | null | undefined, reply: unknown) => {
-          if (error) {
-            if (error.message.startsWith("NOSCRIPT")) {
-              // the server lost its script cache (restart, SCRIPT FLUSH, new cluster node): EVAL loads it
-              ;(redis as any).eval(script, ...args, (e: Error | null | undefined, r: unknown) => {
-                if (e) resume(fail(e))
-                else resume(Effect.succeed(parseReply(r as Array<unknown>, plan)))
-              })
-              return
-            }
-            resume(fail(error))
-            return
-          }
-          try {
-            resume(Effect.succeed(parseReply(reply as Array<unknown>, plan)))
-          } catch (e) {
-            resume(fail(e instanceof Error ? e : new Error(String(e))))
-          }
-        }
-        try {
-          ;(redis as any).evalsha(scriptSha, ...args, onReply)
-        } catch (e) {
-          resume(fail(e instanceof Error ? e : new Error(String(e))))
-        }
+        checkCallback(client, plan, cost, (error, result) =>
+          resume(error === undefined ? Effect.succeed(result!) : Effect.fail(error))
+        )
       })
   }
 }

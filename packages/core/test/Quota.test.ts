@@ -1,6 +1,6 @@
 import { Errors, Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, FastCheck as fc, Layer, TestClock } from "effect"
+import { Duration, Effect, Exit, FastCheck as fc, Fiber, Layer, TestClock } from "effect"
 import { Reference, type RefTier } from "./quota/reference.js"
 
 const twoTier: QuotaConfig.PlanInput = {
@@ -210,6 +210,55 @@ describe("Quota (memory store)", () => {
     })
   )
 
+  it.effect(
+    "a remote store that never answers: the deadline (TestClock) decides, then the breaker stops calling it",
+    () =>
+      Effect.gen(function* () {
+        let calls = 0
+        // a remote store whose calls never complete, like a paused Redis
+        const silent: QuotaStore.Store = {
+          name: "silent",
+          remote: true,
+          check: () => Effect.never,
+          checkCallback: () => {
+            calls++
+          }
+        }
+        const layer = Quota.layer({
+          deadline: "15 millis",
+          breaker: { consecutiveFailures: 3, openFor: "1 second" }
+        }).pipe(
+          Layer.provide(Layer.succeed(QuotaStore.QuotaStore, silent)),
+          Layer.provide(QuotaConfig.layer({ default: twoTier }))
+        )
+        yield* Effect.gen(function* () {
+          const quota = yield* Quota.Quota
+          const fiber = yield* Effect.fork(quota.check("c"))
+          yield* TestClock.adjust(Duration.millis(14))
+          expect(fiber.unsafePoll()).toBeNull()
+          yield* TestClock.adjust(Duration.millis(1))
+          const first = yield* Fiber.join(fiber)
+          expect(first).toMatchObject({ allowed: true, source: "fail-open" })
+          for (let i = 0; i < 2; i++) {
+            const f = yield* Effect.fork(quota.check("c"))
+            yield* TestClock.adjust(Duration.millis(15))
+            expect((yield* Fiber.join(f)).source).toBe("fail-open")
+          }
+          expect(calls).toBe(3)
+          expect(yield* quota.breaker!.state).toBe("open")
+          // open: answered at once, without calling the store
+          for (let i = 0; i < 10; i++) expect((yield* quota.check("c")).source).toBe("fail-open")
+          expect(calls).toBe(3)
+          // after the probe interval one probe goes through
+          yield* TestClock.adjust(Duration.seconds(1))
+          const probe = yield* Effect.fork(quota.check("c"))
+          yield* TestClock.adjust(Duration.millis(15))
+          expect((yield* Fiber.join(probe)).source).toBe("fail-open")
+          expect(calls).toBe(4)
+        }).pipe(Effect.provide(layer))
+      })
+  )
+
   it.effect("rejects bad options and bad costs", () =>
     Effect.gen(function* () {
       const exit = yield* Effect.exit(QuotaStore.makeMemory({ maxClients: 0 }))
@@ -224,6 +273,6 @@ describe("Quota (memory store)", () => {
         Quota.check("x", { cost: 0.5 }).pipe(Effect.provide(quotaLayer(twoTier)))
       )
       expect(Exit.isFailure(cost) && String(cost.cause)).toMatch(/cost/)
-    })
+    }).pipe(Effect.scoped)
   )
 })

@@ -14,6 +14,8 @@ import { MemoryQuotaState } from "./quotaMemory.js"
 import type { CompiledPlan, StoreResult, TierDecision } from "./quotaPlan.js"
 import { QuotaStoreError } from "./quotaPlan.js"
 import type { Store } from "./quotaStore.js"
+import { DeadlineQueue } from "./deadlines.js"
+import type * as Scope from "effect/Scope"
 
 /** @internal */
 export const FailureMode = Schema.Literal("fail-open", "fail-closed", "fallback")
@@ -150,7 +152,7 @@ export const make = (
   store: Store,
   config: QuotaConfigService,
   input: QuotaOptions = {}
-): Effect.Effect<QuotaService, Options.InvalidOptions> =>
+): Effect.Effect<QuotaService, Options.InvalidOptions, Scope.Scope> =>
   Effect.gen(function* () {
     const options = yield* Options.decode("Quota", QuotaOptions)(input)
     const clock = yield* Effect.clock
@@ -236,6 +238,26 @@ export const make = (
       )
 
     const unsafeCheck = store.unsafeCheck
+    const checkCallback = store.checkCallback
+    const deadlines = checkCallback !== undefined ? yield* DeadlineQueue.make(clock, deadline) : undefined
+    const timeoutError = () =>
+      new QuotaStoreError({
+        store: store.name,
+        reason: "timeout",
+        message: "quota store missed its deadline"
+      })
+    const callWithDeadline = (client: string, plan: CompiledPlan, cost: number) =>
+      Effect.async<StoreResult, QuotaStoreError>((resume) => {
+        const entry = deadlines!.register(() => resume(Effect.fail(timeoutError())))
+        checkCallback!(client, plan, cost, (error, result) => {
+          if (entry.settled) return
+          entry.settled = true
+          resume(error === undefined ? Effect.succeed(result!) : Effect.fail(error))
+        })
+        return Effect.sync(() => {
+          entry.settled = true
+        })
+      })
     const check = (client: string, checkOptions?: CheckOptions): Effect.Effect<Decision> => {
       const cost = checkOptions?.cost ?? 1
       if (!validCost(cost))
@@ -250,15 +272,13 @@ export const make = (
       }
       return Effect.suspend(() => {
         const start = clock.unsafeCurrentTimeNanos()
-        const call = Effect.timeoutFail(store.check(client, plan, cost), {
-          duration: deadline,
-          onTimeout: () =>
-            new QuotaStoreError({
-              store: store.name,
-              reason: "timeout",
-              message: "quota store missed its deadline"
-            })
-        })
+        const call =
+          checkCallback !== undefined
+            ? callWithDeadline(client, plan, cost)
+            : Effect.timeoutFail(store.check(client, plan, cost), {
+                duration: deadline,
+                onTimeout: timeoutError
+              })
         return Effect.matchCauseEffect(breaker === undefined ? call : breaker.withBreaker(call), {
           onSuccess: (result) => {
             if (lastState !== "closed") recordBreaker()

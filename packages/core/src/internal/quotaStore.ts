@@ -14,6 +14,18 @@ export interface Store {
     cost: number
   ) => Effect.Effect<StoreResult, QuotaStoreError>
   readonly unsafeCheck?: ((client: string, plan: CompiledPlan, cost: number) => StoreResult) | undefined
+  /**
+   * Callback form of `check` for remote stores: lets `Quota` enforce its deadline
+   * without a fiber or a timer per call. Must call `callback` at most once.
+   */
+  readonly checkCallback?:
+    | ((
+        client: string,
+        plan: CompiledPlan,
+        cost: number,
+        callback: (error: QuotaStoreError | undefined, result: StoreResult | undefined) => void
+      ) => void)
+    | undefined
 }
 
 /** @internal */
