@@ -13,7 +13,8 @@
  * `retriesInWindow + 1 ≤ ratio × requestsInWindow + minRetriesPerSecond × windowSeconds`.
  *
  * The number of keys is bounded (`maxKeys`, default 10 000); the least recently
- * looked-up key is forgotten first.
+ * looked-up key is forgotten first. A handle already held keeps working, but a later
+ * `forKey` of a forgotten key starts afresh: keep `maxKeys` above the live clients.
  *
  * @since 0.1.0
  */
