@@ -234,7 +234,8 @@ export const withLimiter: {
 
 /**
  * How the limiter classifies an exit: success, dropped (`Overloaded`, a
- * `TimeoutException`, or `isDrop`), otherwise ignored (interruption included).
+ * `DontRetry` whose cause is `Overloaded`, a `TimeoutException`, or `isDrop`),
+ * otherwise ignored (defects and interruption included).
  *
  * @example
  * ```ts

@@ -71,6 +71,14 @@ describe("ConcurrencyLimiter", () => {
       yield* Fiber.join(fiber)
       yield* Effect.exit(limiter.run(Effect.fail(new Errors.Overloaded({ reason: "503" }))))
       yield* Effect.exit(limiter.run(Effect.fail(new Cause.TimeoutException())))
+      yield* Effect.exit(
+        limiter.run(
+          Effect.fail(
+            new Errors.DontRetry({ reason: "attempts", cause: new Errors.Overloaded({ reason: "503" }) })
+          )
+        )
+      )
+      yield* Effect.exit(limiter.run(Effect.fail(new Errors.DontRetry({ reason: "server" }))))
       yield* Effect.exit(limiter.run(Effect.fail("custom-drop")))
       yield* Effect.exit(limiter.run(Effect.fail("other")))
       yield* Effect.exit(limiter.run(Effect.die("defect")))
@@ -81,11 +89,13 @@ describe("ConcurrencyLimiter", () => {
         "dropped",
         "dropped",
         "ignored",
+        "dropped",
+        "ignored",
         "ignored",
         "ignored"
       ])
       expect(samples[0]!.rtt).toBe(50)
-      expect(samples.map((s) => s.id)).toEqual([0, 1, 2, 3, 4, 5, 6])
+      expect(samples.map((s) => s.id)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])
       expect(limiter.inFlight).toBe(0)
     })
   )

@@ -88,8 +88,14 @@ export type RejectReason = "limit" | "queue-full" | "queue-timeout" | "displaced
 // ---------------------------------------------------------------------------
 // outcome classification
 
+const tagOf = (u: unknown): unknown =>
+  typeof u === "object" && u !== null ? (u as { readonly _tag?: unknown })._tag : undefined
+
+// A lower retry layer that gave up on an overloaded backend reports DontRetry(cause: Overloaded):
+// still an overload signal for a limiter above it.
 const isOverloaded = (u: unknown): boolean =>
-  typeof u === "object" && u !== null && (u as { readonly _tag?: unknown })._tag === "Overloaded"
+  tagOf(u) === "Overloaded" ||
+  (tagOf(u) === "DontRetry" && tagOf((u as { readonly cause?: unknown }).cause) === "Overloaded")
 
 /** @internal */
 export const classify = (
