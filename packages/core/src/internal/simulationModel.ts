@@ -69,7 +69,13 @@ const capacityProfile = (server: DecodedServer): ((sinceStart: number) => number
 
 const rejection = new Overloaded({ reason: "server busy" })
 
-const makeServerImpl = (server: DecodedServer): Effect.Effect<SlotServer> =>
+/** Synchronous hooks a workload uses to count attempts without wrapping every call. */
+interface CallObserver {
+  readonly onSend: (client: number) => void
+  readonly onResult: (client: number, accepted: boolean) => void
+}
+
+const makeServerImpl = (server: DecodedServer, observer?: CallObserver): Effect.Effect<SlotServer> =>
   Effect.clockWith((clock) =>
     Effect.sync(() => {
       const start = clock.unsafeCurrentTimeMillis()
@@ -77,60 +83,82 @@ const makeServerImpl = (server: DecodedServer): Effect.Effect<SlotServer> =>
       let busy = 0
       let accepted = 0
       let rejected = 0
-      const release = Effect.sync(() => {
-        busy--
-      })
-      const releaseAndFail = Effect.suspend(() => {
-        busy--
-        return Effect.fail(rejection)
-      })
-      const accept = Effect.zipRight(Effect.sleep(server.serviceTime), release)
-      const refuse = Effect.zipRight(Effect.sleep(server.rejectTime), releaseAndFail)
-      // Once the request reached the server it runs to its end: a real server does not
-      // notice that the caller gave up (use `Effect.disconnect` for client timeouts).
+      /** Decides at arrival; the rejection holds a slot too, so a retry storm eats the capacity it needs. */
+      const admit = (now: number): boolean => {
+        const busyBefore = busy
+        busy++
+        if (busyBefore < capacity(now - start)) {
+          accepted++
+          return true
+        }
+        rejected++
+        return false
+      }
       const failed = Effect.fail(rejection)
       const travelMillis = Duration.toMillis(server.travelTime)
       const serviceMillis = Duration.toMillis(server.serviceTime)
       const rejectMillis = Duration.toMillis(server.rejectTime)
-      // In virtual time the server is plain event callbacks, one async wait per call:
-      // the same decisions as `effectCall` below at a fraction of the cost.
-      const virtualCall = (clock: VirtualClock): Effect.Effect<void, Overloaded> =>
+      // In virtual time the server is plain timer callbacks and a call is a single async
+      // wait: the same decisions as the Effect version below at a fraction of the cost.
+      // Once a request is sent it runs to its end, as a real server does not notice that
+      // the caller gave up (an interrupted caller ignores the late answer).
+      const virtualCall = (vclock: VirtualClock, client: number): Effect.Effect<void, Overloaded> =>
         Effect.async<void, Overloaded>((resume) => {
-          clock.unsafeSchedule(travelMillis, () => {
-            const busyBefore = busy
-            busy++
-            if (busyBefore < capacity(clock.now - start)) {
-              accepted++
-              clock.unsafeSchedule(serviceMillis, () => {
+          observer?.onSend(client)
+          vclock.unsafeSchedule(travelMillis, () => {
+            if (admit(vclock.now)) {
+              vclock.unsafeSchedule(serviceMillis, () => {
                 busy--
+                observer?.onResult(client, true)
                 resume(Effect.void)
               })
             } else {
-              rejected++
-              clock.unsafeSchedule(rejectMillis, () => {
+              vclock.unsafeSchedule(rejectMillis, () => {
                 busy--
+                observer?.onResult(client, false)
                 resume(failed)
               })
             }
           })
         })
-      const arrive = Effect.uninterruptible(
-        Effect.clockWith((now) => {
-          const busyBefore = busy
-          // The rejection holds a slot too: a retry storm eats the capacity it needs.
-          busy++
-          if (busyBefore < capacity(now.unsafeCurrentTimeMillis() - start)) {
-            accepted++
-            return accept
-          }
-          rejected++
-          return refuse
+      const effectCall = (client: number): Effect.Effect<void, Overloaded> => {
+        const accept = Effect.zipRight(
+          Effect.sleep(server.serviceTime),
+          Effect.sync(() => {
+            busy--
+            observer?.onResult(client, true)
+          })
+        )
+        const refuse = Effect.zipRight(
+          Effect.sleep(server.rejectTime),
+          Effect.suspend(() => {
+            busy--
+            observer?.onResult(client, false)
+            return failed
+          })
+        )
+        return Effect.suspend(() => {
+          observer?.onSend(client)
+          return Effect.zipRight(
+            Effect.sleep(server.travelTime),
+            // Use `Effect.disconnect` around the call for client timeouts.
+            Effect.uninterruptible(
+              Effect.clockWith((now) => (admit(now.unsafeCurrentTimeMillis()) ? accept : refuse))
+            )
+          )
         })
-      )
-      const effectCall = Effect.zipRight(Effect.sleep(server.travelTime), arrive)
-      const call = clock instanceof VirtualClock ? virtualCall(clock) : effectCall
+      }
+      const calls = new Map<number, Effect.Effect<void, Overloaded>>()
+      const call = (client: number): Effect.Effect<void, Overloaded> => {
+        let effect = calls.get(client)
+        if (effect === undefined) {
+          effect = clock instanceof VirtualClock ? virtualCall(clock, client) : effectCall(client)
+          calls.set(client, effect)
+        }
+        return effect
+      }
       return {
-        call: () => call,
+        call,
         unsafeBusy: () => busy,
         unsafeMaxBusy: () => capacity(clock.unsafeCurrentTimeMillis() - start),
         unsafeStats: () => ({ accepted, rejected })
@@ -308,10 +336,6 @@ export const runWorkload = <E, R>(
     let serverStats = { accepted: 0, rejected: 0 }
     const program = Effect.gen(function* () {
       const recorder = yield* Recorder
-      const server = yield* makeServerImpl(w.server)
-      const start = yield* Clock.currentTimeMillis
-      const clients: Array<Client> = []
-      for (let c = 0; c < w.clients; c++) clients.push(yield* makeClient(c))
       const attemptsCounter = recorder.unsafeCounter("attempts")
       const successesCounter = recorder.unsafeCounter("successes")
       const rejectionsCounter = recorder.unsafeCounter("rejections")
@@ -319,6 +343,25 @@ export const runWorkload = <E, R>(
       const failedCounter = recorder.unsafeCounter("failed")
       let inFlight = 0
       let pending = 0
+      const server = yield* makeServerImpl(w.server, {
+        onSend: (c) => {
+          stats[c]!.attempts++
+          inFlight++
+          attemptsCounter()
+        },
+        onResult: (c, accepted) => {
+          inFlight--
+          if (accepted) {
+            successesCounter()
+          } else {
+            stats[c]!.failedAttempts++
+            rejectionsCounter()
+          }
+        }
+      })
+      const start = yield* Clock.currentTimeMillis
+      const clients: Array<Client> = []
+      for (let c = 0; c < w.clients; c++) clients.push(yield* makeClient(c))
       recorder.unsafeGauge("inFlight", () => inFlight)
       recorder.unsafeGauge("pending", () => pending)
       recorder.unsafeGauge("busy", server.unsafeBusy)
@@ -331,27 +374,7 @@ export const runWorkload = <E, R>(
       const clock = yield* Effect.clock
       const ops = clients.map((client, c) => {
         const s = stats[c]!
-        const attempt: Effect.Effect<void, Overloaded> = Effect.suspend(() => {
-          s.attempts++
-          inFlight++
-          attemptsCounter()
-          return server.call(c)
-        }).pipe(
-          Effect.matchCauseEffect({
-            onSuccess: () => {
-              inFlight--
-              successesCounter()
-              return Effect.void
-            },
-            onFailure: (cause) => {
-              inFlight--
-              s.failedAttempts++
-              rejectionsCounter()
-              return Effect.failCause(cause)
-            }
-          })
-        )
-        return client.run(attempt).pipe(
+        return client.run(server.call(c)).pipe(
           Effect.exit,
           Effect.map((exit) => {
             pending--
