@@ -45,7 +45,9 @@ const main = async () => {
   const scenario =
     findScenario(values.scenario ?? "") ?? fail(`unknown or missing --scenario "${values.scenario ?? ""}"`)
   const strategy =
-    findStrategy(values.strategy ?? "") ?? fail(`unknown or missing --strategy "${values.strategy ?? ""}"`)
+    scenario.builtInStrategy ??
+    findStrategy(values.strategy ?? "") ??
+    fail(`unknown or missing --strategy "${values.strategy ?? ""}"`)
   const seed = values.seed === undefined ? 1 : Number(values.seed)
   if (!Number.isSafeInteger(seed)) fail(`--seed must be an integer, got "${values.seed}"`)
 
@@ -63,6 +65,9 @@ const main = async () => {
     `  attempts          ${j.attempts} (${j.failedAttempts} failed, efficiency ${((100 * (j.attempts - j.failedAttempts)) / Math.max(1, j.attempts)).toFixed(1)}%)`,
     `  completion        ${j.completionSeconds.toFixed(2)} s virtual (optimal ${j.optimalSeconds.toFixed(2)} s, ratio ${(j.completionSeconds / j.optimalSeconds).toFixed(2)})`,
     ...(j.fairness !== undefined ? [`  fairness (Jain)   ${j.fairness.toFixed(3)}`] : []),
+    ...(j.settleSeconds !== undefined ? [`  settle            ${j.settleSeconds} s`] : []),
+    ...(j.overshootPct !== undefined ? [`  overshoot         ${j.overshootPct}%`] : []),
+    ...(j.steadyErrorPct !== undefined ? [`  steady error      ${j.steadyErrorPct}%`] : []),
     `  wall time         ${j.wallMs.toFixed(0)} ms`
   ]
   process.stdout.write(`${lines.join("\n")}\n`)

@@ -16,6 +16,9 @@ export interface SimJson {
   readonly completionSeconds: number
   readonly optimalSeconds: number
   readonly fairness?: number
+  readonly settleSeconds?: number
+  readonly overshootPct?: number
+  readonly steadyErrorPct?: number
   readonly wallMs: number
 }
 
@@ -50,6 +53,9 @@ export const runOne = (
           completionSeconds: round(result.completionMillis / 1000, 3),
           optimalSeconds: round(result.optimalMillis / 1000, 3),
           ...(result.fairness !== undefined ? { fairness: round(result.fairness, 4) } : {}),
+          ...(result.settleSeconds !== undefined ? { settleSeconds: round(result.settleSeconds, 3) } : {}),
+          ...(result.overshootPct !== undefined ? { overshootPct: round(result.overshootPct, 2) } : {}),
+          ...(result.steadyErrorPct !== undefined ? { steadyErrorPct: round(result.steadyErrorPct, 2) } : {}),
           wallMs
         }
         return { scenario, strategy, result, wallMs, json }

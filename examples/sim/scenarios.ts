@@ -9,6 +9,8 @@ import { Simulation } from "@sluice/core"
 import type { Options } from "@sluice/core"
 import { Effect } from "effect"
 import type { Strategy } from "./strategies.js"
+import { autosaveScenario } from "./scenarios/autosave.js"
+import { workersScenario } from "./scenarios/workers.js"
 
 /** What every scenario reports (times in virtual milliseconds). */
 export interface ScenarioResult {
@@ -20,6 +22,10 @@ export interface ScenarioResult {
   readonly optimalMillis: number
   /** Jain's index of per-client goodput, for scenarios with several clients. */
   readonly fairness?: number | undefined
+  /** Control-loop scenarios: seconds until the measured rate settles, worst overshoot and steady error (percent). */
+  readonly settleSeconds?: number | undefined
+  readonly overshootPct?: number | undefined
+  readonly steadyErrorPct?: number | undefined
   readonly timeSeries: Simulation.TimeSeries
   /** The scenario's own full report, for tests and charts. */
   readonly detail: unknown
@@ -28,6 +34,8 @@ export interface ScenarioResult {
 export interface Scenario {
   readonly name: string
   readonly description: string
+  /** A scenario that builds its own clients names them here; `--strategy` is then not needed. */
+  readonly builtInStrategy?: Strategy | undefined
   readonly run: (
     strategy: Strategy,
     options: Simulation.RunOptions
@@ -55,7 +63,9 @@ export const workloadScenario = (workload: Simulation.Workload, reportFairness =
 export const scenarios: ReadonlyArray<Scenario> = [
   workloadScenario(Simulation.overload2000),
   workloadScenario(Simulation.capacityDrop),
-  workloadScenario(Simulation.manyClients, true)
+  workloadScenario(Simulation.manyClients, true),
+  autosaveScenario,
+  workersScenario
 ]
 
 export const scenarioNames = (): ReadonlyArray<string> => scenarios.map((s) => s.name)

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { runOne } from "../run.js"
+import { findScenario } from "../scenarios.js"
 import { runAutosave } from "./autosave.js"
 
 describe("autosave scenario (simulation)", () => {
@@ -37,6 +39,20 @@ describe("autosave scenario (simulation)", () => {
         const slow = yield* runAutosave({ seed: 1, monitorWindow: "5 minutes", duration: "320 seconds" })
         expect(slow.settleSeconds).toBeUndefined()
         expect(slow.steadyQps).toBeLessThan(3)
+      })
+  )
+
+  it.effect(
+    "is in the CLI registry; its JSON carries settleSeconds, overshootPct, steadyErrorPct and fairness",
+    () =>
+      Effect.gen(function* () {
+        const scenario = findScenario("autosave")!
+        const run = yield* runOne(scenario, scenario.builtInStrategy!, { seed: 1 })
+        expect(run.json.strategy).toBe("aimd-interval")
+        expect(run.json.settleSeconds).toBeLessThanOrEqual(60)
+        expect(run.json.overshootPct).toBeLessThanOrEqual(10)
+        expect(run.json.steadyErrorPct).toBeLessThan(5)
+        expect(run.json.fairness).toBeGreaterThanOrEqual(0.99)
       })
   )
 })

@@ -35,6 +35,8 @@
 import { AimdInterval, ThresholdMonitor } from "@sluice/adaptive"
 import { Simulation } from "@sluice/core"
 import type { Options } from "@sluice/core"
+import type { Scenario } from "../scenarios.js"
+import type { Strategy } from "../strategies.js"
 import { Clock, Duration, Effect, Schedule } from "effect"
 
 export interface AutosaveOptions {
@@ -238,3 +240,45 @@ export const runAutosave = (
       timeSeries: result.timeSeries
     }
   })
+
+/**
+ * The clients of this scenario, as the CLI reports them; the scenario builds them
+ * itself, so there is no workload client to make.
+ */
+export const autosaveStrategy: Strategy = {
+  name: "aimd-interval",
+  description:
+    "clients pace their saves with AimdInterval (rateStep 0.1/s², factor 1.5) on the throttle flag",
+  make: () => Effect.dieMessage("the autosave scenario builds its own clients")
+}
+
+/** `npm run sim -- --scenario autosave --json` */
+export const autosaveScenario: Scenario = {
+  name: "autosave",
+  description:
+    "8 clients auto-saving (~14/s) against 3 instances; a 6/s threshold (2 per instance) is on from 60 s to 300 s",
+  builtInStrategy: autosaveStrategy,
+  run: (_strategy, options) =>
+    Effect.map(
+      runAutosave({
+        ...(typeof options.seed === "number" ? { seed: options.seed } : {}),
+        ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {})
+      }),
+      (r) => ({
+        // every save is answered; throttling is a flag on a success, not a failure
+        operations: r.saves,
+        succeeded: r.saves,
+        attempts: r.saves,
+        failedAttempts: 0,
+        // a control loop has no optimal completion: both are the length of the run
+        completionMillis: r.elapsedMillis,
+        optimalMillis: r.elapsedMillis,
+        fairness: r.fairness,
+        settleSeconds: r.settleSeconds,
+        overshootPct: r.overshootPct,
+        steadyErrorPct: r.steadyErrorPct,
+        timeSeries: r.timeSeries,
+        detail: { ...r, timeSeries: undefined }
+      })
+    )
+}

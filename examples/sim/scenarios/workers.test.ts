@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { runOne } from "../run.js"
+import { findScenario } from "../scenarios.js"
 import { runWorkers } from "./workers.js"
 
 describe("workers scenario (simulation)", () => {
@@ -32,6 +34,18 @@ describe("workers scenario (simulation)", () => {
         expect(r.phases[2]!.settlePeriods!).toBeLessThanOrEqual(5)
         expect(r.phases[2]!.overshootPct).toBeLessThanOrEqual(10)
       }
+    })
+  )
+
+  it.effect("is in the CLI registry; its JSON carries settleSeconds, overshootPct and steadyErrorPct", () =>
+    Effect.gen(function* () {
+      const scenario = findScenario("workers")!
+      const run = yield* runOne(scenario, scenario.builtInStrategy!, { seed: 1 })
+      expect(run.json.strategy).toBe("proportional-sampler")
+      expect(run.json.settleSeconds).toBeLessThanOrEqual(25)
+      expect(run.json.overshootPct).toBeLessThanOrEqual(10)
+      expect(run.json.steadyErrorPct).toBeLessThan(5)
+      expect(run.json.operations).toBe(144_000)
     })
   )
 })

@@ -25,6 +25,8 @@
 import { ProportionalSampler, QpsSensor } from "@sluice/adaptive"
 import { Simulation } from "@sluice/core"
 import type { Options } from "@sluice/core"
+import type { Scenario } from "../scenarios.js"
+import type { Strategy } from "../strategies.js"
 import { Clock, Duration, Effect, Fiber } from "effect"
 
 export interface WorkersOptions {
@@ -217,3 +219,41 @@ export const runWorkers = (
       timeSeries: result.timeSeries
     }
   })
+
+/**
+ * The workers of this scenario, as the CLI reports them; the scenario builds them
+ * itself, so there is no workload client to make.
+ */
+export const workersStrategy: Strategy = {
+  name: "proportional-sampler",
+  description: "each worker sends with a ProportionalSampler (goal 100/s, 5 s updates) on a shared sensor",
+  make: () => Effect.dieMessage("the workers scenario builds its own workers")
+}
+
+/** `npm run sim -- --scenario workers --json` */
+export const workersScenario: Scenario = {
+  name: "workers",
+  description: "10 workers × 30/s share a 100/s goal; 10 more join at 120 s, the oldest half leaves at 240 s",
+  builtInStrategy: workersStrategy,
+  run: (_strategy, options) =>
+    Effect.map(
+      runWorkers({
+        ...(typeof options.seed === "number" ? { seed: options.seed } : {}),
+        ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {})
+      }),
+      (r) => ({
+        // offered calls; the sampled-in ones reached the backend, the rest were skipped (204)
+        operations: r.offered,
+        succeeded: r.sent,
+        attempts: r.sent,
+        failedAttempts: 0,
+        completionMillis: r.elapsedMillis,
+        optimalMillis: r.elapsedMillis,
+        settleSeconds: r.settleSeconds,
+        overshootPct: r.overshootPct,
+        steadyErrorPct: r.steadyErrorPct,
+        timeSeries: r.timeSeries,
+        detail: { ...r, timeSeries: undefined }
+      })
+    )
+}
