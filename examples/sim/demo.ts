@@ -14,6 +14,8 @@ import { strategies } from "./strategies.js"
 
 const OUT = "out"
 const SCENARIO = "overload-2000"
+/** `--docs` also refreshes the README's chart (a copy of the log-scale request-rate chart). */
+const DOCS_CHART = "docs/overload-2000.svg"
 
 const pad = (s: string, n: number) => s.padEnd(n)
 const lpad = (s: string, n: number) => s.padStart(n)
@@ -75,8 +77,14 @@ const main = async () => {
   await mkdir(OUT, { recursive: true })
   const charts = demoCharts(scenario.name, runs)
   for (const [file, spec] of Object.entries(charts)) {
-    await writeFile(join(OUT, file), await renderSvg(spec))
+    const svg = await renderSvg(spec)
+    await writeFile(join(OUT, file), svg)
     process.stdout.write(`wrote ${join(OUT, file)}\n`)
+    if (process.argv.includes("--docs") && file === `${SCENARIO}-request-rate-log.svg`) {
+      await mkdir("docs", { recursive: true })
+      await writeFile(DOCS_CHART, svg)
+      process.stdout.write(`wrote ${DOCS_CHART}\n`)
+    }
   }
   process.stdout.write(`\ndone in ${((performance.now() - started) / 1000).toFixed(1)} s wall\n`)
 }

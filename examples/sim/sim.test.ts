@@ -15,15 +15,11 @@ const ratio = (run: SimRun) => run.result.completionMillis / run.result.optimalM
 
 describe("simulation scenarios and strategies", () => {
   it("registers the scenarios and strategies of the issue", () => {
-    expect(scenarioNames()).toEqual(["overload-2000", "capacity-drop", "many-clients"])
-    expect(strategyNames()).toEqual([
-      "naive",
-      "exponential",
-      "exponential-budget",
-      "cwnd-tahoe",
-      "cwnd-reno",
-      "aimd"
-    ])
+    // other scenarios and strategies may be registered after these
+    expect(scenarioNames().slice(0, 3)).toEqual(["overload-2000", "capacity-drop", "many-clients"])
+    expect(strategyNames()).toEqual(
+      expect.arrayContaining(["naive", "exponential", "exponential-budget", "cwnd-tahoe", "cwnd-reno", "aimd"])
+    )
   })
 
   it.effect("exponential backoff on overload-2000 shows the pathology", () =>

@@ -4,7 +4,7 @@
  *
  * To add one, put a {@link Strategy} in {@link strategies}.
  */
-import { Aimd, ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
+import { Aimd, ConcurrencyLimiter, CongestionWindow, Vegas } from "@sluice/adaptive"
 import type { Options, Simulation } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import { Effect, Schedule } from "effect"
@@ -93,6 +93,13 @@ const aimd: Strategy = {
   make: limited(() => Aimd.factory())
 }
 
+const vegas: Strategy = {
+  name: "vegas",
+  description:
+    "delay-based limit (Vegas: grows while latency stays at its no-load value, x0.9 on overload), immediate retries",
+  make: limited(() => Vegas.factory())
+}
+
 /** Every strategy by name, in the order the demo shows them. */
 export const strategies: ReadonlyArray<Strategy> = [
   naive,
@@ -100,7 +107,8 @@ export const strategies: ReadonlyArray<Strategy> = [
   exponentialBudget,
   cwndTahoe,
   cwndReno,
-  aimd
+  aimd,
+  vegas
 ]
 
 export const strategyNames = (): ReadonlyArray<string> => strategies.map((s) => s.name)
