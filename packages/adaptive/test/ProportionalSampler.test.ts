@@ -1,7 +1,7 @@
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, FastCheck as fc, Option, TestClock } from "effect"
+import { Duration, Effect, Exit, FastCheck as fc, Layer, Option, TestClock } from "effect"
 import { metricValue } from "./metricSnapshot.js"
 
 /** Offers `perSecond` calls per second to every sampler for `seconds`, in 250 ms slices. */
@@ -299,5 +299,67 @@ describe("ProportionalSampler", () => {
       expect(frozen).toEqual([0.25, 0.25, 0.125, 0.1])
       expect((yield* sampler.state).mode).toBe("stale")
     })
+  )
+
+  it.scoped("goal 0 pauses: only a probe trickle at minRatio, and setGoal resumes control", () =>
+    Effect.gen(function* () {
+      const s = scriptedSensor()
+      const sampler = yield* ProportionalSampler.makeWith({ goal: 0, minRatio: 0.01, jitter: 0 }, s.sensor)
+      expect(yield* sampler.ratio).toBe(0.01)
+      expect((yield* sampler.state).mode).toBe("paused")
+      s.set(live(0)) // nothing measured would normally give r = 1: not while paused
+      yield* sampler.update
+      expect(yield* sampler.ratio).toBe(0.01)
+      let sent = 0
+      for (let i = 0; i < 1000; i++) if (yield* sampler.sample) sent++
+      expect(sent).toBe(10) // probes still go out
+      yield* sampler.setGoal(50)
+      s.set(live(5))
+      yield* sampler.update
+      expect(yield* sampler.ratio).toBeCloseTo(0.1, 12)
+      expect((yield* sampler.state).mode).toBe("tracking")
+      yield* sampler.setGoal(0) // pausing again takes effect at once
+      expect(yield* sampler.ratio).toBe(0.01)
+      const bad = yield* Effect.exit(sampler.setGoal(-1))
+      expect(Exit.isFailure(bad)).toBe(true)
+      if (Exit.isFailure(bad)) expect(String(bad.cause)).toMatch(/goal/)
+    })
+  )
+
+  it.scoped("rejects bad options naming the field", () =>
+    Effect.gen(function* () {
+      const { sensor } = scriptedSensor()
+      const cases: Array<[ProportionalSampler.ProportionalSamplerOptions, RegExp]> = [
+        [{ goal: -1 }, /goal/],
+        [{ goal: Number.NaN }, /goal/],
+        [{ goal: 10, updatePeriod: 0 }, /updatePeriod/],
+        [{ goal: 10, jitter: 1 }, /jitter/],
+        [{ goal: 10, minRatio: 0 }, /minRatio/],
+        [{ goal: 10, initialRatio: 1.5 }, /initialRatio/],
+        [{ goal: 10, minRatio: 0.5, initialRatio: 0.1 }, /initialRatio/],
+        [{ goal: 10, staleAfter: -1 }, /staleAfter/],
+        [{ goal: 10, staleFloor: 0 }, /staleFloor/],
+        [{ goal: 10, staleDecay: 2 }, /staleDecay/]
+      ]
+      for (const [options, field] of cases) {
+        const exit = yield* Effect.exit(ProportionalSampler.makeWith(options, sensor))
+        expect(Exit.isFailure(exit)).toBe(true)
+        if (Exit.isFailure(exit)) expect(String(exit.cause)).toMatch(field)
+      }
+    })
+  )
+
+  it.scoped("works as a Layer over the QpsSensor service", () =>
+    Effect.gen(function* () {
+      const sampler = yield* ProportionalSampler.ProportionalSamplerTag
+      expect(sampler.name).toBe("layered")
+      expect(yield* sampler.ratio).toBe(0.5)
+    }).pipe(
+      Effect.provide(
+        ProportionalSampler.layer({ name: "layered", goal: 5, initialRatio: 0.5 }).pipe(
+          Layer.provide(QpsSensor.layerLocal())
+        )
+      )
+    )
   )
 })
