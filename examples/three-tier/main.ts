@@ -1,0 +1,36 @@
+/**
+ * `npm run example:three-tier`: frontend → middle → backend on loopback, wired
+ * with @sluice/http. Prints one JSON object with the counts of three scenarios:
+ *
+ * - `overload`: the backend is down; only the middle tier retries it (≤ 3
+ *   backend hits per user request, not 3³ = 27), and the user gets a don't-retry.
+ * - `propagation`: the criticality the frontend sets reaches the backend.
+ * - `shedding`: under overload the backend sheds SHEDDABLE work first while
+ *   CRITICAL work keeps succeeding.
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import { Effect } from "effect"
+import { overload, propagation, shedding } from "./scenarios.js"
+import { makeStack } from "./stack.js"
+
+const program = Effect.gen(function* () {
+  // A fresh stack per scenario: the clients' congestion windows remember the overload.
+  const fresh = makeStack({ capacity: 20, serviceTime: "20 millis" })
+  const overloadCounts = yield* Effect.scoped(Effect.flatMap(fresh, (stack) => overload(stack, 5)))
+  const propagationCounts = yield* Effect.scoped(Effect.flatMap(fresh, propagation))
+  const sheddingCounts = yield* Effect.scoped(
+    Effect.flatMap(fresh, (stack) => shedding(stack, { requests: 5 }))
+  )
+  return { overload: overloadCounts, propagation: propagationCounts, shedding: sheddingCounts }
+}).pipe(Effect.provide(NodeHttpClient.layerUndici))
+
+Effect.runPromise(program).then(
+  (result) => {
+    console.log(JSON.stringify(result, null, 2))
+    process.exit(0)
+  },
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  }
+)

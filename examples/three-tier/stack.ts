@@ -1,0 +1,213 @@
+/**
+ * A three-tier stack on loopback: frontend → middle → backend, each a real
+ * `@effect/platform-node` HTTP server, wired with @sluice/http.
+ *
+ * - backend: `criticality` (trusts the tiers inside) → `retryGuard` → `loadShed`
+ *   (a `LoadShedder` with a small capacity) → a handler that takes `serviceTime`.
+ *   It can be switched "down": every request then fails with `Overloaded` (503),
+ *   and it can hold requests marked `x-demo-hold: 1` (background load).
+ * - middle: `criticality` → `mapErrors` → a handler calling the backend through
+ *   a `SluiceHttpClient` (3 attempts, retry budget, adaptive throttle, congestion
+ *   window). When its retries are spent the client fails with `DontRetry`, which
+ *   `mapErrors` answers with `503` + `x-sluice-dont-retry`.
+ * - frontend: the tier closest to the user sets the criticality per route
+ *   (`/page` is CRITICAL, `/prefetch` SHEDDABLE) and calls the middle through its
+ *   own `SluiceHttpClient` (also 3 attempts): it does not retry the middle's
+ *   don't-retry answer.
+ */
+import { createServer } from "node:http"
+import {
+  HttpClient,
+  HttpRouter,
+  HttpServer,
+  HttpServerRequest,
+  HttpServerResponse,
+  type HttpApp
+} from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { CongestionWindow, LoadShedder } from "@sluice/adaptive"
+import { Criticality, Errors } from "@sluice/core"
+import { Middleware, SluiceHttpClient } from "@sluice/http"
+import { Deferred, Duration, Effect, Layer, Schedule, type Scope } from "effect"
+
+export type Level = Criticality.Criticality
+const zero = (): Record<Level, number> => ({ CRITICAL_PLUS: 0, CRITICAL: 0, SHEDDABLE_PLUS: 0, SHEDDABLE: 0 })
+
+/** Counters of the backend, by the criticality it saw on the wire. */
+export interface BackendStats {
+  hits: number
+  readonly arrived: Record<Level, number>
+  readonly served: Record<Level, number>
+  readonly shed: Record<Level, number>
+  readonly attempts: Array<number>
+}
+
+export interface StackOptions {
+  /** Backend capacity, in concurrent requests, for its LoadShedder. */
+  readonly capacity?: number
+  /** How long the backend works on one request. */
+  readonly serviceTime?: Duration.DurationInput
+  /** The longest Retry-After the middle tier honours. */
+  readonly maxRetryAfter?: Duration.DurationInput
+}
+
+export interface Stack {
+  readonly frontend: string
+  readonly middle: string
+  readonly backend: string
+  readonly stats: BackendStats
+  /** Middle-tier request count. */
+  readonly middleHits: { value: number }
+  /** Switches the backend to "always overloaded". */
+  readonly setDown: (down: boolean) => void
+  /** From now on the backend holds admitted requests marked `x-demo-hold: 1` until `release`. */
+  readonly hold: Effect.Effect<void>
+  readonly release: Effect.Effect<void>
+  readonly shedder: LoadShedder.Service
+  readonly reset: () => void
+}
+
+/** Serves an app on a loopback port picked by the OS, for the life of the scope. */
+export const serve = <E, R>(
+  app: HttpApp.Default<E, R>
+): Effect.Effect<
+  string,
+  never,
+  Scope.Scope | Exclude<R, HttpServerRequest.HttpServerRequest | Scope.Scope>
+> =>
+  Effect.gen(function* () {
+    const context = yield* Layer.build(
+      HttpServer.serve(app).pipe(
+        Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
+      )
+    ).pipe(Effect.orDie)
+    const server = yield* Effect.provide(HttpServer.HttpServer, context)
+    const address = server.address
+    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("expected a TCP address")
+    return `http://127.0.0.1:${address.port}`
+  }) as any
+
+const relay = (response: { readonly status: number; readonly text: Effect.Effect<string, unknown> }) =>
+  Effect.map(
+    Effect.orElseSucceed(response.text, () => ""),
+    (body) => HttpServerResponse.text(body, { status: response.status, contentType: "application/json" })
+  )
+
+/** Builds the three tiers; they stop when the scope closes. */
+export const makeStack = (
+  options: StackOptions = {}
+): Effect.Effect<Stack, never, Scope.Scope | HttpClient.HttpClient> =>
+  Effect.gen(function* () {
+    const serviceTime = Duration.decode(options.serviceTime ?? "20 millis")
+    const stats: BackendStats = { hits: 0, arrived: zero(), served: zero(), shed: zero(), attempts: [] }
+    const middleHits = { value: 0 }
+    let down = false
+    let gate: Deferred.Deferred<void> | undefined
+
+    // ---- backend ----
+    const shedder = yield* LoadShedder.make({
+      capacity: options.capacity ?? 8,
+      smoothing: "50 millis",
+      retryAfter: "1 second"
+    }).pipe(Effect.orDie)
+    const work = Effect.gen(function* () {
+      const level = yield* Criticality.current
+      if (down) return yield* Effect.fail(new Errors.Overloaded({ reason: "down" }))
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (gate !== undefined && request.headers["x-demo-hold"] === "1") yield* Deferred.await(gate)
+      else yield* Effect.sleep(serviceTime)
+      stats.served[level]++
+      return yield* HttpServerResponse.json({ tier: "backend", criticality: level })
+    })
+    // Counts every request that reached the backend, and what the shedder did with it.
+    const count = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+      Effect.flatMap(
+        Effect.zip(HttpServerRequest.HttpServerRequest, Criticality.current),
+        ([request, level]) => {
+          stats.hits++
+          stats.arrived[level]++
+          const attempt = Number(request.headers["x-sluice-attempt"] ?? "0")
+          stats.attempts.push(attempt)
+          return Effect.tap(app, (response) => {
+            if (response.status === 503 && !down) stats.shed[level]++
+          })
+        }
+      )
+    const backendApp = HttpRouter.empty.pipe(
+      HttpRouter.get("/work", work),
+      Middleware.loadShed({ shedder }),
+      Middleware.mapErrors,
+      count,
+      Middleware.criticality({ trust: () => true })
+    )
+    const backend = yield* serve(backendApp)
+
+    // ---- middle ----
+    const toBackend = yield* SluiceHttpClient.make({
+      name: "middle",
+      maxAttempts: 3,
+      // room for the whole demo load in the first window (the default starts at 20)
+      limiter: { algorithm: CongestionWindow.factory({ initial: 64 }) },
+      maxRetryAfter: options.maxRetryAfter ?? "50 millis",
+      schedule: Schedule.exponential("5 millis").pipe(Schedule.jittered)
+    }).pipe(Effect.orDie)
+    const middleApp = HttpRouter.empty.pipe(
+      HttpRouter.get(
+        "/work",
+        Effect.suspend(() => {
+          middleHits.value++
+          return Effect.flatMap(toBackend.get(`${backend}/work`), relay)
+        })
+      ),
+      Middleware.mapErrors,
+      Middleware.criticality({ trust: () => true })
+    )
+    const middle = yield* serve(middleApp)
+
+    // ---- frontend ----
+    const toMiddle = yield* SluiceHttpClient.make({
+      name: "frontend",
+      maxAttempts: 3,
+      limiter: { algorithm: CongestionWindow.factory({ initial: 64 }) },
+      maxRetryAfter: "50 millis",
+      schedule: Schedule.exponential("5 millis").pipe(Schedule.jittered)
+    }).pipe(Effect.orDie)
+    const callMiddle = Effect.flatMap(toMiddle.get(`${middle}/work`), relay)
+    const frontendApp = HttpRouter.empty.pipe(
+      HttpRouter.get("/page", callMiddle.pipe(Criticality.withCriticality("CRITICAL"))),
+      HttpRouter.get("/prefetch", callMiddle.pipe(Criticality.withCriticality("SHEDDABLE"))),
+      // whatever the user claims, at most CRITICAL
+      HttpRouter.get("/claimed", callMiddle),
+      Middleware.mapErrors,
+      Middleware.criticality({ ceiling: "CRITICAL" })
+    )
+    const frontend = yield* serve(frontendApp)
+
+    return {
+      frontend,
+      middle,
+      backend,
+      stats,
+      middleHits,
+      setDown: (value) => {
+        down = value
+      },
+      hold: Effect.map(Deferred.make<void>(), (d) => {
+        gate = d
+      }),
+      release: Effect.suspend(() => {
+        const d = gate
+        gate = undefined
+        return d === undefined ? Effect.void : Deferred.succeed(d, undefined)
+      }),
+      shedder,
+      reset: () => {
+        stats.hits = 0
+        stats.attempts.length = 0
+        for (const record of [stats.arrived, stats.served, stats.shed]) {
+          for (const level of Criticality.levels) record[level] = 0
+        }
+        middleHits.value = 0
+      }
+    }
+  })
