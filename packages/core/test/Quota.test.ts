@@ -198,7 +198,10 @@ describe("Quota (memory store)", () => {
         )
       )
       for (let i = 0; i < 5000; i++) store.unsafeCheck(`client-${i}`, plan, 1)
-      expect(yield* store.size).toBe(1000)
+      // two generations of at most 500 clients each
+      const size = yield* store.size
+      expect(size).toBeLessThanOrEqual(1000)
+      expect(size).toBeGreaterThanOrEqual(500)
       // the most recent clients kept their state
       expect(store.unsafeCheck("client-4999", plan, 1).tiers[0]!.remaining).toBe(3)
       // after every tier is full again, clients are swept away as traffic continues

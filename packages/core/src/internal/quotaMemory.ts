@@ -62,27 +62,52 @@ export interface MemoryOptions {
   readonly maxClients: number
 }
 
+/** A generation of clients, and the instant after which every one of them is idle. */
+class Generation {
+  readonly clients = new Map<string, ClientState>()
+  idleAt = -Infinity
+}
+
 /**
- * The in-process quota state. Clients are kept in a `Map` in least-recently-used
- * order; a client whose tiers are all full again is indistinguishable from an
- * unknown one, so it is evicted as soon as the sweep reaches it, and the map never
- * holds more than `maxClients` (the least recently used client goes first).
+ * The in-process quota state, bounded with two generations: clients live in the
+ * current generation; when it reaches half of `maxClients` it becomes the previous
+ * one (whose clients move back on their next check) and the old previous is
+ * dropped, so at most `maxClients` are held and the least recently seen go first.
+ * A client whose tiers are all full again is indistinguishable from an unknown
+ * one, so it is forgotten at once, and a whole generation is dropped as soon as
+ * all its clients are idle. No per-call scan, no timers.
  *
  * @internal
  */
 export class MemoryQuotaState {
-  readonly clients = new Map<string, ClientState>()
-  constructor(readonly options: MemoryOptions) {}
+  private current = new Generation()
+  private previous = new Generation()
+  private readonly half: number
+  constructor(readonly options: MemoryOptions) {
+    this.half = Math.max(1, Math.ceil(options.maxClients / 2))
+  }
 
   get size(): number {
-    return this.clients.size
+    return this.current.clients.size + this.previous.clients.size
   }
 
   check(client: string, plan: CompiledPlan, cost: number, now: number): StoreResult {
-    const clients = this.clients
-    let state = clients.get(client)
+    if (this.previous.idleAt <= now && this.previous.clients.size > 0) this.previous = new Generation()
+    if (this.current.idleAt <= now && this.current.clients.size > 0) this.current = new Generation()
+    const current = this.current.clients
+    let state = current.get(client)
+    let inCurrent = state !== undefined
+    if (state === undefined) {
+      state = this.previous.clients.get(client)
+      if (state !== undefined) this.previous.clients.delete(client)
+    }
+    if (state !== undefined && state.expiresAt <= now) {
+      // idle: every tier is full again, which is the state of a new client
+      state = undefined
+      if (inCurrent) current.delete(client)
+      inCurrent = false
+    }
     if (state !== undefined) {
-      clients.delete(client)
       if (state.shape !== plan.shape) {
         state.slots = reshape(state, plan)
         state.shape = plan.shape
@@ -100,24 +125,17 @@ export class MemoryQuotaState {
       if (until > expiresAt) expiresAt = until
     }
     state.expiresAt = expiresAt
-    if (expiresAt > now) clients.set(client, state)
-    this.sweep(now)
+    if (expiresAt > now) {
+      if (expiresAt > this.current.idleAt) this.current.idleAt = expiresAt
+      if (!inCurrent) {
+        current.set(client, state)
+        if (current.size >= this.half) {
+          this.previous = this.current
+          this.current = new Generation()
+        }
+      }
+    } else if (inCurrent) current.delete(client)
     return result
-  }
-
-  /** Evicts idle clients from the least recently used end, a few per call. */
-  sweep(now: number): void {
-    const clients = this.clients
-    let budget = 4
-    while (clients.size > this.options.maxClients) {
-      const oldest = clients.keys().next()
-      if (oldest.done) break
-      clients.delete(oldest.value)
-    }
-    for (const [key, state] of clients) {
-      if (budget-- === 0 || state.expiresAt > now) break
-      clients.delete(key)
-    }
   }
 }
 
