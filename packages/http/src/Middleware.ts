@@ -14,6 +14,7 @@ import type * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import type * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import type * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import type { Criticality, Errors, Quota } from "@sluice/core"
+import type { RetryHistogram } from "@sluice/retry"
 import type { WireProtocolSettings } from "./Protocol.js"
 import * as internal from "./internal/middleware.js"
 
@@ -246,3 +247,44 @@ export const loadShed: {
     options?: LoadShedOptions
   ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | LoadShedder.LoadShedder>
 } = internal.loadShed as any
+
+/**
+ * Options of {@link retryGuard}: an explicit `histogram` (default:
+ * `RetryHistogram` from context).
+ *
+ * @since 0.1.0
+ */
+export interface RetryGuardOptions extends internal.RetryGuardOptions {}
+
+/**
+ * Records each request's `x-sluice-attempt` (malformed or hostile values count
+ * as 0, huge ones are clamped) in a `RetryHistogram`. While the share of retries
+ * says the service is overloaded, failures say "don't retry": `5xx` responses get
+ * `x-sluice-dont-retry: 1`, and an `Overloaded` or `CircuitOpen` the handler fails
+ * with becomes `DontRetry { reason: "server" }` (use {@link mapErrors} outside).
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { Middleware } from "@sluice/http"
+ * import { RetryHistogram } from "@sluice/retry"
+ *
+ * const app = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/", HttpServerResponse.text("ok")),
+ *   Middleware.retryGuard(),
+ *   Middleware.mapErrors
+ * )
+ * const HistogramLive = RetryHistogram.layer({ threshold: 0.1 })
+ * ```
+ * @since 0.1.0
+ */
+export const retryGuard: {
+  (
+    options: RetryGuardOptions & { readonly histogram: RetryHistogram.Histogram }
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E | Errors.DontRetry, R>
+  (
+    options?: RetryGuardOptions
+  ): <E, R>(
+    app: HttpApp.Default<E, R>
+  ) => HttpApp.Default<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram>
+} = internal.retryGuard as any

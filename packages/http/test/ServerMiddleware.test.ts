@@ -6,7 +6,8 @@ import { LoadShedder } from "@sluice/adaptive"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
-import { Criticality, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { Criticality, Errors, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { RetryHistogram } from "@sluice/retry"
 import { Middleware, Protocol } from "@sluice/http"
 import { serve } from "./utils.js"
 
@@ -167,5 +168,48 @@ describe("server middleware over a real NodeHttpServer", () => {
         Layer.mergeAll(LoadShedder.layer({ capacity: 4, smoothing: "10 millis" }), NodeHttpClient.layerUndici)
       )
     )
+  )
+
+  it.scopedLive("retryGuard: records attempts; while retries dominate, failures say don't retry", () =>
+    Effect.gen(function* () {
+      const histogram = yield* RetryHistogram.make({ threshold: 0.25, minRequests: 4, window: "1 minute" })
+      const app = HttpRouter.empty.pipe(
+        HttpRouter.get("/busy", Effect.succeed(HttpServerResponse.empty({ status: 503 }))),
+        HttpRouter.get("/shed", Effect.fail(new Errors.Overloaded({ reason: "busy" }))),
+        HttpRouter.get("/ok", Effect.succeed(HttpServerResponse.text("ok"))),
+        Middleware.retryGuard({ histogram }),
+        Middleware.mapErrors
+      )
+      const base = yield* serve(app)
+      const client = yield* HttpClient.HttpClient
+      const get = (path: string, attempt: string) =>
+        client.get(base + path, { headers: { "x-sluice-attempt": attempt } })
+      // first tries, and hostile attempt values that count as first tries
+      for (const attempt of ["0", "-5", "abc", "1e9", ""]) {
+        const r = yield* get("/busy", attempt)
+        expect(r.status).toBe(503)
+        expect(r.headers["x-sluice-dont-retry"]).toBeUndefined()
+      }
+      expect((yield* histogram.snapshot).retries).toBe(0)
+      expect((yield* get("/shed", "0")).headers["x-sluice-dont-retry"]).toBeUndefined()
+      // retries arrive: 1 of 7, then 2 of 8 (25%, not above), then 3 of 9
+      expect((yield* get("/busy", "1")).headers["x-sluice-dont-retry"]).toBeUndefined()
+      expect((yield* get("/busy", "2")).headers["x-sluice-dont-retry"]).toBeUndefined()
+      const rejected = yield* get("/busy", "99999999")
+      expect(rejected.headers["x-sluice-dont-retry"]).toBe("1")
+      const shed = yield* get("/shed", "1")
+      expect(shed.status).toBe(503)
+      expect(shed.headers["x-sluice-dont-retry"]).toBe("1")
+      expect(yield* shed.json).toMatchObject({
+        error: { _tag: "DontRetry", reason: "server", cause: { _tag: "Overloaded" } }
+      })
+      // successes are untouched
+      const ok = yield* get("/ok", "2")
+      expect(ok.status).toBe(200)
+      expect(ok.headers["x-sluice-dont-retry"]).toBeUndefined()
+      const snapshot = yield* histogram.snapshot
+      expect(snapshot.total).toBe(11)
+      expect(snapshot.retries).toBe(5)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 })

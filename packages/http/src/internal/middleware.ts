@@ -7,6 +7,7 @@ import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import { Criticality, Errors, Quota, QuotaConfig } from "@sluice/core"
+import { RetryHistogram } from "@sluice/retry"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -291,4 +292,56 @@ export const loadShed =
     }
     if (options.shedder !== undefined) return guarded(options.shedder)
     return Effect.flatMap(LoadShedder.LoadShedder, guarded)
+  }
+
+// ---- retryGuard -------------------------------------------------------------------
+
+/** @internal */
+export interface RetryGuardOptions {
+  readonly histogram?: RetryHistogram.Histogram | undefined
+}
+
+const isRetryableSluice = (e: unknown): e is Errors.Overloaded | Errors.CircuitOpen =>
+  e instanceof Errors.Overloaded || e instanceof Errors.CircuitOpen
+
+/** @internal */
+export const retryGuard =
+  (options: RetryGuardOptions = {}) =>
+  <E, R>(
+    app: HttpApp.Default<E, R>
+  ): HttpApp.Default<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram> => {
+    const guarded = (histogram: RetryHistogram.Histogram) =>
+      Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, WireProtocol), ([request, settings]) => {
+        const attempt = protocol.parseAttempt(
+          protocol.headerValue(request.headers[settings.headers.attempt]),
+          settings.maxAttempt
+        )
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          histogram.unsafeRecord(now, attempt)
+          return Effect.matchEffect(app, {
+            onSuccess: (response) => {
+              if (response.status < 500) return Effect.succeed(response)
+              // While retries dominate, every failure says "don't retry": the callers'
+              // backends (us) are overloaded, so retries would only add load.
+              return Effect.map(Clock.currentTimeMillis, (t) =>
+                histogram.unsafeShouldRejectRetries(t)
+                  ? HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")
+                  : response
+              )
+            },
+            onFailure: (error): Effect.Effect<never, E | Errors.DontRetry> => {
+              if (!isRetryableSluice(error)) return Effect.fail(error)
+              return Effect.flatMap(Clock.currentTimeMillis, (t) =>
+                Effect.fail(
+                  histogram.unsafeShouldRejectRetries(t)
+                    ? new Errors.DontRetry({ reason: "server", cause: error })
+                    : error
+                )
+              )
+            }
+          })
+        })
+      })
+    if (options.histogram !== undefined) return guarded(options.histogram)
+    return Effect.flatMap(RetryHistogram.RetryHistogram, guarded)
   }
