@@ -32,5 +32,5 @@ describe("bench:sim", () => {
     }
     expect(result.demo.totalWallMs).toBeGreaterThan(0)
     expect(result.demo.targetMs).toBe(20000)
-  })
+  }, 120_000)
 })

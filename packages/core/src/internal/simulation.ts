@@ -238,7 +238,7 @@ class SeriesRecorder implements RecorderService {
 }
 
 /** How many timer instants the driver processes before yielding to the outer runtime. */
-const CHUNK = 20_000
+const CHUNK = 5_000
 
 /** @internal */
 export const run = <A, E, R>(
