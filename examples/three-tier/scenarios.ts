@@ -116,6 +116,8 @@ export interface SheddingCounts {
   readonly backendArrived: Record<Level, number>
   readonly backendServed: Record<Level, number>
   readonly backendShed: Record<Level, number>
+  /** Shed answers the backend marked don't-retry because retries dominated its traffic. */
+  readonly backendDontRetry: number
 }
 
 const describeFailure = (status: number, body: string): string => {
@@ -194,7 +196,8 @@ export const shedding = (
     const counts = {
       backendArrived: { ...stack.stats.arrived },
       backendServed: { ...stack.stats.served },
-      backendShed: { ...stack.stats.shed }
+      backendShed: { ...stack.stats.shed },
+      backendDontRetry: stack.stats.dontRetry
     }
     yield* stack.release
     yield* Effect.ignore(Fiber.joinAll(background))

@@ -28,6 +28,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { CongestionWindow, LoadShedder } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
 import { Middleware, SluiceHttpClient } from "@sluice/http"
+import { RetryHistogram } from "@sluice/retry"
 import { Deferred, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 
 export type Level = Criticality.Criticality
@@ -36,6 +37,8 @@ const zero = (): Record<Level, number> => ({ CRITICAL_PLUS: 0, CRITICAL: 0, SHED
 /** Counters of the backend, by the criticality it saw on the wire. */
 export interface BackendStats {
   hits: number
+  /** Failures the backend marked "don't retry" (its RetryHistogram saw too many retries). */
+  dontRetry: number
   readonly arrived: Record<Level, number>
   readonly served: Record<Level, number>
   readonly shed: Record<Level, number>
@@ -99,7 +102,14 @@ export const makeStack = (
 ): Effect.Effect<Stack, never, Scope.Scope | HttpClient.HttpClient> =>
   Effect.gen(function* () {
     const serviceTime = Duration.decode(options.serviceTime ?? "20 millis")
-    const stats: BackendStats = { hits: 0, arrived: zero(), served: zero(), shed: zero(), attempts: [] }
+    const stats: BackendStats = {
+      hits: 0,
+      dontRetry: 0,
+      arrived: zero(),
+      served: zero(),
+      shed: zero(),
+      attempts: []
+    }
     const middleHits = { value: 0 }
     let down = false
     let gate: Deferred.Deferred<void> | undefined
@@ -130,12 +140,15 @@ export const makeStack = (
           stats.attempts.push(attempt)
           return Effect.tap(app, (response) => {
             if (response.status === 503 && !down) stats.shed[level]++
+            if (response.headers["x-sluice-dont-retry"] === "1") stats.dontRetry++
           })
         }
       )
+    const histogram = yield* RetryHistogram.make({ threshold: 0.1, minRequests: 20 }).pipe(Effect.orDie)
     const backendApp = HttpRouter.empty.pipe(
       HttpRouter.get("/work", work),
       Middleware.loadShed({ shedder }),
+      Middleware.retryGuard({ histogram }),
       Middleware.mapErrors,
       count,
       Middleware.criticality({ trust: () => true })
@@ -203,6 +216,7 @@ export const makeStack = (
       shedder,
       reset: () => {
         stats.hits = 0
+        stats.dontRetry = 0
         stats.attempts.length = 0
         for (const record of [stats.arrived, stats.served, stats.shed]) {
           for (const level of Criticality.levels) record[level] = 0
