@@ -10,6 +10,7 @@ import type { Options } from "@sluice/core"
 import { Effect } from "effect"
 import type { Strategy } from "./strategies.js"
 import { autosaveScenario } from "./scenarios/autosave.js"
+import { throttleScenario } from "./scenarios/throttle.js"
 import { workersScenario } from "./scenarios/workers.js"
 
 /** What every scenario reports (times in virtual milliseconds). */
@@ -65,7 +66,8 @@ export const scenarios: ReadonlyArray<Scenario> = [
   workloadScenario(Simulation.capacityDrop),
   workloadScenario(Simulation.manyClients, true),
   autosaveScenario,
-  workersScenario
+  workersScenario,
+  throttleScenario
 ]
 
 export const scenarioNames = (): ReadonlyArray<string> => scenarios.map((s) => s.name)

@@ -1,6 +1,8 @@
 import { AdaptiveThrottle } from "@sluice/adaptive"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { runOne } from "../run.js"
+import { findScenario } from "../scenarios.js"
 import { predictedShares, runThrottleScenario } from "./throttle.js"
 
 // 50 requests/s for 480 virtual seconds, measured after two 2-minute windows:
@@ -58,6 +60,23 @@ describe("throttle scenario (simulation)", () => {
       expect(report.k).toBe(1.5)
       expect(Math.abs(report.steady.throttled - 0.55)).toBeLessThan(TOLERANCE)
       expect(Math.abs(report.steady.rejected - 0.15)).toBeLessThan(TOLERANCE)
+    })
+  )
+
+  it.effect("is registered for the CLI: `--scenario throttle --json` reports steadyErrorPct", () =>
+    Effect.gen(function* () {
+      const scenario = findScenario("throttle")
+      expect(scenario).toBeDefined()
+      const run = yield* runOne(scenario!, scenario!.builtInStrategy!, { seed: 1 })
+      expect(run.json.scenario).toBe("throttle")
+      expect(run.json.strategy).toBe("adaptive-throttle")
+      expect(run.json.operations).toBe(60_000)
+      // 100/s for 600 s, 36 000 measured requests: sd of the rejected share ≈ 0.0026,
+      // so 0.02 (6.7% of the predicted 0.3) is more than 7 standard deviations.
+      expect(run.json.steadyErrorPct).toBeDefined()
+      expect(run.json.steadyErrorPct!).toBeLessThan((100 * TOLERANCE) / 0.3)
+      // Requests that reached the backend and were rejected, over all offered: about 30%, not 70%.
+      expect(Math.abs(run.json.failedAttempts / run.json.operations - 0.3)).toBeLessThan(TOLERANCE)
     })
   )
 })

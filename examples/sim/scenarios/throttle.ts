@@ -27,6 +27,8 @@ import { AdaptiveThrottle } from "@sluice/adaptive"
 import { Criticality, Errors, Simulation } from "@sluice/core"
 import type { Options } from "@sluice/core"
 import { Clock, Duration, Effect, Exit } from "effect"
+import type { Scenario } from "../scenarios.js"
+import type { Strategy } from "../strategies.js"
 
 export interface ThrottleScenarioOptions {
   /** Requests offered per second (default 100). */
@@ -197,3 +199,42 @@ export const runThrottleScenario = (
       timeSeries: result.timeSeries
     }
   })
+
+/**
+ * The client of the `throttle` scenario is built in: requests go through
+ * `AdaptiveThrottle` (K = 2, window 2 minutes, cap 0.9) straight to the backend,
+ * with no retries, so what is measured is the formula alone.
+ */
+export const throttleStrategy: Strategy = {
+  name: "adaptive-throttle",
+  description: "AdaptiveThrottle (K = 2, 2-minute window, cap 0.9) in front of the backend, no retries",
+  make: () => Effect.dieMessage("the throttle scenario builds its own client")
+}
+
+/** `npm run sim -- --scenario throttle --json` */
+export const throttleScenario: Scenario = {
+  name: "throttle",
+  description:
+    "100 requests/s to a backend that accepts 30% of them, through AdaptiveThrottle; steady state measured after 240 s of 600 s",
+  builtInStrategy: throttleStrategy,
+  run: (_strategy, options) =>
+    Effect.map(
+      runThrottleScenario({
+        ...(typeof options.seed === "number" ? { seed: options.seed } : {}),
+        ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {})
+      }),
+      (r) => ({
+        operations: r.offered,
+        succeeded: r.accepted,
+        // attempts are the requests that reached the backend; throttled ones never left the client
+        attempts: r.accepted + r.rejected,
+        failedAttempts: r.rejected,
+        // an open-loop, fixed-length run has no optimal completion: both are its length
+        completionMillis: r.elapsedMillis,
+        optimalMillis: r.elapsedMillis,
+        steadyErrorPct: r.steadyErrorPct,
+        timeSeries: r.timeSeries,
+        detail: { ...r, timeSeries: undefined }
+      })
+    )
+}
