@@ -53,6 +53,7 @@
  * @since 0.1.0
  */
 import type { Criticality, Errors, Options } from "@sluice/core"
+import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -86,6 +87,22 @@ export interface Service {
     criticality?: Criticality.Criticality,
     nowMillis?: number
   ) => number
+  /**
+   * Fast path for callers that fuse the throttle with other layers in one
+   * synchronous step (`@sluice/http`'s `ClientStack`): when `run` would admit
+   * without a draw (probability 0), counts the request as `run` does and returns
+   * the admission; otherwise changes no count and returns `undefined` (use `run`).
+   */
+  readonly unsafeTryAdmit: (
+    key: string,
+    criticality: Criticality.Criticality,
+    nowMillis: number
+  ) => Admission | undefined
+  /**
+   * Settles an admission exactly once, as `run` does when its effect ends:
+   * `undefined` for a success, else the cause of the failure (or interruption).
+   */
+  readonly unsafeSettle: (admission: Admission, cause: Cause.Cause<unknown> | undefined) => void
   /** Synchronous peek of the windowed counts of `key`. */
   readonly unsafeStats: (
     key: string,
@@ -98,6 +115,16 @@ export interface Service {
   readonly maxProbability: number
   readonly minRequestRate: number
   readonly window: Duration.Duration
+}
+
+/**
+ * A request admitted by {@link Service.unsafeTryAdmit}, to settle with
+ * {@link Service.unsafeSettle}.
+ *
+ * @since 0.1.0
+ */
+export interface Admission {
+  readonly key: string
 }
 
 /**

@@ -28,6 +28,8 @@
  * @since 0.1.0
  */
 import type { Criticality, Errors, Options } from "@sluice/core"
+import type * as Cause from "effect/Cause"
+import type * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
@@ -106,6 +108,35 @@ export interface Limiter extends Pipeable {
   queuedOf(level: Criticality.Criticality): number
   /** Waits for a permit, runs the effect, releases the permit and reports the outcome. */
   run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
+  /**
+   * Fast path for callers that fuse the limiter with other layers in one
+   * synchronous step (`@sluice/http`'s `ClientStack`): when `run` would grant a
+   * permit at once (nobody queued, in-flight below the limit), grants it;
+   * otherwise changes nothing and returns `undefined` (use `run`, which waits).
+   * `clock` is read again at release for the round-trip time.
+   */
+  unsafeTryAcquire(
+    criticality: Criticality.Criticality,
+    nowMillis: number,
+    clock: Clock.Clock
+  ): Permit | undefined
+  /**
+   * Releases a permit of {@link Limiter.unsafeTryAcquire} and reports its outcome,
+   * as `run` does: `undefined` for a success, else the failure's cause. Must run
+   * exactly once, even on interruption (release it from an uninterruptible region).
+   */
+  unsafeRelease(permit: Permit, cause: Cause.Cause<unknown> | undefined): void
+}
+
+/**
+ * A permit granted by {@link Limiter.unsafeTryAcquire}.
+ *
+ * @since 0.1.0
+ */
+export interface Permit {
+  readonly id: number
+  /** Clock reading when granted. */
+  readonly start: number
 }
 
 /**

@@ -180,3 +180,52 @@ export const metrics: {
   retries: internal.retriesCounter,
   giveUps: internal.giveUpsCounter
 }
+
+/**
+ * Options of {@link make}: those of {@link policy}, with the budget as a handle.
+ *
+ * @since 0.1.0
+ */
+export interface MakeOptions extends Omit<PolicyOptions, "budget"> {
+  readonly budget?: RetryBudget.Budget
+}
+
+/**
+ * A retry policy built once, with the pieces of its first try exposed for callers
+ * that fuse that try with other layers' bookkeeping in one synchronous step (the
+ * `ClientStack` of `@sluice/http`). `apply(self)` is exactly `Retry.policy(options)(self)`.
+ * A caller running the first try itself must, when `Retry.currentAttempt` is 0:
+ * call `unsafeRecordFirstAttempt(now)` once before it, and on a failure `e` continue
+ * with `retryAfterFailure(self, e)`, where `self` is what later attempts should run.
+ * Together they behave as `apply(self)`.
+ *
+ * @since 0.1.0
+ */
+export interface Policy {
+  readonly maxAttempts: number
+  readonly budget: RetryBudget.Budget | undefined
+  readonly apply: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, PolicyError<E>, R>
+  /** The first try's bookkeeping: records the request in the budget, counts the attempt. */
+  readonly unsafeRecordFirstAttempt: (nowMillis: number) => void
+  /** What the policy does after a first try of `self` failed with `error` (retries, or gives up). */
+  readonly retryAfterFailure: <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    error: E
+  ) => Effect.Effect<A, PolicyError<E>, R>
+}
+
+/**
+ * Builds a {@link Policy}; throws `InvalidOptions` naming the field on bad options.
+ *
+ * @example
+ * ```ts
+ * import { Retry, RetryBudget } from "@sluice/retry"
+ * import { Effect } from "effect"
+ *
+ * const budget = RetryBudget.unsafeMake().forKey("backend-a")
+ * const retry = Retry.make({ maxAttempts: 3, budget })
+ * const retried = retry.apply(Effect.succeed(1)) // same as Retry.policy({ maxAttempts: 3, budget })
+ * ```
+ * @since 0.1.0
+ */
+export const make: (options?: MakeOptions) => Policy = internal.make

@@ -256,6 +256,29 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     )
   }
 
+  // Counted whatever happens next: a request failed locally is still a request.
+  const count = (state: KeyState, level: Level, now: number, p: number) => {
+    state.requests.unsafeAdd(now)
+    requestsMetric.unsafeUpdate(1, state.keyTags)
+    if (state.lastProbability[level] !== p) {
+      state.lastProbability[level] = p
+      probabilityMetric.unsafeUpdate(p, state.levelTags[level])
+    }
+  }
+
+  const unsafeTryAdmit = (key: string, level: Level, now: number): AT.Admission | undefined => {
+    const state = stateFor(key, now)
+    const p = probabilityOf(state, level, now)
+    if (p > 0) return undefined
+    count(state, level, now, p)
+    return state
+  }
+
+  const unsafeSettle = (admission: AT.Admission, cause: Cause.Cause<unknown> | undefined) => {
+    const state = admission as KeyState
+    if (cause === undefined || !isRejectionCause(cause)) accept(state)
+  }
+
   const run = <A, E, R>(
     key: string,
     effect: Effect.Effect<A, E, R>
@@ -267,13 +290,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
       const level = fiber.getFiberRef(Criticality.currentCriticality)
       const state = stateFor(key, now)
       const p = probabilityOf(state, level, now)
-      // Counted whatever happens next: a request failed locally is still a request.
-      state.requests.unsafeAdd(now)
-      requestsMetric.unsafeUpdate(1, state.keyTags)
-      if (state.lastProbability[level] !== p) {
-        state.lastProbability[level] = p
-        probabilityMetric.unsafeUpdate(p, state.levelTags[level])
-      }
+      count(state, level, now, p)
       if (p <= 0) return admit(state, effect)
       return Effect.flatMap(Context.get(services, Random.Random).next, (draw) =>
         draw < p
@@ -304,6 +321,8 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     probability: (key, criticality) =>
       Effect.map(Clock.currentTimeMillis, (now) => unsafeProbability(key, criticality, now)),
     unsafeProbability,
+    unsafeTryAdmit,
+    unsafeSettle,
     unsafeStats,
     unsafeKeys: () => Array.from(states.keys()),
     k: (criticality) => kOf[criticality],

@@ -97,13 +97,11 @@ const isOverloaded = (u: unknown): boolean =>
   tagOf(u) === "Overloaded" ||
   (tagOf(u) === "DontRetry" && tagOf((u as { readonly cause?: unknown }).cause) === "Overloaded")
 
-/** @internal */
-export const classify = (
-  exit: Exit.Exit<unknown, unknown>,
-  isDrop?: (error: unknown) => boolean
+/** `classify` of a failed exit's cause, without building the exit. */
+const classifyCause = (
+  cause: Cause.Cause<unknown>,
+  isDrop: ((error: unknown) => boolean) | undefined
 ): LA.Outcome => {
-  if (exit._tag === "Success") return "success"
-  const cause = exit.cause
   if (Cause.isInterrupted(cause)) return "ignored"
   const failure = Cause.failureOption(cause)
   if (failure._tag === "Some") {
@@ -112,6 +110,15 @@ export const classify = (
     if (isDrop !== undefined && isDrop(error)) return "dropped"
   }
   return "ignored"
+}
+
+/** @internal */
+export const classify = (
+  exit: Exit.Exit<unknown, unknown>,
+  isDrop?: (error: unknown) => boolean
+): LA.Outcome => {
+  if (exit._tag === "Success") return "success"
+  return classifyCause(exit.cause, isDrop)
 }
 
 // ---------------------------------------------------------------------------
@@ -127,7 +134,7 @@ const GRANTED = 1
 const DONE = 2
 const REJECTED = 3
 
-class Permit {
+class Permit implements CL.Permit {
   constructor(
     readonly id: number,
     readonly start: number,
@@ -241,7 +248,26 @@ class LimiterImpl implements CL.Limiter {
     return new Permit(this.nextId++, now, level, clock)
   }
 
+  unsafeTryAcquire(
+    criticality: Criticality.Criticality,
+    nowMillis: number,
+    clock: Clock.Clock
+  ): CL.Permit | undefined {
+    if (this.queued === 0 && this.inFlight < this.algorithm.limit) {
+      return this.grant(levelIndex[criticality], nowMillis, clock)
+    }
+    return undefined
+  }
+
+  unsafeRelease(permit: CL.Permit, cause: Cause.Cause<unknown> | undefined): void {
+    this.sample(permit as Permit, cause === undefined ? "success" : classifyCause(cause, this.config.isDrop))
+  }
+
   private release(permit: Permit, exit: Exit.Exit<unknown, unknown>): void {
+    this.sample(permit, classify(exit, this.config.isDrop))
+  }
+
+  private sample(permit: Permit, outcome: LA.Outcome): void {
     const now = permit.clock.unsafeCurrentTimeMillis()
     const inFlight = this.inFlight
     // Free the slot before calling the algorithm, so a throwing user algorithm cannot leak it.
@@ -250,7 +276,7 @@ class LimiterImpl implements CL.Limiter {
     this.algorithm.onSample({
       id: permit.id,
       nextId: this.nextId,
-      outcome: classify(exit, this.config.isDrop),
+      outcome,
       rtt: now - permit.start,
       inFlight,
       now

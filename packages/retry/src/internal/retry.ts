@@ -191,7 +191,9 @@ const retryLoop = <A, E, R>(
             return Effect.either(Effect.locally(self, currentAttempt, attemptNumber))
           })
         ),
+        // No stack capture: `new Error()` per retry dominated the cost of a retry storm.
         Effect.withSpan("sluice.retry.attempt", {
+          captureStackTrace: false,
           attributes: {
             "sluice.retry.attempt": attemptNumber,
             "sluice.retry.delay_ms": delay,
@@ -235,6 +237,28 @@ export const policy: any = (...args: ReadonlyArray<any>) => {
   }
   const config = compile(args[0])
   return (self: Effect.Effect<any, any, any>) => apply(self, config)
+}
+
+/** @internal */
+export const make = (options?: R.MakeOptions): R.Policy => {
+  const config = compile(options)
+  if (typeof config.budget === "string") {
+    throw invalid(
+      '└─ ["budget"]\n   └─ Retry.make needs a RetryBudget.Budget handle (look it up with RetryBudget.forKey)'
+    )
+  }
+  const budget = config.budget
+  const tags = config.tags
+  return {
+    maxAttempts: config.maxAttempts,
+    budget,
+    apply: (self) => run(self, config, budget) as any,
+    unsafeRecordFirstAttempt: (nowMillis) => {
+      if (budget !== undefined) budget.unsafeRecordRequest(nowMillis)
+      attemptsCounter.unsafeUpdate(1, tags)
+    },
+    retryAfterFailure: (self, error) => retryLoop(self, error, config, budget) as any
+  }
 }
 
 const apply = <A, E, R>(self: Effect.Effect<A, E, R>, config: Compiled): Effect.Effect<A, unknown, any> => {
