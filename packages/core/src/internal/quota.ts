@@ -246,13 +246,20 @@ export const make = (
         reason: "timeout",
         message: "quota store missed its deadline"
       })
-    const callWithDeadline = (client: string, plan: CompiledPlan, cost: number) =>
-      Effect.async<StoreResult, QuotaStoreError>((resume) => {
+    // The remote hot path: one Effect.async that registers a deadline (no timer, no fiber) and
+    // finishes the decision in the store's callback, inside the breaker, with one handler for
+    // every failure. `start` lives in the async registration, so no Effect.suspend is needed.
+    const callWithDeadline = (client: string, plan: CompiledPlan, cost: number, box: { start: bigint }) =>
+      Effect.async<Decision, QuotaStoreError>((resume) => {
+        const start = clock.unsafeCurrentTimeNanos()
+        box.start = start
         const entry = deadlines!.register(() => resume(Effect.fail(timeoutError())))
         checkCallback!(client, plan, cost, (error, result) => {
           if (entry.settled) return
           entry.settled = true
-          resume(error === undefined ? Effect.succeed(result!) : Effect.fail(error))
+          if (error !== undefined) return resume(Effect.fail(error))
+          if (lastState !== "closed") recordBreaker()
+          resume(Effect.succeed(finish(client, result!, "store", start)))
         })
         return Effect.sync(() => {
           entry.settled = true
@@ -270,26 +277,36 @@ export const make = (
           return finish(client, unsafeCheck(client, plan, cost), "store", start)
         })
       }
-      return Effect.suspend(() => {
+      const box = { start: BigInt(0) }
+      const onFailure = (cause: Cause.Cause<QuotaStoreError | CircuitOpen>): Effect.Effect<Decision> =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.failCause(cause as Cause.Cause<never>)
+          : onStoreFailure(
+              client,
+              plan,
+              cost,
+              box.start === BigInt(0) ? clock.unsafeCurrentTimeNanos() : box.start,
+              cause
+            )
+      if (checkCallback !== undefined) {
+        const call = callWithDeadline(client, plan, cost, box)
+        return Effect.catchAllCause(breaker === undefined ? call : breaker.withBreaker(call), onFailure)
+      }
+      const call = Effect.suspend(() => {
         const start = clock.unsafeCurrentTimeNanos()
-        const call =
-          checkCallback !== undefined
-            ? callWithDeadline(client, plan, cost)
-            : Effect.timeoutFail(store.check(client, plan, cost), {
-                duration: deadline,
-                onTimeout: timeoutError
-              })
-        return Effect.matchCauseEffect(breaker === undefined ? call : breaker.withBreaker(call), {
-          onSuccess: (result) => {
+        box.start = start
+        return Effect.map(
+          Effect.timeoutFail(store.check(client, plan, cost), {
+            duration: deadline,
+            onTimeout: timeoutError
+          }),
+          (result) => {
             if (lastState !== "closed") recordBreaker()
-            return Effect.succeed(finish(client, result, "store", start))
-          },
-          onFailure: (cause) =>
-            Cause.isInterruptedOnly(cause)
-              ? Effect.failCause(cause as Cause.Cause<never>)
-              : onStoreFailure(client, plan, cost, start, cause)
-        })
+            return finish(client, result, "store", start)
+          }
+        )
       })
+      return Effect.catchAllCause(breaker === undefined ? call : breaker.withBreaker(call), onFailure)
     }
 
     const guard = dual(
