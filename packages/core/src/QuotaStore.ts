@@ -66,7 +66,9 @@ export class QuotaStore extends Context.Tag("@sluice/core/QuotaStore")<QuotaStor
 
 /**
  * Memory store options: `maxClients` (default 100,000) bounds how many clients
- * hold state; past it the least recently used client is dropped.
+ * hold state. Clients live in two generations of `maxClients / 2`; when the
+ * current one fills up the older one is dropped, so the least recently seen go
+ * first. A client whose tiers are all full again is forgotten at once.
  *
  * @since 0.1.0
  */

@@ -277,6 +277,8 @@ export const make = (
           return finish(client, unsafeCheck(client, plan, cost), "store", start)
         })
       }
+      // when the call started, for the latency of a failed check (if this Effect value runs
+      // concurrently with itself, a failure may report another run's start: metrics only)
       const box = { start: BigInt(0) }
       const onFailure = (cause: Cause.Cause<QuotaStoreError | CircuitOpen>): Effect.Effect<Decision> =>
         Cause.isInterruptedOnly(cause)
