@@ -103,3 +103,27 @@ export const follow = <X, E, R>(
       )
     )
   )
+
+/**
+ * Feeds the signals (optionally of one key) into an `AimdInterval`: a throttled
+ * response stretches its interval, a clear one shrinks it.
+ *
+ * @example
+ * ```ts
+ * import { AimdInterval } from "@sluice/adaptive"
+ * import { ThrottleSignal } from "@sluice/http"
+ * import { Effect } from "effect"
+ *
+ * const autosave = Effect.gen(function* () {
+ *   const aimd = yield* AimdInterval.make({ min: "2 seconds", max: "1 minute", step: "500 millis" })
+ *   yield* ThrottleSignal.followAimd(aimd, { key: "docs.example.com" })
+ *   // ... Effect.repeat(save, aimd.schedule)
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const followAimd = (
+  aimd: { readonly signal: (throttled: boolean) => Effect.Effect<unknown> },
+  options: { readonly key?: string | undefined } = {}
+): Effect.Effect<void, never, ThrottleSignal | Scope.Scope> =>
+  follow((throttled) => aimd.signal(throttled), options)

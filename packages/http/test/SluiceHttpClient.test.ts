@@ -2,7 +2,8 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
-import { Criticality, Errors } from "@sluice/core"
+import { AimdInterval } from "@sluice/adaptive"
+import { Criticality, Errors, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import { Middleware, SluiceHttpClient, ThrottleSignal } from "@sluice/http"
 import { serve } from "./utils.js"
 
@@ -240,5 +241,68 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
       const result = yield* Effect.either(Layer.build(clientLayer({ maxAttempts: 0 })).pipe(Effect.scoped))
       expect(Either.isLeft(result) && result.left.message).toContain("maxAttempts")
     })
+  )
+
+  it.scopedLive("a quota middleware's 429 arrives as QuotaExceeded with tier, limit and Retry-After", () =>
+    Effect.gen(function* () {
+      const app = HttpRouter.empty.pipe(
+        HttpRouter.get("/", Effect.succeed(HttpServerResponse.text("ok"))),
+        Middleware.quota({ client: () => "acme" })
+      )
+      const base = yield* serve(app)
+      const client = yield* SluiceHttpClient.SluiceHttpClient
+      expect((yield* client.get(base + "/")).status).toBe(200)
+      const denied = failure(yield* Effect.exit(client.get(base + "/")))
+      expect(denied._tag === "DontRetry" && denied.reason).toBe("not-retryable")
+      const cause = denied._tag === "DontRetry" ? denied.cause : undefined
+      expect(cause).toBeInstanceOf(Errors.QuotaExceeded)
+      if (cause instanceof Errors.QuotaExceeded) {
+        expect(cause.tier).toBe("hourly")
+        expect(cause.limit).toBe(1)
+        expect(cause.remaining).toBe(0)
+        const seconds = Duration.toSeconds(cause.retryAfter)
+        expect(seconds).toBeGreaterThan(3500)
+        expect(seconds).toBeLessThanOrEqual(3600)
+      }
+    }).pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          clientLayer({ throttle: false }),
+          Quota.layer().pipe(
+            Layer.provide(QuotaStore.layerMemory()),
+            Layer.provideMerge(
+              QuotaConfig.layer({
+                default: {
+                  tiers: [{ name: "hourly", algorithm: "sliding-window", limit: 1, period: "1 hour" }]
+                }
+              })
+            )
+          )
+        )
+      )
+    )
+  )
+
+  it.scopedLive("throttle signals drive an AimdInterval", () =>
+    Effect.gen(function* () {
+      const { app } = makeBackend()
+      const base = yield* serve(app)
+      const client = yield* SluiceHttpClient.SluiceHttpClient
+      const aimd = yield* AimdInterval.make({ min: "1 second", max: "1 minute", step: "1 second" })
+      yield* ThrottleSignal.followAimd(aimd, { key: new URL(base).host })
+      yield* client.get(`${base}/throttle`)
+      yield* client.get(`${base}/throttle`)
+      yield* Effect.repeat(Effect.sleep("5 millis"), {
+        until: () => aimd.unsafeInterval() === 4000,
+        times: 400
+      })
+      expect(aimd.unsafeInterval()).toBe(4000)
+      yield* client.get(`${base}/echo`)
+      yield* Effect.repeat(Effect.sleep("5 millis"), {
+        until: () => aimd.unsafeInterval() === 3000,
+        times: 400
+      })
+      expect(aimd.unsafeInterval()).toBe(3000)
+    }).pipe(Effect.provide(clientLayer({ throttle: false }).pipe(Layer.provideMerge(ThrottleSignal.layer()))))
   )
 })

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
@@ -108,7 +109,7 @@ export const make = (
     const notRetrying = Retry.policy({ maxAttempts: 1, isRetryable: () => false, name: config.name })
 
     const publish = (key: string, throttled: boolean) => {
-      if (throttled) signalsCounter.pipe(Metric.tagged("host", key), Metric.update(1)).pipe(Effect.runSync)
+      if (throttled) signalsCounter.unsafeUpdate(1, [MetricLabel.make("host", key)])
       if (signals !== undefined) signals.unsafePublish(key, throttled)
     }
 

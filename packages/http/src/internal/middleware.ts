@@ -12,6 +12,8 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
 import * as protocol from "./protocol.js"
@@ -32,6 +34,21 @@ const body = (error: Errors.SluiceError): unknown =>
     onRight: (encoded) => ({ error: encoded })
   })
 
+const rejected = Metric.counter("sluice_http_server_rejected", {
+  description: "requests the Sluice middleware answered with a refusal, by reason",
+  incremental: true
+})
+type Reason = Errors.SluiceError["_tag"] | "Sampled"
+const reasonTags = Object.fromEntries(
+  (["Overloaded", "QuotaExceeded", "Throttled", "CircuitOpen", "DontRetry", "Sampled"] as const).map((r) => [
+    r,
+    [MetricLabel.make("reason", r)]
+  ])
+) as unknown as Record<Reason, ReadonlyArray<MetricLabel.MetricLabel>>
+
+/** @internal */
+export const countRejection = (reason: Reason): void => rejected.unsafeUpdate(1, reasonTags[reason])
+
 /** @internal */
 export const errorResponse = (
   error: Errors.SluiceError,
@@ -40,6 +57,7 @@ export const errorResponse = (
   const names = settings.headers
   const headers: Record<string, string> = {}
   let status = 503
+  countRejection(error._tag)
   switch (error._tag) {
     case "DontRetry":
     case "Throttled": {
@@ -250,7 +268,10 @@ export const backpressure =
 
 // ---- sample --------------------------------------------------------------------
 
-const noContent = Effect.sync(() => HttpServerResponse.empty({ status: 204 }))
+const noContent = Effect.sync(() => {
+  countRejection("Sampled")
+  return HttpServerResponse.empty({ status: 204 })
+})
 
 /** @internal */
 export const sample =
