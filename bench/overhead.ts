@@ -34,8 +34,8 @@ import { performance } from "node:perf_hooks"
 const args = process.argv.slice(2)
 const jsonOnly = args.includes("--json")
 const quick = args.includes("--quick")
-const CALLS = quick ? 20_000 : 200_000
-const WARM_UP = quick ? 10_000 : 100_000
+const CALLS = quick ? 10_000 : 200_000
+const WARM_UP = quick ? 5_000 : 100_000
 const REPEATS = quick ? 3 : 5
 const layers = args.includes("--layers")
 const KEY = "backend"

@@ -1,0 +1,275 @@
+/**
+ * The open-loop load generator of `bench/overload.ts`, run in its own process (forked
+ * with an IPC channel), so that it does not share an event loop with the server.
+ *
+ * For each phase the parent sends, it issues GET requests at a fixed rate whatever the
+ * server answers (open loop: a slow server does not slow the offered load down), each
+ * with its own `x-sluice-criticality` header (a deterministic share CRITICAL, the rest
+ * SHEDDABLE), through one undici `Pool` of keep-alive connections (bounded in number;
+ * undici because Node's `http` client costs too much CPU per request to offer a few
+ * thousand requests per second from a shared core). Every request has a client deadline:
+ * without a complete response by then it is aborted and counted as a timeout. A phase is bounded in time and in request count;
+ * the generator answers with counts per criticality and the latencies it saw.
+ *
+ * Not a benchmark of its own: `npm run bench:overload` starts it.
+ */
+import { performance } from "node:perf_hooks"
+import { Pool, type Dispatcher } from "undici"
+
+/** What the parent asks for. */
+export interface PhaseRequest {
+  readonly type: "run"
+  readonly id: number
+  readonly url: string
+  readonly rps: number
+  readonly durationMs: number
+  readonly maxRequests: number
+  readonly criticalShare: number
+  readonly deadlineMs: number
+  readonly sockets: number
+}
+
+/** Counts for one criticality level. */
+export interface LevelStats {
+  sent: number
+  /** 2xx responses received within the deadline */
+  ok: number
+}
+
+/** What the generator answers. */
+export interface PhaseResult {
+  readonly type: "result"
+  readonly id: number
+  /** how long requests were being issued */
+  readonly sendMs: number
+  readonly sent: number
+  /** 2xx within the deadline */
+  readonly ok: number
+  /** responses with a non-2xx status (503 from the shedder or limiter) */
+  readonly rejected: number
+  /** no complete response within the deadline (aborted) */
+  readonly timeouts: number
+  /** connection errors before the deadline */
+  readonly errors: number
+  readonly statuses: Record<string, number>
+  readonly levels: Record<"CRITICAL" | "SHEDDABLE", LevelStats>
+  /** latency (ms) of each 2xx response */
+  readonly okLatencies: ReadonlyArray<number>
+  /** latency (ms) of every request, a timeout counted as the deadline */
+  readonly allLatencies: ReadonlyArray<number>
+  /** the largest gap (ms) between the generator's timer ticks: how late the generator itself ran */
+  readonly maxTickLagMs: number
+  /** CPU time (ms) the generator process used during the phase */
+  readonly cpuMs: number
+  /** connections the pool opened during the phase */
+  readonly connects: number
+}
+
+const TICK_MS = 2
+
+type Level = "CRITICAL" | "SHEDDABLE"
+const CRITICAL_HEADERS = { "x-sluice-criticality": "CRITICAL" }
+const SHEDDABLE_HEADERS = { "x-sluice-criticality": "SHEDDABLE" }
+
+/** One request in flight: also its undici dispatch handler (one object per request). */
+class Call implements Dispatcher.DispatchHandler {
+  controller: Dispatcher.DispatchController | undefined = undefined
+  status = 0
+  done = false
+  constructor(
+    readonly phase: PhaseRun,
+    readonly level: Level,
+    readonly start: number
+  ) {}
+  onRequestStart(controller: Dispatcher.DispatchController) {
+    this.controller = controller
+    // Still queued in the pool when its deadline passed: do not send it at all.
+    if (this.done) controller.abort(new Error("deadline"))
+  }
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number) {
+    this.status = statusCode
+  }
+  onResponseData() {}
+  onResponseEnd() {
+    this.phase.settle(this, this.status >= 200 && this.status < 300 ? "ok" : "rejected")
+  }
+  onResponseError() {
+    this.phase.settle(this, "error")
+  }
+}
+
+class PhaseRun {
+  readonly levels: PhaseResult["levels"] = { CRITICAL: { sent: 0, ok: 0 }, SHEDDABLE: { sent: 0, ok: 0 } }
+  readonly statuses: Record<string, number> = {}
+  readonly okLatencies: Array<number> = []
+  readonly allLatencies: Array<number> = []
+  /** every call in start order, for the deadline sweep */
+  readonly calls: Array<Call> = []
+  private swept = 0
+  sent = 0
+  ok = 0
+  rejected = 0
+  timeouts = 0
+  errors = 0
+  outstanding = 0
+  sending = true
+  sendMs = 0
+  maxTickLagMs = 0
+  connects = 0
+  private readonly cpu = process.cpuUsage()
+  private readonly criticalEvery: number
+  private nextCritical = 0
+  private readonly path: string
+  constructor(
+    readonly request: PhaseRequest,
+    private readonly pool: Pool,
+    private readonly resolve: (result: PhaseResult) => void
+  ) {
+    // Every 1/criticalShare-th request is CRITICAL: an exact, evenly spread share.
+    this.criticalEvery = request.criticalShare > 0 ? 1 / request.criticalShare : Infinity
+    this.path = new URL(request.url).pathname
+  }
+
+  fire(now: number) {
+    let level: Level = "SHEDDABLE"
+    if (this.sent >= this.nextCritical) {
+      level = "CRITICAL"
+      this.nextCritical += this.criticalEvery
+    }
+    this.sent++
+    this.outstanding++
+    this.levels[level].sent++
+    const call = new Call(this, level, now)
+    this.calls.push(call)
+    this.pool.dispatch(
+      {
+        path: this.path,
+        method: "GET",
+        headers: level === "CRITICAL" ? CRITICAL_HEADERS : SHEDDABLE_HEADERS
+      },
+      call
+    )
+  }
+
+  /** Calls past their deadline are timeouts and are aborted (one timer for all of them). */
+  sweep(now: number) {
+    const deadline = this.request.deadlineMs
+    while (this.swept < this.calls.length && now - this.calls[this.swept]!.start >= deadline) {
+      const call = this.calls[this.swept++]!
+      if (!call.done) {
+        this.settle(call, "timeout")
+        call.controller?.abort(new Error("deadline"))
+      }
+    }
+  }
+
+  settle(call: Call, outcome: "ok" | "rejected" | "timeout" | "error") {
+    if (call.done) return
+    call.done = true
+    this.outstanding--
+    const latency = performance.now() - call.start
+    if (call.status !== 0) this.statuses[call.status] = (this.statuses[call.status] ?? 0) + 1
+    switch (outcome) {
+      case "ok":
+        // A response that arrives after the deadline (the sweep runs every few ms) is a timeout too.
+        if (latency > this.request.deadlineMs) {
+          this.timeouts++
+          this.allLatencies.push(latency)
+          break
+        }
+        this.ok++
+        this.levels[call.level].ok++
+        this.okLatencies.push(latency)
+        this.allLatencies.push(latency)
+        break
+      case "rejected":
+        this.rejected++
+        this.allLatencies.push(latency)
+        break
+      case "timeout":
+        this.timeouts++
+        this.allLatencies.push(this.request.deadlineMs)
+        break
+      case "error":
+        this.errors++
+        this.allLatencies.push(latency)
+        break
+    }
+    this.finish()
+  }
+
+  finish() {
+    if (this.sending || this.outstanding > 0) return
+    this.resolve({
+      type: "result",
+      id: this.request.id,
+      sendMs: this.sendMs,
+      sent: this.sent,
+      ok: this.ok,
+      rejected: this.rejected,
+      timeouts: this.timeouts,
+      errors: this.errors,
+      statuses: this.statuses,
+      levels: this.levels,
+      okLatencies: this.okLatencies,
+      allLatencies: this.allLatencies,
+      maxTickLagMs: this.maxTickLagMs,
+      cpuMs: (() => {
+        const used = process.cpuUsage(this.cpu)
+        return (used.user + used.system) / 1000
+      })(),
+      connects: this.connects
+    })
+  }
+}
+
+const runPhase = (request: PhaseRequest, pool: Pool): Promise<PhaseResult> =>
+  new Promise((resolve) => {
+    const run = new PhaseRun(request, pool, resolve)
+    const onConnect = () => run.connects++
+    pool.on("connect", onConnect)
+    const began = performance.now()
+    let lastTick = began
+    const timer = setInterval(() => {
+      const now = performance.now()
+      run.maxTickLagMs = Math.max(run.maxTickLagMs, now - lastTick - TICK_MS)
+      lastTick = now
+      const elapsed = now - began
+      if (run.sending) {
+        const due = Math.min(
+          request.maxRequests,
+          Math.floor((Math.min(elapsed, request.durationMs) * request.rps) / 1000)
+        )
+        while (run.sent < due) run.fire(now)
+        if (elapsed >= request.durationMs || run.sent >= request.maxRequests) {
+          run.sendMs = Math.min(elapsed, request.durationMs)
+          run.sending = false
+        }
+      }
+      run.sweep(now)
+      if (!run.sending && run.outstanding === 0) {
+        clearInterval(timer)
+        pool.off("connect", onConnect)
+      }
+      run.finish()
+    }, TICK_MS)
+  })
+
+if (process.send !== undefined) {
+  process.setSourceMapsEnabled(false)
+  let pool: Pool | undefined = undefined
+  // Never outlive the parent, and never run for more than a few minutes whatever happens.
+  process.on("disconnect", () => process.exit(0))
+  setTimeout(() => process.exit(2), 5 * 60_000).unref()
+  process.on("message", (message: PhaseRequest | { readonly type: "exit" }) => {
+    if (message.type === "exit") {
+      process.exit(0)
+    }
+    if (message.type === "run") {
+      // keep-alive connections, at most `sockets` of them; one request per connection at a time
+      pool ??= new Pool(new URL(message.url).origin, { connections: message.sockets, pipelining: 1 })
+      void runPhase(message, pool).then((result) => process.send!(result))
+    }
+  })
+  process.send({ type: "ready" })
+}

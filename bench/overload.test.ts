@@ -1,0 +1,63 @@
+// Smoke test: the overload benchmark runs in its short mode (a real server, a generator
+// process, three short phases) and prints the JSON the README quotes. Shape and sanity
+// only: goodput and latency depend on the machine, so no goal is asserted.
+import { execFile } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "vitest"
+
+const root = fileURLToPath(new URL("..", import.meta.url))
+
+const runBench = (script: string, args: ReadonlyArray<string>) =>
+  new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "--conditions=@sluice/source", script, ...args],
+      { cwd: root, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr })
+    )
+  })
+
+const isRatio = (n: unknown) => typeof n === "number" && n >= 0 && n <= 1
+
+describe("bench:overload --quick --json", () => {
+  it(
+    "prints one JSON object with goodput, per-criticality success, latencies and the unprotected run",
+    { timeout: 120_000 },
+    async () => {
+      const { stdout } = await runBench("bench/overload.ts", ["--json", "--quick"])
+      const lines = stdout.trim().split("\n")
+      expect(lines).toHaveLength(1)
+      const result = JSON.parse(lines[0]!)
+      expect(Object.keys(result).sort()).toEqual(
+        [
+          "capacityRps",
+          "criticalSuccessRatio",
+          "goodputRatio",
+          "goodputRps",
+          "offeredRps",
+          "p99AdmittedMs",
+          "p99UnloadedMs",
+          "sheddableSuccessRatio",
+          "unprotected"
+        ].sort()
+      )
+      expect(Object.keys(result.unprotected).sort()).toEqual(["goodputRps", "p99Ms", "timeouts"])
+      expect(result.capacityRps).toBeGreaterThan(0)
+      // the generator offered about 10x capacity (open loop, bounded by time and count)
+      expect(result.offeredRps).toBeGreaterThan(result.capacityRps * 8)
+      expect(result.offeredRps).toBeLessThanOrEqual(result.capacityRps * 10 * 1.05)
+      expect(result.goodputRps).toBeGreaterThanOrEqual(0)
+      expect(result.goodputRatio).toBeCloseTo(result.goodputRps / result.capacityRps, 2)
+      expect(isRatio(result.criticalSuccessRatio)).toBe(true)
+      expect(isRatio(result.sheddableSuccessRatio)).toBe(true)
+      // the unloaded phase has 2xx answers, so its p99 exists
+      expect(result.p99UnloadedMs).toBeGreaterThan(0)
+      expect(typeof result.p99AdmittedMs === "number" || result.p99AdmittedMs === null).toBe(true)
+      expect(result.unprotected.goodputRps).toBeGreaterThanOrEqual(0)
+      expect(result.unprotected.p99Ms).toBeGreaterThan(0)
+      expect(Number.isInteger(result.unprotected.timeouts)).toBe(true)
+      expect(result.unprotected.timeouts).toBeGreaterThanOrEqual(0)
+    }
+  )
+})

@@ -1,0 +1,319 @@
+/**
+ * Overload benchmark: `npm run bench:overload -- --json [--quick]`.
+ *
+ * A real `@effect/platform-node` HTTP server on 127.0.0.1 (port 0) whose backend has a
+ * fixed capacity: `UNITS` concurrent units of `WORK_MS` of work (a Semaphore and an
+ * `Effect.sleep`, so the capacity is real and the server's CPU stays free). Two routes
+ * share that backend: `/protected` is guarded by Sluice's server middleware
+ * (`Middleware.criticality` then `Middleware.loadShed` with a `ConcurrencyLimiter`
+ * whose limit is the delay-based `Vegas` algorithm and whose bounded queue serves the
+ * most critical waiters first and makes less critical ones give way), `/unprotected`
+ * goes straight to the backend.
+ *
+ * A load generator in another process (`bench/overload-generator.ts`, open loop, per
+ * request `x-sluice-criticality`, keep-alive agent with bounded sockets, 1 s client
+ * deadline) offers, in one run:
+ * 1. a warm-up, then 0.5× capacity to `/protected` (the unloaded latency);
+ * 2. 10× capacity to `/protected`, 20% CRITICAL and 80% SHEDDABLE;
+ * 3. the same 10× to `/unprotected`.
+ *
+ * Prints one JSON object:
+ * `{capacityRps, offeredRps, goodputRps, goodputRatio, criticalSuccessRatio,
+ * sheddableSuccessRatio, p99AdmittedMs, p99UnloadedMs, unprotected: {goodputRps, p99Ms,
+ * timeouts}}` — goodput counts 2xx responses received within the 1 s deadline per
+ * second of offered load; p99AdmittedMs is over the 2xx responses of phase 2; the
+ * unprotected p99Ms is over every request of phase 3 (an aborted request counts as
+ * the 1 s deadline, so it is a lower bound).
+ *
+ * Options: `--quick` (short phases, for the CI smoke test), `--units N`, `--work-ms N`,
+ * `--critical-share R` (default 0.2), `--overload X` (default 10), `--seconds S`
+ * (length of each measured phase). Everything is bounded in time and count; the server
+ * and the generator process always shut down, also on error.
+ */
+import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import type { HttpApp, HttpServerRequest } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { ConcurrencyLimiter, LoadShedder, Vegas } from "@sluice/adaptive"
+import { Middleware } from "@sluice/http"
+import { Duration, Effect, Layer } from "effect"
+import type { Scope } from "effect"
+import { fork, type ChildProcess } from "node:child_process"
+import { createServer } from "node:http"
+import { monitorEventLoopDelay, performance } from "node:perf_hooks"
+import { fileURLToPath } from "node:url"
+import type { PhaseRequest, PhaseResult } from "./overload-generator.js"
+
+const args = process.argv.slice(2)
+const jsonOnly = args.includes("--json")
+const quick = args.includes("--quick")
+const option = (name: string, fallback: number): number => {
+  const i = args.indexOf(`--${name}`)
+  if (i < 0) return fallback
+  const value = Number(args[i + 1])
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name}: expected a positive number`)
+  return value
+}
+
+const UNITS = option("units", 8)
+const WORK_MS = option("work-ms", 320)
+const CAPACITY_RPS = (UNITS * 1000) / WORK_MS
+const OVERLOAD = option("overload", 10)
+const CRITICAL_SHARE = option("critical-share", 0.2)
+const PHASE_MS = option("seconds", quick ? 1.5 : 8) * 1000
+const WARM_UP_MS = quick ? 500 : 2000
+const DEADLINE_MS = 1000
+const SOCKETS = option("sockets", 64)
+const SMOOTHING_MS = option("smoothing-ms", 20)
+const HARD_LIMIT_MS = 10 * 60_000
+
+// tsx turns source maps on; then every `error.stack` read (Effect reads one when a span
+// ends in failure, e.g. each shed request) parses source maps. Not what a deployed server pays.
+process.setSourceMapsEnabled(false)
+
+const log = (...parts: Array<unknown>) => {
+  if (!jsonOnly) console.error(...parts)
+}
+
+// ---------------------------------------------------------------------------
+// the generator process
+
+interface Generator {
+  readonly run: (
+    phase: Omit<PhaseRequest, "type" | "id" | "deadlineMs" | "maxRequests" | "sockets">
+  ) => Effect.Effect<PhaseResult, Error>
+}
+
+const generatorPath = fileURLToPath(new URL("./overload-generator.ts", import.meta.url))
+
+const spawnGenerator = Effect.acquireRelease(
+  Effect.async<ChildProcess, Error>((resume) => {
+    // Under tsx the loader flags are in execArgv; otherwise load tsx explicitly.
+    const execArgv = process.execArgv.some((a) => a.includes("tsx")) ? process.execArgv : ["--import", "tsx"]
+    const child = fork(generatorPath, [], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] })
+    const timer = setTimeout(
+      () => resume(Effect.fail(new Error("the load generator did not start in 30 s"))),
+      30_000
+    )
+    child.once("message", () => {
+      clearTimeout(timer)
+      resume(Effect.succeed(child))
+    })
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      resume(Effect.fail(new Error(`the load generator exited with ${code}`)))
+    })
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      child.kill("SIGKILL")
+    })
+  }),
+  (child) =>
+    Effect.async<void>((resume) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+      const killer = setTimeout(() => child.kill("SIGKILL"), 2000)
+      child.once("exit", () => {
+        clearTimeout(killer)
+        resume(Effect.void)
+      })
+      if (child.connected) child.send({ type: "exit" })
+      else child.kill("SIGKILL")
+    })
+)
+
+const makeGenerator = Effect.map(spawnGenerator, (child): Generator => {
+  let nextId = 0
+  return {
+    run: (phase) =>
+      Effect.async<PhaseResult, Error>((resume) => {
+        const id = nextId++
+        const onMessage = (message: PhaseResult) => {
+          if (message.type !== "result" || message.id !== id) return
+          cleanup()
+          resume(Effect.succeed(message))
+        }
+        const onExit = (code: number | null) => {
+          cleanup()
+          resume(Effect.fail(new Error(`the load generator exited with ${code}`)))
+        }
+        const cleanup = () => {
+          child.off("message", onMessage)
+          child.off("exit", onExit)
+        }
+        child.on("message", onMessage)
+        child.on("exit", onExit)
+        const request: PhaseRequest = {
+          type: "run",
+          id,
+          deadlineMs: DEADLINE_MS,
+          sockets: SOCKETS,
+          // bounded in count as well as in time
+          maxRequests: Math.ceil((phase.rps * phase.durationMs) / 1000),
+          ...phase
+        }
+        child.send(request)
+        return Effect.sync(cleanup)
+      }).pipe(
+        Effect.timeoutFail({
+          duration: Duration.millis(phase.durationMs + DEADLINE_MS + 30_000),
+          onTimeout: () => new Error("the load generator did not answer in time")
+        })
+      )
+  }
+})
+
+// ---------------------------------------------------------------------------
+// the server
+
+const serve = <E>(app: HttpApp.Default<E, HttpServerRequest.HttpServerRequest | Scope.Scope>) =>
+  Effect.gen(function* () {
+    const context = yield* Layer.build(
+      HttpServer.serve(app).pipe(
+        Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
+      )
+    )
+    const server = yield* Effect.provide(HttpServer.HttpServer, context)
+    const address = server.address
+    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("expected a TCP address")
+    return `http://127.0.0.1:${address.port}`
+  })
+
+// ---------------------------------------------------------------------------
+
+const percentile = (values: ReadonlyArray<number>, p: number): number => {
+  if (values.length === 0) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
+}
+const round = (n: number, digits = 1) => Number(n.toFixed(digits))
+const perSecond = (count: number, ms: number) => (count * 1000) / ms
+
+const summary = (name: string, r: PhaseResult) =>
+  `${name}: sent ${r.sent} in ${Math.round(r.sendMs)} ms, ok ${r.ok}, rejected ${r.rejected}, timeouts ${r.timeouts}, ` +
+  `errors ${r.errors}, CRITICAL ${r.levels.CRITICAL.ok}/${r.levels.CRITICAL.sent}, ` +
+  `SHEDDABLE ${r.levels.SHEDDABLE.ok}/${r.levels.SHEDDABLE.sent}, p50 ok ${round(percentile(r.okLatencies, 0.5))} ms, ` +
+  `p99 ok ${round(percentile(r.okLatencies, 0.99))} ms, generator lag max ${round(r.maxTickLagMs)} ms, CPU ${Math.round(r.cpuMs)} ms, connects ${r.connects}, statuses ${JSON.stringify(r.statuses)}`
+
+/** The server's own state during a phase: event-loop delay and CPU, to tell server saturation from overload. */
+const serverProbe = () => {
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
+  const cpu = process.cpuUsage()
+  const start = performance.now()
+  return () => {
+    delay.disable()
+    const used = process.cpuUsage(cpu)
+    const elapsed = performance.now() - start
+    return `server: event-loop delay p99 ${round(delay.percentile(99) / 1e6)} ms, max ${round(delay.max / 1e6)} ms, CPU ${round((100 * (used.user + used.system)) / 1000 / elapsed)}%`
+  }
+}
+
+const program = Effect.gen(function* () {
+  const units = yield* Effect.makeSemaphore(UNITS)
+  let busy = 0
+  const backend = units.withPermits(1)(
+    Effect.suspend(() => {
+      busy++
+      return Effect.sleep(Duration.millis(WORK_MS))
+    }).pipe(Effect.ensuring(Effect.sync(() => busy--)))
+  )
+  const handler = Effect.as(backend, HttpServerResponse.text("ok"))
+  // Server-side time of each 2xx answer, from the start of the handler chain: tells time
+  // spent inside the server from time spent in sockets and the generator.
+  let serverLatencies: Array<number> = []
+  const timed = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    Effect.suspend(() => {
+      const start = performance.now()
+      return Effect.tap(app, (response) => {
+        if (response.status < 300) serverLatencies.push(performance.now() - start)
+      })
+    })
+
+  const limiter = yield* ConcurrencyLimiter.make({
+    key: "backend",
+    algorithm: Vegas.factory({ initial: UNITS, alpha: 1, beta: 2 }),
+    maxQueue: UNITS,
+    maxWait: Duration.millis(WORK_MS / 4)
+  })
+  // The shedder counts work inside it (in flight and queued in the limiter): SHEDDABLE
+  // goes first, cheaply, once that nears the backend's units plus the limiter's queue.
+  const shedder = yield* LoadShedder.make({ capacity: UNITS, smoothing: Duration.millis(SMOOTHING_MS) })
+  const guarded = handler.pipe(Middleware.loadShed({ limiter, shedder }), Middleware.criticality())
+
+  const router = HttpRouter.empty.pipe(
+    HttpRouter.get("/protected", timed(guarded)),
+    HttpRouter.get("/unprotected", timed(handler))
+  )
+  const base = yield* serve(router)
+  log(`server on ${base}; capacity ${UNITS} units × ${WORK_MS} ms = ${CAPACITY_RPS} rps`)
+
+  const generator = yield* makeGenerator
+  const phase = (path: string, factor: number, durationMs: number) =>
+    Effect.suspend(() => {
+      const probe = serverProbe()
+      serverLatencies = []
+      return generator
+        .run({ url: base + path, rps: CAPACITY_RPS * factor, durationMs, criticalShare: CRITICAL_SHARE })
+        .pipe(
+          Effect.tap(() =>
+            log(
+              `${probe()}, 2xx inside the server p50 ${round(percentile(serverLatencies, 0.5))} ms, p99 ${round(percentile(serverLatencies, 0.99))} ms`
+            )
+          )
+        )
+    })
+  const settle = Effect.gen(function* () {
+    // Let the backend drain between phases (bounded).
+    for (let i = 0; i < 100 && busy > 0; i++) yield* Effect.sleep("50 millis")
+    yield* Effect.sleep("200 millis")
+  })
+
+  log(summary("warm-up 0.5x", yield* phase("/protected", 0.5, WARM_UP_MS)))
+  yield* settle
+  const unloaded = yield* phase("/protected", 0.5, PHASE_MS)
+  log(summary("unloaded 0.5x", unloaded))
+  yield* settle
+  const loaded = yield* phase("/protected", OVERLOAD, PHASE_MS)
+  log(summary(`protected ${OVERLOAD}x`, loaded))
+  log(`shedder after: utilization ${round(shedder.unsafeUtilization(), 3)}`)
+  log(
+    `limiter after: limit ${round(limiter.limit, 2)}, in flight ${limiter.inFlight}, queued ${limiter.queued}`
+  )
+  yield* settle
+  const unprotected = yield* phase("/unprotected", OVERLOAD, PHASE_MS)
+  log(summary(`unprotected ${OVERLOAD}x`, unprotected))
+
+  const goodput = perSecond(loaded.ok, loaded.sendMs)
+  const ratio = (s: { sent: number; ok: number }) => (s.sent === 0 ? 1 : s.ok / s.sent)
+  return {
+    capacityRps: CAPACITY_RPS,
+    offeredRps: Math.round(perSecond(loaded.sent, loaded.sendMs)),
+    goodputRps: round(goodput),
+    goodputRatio: round(goodput / CAPACITY_RPS, 3),
+    criticalSuccessRatio: round(ratio(loaded.levels.CRITICAL), 4),
+    sheddableSuccessRatio: round(ratio(loaded.levels.SHEDDABLE), 4),
+    p99AdmittedMs: round(percentile(loaded.okLatencies, 0.99)),
+    p99UnloadedMs: round(percentile(unloaded.okLatencies, 0.99)),
+    unprotected: {
+      goodputRps: round(perSecond(unprotected.ok, unprotected.sendMs)),
+      p99Ms: round(percentile(unprotected.allLatencies, 0.99)),
+      timeouts: unprotected.timeouts
+    }
+  }
+})
+
+const watchdog = setTimeout(() => {
+  console.error("bench:overload: hard time limit reached")
+  process.exit(3)
+}, HARD_LIMIT_MS)
+watchdog.unref()
+
+Effect.runPromise(Effect.scoped(program)).then(
+  (result) => {
+    console.log(JSON.stringify(result))
+    process.exit(0)
+  },
+  (error) => {
+    console.error("bench:overload failed:", error)
+    process.exit(1)
+  }
+)
