@@ -171,6 +171,7 @@ export const make = (
       : undefined
     const failClosedMs = Duration.toMillis(options.failClosedRetryAfter)
     let lastState: keyof typeof stateValue = "closed"
+    let suspectBreaker = false
 
     const recordBreaker = () => {
       if (breaker === undefined) return
@@ -292,7 +293,32 @@ export const make = (
             )
       if (checkCallback !== undefined) {
         const call = callWithDeadline(client, plan, cost, box)
-        return Effect.catchAllCause(breaker === undefined ? call : breaker.withBreaker(call), onFailure)
+        if (breaker === undefined) return Effect.catchAllCause(call, onFailure)
+        const guarded = Effect.catchAllCause(
+          Effect.tap(breaker.withBreaker(call), () => {
+            suspectBreaker = false
+          }),
+          onFailure
+        )
+        // While the breaker is closed and nothing failed since the last success, it has nothing to
+        // learn from a success: skip its wrapper on the hot path. A failure is still fed to it
+        // (it counts consecutive failures), and from then on every call goes through it until a
+        // success, so it opens, probes and closes exactly as if it wrapped every call.
+        const fast = Effect.catchAllCause(call, (cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? onFailure(cause)
+            : Effect.zipRight(
+                Effect.sync(() => {
+                  suspectBreaker = true
+                }),
+                Effect.zipRight(Effect.exit(breaker.withBreaker(Effect.failCause(cause))), onFailure(cause))
+              )
+        )
+        return Effect.suspend(() =>
+          !suspectBreaker && breaker.unsafeState(clock.unsafeCurrentTimeMillis()) === "closed"
+            ? fast
+            : guarded
+        )
       }
       const call = Effect.suspend(() => {
         const start = clock.unsafeCurrentTimeNanos()
