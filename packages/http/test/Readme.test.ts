@@ -1,0 +1,45 @@
+// The README's two snippets, verbatim except for the port (0: picked by the OS) and the URL.
+import { createServer } from "node:http"
+import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { LoadShedder } from "@sluice/adaptive"
+import { Criticality } from "@sluice/core"
+import { Middleware, SluiceHttpClient, ThrottleSignal } from "@sluice/http"
+import { RetryHistogram } from "@sluice/retry"
+import { Effect, Layer } from "effect"
+
+describe("README", () => {
+  it.scopedLive("a client Layer and a router with middleware", () =>
+    Effect.gen(function* () {
+      const app = HttpRouter.empty.pipe(
+        HttpRouter.get("/items", HttpServerResponse.text("[]")),
+        Middleware.loadShed(), // 503 + Retry-After, SHEDDABLE first
+        Middleware.retryGuard(), // don't-retry while retries dominate
+        Middleware.mapErrors, // Sluice errors of handlers → 429 / 503 (+ don't-retry)
+        Middleware.criticality({ trust: (req) => req.headers["x-internal"] === "1", ceiling: "CRITICAL" })
+      )
+      const ServerLive = HttpServer.serve(app).pipe(
+        Layer.provide(Layer.merge(LoadShedder.layer({ capacity: 200 }), RetryHistogram.layer())),
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0 }))
+      )
+      const context = yield* Layer.build(ServerLive)
+      const server = yield* Effect.provide(HttpServer.HttpServer, context)
+      const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+
+      const ClientLive = SluiceHttpClient.layer({
+        maxAttempts: 3,
+        timeout: "2 seconds",
+        maxRetryAfter: "10 seconds"
+      }).pipe(Layer.provideMerge(ThrottleSignal.layer()), Layer.provide(NodeHttpClient.layerUndici))
+
+      const items = Effect.flatMap(SluiceHttpClient.SluiceHttpClient, (client) =>
+        client.get(`http://127.0.0.1:${port}/items`)
+      )
+      const program = items.pipe(Criticality.withCriticality("SHEDDABLE"), Effect.provide(ClientLive))
+      const response = yield* program
+      expect(response.status).toBe(200)
+      expect(yield* response.text).toBe("[]")
+    })
+  )
+})
