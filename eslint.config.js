@@ -22,6 +22,13 @@ export default tseslint.config(
     }
   },
   {
+    // Plain JavaScript scripts run on Node; TypeScript files are checked by tsc instead.
+    files: ["**/*.js", "**/*.mjs", "**/*.cjs"],
+    languageOptions: {
+      globals: { console: "readonly", process: "readonly", URL: "readonly", Buffer: "readonly" }
+    }
+  },
+  {
     files: ["bench/**", "examples/**", "**/test/**", ".ci/**"],
     rules: { "no-restricted-syntax": "off" }
   }
