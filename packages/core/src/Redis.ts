@@ -183,6 +183,8 @@ export interface ConnectionOptions {
 export const defaultRedisOptions: RedisOptions = {
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
+  // concurrent checks issued in the same tick leave in one socket write (each is still its own EVALSHA)
+  enableAutoPipelining: true,
   commandTimeout: 1000,
   connectTimeout: 1000,
   enableReadyCheck: true,
