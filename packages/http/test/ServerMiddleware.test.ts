@@ -2,7 +2,7 @@ import { HttpClient, HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer } from "effect"
-import { LoadShedder } from "@sluice/adaptive"
+import { ConcurrencyLimiter, LimitAlgorithm, LoadShedder } from "@sluice/adaptive"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
@@ -210,6 +210,36 @@ describe("server middleware over a real NodeHttpServer", () => {
       const snapshot = yield* histogram.snapshot
       expect(snapshot.total).toBe(11)
       expect(snapshot.retries).toBe(5)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  )
+
+  it.scopedLive("loadShed with a server-side concurrency limiter: a full limiter answers 503", () =>
+    Effect.gen(function* () {
+      const release = yield* Deferred.make<void>()
+      const shedder = yield* LoadShedder.make({ capacity: 1000 })
+      const limiter = ConcurrencyLimiter.unsafeMake({ algorithm: () => LimitAlgorithm.fixed(1), maxQueue: 0 })
+      let entered = 0
+      const app = HttpRouter.empty.pipe(
+        HttpRouter.get(
+          "/",
+          Effect.suspend(() => {
+            entered++
+            return Effect.as(Deferred.await(release), HttpServerResponse.text("done"))
+          })
+        ),
+        Middleware.loadShed({ shedder, limiter })
+      )
+      const base = yield* serve(app)
+      const client = yield* HttpClient.HttpClient
+      const first = yield* Effect.fork(client.get(base + "/"))
+      yield* Effect.repeat(Effect.sleep("2 millis"), { until: () => entered === 1, times: 2000 })
+      const second = yield* client.get(base + "/")
+      expect(second.status).toBe(503)
+      expect(entered).toBe(1)
+      yield* Deferred.succeed(release, undefined)
+      const done = yield* Fiber.join(first)
+      expect(done.status).toBe(200)
+      expect(limiter.inFlight).toBe(0)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 })
