@@ -93,7 +93,10 @@ export const mapErrors = <E, R>(
   Effect.catchIf(
     app,
     (e): e is Extract<E, Errors.SluiceError> => isSluiceError(e),
-    (e) => Effect.map(WireProtocol, (settings) => errorResponse(e, settings))
+    (e) =>
+      Effect.map(WireProtocol, (settings) => errorResponse(e, settings)).pipe(
+        Effect.withSpan("sluice.http.map_error", { attributes: { error: e._tag } })
+      )
   ) as any
 
 /** @internal */
@@ -197,7 +200,9 @@ export const quota =
             if (!decision.allowed) {
               const error = Quota.toQuotaExceeded(decision)
               const response = errorResponse(error, settings)
-              return Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+              return Effect.succeed(HttpServerResponse.setHeaders(response, headers)).pipe(
+                Effect.withSpan("sluice.http.quota_denied", { attributes: { client, tier: error.tier } })
+              )
             }
             return withHeaders
               ? Effect.map(app, (response) => HttpServerResponse.setHeaders(response, headers))
@@ -306,7 +311,10 @@ export const loadShed =
       if (options.limiter !== undefined) effect = options.limiter.run(effect)
       if (shedder !== undefined) effect = shedder.run(effect)
       return Effect.matchEffect(effect, {
-        onFailure: (error) => Effect.map(WireProtocol, (settings) => errorResponse(error, settings)),
+        onFailure: (error) =>
+          Effect.map(WireProtocol, (settings) => errorResponse(error, settings)).pipe(
+            Effect.withSpan("sluice.http.shed", { attributes: { reason: error.reason } })
+          ),
         onSuccess: (either): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
           either._tag === "Right" ? Effect.succeed(either.right) : Effect.fail(either.left)
       })
@@ -344,10 +352,16 @@ export const retryGuard =
               if (response.status < 500) return Effect.succeed(response)
               // While retries dominate, every failure says "don't retry": the callers'
               // backends (us) are overloaded, so retries would only add load.
-              return Effect.map(Clock.currentTimeMillis, (t) =>
+              return Effect.flatMap(Clock.currentTimeMillis, (t) =>
                 histogram.unsafeShouldRejectRetries(t)
-                  ? HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")
-                  : response
+                  ? Effect.succeed(
+                      HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")
+                    ).pipe(
+                      Effect.withSpan("sluice.http.dont_retry", {
+                        attributes: { attempt, status: response.status }
+                      })
+                    )
+                  : Effect.succeed(response)
               )
             },
             onFailure: (error): Effect.Effect<never, E | Errors.DontRetry> => {
