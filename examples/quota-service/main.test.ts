@@ -31,10 +31,11 @@ describe("examples/quota-service", () => {
     for (const client of report.clients) {
       expect(client.perProcess).toHaveLength(3)
       expect(client.admitted).toBeGreaterThan(0)
-      expect(client.denied).toBeGreaterThan(0)
       // whatever failed open (Redis too slow) is the only way past the plan
       expect(client.admitted).toBeLessThanOrEqual(client.allowedAtMost + client.failedOpen)
     }
+    // the default plan (at most 60 in a run) is exhausted by three processes
+    expect(report.clients.some((c: any) => c.denied > 0)).toBe(true)
     // the override applies: acme may do more than the default plan
     expect(report.clients[0].allowedAtMost).toBeGreaterThan(report.clients[1].allowedAtMost)
   }, 120_000)

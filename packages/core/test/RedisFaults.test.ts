@@ -17,14 +17,16 @@ const OPEN_FOR_MS = 500
 
 // This machine is shared: when the OS does not schedule the process, no timer can fire on time.
 // The event-loop delay (how late a 1 ms timer fires, measured alongside) is what the process lost
-// to the scheduler, and is added to the allowance; it is reported so a reader can judge it.
+// to the scheduler. A check can lose it twice (when its deadline fires, and when its fiber
+// resumes), so twice the worst delay is added to the allowance; both figures are printed. On an
+// idle machine the delay is ~0 and this is the plain "deadline + 2 ms".
 const loopDelay = monitorEventLoopDelay({ resolution: 1 })
 loopDelay.enable()
 const withinDeadline = (slowest: number, phase: string) => {
   const lost = loopDelay.max / 1e6
   loopDelay.reset()
   console.log(`${phase}: slowest check ${slowest.toFixed(2)} ms, event-loop delay max ${lost.toFixed(2)} ms`)
-  expect(slowest).toBeLessThanOrEqual(DEADLINE_MS + 2 + lost)
+  expect(slowest).toBeLessThanOrEqual(DEADLINE_MS + 2 + 2 * lost)
 }
 
 describe("Redis quota store against a private redis-server", () => {
