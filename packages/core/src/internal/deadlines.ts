@@ -7,7 +7,16 @@ import type * as Scope from "effect/Scope"
 export interface Entry {
   readonly expiresAt: number
   settled: boolean
-  readonly onExpire: () => void
+  /** dropped when settled, so a settled entry waiting for its turn holds no closure */
+  onExpire: (() => void) | undefined
+}
+
+/** Marks an entry settled; true if it was not settled yet. @internal */
+export const settle = (entry: Entry): boolean => {
+  if (entry.settled) return false
+  entry.settled = true
+  entry.onExpire = undefined
+  return true
 }
 
 /**
@@ -76,8 +85,9 @@ export class DeadlineQueue {
       const entry = entries[head]!
       if (!entry.settled) {
         if (entry.expiresAt > now) break
-        entry.settled = true
-        entry.onExpire()
+        const onExpire = entry.onExpire!
+        settle(entry)
+        onExpire()
       }
       head++
     }

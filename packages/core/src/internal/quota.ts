@@ -14,7 +14,7 @@ import { MemoryQuotaState } from "./quotaMemory.js"
 import type { CompiledPlan, StoreResult, TierDecision } from "./quotaPlan.js"
 import { QuotaStoreError } from "./quotaPlan.js"
 import type { Store } from "./quotaStore.js"
-import { DeadlineQueue } from "./deadlines.js"
+import { DeadlineQueue, settle } from "./deadlines.js"
 import type * as Scope from "effect/Scope"
 
 /** @internal */
@@ -256,14 +256,13 @@ export const make = (
         box.start = start
         const entry = deadlines!.register(() => resume(Effect.fail(timeoutError())))
         checkCallback!(client, plan, cost, (error, result) => {
-          if (entry.settled) return
-          entry.settled = true
+          if (!settle(entry)) return
           if (error !== undefined) return resume(Effect.fail(error))
           if (lastState !== "closed") recordBreaker()
           resume(Effect.succeed(finish(client, result!, "store", start)))
         })
         return Effect.sync(() => {
-          entry.settled = true
+          settle(entry)
         })
       })
     const check = (client: string, checkOptions?: CheckOptions): Effect.Effect<Decision> => {
