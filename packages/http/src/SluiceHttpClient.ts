@@ -38,11 +38,14 @@ import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import type { Errors, Options } from "@sluice/core"
 import type { RetryBudget } from "@sluice/retry"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import type * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
-import type * as Layer from "effect/Layer"
+
+import * as Layer from "effect/Layer"
 import type * as Schedule from "effect/Schedule"
 import * as internal from "./internal/client.js"
 
@@ -155,6 +158,26 @@ export const make: (
 export const layer: (
   options?: ClientOptions
 ) => Layer.Layer<SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient> = internal.layer
+
+/**
+ * The client as a Layer whose options come from `Config` (e.g. environment
+ * variables); a bad value fails the layer with `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { SluiceHttpClient } from "@sluice/http"
+ * import { Config } from "effect"
+ *
+ * const ClientLive = SluiceHttpClient.layerConfig(
+ *   Config.all({ maxAttempts: Config.integer("HTTP_MAX_ATTEMPTS").pipe(Config.withDefault(3)) })
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const layerConfig = (
+  config: Config.Config<ClientOptions>
+): Layer.Layer<SluiceHttpClient, Options.InvalidOptions | ConfigError.ConfigError, HttpClient.HttpClient> =>
+  Layer.unwrapEffect(Effect.map(config, internal.layer))
 
 /**
  * Opts the requests made by an effect in (`true`) or out (`false`) of retries,
