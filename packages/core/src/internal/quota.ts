@@ -212,12 +212,13 @@ export const make = (
           } else if (e instanceof QuotaStoreError) reason = e.reason
         } else reason = "defect"
         storeFailures.unsafeUpdate(1, tagsFor("reason", reason))
+        const annotate = Effect.annotateCurrentSpan("reason", reason)
         recordBreaker()
         switch (options.mode) {
           case "fail-open": {
             failOpenTotal.unsafeUpdate(1, noTags)
             const result: StoreResult = { allowed: true, tiers: unknownTiers(plan, true, 0), now: 0 }
-            return Effect.succeed(finish(client, result, "fail-open", start))
+            return Effect.as(annotate, finish(client, result, "fail-open", start))
           }
           case "fail-closed": {
             failClosedTotal.unsafeUpdate(1, noTags)
@@ -226,17 +227,15 @@ export const make = (
               tiers: unknownTiers(plan, false, retryAfterMs),
               now: 0
             }
-            return Effect.succeed(finish(client, result, "fail-closed", start))
+            return Effect.as(annotate, finish(client, result, "fail-closed", start))
           }
           case "fallback": {
             fallbackTotal.unsafeUpdate(1, noTags)
             const result = fallback!.check(client, plan, cost, clock.unsafeCurrentTimeMillis())
-            return Effect.succeed(finish(client, result, "fallback", start))
+            return Effect.as(annotate, finish(client, result, "fallback", start))
           }
         }
-      }).pipe(
-        Effect.withSpan("sluice.quota.store_failure", { attributes: { client, reason: String(cause) } })
-      )
+      }).pipe(Effect.withSpan("sluice.quota.store_failure", { attributes: { client } }))
 
     const unsafeCheck = store.unsafeCheck
     const checkCallback = store.checkCallback
