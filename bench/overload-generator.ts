@@ -75,7 +75,10 @@ const SHEDDABLE_HEADERS = { "x-sluice-criticality": "SHEDDABLE" }
 class Call implements Dispatcher.DispatchHandler {
   controller: Dispatcher.DispatchController | undefined = undefined
   status = 0
+  /** counted (answered, failed, or past its deadline) */
   done = false
+  /** finished on the wire (answered, failed or aborted) */
+  ended = false
   constructor(
     readonly phase: PhaseRun,
     readonly level: Level,
@@ -92,9 +95,11 @@ class Call implements Dispatcher.DispatchHandler {
   onResponseData() {}
   onResponseEnd() {
     this.phase.settle(this, this.status >= 200 && this.status < 300 ? "ok" : "rejected")
+    this.phase.end(this)
   }
   onResponseError() {
     this.phase.settle(this, "error")
+    this.phase.end(this)
   }
 }
 
@@ -106,6 +111,9 @@ class PhaseRun {
   /** every call in start order, for the deadline sweep */
   readonly calls: Array<Call> = []
   private swept = 0
+  private hardSwept = 0
+  /** dispatched and not ended */
+  open = 0
   sent = 0
   ok = 0
   rejected = 0
@@ -138,6 +146,7 @@ class PhaseRun {
     }
     this.sent++
     this.outstanding++
+    this.open++
     this.levels[level].sent++
     const call = new Call(this, level, now)
     this.calls.push(call)
@@ -151,16 +160,29 @@ class PhaseRun {
     )
   }
 
-  /** Calls past their deadline are timeouts and are aborted (one timer for all of them). */
+  /**
+   * Calls past their deadline are timeouts (one timer for all of them). One still queued
+   * in the pool is never sent; one already on a connection is left to finish, so that a
+   * slow server does not also pay for a storm of new connections, up to a hard limit
+   * of 3 deadlines, where it is aborted.
+   */
   sweep(now: number) {
     const deadline = this.request.deadlineMs
     while (this.swept < this.calls.length && now - this.calls[this.swept]!.start >= deadline) {
       const call = this.calls[this.swept++]!
-      if (!call.done) {
-        this.settle(call, "timeout")
-        call.controller?.abort(new Error("deadline"))
-      }
+      if (!call.done) this.settle(call, "timeout")
     }
+    while (this.hardSwept < this.calls.length && now - this.calls[this.hardSwept]!.start >= 3 * deadline) {
+      const call = this.calls[this.hardSwept++]!
+      if (!call.ended) call.controller?.abort(new Error("hard deadline"))
+    }
+  }
+
+  end(call: Call) {
+    if (call.ended) return
+    call.ended = true
+    this.open--
+    this.finish()
   }
 
   settle(call: Call, outcome: "ok" | "rejected" | "timeout" | "error") {
@@ -199,7 +221,7 @@ class PhaseRun {
   }
 
   finish() {
-    if (this.sending || this.outstanding > 0) return
+    if (this.sending || this.outstanding > 0 || this.open > 0) return
     this.resolve({
       type: "result",
       id: this.request.id,
@@ -247,7 +269,7 @@ const runPhase = (request: PhaseRequest, pool: Pool): Promise<PhaseResult> =>
         }
       }
       run.sweep(now)
-      if (!run.sending && run.outstanding === 0) {
+      if (!run.sending && run.outstanding === 0 && run.open === 0) {
         clearInterval(timer)
         pool.off("connect", onConnect)
       }

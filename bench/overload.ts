@@ -64,6 +64,7 @@ const WARM_UP_MS = quick ? 500 : 2000
 const DEADLINE_MS = 1000
 const SOCKETS = option("sockets", 64)
 const SMOOTHING_MS = option("smoothing-ms", 20)
+const MAX_LIMIT = option("max-limit", UNITS)
 const HARD_LIMIT_MS = 10 * 60_000
 
 // tsx turns source maps on; then every `error.stack` read (Effect reads one when a span
@@ -228,15 +229,20 @@ const program = Effect.gen(function* () {
       })
     })
 
+  // The limiter: a delay-based limit (Vegas, keeping 1–2 requests queued in the backend),
+  // by default capped at the backend's known concurrency (`--max-limit`; unbounded, it
+  // overshoots a FIFO backend, see the report), and a short queue that serves the most
+  // critical waiters first and makes less critical ones give way when full.
   const limiter = yield* ConcurrencyLimiter.make({
     key: "backend",
-    algorithm: Vegas.factory({ initial: UNITS, alpha: 1, beta: 2 }),
+    algorithm: Vegas.factory({ initial: UNITS, maxLimit: MAX_LIMIT, alpha: 1, beta: 2 }),
     maxQueue: UNITS,
-    maxWait: Duration.millis(WORK_MS / 4)
+    maxWait: Duration.millis(WORK_MS / 2)
   })
-  // The shedder counts work inside it (in flight and queued in the limiter): SHEDDABLE
-  // goes first, cheaply, once that nears the backend's units plus the limiter's queue.
-  const shedder = yield* LoadShedder.make({ capacity: UNITS, smoothing: Duration.millis(SMOOTHING_MS) })
+  // The shedder counts the work inside it (in flight and queued in the limiter) against
+  // the backend's units plus the queue: SHEDDABLE is refused cheaply at 80% of that,
+  // CRITICAL only when it is all taken.
+  const shedder = yield* LoadShedder.make({ capacity: 2 * UNITS, smoothing: Duration.millis(SMOOTHING_MS) })
   const guarded = handler.pipe(Middleware.loadShed({ limiter, shedder }), Middleware.criticality())
 
   const router = HttpRouter.empty.pipe(
