@@ -28,15 +28,35 @@ export interface OverloadCounts {
  */
 export const overload = (
   stack: Stack,
-  requests = 5
+  requests = 5,
+  options: { readonly naive?: boolean } = {}
 ): Effect.Effect<OverloadCounts, never, HttpClient.HttpClient> =>
   Effect.gen(function* () {
-    const user = yield* SluiceHttpClient.make({
+    const sluice = yield* SluiceHttpClient.make({
       name: "user",
       maxAttempts: 3,
       maxRetryAfter: "50 millis",
       schedule: Schedule.spaced("1 millis")
     }).pipe(Effect.orDie)
+    const platform = yield* HttpClient.HttpClient
+    // the naive user retries every failure too, 3 attempts in all
+    const naive = {
+      get: (url: string) =>
+        HttpClient.filterStatusOk(platform)
+          .get(url)
+          .pipe(
+            Effect.retry({ times: 2 }),
+            Effect.mapError(() => ({ _tag: "Failed" as const, reason: "" }))
+          )
+    }
+    const user: {
+      readonly get: (
+        url: string
+      ) => Effect.Effect<
+        { readonly status: number },
+        { readonly _tag: string; readonly reason?: string | undefined }
+      >
+    } = options.naive === true ? naive : sluice
     stack.reset()
     stack.setDown(true)
     const backendHitsPerRequest: Array<number> = []

@@ -52,6 +52,12 @@ export interface StackOptions {
   readonly serviceTime?: Duration.DurationInput
   /** The longest Retry-After the middle tier honours. */
   readonly maxRetryAfter?: Duration.DurationInput
+  /**
+   * For comparison: the middle and frontend call downstream with the plain platform
+   * client and retry every failure 3 times in all, as each layer of a naive stack
+   * would (no typed errors, no don't-retry, no budget).
+   */
+  readonly naive?: boolean
 }
 
 export interface Stack {
@@ -114,6 +120,17 @@ export const makeStack = (
     let down = false
     let gate: Deferred.Deferred<void> | undefined
 
+    // The naive stack's call: every failure retried, 3 attempts in all, then a plain 503.
+    const platform = yield* HttpClient.HttpClient
+    const naiveCall = (url: string) =>
+      HttpClient.filterStatusOk(platform)
+        .get(url)
+        .pipe(
+          Effect.retry({ times: 2 }),
+          Effect.flatMap(relay),
+          Effect.orElseSucceed(() => HttpServerResponse.empty({ status: 503 }))
+        )
+
     // ---- backend ----
     const shedder = yield* LoadShedder.make({
       capacity: options.capacity ?? 8,
@@ -169,7 +186,9 @@ export const makeStack = (
         "/work",
         Effect.suspend(() => {
           middleHits.value++
-          return Effect.flatMap(toBackend.get(`${backend}/work`), relay)
+          return options.naive === true
+            ? naiveCall(`${backend}/work`)
+            : Effect.flatMap(toBackend.get(`${backend}/work`), relay)
         })
       ),
       Middleware.mapErrors,
@@ -185,7 +204,10 @@ export const makeStack = (
       maxRetryAfter: "50 millis",
       schedule: Schedule.exponential("5 millis").pipe(Schedule.jittered)
     }).pipe(Effect.orDie)
-    const callMiddle = Effect.flatMap(toMiddle.get(`${middle}/work`), relay)
+    const callMiddle =
+      options.naive === true
+        ? naiveCall(`${middle}/work`)
+        : Effect.flatMap(toMiddle.get(`${middle}/work`), relay)
     const frontendApp = HttpRouter.empty.pipe(
       HttpRouter.get("/page", callMiddle.pipe(Criticality.withCriticality("CRITICAL"))),
       HttpRouter.get("/prefetch", callMiddle.pipe(Criticality.withCriticality("SHEDDABLE"))),

@@ -29,6 +29,18 @@ describe("three-tier example (frontend → middle → backend over real HTTP)", 
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
+  it.live("for comparison: the same stack retrying naively at every layer hits the backend 27 times", () =>
+    Effect.gen(function* () {
+      const naive = makeStack({ capacity: 20, serviceTime: "20 millis", naive: true })
+      const counts = yield* Effect.scoped(
+        Effect.flatMap(naive, (stack) => overload(stack, 2, { naive: true }))
+      )
+      expect(counts.backendHitsPerRequest).toEqual([27, 27])
+      expect(counts.middleHitsPerRequest).toEqual([9, 9])
+      expect(counts.outcomes).toEqual({ Failed: 2 })
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  )
+
   it.live("criticality set at the frontend reaches the backend; a user's claim is clamped", () =>
     Effect.gen(function* () {
       const counts = yield* Effect.scoped(Effect.flatMap(fresh, propagation))
