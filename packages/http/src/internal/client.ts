@@ -106,7 +106,13 @@ export const make = (
       ...(budget !== undefined ? { budget } : {})
     }
     const retrying = Retry.policy(policyOptions)
-    const notRetrying = Retry.policy({ maxAttempts: 1, isRetryable: () => false, name: config.name })
+    // Requests that are not retried still count as requests in the budget's ratio.
+    const notRetrying = Retry.policy({
+      maxAttempts: 1,
+      isRetryable: () => false,
+      name: config.name,
+      ...(budget !== undefined ? { budget } : {})
+    })
 
     const publish = (key: string, throttled: boolean) => {
       if (throttled) signalsCounter.unsafeUpdate(1, [MetricLabel.make("host", key)])
