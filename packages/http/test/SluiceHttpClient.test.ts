@@ -305,4 +305,19 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
       expect(aimd.unsafeInterval()).toBe(3000)
     }).pipe(Effect.provide(clientLayer({ throttle: false }).pipe(Layer.provideMerge(ThrottleSignal.layer()))))
   )
+
+  it.scopedLive("the client's retry budget caps retries across requests", () =>
+    Effect.gen(function* () {
+      const { app, hits } = makeBackend()
+      const base = yield* serve(app)
+      const client = yield* SluiceHttpClient.SluiceHttpClient
+      // one retry per 10-second window, whatever the traffic
+      const first = failure(yield* Effect.exit(client.get(`${base}/overloaded`)))
+      expect(first._tag === "DontRetry" && first.reason).toBe("budget")
+      expect(hits.get("overloaded")).toBe(2)
+      const second = failure(yield* Effect.exit(client.get(`${base}/overloaded`)))
+      expect(second._tag === "DontRetry" && second.reason).toBe("budget")
+      expect(hits.get("overloaded")).toBe(3)
+    }).pipe(Effect.provide(clientLayer({ throttle: false, budget: { ratio: 0, minRetriesPerSecond: 0.1 } })))
+  )
 })
