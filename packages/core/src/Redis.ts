@@ -53,28 +53,25 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local cost = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
-local kinds, caps, periods, ems, ks, oks, tats, sums, seqs = {}, {}, {}, {}, {}, {}, {}, {}, {}
+local st = {}
 local all = true
 local k = 1
 for i = 1, n do
-  local a = 2 + (i - 1) * 4
-  local kind = ARGV[a + 1]
-  local cap = tonumber(ARGV[a + 2])
-  local period = tonumber(ARGV[a + 3])
-  local em = tonumber(ARGV[a + 4])
-  kinds[i] = kind; caps[i] = cap; periods[i] = period; ems[i] = em; ks[i] = k
+  local a = i * 4 - 1
+  local cap = tonumber(ARGV[a + 1])
   local ok
-  if kind == 'g' then
+  if ARGV[a] == 'g' then
+    local em = tonumber(ARGV[a + 3])
     local tat = tonumber(redis.call('GET', KEYS[k]) or 0)
     if tat < now then tat = now end
-    tats[i] = tat
+    st[i] = tat
     ok = tat + cost * em - cap * em <= now
     k = k + 1
   else
     local log, meta = KEYS[k], KEYS[k + 1]
     local m = redis.call('HMGET', meta, 's', 'q')
     local sum = tonumber(m[1] or 0)
-    local cutoff = now - period
+    local cutoff = now - tonumber(ARGV[a + 2])
     local old = redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)
     if #old > 0 then
       for j = 1, #old do sum = sum - tonumber(string.match(old[j], ':(%d+)$')) end
@@ -82,21 +79,25 @@ for i = 1, n do
       if sum < 0 or redis.call('ZCARD', log) == 0 then sum = 0 end
       redis.call('HSET', meta, 's', sum)
     end
-    sums[i] = sum
-    seqs[i] = tonumber(m[2] or 0)
+    st[i] = sum
+    st[n + i] = tonumber(m[2] or 0)
     ok = sum + cost <= cap
     k = k + 2
   end
-  oks[i] = ok
+  st[2 * n + i] = ok
   if not ok then all = false end
 end
 local out = { t[1], t[2], all and 1 or 0 }
+k = 1
 for i = 1, n do
-  local cap, period, em, ok = caps[i], periods[i], ems[i], oks[i]
-  local key = KEYS[ks[i]]
-  local remaining, reset, retry
-  if kinds[i] == 'g' then
-    local tat = tats[i]
+  local a = i * 4 - 1
+  local cap = tonumber(ARGV[a + 1])
+  local ok = st[2 * n + i]
+  local key = KEYS[k]
+  local o = #out
+  if ARGV[a] == 'g' then
+    local em = tonumber(ARGV[a + 3])
+    local tat = st[i]
     local tau = cap * em
     local newTat = tat + cost * em
     local at = tat
@@ -104,14 +105,19 @@ for i = 1, n do
       at = newTat
       redis.call('SET', key, newTat, 'PX', math.ceil((newTat - now) / 1000) + 1)
     end
-    remaining = math.floor((tau - (at - now)) / em + 1e-9)
+    local remaining = math.floor((tau - (at - now)) / em + 1e-9)
     if remaining < 0 then remaining = 0 end
-    reset = math.ceil((at - now) / 1000)
-    if ok then retry = 0 else retry = math.ceil((newTat - tau - now) / 1000) end
+    out[o + 1] = ok and 1 or 0
+    out[o + 2] = remaining
+    out[o + 3] = math.ceil((at - now) / 1000)
+    if ok then out[o + 4] = 0 else out[o + 4] = math.ceil((newTat - tau - now) / 1000) end
+    k = k + 1
   else
-    local meta = KEYS[ks[i] + 1]
-    local sum = sums[i]
-    retry = 0
+    local period = tonumber(ARGV[a + 2])
+    local meta = KEYS[k + 1]
+    local sum = st[i]
+    local retry = 0
+    local reset
     if not ok then
       local need = sum + cost - cap
       retry = math.ceil(period / 1000)
@@ -128,7 +134,7 @@ for i = 1, n do
       end
     end
     if all then
-      local seq = seqs[i] + 1
+      local seq = st[n + i] + 1
       sum = sum + cost
       redis.call('ZADD', key, now, seq .. ':' .. cost)
       redis.call('HSET', meta, 's', sum, 'q', seq)
@@ -140,12 +146,12 @@ for i = 1, n do
       local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
       if #last == 0 then reset = 0 else reset = math.ceil((tonumber(last[2]) + period - now) / 1000) end
     end
-    remaining = cap - sum
+    out[o + 1] = ok and 1 or 0
+    out[o + 2] = cap - sum
+    out[o + 3] = reset
+    out[o + 4] = retry
+    k = k + 2
   end
-  out[#out + 1] = ok and 1 or 0
-  out[#out + 1] = remaining
-  out[#out + 1] = reset
-  out[#out + 1] = retry
 end
 return out
 `
