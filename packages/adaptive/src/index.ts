@@ -27,3 +27,5 @@ export * as ProportionalSampler from "./ProportionalSampler.js"
 export * as QpsSensor from "./QpsSensor.js"
 /** @since 0.1.0 */
 export * as Vegas from "./Vegas.js"
+/** @since 0.1.0 */
+export * as Pacer from "./Pacer.js"
