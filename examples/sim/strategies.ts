@@ -4,7 +4,7 @@
  *
  * To add one, put a {@link Strategy} in {@link strategies}.
  */
-import { Aimd, ConcurrencyLimiter, CongestionWindow, Vegas } from "@sluice/adaptive"
+import { Aimd, ConcurrencyLimiter, CongestionWindow, Pacer, Vegas } from "@sluice/adaptive"
 import type { Options, Simulation } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import { Effect, Schedule } from "effect"
@@ -26,20 +26,40 @@ const immediately = Schedule.forever
 const exponentialBackoff = () =>
   Backoff.exponential({ base: "50 millis", factor: 2, max: "30 seconds" }).pipe(Backoff.jitter("full"))
 
-/** Retries (immediately) around a concurrency limiter built from a limit algorithm. */
+/**
+ * Retries (immediately) around a concurrency limiter built from a limit algorithm.
+ * With `pacing`, every attempt takes a permit and then waits for its paced departure
+ * (`Pacer.forLimiter`): the window is spread over one round trip instead of leaving
+ * as a burst. The pacer sits inside the retry (each attempt is paced) and inside the
+ * limiter (a paced attempt already counts as in flight, so the pacer never queues
+ * more than the window).
+ */
 const limited =
-  (algorithm: () => ConcurrencyLimiter.LimiterOptions["algorithm"]) =>
+  (algorithm: () => ConcurrencyLimiter.LimiterOptions["algorithm"], pacing?: Pacer.PacerTuning) =>
   (index: number): Effect.Effect<Simulation.Client, Options.InvalidOptions, Scope.Scope> =>
-    Effect.map(
-      ConcurrencyLimiter.make({ key: `client-${index}`, algorithm: algorithm(), maxQueue: 1_000_000 }),
-      (limiter) => {
-        const retry = Retry.policy({ maxAttempts: UNLIMITED_ATTEMPTS, schedule: immediately })
-        return {
-          run: (attempt) => retry(limiter.run(attempt)),
-          gauges: { cwnd: () => limiter.limit, queued: () => limiter.queued }
-        }
+    Effect.gen(function* () {
+      const limiter = yield* ConcurrencyLimiter.make({
+        key: `client-${index}`,
+        algorithm: algorithm(),
+        maxQueue: 1_000_000
+      })
+      const retry = Retry.policy({ maxAttempts: UNLIMITED_ATTEMPTS, schedule: immediately })
+      const gauges = { cwnd: () => limiter.limit, queued: () => limiter.queued }
+      if (pacing === undefined) {
+        return { run: (attempt) => retry(limiter.run(attempt)), gauges }
       }
-    )
+      const pacer = yield* Pacer.forLimiter(limiter, pacing)
+      return {
+        run: (attempt) => retry(limiter.run(pacer.run(attempt))),
+        gauges: { ...gauges, paced: () => pacer.queued }
+      }
+    })
+
+/**
+ * The pacer's defaults: one window per smoothed round trip (gain 1), 1.25 while the
+ * window is still in slow start, RFC 6298 smoothing of the round trip.
+ */
+const pacing: Pacer.PacerTuning = {}
 
 const naive: Strategy = {
   name: "naive",
@@ -77,18 +97,20 @@ const exponentialBudget: Strategy = {
 
 const cwndTahoe: Strategy = {
   name: "cwnd-tahoe",
-  description: "congestion window (Tahoe: back to 20 on overload, factor 0.5), immediate retries",
-  make: limited(() => CongestionWindow.factory({ variant: "tahoe", factor: 0.5 }))
+  description: "congestion window (Tahoe: back to 20 on overload, factor 0.5), paced, immediate retries",
+  make: limited(() => CongestionWindow.factory({ variant: "tahoe", factor: 0.5 }), pacing)
 }
 
 const cwndReno: Strategy = {
   name: "cwnd-reno",
-  description: "congestion window (Reno, factor 0.9), immediate retries",
-  make: limited(() => CongestionWindow.factory({ variant: "reno", factor: 0.9 }))
+  description: "congestion window (Reno, factor 0.9), paced, immediate retries",
+  make: limited(() => CongestionWindow.factory({ variant: "reno", factor: 0.9 }), pacing)
 }
 
 const aimd: Strategy = {
   name: "aimd",
+  // Not paced: AIMD grows by 1 per success and needs the bursts to find the capacity
+  // (paced it took 1.47 × optimal on overload-2000, unpaced 1.22 ×).
   description: "AIMD concurrency limit (x0.9 on overload, +1 per success while used), immediate retries",
   make: limited(() => Aimd.factory())
 }
@@ -96,8 +118,8 @@ const aimd: Strategy = {
 const vegas: Strategy = {
   name: "vegas",
   description:
-    "delay-based limit (Vegas: grows while latency stays at its no-load value, x0.9 on overload), immediate retries",
-  make: limited(() => Vegas.factory())
+    "delay-based limit (Vegas: grows while latency stays at its no-load value, x0.9 on overload), paced, immediate retries",
+  make: limited(() => Vegas.factory(), pacing)
 }
 
 /** Every strategy by name, in the order the demo shows them. */
