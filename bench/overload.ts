@@ -2,8 +2,9 @@
  * Overload benchmark: `npm run bench:overload -- --json [--quick]`.
  *
  * A real `@effect/platform-node` HTTP server on 127.0.0.1 (port 0) whose backend has a
- * fixed capacity: `UNITS` concurrent units of `WORK_MS` of work (a Semaphore and an
- * `Effect.sleep`, so the capacity is real and the server's CPU stays free). Two routes
+ * fixed capacity: `UNITS` concurrent units of `WORK_MS` of work on average (a Semaphore
+ * and an `Effect.sleep` of 0.5–1.5 × `WORK_MS`, so the capacity is real and the server's
+ * CPU stays free). Two routes
  * share that backend: `/protected` is guarded by Sluice's server middleware
  * (`Middleware.criticality` then `Middleware.loadShed` with a `ConcurrencyLimiter`
  * whose limit is the delay-based `Vegas` algorithm and whose bounded queue serves the
@@ -35,7 +36,7 @@ import type { HttpApp, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ConcurrencyLimiter, LoadShedder, Vegas } from "@sluice/adaptive"
 import { Middleware } from "@sluice/http"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer, Metric, MetricState, Random } from "effect"
 import type { Scope } from "effect"
 import { fork, type ChildProcess } from "node:child_process"
 import { createServer } from "node:http"
@@ -211,10 +212,13 @@ const serverProbe = () => {
 const program = Effect.gen(function* () {
   const units = yield* Effect.makeSemaphore(UNITS)
   let busy = 0
+  // A unit of work takes WORK_MS on average, uniformly between 0.5x and 1.5x: with a
+  // fixed duration, units started together would also finish together, and the backend
+  // would free its slots in clumps that no real backend has.
   const backend = units.withPermits(1)(
-    Effect.suspend(() => {
+    Effect.flatMap(Random.nextRange(0.5 * WORK_MS, 1.5 * WORK_MS), (ms) => {
       busy++
-      return Effect.sleep(Duration.millis(WORK_MS))
+      return Effect.sleep(Duration.millis(ms))
     }).pipe(Effect.ensuring(Effect.sync(() => busy--)))
   )
   const handler = Effect.as(backend, HttpServerResponse.text("ok"))
@@ -229,20 +233,25 @@ const program = Effect.gen(function* () {
       })
     })
 
-  // The limiter: a delay-based limit (Vegas, keeping 1–2 requests queued in the backend),
-  // by default capped at the backend's known concurrency (`--max-limit`; unbounded, it
-  // overshoots a FIFO backend, see the report), and a short queue that serves the most
-  // critical waiters first and makes less critical ones give way when full.
+  // The limiter: a delay-based limit (Vegas, default alpha/beta), by default capped at the
+  // backend's known concurrency (`--max-limit`: unbounded, it overshoots this FIFO backend
+  // to 13–20 and the extra requests queue inside it), and a queue of one backend's worth
+  // that serves the most critical waiters first and makes less critical ones give way.
   const limiter = yield* ConcurrencyLimiter.make({
     key: "backend",
-    algorithm: Vegas.factory({ initial: UNITS, maxLimit: MAX_LIMIT, alpha: 1, beta: 2 }),
+    algorithm: Vegas.factory({ initial: UNITS, maxLimit: MAX_LIMIT }),
     maxQueue: UNITS,
     maxWait: Duration.millis(WORK_MS / 2)
   })
   // The shedder counts the work inside it (in flight and queued in the limiter) against
-  // the backend's units plus the queue: SHEDDABLE is refused cheaply at 80% of that,
-  // CRITICAL only when it is all taken.
-  const shedder = yield* LoadShedder.make({ capacity: 2 * UNITS, smoothing: Duration.millis(SMOOTHING_MS) })
+  // the backend's units plus the queue: SHEDDABLE is refused cheaply at 80% of that;
+  // CRITICAL (threshold above 100%) is never refused here but left to the limiter, whose
+  // queue makes a less critical waiter give way to it.
+  const shedder = yield* LoadShedder.make({
+    capacity: 2 * UNITS,
+    smoothing: Duration.millis(SMOOTHING_MS),
+    thresholds: { SHEDDABLE: 0.8, SHEDDABLE_PLUS: 0.9, CRITICAL: 1.1, CRITICAL_PLUS: 1.2 }
+  })
   const guarded = handler.pipe(Middleware.loadShed({ limiter, shedder }), Middleware.criticality())
 
   const router = HttpRouter.empty.pipe(
@@ -280,6 +289,15 @@ const program = Effect.gen(function* () {
   yield* settle
   const loaded = yield* phase("/protected", OVERLOAD, PHASE_MS)
   log(summary(`protected ${OVERLOAD}x`, loaded))
+  const counters = (yield* Metric.snapshot)
+    .filter(
+      (pair) => pair.metricKey.name.startsWith("sluice_") && MetricState.isCounterState(pair.metricState)
+    )
+    .map(
+      (pair) =>
+        `${pair.metricKey.name}{${pair.metricKey.tags.map((t) => `${t.key}=${t.value}`).join(",")}} ${(pair.metricState as MetricState.MetricState.Counter<number>).count}`
+    )
+  log(`counters after the protected phase (cumulative):\n  ${counters.join("\n  ")}`)
   log(`shedder after: utilization ${round(shedder.unsafeUtilization(), 3)}`)
   log(
     `limiter after: limit ${round(limiter.limit, 2)}, in flight ${limiter.inFlight}, queued ${limiter.queued}`
