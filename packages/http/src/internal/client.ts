@@ -128,9 +128,8 @@ export const make = (
         if (v.error !== undefined) {
           publish(key, v.throttled)
           const error = v.error
-          // Drain the (small) error body so the connection can be reused; a body that
-          // does not end is not waited for long.
-          return Effect.zipRight(Effect.ignore(Effect.timeout(response.text, "1 second")), Effect.fail(error))
+          // Drain the small error body so the connection can be reused.
+          return Effect.zipRight(Effect.ignore(response.text), Effect.fail(error))
         }
         if (v.throttled || !json) {
           publish(key, v.throttled)
