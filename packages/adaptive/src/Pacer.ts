@@ -33,7 +33,8 @@
  *
  * Metrics (tagged `key`): `sluice_pacer_delay_ms` (histogram of the wait of
  * every departure), `sluice_pacer_queued`, `sluice_pacer_interval_ms`,
- * `sluice_pacer_srtt_ms` (gauges) and `sluice_pacer_rejected` (counter).
+ * `sluice_pacer_srtt_ms` (gauges) and `sluice_pacer_rejected` (counter);
+ * span `sluice.pacer.wait` around each wait (none when a departure leaves at once).
  *
  * @since 0.1.0
  */

@@ -165,6 +165,8 @@ class PacerImpl implements P.Pacer {
         queuedGauge.unsafeUpdate(this.queued, this.tags)
       }
       return Effect.sleep(Duration.millis(delay)).pipe(
+        // a span per wait (the slow path); an undelayed departure has none
+        Effect.withSpan("sluice.pacer.wait", { attributes: { key: this.key, delayMs: delay } }),
         Effect.zipRight(
           Effect.suspend(() => {
             leave()
