@@ -56,7 +56,8 @@ describe("server middleware over a real NodeHttpServer", () => {
       expect(denied.status).toBe(429)
       const retryAfter = Number(denied.headers["retry-after"])
       expect(retryAfter).toBeGreaterThan(0)
-      expect(retryAfter).toBeLessThanOrEqual(60)
+      // within the window (an approximated sliding window may ask for up to two of them)
+      expect(retryAfter).toBeLessThanOrEqual(120)
       expect(Protocol.parseRateLimit(denied.headers["ratelimit"])[0]).toEqual({
         name: "spike",
         params: { r: 0, t: expect.any(Number) }
