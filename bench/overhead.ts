@@ -3,9 +3,10 @@
  *
  * The cost of protection on the success path, inside one process, in one run:
  * - bare: the protected effect alone (`Effect.succeed(1)`);
- * - sluice: Sluice's full client stack around it, composed as `@sluice/http`'s client
- *   does it — `Retry.policy` (3 attempts, with a `RetryBudget`) around
- *   `AdaptiveThrottle.run` around `ConcurrencyLimiter.run` (congestion window);
+ * - sluice: Sluice's full client stack around it — retry policy (3 attempts, with a
+ *   `RetryBudget`), `AdaptiveThrottle`, `ConcurrencyLimiter` (congestion window) — run
+ *   through `@sluice/http`'s `ClientStack` (its fused success path; `--layers` also
+ *   times the same stack composed from the public combinators, and each layer alone);
  * - naive Effect: `Effect.retry` with a Schedule around `Semaphore.withPermits`;
  * - cockatiel: `wrap(retry, circuitBreaker, bulkhead)` around an async function
  *   that resolves at once.
@@ -19,6 +20,7 @@
  * Prints one JSON object on stdout (with --json, nothing else).
  */
 import { AdaptiveThrottle, ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
+import { ClientStack } from "@sluice/http"
 import { Retry, RetryBudget } from "@sluice/retry"
 import {
   bulkhead,
@@ -94,7 +96,11 @@ const program = Effect.gen(function* () {
   const throttle = yield* AdaptiveThrottle.AdaptiveThrottle
   const limiters = yield* ConcurrencyLimiter.ConcurrencyLimiter
   const retrying = Retry.policy({ maxAttempts: 3, budget })
-  const sluiceCall = () => retrying(throttle.run(KEY, limiters.run(KEY, work)))
+  // The stack as @sluice/http's client runs it: the fused fast path of ClientStack (one
+  // synchronous admission step for retry + throttle + limiter, full machinery only on
+  // failure or when a permit must be waited for).
+  const stack = ClientStack.make({ key: KEY, retry: { maxAttempts: 3, budget }, throttle, limiter: limiters })
+  const sluiceCall = () => stack.run(work)
 
   // Naive Effect: what a user would write with the built-ins.
   const semaphore = yield* Effect.makeSemaphore(100)
@@ -124,6 +130,7 @@ const program = Effect.gen(function* () {
     const retryNoBudget = Retry.policy({ maxAttempts: 3 })
     const limiter = limiters.unsafeGet("layers")
     variants.push(
+      ["composed stack", (n) => timeEffect(() => retrying(throttle.run(KEY, limiters.run(KEY, work))), n)],
       ["retry+budget", (n) => timeEffect(() => retrying(work), n)],
       ["retry (no budget)", (n) => timeEffect(() => retryNoBudget(work), n)],
       ["throttle", (n) => timeEffect(() => throttle.run("layers", work), n)],
