@@ -22,8 +22,8 @@ import { createHash } from "node:crypto"
 import type { Cluster, RedisOptions } from "ioredis"
 import { Redis as IORedis } from "ioredis"
 import * as configInternal from "./internal/quotaConfig.js"
-import type { CompiledPlan, Plan, PlanInput, StoreResult, TierDecision } from "./internal/quotaPlan.js"
-import { QuotaStoreError } from "./internal/quotaPlan.js"
+import type { CompiledPlan, Plan, PlanInput, StoreResult } from "./internal/quotaPlan.js"
+import { decide, QuotaStoreError } from "./internal/quotaPlan.js"
 import type { Store } from "./internal/quotaStore.js"
 import type { InvalidOptions } from "./Options.js"
 import { QuotaConfig } from "./QuotaConfig.js"
@@ -38,121 +38,100 @@ import { QuotaStore } from "./QuotaStore.js"
 export type Client = IORedis | Cluster
 
 /**
- * The Lua script that decides every tier of a plan at once. Times are integer
- * microseconds from `TIME`. KEYS: per tier, `gcra` one string (its theoretical
- * arrival time), `sliding-window` a sorted set of admitted `seq:cost` entries
- * scored by time plus a hash with their sum. ARGV: cost, tier count, then per tier
- * kind (`g`/`s`), capacity, period (µs), emission interval (µs per unit).
- * Reply: seconds, microseconds, all-allowed, then per tier allowed, remaining,
- * reset (ms), retry-after (ms).
+ * The Lua script that decides every tier of a plan at once, on ONE hash per
+ * client. Times are integer microseconds from `TIME` (read once). Hash fields:
+ * `gcra` `<tier>|g` (theoretical arrival time); `sliding-window` `<tier>|w`
+ * (window number), `<tier>|c` and `<tier>|p` (units admitted in the current and
+ * the previous fixed window). One `HMGET` reads every tier; only when every tier
+ * admits, one `HSET` writes them all and one `PEXPIRE` sets the key's TTL (until
+ * every tier is full again), so a denied request writes nothing. The formulas are
+ * those of the memory store (see `QuotaConfig`), in the same order.
+ *
+ * ARGV: cost, tier count, field count, the fields, then per tier kind (`g`/`s`),
+ * capacity, period (µs), emission interval (µs per unit). Reply: time (µs),
+ * all-allowed, the state before consumption rolled to that time (gcra: `tat` −
+ * time in nanoseconds; sliding-window: window, current, previous), then per tier
+ * 1/0 whether it admits. The client derives remaining, reset and retry-after
+ * from it, so the script does no more arithmetic than the decision needs.
  *
  * @since 0.1.0
  */
 export const script = `
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = t[1] * 1000000 + t[2]
 local cost = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
-local st = {}
+local nf = tonumber(ARGV[3])
+local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 4, 3 + nf))
+local out = { now, 1 }
 local all = true
-local k = 1
+local a = 4 + nf
+local f = 1
 for i = 1, n do
-  local a = i * 4 - 1
   local cap = tonumber(ARGV[a + 1])
   local ok
   if ARGV[a] == 'g' then
     local em = tonumber(ARGV[a + 3])
-    local tat = tonumber(redis.call('GET', KEYS[k]) or 0)
+    local tat = tonumber(v[f]) or 0
     if tat < now then tat = now end
-    st[i] = tat
     ok = tat + cost * em - cap * em <= now
-    k = k + 1
+    v[f] = tat
+    out[2 + f] = (tat - now) * 1000
+    f = f + 1
   else
-    local log, meta = KEYS[k], KEYS[k + 1]
-    local m = redis.call('HMGET', meta, 's', 'q')
-    local sum = tonumber(m[1] or 0)
-    local cutoff = now - tonumber(ARGV[a + 2])
-    local old = redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)
-    if #old > 0 then
-      for j = 1, #old do sum = sum - tonumber(string.match(old[j], ':(%d+)$')) end
-      redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff)
-      if sum < 0 or redis.call('ZCARD', log) == 0 then sum = 0 end
-      redis.call('HSET', meta, 's', sum)
+    local per = tonumber(ARGV[a + 2])
+    local w = math.floor(now / per)
+    local sw = tonumber(v[f])
+    local c, p = 0, 0
+    if sw == w then
+      c = tonumber(v[f + 1])
+      p = tonumber(v[f + 2])
+    elseif sw == w - 1 then
+      p = tonumber(v[f + 1])
     end
-    st[i] = sum
-    st[n + i] = tonumber(m[2] or 0)
-    ok = sum + cost <= cap
-    k = k + 2
+    ok = p * (per - (now - w * per)) + (c + cost) * per <= cap * per
+    v[f] = w
+    v[f + 1] = c
+    v[f + 2] = p
+    out[2 + f] = w
+    out[3 + f] = c
+    out[4 + f] = p
+    f = f + 3
   end
-  st[2 * n + i] = ok
+  out[2 + nf + i] = ok and 1 or 0
   if not ok then all = false end
+  a = a + 4
 end
-local out = { t[1], t[2], all and 1 or 0 }
-k = 1
+if not all then
+  out[2] = 0
+  return out
+end
+local hs = {}
+local ttl = 1
+a = 4 + nf
+f = 1
 for i = 1, n do
-  local a = i * 4 - 1
-  local cap = tonumber(ARGV[a + 1])
-  local ok = st[2 * n + i]
-  local key = KEYS[k]
-  local o = #out
   if ARGV[a] == 'g' then
-    local em = tonumber(ARGV[a + 3])
-    local tat = st[i]
-    local tau = cap * em
-    local newTat = tat + cost * em
-    local at = tat
-    if all then
-      at = newTat
-      redis.call('SET', key, newTat, 'PX', math.ceil((newTat - now) / 1000) + 1)
-    end
-    local remaining = math.floor((tau - (at - now)) / em + 1e-9)
-    if remaining < 0 then remaining = 0 end
-    out[o + 1] = ok and 1 or 0
-    out[o + 2] = remaining
-    out[o + 3] = math.ceil((at - now) / 1000)
-    if ok then out[o + 4] = 0 else out[o + 4] = math.ceil((newTat - tau - now) / 1000) end
-    k = k + 1
+    local tat = v[f] + cost * tonumber(ARGV[a + 3])
+    hs[2 * f - 1] = ARGV[3 + f]
+    hs[2 * f] = tat
+    if tat - now > ttl then ttl = tat - now end
+    f = f + 1
   else
-    local period = tonumber(ARGV[a + 2])
-    local meta = KEYS[k + 1]
-    local sum = st[i]
-    local retry = 0
-    local reset
-    if not ok then
-      local need = sum + cost - cap
-      retry = math.ceil(period / 1000)
-      if need <= sum then
-        local freed = 0
-        local entries = redis.call('ZRANGE', key, 0, need - 1, 'WITHSCORES')
-        for j = 1, #entries, 2 do
-          freed = freed + tonumber(string.match(entries[j], ':(%d+)$'))
-          if freed >= need then
-            retry = math.ceil((tonumber(entries[j + 1]) + period - now) / 1000)
-            break
-          end
-        end
-      end
-    end
-    if all then
-      local seq = st[n + i] + 1
-      sum = sum + cost
-      redis.call('ZADD', key, now, seq .. ':' .. cost)
-      redis.call('HSET', meta, 's', sum, 'q', seq)
-      local ttl = math.ceil(period / 1000) + 1
-      redis.call('PEXPIRE', key, ttl)
-      redis.call('PEXPIRE', meta, ttl)
-      reset = math.ceil(period / 1000)
-    else
-      local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-      if #last == 0 then reset = 0 else reset = math.ceil((tonumber(last[2]) + period - now) / 1000) end
-    end
-    out[o + 1] = ok and 1 or 0
-    out[o + 2] = cap - sum
-    out[o + 3] = reset
-    out[o + 4] = retry
-    k = k + 2
+    local next = (v[f] + 2) * tonumber(ARGV[a + 2]) - now
+    hs[2 * f - 1] = ARGV[3 + f]
+    hs[2 * f] = v[f]
+    hs[2 * f + 1] = ARGV[4 + f]
+    hs[2 * f + 2] = v[f + 1] + cost
+    hs[2 * f + 3] = ARGV[5 + f]
+    hs[2 * f + 4] = v[f + 2]
+    if next > ttl then ttl = next end
+    f = f + 3
   end
+  a = a + 4
 end
+redis.call('HSET', KEYS[1], unpack(hs))
+redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000))
 return out
 `
 
@@ -262,40 +241,38 @@ const errorReason = (error: Error): "unavailable" | "error" | "timeout" =>
       : "error"
 
 /**
- * The keys of a client for a plan, all sharing the hash tag `{client}`.
+ * The key of a client: one hash holding every tier's state, under the hash tag
+ * `{client}` (Redis Cluster routes it by the client). The plan does not change
+ * the key: its tiers are fields of the hash.
  *
  * @since 0.1.0
  */
-export const keysFor = (prefix: string, client: string, plan: CompiledPlan): Array<string> => {
-  const base = `${prefix}{${client}}:`
-  const keys: Array<string> = []
-  for (const tier of plan.tiers) {
-    if (tier.algorithm === "gcra") keys.push(`${base}${tier.name}:g`)
-    else keys.push(`${base}${tier.name}:s`, `${base}${tier.name}:sm`)
-  }
-  return keys
-}
+export const keyFor = (prefix: string, client: string): string => `${prefix}{${client}}`
 
-const parseReply = (reply: Array<unknown>, plan: CompiledPlan): StoreResult => {
-  const tiers: Array<TierDecision> = new Array(plan.tiers.length)
-  for (let i = 0; i < plan.tiers.length; i++) {
-    const tier = plan.tiers[i]!
-    const o = 3 + i * 4
-    tiers[i] = {
-      tier: tier.name,
-      algorithm: tier.algorithm,
-      allowed: reply[o] === 1,
-      limit: tier.capacity,
-      remaining: reply[o + 1] as number,
-      resetMs: reply[o + 2] as number,
-      retryAfterMs: reply[o + 3] as number
-    }
+/**
+ * The keys of a client for a plan (one: see {@link keyFor}).
+ *
+ * @since 0.1.0
+ */
+export const keysFor = (prefix: string, client: string, _plan: CompiledPlan): Array<string> => [
+  keyFor(prefix, client)
+]
+
+const parseReply = (reply: Array<number>, plan: CompiledPlan, cost: number): StoreResult => {
+  const now = reply[0]!
+  const allowed = reply[1] === 1
+  const tiers = plan.tiers
+  const nf = plan.stateSize
+  const state: Array<number> = new Array(nf)
+  for (let i = 0; i < nf; i++) state[i] = reply[2 + i]!
+  const ok: Array<boolean> = new Array(tiers.length)
+  for (let i = 0; i < tiers.length; i++) {
+    ok[i] = reply[2 + nf + i] === 1
+    const tier = tiers[i]!
+    // gcra: tat − now came in whole nanoseconds
+    if (tier.algorithm === "gcra") state[tier.offset] = now + state[tier.offset]! / 1000
   }
-  return {
-    allowed: reply[2] === 1,
-    tiers,
-    now: Number(reply[0]) * 1000 + Number(reply[1]) / 1000
-  }
+  return { allowed, tiers: decide(tiers, state, cost, now, true, allowed, ok), now: now / 1000 }
 }
 
 /**
@@ -310,24 +287,31 @@ export const makeStoreFromClient = (redis: Client, prefix = "sluice:quota:"): St
     return new QuotaStoreError({ store: name, reason: errorReason(e), message: e.message })
   }
   const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback) => {
-    const keys = keysFor(prefix, client, plan)
-    const args: Array<string | number> = [keys.length, ...keys, cost, ...plan.redisArgs]
+    // EVALSHA sha 1 key cost ...plan's prebuilt arguments
+    const tail = plan.redisArgs
+    const args: Array<string | number> = new Array(3 + tail.length)
+    args[0] = scriptSha
+    args[1] = 1
+    args[2] = prefix + "{" + client + "}"
+    args[3] = cost
+    for (let i = 1; i < tail.length; i++) args[3 + i] = tail[i]!
     const settle = (error: Error | null | undefined, reply: unknown) => {
       if (error) return callback(toError(error), undefined)
       let result: StoreResult
       try {
-        result = parseReply(reply as Array<unknown>, plan)
+        result = parseReply(reply as Array<number>, plan, cost)
       } catch (e) {
         return callback(toError(e), undefined)
       }
       callback(undefined, result)
     }
     try {
-      ;(redis as any).evalsha(scriptSha, ...args, (error: Error | null | undefined, reply: unknown) => {
+      ;(redis as any).evalsha(...args, (error: Error | null | undefined, reply: unknown) => {
         if (error && error.message.startsWith("NOSCRIPT")) {
           // the server lost its script cache (restart, SCRIPT FLUSH, another cluster node): EVAL loads it
+          args[0] = script
           try {
-            ;(redis as any).eval(script, ...args, settle)
+            ;(redis as any).eval(...args, settle)
           } catch (e) {
             callback(toError(e), undefined)
           }

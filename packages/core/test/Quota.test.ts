@@ -1,6 +1,6 @@
 import { Errors, Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, FastCheck as fc, Fiber, Layer, TestClock } from "effect"
+import { Clock, Duration, Effect, Exit, FastCheck as fc, Fiber, Layer, TestClock } from "effect"
 import { Reference, type RefTier } from "./quota/reference.js"
 
 const twoTier: QuotaConfig.PlanInput = {
@@ -68,14 +68,18 @@ describe("Quota (memory store)", () => {
         const minCap = Math.min(...tiers.map((t) => t.capacity))
         yield* Effect.gen(function* () {
           const reference = new Reference(tiers)
-          let now = 0
+          // windows are aligned to the clock (not to the first request): TestClock's time
+          // carries over from one sample to the next, so read it
+          let now = yield* Clock.currentTimeMillis
+          const history: Array<[number, number]> = []
           for (const step of steps) {
             yield* TestClock.adjust(Duration.millis(step.dt))
             now += step.dt
             const cost = Math.min(step.cost, minCap)
             const decision = yield* Quota.check("c", { cost })
             const expected = reference.check(now, cost)
-            const context = JSON.stringify({ plan, now, cost })
+            history.push([now, cost])
+            const context = JSON.stringify({ plan, history })
             expect(decision.allowed, context).toBe(expected.allowed)
             expect(
               decision.tiers.map((t) => [t.allowed, t.remaining]),
@@ -113,8 +117,9 @@ describe("Quota (memory store)", () => {
         ["spike", false, 0],
         ["count", false, 0]
       ])
-      // the sliding window frees its first unit 10 s after it was taken, at t = 10 000 ms
-      expect(exhausted.retryAfterMs).toBe(10_000 - 300)
+      // the sliding-window counter: 8 units in window [0, 10 s); in the next window they weigh
+      // 8 × (1 − elapsed / 10 s), which leaves room for one unit once elapsed ≥ 1.25 s
+      expect(exhausted.retryAfterMs).toBe(11_250 - 300)
       // another client is counted separately
       expect((yield* Quota.check("other")).allowed).toBe(true)
     }).pipe(Effect.provide(quotaLayer(twoTier)))
@@ -204,8 +209,9 @@ describe("Quota (memory store)", () => {
       expect(size).toBeGreaterThanOrEqual(500)
       // the most recent clients kept their state
       expect(store.unsafeCheck("client-4999", plan, 1).tiers[0]!.remaining).toBe(3)
-      // after every tier is full again, clients are swept away as traffic continues
-      yield* TestClock.adjust(Duration.seconds(11))
+      // after every tier is full again (the 10 s counter's window [0, 10 s) weighs in until 20 s),
+      // clients are swept away as traffic continues
+      yield* TestClock.adjust(Duration.seconds(21))
       for (let i = 0; i < 400; i++) store.unsafeCheck(`late-${i}`, plan, 1)
       expect(yield* store.size).toBe(400)
       // a client whose state is full again is indistinguishable from a new one

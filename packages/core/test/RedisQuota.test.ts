@@ -64,7 +64,7 @@ describe("Redis quota store (real Redis)", () => {
     }).pipe(Effect.scoped)
   )
 
-  it.live("every key of a client shares its hash tag and carries a TTL", () =>
+  it.live("one hash per client under its hash tag, with a TTL; a denied request writes nothing", () =>
     Effect.gen(function* () {
       const prefix = unique("keys") + ":"
       const store = yield* Redis.makeStore({ url: REDIS_URL, prefix })
@@ -79,20 +79,35 @@ describe("Redis quota store (real Redis)", () => {
         for (let i = 0; i < 3; i++) expect((yield* store.check(client, plan, 1)).allowed).toBe(true)
       }
       const keys = yield* withAdmin((redis) => redis.keys(`${prefix}*`))
-      expect(keys.length).toBe(3 * 5)
+      // one hash per client holds every tier
+      expect(keys.sort()).toEqual([`${prefix}{alpha}`, `${prefix}{beta:1}`, `${prefix}{gamma/x}`])
       for (const key of keys) {
-        expect(key).toMatch(/^[^{}]*\{(alpha|beta:1|gamma\/x)\}:/)
+        expect(key).toMatch(/^[^{}]*\{(alpha|beta:1|gamma\/x)\}$/)
         const ttl = yield* withAdmin((redis) => redis.pttl(key))
         expect(ttl).toBeGreaterThan(0)
-        expect(ttl).toBeLessThanOrEqual(3_600_001)
+        // until every tier is full again: the hour counter's window and the next one
+        expect(ttl).toBeLessThanOrEqual(2 * 3_600_000 + 1)
       }
-      expect(Redis.keysFor(prefix, "alpha", plan)).toEqual([
-        `${prefix}{alpha}:spike:g`,
-        `${prefix}{alpha}:count:s`,
-        `${prefix}{alpha}:count:sm`,
-        `${prefix}{alpha}:minute:s`,
-        `${prefix}{alpha}:minute:sm`
-      ])
+      const fields = yield* withAdmin((redis) => redis.hgetall(`${prefix}{alpha}`))
+      expect(Object.keys(fields).sort()).toEqual(
+        ["count|c", "count|p", "count|w", "minute|c", "minute|p", "minute|w", "spike|g"].sort()
+      )
+      expect(fields["count|c"]).toBe("3")
+      expect(Redis.keysFor(prefix, "alpha", plan)).toEqual([`${prefix}{alpha}`])
+      // a denied request writes nothing
+      const strict = yield* decodePlan({
+        tiers: [{ name: "n", algorithm: "sliding-window", limit: 1, period: "1 hour" }]
+      })
+      expect((yield* store.check("delta", strict, 1)).allowed).toBe(true)
+      const before = yield* withAdmin((redis) =>
+        Promise.all([redis.hgetall(`${prefix}{delta}`), redis.pttl(`${prefix}{delta}`)])
+      )
+      expect((yield* store.check("delta", strict, 1)).allowed).toBe(false)
+      const after = yield* withAdmin((redis) =>
+        Promise.all([redis.hgetall(`${prefix}{delta}`), redis.pttl(`${prefix}{delta}`)])
+      )
+      expect(after[0]).toEqual(before[0])
+      expect(after[1]).toBeLessThanOrEqual(before[1])
     }).pipe(Effect.scoped)
   )
 

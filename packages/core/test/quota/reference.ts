@@ -1,7 +1,10 @@
 /**
  * Brute-force reference models for the quota algorithms, written independently of
  * the stores: GCRA as a token bucket whose credit is kept in time units (exact in
- * integers), the sliding window as the full log of everything admitted.
+ * integers); the sliding-window counter from the full log of everything admitted:
+ * the units admitted in the current fixed window (`floor(t / period)`) plus those
+ * of the previous one weighted by the share of it the moving window still covers,
+ * i.e. `prev × (period − elapsed) / period + cur`, compared multiplied by `period`.
  * Times are in any integer unit (ms under TestClock, µs for Redis).
  */
 export interface RefTier {
@@ -31,11 +34,23 @@ export class Reference {
     return Math.min(full, state.credit + (now - state.last))
   }
 
+  /** the estimated count over the moving window, multiplied by the period (an integer) */
   private used(i: number, now: number): number {
+    const per = this.tiers[i]!.unit
+    const w = Math.floor(now / per)
+    let cur = 0
+    let prev = 0
+    for (const entry of this.log) {
+      const ew = Math.floor(entry.t / per)
+      if (ew === w) cur += entry.cost
+      else if (ew === w - 1) prev += entry.cost
+    }
+    return prev * (per - (now - w * per)) + cur * per
+  }
+
+  private slidingRemaining(i: number, now: number): number {
     const tier = this.tiers[i]!
-    let sum = 0
-    for (const entry of this.log) if (entry.t > now - tier.unit) sum += entry.cost
-    return sum
+    return Math.max(0, Math.floor((tier.capacity * tier.unit - this.used(i, now)) / tier.unit))
   }
 
   /** Decides without consuming. */
@@ -49,7 +64,10 @@ export class Reference {
         return { allowed: credit >= cost * tier.unit, remaining: Math.floor(credit / tier.unit) }
       }
       const used = this.used(i, now)
-      return { allowed: used + cost <= tier.capacity, remaining: tier.capacity - used }
+      return {
+        allowed: used + cost * tier.unit <= tier.capacity * tier.unit,
+        remaining: this.slidingRemaining(i, now)
+      }
     })
     return { allowed: tiers.every((t) => t.allowed), tiers }
   }
@@ -69,7 +87,7 @@ export class Reference {
       tiers: this.tiers.map((tier, i) =>
         tier.algorithm === "gcra"
           ? { allowed: true, remaining: Math.floor(this.credit(i, now) / tier.unit) }
-          : { allowed: true, remaining: tier.capacity - this.used(i, now) }
+          : { allowed: true, remaining: this.slidingRemaining(i, now) }
       )
     }
   }
