@@ -251,6 +251,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     throttledMetric.unsafeUpdate(1, state.levelTags[level])
     return Effect.fail(new Errors.Throttled({ key: state.key, probability: p })).pipe(
       Effect.withSpan("sluice.adaptive_throttle.throttled", {
+        captureStackTrace: false,
         attributes: { key: state.key, criticality: level, probability: p }
       })
     )

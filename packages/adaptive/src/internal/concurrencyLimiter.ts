@@ -413,6 +413,7 @@ class LimiterImpl implements CL.Limiter {
           })
     return restore(timed).pipe(
       Effect.withSpan("sluice.concurrency_limiter.wait", {
+        captureStackTrace: false,
         attributes: { key: this.key, criticality: Criticality.levels[level] }
       }),
       Effect.onExit((exit) =>

@@ -167,6 +167,7 @@ export const make = (
       shedMetric.unsafeUpdate(1, levelTags[level])
       return Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter })).pipe(
         Effect.withSpan("sluice.load_shedder.shed", {
+          captureStackTrace: false,
           attributes: { shedder: name, criticality: level, utilization: u, threshold: thresholds[level] }
         })
       )

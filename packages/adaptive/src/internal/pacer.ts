@@ -166,7 +166,10 @@ class PacerImpl implements P.Pacer {
       }
       return Effect.sleep(Duration.millis(delay)).pipe(
         // a span per wait (the slow path); an undelayed departure has none
-        Effect.withSpan("sluice.pacer.wait", { attributes: { key: this.key, delayMs: delay } }),
+        Effect.withSpan("sluice.pacer.wait", {
+          captureStackTrace: false,
+          attributes: { key: this.key, delayMs: delay }
+        }),
         Effect.zipRight(
           Effect.suspend(() => {
             leave()
