@@ -421,6 +421,29 @@ describe("ClientStack", () => {
     )
   )
 
+  it.effect("the README snippet runs (fetchItems stubbed)", () => {
+    const fetchItems: Effect.Effect<string, Errors.Overloaded | Error> = Effect.succeed("items")
+    const program = Effect.gen(function* () {
+      const stack = yield* ClientStack.fromContext({
+        key: "api.example.com",
+        retry: { maxAttempts: 3, budget: "my-client" }
+      })
+      return yield* stack.run(fetchItems)
+    }).pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          RetryBudget.layer(),
+          AdaptiveThrottle.layer(),
+          ConcurrencyLimiter.layer({ algorithm: CongestionWindow.factory() })
+        )
+      )
+    )
+    expectTypeOf(program).toEqualTypeOf<
+      Effect.Effect<string, Error | Errors.Throttled | Errors.DontRetry | Options.InvalidOptions>
+    >()
+    return Effect.map(program, (items) => expect(items).toBe("items"))
+  })
+
   it.effect("bad options fail with InvalidOptions naming the field", () =>
     Effect.gen(function* () {
       const built = yield* build()
