@@ -134,7 +134,12 @@ const measureQuota = (plan: QuotaConfig.PlanInput, label: string) =>
   }).pipe(Effect.provide(quotaLayer(plan, REDIS_URL, `${run}:${label}:`, "5 seconds")))
 
 const measureFlexible = async () => {
-  const client = new IORedis(REDIS_URL, { enableOfflineQueue: false })
+  // auto-pipelining as for the Redis quota store's own client (Redis.defaultRedisOptions), so both
+  // send their commands the same way
+  const client = new IORedis(REDIS_URL, {
+    enableOfflineQueue: false,
+    enableAutoPipelining: Redis.defaultRedisOptions.enableAutoPipelining ?? false
+  })
   await new Promise<void>((resolve) => client.once("ready", () => resolve()))
   const limiter = new FlexibleRedis({
     storeClient: client,

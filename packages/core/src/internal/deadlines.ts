@@ -3,21 +3,22 @@ import * as Effect from "effect/Effect"
 import type * as Clock from "effect/Clock"
 import type * as Scope from "effect/Scope"
 
-/** @internal */
+/** A registered call: a node of the queue's doubly linked list. @internal */
 export interface Entry {
+  /** milliseconds (fractional, from the Clock's nanoseconds) */
   readonly expiresAt: number
   settled: boolean
-  /** dropped when settled, so a settled entry waiting for its turn holds no closure */
+  /** dropped when settled, so nothing is retained by a settled call */
   onExpire: (() => void) | undefined
+  prev: Entry | undefined
+  next: Entry | undefined
 }
 
-/** Marks an entry settled; true if it was not settled yet. @internal */
-export const settle = (entry: Entry): boolean => {
-  if (entry.settled) return false
-  entry.settled = true
-  entry.onExpire = undefined
-  return true
-}
+/**
+ * A deadline is considered reached this close to it: Node's timers fire on whole
+ * milliseconds, so sleeping for a fraction of one would cost a whole tick late.
+ */
+const SLACK_MS = 0.5
 
 /**
  * Deadlines for many concurrent calls with the same timeout, driven by Effect's
@@ -25,21 +26,24 @@ export const settle = (entry: Entry): boolean => {
  *
  * `Effect.timeout` races two fibers and arms a timer for every call — tens of
  * microseconds each, more than a Redis round trip on loopback. Because every call
- * gets the same timeout, deadlines expire in arrival order: one fiber sleeps
- * (through `Clock.sleep`, so `TestClock` drives it) until the oldest unsettled
- * deadline, expires what is due, and sleeps again; when nothing is in flight it
- * waits on a latch. A call registers with one array push.
+ * gets the same timeout, deadlines expire in arrival order: outstanding calls sit
+ * in a linked list (a call that settles unlinks itself, so the list holds only
+ * calls in flight however long the timeout), and one fiber sleeps (through
+ * `Clock.sleep`, so `TestClock` drives it) until the oldest outstanding deadline,
+ * measured on the Clock's nanosecond time, expires what is due, and sleeps again;
+ * when nothing is in flight it waits on a latch. A call registers with one
+ * allocation and settles with an unlink.
  *
  * @internal
  */
 export class DeadlineQueue {
-  private entries: Array<Entry> = []
-  private head = 0
+  private head: Entry | undefined = undefined
+  private tail: Entry | undefined = undefined
   private idle = true
 
   private constructor(
     private readonly clock: Clock.Clock,
-    private readonly timeoutMs: number,
+    readonly timeoutMs: number,
     private readonly latch: Effect.Latch
   ) {}
 
@@ -62,14 +66,26 @@ export class DeadlineQueue {
     })
   }
 
-  /** Registers a call; `onExpire` runs if `settle` was not called before the deadline. */
-  register(onExpire: () => void): Entry {
+  /** The Clock's time in fractional milliseconds. */
+  nowMs(): number {
+    return Number(this.clock.unsafeCurrentTimeNanos()) / 1e6
+  }
+
+  /**
+   * Registers a call that started at `startMs` (see `nowMs`); `onExpire` runs if
+   * `settle` was not called before its deadline.
+   */
+  register(startMs: number, onExpire: () => void): Entry {
     const entry: Entry = {
-      expiresAt: this.clock.unsafeCurrentTimeMillis() + this.timeoutMs,
+      expiresAt: startMs + this.timeoutMs,
       settled: false,
-      onExpire
+      onExpire,
+      prev: this.tail,
+      next: undefined
     }
-    this.entries.push(entry)
+    if (this.tail === undefined) this.head = entry
+    else this.tail.next = entry
+    this.tail = entry
     if (this.idle) {
       this.idle = false
       this.latch.unsafeOpen()
@@ -77,32 +93,34 @@ export class DeadlineQueue {
     return entry
   }
 
+  /** Marks an entry settled and unlinks it; true if it was not settled yet. */
+  settle(entry: Entry): boolean {
+    if (entry.settled) return false
+    entry.settled = true
+    entry.onExpire = undefined
+    const { prev, next } = entry
+    if (prev === undefined) this.head = next
+    else prev.next = next
+    if (next === undefined) this.tail = prev
+    else next.prev = prev
+    entry.prev = entry.next = undefined
+    return true
+  }
+
   private step(): Effect.Effect<void> {
-    const now = this.clock.unsafeCurrentTimeMillis()
-    const entries = this.entries
+    const now = this.nowMs()
     let head = this.head
-    while (head < entries.length) {
-      const entry = entries[head]!
-      if (!entry.settled) {
-        if (entry.expiresAt > now) break
-        const onExpire = entry.onExpire!
-        settle(entry)
-        onExpire()
-      }
-      head++
+    while (head !== undefined && head.expiresAt - now <= SLACK_MS) {
+      const onExpire = head.onExpire!
+      this.settle(head)
+      onExpire()
+      head = this.head
     }
-    if (head === entries.length) {
-      this.entries = []
-      this.head = 0
+    if (head === undefined) {
       this.idle = true
       this.latch.unsafeClose()
       return Effect.void
     }
-    if (head > 1024 && head * 2 > entries.length) {
-      this.entries = entries.slice(head)
-      head = 0
-    }
-    this.head = head
-    return this.clock.sleep(Duration.millis(Math.max(0, this.entries[head]!.expiresAt - now)))
+    return this.clock.sleep(Duration.millis(head.expiresAt - now))
   }
 }

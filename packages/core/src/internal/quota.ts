@@ -14,7 +14,7 @@ import { MemoryQuotaState } from "./quotaMemory.js"
 import type { CompiledPlan, StoreResult, TierDecision } from "./quotaPlan.js"
 import { QuotaStoreError } from "./quotaPlan.js"
 import type { Store } from "./quotaStore.js"
-import { DeadlineQueue, settle } from "./deadlines.js"
+import { DeadlineQueue } from "./deadlines.js"
 import type * as Scope from "effect/Scope"
 
 /** @internal */
@@ -246,24 +246,85 @@ export const make = (
         reason: "timeout",
         message: "quota store missed its deadline"
       })
-    // The remote hot path: one Effect.async that registers a deadline (no timer, no fiber) and
-    // finishes the decision in the store's callback, inside the breaker, with one handler for
-    // every failure. `start` lives in the async registration, so no Effect.suspend is needed.
-    const callWithDeadline = (client: string, plan: CompiledPlan, cost: number, box: { start: bigint }) =>
-      Effect.async<Decision, QuotaStoreError>((resume) => {
+    // A failed call: feed the breaker (from then on every call goes through it until a success,
+    // so it opens, probes and closes exactly as if it wrapped every call), then the failure mode.
+    const failed = (
+      client: string,
+      plan: CompiledPlan,
+      cost: number,
+      start: bigint,
+      cause: Cause.Cause<QuotaStoreError | CircuitOpen>
+    ): Effect.Effect<Decision> =>
+      breaker === undefined
+        ? onStoreFailure(client, plan, cost, start, cause)
+        : Effect.zipRight(
+            Effect.sync(() => {
+              suspectBreaker = true
+            }),
+            Effect.zipRight(
+              Effect.exit(breaker.withBreaker(Effect.failCause(cause))),
+              onStoreFailure(client, plan, cost, start, cause)
+            )
+          )
+
+    // The remote hot path while the breaker has nothing to learn (it is closed and nothing failed
+    // since the last success): ONE Effect.async per check. It reads the clock once (latency and
+    // deadline), registers the deadline (a linked-list append, no timer, no fiber), and finishes
+    // the decision in the store's callback. It returns no canceler on purpose: a canceler makes
+    // Effect wrap the wait for interruption, which cost more than the rest of the check; if the
+    // fiber is interrupted, the late answer or deadline resumes nothing, and the entry leaves the
+    // deadline list when either comes (within the deadline).
+    const remoteFast = (client: string, plan: CompiledPlan, cost: number): Effect.Effect<Decision> =>
+      Effect.async<Decision>((resume) => {
+        if (suspectBreaker) return resume(remoteGuarded(client, plan, cost))
         const start = clock.unsafeCurrentTimeNanos()
-        box.start = start
-        const entry = deadlines!.register(() => resume(Effect.fail(timeoutError())))
+        const queue = deadlines!
+        const entry = queue.register(Number(start) / 1e6, () =>
+          resume(failed(client, plan, cost, start, Cause.fail(timeoutError())))
+        )
         checkCallback!(client, plan, cost, (error, result) => {
-          if (!settle(entry)) return
+          if (!queue.settle(entry)) return
+          if (error !== undefined) return resume(failed(client, plan, cost, start, Cause.fail(error)))
+          if (lastState !== "closed") recordBreaker()
+          resume(Effect.succeed(finish(client, result!, "store", start)))
+        })
+      })
+
+    // Through the breaker: after a failure, until a success, and while it is open or half-open.
+    const remoteGuarded = (client: string, plan: CompiledPlan, cost: number): Effect.Effect<Decision> => {
+      let start = BigInt(0)
+      const call = Effect.async<Decision, QuotaStoreError>((resume) => {
+        start = clock.unsafeCurrentTimeNanos()
+        const queue = deadlines!
+        const entry = queue.register(Number(start) / 1e6, () => resume(Effect.fail(timeoutError())))
+        checkCallback!(client, plan, cost, (error, result) => {
+          if (!queue.settle(entry)) return
           if (error !== undefined) return resume(Effect.fail(error))
           if (lastState !== "closed") recordBreaker()
           resume(Effect.succeed(finish(client, result!, "store", start)))
         })
         return Effect.sync(() => {
-          settle(entry)
+          queue.settle(entry)
         })
       })
+      return Effect.catchAllCause(
+        Effect.tap(breaker!.withBreaker(call), () => {
+          // back to the fast path once a success has closed the breaker
+          if (breaker!.unsafeState(clock.unsafeCurrentTimeMillis()) === "closed") suspectBreaker = false
+        }),
+        (cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause as Cause.Cause<never>)
+            : onStoreFailure(
+                client,
+                plan,
+                cost,
+                start === BigInt(0) ? clock.unsafeCurrentTimeNanos() : start,
+                cause
+              )
+      )
+    }
+
     const check = (client: string, checkOptions?: CheckOptions): Effect.Effect<Decision> => {
       const cost = checkOptions?.cost ?? 1
       if (!validCost(cost))
@@ -276,51 +337,11 @@ export const make = (
           return finish(client, unsafeCheck(client, plan, cost), "store", start)
         })
       }
-      // when the call started, for the latency of a failed check (if this Effect value runs
-      // concurrently with itself, a failure may report another run's start: metrics only)
-      const box = { start: BigInt(0) }
-      const onFailure = (cause: Cause.Cause<QuotaStoreError | CircuitOpen>): Effect.Effect<Decision> =>
-        Cause.isInterruptedOnly(cause)
-          ? Effect.failCause(cause as Cause.Cause<never>)
-          : onStoreFailure(
-              client,
-              plan,
-              cost,
-              box.start === BigInt(0) ? clock.unsafeCurrentTimeNanos() : box.start,
-              cause
-            )
-      if (checkCallback !== undefined) {
-        const call = callWithDeadline(client, plan, cost, box)
-        if (breaker === undefined) return Effect.catchAllCause(call, onFailure)
-        const guarded = Effect.catchAllCause(
-          Effect.tap(breaker.withBreaker(call), () => {
-            suspectBreaker = false
-          }),
-          onFailure
-        )
-        // While the breaker is closed and nothing failed since the last success, it has nothing to
-        // learn from a success: skip its wrapper on the hot path. A failure is still fed to it
-        // (it counts consecutive failures), and from then on every call goes through it until a
-        // success, so it opens, probes and closes exactly as if it wrapped every call.
-        const fast = Effect.catchAllCause(call, (cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? onFailure(cause)
-            : Effect.zipRight(
-                Effect.sync(() => {
-                  suspectBreaker = true
-                }),
-                Effect.zipRight(Effect.exit(breaker.withBreaker(Effect.failCause(cause))), onFailure(cause))
-              )
-        )
-        return Effect.suspend(() =>
-          !suspectBreaker && breaker.unsafeState(clock.unsafeCurrentTimeMillis()) === "closed"
-            ? fast
-            : guarded
-        )
-      }
+      if (checkCallback !== undefined) return remoteFast(client, plan, cost)
+      // a remote store without the callback form: Effect.timeout and the breaker around every call
+      let start = BigInt(0)
       const call = Effect.suspend(() => {
-        const start = clock.unsafeCurrentTimeNanos()
-        box.start = start
+        start = clock.unsafeCurrentTimeNanos()
         return Effect.map(
           Effect.timeoutFail(store.check(client, plan, cost), {
             duration: deadline,
@@ -332,7 +353,17 @@ export const make = (
           }
         )
       })
-      return Effect.catchAllCause(breaker === undefined ? call : breaker.withBreaker(call), onFailure)
+      return Effect.catchAllCause(breaker === undefined ? call : breaker.withBreaker(call), (cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.failCause(cause as Cause.Cause<never>)
+          : onStoreFailure(
+              client,
+              plan,
+              cost,
+              start === BigInt(0) ? clock.unsafeCurrentTimeNanos() : start,
+              cause
+            )
+      )
     }
 
     const guard = dual(
