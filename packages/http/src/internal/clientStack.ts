@@ -1,4 +1,5 @@
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
+import type { Errors } from "@sluice/core"
 import { Criticality, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
 import type * as Cause from "effect/Cause"
@@ -62,15 +63,12 @@ class ClientStackImpl implements CS.ClientStack {
       const now = clock.unsafeCurrentTimeMillis()
       const level = fiber.getFiberRef(Criticality.currentCriticality)
       this.retry.unsafeRecordFirstAttempt(now)
-      const limiter = this.limiters.unsafeGet(this.key)
-      // A permit must be free before the throttle counts the request, so that the
-      // fallback below starts from the same state the composed stack would see.
-      const admission =
-        limiter.queued === 0 && limiter.inFlight < limiter.limit
-          ? this.throttle.unsafeTryAdmit(this.key, level, now)
-          : undefined
+      // In the composed order: the throttle decides (and counts) first, then the limiter.
+      const admission = this.throttle.unsafeTryAdmit(this.key, level, now)
       if (admission === undefined) return restore(this.firstTry(effect))
-      const permit = limiter.unsafeTryAcquire(level, now, clock)!
+      const limiter = this.limiters.unsafeGet(this.key)
+      const permit = limiter.unsafeTryAcquire(level, now, clock)
+      if (permit === undefined) return restore(this.firstTryQueued(effect, limiter, admission))
       return Effect.matchCauseEffect(
         restore(effect),
         handlers(
@@ -93,6 +91,31 @@ class ClientStackImpl implements CS.ClientStack {
   private firstTry<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CS.ClientStackError<E>, R> {
     const attempt = this.attempt(effect)
     return Effect.catchAll(attempt, (error) => this.retry.retryAfterFailure(attempt, error))
+  }
+
+  /**
+   * The first try when the throttle admitted it but no permit is free: the limiter's
+   * queue, then the throttle's settlement, as `throttle.run` does around it.
+   */
+  private firstTryQueued<A, E, R>(
+    effect: Effect.Effect<A, E, R>,
+    limiter: ConcurrencyLimiter.Limiter,
+    admission: AdaptiveThrottle.Admission
+  ): Effect.Effect<A, CS.ClientStackError<E>, R> {
+    const settled = Effect.matchCauseEffect(
+      limiter.run(effect),
+      handlers(
+        (a: A) => {
+          this.throttle.unsafeSettle(admission, undefined)
+          return Effect.succeed(a)
+        },
+        (cause: Cause.Cause<E | Errors.Overloaded>) => {
+          this.throttle.unsafeSettle(admission, cause)
+          return Effect.failCause(cause)
+        }
+      )
+    )
+    return Effect.catchAll(settled, (error) => this.retry.retryAfterFailure(this.attempt(effect), error))
   }
 
   /** What `Effect.catchAll` inside `Retry.policy` does with the cause of a failed first try. */
