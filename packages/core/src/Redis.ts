@@ -37,110 +37,118 @@ import { QuotaStore } from "./QuotaStore.js"
  */
 export type Client = IORedis | Cluster
 
-/**
- * The Lua script that decides every tier of a plan at once, on ONE hash per
- * client. Times are integer microseconds from `TIME` (read once). Hash fields:
- * `gcra` `<tier>|g` (theoretical arrival time); `sliding-window` `<tier>|w`
- * (window number), `<tier>|c` and `<tier>|p` (units admitted in the current and
- * the previous fixed window). One `HMGET` reads every tier; only when every tier
- * admits, one `HSET` writes them all and one `PEXPIRE` sets the key's TTL (until
- * every tier is full again), so a denied request writes nothing. The formulas are
- * those of the memory store (see `QuotaConfig`), in the same order.
- *
- * ARGV: cost, tier count, field count, the fields, then per tier kind (`g`/`s`),
- * capacity, period (µs), emission interval (µs per unit). Reply: time (µs),
- * all-allowed, the state before consumption rolled to that time (gcra: `tat` −
- * time in nanoseconds; sliding-window: window, current, previous), then per tier
- * 1/0 whether it admits. The client derives remaining, reset and retry-after
- * from it, so the script does no more arithmetic than the decision needs.
- *
- * @since 0.1.0
- */
-export const script = `
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-local cost = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-local nf = tonumber(ARGV[3])
-local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 4, 3 + nf))
-local out = { now, 1 }
-local all = true
-local a = 4 + nf
-local f = 1
-for i = 1, n do
-  local cap = tonumber(ARGV[a + 1])
-  local ok
-  if ARGV[a] == 'g' then
-    local em = tonumber(ARGV[a + 3])
-    local tat = tonumber(v[f]) or 0
-    if tat < now then tat = now end
-    ok = tat + cost * em - cap * em <= now
-    v[f] = tat
-    out[2 + f] = (tat - now) * 1000
-    f = f + 1
-  else
-    local per = tonumber(ARGV[a + 2])
-    local w = math.floor(now / per)
-    local sw = tonumber(v[f])
-    local c, p = 0, 0
-    if sw == w then
-      c = tonumber(v[f + 1])
-      p = tonumber(v[f + 2])
-    elseif sw == w - 1 then
-      p = tonumber(v[f + 1])
-    end
-    ok = p * (per - (now - w * per)) + (c + cost) * per <= cap * per
-    v[f] = w
-    v[f + 1] = c
-    v[f + 2] = p
-    out[2 + f] = w
-    out[3 + f] = c
-    out[4 + f] = p
-    f = f + 3
-  end
-  out[2 + nf + i] = ok and 1 or 0
-  if not ok then all = false end
-  a = a + 4
-end
-if not all then
-  out[2] = 0
-  return out
-end
-local hs = {}
-local ttl = 1
-a = 4 + nf
-f = 1
-for i = 1, n do
-  if ARGV[a] == 'g' then
-    local tat = v[f] + cost * tonumber(ARGV[a + 3])
-    hs[2 * f - 1] = ARGV[3 + f]
-    hs[2 * f] = tat
-    if tat - now > ttl then ttl = tat - now end
-    f = f + 1
-  else
-    local next = (v[f] + 2) * tonumber(ARGV[a + 2]) - now
-    hs[2 * f - 1] = ARGV[3 + f]
-    hs[2 * f] = v[f]
-    hs[2 * f + 1] = ARGV[4 + f]
-    hs[2 * f + 2] = v[f + 1] + cost
-    hs[2 * f + 3] = ARGV[5 + f]
-    hs[2 * f + 4] = v[f + 2]
-    if next > ttl then ttl = next end
-    f = f + 3
-  end
-  a = a + 4
-end
-redis.call('HSET', KEYS[1], unpack(hs))
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000))
-return out
-`
+/** A tier name as a Lua string literal: safe bytes as they are, any other byte as `\ddd`. */
+const luaString = (text: string): string => {
+  let out = '"'
+  for (const byte of Buffer.from(text, "utf8")) {
+    out += /[-A-Za-z0-9_|.:]/.test(String.fromCharCode(byte))
+      ? String.fromCharCode(byte)
+      : "\\" + String(byte).padStart(3, "0")
+  }
+  return out + '"'
+}
 
 /**
- * The SHA1 of {@link script}, as `EVALSHA` wants it.
+ * The Lua script that decides every tier of a plan at once, on ONE hash per
+ * client. It is generated for the plan's shape (tier names and algorithms, in
+ * order), straight-line code with the hash fields written in, so Redis runs no
+ * loop and parses no more arguments than the numbers; plans of the same shape
+ * share it. Times are integer microseconds from `TIME` (read once). Hash fields:
+ * `gcra` `<tier>|g` (theoretical arrival time); `sliding-window` `<tier>|w`
+ * (window number), `<tier>|c` and `<tier>|p` (units admitted in the current and
+ * the previous fixed window); `|x` when the key's TTL runs out. One `HMGET` reads
+ * every tier; only when every tier admits, one `HSET` writes them all, so a denied
+ * request writes nothing. The key's TTL always outlasts the instant every tier is
+ * full again; when that instant passes `|x`, `PEXPIRE` sets it further by a slack
+ * (half as long again, at least a second), so most checks need no `PEXPIRE`. The
+ * formulas are those of the memory store, in the same order.
+ *
+ * ARGV: cost, then per tier capacity and emission interval (gcra, µs per unit)
+ * or period (sliding-window, µs). Reply: time (µs), all-allowed, the state before
+ * consumption rolled to that time (gcra: `tat` − time in nanoseconds;
+ * sliding-window: window, current, previous), then per tier 1/0 whether it
+ * admits. The client derives remaining, reset and retry-after from it.
  *
  * @since 0.1.0
  */
-export const scriptSha: string = createHash("sha1").update(script).digest("hex")
+export const scriptFor = (plan: CompiledPlan): string => {
+  const fields: Array<string> = []
+  const lines: Array<string> = [
+    "local t = redis.call('TIME')",
+    "local now = t[1] * 1000000 + t[2]",
+    "local k = KEYS[1]",
+    "local cost = tonumber(ARGV[1])"
+  ]
+  for (const tier of plan.tiers) {
+    if (tier.algorithm === "gcra") fields.push(luaString(`${tier.name}|g`))
+    else fields.push(luaString(`${tier.name}|w`), luaString(`${tier.name}|c`), luaString(`${tier.name}|p`))
+  }
+  // "|x": when the key's TTL runs out (µs), so the TTL is renewed only when it must grow
+  lines.push(
+    `local v = redis.call('HMGET', k, ${fields.join(", ")}, "|x")`,
+    `local x = tonumber(v[${fields.length + 1}]) or 0`
+  )
+  const state: Array<string> = []
+  const oks: Array<string> = []
+  const writes: Array<string> = []
+  const ttls: Array<string> = []
+  let f = 1
+  plan.tiers.forEach((tier, i) => {
+    const n = i + 1
+    const cap = `cap${n}`
+    lines.push(`local ${cap} = tonumber(ARGV[${2 * i + 2}])`)
+    if (tier.algorithm === "gcra") {
+      lines.push(
+        `local em${n} = tonumber(ARGV[${2 * i + 3}])`,
+        `local tat${n} = tonumber(v[${f}]) or 0`,
+        `if tat${n} < now then tat${n} = now end`,
+        `local ok${n} = tat${n} + cost * em${n} - ${cap} * em${n} <= now`
+      )
+      state.push(`(tat${n} - now) * 1000`)
+      writes.push(`${fields[f - 1]}, tat${n} + cost * em${n}`)
+      ttls.push(`tat${n} + cost * em${n}`)
+      f += 1
+    } else {
+      lines.push(
+        `local per${n} = tonumber(ARGV[${2 * i + 3}])`,
+        `local w${n} = math.floor(now / per${n})`,
+        `local sw${n} = tonumber(v[${f}])`,
+        `local c${n}, p${n} = 0, 0`,
+        `if sw${n} == w${n} then c${n} = tonumber(v[${f + 1}]) or 0; p${n} = tonumber(v[${f + 2}]) or 0 ` +
+          `elseif sw${n} == w${n} - 1 then p${n} = tonumber(v[${f + 1}]) or 0 end`,
+        `local ok${n} = p${n} * (per${n} - (now - w${n} * per${n})) + (c${n} + cost) * per${n} <= ${cap} * per${n}`
+      )
+      state.push(`w${n}`, `c${n}`, `p${n}`)
+      writes.push(`${fields[f - 1]}, w${n}, ${fields[f]}, c${n} + cost, ${fields[f + 1]}, p${n}`)
+      ttls.push(`(w${n} + 2) * per${n}`)
+      f += 3
+    }
+    oks.push(`ok${n}`)
+  })
+  const all = oks.join(" and ")
+  lines.push(
+    `local out = { now, 0, ${state.join(", ")}, ${oks.map((ok) => `${ok} and 1 or 0`).join(", ")} }`,
+    `if ${all} then`,
+    "  out[2] = 1",
+    // every tier is full again at `full`; the TTL is set past it with a slack (half as long again,
+    // at least a second), so most checks find it long enough and skip PEXPIRE
+    `  local full = ${ttls[0]}`,
+    ...ttls.slice(1).map((expr) => `  if ${expr} > full then full = ${expr} end`),
+    "  if full > x then",
+    "    local slack = (full - now) / 2",
+    "    if slack < 1000000 then slack = 1000000 end",
+    `    redis.call('HSET', k, ${writes.join(", ")}, "|x", full + slack)`,
+    "    redis.call('PEXPIRE', k, math.ceil((full + slack - now) / 1000))",
+    "  else",
+    `    redis.call('HSET', k, ${writes.join(", ")})`,
+    "  end",
+    "end",
+    "return out"
+  )
+  return lines.join("\n") + "\n"
+}
+
+const sha1 = (text: string): string => createHash("sha1").update(text).digest("hex")
 
 /**
  * Where the client comes from: an existing ioredis client (standalone or
@@ -279,21 +287,53 @@ const parseReply = (reply: Array<number>, plan: CompiledPlan, cost: number): Sto
 }
 
 /**
+ * The generated scripts by plan shape (see {@link scriptFor}), with their SHA1.
+ *
+ * @since 0.1.0
+ */
+export class ScriptCache {
+  private readonly byShape = new Map<string, { readonly script: string; readonly sha: string }>()
+  /** called with each script the first time its shape is seen */
+  onNew: ((script: string) => void) | undefined = undefined
+
+  get(plan: CompiledPlan): { readonly script: string; readonly sha: string } {
+    let entry = this.byShape.get(plan.shape)
+    if (entry === undefined) {
+      const script = scriptFor(plan)
+      entry = { script, sha: sha1(script) }
+      this.byShape.set(plan.shape, entry)
+      this.onNew?.(script)
+    }
+    return entry
+  }
+
+  get scripts(): ReadonlyArray<string> {
+    return Array.from(this.byShape.values(), (entry) => entry.script)
+  }
+}
+
+/**
  * Makes the Redis store from a client. One `EVALSHA` per check.
  *
  * @since 0.1.0
  */
-export const makeStoreFromClient = (redis: Client, prefix = "sluice:quota:"): Store => {
+export const makeStoreFromClient = (
+  redis: Client,
+  prefix = "sluice:quota:",
+  scripts: ScriptCache = new ScriptCache()
+): Store => {
   const name = "redis"
+  const scriptOf = (plan: CompiledPlan) => scripts.get(plan)
   const toError = (error: unknown) => {
     const e = error instanceof Error ? error : new Error(String(error))
     return new QuotaStoreError({ store: name, reason: errorReason(e), message: e.message })
   }
   const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback) => {
     // EVALSHA sha 1 key cost ...plan's prebuilt arguments
+    const compiled = scriptOf(plan)
     const tail = plan.redisArgs
     const args: Array<string | number> = new Array(3 + tail.length)
-    args[0] = scriptSha
+    args[0] = compiled.sha
     args[1] = 1
     args[2] = prefix + "{" + client + "}"
     args[3] = cost
@@ -312,7 +352,7 @@ export const makeStoreFromClient = (redis: Client, prefix = "sluice:quota:"): St
       ;(redis as any).evalsha(...args, (error: Error | null | undefined, reply: unknown) => {
         if (error && error.message.startsWith("NOSCRIPT")) {
           // the server lost its script cache (restart, SCRIPT FLUSH, another cluster node): EVAL loads it
-          args[0] = script
+          args[0] = compiled.script
           try {
             ;(redis as any).eval(...args, settle)
           } catch (e) {
@@ -347,22 +387,24 @@ export const makeStoreFromClient = (redis: Client, prefix = "sluice:quota:"): St
 export const makeStore = (options: StoreOptions = {}): Effect.Effect<Store, never, Scope.Scope> =>
   Effect.gen(function* () {
     const redis = yield* client(options)
-    // load the script up front, and again after every reconnection (a restarted server has an
-    // empty script cache), so checks are a single EVALSHA; NOSCRIPT still recovers otherwise
-    const load = (done: () => void) => {
+    // load each shape's script when it is first seen (sent before that check's EVALSHA on the same
+    // connection), and all of them again after every reconnection (a restarted server has an empty
+    // script cache), so checks are a single EVALSHA; NOSCRIPT still recovers otherwise
+    const scripts = new ScriptCache()
+    const load = (script: string) => {
       try {
-        ;(redis as any).script("LOAD", script, () => done())
+        ;(redis as any).script("LOAD", script, () => {})
       } catch {
-        done()
+        // not connected: the reconnection reloads it, or NOSCRIPT does
       }
     }
-    const onReady = () => load(() => {})
+    scripts.onNew = load
+    const onReady = () => {
+      for (const script of scripts.scripts) load(script)
+    }
     redis.on("ready", onReady)
     yield* Effect.addFinalizer(() => Effect.sync(() => redis.off("ready", onReady)))
-    yield* Effect.async<void>((resume) => load(() => resume(Effect.void))).pipe(
-      Effect.timeoutOption(Duration.seconds(1))
-    )
-    return makeStoreFromClient(redis, options.prefix)
+    return makeStoreFromClient(redis, options.prefix, scripts)
   })
 
 /**

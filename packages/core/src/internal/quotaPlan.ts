@@ -91,11 +91,10 @@ export interface CompiledPlan {
   readonly stateSize: number
   /**
    * The Redis script's arguments after `numkeys` and the key: cost (a placeholder
-   * at index 0, overwritten per call), tier count, field count, the hash fields of
-   * every tier, then per tier its kind, capacity, period (µs) and emission interval
-   * (µs per unit).
+   * at index 0, overwritten per call), then per tier its capacity and its emission
+   * interval (gcra) or period (sliding-window) in microseconds.
    */
-  readonly redisArgs: ReadonlyArray<string | number>
+  readonly redisArgs: ReadonlyArray<number>
 }
 
 /** @internal */
@@ -133,18 +132,11 @@ export const compile = (plan: Plan): CompiledPlan => {
       offset: at
     }
   })
-  // hash fields "<name>|g" (gcra) and "<name>|w", "<name>|c", "<name>|p" (sliding-window): a plan
-  // change keeps the state of tiers that kept their name and algorithm (a one-character suffix
-  // after the last "|" cannot make two distinct tiers' fields collide)
-  const fields: Array<string> = []
-  for (const tier of tiers) {
-    if (tier.algorithm === "gcra") fields.push(`${tier.name}|g`)
-    else fields.push(`${tier.name}|w`, `${tier.name}|c`, `${tier.name}|p`)
-  }
-  const redisArgs: Array<string | number> = [1, tiers.length, fields.length, ...fields]
-  for (const tier of tiers) {
-    redisArgs.push(tier.algorithm === "gcra" ? "g" : "s", tier.capacity, tier.periodUs, tier.emissionUs)
-  }
+  // per call, the Redis script gets: cost (a placeholder here, overwritten per call), then per
+  // tier its capacity and its emission interval (gcra) or period (sliding-window) in µs
+  const redisArgs: Array<number> = [1]
+  for (const tier of tiers)
+    redisArgs.push(tier.capacity, tier.algorithm === "gcra" ? tier.emissionUs : tier.periodUs)
   return {
     plan,
     tiers,
