@@ -15,10 +15,13 @@ export interface Entry {
 }
 
 /**
- * A deadline is considered reached this close to it: Node's timers fire on whole
- * milliseconds, so sleeping for a fraction of one would cost a whole tick late.
+ * The fiber wakes this much before the oldest deadline and expires it then: Node's
+ * timers count whole milliseconds from the start of the event-loop turn, so a timer
+ * for the exact remainder fires up to a millisecond late, and a second sleep for
+ * what is left would cost another. A deadline thus fires at most this much early
+ * instead of a timer tick late.
  */
-const SLACK_MS = 0.5
+const SLACK_MS = 0.75
 
 /**
  * Deadlines for many concurrent calls with the same timeout, driven by Effect's
@@ -121,6 +124,6 @@ export class DeadlineQueue {
       this.latch.unsafeClose()
       return Effect.void
     }
-    return this.clock.sleep(Duration.millis(head.expiresAt - now))
+    return this.clock.sleep(Duration.millis(head.expiresAt - now - SLACK_MS))
   }
 }
