@@ -6,7 +6,13 @@
  *
  * - `gcra`: a smooth rate of `limit` per `period` with a bucket of `burst` units
  *   (default `limit`), the token-bucket equivalent;
- * - `sliding-window`: at most `limit` units within any moving `period`.
+ * - `sliding-window`: about `limit` units within any moving `period`, counted with
+ *   the sliding-window counter (as Cloudflare's and Redis's rate limiters do): two
+ *   fixed windows of `period` aligned to the clock, the count of the current one
+ *   plus that of the previous one weighted by the share of it the moving window
+ *   still covers (`previous × (period − elapsed) / period + current`). O(1) state
+ *   per client and tier; exact while traffic is steady, an approximation (never
+ *   more than the previous window's count off) when it is bursty.
  *
  * `QuotaConfig` holds a default plan and per-client overrides. Plans are validated
  * by Schema: an invalid plan fails with `InvalidOptions` naming the field, and the
