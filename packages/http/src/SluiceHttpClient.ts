@@ -30,6 +30,9 @@
  *    a drop and the throttle as a rejection. A throttle flag does not fail the
  *    request; it is published to {@link ThrottleSignal} when that is provided.
  *
+ * Steps 1, 3 and 4 of a retried request run as the host's `ClientStack` (the same
+ * composition with a fused first try) when both the throttle and the limiter are on.
+ *
  * @since 0.1.0
  */
 import type * as HttpClient from "@effect/platform/HttpClient"

@@ -123,7 +123,11 @@ const failure = <A, E>(exit: Exit.Exit<A, E>): E => {
 }
 
 describe("SluiceHttpClient over a real NodeHttpServer", () => {
-  it.scopedLive("every wire-protocol row arrives as the right typed outcome", () =>
+  // Once with the throttle and limiter (the fused ClientStack path), once with the limiter only.
+  it.scopedLive.each([
+    ["throttle and limiter (ClientStack)", {}],
+    ["limiter only", { throttle: false as const }]
+  ] as const)("every wire-protocol row arrives as the right typed outcome: %s", ([, variant]) =>
     Effect.gen(function* () {
       const { app, hits } = makeBackend()
       const base = yield* serve(app)
@@ -209,7 +213,7 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
       expect(hits.get("post-overloaded")).toBe(4)
     }).pipe(
       Effect.provide(
-        clientLayer({ throttleFromJson: true, throttle: false, budget: { minRetriesPerSecond: 100 } }).pipe(
+        clientLayer({ throttleFromJson: true, budget: { minRetriesPerSecond: 100 }, ...variant }).pipe(
           Layer.provideMerge(ThrottleSignal.layer())
         )
       )

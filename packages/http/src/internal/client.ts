@@ -16,6 +16,7 @@ import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
+import * as ClientStack from "../ClientStack.js"
 import type * as C from "../SluiceHttpClient.js"
 import { ThrottleSignal } from "../ThrottleSignal.js"
 import * as decoder from "./responseDecoder.js"
@@ -34,6 +35,8 @@ export const ClientOptionsSchema = Schema.Struct({
 export const allowRetries: FiberRef.FiberRef<boolean | undefined> = FiberRef.unsafeMake<boolean | undefined>(
   undefined
 )
+
+const MAX_STACKS = 1024
 
 /** @internal */
 export const IDEMPOTENT: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
@@ -106,6 +109,24 @@ export const make = (
       ...(budget !== undefined ? { budget } : {})
     }
     const retrying = Retry.policy(policyOptions)
+    // With both the throttle and the limiter, a retried request runs through the fused
+    // ClientStack of its host: the same composition (retry ∘ throttle ∘ limiter, same
+    // service instances), with a first try that does its bookkeeping in one step.
+    const stacks = new Map<string, ClientStack.ClientStack>()
+    const stackFor = (key: string): ClientStack.ClientStack | undefined => {
+      if (throttle === undefined || limiters === undefined) return undefined
+      let stack = stacks.get(key)
+      if (stack !== undefined) {
+        // least recently used first: re-insert on use
+        stacks.delete(key)
+        stacks.set(key, stack)
+        return stack
+      }
+      stack = ClientStack.make({ key, retry: policyOptions, throttle, limiter: limiters })
+      if (stacks.size >= MAX_STACKS) stacks.delete(stacks.keys().next().value!)
+      stacks.set(key, stack)
+      return stack
+    }
     // Requests that are not retried still count as requests in the budget's ratio.
     const notRetrying = Retry.policy({
       maxAttempts: 1,
@@ -141,7 +162,7 @@ export const make = (
         })
       })
 
-    const attempt = (
+    const exchange = (
       request: HttpClientRequest.HttpClientRequest,
       key: string
     ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> =>
@@ -156,18 +177,27 @@ export const make = (
           markTransport
         )
         if (timeout !== undefined) send = Effect.timeout(send, timeout)
-        let guarded = Effect.flatMap(send, (response) => decode(key, response))
-        if (limiters !== undefined) guarded = limiters.run(key, guarded)
-        if (throttle !== undefined) guarded = throttle.run(key, guarded)
-        return guarded
+        return Effect.flatMap(send, (response) => decode(key, response))
       })
+
+    const attempt = (
+      request: HttpClientRequest.HttpClientRequest,
+      key: string
+    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> => {
+      let guarded = exchange(request, key)
+      if (limiters !== undefined) guarded = limiters.run(key, guarded)
+      if (throttle !== undefined) guarded = throttle.run(key, guarded)
+      return guarded
+    }
 
     const execute = (request: HttpClientRequest.HttpClientRequest) =>
       Effect.withFiberRuntime<HttpClientResponse.HttpClientResponse, C.ClientError>((fiber) => {
         const optIn = fiber.getFiberRef(allowRetries)
         const retry = optIn ?? (config.retryNonIdempotent || IDEMPOTENT.has(request.method))
-        const once = attempt(request, keyOf(request))
-        return retry ? retrying(once) : notRetrying(once)
+        const key = keyOf(request)
+        if (!retry) return notRetrying(attempt(request, key))
+        const stack = stackFor(key)
+        return stack !== undefined ? stack.run(exchange(request, key)) : retrying(attempt(request, key))
       })
 
     return HttpClient.makeWith<never, never, C.ClientError, never>(
