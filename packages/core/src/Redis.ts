@@ -324,6 +324,22 @@ export const makeStoreFromClient = (
 ): Store => {
   const name = "redis"
   const scriptOf = (plan: CompiledPlan) => scripts.get(plan)
+  // Checks issued in the same tick (e.g. many fibers resumed by one batch of replies) leave in
+  // one socket write: the first corks the connection's socket and the end of the tick uncorks
+  // it, so nothing waits for a later event-loop turn (unlike ioredis' auto-pipelining) and each
+  // check is still its own EVALSHA. A cluster client has a socket per node: not corked.
+  let corked = false
+  const cork = () => {
+    if (corked) return
+    const stream = (redis as { stream?: { cork?: () => void; uncork?: () => void } }).stream
+    if (stream === undefined || typeof stream.cork !== "function") return
+    stream.cork()
+    corked = true
+    process.nextTick(() => {
+      corked = false
+      stream.uncork!()
+    })
+  }
   const toError = (error: unknown) => {
     const e = error instanceof Error ? error : new Error(String(error))
     return new QuotaStoreError({ store: name, reason: errorReason(e), message: e.message })
@@ -349,6 +365,7 @@ export const makeStoreFromClient = (
       callback(undefined, result)
     }
     try {
+      cork()
       ;(redis as any).evalsha(...args, (error: Error | null | undefined, reply: unknown) => {
         if (error && error.message.startsWith("NOSCRIPT")) {
           // the server lost its script cache (restart, SCRIPT FLUSH, another cluster node): EVAL loads it
