@@ -30,7 +30,12 @@ const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const SEQUENTIAL = quick ? 300 : 5000
 const CONCURRENT = quick ? 1000 : 20000
 const IN_FLIGHT = 100
-const WARM_UP = quick ? 100 : 1000
+// the machines are noisy: the contenders take turns in many short rounds (the first of a round
+// rotating), and each one's figures pool all its rounds, so all sample the same noisy periods
+const ROUNDS = quick ? 1 : 10
+const SEQ_PER_ROUND = SEQUENTIAL / ROUNDS
+const CONC_PER_ROUND = CONCURRENT / ROUNDS
+const WARM_UP = quick ? 100 : 200
 const DEADLINE_MS = 15
 const run = `bench:${process.pid}:${Date.now()}`
 const log = (...parts: Array<unknown>) => {
@@ -46,21 +51,32 @@ interface Stats {
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
 const round = (n: number, digits = 4) => Number(n.toFixed(digits))
-const summarize = (latencies: Array<number>, concurrentMs: number): Stats => {
-  latencies.sort((a, b) => a - b)
-  return {
-    p50Ms: round(percentile(latencies, 0.5)),
-    p99Ms: round(percentile(latencies, 0.99)),
-    throughputPerSec: Math.round(CONCURRENT / (concurrentMs / 1000))
+/** the pooled measurements of one contender */
+class Samples {
+  readonly latencies: Array<number> = []
+  concurrentMs = 0
+  concurrentChecks = 0
+  add(round: { latencies: Array<number>; concurrentMs: number }) {
+    for (const l of round.latencies) this.latencies.push(l)
+    this.concurrentMs += round.concurrentMs
+    this.concurrentChecks += CONC_PER_ROUND
+  }
+  stats(): Stats {
+    const sorted = [...this.latencies].sort((a, b) => a - b)
+    return {
+      p50Ms: round(percentile(sorted, 0.5)),
+      p99Ms: round(percentile(sorted, 0.99)),
+      throughputPerSec: Math.round(this.concurrentChecks / (this.concurrentMs / 1000))
+    }
   }
 }
 
-/** sequential latency, then throughput with IN_FLIGHT checks in flight, inside one fiber */
+/** one round: sequential latency, then throughput with IN_FLIGHT checks in flight, inside one fiber */
 const measureEffect = <A, E>(check: (i: number) => Effect.Effect<A, E>) =>
   Effect.gen(function* () {
     for (let i = 0; i < WARM_UP; i++) yield* check(i)
     const latencies: Array<number> = []
-    for (let i = 0; i < SEQUENTIAL; i++) {
+    for (let i = 0; i < SEQ_PER_ROUND; i++) {
       const start = performance.now()
       yield* check(i)
       latencies.push(performance.now() - start)
@@ -68,20 +84,20 @@ const measureEffect = <A, E>(check: (i: number) => Effect.Effect<A, E>) =>
     // IN_FLIGHT long-lived fibers pulling from one counter, like the promise harness below
     let next = 0
     const worker: Effect.Effect<void, E> = Effect.suspend(() =>
-      next < CONCURRENT ? Effect.zipRight(check(next++), worker) : Effect.void
+      next < CONC_PER_ROUND ? Effect.zipRight(check(next++), worker) : Effect.void
     )
     const start = performance.now()
     yield* Effect.all(
       Array.from({ length: IN_FLIGHT }, () => worker),
       { concurrency: "unbounded", discard: true }
     )
-    return summarize(latencies, performance.now() - start)
+    return { latencies, concurrentMs: performance.now() - start }
   })
 
 const measurePromise = async (check: (i: number) => Promise<unknown>) => {
   for (let i = 0; i < WARM_UP; i++) await check(i)
   const latencies: Array<number> = []
-  for (let i = 0; i < SEQUENTIAL; i++) {
+  for (let i = 0; i < SEQ_PER_ROUND; i++) {
     const start = performance.now()
     await check(i)
     latencies.push(performance.now() - start)
@@ -90,10 +106,10 @@ const measurePromise = async (check: (i: number) => Promise<unknown>) => {
   const start = performance.now()
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < CONCURRENT) await check(next++)
+      while (next < CONC_PER_ROUND) await check(next++)
     })
   )
-  return summarize(latencies, performance.now() - start)
+  return { latencies, concurrentMs: performance.now() - start }
 }
 
 const oneTier: QuotaConfig.PlanInput = {
@@ -226,30 +242,41 @@ const privateServer = Effect.gen(function* () {
   return { roundTripsPerCheck, failOpenMaxMs }
 })
 
-const best = (a: Stats | undefined, b: Stats): Stats =>
-  a === undefined
-    ? b
-    : {
-        p50Ms: Math.min(a.p50Ms, b.p50Ms),
-        p99Ms: Math.min(a.p99Ms, b.p99Ms),
-        throughputPerSec: Math.max(a.throughputPerSec, b.throughputPerSec)
-      }
-
 const main = Effect.gen(function* () {
-  log(`quota bench: ${SEQUENTIAL} sequential + ${CONCURRENT} concurrent checks (${IN_FLIGHT} in flight) each`)
-  // the machines are noisy: every contender runs in each round, interleaved, and keeps its best figures
-  const rounds = quick ? 1 : 3
-  let flexible: Stats | undefined
-  let one: Stats | undefined
-  let two: Stats | undefined
-  let experimental: Stats | undefined
-  for (let round = 0; round < rounds; round++) {
-    flexible = best(flexible, yield* Effect.promise(measureFlexible))
-    one = best(one, yield* measureQuota(oneTier, `oneTier${round}`))
-    two = best(two, yield* measureQuota(twoTier, `twoTier${round}`))
-    experimental = best(experimental, yield* measureExperimental)
-    log(`round ${round}`, { flexible, one, two, experimental })
+  log(
+    `quota bench: ${SEQUENTIAL} sequential + ${CONCURRENT} concurrent checks (${IN_FLIGHT} in flight) each, ` +
+      `in ${ROUNDS} interleaved rounds`
+  )
+  const samples = {
+    flexible: new Samples(),
+    one: new Samples(),
+    two: new Samples(),
+    experimental: new Samples()
   }
+  const contenders: Array<
+    [Samples, (round: number) => Effect.Effect<{ latencies: Array<number>; concurrentMs: number }, unknown>]
+  > = [
+    [samples.flexible, () => Effect.promise(measureFlexible)],
+    [samples.one, (round) => measureQuota(oneTier, `oneTier${round}`)],
+    [samples.two, (round) => measureQuota(twoTier, `twoTier${round}`)],
+    [samples.experimental, () => measureExperimental]
+  ]
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const [into, measure] = contenders[(round + k) % contenders.length]!
+      into.add(yield* measure(round))
+    }
+    log(`round ${round}`, {
+      flexible: samples.flexible.stats(),
+      one: samples.one.stats(),
+      two: samples.two.stats(),
+      experimental: samples.experimental.stats()
+    })
+  }
+  const one = samples.one.stats()
+  const two = samples.two.stats()
+  const flexible = samples.flexible.stats()
+  const experimental = samples.experimental.stats()
   const { failOpenMaxMs, roundTripsPerCheck } = yield* privateServer
   const result = {
     checks: SEQUENTIAL + CONCURRENT,
