@@ -3,6 +3,7 @@
  *
  *   npm run example:autosave            (about 24 s of real time)
  *   npm run example:autosave -- --seconds 40
+ *   npm run example:autosave -- --http    (over real HTTP with @sluice/http, see http.ts)
  *
  * Eight editor clients auto-save with an `AimdInterval` (preferred: every 125 ms
  * after the previous save came back). Three server instances behind a round-robin
@@ -20,9 +21,10 @@
 import { AimdInterval, ThresholdMonitor } from "@sluice/adaptive"
 import { Simulation } from "@sluice/core"
 import type { Options } from "@sluice/core"
-import { NodeRuntime } from "@effect/platform-node"
+import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import { Clock, Console, Duration, Effect, Schedule } from "effect"
 import { pathToFileURL } from "node:url"
+import { demoHttp } from "./http.js"
 
 export interface DemoOptions {
   readonly seconds?: number
@@ -196,5 +198,10 @@ const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileUR
 if (isMain) {
   const i = process.argv.indexOf("--seconds")
   const seconds = i > 0 ? Number(process.argv[i + 1]) : undefined
-  NodeRuntime.runMain(demo(seconds !== undefined && seconds > 0 ? { seconds } : {}))
+  const options = seconds !== undefined && seconds > 0 ? { seconds } : {}
+  NodeRuntime.runMain(
+    process.argv.includes("--http")
+      ? Effect.asVoid(demoHttp(options).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+      : demo(options)
+  )
 }

@@ -6,14 +6,18 @@
  * starts `--workers` OS processes. Each process reads the plans from Redis, and
  * sends as many requests as it can for a few clients through `Quota.guard`; the
  * parent adds up what every process admitted and compares it with what the plans
- * allow over the run. (An HTTP front end comes with @sluice/http.)
+ * allow over the run. `--http [--instances 3]` runs the API over real HTTP instead:
+ * several @effect/platform-node servers guarded by @sluice/http's `Middleware.quota`
+ * on the same Redis (see http.ts).
  */
 import { Quota, QuotaConfig } from "@sluice/core"
 import * as Redis from "@sluice/core/Redis"
+import { NodeHttpClient } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
 import * as readline from "node:readline"
 import { fileURLToPath } from "node:url"
+import { runHttp } from "./http.js"
 
 const args = process.argv.slice(2)
 const flag = (name: string, fallback: string) => {
@@ -174,7 +178,30 @@ const parent = Effect.gen(function* () {
   }
 }).pipe(Effect.scoped)
 
-Effect.runPromise(args.includes("--worker") ? worker : parent).then(
+/** `--http`: the API over real HTTP (see http.ts) */
+const overHttp = Effect.gen(function* () {
+  const report = yield* runHttp({
+    redisUrl: REDIS_URL,
+    instances: Number(flag("instances", "3")),
+    seconds,
+    run
+  }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  if (json) console.log(JSON.stringify(report))
+  else {
+    console.log(
+      `${report.instances} HTTP instances, ${(report.elapsedMs / 1000).toFixed(1)} s, quotas shared through Redis:`
+    )
+    for (const r of report.clients) {
+      console.log(
+        `  ${r.client.padEnd(8)} 200 × ${String(r.admitted).padStart(4)} (per instance ${r.perInstance.join(", ")}), ` +
+          `429 × ${r.denied} (Retry-After up to ${r.maxRetryAfter} s), plan allows at most ${r.allowedAtMost}; ` +
+          `RateLimit-Policy: ${r.policy}`
+      )
+    }
+  }
+})
+
+Effect.runPromise(args.includes("--worker") ? worker : args.includes("--http") ? overHttp : parent).then(
   () => process.exit(0),
   (error) => {
     console.error(error)

@@ -1,0 +1,178 @@
+/**
+ * The quota service over real HTTP: `npm run example:quota-service -- --http
+ * [--instances 3] [--seconds 2] [--json]`.
+ *
+ * `instances` API servers (`@effect/platform-node`, loopback ports) each guard
+ * `GET /api/items` with `Middleware.quota` from @sluice/http: the caller is its
+ * `x-api-key`, its plan comes from Redis, and every instance has its own `Quota`
+ * service on the same Redis store, so the limits hold across instances. A denied
+ * request gets `429` with `Retry-After`, `RateLimit-Policy` and `RateLimit`
+ * (IETF draft); allowed responses carry the rate-limit headers too. A load client
+ * sends requests for three API keys round-robin over the instances and counts
+ * what was admitted against what the plans allow.
+ */
+import { createServer } from "node:http"
+import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Quota, QuotaConfig } from "@sluice/core"
+import * as Redis from "@sluice/core/Redis"
+import { Middleware, Protocol } from "@sluice/http"
+import { Effect, Layer } from "effect"
+import type { Scope } from "effect"
+
+export interface HttpQuotaOptions {
+  readonly redisUrl?: string
+  readonly instances?: number
+  readonly seconds?: number
+  /** A unique run id: the Redis keys of the run are prefixed with it and deleted at the end. */
+  readonly run?: string
+}
+
+export interface HttpQuotaClientReport {
+  readonly client: string
+  readonly admitted: number
+  readonly denied: number
+  /** Admitted requests per instance. */
+  readonly perInstance: ReadonlyArray<number>
+  readonly allowedAtMost: number
+  /** The `RateLimit-Policy` header of the client's last answer. */
+  readonly policy: string | undefined
+  /** The longest `Retry-After` (seconds) seen on a 429. */
+  readonly maxRetryAfter: number
+}
+
+export interface HttpQuotaReport {
+  readonly instances: number
+  readonly seconds: number
+  readonly elapsedMs: number
+  readonly clients: ReadonlyArray<HttpQuotaClientReport>
+}
+
+/** 20 per second with bursts of 40, and at most 60 per minute */
+const defaultPlan: QuotaConfig.PlanInput = {
+  tiers: [
+    { name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 },
+    { name: "count", algorithm: "sliding-window", limit: 60, period: "1 minute" }
+  ]
+}
+/** acme pays for more */
+const acmePlan: QuotaConfig.PlanInput = {
+  tiers: [
+    { name: "spike", algorithm: "gcra", limit: 50, period: "1 second", burst: 100 },
+    { name: "count", algorithm: "sliding-window", limit: 150, period: "1 minute" }
+  ]
+}
+const clients = ["acme", "globex", "initech"]
+
+/** the most a plan can admit over `ms`, from an empty state */
+const bound = (plan: QuotaConfig.PlanInput, ms: number) => {
+  const [spike, count] = plan.tiers as ReadonlyArray<{ limit: number; burst?: number }>
+  return Math.min(spike!.burst! + Math.floor((spike!.limit * ms) / 1000), count!.limit)
+}
+
+const serve = (
+  app: Parameters<typeof HttpServer.serve>[0],
+  context: Layer.Layer<Quota.Quota | QuotaConfig.QuotaConfig, any>
+) =>
+  Effect.gen(function* () {
+    const built = yield* Layer.build(
+      HttpServer.serve(app).pipe(
+        Layer.provide(context),
+        Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
+      )
+    ).pipe(Effect.orDie)
+    const server = yield* Effect.provide(HttpServer.HttpServer, built)
+    return server.address._tag === "TcpAddress" ? `http://127.0.0.1:${server.address.port}` : ""
+  }) as Effect.Effect<string, never, Scope.Scope>
+
+export const runHttp = (
+  options: HttpQuotaOptions = {}
+): Effect.Effect<HttpQuotaReport, unknown, HttpClient.HttpClient> =>
+  Effect.gen(function* () {
+    const url = options.redisUrl ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+    const instances = options.instances ?? 3
+    const seconds = options.seconds ?? 2
+    const run = options.run ?? `${process.pid}-${Date.now()}`
+    const plansKey = `example:quota-http:${run}:plans`
+    const prefix = `example:quota-http:${run}:`
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        const { Redis: IORedis } = await import("ioredis")
+        const admin = new IORedis(url)
+        const keys = await admin.keys(`example:quota-http:${run}:*`)
+        if (keys.length > 0) await admin.del(...keys)
+        await admin.quit()
+      }).pipe(Effect.ignore)
+    )
+    // plans live in Redis: every instance sees the same ones
+    const config = yield* Redis.makeConfig({ url, key: plansKey, default: defaultPlan })
+    yield* config.setPlan("acme", acmePlan)
+
+    const api = HttpRouter.empty.pipe(
+      HttpRouter.get("/api/items", HttpServerResponse.json({ items: [] })),
+      Middleware.quota({ client: (req) => Protocol.headerValue(req.headers["x-api-key"]) }),
+      Middleware.mapErrors
+    )
+    const urls: Array<string> = []
+    for (let i = 0; i < instances; i++) {
+      // each instance its own Quota service (fail-open, as an API should), one shared Redis
+      const quota = Quota.layer({ mode: "fail-open", deadline: "100 millis" }).pipe(
+        Layer.provide(Redis.layerRedis({ url, prefix })),
+        Layer.provideMerge(
+          Redis.layerConfig({ url, key: plansKey, default: defaultPlan, refresh: "1 second" })
+        )
+      )
+      urls.push(yield* serve(api, quota))
+    }
+
+    const http = yield* HttpClient.HttpClient
+    const admitted: Record<string, Array<number>> = {}
+    const denied: Record<string, number> = {}
+    const policy: Record<string, string | undefined> = {}
+    const maxRetryAfter: Record<string, number> = {}
+    for (const c of clients) {
+      admitted[c] = urls.map(() => 0)
+      denied[c] = 0
+      maxRetryAfter[c] = 0
+    }
+    const startedAt = performance.now()
+    const until = startedAt + seconds * 1000
+    // Per API key a few callers in parallel, each going round the instances.
+    const caller = (client: string, offset: number) =>
+      Effect.gen(function* () {
+        let instance = offset
+        while (performance.now() < until) {
+          instance = (instance + 1) % urls.length
+          const response = yield* http.get(`${urls[instance]}/api/items`, {
+            headers: { "x-api-key": client }
+          })
+          yield* Effect.ignore(response.text)
+          policy[client] = Protocol.headerValue(response.headers["ratelimit-policy"])
+          if (response.status === 200) admitted[client]![instance]!++
+          else if (response.status === 429) {
+            denied[client]!++
+            const ra = Number(response.headers["retry-after"])
+            if (Number.isFinite(ra) && ra > maxRetryAfter[client]!) maxRetryAfter[client] = ra
+          }
+        }
+      })
+    yield* Effect.all(
+      clients.flatMap((client) => Array.from({ length: 4 }, (_, k) => caller(client, k))),
+      { concurrency: "unbounded", discard: true }
+    )
+    const elapsedMs = performance.now() - startedAt
+    return {
+      instances,
+      seconds,
+      elapsedMs: Math.round(elapsedMs),
+      clients: clients.map((client) => ({
+        client,
+        admitted: admitted[client]!.reduce((a, b) => a + b, 0),
+        denied: denied[client]!,
+        perInstance: admitted[client]!,
+        allowedAtMost: bound(client === "acme" ? acmePlan : defaultPlan, elapsedMs),
+        policy: policy[client],
+        maxRetryAfter: maxRetryAfter[client]!
+      }))
+    }
+  }).pipe(Effect.scoped)
