@@ -1,7 +1,8 @@
 import { ConcurrencyLimiter, CongestionWindow, LimitAlgorithm } from "@sluice/adaptive"
 import { Criticality, Errors, Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, Metric, TestClock } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, TestClock } from "effect"
+import { metricValue as metricState } from "./metricSnapshot.js"
 
 /** Wraps an algorithm and records every sample it receives. */
 const recording = (inner: LimitAlgorithm.LimitAlgorithm) => {
@@ -18,18 +19,6 @@ const recording = (inner: LimitAlgorithm.LimitAlgorithm) => {
   }
   return { algorithm, samples }
 }
-
-const metricState = (name: string, tags: Record<string, string>) =>
-  Effect.map(Metric.snapshot, (pairs) => {
-    for (const pair of pairs) {
-      if (pair.metricKey.name !== name) continue
-      const labels = pair.metricKey.tags
-      if (Object.entries(tags).every(([k, v]) => labels.some((l) => l.key === k && l.value === v))) {
-        return pair.metricState as any
-      }
-    }
-    return undefined
-  })
 
 /** Lets forked fibers run until they block. */
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
