@@ -1,25 +1,11 @@
 // Smoke test: the overhead benchmark runs in its short mode and prints the JSON the
 // README quotes. Shape and sanity only: speed depends on the machine, so it is not asserted.
-import { execFile } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
-
-const root = fileURLToPath(new URL("..", import.meta.url))
-
-const runBench = (script: string, args: ReadonlyArray<string>) =>
-  new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ["--import", "tsx", "--conditions=@sluice/source", script, ...args],
-      { cwd: root, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) =>
-        error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr })
-    )
-  })
+import { runScript } from "./runScript.js"
 
 describe("bench:overhead --quick --json", () => {
   it("prints one JSON object with the per-call figures", { timeout: 120_000 }, async () => {
-    const { stdout } = await runBench("bench/overhead.ts", ["--json", "--quick"])
+    const { stdout } = await runScript("bench/overhead.ts", ["--json", "--quick"])
     const lines = stdout.trim().split("\n")
     // --json: nothing but the object on stdout
     expect(lines).toHaveLength(1)

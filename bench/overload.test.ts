@@ -1,22 +1,8 @@
 // Smoke test: the overload benchmark runs in its short mode (a real server, a generator
 // process, three short phases) and prints the JSON the README quotes. Shape and sanity
 // only: goodput and latency depend on the machine, so no goal is asserted.
-import { execFile } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
-
-const root = fileURLToPath(new URL("..", import.meta.url))
-
-const runBench = (script: string, args: ReadonlyArray<string>) =>
-  new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ["--import", "tsx", "--conditions=@sluice/source", script, ...args],
-      { cwd: root, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) =>
-        error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr })
-    )
-  })
+import { runScript } from "./runScript.js"
 
 const isRatio = (n: unknown) => typeof n === "number" && n >= 0 && n <= 1
 
@@ -25,7 +11,7 @@ describe("bench:overload --quick --json", () => {
     "prints one JSON object with goodput, per-criticality success, latencies and the unprotected run",
     { timeout: 120_000 },
     async () => {
-      const { stdout } = await runBench("bench/overload.ts", ["--json", "--quick"])
+      const { stdout } = await runScript("bench/overload.ts", ["--json", "--quick"])
       const lines = stdout.trim().split("\n")
       expect(lines).toHaveLength(1)
       const result = JSON.parse(lines[0]!)

@@ -1,9 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
-import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-
-const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "quota.ts")
+import { runScript } from "./runScript.js"
 
 const stats = (value: any) => {
   expect(Object.keys(value).sort()).toEqual(["p50Ms", "p99Ms", "throughputPerSec"])
@@ -12,14 +8,7 @@ const stats = (value: any) => {
 
 describe("bench/quota.ts", () => {
   it("prints the JSON the issue specifies (short mode; speed is not checked)", async () => {
-    const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(
-        process.execPath,
-        ["--import", "tsx", "--conditions=@sluice/source", script, "--json", "--quick"],
-        { timeout: 150_000 },
-        (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out))
-      )
-    )
+    const { stdout } = await runScript("bench/quota.ts", ["--json", "--quick"], 150_000)
     const lines = stdout.trim().split("\n")
     expect(lines).toHaveLength(1)
     const result = JSON.parse(lines[0]!)
