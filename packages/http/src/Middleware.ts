@@ -10,6 +10,7 @@
 import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
 import type * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import type * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import type * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
@@ -210,7 +211,9 @@ export const addJsonAttribute: (
 /**
  * Options of {@link loadShed}: an explicit `shedder` (default: `LoadShedder`
  * from context) and an optional server-side concurrency `limiter` (e.g. with a
- * delay-based limit algorithm), checked after the shedder.
+ * delay-based limit algorithm), checked after the shedder. Given only a
+ * `limiter`, the middleware needs no `LoadShedder`: it uses one from context
+ * when there is one, and the limiter alone otherwise.
  *
  * @since 0.1.0
  */
@@ -242,6 +245,9 @@ export interface LoadShedOptions extends internal.LoadShedOptions {}
 export const loadShed: {
   (
     options: LoadShedOptions & { readonly shedder: LoadShedder.Service }
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  (
+    options: LoadShedOptions & { readonly limiter: ConcurrencyLimiter.Limiter }
   ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
   (
     options?: LoadShedOptions

@@ -214,6 +214,34 @@ describe("server middleware over a real NodeHttpServer", () => {
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
+  it.scopedLive("loadShed with only a limiter needs no LoadShedder in context", () =>
+    Effect.gen(function* () {
+      const release = yield* Deferred.make<void>()
+      const limiter = ConcurrencyLimiter.unsafeMake({ algorithm: () => LimitAlgorithm.fixed(1), maxQueue: 0 })
+      let entered = 0
+      const app = HttpRouter.empty.pipe(
+        HttpRouter.get(
+          "/",
+          Effect.suspend(() => {
+            entered++
+            return Effect.as(Deferred.await(release), HttpServerResponse.text("done"))
+          })
+        ),
+        Middleware.loadShed({ limiter })
+      )
+      // No LoadShedder layer is provided: the type says none is needed, and serving must not 500.
+      const base = yield* serve(app)
+      const client = yield* HttpClient.HttpClient
+      const first = yield* Effect.fork(client.get(base + "/"))
+      yield* Effect.repeat(Effect.sleep("2 millis"), { until: () => entered === 1, times: 2000 })
+      const second = yield* client.get(base + "/")
+      expect(second.status).toBe(503)
+      yield* Deferred.succeed(release, undefined)
+      expect((yield* Fiber.join(first)).status).toBe(200)
+      expect(limiter.inFlight).toBe(0)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  )
+
   it.scopedLive("loadShed with a server-side concurrency limiter: a full limiter answers 503", () =>
     Effect.gen(function* () {
       const release = yield* Deferred.make<void>()

@@ -13,6 +13,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
@@ -320,6 +321,12 @@ export const loadShed =
       })
     }
     if (options.shedder !== undefined) return guarded(options.shedder)
+    // With only a limiter the shedder is optional: use one from context if there is one.
+    if (options.limiter !== undefined) {
+      return Effect.flatMap(Effect.serviceOption(LoadShedder.LoadShedder), (shedder) =>
+        guarded(Option.getOrUndefined(shedder))
+      )
+    }
     return Effect.flatMap(LoadShedder.LoadShedder, guarded)
   }
 
