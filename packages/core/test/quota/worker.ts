@@ -31,14 +31,21 @@ const waitForGo = Effect.async<void>((resume) => {
 
 const program = Effect.gen(function* () {
   const quota = yield* Quota.Quota
+  // Connect, load the script and warm the JIT on another client key, so that every
+  // process starts hammering at the same moment rather than after its cold start.
+  yield* Effect.forEach(Array.from({ length: 20 }), () => quota.check(`${client}:warm-up:${process.pid}`))
   process.stdout.write("ready\n")
   yield* waitForGo
+  const startedAt = Date.now()
   const decisions = yield* Effect.forEach(Array.from({ length: attempts }), () => quota.check(client), {
     concurrency: 16
   })
+  const endedAt = Date.now()
   const admitted = decisions.filter((d) => d.allowed).length
   const storeFailures = decisions.filter((d) => d.source !== "store").length
-  process.stdout.write(JSON.stringify({ pid: process.pid, admitted, storeFailures }) + "\n")
+  process.stdout.write(
+    JSON.stringify({ pid: process.pid, admitted, storeFailures, startedAt, endedAt }) + "\n"
+  )
 }).pipe(Effect.provide(layer))
 
 Effect.runPromise(program).then(
