@@ -28,41 +28,11 @@ import {
 } from "cockatiel"
 import type { Cause } from "effect"
 import { Effect, Layer } from "effect"
+import { log, median, quick, round, timeEffect, timePromise } from "./measure.js"
 
-const args = process.argv.slice(2)
-const jsonOnly = args.includes("--json")
-const quick = args.includes("--quick")
 const CALLS = quick ? 20_000 : 200_000
 const WARM_UP = quick ? 10_000 : 100_000
 const REPEATS = quick ? 3 : 5
-
-const log = (...parts: Array<unknown>) => {
-  if (!jsonOnly) console.error(...parts)
-}
-const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
-const round = (n: number, digits = 1) => Number(n.toFixed(digits))
-const cpuMillis = (): number => {
-  const usage = process.cpuUsage()
-  return (usage.user + usage.system) / 1000
-}
-
-const timeEffect = (call: () => Effect.Effect<unknown, unknown>, n: number) =>
-  Effect.gen(function* () {
-    const start = cpuMillis()
-    for (let i = 0; i < n; i++) yield* call()
-    return ((cpuMillis() - start) * 1e6) / n
-  })
-
-const timePromise = (call: () => Promise<unknown>, n: number) =>
-  Effect.promise(async () => {
-    const start = cpuMillis()
-    for (let i = 0; i < n; i++) await call()
-    return ((cpuMillis() - start) * 1e6) / n
-  })
 
 const program = Effect.gen(function* () {
   const work = Effect.succeed(1)

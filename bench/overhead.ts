@@ -31,56 +31,13 @@ import {
   wrap
 } from "cockatiel"
 import { Effect, Layer, Schedule } from "effect"
-import { performance } from "node:perf_hooks"
+import { args, log, median, quick, round, timeEffect, timePromise } from "./measure.js"
 
-const args = process.argv.slice(2)
-const jsonOnly = args.includes("--json")
-const quick = args.includes("--quick")
 const CALLS = quick ? 10_000 : 200_000
 const WARM_UP = quick ? 5_000 : 100_000
 const REPEATS = quick ? 3 : 5
 const layers = args.includes("--layers")
 const KEY = "backend"
-
-const log = (...parts: Array<unknown>) => {
-  if (!jsonOnly) console.error(...parts)
-}
-
-const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
-const round = (n: number, digits = 1) => Number(n.toFixed(digits))
-
-/**
- * The clock of a measurement. The machine is shared (2 cores, other work running), so
- * by default a measurement is the CPU time this process spent (user + system, all its
- * threads, so garbage collection is included), which other processes cannot inflate;
- * `--wall` uses elapsed time instead.
- */
-const wall = args.includes("--wall")
-const now = (): number => {
-  if (wall) return performance.now()
-  const usage = process.cpuUsage()
-  return (usage.user + usage.system) / 1000
-}
-
-/** Runs `call(i)` `n` times in sequence inside one fiber; returns ns per call. */
-const timeEffect = (call: (i: number) => Effect.Effect<unknown, unknown>, n: number) =>
-  Effect.gen(function* () {
-    const start = now()
-    for (let i = 0; i < n; i++) yield* call(i)
-    return ((now() - start) * 1e6) / n
-  })
-
-/** The same for a promise-returning call, awaited in a plain async loop. */
-const timePromise = (call: () => Promise<unknown>, n: number) =>
-  Effect.promise(async () => {
-    const start = now()
-    for (let i = 0; i < n; i++) await call()
-    return ((now() - start) * 1e6) / n
-  })
 
 const SluiceLayers = Layer.mergeAll(
   RetryBudget.layer(),
