@@ -15,11 +15,12 @@
 import { createServer } from "node:http"
 import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { AimdInterval, ThresholdMonitor } from "@sluice/adaptive"
+import { ThresholdMonitor } from "@sluice/adaptive"
 import { Simulation } from "@sluice/core"
 import { Middleware, Protocol, SluiceHttpClient } from "@sluice/http"
 import { Clock, Console, Duration, Effect, Layer, Schedule } from "effect"
 import type { Scope } from "effect"
+import { makeEditorIntervals } from "./editors.js"
 
 export interface HttpDemoOptions {
   readonly seconds?: number
@@ -112,17 +113,7 @@ export const demoHttp = (
     const start = yield* Clock.currentTimeMillis
     const perSecond = Array.from({ length: seconds }, () => ({ saves: 0, throttled: 0, meanIntervalMs: 0 }))
     const editorSaves = Array.from({ length: editors }, () => 0)
-    const aimds = yield* Effect.all(
-      Array.from({ length: editors }, (_, i) =>
-        AimdInterval.make({
-          name: `editor-${i}`,
-          min: "125 millis",
-          max: "8 seconds",
-          rateStep: 1.6,
-          factor: 1.5
-        })
-      )
-    )
+    const aimds = yield* makeEditorIntervals(editors)
     const editor = (i: number) => {
       const save = Effect.gen(function* () {
         const response = yield* client.post(`${urls[next++ % INSTANCES]}/save`)

@@ -18,12 +18,13 @@
  * Everything runs on Effect's `Clock`, so the same program runs in virtual time
  * (the smoke test drives it with the simulation engine).
  */
-import { AimdInterval, ThresholdMonitor } from "@sluice/adaptive"
+import { ThresholdMonitor } from "@sluice/adaptive"
 import { Simulation } from "@sluice/core"
 import type { Options } from "@sluice/core"
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import { Clock, Console, Duration, Effect, Schedule } from "effect"
 import { pathToFileURL } from "node:url"
+import { makeEditorIntervals } from "./editors.js"
 import { demoHttp } from "./http.js"
 
 export interface DemoOptions {
@@ -100,17 +101,7 @@ export const demo = (options: DemoOptions = {}): Effect.Effect<DemoReport, Optio
       () => ({ saves: 0, throttled: 0, meanIntervalMs: 0 })
     )
     const clientSaves = Array.from({ length: clients }, () => 0)
-    const aimds = yield* Effect.all(
-      Array.from({ length: clients }, (_, i) =>
-        AimdInterval.make({
-          name: `editor-${i}`,
-          min: "125 millis",
-          max: "8 seconds",
-          rateStep: 1.6,
-          factor: 1.5
-        })
-      )
-    )
+    const aimds = yield* makeEditorIntervals(clients)
 
     const client = (i: number) => {
       const save = Effect.gen(function* () {
