@@ -54,7 +54,10 @@ const luaString = (text: string): string => {
  * order), straight-line code with the hash fields written in, so Redis runs no
  * loop and parses no more arguments than the numbers; plans of the same shape
  * share it. Times are integer microseconds from `TIME` (read once). Hash fields:
- * `gcra` `<tier>|g` (theoretical arrival time); `sliding-window` `<tier>|w`
+ * `gcra` `<tier>|q` (theoretical arrival time in quarter-microseconds: an emission
+ * interval need not be whole microseconds, and a double near today's epoch in µs
+ * resolves exactly a quarter, so four times it is an exact integer, written as
+ * cheaply as the others); `sliding-window` `<tier>|w`
  * (window number), `<tier>|c` and `<tier>|p` (units admitted in the current and
  * the previous fixed window); `|x` when the key's TTL runs out. One `HMGET` reads
  * every tier; only when every tier admits, one `HSET` writes them all, so a denied
@@ -63,11 +66,17 @@ const luaString = (text: string): string => {
  * (half as long again, at least a second), so most checks need no `PEXPIRE`. The
  * formulas are those of the memory store, in the same order.
  *
+ * What Redis spends per check is mostly its three calls; of the rest, the script
+ * keeps the reply short (the window number is the client's `floor(time / period)`,
+ * and the per-tier verdicts come only with a denial) and writes the integer
+ * fields as `%d` strings: Redis' own `%.17g` formatting of a fractional number
+ * argument cost more than 3 µs, a sixth of the script (`redis-benchmark` of it).
+ *
  * ARGV: cost, then per tier capacity and emission interval (gcra, µs per unit)
- * or period (sliding-window, µs). Reply: time (µs), all-allowed, the state before
- * consumption rolled to that time (gcra: `tat` − time in nanoseconds;
- * sliding-window: window, current, previous), then per tier 1/0 whether it
- * admits. The client derives remaining, reset and retry-after from it.
+ * or period (sliding-window, µs). Reply: time (µs), all-allowed (1/0), the state
+ * before consumption rolled to that time (gcra: `tat` − time in nanoseconds;
+ * sliding-window: current, previous), then, only when denied, per tier 1/0
+ * whether it admits. The client derives remaining, reset and retry-after from it.
  *
  * @since 0.1.0
  */
@@ -77,16 +86,17 @@ export const scriptFor = (plan: CompiledPlan): string => {
     "local t = redis.call('TIME')",
     "local now = t[1] * 1000000 + t[2]",
     "local k = KEYS[1]",
-    "local cost = tonumber(ARGV[1])"
+    "local num, fmt = tonumber, string.format",
+    "local cost = num(ARGV[1])"
   ]
   for (const tier of plan.tiers) {
-    if (tier.algorithm === "gcra") fields.push(luaString(`${tier.name}|g`))
+    if (tier.algorithm === "gcra") fields.push(luaString(`${tier.name}|q`))
     else fields.push(luaString(`${tier.name}|w`), luaString(`${tier.name}|c`), luaString(`${tier.name}|p`))
   }
   // "|x": when the key's TTL runs out (µs), so the TTL is renewed only when it must grow
   lines.push(
     `local v = redis.call('HMGET', k, ${fields.join(", ")}, "|x")`,
-    `local x = tonumber(v[${fields.length + 1}]) or 0`
+    `local x = num(v[${fields.length + 1}]) or 0`
   )
   const state: Array<string> = []
   const oks: Array<string> = []
@@ -96,30 +106,32 @@ export const scriptFor = (plan: CompiledPlan): string => {
   plan.tiers.forEach((tier, i) => {
     const n = i + 1
     const cap = `cap${n}`
-    lines.push(`local ${cap} = tonumber(ARGV[${2 * i + 2}])`)
+    lines.push(`local ${cap} = num(ARGV[${2 * i + 2}])`)
     if (tier.algorithm === "gcra") {
       lines.push(
-        `local em${n} = tonumber(ARGV[${2 * i + 3}])`,
-        `local tat${n} = tonumber(v[${f}]) or 0`,
+        `local em${n} = num(ARGV[${2 * i + 3}])`,
+        `local tat${n} = (num(v[${f}]) or 0) / 4`,
         `if tat${n} < now then tat${n} = now end`,
         `local ok${n} = tat${n} + cost * em${n} - ${cap} * em${n} <= now`
       )
       state.push(`(tat${n} - now) * 1000`)
-      writes.push(`${fields[f - 1]}, tat${n} + cost * em${n}`)
+      writes.push(`${fields[f - 1]}, fmt('%d', math.floor((tat${n} + cost * em${n}) * 4 + 0.5))`)
       ttls.push(`tat${n} + cost * em${n}`)
       f += 1
     } else {
       lines.push(
-        `local per${n} = tonumber(ARGV[${2 * i + 3}])`,
+        `local per${n} = num(ARGV[${2 * i + 3}])`,
         `local w${n} = math.floor(now / per${n})`,
-        `local sw${n} = tonumber(v[${f}])`,
+        `local sw${n} = num(v[${f}])`,
         `local c${n}, p${n} = 0, 0`,
-        `if sw${n} == w${n} then c${n} = tonumber(v[${f + 1}]) or 0; p${n} = tonumber(v[${f + 2}]) or 0 ` +
-          `elseif sw${n} == w${n} - 1 then p${n} = tonumber(v[${f + 1}]) or 0 end`,
+        `if sw${n} == w${n} then c${n} = num(v[${f + 1}]) or 0; p${n} = num(v[${f + 2}]) or 0 ` +
+          `elseif sw${n} == w${n} - 1 then p${n} = num(v[${f + 1}]) or 0 end`,
         `local ok${n} = p${n} * (per${n} - (now - w${n} * per${n})) + (c${n} + cost) * per${n} <= ${cap} * per${n}`
       )
-      state.push(`w${n}`, `c${n}`, `p${n}`)
-      writes.push(`${fields[f - 1]}, w${n}, ${fields[f]}, c${n} + cost, ${fields[f + 1]}, p${n}`)
+      state.push(`c${n}`, `p${n}`)
+      writes.push(
+        `${fields[f - 1]}, fmt('%d', w${n}), ${fields[f]}, fmt('%d', c${n} + cost), ${fields[f + 1]}, fmt('%d', p${n})`
+      )
       ttls.push(`(w${n} + 2) * per${n}`)
       f += 3
     }
@@ -127,26 +139,31 @@ export const scriptFor = (plan: CompiledPlan): string => {
   })
   const all = oks.join(" and ")
   lines.push(
-    `local out = { now, 0, ${state.join(", ")}, ${oks.map((ok) => `${ok} and 1 or 0`).join(", ")} }`,
-    `if ${all} then`,
-    "  out[2] = 1",
+    `if not (${all}) then`,
+    `  return { now, 0, ${state.join(", ")}, ${oks.map((ok) => `${ok} and 1 or 0`).join(", ")} }`,
+    "end",
     // every tier is full again at `full`; the TTL is set past it with a slack (half as long again,
     // at least a second), so most checks find it long enough and skip PEXPIRE
-    `  local full = ${ttls[0]}`,
-    ...ttls.slice(1).map((expr) => `  if ${expr} > full then full = ${expr} end`),
-    "  if full > x then",
-    "    local slack = (full - now) / 2",
-    "    if slack < 1000000 then slack = 1000000 end",
-    `    redis.call('HSET', k, ${writes.join(", ")}, "|x", full + slack)`,
-    "    redis.call('PEXPIRE', k, math.ceil((full + slack - now) / 1000))",
-    "  else",
-    `    redis.call('HSET', k, ${writes.join(", ")})`,
-    "  end",
+    `local full = ${ttls[0]}`,
+    ...ttls.slice(1).map((expr) => `if ${expr} > full then full = ${expr} end`),
+    "if full > x then",
+    "  local slack = (full - now) / 2",
+    "  if slack < 1000000 then slack = 1000000 end",
+    `  redis.call('HSET', k, ${writes.join(", ")}, "|x", fmt('%d', math.ceil(full + slack)))`,
+    "  redis.call('PEXPIRE', k, math.ceil((full + slack - now) / 1000))",
+    "else",
+    `  redis.call('HSET', k, ${writes.join(", ")})`,
     "end",
-    "return out"
+    `return { now, 1, ${state.join(", ")} }`
   )
   return lines.join("\n") + "\n"
 }
+
+/**
+ * At most this many checks share one socket write (bench/quota.ts: 8 to 32 were within
+ * noise of each other, 1 per tick and 64 were clearly slower with 100 checks in flight).
+ */
+const WRITE_BATCH = 16
 
 const sha1 = (text: string): string => createHash("sha1").update(text).digest("hex")
 
@@ -273,16 +290,24 @@ const parseReply = (reply: Array<number>, plan: CompiledPlan, cost: number): Sto
   const now = reply[0]!
   const allowed = reply[1] === 1
   const tiers = plan.tiers
-  const nf = plan.stateSize
-  const state: Array<number> = new Array(nf)
-  for (let i = 0; i < nf; i++) state[i] = reply[2 + i]!
+  const state: Array<number> = new Array(plan.stateSize)
   const ok: Array<boolean> = new Array(tiers.length)
+  // the reply's state after time and verdict: gcra `tat − now` (ns); sliding-window current, previous
+  let r = 2
   for (let i = 0; i < tiers.length; i++) {
-    ok[i] = reply[2 + nf + i] === 1
     const tier = tiers[i]!
-    // gcra: tat − now came in whole nanoseconds
-    if (tier.algorithm === "gcra") state[tier.offset] = now + state[tier.offset]! / 1000
+    const o = tier.offset
+    if (tier.algorithm === "gcra") {
+      state[o] = now + reply[r++]! / 1000
+    } else {
+      // the window number, as the script computed it: floor(time / period), both in whole µs
+      state[o] = Math.floor(now / tier.periodUs)
+      state[o + 1] = reply[r++]!
+      state[o + 2] = reply[r++]!
+    }
   }
+  // per-tier verdicts follow only a denial; when allowed, every tier admitted
+  for (let i = 0; i < tiers.length; i++) ok[i] = allowed || reply[r + i] === 1
   return { allowed, tiers: decide(tiers, state, cost, now, true, allowed, ok), now: now / 1000 }
 }
 
@@ -325,36 +350,55 @@ export const makeStoreFromClient = (
   const name = "redis"
   const scriptOf = (plan: CompiledPlan) => scripts.get(plan)
   // Checks issued in the same tick (e.g. many fibers resumed by one batch of replies) leave in
-  // one socket write: the first corks the connection's socket and the end of the tick uncorks
-  // it, so nothing waits for a later event-loop turn (unlike ioredis' auto-pipelining) and each
-  // check is still its own EVALSHA. A cluster client has a socket per node: not corked.
-  let corked = false
+  // few socket writes: the first corks the connection's socket, every WRITE_BATCH-th flushes
+  // what is corked so far (Redis starts on those while this process builds the rest: with one
+  // write per tick, Redis idled while Node prepared the whole batch and Node idled while Redis
+  // ran it, which halved throughput with 100 checks in flight), and the end of the tick flushes
+  // the rest, so nothing waits for a later event-loop turn (unlike ioredis' auto-pipelining).
+  // Each check is still its own EVALSHA. A cluster client has a socket per node: not corked.
+  type Corkable = { cork?: () => void; uncork?: () => void }
+  /** the socket corked in this tick (a reconnection may replace the client's socket meanwhile) */
+  let corked: Corkable | undefined = undefined
+  let batched = 0
+  /** checks sent and not answered yet */
+  let inFlight = 0
   const cork = () => {
-    if (corked) return
-    const stream = (redis as { stream?: { cork?: () => void; uncork?: () => void } }).stream
-    if (stream === undefined || typeof stream.cork !== "function") return
+    if (corked !== undefined) {
+      if (++batched >= WRITE_BATCH) {
+        batched = 0
+        corked.uncork!()
+        corked.cork!()
+      }
+      return
+    }
+    const stream = (redis as { stream?: Corkable }).stream
+    // a check while no other is waiting for Redis (e.g. sequential checks) leaves at once
+    if (inFlight === 0 || stream === undefined || typeof stream.cork !== "function") return
     stream.cork()
-    corked = true
+    corked = stream
+    batched = 0
     process.nextTick(() => {
-      corked = false
+      corked = undefined
       stream.uncork!()
     })
   }
   const toError = (error: unknown) => {
     const e = error instanceof Error ? error : new Error(String(error))
-    return new QuotaStoreError({ store: name, reason: errorReason(e), message: e.message })
+    // fields known valid: skip the constructor's Schema validation on this failure path
+    return new QuotaStoreError({ store: name, reason: errorReason(e), message: e.message }, true)
   }
   const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback) => {
     // EVALSHA sha 1 key cost ...plan's prebuilt arguments
     const compiled = scriptOf(plan)
     const tail = plan.redisArgs
-    const args: Array<string | number> = new Array(3 + tail.length)
+    const args: Array<string> = new Array(3 + tail.length)
     args[0] = compiled.sha
-    args[1] = 1
+    args[1] = "1"
     args[2] = prefix + "{" + client + "}"
-    args[3] = cost
+    args[3] = cost === 1 ? "1" : String(cost)
     for (let i = 1; i < tail.length; i++) args[3 + i] = tail[i]!
     const settle = (error: Error | null | undefined, reply: unknown) => {
+      inFlight--
       if (error) return callback(toError(error), undefined)
       let result: StoreResult
       try {
@@ -366,6 +410,7 @@ export const makeStoreFromClient = (
     }
     try {
       cork()
+      inFlight++
       ;(redis as any).evalsha(...args, (error: Error | null | undefined, reply: unknown) => {
         if (error && error.message.startsWith("NOSCRIPT")) {
           // the server lost its script cache (restart, SCRIPT FLUSH, another cluster node): EVAL loads it
@@ -373,14 +418,14 @@ export const makeStoreFromClient = (
           try {
             ;(redis as any).eval(...args, settle)
           } catch (e) {
-            callback(toError(e), undefined)
+            settle(e as Error, undefined)
           }
           return
         }
         settle(error, reply)
       })
     } catch (e) {
-      callback(toError(e), undefined)
+      settle(e as Error, undefined)
     }
   }
   return {

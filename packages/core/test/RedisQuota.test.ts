@@ -91,7 +91,7 @@ describe("Redis quota store (real Redis)", () => {
       }
       const fields = yield* withAdmin((redis) => redis.hgetall(`${prefix}{alpha}`))
       expect(Object.keys(fields).sort()).toEqual(
-        ["count|c", "count|p", "count|w", "minute|c", "minute|p", "minute|w", "spike|g", "|x"].sort()
+        ["count|c", "count|p", "count|w", "minute|c", "minute|p", "minute|w", "spike|q", "|x"].sort()
       )
       expect(fields["count|c"]).toBe("3")
       expect(Redis.keysFor(prefix, "alpha", plan)).toEqual([`${prefix}{alpha}`])

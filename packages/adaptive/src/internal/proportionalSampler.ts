@@ -183,7 +183,9 @@ class ProportionalSamplerImpl implements P.ProportionalSampler {
   get update(): Effect.Effect<void> {
     return Effect.flatMap(this.sensor.measure, (reading) =>
       Effect.map(Clock.currentTimeMillis, (now) => this.unsafeStep(now, reading))
-    ).pipe(Effect.withSpan("sluice.sampler.update", { attributes: { name: this.name } }))
+    ).pipe(
+      Effect.withSpan("sluice.sampler.update", { captureStackTrace: false, attributes: { name: this.name } })
+    )
   }
   setGoal(goal: number): Effect.Effect<void, Options.InvalidOptions> {
     return Effect.map(decodeGoal(goal), (g) => {

@@ -384,13 +384,23 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
   get isolate(): Effect.Effect<void> {
     return Effect.clockWith((clock) =>
       Effect.sync(() => this.unsafeIsolate(clock.unsafeCurrentTimeMillis()))
-    ).pipe(Effect.withSpan("sluice.circuit_breaker.isolate", { attributes: { name: this.name } }))
+    ).pipe(
+      Effect.withSpan("sluice.circuit_breaker.isolate", {
+        captureStackTrace: false,
+        attributes: { name: this.name }
+      })
+    )
   }
 
   get reset(): Effect.Effect<void> {
     return Effect.clockWith((clock) =>
       Effect.sync(() => this.unsafeReset(clock.unsafeCurrentTimeMillis()))
-    ).pipe(Effect.withSpan("sluice.circuit_breaker.reset", { attributes: { name: this.name } }))
+    ).pipe(
+      Effect.withSpan("sluice.circuit_breaker.reset", {
+        captureStackTrace: false,
+        attributes: { name: this.name }
+      })
+    )
   }
 
   get stateChanges(): Stream.Stream<CB.StateChange> {

@@ -94,7 +94,7 @@ export interface CompiledPlan {
    * at index 0, overwritten per call), then per tier its capacity and its emission
    * interval (gcra) or period (sliding-window) in microseconds.
    */
-  readonly redisArgs: ReadonlyArray<number>
+  readonly redisArgs: ReadonlyArray<string>
 }
 
 /** @internal */
@@ -134,9 +134,10 @@ export const compile = (plan: Plan): CompiledPlan => {
   })
   // per call, the Redis script gets: cost (a placeholder here, overwritten per call), then per
   // tier its capacity and its emission interval (gcra) or period (sliding-window) in µs
-  const redisArgs: Array<number> = [1]
+  // (as strings, so the client does not convert them on every call)
+  const redisArgs: Array<string> = ["1"]
   for (const tier of tiers)
-    redisArgs.push(tier.capacity, tier.algorithm === "gcra" ? tier.emissionUs : tier.periodUs)
+    redisArgs.push(String(tier.capacity), String(tier.algorithm === "gcra" ? tier.emissionUs : tier.periodUs))
   return {
     plan,
     tiers,

@@ -96,7 +96,7 @@ export const mapErrors = <E, R>(
     (e): e is Extract<E, Errors.SluiceError> => isSluiceError(e),
     (e) =>
       Effect.map(WireProtocol, (settings) => errorResponse(e, settings)).pipe(
-        Effect.withSpan("sluice.http.map_error", { attributes: { error: e._tag } })
+        Effect.withSpan("sluice.http.map_error", { captureStackTrace: false, attributes: { error: e._tag } })
       )
   ) as any
 
@@ -202,7 +202,10 @@ export const quota =
               const error = Quota.toQuotaExceeded(decision)
               const response = errorResponse(error, settings)
               return Effect.succeed(HttpServerResponse.setHeaders(response, headers)).pipe(
-                Effect.withSpan("sluice.http.quota_denied", { attributes: { client, tier: error.tier } })
+                Effect.withSpan("sluice.http.quota_denied", {
+                  captureStackTrace: false,
+                  attributes: { client, tier: error.tier }
+                })
               )
             }
             return withHeaders
@@ -314,7 +317,10 @@ export const loadShed =
       return Effect.matchEffect(effect, {
         onFailure: (error) =>
           Effect.map(WireProtocol, (settings) => errorResponse(error, settings)).pipe(
-            Effect.withSpan("sluice.http.shed", { attributes: { reason: error.reason } })
+            Effect.withSpan("sluice.http.shed", {
+              captureStackTrace: false,
+              attributes: { reason: error.reason }
+            })
           ),
         onSuccess: (either): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
           either._tag === "Right" ? Effect.succeed(either.right) : Effect.fail(either.left)
@@ -365,6 +371,7 @@ export const retryGuard =
                       HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")
                     ).pipe(
                       Effect.withSpan("sluice.http.dont_retry", {
+                        captureStackTrace: false,
                         attributes: { attempt, status: response.status }
                       })
                     )
