@@ -62,7 +62,8 @@ export type CheckOptions = internal.CheckOptions
 
 /**
  * Options: `mode` (default `"fail-open"`), `deadline` of a store call (default
- * 15 ms), `breaker` (`consecutiveFailures` 5, `openFor` 1 second — the probe
+ * 15 ms; it bounds the whole check, so its timer fires up to 1 ms early and the
+ * failure mode decides by the deadline), `breaker` (`consecutiveFailures` 5, `openFor` 1 second — the probe
  * interval —, `halfOpenProbes` 1), `failClosedRetryAfter` (1 second) and
  * `fallbackMaxClients` (100,000).
  *
