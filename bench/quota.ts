@@ -11,13 +11,20 @@
  *   not the ones a script ran), on a private redis-server so nothing else counts;
  * - failOpenMaxMs: the slowest fail-open check while that private server is paused.
  *
+ * The machines are shared and noisy (their speed changes for seconds at a time), so
+ * the contenders take turns finely: each keeps its client for the whole run, the
+ * sequential checks go in blocks of 25 per contender in rotation, and the throughput
+ * in rounds of 5,000 checks in rotation; each figure pools all of a contender's
+ * samples. `npm run bench:quota` measures the built packages (`npm run build`), as
+ * an application runs them, like the peers' published JavaScript.
+ *
  * Prints one JSON object (with --json, nothing else on stdout).
  */
 import * as RateLimiter from "@effect/experimental/RateLimiter"
 import * as RateLimiterRedis from "@effect/experimental/RateLimiter/Redis"
 import { Quota, QuotaConfig } from "@sluice/core"
 import * as Redis from "@sluice/core/Redis"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { RateLimiterRedis as FlexibleRedis } from "rate-limiter-flexible"
@@ -28,12 +35,12 @@ const jsonOnly = args.includes("--json")
 const quick = args.includes("--quick")
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const SEQUENTIAL = quick ? 300 : 5000
-const CONCURRENT = quick ? 1000 : 20000
+const SEQ_BLOCK = 25
+// 5,000 per round: with 2,000 (rounds of ~35 ms) one round's throughput varied 2.8× for every
+// contender on these shared machines, so a single slow round decided the ratio
+const CONCURRENT = quick ? 1000 : 50000
 const IN_FLIGHT = 100
-// the machines are noisy: the contenders take turns in many short rounds (the first of a round
-// rotating), and each one's figures pool all its rounds, so all sample the same noisy periods
 const ROUNDS = quick ? 1 : 10
-const SEQ_PER_ROUND = SEQUENTIAL / ROUNDS
 const CONC_PER_ROUND = CONCURRENT / ROUNDS
 const WARM_UP = quick ? 100 : 200
 const DEADLINE_MS = 15
@@ -51,65 +58,58 @@ interface Stats {
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
 const round = (n: number, digits = 4) => Number(n.toFixed(digits))
-/** the pooled measurements of one contender */
-class Samples {
-  readonly latencies: Array<number> = []
-  concurrentMs = 0
-  concurrentChecks = 0
-  add(round: { latencies: Array<number>; concurrentMs: number }) {
-    for (const l of round.latencies) this.latencies.push(l)
-    this.concurrentMs += round.concurrentMs
-    this.concurrentChecks += CONC_PER_ROUND
-  }
-  stats(): Stats {
-    const sorted = [...this.latencies].sort((a, b) => a - b)
-    return {
-      p50Ms: round(percentile(sorted, 0.5)),
-      p99Ms: round(percentile(sorted, 0.99)),
-      throughputPerSec: Math.round(this.concurrentChecks / (this.concurrentMs / 1000))
-    }
-  }
+/** One contender: its client lives for the whole run. */
+interface Contender {
+  readonly name: string
+  /** `count` sequential checks, each timed into `latencies` */
+  readonly sequential: (count: number, latencies: Array<number>) => Promise<void>
+  /** `count` checks with IN_FLIGHT in flight; resolves with the wall time in ms */
+  readonly concurrent: (count: number) => Promise<number>
+  readonly close: () => Promise<void>
 }
 
-/** one round: sequential latency, then throughput with IN_FLIGHT checks in flight, inside one fiber */
-const measureEffect = <A, E>(check: (i: number) => Effect.Effect<A, E>) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < WARM_UP; i++) yield* check(i)
-    const latencies: Array<number> = []
-    for (let i = 0; i < SEQ_PER_ROUND; i++) {
-      const start = performance.now()
-      yield* check(i)
-      latencies.push(performance.now() - start)
-    }
-    // IN_FLIGHT long-lived fibers pulling from one counter, like the promise harness below
-    let next = 0
-    const worker: Effect.Effect<void, E> = Effect.suspend(() =>
-      next < CONC_PER_ROUND ? Effect.zipRight(check(next++), worker) : Effect.void
-    )
-    const start = performance.now()
-    yield* Effect.all(
-      Array.from({ length: IN_FLIGHT }, () => worker),
-      { concurrency: "unbounded", discard: true }
-    )
-    return { latencies, concurrentMs: performance.now() - start }
-  })
+const client = (i: number) => `client-${i % 8}` // a handful of clients, as a service would see
 
-const measurePromise = async (check: (i: number) => Promise<unknown>) => {
-  for (let i = 0; i < WARM_UP; i++) await check(i)
-  const latencies: Array<number> = []
-  for (let i = 0; i < SEQ_PER_ROUND; i++) {
-    const start = performance.now()
-    await check(i)
-    latencies.push(performance.now() - start)
+/** a contender whose check is an Effect, run on its own runtime (its layer built once) */
+const effectContender = async <E, R>(
+  name: string,
+  layer: Layer.Layer<R, E>,
+  /** resolves the services once and gives the check */
+  makeCheck: Effect.Effect<(i: number) => Effect.Effect<unknown, unknown>, never, R>
+): Promise<Contender> => {
+  const runtime = ManagedRuntime.make(layer)
+  const check = await runtime.runPromise(makeCheck)
+  let i = 0
+  return {
+    name,
+    sequential: (count, latencies) =>
+      runtime.runPromise(
+        Effect.gen(function* () {
+          for (let k = 0; k < count; k++) {
+            const start = performance.now()
+            yield* check(i++)
+            latencies.push(performance.now() - start)
+          }
+        })
+      ),
+    concurrent: (count) =>
+      runtime.runPromise(
+        Effect.gen(function* () {
+          // IN_FLIGHT long-lived fibers pulling from one counter, like the promise harness below
+          let next = 0
+          const worker: Effect.Effect<void, unknown> = Effect.suspend(() =>
+            next++ < count ? Effect.zipRight(check(i++), worker) : Effect.void
+          )
+          const start = performance.now()
+          yield* Effect.all(
+            Array.from({ length: IN_FLIGHT }, () => worker),
+            { concurrency: "unbounded", discard: true }
+          )
+          return performance.now() - start
+        })
+      ),
+    close: () => runtime.dispose()
   }
-  let next = 0
-  const start = performance.now()
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < CONC_PER_ROUND) await check(next++)
-    })
-  )
-  return { latencies, concurrentMs: performance.now() - start }
 }
 
 const oneTier: QuotaConfig.PlanInput = {
@@ -133,56 +133,66 @@ const quotaLayer = (
     Layer.provide(QuotaConfig.layer({ default: plan }))
   )
 
-const measureQuota = (plan: QuotaConfig.PlanInput, label: string) =>
-  Effect.gen(function* () {
-    const quota = yield* Quota.Quota
-    let notFromStore = 0
-    // a handful of clients, as a service would see
-    const stats = yield* measureEffect((i) =>
-      Effect.map(quota.check(`client-${i % 8}`), (d) => {
-        if (d.source !== "store") notFromStore++
-        return d
-      })
-    )
-    if (notFromStore > 0) log(`${label}: ${notFromStore} checks were not decided by Redis`)
-    return stats
+const quotaContender = (plan: QuotaConfig.PlanInput, label: string) => {
+  let notFromStore = 0
+  return effectContender(
+    label,
     // like the peers, every measured check is decided by Redis: the deadline is not what is measured here
-  }).pipe(Effect.provide(quotaLayer(plan, REDIS_URL, `${run}:${label}:`, "5 seconds")))
+    quotaLayer(plan, REDIS_URL, `${run}:${label}:`, "5 seconds"),
+    Effect.map(
+      Quota.Quota,
+      (quota) => (i: number) =>
+        Effect.map(quota.check(client(i)), (d) => {
+          if (d.source !== "store" && notFromStore++ === 0) log(`${label}: a check was not decided by Redis`)
+          return d
+        })
+    )
+  )
+}
 
-const measureFlexible = async () => {
+const flexibleContender = async (): Promise<Contender> => {
   // auto-pipelining as for the Redis quota store's own client (Redis.defaultRedisOptions), so both
   // send their commands the same way
-  const client = new IORedis(REDIS_URL, {
+  const redis = new IORedis(REDIS_URL, {
     enableOfflineQueue: false,
     enableAutoPipelining: Redis.defaultRedisOptions.enableAutoPipelining ?? false
   })
-  await new Promise<void>((resolve) => client.once("ready", () => resolve()))
+  await new Promise<void>((resolve) => redis.once("ready", () => resolve()))
   const limiter = new FlexibleRedis({
-    storeClient: client,
+    storeClient: redis,
     keyPrefix: `${run}:rlf`,
     points: 1_000_000_000,
     duration: 3600
   })
-  try {
-    return await measurePromise((i) => limiter.consume(`client-${i % 8}`, 1))
-  } finally {
-    client.disconnect()
+  let i = 0
+  return {
+    name: "rate-limiter-flexible",
+    sequential: async (count, latencies) => {
+      for (let k = 0; k < count; k++) {
+        const start = performance.now()
+        await limiter.consume(client(i++), 1)
+        latencies.push(performance.now() - start)
+      }
+    },
+    concurrent: async (count) => {
+      let next = 0
+      const start = performance.now()
+      await Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (next++ < count) await limiter.consume(client(i++), 1)
+        })
+      )
+      return performance.now() - start
+    },
+    close: async () => {
+      redis.disconnect()
+    }
   }
 }
 
-const measureExperimental = Effect.gen(function* () {
-  const limiter = yield* RateLimiter.RateLimiter
-  return yield* measureEffect((i) =>
-    limiter.consume({
-      algorithm: "token-bucket",
-      onExceeded: "fail",
-      window: "1 hour",
-      limit: 1_000_000_000,
-      key: `client-${i % 8}`
-    })
-  )
-}).pipe(
-  Effect.provide(
+const experimentalContender = () =>
+  effectContender(
+    "@effect/experimental",
     RateLimiter.layer.pipe(
       Layer.provide(
         RateLimiterRedis.layerStore({
@@ -193,9 +203,34 @@ const measureExperimental = Effect.gen(function* () {
           prefix: `${run}:fx:`
         })
       )
+    ),
+    Effect.map(
+      RateLimiter.RateLimiter,
+      (limiter) => (i: number) =>
+        limiter.consume({
+          algorithm: "token-bucket",
+          onExceeded: "fail",
+          window: "1 hour",
+          limit: 1_000_000_000,
+          key: client(i)
+        })
     )
   )
-)
+
+/** the pooled measurements of one contender */
+class Samples {
+  readonly latencies: Array<number> = []
+  concurrentMs = 0
+  concurrentChecks = 0
+  stats(): Stats {
+    const sorted = [...this.latencies].sort((a, b) => a - b)
+    return {
+      p50Ms: round(percentile(sorted, 0.5)),
+      p99Ms: round(percentile(sorted, 0.99)),
+      throughputPerSec: Math.round(this.concurrentChecks / (this.concurrentMs / 1000))
+    }
+  }
+}
 
 /** round trips per check and the fail-open tail, on a private redis-server */
 const privateServer = Effect.gen(function* () {
@@ -228,6 +263,10 @@ const privateServer = Effect.gen(function* () {
     }
     // back to deciding with Redis (the breaker probes after its open interval, 1 s)
     while ((yield* quota.check("paused")).source !== "store") yield* Effect.sleep(Duration.millis(20))
+    // a settled heap: the garbage of the phases before (every contender's) is collected now, not
+    // by a major GC that stops the process for up to 16 ms inside the timed pause (the script runs
+    // with --expose-gc; without it this is skipped)
+    ;(globalThis as { gc?: () => void }).gc?.()
     yield* Effect.promise(() => redisCli(server.port, "CLIENT", "PAUSE", "1500", "ALL"))
     const loopDelay = monitorEventLoopDelay({ resolution: 1 })
     loopDelay.enable()
@@ -252,43 +291,53 @@ const privateServer = Effect.gen(function* () {
   return { roundTripsPerCheck, failOpenMaxMs }
 })
 
-const main = Effect.gen(function* () {
+/** the contenders take turns: `turn` runs one of them once, the first of each cycle rotating */
+const rotate = async (
+  contenders: ReadonlyArray<Contender>,
+  cycles: number,
+  turn: (c: Contender, k: number) => Promise<void>
+) => {
+  for (let cycle = 0; cycle < cycles; cycle++)
+    for (let k = 0; k < contenders.length; k++) await turn(contenders[(cycle + k) % contenders.length]!, k)
+}
+
+const measure = async () => {
   log(
-    `quota bench: ${SEQUENTIAL} sequential + ${CONCURRENT} concurrent checks (${IN_FLIGHT} in flight) each, ` +
-      `in ${ROUNDS} interleaved rounds`
+    `quota bench: ${SEQUENTIAL} sequential checks each (blocks of ${SEQ_BLOCK} in turn), ` +
+      `${CONCURRENT} with ${IN_FLIGHT} in flight (${ROUNDS} rounds in turn)`
   )
-  const samples = {
-    flexible: new Samples(),
-    one: new Samples(),
-    two: new Samples(),
-    experimental: new Samples()
-  }
-  const contenders: Array<
-    [Samples, (round: number) => Effect.Effect<{ latencies: Array<number>; concurrentMs: number }, unknown>]
-  > = [
-    [samples.flexible, () => Effect.promise(measureFlexible)],
-    [samples.one, (round) => measureQuota(oneTier, `oneTier${round}`)],
-    [samples.two, (round) => measureQuota(twoTier, `twoTier${round}`)],
-    [samples.experimental, () => measureExperimental]
+  const contenders = [
+    await flexibleContender(),
+    await quotaContender(oneTier, "oneTier"),
+    await quotaContender(twoTier, "twoTier"),
+    await experimentalContender()
   ]
-  // one untimed round each first, so the JIT has compiled every contender's path
-  for (let i = 0; i < (quick ? 0 : 2); i++) for (const [, measure] of contenders) yield* measure(-1 - i)
-  for (let round = 0; round < ROUNDS; round++) {
-    for (let k = 0; k < contenders.length; k++) {
-      const [into, measure] = contenders[(round + k) % contenders.length]!
-      into.add(yield* measure(round))
-    }
-    log(`round ${round}`, {
-      flexible: samples.flexible.stats(),
-      one: samples.one.stats(),
-      two: samples.two.stats(),
-      experimental: samples.experimental.stats()
+  const samples = new Map(contenders.map((c) => [c, new Samples()]))
+  try {
+    // untimed warm-up, so the JIT has compiled every contender's path
+    const scratch: Array<number> = []
+    await rotate(contenders, quick ? 1 : 2, async (c) => {
+      await c.sequential(WARM_UP, scratch)
+      await c.concurrent(CONC_PER_ROUND)
     })
+    await rotate(contenders, SEQUENTIAL / SEQ_BLOCK, (c) =>
+      c.sequential(SEQ_BLOCK, samples.get(c)!.latencies)
+    )
+    await rotate(contenders, ROUNDS, async (c) => {
+      const into = samples.get(c)!
+      into.concurrentMs += await c.concurrent(CONC_PER_ROUND)
+      into.concurrentChecks += CONC_PER_ROUND
+    })
+  } finally {
+    for (const c of contenders) await c.close()
   }
-  const one = samples.one.stats()
-  const two = samples.two.stats()
-  const flexible = samples.flexible.stats()
-  const experimental = samples.experimental.stats()
+  const [flexible, one, two, experimental] = contenders.map((c) => samples.get(c)!.stats())
+  log({ flexible, one, two, experimental })
+  return { flexible: flexible!, one: one!, two: two!, experimental: experimental! }
+}
+
+const main = Effect.gen(function* () {
+  const { experimental, flexible, one, two } = yield* Effect.promise(measure)
   const { failOpenMaxMs, roundTripsPerCheck } = yield* privateServer
   const result = {
     checks: SEQUENTIAL + CONCURRENT,
