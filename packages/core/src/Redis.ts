@@ -20,7 +20,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { createHash } from "node:crypto"
 import type { Cluster, RedisOptions } from "ioredis"
-import { Redis as IORedis } from "ioredis"
+import { Command, Redis as IORedis } from "ioredis"
 import * as configInternal from "./internal/quotaConfig.js"
 import type { CompiledPlan, Plan, PlanInput, StoreResult } from "./internal/quotaPlan.js"
 import { decide, QuotaStoreError } from "./internal/quotaPlan.js"
@@ -387,6 +387,13 @@ export const makeStoreFromClient = (
     // fields known valid: skip the constructor's Schema validation on this failure path
     return new QuotaStoreError({ store: name, reason: errorReason(e), message: e.message }, true)
   }
+  // Commands go straight to `sendCommand` (no variadic command method: no rest arrays, no
+  // options object per call), with the client's own key prefix, if it has one.
+  const keyPrefix = (redis as { options?: { keyPrefix?: string } }).options?.keyPrefix
+  const commandOptions =
+    keyPrefix === undefined
+      ? { replyEncoding: "utf8" as const }
+      : { replyEncoding: "utf8" as const, keyPrefix }
   const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback) => {
     // EVALSHA sha 1 key cost ...plan's prebuilt arguments
     const compiled = scriptOf(plan)
@@ -397,7 +404,19 @@ export const makeStoreFromClient = (
     args[2] = prefix + "{" + client + "}"
     args[3] = cost === 1 ? "1" : String(cost)
     for (let i = 1; i < tail.length; i++) args[3 + i] = tail[i]!
-    const settle = (error: Error | null | undefined, reply: unknown) => {
+    let loaded = false
+    const onReply = (error: Error | null | undefined, reply: unknown): void => {
+      if (error && !loaded && error.message.startsWith("NOSCRIPT")) {
+        // the server lost its script cache (restart, SCRIPT FLUSH, another cluster node): EVAL loads it
+        loaded = true
+        args[0] = compiled.script
+        try {
+          redis.sendCommand(new Command("eval", args, commandOptions, onReply))
+        } catch (e) {
+          onReply(e as Error, undefined)
+        }
+        return
+      }
       inFlight--
       if (error) return callback(toError(error), undefined)
       let result: StoreResult
@@ -411,21 +430,10 @@ export const makeStoreFromClient = (
     try {
       cork()
       inFlight++
-      ;(redis as any).evalsha(...args, (error: Error | null | undefined, reply: unknown) => {
-        if (error && error.message.startsWith("NOSCRIPT")) {
-          // the server lost its script cache (restart, SCRIPT FLUSH, another cluster node): EVAL loads it
-          args[0] = compiled.script
-          try {
-            ;(redis as any).eval(...args, settle)
-          } catch (e) {
-            settle(e as Error, undefined)
-          }
-          return
-        }
-        settle(error, reply)
-      })
+      redis.sendCommand(new Command("evalsha", args, commandOptions, onReply))
     } catch (e) {
-      settle(e as Error, undefined)
+      loaded = true
+      onReply(e as Error, undefined)
     }
   }
   return {
