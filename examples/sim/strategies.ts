@@ -26,16 +26,23 @@ const immediately = Schedule.forever
 const exponentialBackoff = () =>
   Backoff.exponential({ base: "50 millis", factor: 2, max: "30 seconds" }).pipe(Backoff.jitter("full"))
 
+/** Where a pacer sits: inside the limiter (a paced attempt holds its permit) or outside it. */
+export type PacerPlacement = "inside" | "outside"
+
 /**
  * Retries (immediately) around a concurrency limiter built from a limit algorithm.
- * With `pacing`, every attempt takes a permit and then waits for its paced departure
+ * With `pacing`, every attempt also waits for its paced departure
  * (`Pacer.forLimiter`): the window is spread over one round trip instead of leaving
- * as a burst. The pacer sits inside the retry (each attempt is paced) and inside the
- * limiter (a paced attempt already counts as in flight, so the pacer never queues
- * more than the window).
+ * as a burst. The pacer sits inside the retry (each attempt is paced) and, by
+ * default, inside the limiter (a paced attempt already counts as in flight, so the
+ * pacer never queues more than the window); `"outside"` paces before the permit.
  */
-const limited =
-  (algorithm: () => ConcurrencyLimiter.LimiterOptions["algorithm"], pacing?: Pacer.PacerTuning) =>
+export const limited =
+  (
+    algorithm: () => ConcurrencyLimiter.LimiterOptions["algorithm"],
+    pacing?: Pacer.PacerTuning,
+    placement: PacerPlacement = "inside"
+  ) =>
   (index: number): Effect.Effect<Simulation.Client, Options.InvalidOptions, Scope.Scope> =>
     Effect.gen(function* () {
       const limiter = yield* ConcurrencyLimiter.make({
@@ -50,7 +57,10 @@ const limited =
       }
       const pacer = yield* Pacer.forLimiter(limiter, pacing)
       return {
-        run: (attempt) => retry(limiter.run(pacer.run(attempt))),
+        run:
+          placement === "inside"
+            ? (attempt) => retry(limiter.run(pacer.run(attempt)))
+            : (attempt) => retry(pacer.run(limiter.run(attempt))),
         gauges: { ...gauges, paced: () => pacer.queued }
       }
     })
