@@ -249,7 +249,6 @@ export const make = (
       { store: store.name, reason: "timeout", message: "quota store missed its deadline" },
       true
     )
-    const timeoutError = () => timedOut
     // A failed call: feed the breaker (from then on every call goes through it until a success,
     // so it opens, probes and closes exactly as if it wrapped every call), then the failure mode.
     const failed = (
@@ -284,7 +283,7 @@ export const make = (
         const start = clock.unsafeCurrentTimeNanos()
         const queue = deadlines!
         const entry = queue.register(Number(start) / 1e6, () =>
-          resume(failed(client, plan, cost, start, Cause.fail(timeoutError())))
+          resume(failed(client, plan, cost, start, Cause.fail(timedOut)))
         )
         checkCallback!(client, plan, cost, (error, result) => {
           if (!queue.settle(entry)) return
@@ -300,7 +299,7 @@ export const make = (
       const call = Effect.async<Decision, QuotaStoreError>((resume) => {
         start = clock.unsafeCurrentTimeNanos()
         const queue = deadlines!
-        const entry = queue.register(Number(start) / 1e6, () => resume(Effect.fail(timeoutError())))
+        const entry = queue.register(Number(start) / 1e6, () => resume(Effect.fail(timedOut)))
         checkCallback!(client, plan, cost, (error, result) => {
           if (!queue.settle(entry)) return
           if (error !== undefined) return resume(Effect.fail(error))
@@ -349,7 +348,7 @@ export const make = (
         return Effect.map(
           Effect.timeoutFail(store.check(client, plan, cost), {
             duration: deadline,
-            onTimeout: timeoutError
+            onTimeout: () => timedOut
           }),
           (result) => {
             if (lastState !== "closed") recordBreaker()
