@@ -182,14 +182,17 @@ export const make = (
       }
     }
 
-    const finish = (client: string, result: StoreResult, source: DecisionSource, start: bigint): Decision => {
+    /** the Clock's time in fractional milliseconds (one BigInt read, no BigInt arithmetic) */
+    const nowMs = () => Number(clock.unsafeCurrentTimeNanos()) / 1e6
+
+    const finish = (client: string, result: StoreResult, source: DecisionSource, start: number): Decision => {
       const decision = toDecision(client, result, source)
       if (decision.allowed) allowedTotal.unsafeUpdate(1, noTags)
       else {
         for (const tier of decision.tiers)
           if (!tier.allowed) deniedTotal.unsafeUpdate(1, tagsFor("tier", tier.tier))
       }
-      latency.unsafeUpdate(Number(clock.unsafeCurrentTimeNanos() - start) / 1e6, noTags)
+      latency.unsafeUpdate(nowMs() - start, noTags)
       return decision
     }
 
@@ -197,7 +200,7 @@ export const make = (
       client: string,
       plan: CompiledPlan,
       cost: number,
-      start: bigint,
+      start: number,
       cause: Cause.Cause<unknown>
     ): Effect.Effect<Decision> =>
       Effect.suspend(() => {
@@ -255,7 +258,7 @@ export const make = (
       client: string,
       plan: CompiledPlan,
       cost: number,
-      start: bigint,
+      start: number,
       cause: Cause.Cause<QuotaStoreError | CircuitOpen>
     ): Effect.Effect<Decision> =>
       breaker === undefined
@@ -280,9 +283,9 @@ export const make = (
     const remoteFast = (client: string, plan: CompiledPlan, cost: number): Effect.Effect<Decision> =>
       Effect.async<Decision>((resume) => {
         if (suspectBreaker) return resume(remoteGuarded(client, plan, cost))
-        const start = clock.unsafeCurrentTimeNanos()
+        const start = nowMs()
         const queue = deadlines!
-        const entry = queue.register(Number(start) / 1e6, () =>
+        const entry = queue.register(start, () =>
           resume(failed(client, plan, cost, start, Cause.fail(timedOut)))
         )
         checkCallback!(client, plan, cost, (error, result) => {
@@ -295,11 +298,11 @@ export const make = (
 
     // Through the breaker: after a failure, until a success, and while it is open or half-open.
     const remoteGuarded = (client: string, plan: CompiledPlan, cost: number): Effect.Effect<Decision> => {
-      let start = BigInt(0)
+      let start = -1
       const call = Effect.async<Decision, QuotaStoreError>((resume) => {
-        start = clock.unsafeCurrentTimeNanos()
+        start = nowMs()
         const queue = deadlines!
-        const entry = queue.register(Number(start) / 1e6, () => resume(Effect.fail(timedOut)))
+        const entry = queue.register(start, () => resume(Effect.fail(timedOut)))
         checkCallback!(client, plan, cost, (error, result) => {
           if (!queue.settle(entry)) return
           if (error !== undefined) return resume(Effect.fail(error))
@@ -318,13 +321,7 @@ export const make = (
         (cause) =>
           Cause.isInterruptedOnly(cause)
             ? Effect.failCause(cause as Cause.Cause<never>)
-            : onStoreFailure(
-                client,
-                plan,
-                cost,
-                start === BigInt(0) ? clock.unsafeCurrentTimeNanos() : start,
-                cause
-              )
+            : onStoreFailure(client, plan, cost, start < 0 ? nowMs() : start, cause)
       )
     }
 
@@ -336,15 +333,15 @@ export const make = (
       if (unsafeCheck !== undefined) {
         // local store: one synchronous step, no deadline or breaker to pay for
         return Effect.sync(() => {
-          const start = clock.unsafeCurrentTimeNanos()
+          const start = nowMs()
           return finish(client, unsafeCheck(client, plan, cost), "store", start)
         })
       }
       if (checkCallback !== undefined) return remoteFast(client, plan, cost)
       // a remote store without the callback form: Effect.timeout and the breaker around every call
-      let start = BigInt(0)
+      let start = -1
       const call = Effect.suspend(() => {
-        start = clock.unsafeCurrentTimeNanos()
+        start = nowMs()
         return Effect.map(
           Effect.timeoutFail(store.check(client, plan, cost), {
             duration: deadline,
@@ -359,13 +356,7 @@ export const make = (
       return Effect.catchAllCause(breaker === undefined ? call : breaker.withBreaker(call), (cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause as Cause.Cause<never>)
-          : onStoreFailure(
-              client,
-              plan,
-              cost,
-              start === BigInt(0) ? clock.unsafeCurrentTimeNanos() : start,
-              cause
-            )
+          : onStoreFailure(client, plan, cost, start < 0 ? nowMs() : start, cause)
       )
     }
 
