@@ -60,7 +60,6 @@ const percentile = (sorted: ReadonlyArray<number>, p: number) =>
 const round = (n: number, digits = 4) => Number(n.toFixed(digits))
 /** One contender: its client lives for the whole run. */
 interface Contender {
-  readonly name: string
   /** `count` sequential checks, each timed into `latencies` */
   readonly sequential: (count: number, latencies: Array<number>) => Promise<void>
   /** `count` checks with IN_FLIGHT in flight; resolves with the wall time in ms */
@@ -72,7 +71,6 @@ const client = (i: number) => `client-${i % 8}` // a handful of clients, as a se
 
 /** a contender whose check is an Effect, run on its own runtime (its layer built once) */
 const effectContender = async <E, R>(
-  name: string,
   layer: Layer.Layer<R, E>,
   /** resolves the services once and gives the check */
   makeCheck: Effect.Effect<(i: number) => Effect.Effect<unknown, unknown>, never, R>
@@ -81,7 +79,6 @@ const effectContender = async <E, R>(
   const check = await runtime.runPromise(makeCheck)
   let i = 0
   return {
-    name,
     sequential: (count, latencies) =>
       runtime.runPromise(
         Effect.gen(function* () {
@@ -136,7 +133,6 @@ const quotaLayer = (
 const quotaContender = (plan: QuotaConfig.PlanInput, label: string) => {
   let notFromStore = 0
   return effectContender(
-    label,
     // like the peers, every measured check is decided by Redis: the deadline is not what is measured here
     quotaLayer(plan, REDIS_URL, `${run}:${label}:`, "5 seconds"),
     Effect.map(
@@ -166,7 +162,6 @@ const flexibleContender = async (): Promise<Contender> => {
   })
   let i = 0
   return {
-    name: "rate-limiter-flexible",
     sequential: async (count, latencies) => {
       for (let k = 0; k < count; k++) {
         const start = performance.now()
@@ -192,7 +187,6 @@ const flexibleContender = async (): Promise<Contender> => {
 
 const experimentalContender = () =>
   effectContender(
-    "@effect/experimental",
     RateLimiter.layer.pipe(
       Layer.provide(
         RateLimiterRedis.layerStore({

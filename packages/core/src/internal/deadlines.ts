@@ -26,6 +26,14 @@ export interface Entry {
 const SLACK_MS = 1
 
 /**
+ * The Clock's time in fractional milliseconds: one read of its nanoseconds, no BigInt
+ * arithmetic (a double resolves a quarter of a microsecond at today's epoch).
+ *
+ * @internal
+ */
+export const clockMillis = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos()) / 1e6
+
+/**
  * Deadlines for many concurrent calls with the same timeout, driven by Effect's
  * `Clock`, without a timer or a fiber per call.
  *
@@ -73,7 +81,7 @@ export class DeadlineQueue {
 
   /** The Clock's time in fractional milliseconds. */
   nowMs(): number {
-    return Number(this.clock.unsafeCurrentTimeNanos()) / 1e6
+    return clockMillis(this.clock)
   }
 
   /**

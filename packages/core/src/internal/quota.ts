@@ -14,7 +14,7 @@ import { MemoryQuotaState } from "./quotaMemory.js"
 import type { CompiledPlan, StoreResult, TierDecision } from "./quotaPlan.js"
 import { QuotaStoreError } from "./quotaPlan.js"
 import type { Store } from "./quotaStore.js"
-import { DeadlineQueue } from "./deadlines.js"
+import { clockMillis, DeadlineQueue } from "./deadlines.js"
 import type * as Scope from "effect/Scope"
 
 /** @internal */
@@ -182,8 +182,7 @@ export const make = (
       }
     }
 
-    /** the Clock's time in fractional milliseconds (one BigInt read, no BigInt arithmetic) */
-    const nowMs = () => Number(clock.unsafeCurrentTimeNanos()) / 1e6
+    const nowMs = () => clockMillis(clock)
 
     const finish = (client: string, result: StoreResult, source: DecisionSource, start: number): Decision => {
       const decision = toDecision(client, result, source)
