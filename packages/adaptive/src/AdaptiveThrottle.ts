@@ -37,10 +37,13 @@
  * first. `kByCriticality` replaces the mapping (every K ≥ 1, not decreasing with
  * criticality). With `k = 1` every level gets K = 1.
  *
- * What counts as "not accepted" is `isRejection`; by default `Overloaded`,
- * `QuotaExceeded`, and a `DontRetry` wrapping one of them. Any other error
- * counts as an accept (the backend answered). A call interrupted before it
- * completes is not an accept. The state per key is bounded (`maxKeys`, least
+ * What the throttle learns comes from core's one classifier (`Outcome`): a
+ * *dropped* call (remote `Overloaded`, `QuotaExceeded`, a timeout, a `DontRetry`
+ * wrapping one of them, or an error `isRejection` names) is a request the backend
+ * did not accept; a success or any other failure is an accept (the backend
+ * answered); work refused on this side (`Throttled`, `CircuitOpen`, this process's
+ * own limiter or shedder) and calls interrupted by their callers are not counted
+ * at all: they say nothing about the backend. The state per key is bounded (`maxKeys`, least
  * recently used key evicted).
  *
  * Randomness comes from Effect's `Random` (seed it with `Effect.withRandom`
@@ -52,8 +55,7 @@
  *
  * @since 0.1.0
  */
-import type { Criticality, Errors, Options } from "@sluice/core"
-import type * as Cause from "effect/Cause"
+import type { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -88,21 +90,13 @@ export interface Service {
     nowMillis?: number
   ) => number
   /**
-   * Fast path for callers that fuse the throttle with other layers in one
-   * synchronous step (`@sluice/http`'s `ClientStack`): when `run` would admit
-   * without a draw (probability 0), counts the request as `run` does and returns
-   * the admission; otherwise changes no count and returns `undefined` (use `run`).
+   * The throttle's side of the admission protocol for backend `key`, to compose with
+   * other gates in one step through `Admission.guard` (the fused client stack does).
+   * A ticket is settled by outcome: `success` and `failed` count as accepts,
+   * `dropped` as a request the backend did not accept, `refused` and `ignored` not
+   * at all.
    */
-  readonly unsafeTryAdmit: (
-    key: string,
-    criticality: Criticality.Criticality,
-    nowMillis: number
-  ) => Admission | undefined
-  /**
-   * Settles an admission exactly once, as `run` does when its effect ends:
-   * `undefined` for a success, else the cause of the failure (or interruption).
-   */
-  readonly unsafeSettle: (admission: Admission, cause: Cause.Cause<unknown> | undefined) => void
+  readonly gate: (key: string) => Admission.Gate<Ticket, Errors.Throttled>
   /** Synchronous peek of the windowed counts of `key`. */
   readonly unsafeStats: (
     key: string,
@@ -115,16 +109,6 @@ export interface Service {
   readonly maxProbability: number
   readonly minRequestRate: number
   readonly window: Duration.Duration
-}
-
-/**
- * A request admitted by {@link Service.unsafeTryAdmit}, to settle with
- * {@link Service.unsafeSettle}.
- *
- * @since 0.1.0
- */
-export interface Admission {
-  readonly key: string
 }
 
 /**
@@ -147,6 +131,16 @@ export class AdaptiveThrottle extends Context.Tag("@sluice/adaptive/AdaptiveThro
  * @since 0.1.0
  */
 export const AdaptiveThrottleOptions = internal.AdaptiveThrottleOptions
+
+/**
+ * A request the throttle admitted, to be settled through its gate.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Ticket {
+  readonly key: string
+}
 
 /**
  * @since 0.1.0

@@ -27,9 +27,7 @@
  *
  * @since 0.1.0
  */
-import type { Criticality, Errors, Options } from "@sluice/core"
-import type * as Cause from "effect/Cause"
-import type * as Clock from "effect/Clock"
+import type { Admission, Criticality, Errors, Options } from "@sluice/core"
 import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
@@ -109,27 +107,17 @@ export interface Limiter extends Pipeable {
   /** Waits for a permit, runs the effect, releases the permit and reports the outcome. */
   run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
   /**
-   * Fast path for callers that fuse the limiter with other layers in one
-   * synchronous step (`@sluice/http`'s `ClientStack`): when `run` would grant a
-   * permit at once (nobody queued, in-flight below the limit), grants it;
-   * otherwise changes nothing and returns `undefined` (use `run`, which waits).
-   * `clock` is read again at release for the round-trip time.
+   * The limiter's side of the admission protocol: a permit at once when nobody is
+   * queued and in-flight is below the limit, a refusal when the queue is off
+   * (`maxQueue: 0`), else the waiting path (the queue, bounded by `maxQueue` and
+   * `maxWait`). A permit is settled with the outcome of the work: the algorithm
+   * hears `success` and `dropped`; anything else is `ignored`.
    */
-  unsafeTryAcquire(
-    criticality: Criticality.Criticality,
-    nowMillis: number,
-    clock: Clock.Clock
-  ): Permit | undefined
-  /**
-   * Releases a permit of {@link Limiter.unsafeTryAcquire} and reports its outcome,
-   * as `run` does: `undefined` for a success, else the failure's cause. Must run
-   * exactly once, even on interruption (release it from an uninterruptible region).
-   */
-  unsafeRelease(permit: Permit, cause: Cause.Cause<unknown> | undefined): void
+  readonly gate: Admission.Gate<Permit, Errors.Overloaded>
 }
 
 /**
- * A permit granted by {@link Limiter.unsafeTryAcquire}.
+ * A permit granted by a limiter's {@link Limiter.gate}.
  *
  * @since 0.1.0
  */
@@ -151,6 +139,8 @@ export interface Service {
   get(key: string): Effect.Effect<Limiter>
   unsafeGet(key: string): Limiter
   run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
+  /** The admission gate of the limiter of `key` (resolved per call, so eviction is safe). */
+  gate(key: string): Admission.Gate<Permit, Errors.Overloaded>
 }
 
 /**

@@ -256,25 +256,50 @@ describe("AdaptiveThrottle", () => {
     }).pipe(seeded(13))
   )
 
-  it.effect("requests it fails locally still count as requests; interrupted calls are not accepts", () =>
-    Effect.gen(function* () {
-      let reached = 0
-      const down = Effect.suspend(() => {
-        reached++
-        return Effect.fail(new Errors.Overloaded({ reason: "down" }))
-      })
-      const throttle = yield* AdaptiveThrottle.make({ window: "10 seconds", buckets: 10, minRequestRate: 0 })
-      const tally = yield* drive(throttle, "k", down, 100, 5)
-      expect(tally.throttled).toBeGreaterThan(300)
-      expect(reached).toBe(500 - tally.throttled)
-      expect(throttle.unsafeStats("k")).toEqual({ requests: 500, accepts: 0 })
+  it.effect(
+    "requests it fails locally still count as requests; calls their callers interrupt count for nothing",
+    () =>
+      Effect.gen(function* () {
+        let reached = 0
+        const down = Effect.suspend(() => {
+          reached++
+          return Effect.fail(new Errors.Overloaded({ reason: "down" }))
+        })
+        const throttle = yield* AdaptiveThrottle.make({
+          window: "10 seconds",
+          buckets: 10,
+          minRequestRate: 0
+        })
+        const tally = yield* drive(throttle, "k", down, 100, 5)
+        expect(tally.throttled).toBeGreaterThan(300)
+        expect(reached).toBe(500 - tally.throttled)
+        expect(throttle.unsafeStats("k")).toEqual({ requests: 500, accepts: 0 })
 
-      const other = yield* AdaptiveThrottle.make({ window: "10 seconds" })
-      const fiber = yield* Effect.fork(other.run("slow", Effect.never))
-      yield* TestClock.adjust(Duration.seconds(1))
-      yield* Fiber.interrupt(fiber)
-      expect(other.unsafeStats("slow")).toEqual({ requests: 1, accepts: 0 })
-    }).pipe(seeded(17))
+        const other = yield* AdaptiveThrottle.make({ window: "10 seconds" })
+        const fiber = yield* Effect.fork(other.run("slow", Effect.never))
+        yield* TestClock.adjust(Duration.seconds(1))
+        yield* Fiber.interrupt(fiber)
+        // Cancelled by its caller: no evidence about the backend either way.
+        expect(other.unsafeStats("slow")).toEqual({ requests: 0, accepts: 0 })
+
+        // Refused on this side (a local limiter's queue, an open breaker) is not a rejection.
+        const local = yield* AdaptiveThrottle.make({ window: "10 seconds", minRequestRate: 0 })
+        for (let i = 0; i < 200; i++) {
+          yield* Effect.exit(
+            local.run("q", Effect.fail(new Errors.Overloaded({ reason: "queue full", origin: "local" })))
+          )
+          yield* Effect.exit(
+            local.run(
+              "q",
+              Effect.fail(
+                new Errors.CircuitOpen({ name: "b", halfOpenAt: 0, retryAfter: Duration.seconds(1) })
+              )
+            )
+          )
+        }
+        expect(local.unsafeStats("q")).toEqual({ requests: 0, accepts: 0 })
+        expect(local.unsafeProbability("q")).toBe(0)
+      }).pipe(seeded(17))
   )
 
   it.effect("is reproducible with a seed", () =>

@@ -55,7 +55,7 @@ describe("LoadShedder", () => {
       expect(yield* admitted(shedder)).toEqual([])
       const exit = yield* Effect.exit(shedder.run(Effect.void))
       expect(exit).toStrictEqual(
-        Exit.fail(new Errors.Overloaded({ reason: "shed", retryAfter: Duration.seconds(1) }))
+        Exit.fail(new Errors.Overloaded({ reason: "shed", retryAfter: Duration.seconds(1), origin: "local" }))
       )
       yield* Deferred.succeed(gate, void 0)
       yield* Effect.yieldNow()

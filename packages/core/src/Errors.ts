@@ -60,8 +60,30 @@ export const PortableNumber: Schema.Schema<number, number | "Infinity" | "-Infin
   )
 
 /**
+ * Where a refusal was decided: `"remote"` (a backend said it, e.g. a 503 or a 429
+ * decoded from a response) or `"local"` (this process's own policy: its concurrency
+ * limiter's queue, its load shedder, its pacer). A local refusal is never evidence
+ * that a backend is overloaded: limit algorithms and throttles do not learn from
+ * it, and retry policies do not retry it (see `Outcome`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const Origin = Schema.Literal("local", "remote")
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type Origin = typeof Origin.Type
+
+const origin = Schema.optionalWith(Origin, { default: () => "remote" as const })
+
+/**
  * A backend refused the work because it is busy: shed, concurrency limit, queue
- * full, or the server said 503. Retryable by the layer immediately above.
+ * full, or the server said 503. Retryable by the layer immediately above when it
+ * came from a backend (`origin: "remote"`, the default); a refusal of this
+ * process's own limiter or shedder carries `origin: "local"` and is not retried.
  *
  * @example
  * ```ts
@@ -74,7 +96,8 @@ export const PortableNumber: Schema.Schema<number, number | "Infinity" | "-Infin
  */
 export class Overloaded extends Schema.TaggedError<Overloaded>("@sluice/core/Overloaded")("Overloaded", {
   reason: Schema.String,
-  retryAfter: Schema.optional(Schema.Duration)
+  retryAfter: Schema.optional(Schema.Duration),
+  origin
 }) {
   override get message(): string {
     return `overloaded: ${this.reason}`
@@ -101,7 +124,8 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>("@sluice/co
     limit: PortableNumber,
     remaining: PortableNumber,
     retryAfter: Schema.Duration,
-    client: Schema.optional(Schema.String)
+    client: Schema.optional(Schema.String),
+    origin
   }
 ) {
   override get message(): string {
@@ -155,11 +179,20 @@ export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("@sluice/core/C
 
 /**
  * Why a failure became terminal: attempts or budget spent by a lower layer, the
- * server said "don't retry", or the error was never retryable.
+ * server said "don't retry", the error was never retryable, this process refused
+ * the work itself (`"refused"`: its own limiter or shedder, never retried), or the
+ * call's own deadline ran out (`"timeout"`).
  *
  * @since 0.1.0
  */
-export const DontRetryReason = Schema.Literal("attempts", "budget", "server", "not-retryable")
+export const DontRetryReason = Schema.Literal(
+  "attempts",
+  "budget",
+  "server",
+  "not-retryable",
+  "refused",
+  "timeout"
+)
 
 /**
  * @since 0.1.0
@@ -246,7 +279,8 @@ export type RetryablePart<E> = Extract<E, Retryable>
 
 /**
  * A refinement: is this error retryable by the layer directly above?
- * `DontRetry`, `Throttled` and `CircuitOpen` are not.
+ * `DontRetry`, `Throttled`, `CircuitOpen` and local refusals (`origin: "local"`)
+ * are not.
  *
  * @example
  * ```ts

@@ -5,6 +5,8 @@
  * @since 0.1.0
  */
 
+/** @since 0.2.0 */
+export * as Admission from "./Admission.js"
 /** @since 0.1.0 */
 export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 0.1.0 */
@@ -17,6 +19,8 @@ export * as Ewma from "./Ewma.js"
 export * as LatencyWindow from "./LatencyWindow.js"
 /** @since 0.1.0 */
 export * as Options from "./Options.js"
+/** @since 0.2.0 */
+export * as Outcome from "./Outcome.js"
 /** @since 0.1.0 */
 export * as Quota from "./Quota.js"
 /** @since 0.1.0 */

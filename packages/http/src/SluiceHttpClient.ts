@@ -97,7 +97,20 @@ export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.
  *
  * - `maxAttempts` (default 3, first try included), `schedule` (backoff, default
  *   `Backoff.defaultSchedule`), `maxRetryAfter` (longest wait honoured, default
- *   10 s; a `429` asking for longer is not retried), `timeout` (per attempt),
+ *   10 s; a `429` asking for longer is not retried),
+ * - `timeout`: the deadline of the whole call — the wait for a limiter permit,
+ *   every attempt, the backoff between them, and reading any error body; a call
+ *   that runs out of time fails with `DontRetry` (reason `"timeout"`), and an
+ *   exchange cut off by it is a timeout the limiter and throttle learn from,
+ * - `attemptTimeout`: a bound on each attempt (send and error body); an attempt
+ *   that exceeds it fails with a `TimeoutException`, which is retried,
+ * - `retryableStatuses` (default `[408, 502, 503, 504]`, as `HttpClient.retryTransient`
+ *   minus `500` and `429`: a `500` is an application error, retried only when listed;
+ *   a `429` always follows its `Retry-After`): these statuses fail the attempt with
+ *   `Overloaded` carrying the server's reason (from the error body), and are retried;
+ *   any other status is returned as a response,
+ * - `errorBodyTimeout` (default 1 s): how long an error body is read for the
+ *   server's reason before it is dropped,
  * - `retryNonIdempotent` (default false: only GET, HEAD, OPTIONS, PUT, DELETE,
  *   TRACE are retried; see {@link withRetries} for a per-call opt-in),
  * - `throttleFromJson` (also read the throttle flag from a JSON body attribute),
@@ -121,6 +134,9 @@ export interface ClientOptions {
   readonly limiter?: ConcurrencyLimiter.ServiceOptions | false | undefined
   readonly key?: ((request: HttpClientRequest.HttpClientRequest) => string) | undefined
   readonly name?: string | undefined
+  readonly attemptTimeout?: Duration.DurationInput | undefined
+  readonly retryableStatuses?: ReadonlyArray<number> | undefined
+  readonly errorBodyTimeout?: Duration.DurationInput | undefined
 }
 
 /**

@@ -1,5 +1,5 @@
 import { AdaptiveThrottle, ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
-import { Criticality, Errors, Options } from "@sluice/core"
+import { Admission, Criticality, Errors, Options } from "@sluice/core"
 import { ClientStack } from "@sluice/http"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
@@ -178,30 +178,41 @@ describe("ClientStack", () => {
     })
   )
 
-  it.effect("the success path does not enter the throttle's or the limiter's combinators", () =>
+  it.effect("every attempt takes one step through the gates, never the combinators", () =>
     Effect.gen(function* () {
       const built = yield* build({ minRequestRate: 1000 })
-      let throttleRuns = 0
-      let limiterRuns = 0
+      let combinatorRuns = 0
+      const entries = { throttle: 0, limiter: 0 }
+      const counted = <T, E>(
+        gate: Admission.Gate<T, E>,
+        name: keyof typeof entries
+      ): Admission.Gate<T, E> => ({
+        ...gate,
+        tryEnter: (entry) => {
+          entries[name]++
+          return gate.tryEnter(entry)
+        }
+      })
       const throttle: AdaptiveThrottle.Service = {
         ...built.throttle,
         run: (key, effect) =>
           Effect.zipRight(
-            Effect.sync(() => throttleRuns++),
+            Effect.sync(() => combinatorRuns++),
             built.throttle.run(key, effect)
-          )
+          ),
+        gate: (key) => counted(built.throttle.gate(key), "throttle")
       }
       const limiters: ConcurrencyLimiter.Service = {
-        ...built.limiters,
         size: built.limiters.size,
         keys: () => built.limiters.keys(),
         get: (key) => built.limiters.get(key),
         unsafeGet: (key) => built.limiters.unsafeGet(key),
         run: (key, effect) =>
           Effect.zipRight(
-            Effect.sync(() => limiterRuns++),
+            Effect.sync(() => combinatorRuns++),
             built.limiters.run(key, effect)
-          )
+          ),
+        gate: (key) => counted(built.limiters.gate(key), "limiter")
       }
       const stack = ClientStack.make({
         key: KEY,
@@ -210,12 +221,12 @@ describe("ClientStack", () => {
         limiter: limiters
       })
       yield* stack.run(Effect.succeed(1))
-      expect([throttleRuns, limiterRuns]).toEqual([0, 0])
-      // A failure continues in the full machinery: the retries go through both combinators.
+      expect(entries).toEqual({ throttle: 1, limiter: 1 })
       const { backend, state } = scriptedBackend(["overloaded", "overloaded", "ok"])
       expect(yield* Effect.flatten(virtual(stack.run(backend)))).toBe(3)
       expect(state.attempts).toBe(3)
-      expect([throttleRuns, limiterRuns]).toEqual([2, 2])
+      expect(entries).toEqual({ throttle: 4, limiter: 4 })
+      expect(combinatorRuns).toBe(0)
     })
   )
 
@@ -277,7 +288,8 @@ describe("ClientStack", () => {
       yield* TestClock.adjust("1 millis")
       const ran = scriptedBackend(["ok"])
       const refused = yield* virtual(fresh.stack.run(ran.backend))
-      expect(render(refused)).toBe("DontRetry(attempts, Overloaded(concurrency limit: limit))")
+      // A refusal of this process's own limiter is never retried.
+      expect(render(refused)).toBe("DontRetry(refused, Overloaded(concurrency limit: limit))")
       expect(ran.state.attempts).toBe(0)
       yield* Fiber.interrupt(held)
       expect(fresh.limiters.unsafeGet(KEY).inFlight).toBe(0)
@@ -381,7 +393,7 @@ describe("ClientStack", () => {
     )
   })
 
-  it.effect("an interrupted call gives its permit back and does not count as an accept", () =>
+  it.effect("an interrupted call gives its permit back and counts for nothing in the throttle", () =>
     Effect.gen(function* () {
       const built = yield* build()
       const fiber = yield* Effect.fork(built.stack.run(Effect.never))
@@ -390,7 +402,7 @@ describe("ClientStack", () => {
       yield* Fiber.interrupt(fiber)
       expect(built.limiters.unsafeGet(KEY).inFlight).toBe(0)
       expect(built.throttle.unsafeStats(KEY, yield* Clock.currentTimeMillis)).toEqual({
-        requests: 1,
+        requests: 0,
         accepts: 0
       })
     })

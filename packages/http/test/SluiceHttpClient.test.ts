@@ -220,7 +220,7 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
     )
   )
 
-  it.scopedLive("transport errors and timeouts are retried, then come out as DontRetry", () =>
+  it.scopedLive("transport errors and attempt timeouts are retried, then come out as DontRetry", () =>
     Effect.gen(function* () {
       const { app, hits } = makeBackend()
       const base = yield* serve(app)
@@ -235,9 +235,23 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
       expect(refused._tag === "DontRetry" && (refused.cause as any)?._tag).toBe("RequestError")
     }).pipe(
       Effect.provide(
-        clientLayer({ timeout: "50 millis", throttle: false, budget: { minRetriesPerSecond: 100 } })
+        clientLayer({ attemptTimeout: "50 millis", throttle: false, budget: { minRetriesPerSecond: 100 } })
       )
     )
+  )
+
+  it.scopedLive(
+    "timeout is the whole call's deadline: a hung backend ends the call once, by its timeout",
+    () =>
+      Effect.gen(function* () {
+        const { app, hits } = makeBackend()
+        const base = yield* serve(app)
+        const client = yield* SluiceHttpClient.SluiceHttpClient
+        const hang = failure(yield* Effect.exit(client.get(`${base}/hang`)))
+        expect(hang._tag === "DontRetry" && hang.reason).toBe("timeout")
+        // the one attempt that was cut off is what the call spent its deadline on
+        expect(hits.get("hang")).toBe(1)
+      }).pipe(Effect.provide(clientLayer({ timeout: "80 millis", throttle: false })))
   )
 
   it.effect("rejects bad options naming the field", () =>

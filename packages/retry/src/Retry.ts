@@ -37,7 +37,7 @@
  *
  * @since 0.1.0
  */
-import type { Errors } from "@sluice/core"
+import type { Admission, Errors } from "@sluice/core"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as FiberRef from "effect/FiberRef"
@@ -191,13 +191,12 @@ export interface MakeOptions extends Omit<PolicyOptions, "budget"> {
 }
 
 /**
- * A retry policy built once, with the pieces of its first try exposed for callers
- * that fuse that try with other layers' bookkeeping in one synchronous step (the
- * `ClientStack` of `@sluice/http`). `apply(self)` is exactly `Retry.policy(options)(self)`.
- * A caller running the first try itself must, when `Retry.currentAttempt` is 0:
- * call `unsafeRecordFirstAttempt(now)` once before it, and on a failure `e` continue
- * with `retryAfterFailure(self, e)`, where `self` is what later attempts should run.
- * Together they behave as `apply(self)`.
+ * A retry policy built once. `apply(self)` is exactly `Retry.policy(options)(self)`.
+ * `around(gates)` runs every attempt of `self` through admission gates
+ * (`Admission.guard`): the first try's bookkeeping (budget request, attempt count)
+ * is itself a gate, so the first try takes one step through all of them; each
+ * retry goes through the gates again. It behaves as
+ * `apply(Admission.guard(gates)(self))`.
  *
  * @since 0.1.0
  */
@@ -205,13 +204,11 @@ export interface Policy {
   readonly maxAttempts: number
   readonly budget: RetryBudget.Budget | undefined
   readonly apply: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, PolicyError<E>, R>
-  /** The first try's bookkeeping: records the request in the budget, counts the attempt. */
-  readonly unsafeRecordFirstAttempt: (nowMillis: number) => void
-  /** What the policy does after a first try of `self` failed with `error` (retries, or gives up). */
-  readonly retryAfterFailure: <A, E, R>(
-    self: Effect.Effect<A, E, R>,
-    error: E
-  ) => Effect.Effect<A, PolicyError<E>, R>
+  readonly around: <const Gates extends ReadonlyArray<Admission.Gate<any, any>>>(
+    gates: Gates
+  ) => <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, PolicyError<E | Admission.RefusalOf<Gates[number]>>, R>
 }
 
 /**

@@ -1,12 +1,10 @@
-import { Criticality, Errors, Options, RollingCounter } from "@sluice/core"
-import * as Cause from "effect/Cause"
+import { Admission, Criticality, Errors, Options, Outcome, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
-import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import type * as AT from "../AdaptiveThrottle.js"
@@ -84,20 +82,8 @@ export const defaultKByCriticality = (k: number): Record<Level, number> => ({
   CRITICAL_PLUS: 1 + (k - 1) * criticalityWeights.CRITICAL_PLUS
 })
 
-const tagOf = (error: unknown): unknown =>
-  typeof error === "object" && error !== null ? (error as { readonly _tag?: unknown })._tag : undefined
-
 /** @internal */
-export const defaultIsRejection = (error: unknown): boolean => {
-  const tag = tagOf(error)
-  if (tag === "Overloaded" || tag === "QuotaExceeded") return true
-  // A lower retry layer gave up on a backend rejection: still a rejection by that backend.
-  if (tag === "DontRetry") {
-    const inner = tagOf((error as { readonly cause?: unknown }).cause)
-    return inner === "Overloaded" || inner === "QuotaExceeded"
-  }
-  return false
-}
+export const defaultIsRejection = (error: unknown): boolean => Outcome.ofError(error) === "dropped"
 
 const requestsMetric = Metric.counter("sluice_adaptive_throttle_requests", {
   description: "Requests offered to the adaptive throttle, including those it failed locally",
@@ -126,15 +112,9 @@ export const metrics = {
 /** The label used for keys beyond the first `maxKeys` distinct ones, so metric cardinality stays bounded. */
 const OTHER_KEY = "_other"
 
-interface Handlers<A = any, E = any> {
-  readonly onSuccess: (a: A) => Effect.Effect<A, E>
-  readonly onFailure: (cause: Cause.Cause<E>) => Effect.Effect<A, E>
-}
-
 class KeyState {
   /** Clock reading of the latest request to this key. */
   lastUsed: number
-  handlers!: Handlers
   readonly requests: RollingCounter.RollingCounter
   readonly accepts: RollingCounter.RollingCounter
   readonly keyTags: ReadonlyArray<MetricLabel.MetricLabel>
@@ -176,7 +156,6 @@ export const make = (
 const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock: Clock.Clock): AT.Service => {
   const { buckets, maxKeys, maxProbability, window } = decoded
   const kOf: Readonly<Record<Level, number>> = decoded.kByCriticality ?? defaultKByCriticality(decoded.k)
-  const isRejection = decoded.isRejection ?? defaultIsRejection
   const minRequests = decoded.minRequestRate * Duration.toSeconds(window)
   const states = new Map<string, KeyState>()
   const labelled = new Set<string>()
@@ -201,7 +180,6 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
       else label = OTHER_KEY
     }
     state = new KeyState(key, label, window, buckets, now)
-    state.handlers = handlersFor(state)
     states.set(key, state)
     return state
   }
@@ -216,38 +194,26 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
 
   // Recorded at the latest request time of the key, so a call reads the Clock once;
   // the rolling counter files an earlier time into its current bucket.
-  const accept = (state: KeyState) => {
-    state.accepts.unsafeAdd(state.lastUsed)
-    acceptsMetric.unsafeUpdate(1, state.keyTags)
-  }
-
-  const isRejectionCause = (cause: Cause.Cause<unknown>): boolean => {
-    if (cause._tag === "Fail") return isRejection(cause.error)
-    const failure = Cause.failureOption(cause)
-    if (Option.isSome(failure)) return isRejection(failure.value)
-    const defect = Cause.dieOption(cause)
-    if (Option.isSome(defect)) return isRejection(defect.value)
-    // Interrupted before the backend answered: no evidence that it accepts work.
-    return true
-  }
-
-  // Completion handlers are made once per key, not per call: allocating closures
-  // (and, under some transpilers, naming them) per call costs more than the bookkeeping.
-  const handlersFor = (state: KeyState): Handlers => ({
-    onSuccess: (a) => {
-      accept(state)
-      return Effect.succeed(a)
-    },
-    onFailure: (cause) => {
-      if (!isRejectionCause(cause)) accept(state)
-      return Effect.failCause(cause)
+  const count = (state: KeyState, accepted: boolean) => {
+    state.requests.unsafeAdd(state.lastUsed)
+    requestsMetric.unsafeUpdate(1, state.keyTags)
+    if (accepted) {
+      state.accepts.unsafeAdd(state.lastUsed)
+      acceptsMetric.unsafeUpdate(1, state.keyTags)
     }
-  })
+  }
 
-  const admit = <A, E, R>(state: KeyState, effect: Effect.Effect<A, E, R>) =>
-    Effect.matchCauseEffect(effect, state.handlers as Handlers<A, E>)
+  const report = (state: KeyState, level: Level, p: number) => {
+    if (state.lastProbability[level] !== p) {
+      state.lastProbability[level] = p
+      probabilityMetric.unsafeUpdate(p, state.levelTags[level])
+    }
+  }
 
   const reject = (state: KeyState, level: Level, p: number): Effect.Effect<never, Errors.Throttled> => {
+    // The throttle's own refusals are requests the application tried (the SRE formula
+    // counts them): that is what keeps `p` from running away.
+    count(state, false)
     throttledMetric.unsafeUpdate(1, state.levelTags[level])
     return Effect.fail(new Errors.Throttled({ key: state.key, probability: p })).pipe(
       Effect.withSpan("sluice.adaptive_throttle.throttled", {
@@ -257,48 +223,57 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     )
   }
 
-  // Counted whatever happens next: a request failed locally is still a request.
-  const count = (state: KeyState, level: Level, now: number, p: number) => {
-    state.requests.unsafeAdd(now)
-    requestsMetric.unsafeUpdate(1, state.keyTags)
-    if (state.lastProbability[level] !== p) {
-      state.lastProbability[level] = p
-      probabilityMetric.unsafeUpdate(p, state.levelTags[level])
+  // What the backend said decides: an accept for an answer, a request without an accept
+  // for a drop, nothing at all for work refused on this side or abandoned by its caller.
+  const settle = (state: KeyState, outcome: Outcome.Outcome) => {
+    if (outcome === "success" || outcome === "failed") count(state, true)
+    else if (outcome === "dropped") count(state, false)
+  }
+
+  const makeGate = (key: string): Admission.Gate<AT.Ticket, Errors.Throttled> => ({
+    tryEnter: (entry) => {
+      const state = stateFor(key, entry.now)
+      const p = probabilityOf(state, entry.criticality, entry.now)
+      report(state, entry.criticality, p)
+      return p <= 0 ? state : Admission.Wait
+    },
+    enter: (entry) =>
+      Effect.flatMap(Context.get(entry.services, Random.Random).next, (draw) => {
+        const state = stateFor(key, entry.now)
+        const p = probabilityOf(state, entry.criticality, entry.now)
+        return draw < p ? reject(state, entry.criticality, p) : Effect.succeed(state)
+      }),
+    settle: (ticket, outcome) => settle(ticket as KeyState, outcome),
+    isDrop: decoded.isRejection
+  })
+
+  const gates = new Map<string, Admission.Gate<AT.Ticket, Errors.Throttled>>()
+  const gate = (key: string): Admission.Gate<AT.Ticket, Errors.Throttled> => {
+    let found = gates.get(key)
+    if (found === undefined) {
+      if (gates.size >= maxKeys) gates.delete(gates.keys().next().value!)
+      found = makeGate(key)
+      gates.set(key, found)
     }
+    return found
   }
 
-  const unsafeTryAdmit = (key: string, level: Level, now: number): AT.Admission | undefined => {
-    const state = stateFor(key, now)
-    const p = probabilityOf(state, level, now)
-    if (p > 0) return undefined
-    count(state, level, now, p)
-    return state
-  }
-
-  const unsafeSettle = (admission: AT.Admission, cause: Cause.Cause<unknown> | undefined) => {
-    const state = admission as KeyState
-    if (cause === undefined || !isRejectionCause(cause)) accept(state)
-  }
-
+  const guards = new Map<
+    string,
+    <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Throttled, R>
+  >()
   const run = <A, E, R>(
     key: string,
     effect: Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E | Errors.Throttled, R> =>
-    Effect.withFiberRuntime<A, E | Errors.Throttled, R>((fiber) => {
-      const services = fiber.currentDefaultServices
-      const clock = Context.get(services, Clock.Clock)
-      const now = clock.unsafeCurrentTimeMillis()
-      const level = fiber.getFiberRef(Criticality.currentCriticality)
-      const state = stateFor(key, now)
-      const p = probabilityOf(state, level, now)
-      count(state, level, now, p)
-      if (p <= 0) return admit(state, effect)
-      return Effect.flatMap(Context.get(services, Random.Random).next, (draw) =>
-        draw < p
-          ? (reject(state, level, p) as Effect.Effect<A, E | Errors.Throttled, R>)
-          : admit(state, effect)
-      )
-    })
+  ): Effect.Effect<A, E | Errors.Throttled, R> => {
+    let guarded = guards.get(key)
+    if (guarded === undefined) {
+      if (guards.size >= maxKeys) guards.delete(guards.keys().next().value!)
+      guarded = Admission.guard([gate(key)])
+      guards.set(key, guarded)
+    }
+    return guarded(effect)
+  }
 
   const unsafeProbability = (
     key: string,
@@ -322,8 +297,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     probability: (key, criticality) =>
       Effect.map(Clock.currentTimeMillis, (now) => unsafeProbability(key, criticality, now)),
     unsafeProbability,
-    unsafeTryAdmit,
-    unsafeSettle,
+    gate,
     unsafeStats,
     unsafeKeys: () => Array.from(states.keys()),
     k: (criticality) => kOf[criticality],

@@ -1,5 +1,4 @@
-import { Criticality, Errors, Options } from "@sluice/core"
-import * as Cause from "effect/Cause"
+import { Admission, Criticality, Errors, Options, Outcome } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -86,40 +85,16 @@ const rejectedCounter = Metric.counter("sluice_concurrency_limiter_rejected", {
 export type RejectReason = "limit" | "queue-full" | "queue-timeout" | "displaced"
 
 // ---------------------------------------------------------------------------
-// outcome classification
+// outcome classification: core's one classifier; algorithms hear success, dropped, ignored
 
-const tagOf = (u: unknown): unknown =>
-  typeof u === "object" && u !== null ? (u as { readonly _tag?: unknown })._tag : undefined
-
-// A lower retry layer that gave up on an overloaded backend reports DontRetry(cause: Overloaded):
-// still an overload signal for a limiter above it.
-const isOverloaded = (u: unknown): boolean =>
-  tagOf(u) === "Overloaded" ||
-  (tagOf(u) === "DontRetry" && tagOf((u as { readonly cause?: unknown }).cause) === "Overloaded")
-
-/** `classify` of a failed exit's cause, without building the exit. */
-const classifyCause = (
-  cause: Cause.Cause<unknown>,
-  isDrop: ((error: unknown) => boolean) | undefined
-): LA.Outcome => {
-  if (Cause.isInterrupted(cause)) return "ignored"
-  const failure = Cause.failureOption(cause)
-  if (failure._tag === "Some") {
-    const error = failure.value
-    if (isOverloaded(error) || Cause.isTimeoutException(error)) return "dropped"
-    if (isDrop !== undefined && isDrop(error)) return "dropped"
-  }
-  return "ignored"
-}
+const toSample = (outcome: Outcome.Outcome): LA.Outcome =>
+  outcome === "success" || outcome === "dropped" ? outcome : "ignored"
 
 /** @internal */
 export const classify = (
   exit: Exit.Exit<unknown, unknown>,
   isDrop?: (error: unknown) => boolean
-): LA.Outcome => {
-  if (exit._tag === "Success") return "success"
-  return classifyCause(exit.cause, isDrop)
-}
+): LA.Outcome => toSample(Outcome.ofExit(exit, isDrop === undefined ? undefined : { isDrop }))
 
 // ---------------------------------------------------------------------------
 // the limiter
@@ -136,10 +111,13 @@ const REJECTED = 3
 
 class Permit implements CL.Permit {
   constructor(
+    readonly limiter: LimiterImpl,
     readonly id: number,
     readonly start: number,
     readonly level: number,
-    readonly clock: Clock.Clock
+    readonly clock: Clock.Clock,
+    /** Granted from the queue (or a settled waiter): the gauges follow it. */
+    readonly queued: boolean
   ) {}
 }
 
@@ -168,6 +146,10 @@ class LimiterImpl implements CL.Limiter {
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   private readonly rejectTags: Record<RejectReason, ReadonlyArray<MetricLabel.MetricLabel>>
   private reportedLimit: number
+  readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
+  private readonly guarded: <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | Errors.Overloaded, R>
 
   constructor(
     readonly key: string,
@@ -194,6 +176,20 @@ class LimiterImpl implements CL.Limiter {
     limitGauge.unsafeUpdate(this.reportedLimit, this.tags)
     inFlightGauge.unsafeUpdate(0, this.tags)
     queuedGauge.unsafeUpdate(0, this.tags)
+    this.gate = {
+      tryEnter: (entry) => {
+        if (this.queued === 0 && this.inFlight < this.algorithm.limit) {
+          const clock = Context.get(entry.services, Clock.Clock)
+          return this.grant(levelIndex[entry.criticality], entry.now, clock, false)
+        }
+        if (this.config.maxQueue === 0) return Admission.refuse(this.rejection("limit"))
+        return Admission.Wait
+      },
+      enter: (entry) => this.waitFor(levelIndex[entry.criticality]),
+      settle: (permit, outcome) => this.sample(permit as Permit, toSample(outcome)),
+      isDrop: config.isDrop
+    }
+    this.guarded = Admission.guard([this.gate])
   }
 
   get limit(): number {
@@ -216,55 +212,16 @@ class LimiterImpl implements CL.Limiter {
   }
 
   run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
-    return Effect.uninterruptibleMask((restore) =>
-      Effect.withFiberRuntime<A, E | Errors.Overloaded, R>((fiber) => {
-        const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-        const level = levelIndex[fiber.getFiberRef(Criticality.currentCriticality)]
-        const now = clock.unsafeCurrentTimeMillis()
-        // The uncontended path: plain bookkeeping, no Deferred, no Ref.
-        if (this.queued === 0 && this.inFlight < this.algorithm.limit) {
-          return this.runWith(this.grant(level, now, clock), restore(self))
-        }
-        return this.waitFor(level, restore, self)
-      })
-    )
+    return this.guarded(self)
   }
 
-  /**
-   * Must be called inside the uninterruptible region of `run`: the release then
-   * cannot be skipped. Cheaper than `Effect.onExit`, which would open a second region.
-   */
-  private runWith<A, E, R>(permit: Permit, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    return Effect.flatMap(Effect.exit(effect), (exit) => {
-      this.release(permit, exit)
-      return exit
-    })
-  }
-
-  private grant(level: number, now: number, clock: Clock.Clock): Permit {
+  private grant(level: number, now: number, clock: Clock.Clock, queued: boolean): Permit {
     this.inFlight++
     this.inFlightBy[level]!++
-    inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
-    return new Permit(this.nextId++, now, level, clock)
-  }
-
-  unsafeTryAcquire(
-    criticality: Criticality.Criticality,
-    nowMillis: number,
-    clock: Clock.Clock
-  ): CL.Permit | undefined {
-    if (this.queued === 0 && this.inFlight < this.algorithm.limit) {
-      return this.grant(levelIndex[criticality], nowMillis, clock)
-    }
-    return undefined
-  }
-
-  unsafeRelease(permit: CL.Permit, cause: Cause.Cause<unknown> | undefined): void {
-    this.sample(permit as Permit, cause === undefined ? "success" : classifyCause(cause, this.config.isDrop))
-  }
-
-  private release(permit: Permit, exit: Exit.Exit<unknown, unknown>): void {
-    this.sample(permit, classify(exit, this.config.isDrop))
+    // The uncontended path pushes no gauge: the in-flight gauge follows queueing,
+    // failures and limit changes (read `inFlight` for the exact count).
+    if (queued) inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
+    return new Permit(this, this.nextId++, now, level, clock, queued)
   }
 
   private sample(permit: Permit, outcome: LA.Outcome): void {
@@ -281,24 +238,28 @@ class LimiterImpl implements CL.Limiter {
       inFlight,
       now
     })
-    this.afterChange(now, permit.clock)
+    this.afterChange(now, permit.clock, permit.queued || outcome !== "success")
   }
 
   /** A permit granted to a waiter that never used it: no sample. */
   private releaseUnused(permit: Permit): void {
     this.inFlight--
     this.inFlightBy[permit.level]!--
-    this.afterChange(permit.clock.unsafeCurrentTimeMillis(), permit.clock)
+    this.afterChange(permit.clock.unsafeCurrentTimeMillis(), permit.clock, true)
   }
 
-  private afterChange(now: number, clock: Clock.Clock): void {
+  private afterChange(now: number, clock: Clock.Clock, report: boolean): void {
     const limit = this.algorithm.limit
     if (limit !== this.reportedLimit) {
       this.reportedLimit = limit
       limitGauge.unsafeUpdate(limit, this.tags)
+      report = true
     }
-    if (this.queued > 0) this.drain(now, clock)
-    inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
+    if (this.queued > 0) {
+      this.drain(now, clock)
+      report = true
+    }
+    if (report || this.inFlight === 0) inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
   }
 
   private drain(now: number, clock: Clock.Clock): void {
@@ -307,7 +268,7 @@ class LimiterImpl implements CL.Limiter {
       const waiter = this.selectNext()
       this.unlink(waiter)
       waiter.state = GRANTED
-      waiter.permit = this.grant(waiter.level, now, clock)
+      waiter.permit = this.grant(waiter.level, now, clock, true)
       if (waiter.resume !== undefined) waiter.resume(Effect.succeed(waiter.permit))
     }
     if (this.queued !== before) queuedGauge.unsafeUpdate(this.queued, this.tags)
@@ -363,7 +324,7 @@ class LimiterImpl implements CL.Limiter {
 
   private rejection(reason: RejectReason): Errors.Overloaded {
     rejectedCounter.unsafeUpdate(1, this.rejectTags[reason])
-    return new Errors.Overloaded({ reason: `concurrency limit: ${reason}` })
+    return new Errors.Overloaded({ reason: `concurrency limit: ${reason}`, origin: "local" })
   }
 
   /** Leaves the queue, or gives back a permit that arrived too late to be used. Idempotent. */
@@ -378,13 +339,9 @@ class LimiterImpl implements CL.Limiter {
     }
   }
 
-  private waitFor<A, E, R>(
-    level: number,
-    restore: <AX, EX, RX>(effect: Effect.Effect<AX, EX, RX>) => Effect.Effect<AX, EX, RX>,
-    self: Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E | Errors.Overloaded, R> {
+  /** The waiting path: a permit once one is free, or a local refusal. */
+  private waitFor(level: number): Effect.Effect<Permit, Errors.Overloaded> {
     const maxQueue = this.config.maxQueue
-    if (maxQueue === 0) return Effect.fail(this.rejection("limit"))
     if (this.queued >= maxQueue) {
       // The least critical waiter makes room for more critical work.
       const victim = this.victimFor(level)
@@ -397,6 +354,7 @@ class LimiterImpl implements CL.Limiter {
     const waiter = new Waiter(level)
     this.enqueue(waiter)
     queuedGauge.unsafeUpdate(this.queued, this.tags)
+    inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
     const wait = Effect.async<Permit, Errors.Overloaded>((resume) => {
       // The fiber may have yielded between enqueueing and registering.
       if (waiter.state === GRANTED) return resume(Effect.succeed(waiter.permit!))
@@ -411,17 +369,17 @@ class LimiterImpl implements CL.Limiter {
             duration: this.maxWait,
             onTimeout: () => this.rejection("queue-timeout")
           })
-    return restore(timed).pipe(
+    return timed.pipe(
       Effect.withSpan("sluice.concurrency_limiter.wait", {
         captureStackTrace: false,
         attributes: { key: this.key, criticality: Criticality.levels[level] }
       }),
-      Effect.onExit((exit) =>
-        exit._tag === "Failure" ? Effect.sync(() => this.abandon(waiter)) : Effect.void
-      ),
-      Effect.flatMap((permit) => {
-        waiter.state = DONE
-        return this.runWith(permit, restore(self))
+      Effect.onExit((exit) => {
+        // Granted: the guard owns the permit from here on. Otherwise leave the queue, or
+        // give back a permit that was granted as the wait was being interrupted.
+        if (exit._tag === "Success") waiter.state = DONE
+        else this.abandon(waiter)
+        return Effect.void
       })
     )
   }
@@ -460,6 +418,7 @@ export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter,
 
 class ServiceImpl implements CL.Service {
   private readonly limiters = new Map<string, LimiterImpl>()
+  private readonly gates = new Map<string, Admission.Gate<CL.Permit, Errors.Overloaded>>()
   private tick = 0
   constructor(private readonly config: typeof ServiceOptions.Type) {}
   get size(): number {
@@ -467,6 +426,23 @@ class ServiceImpl implements CL.Service {
   }
   keys(): ReadonlyArray<string> {
     return Array.from(this.limiters.keys())
+  }
+  gate(key: string): Admission.Gate<CL.Permit, Errors.Overloaded> {
+    let found = this.gates.get(key)
+    if (found === undefined) {
+      if (this.gates.size >= this.config.maxKeys) this.gates.delete(this.gates.keys().next().value!)
+      found = {
+        tryEnter: (entry) => this.unsafeGet(key).gate.tryEnter(entry),
+        enter: (entry) => this.unsafeGet(key).gate.enter(entry),
+        settle: (permit, outcome) => {
+          const owner = (permit as Permit).limiter
+          owner.gate.settle(permit as Permit, outcome)
+        },
+        isDrop: this.config.isDrop
+      }
+      this.gates.set(key, found)
+    }
+    return found
   }
   unsafeGet(key: string): CL.Limiter {
     let limiter = this.limiters.get(key)

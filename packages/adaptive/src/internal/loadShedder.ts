@@ -165,7 +165,7 @@ export const make = (
 
     const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
       shedMetric.unsafeUpdate(1, levelTags[level])
-      return Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter })).pipe(
+      return Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" })).pipe(
         Effect.withSpan("sluice.load_shedder.shed", {
           captureStackTrace: false,
           attributes: { shedder: name, criticality: level, utilization: u, threshold: thresholds[level] }

@@ -78,7 +78,7 @@ const rejectedCounter = Metric.counter("sluice_pacer_rejected", {
   incremental: true
 })
 
-const queueFull = new Errors.Overloaded({ reason: "pacer queue full" })
+const queueFull = new Errors.Overloaded({ reason: "pacer queue full", origin: "local" })
 
 class PacerImpl implements P.Pacer {
   readonly [TypeId]: P.TypeId = TypeId

@@ -26,9 +26,14 @@ export const ClientOptionsSchema = Schema.Struct({
   maxAttempts: Schema.optionalWith(Options.PositiveInt, { default: () => 3 }),
   maxRetryAfter: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(10) }),
   timeout: Schema.optional(Options.PositiveDuration),
+  attemptTimeout: Schema.optional(Options.PositiveDuration),
   retryNonIdempotent: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   throttleFromJson: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  name: Schema.optionalWith(Schema.String, { default: () => "sluice-http" })
+  name: Schema.optionalWith(Schema.String, { default: () => "sluice-http" }),
+  retryableStatuses: Schema.optionalWith(Schema.Array(Schema.Int.pipe(Schema.between(400, 599))), {
+    default: () => decoder.DEFAULT_RETRYABLE_STATUSES
+  }),
+  errorBodyTimeout: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) })
 })
 
 /** @internal */
@@ -37,6 +42,12 @@ export const allowRetries: FiberRef.FiberRef<boolean | undefined> = FiberRef.uns
 )
 
 const MAX_STACKS = 1024
+
+/** The epoch millisecond by which the current call must end (set when `timeout` is). */
+const callDeadline: FiberRef.FiberRef<number> = FiberRef.unsafeMake(Infinity)
+
+/** How much later than the exchange's own timer the whole call's timer fires. */
+const DEADLINE_GRACE_MILLIS = 2
 
 /** @internal */
 export const IDEMPOTENT: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
@@ -53,10 +64,6 @@ const signalsCounter = Metric.counter("sluice_http_client_throttle_signals", {
   description: "responses carrying the throttle flag, by host",
   incremental: true
 })
-
-/** @internal */
-export const isDrop = (error: unknown): boolean =>
-  error instanceof Errors.DontRetry && error.reason === "server" && error.cause instanceof Errors.Overloaded
 
 const markTransport = (error: HttpClientError.HttpClientError): HttpClientError.HttpClientError =>
   error._tag === "RequestError" && error.reason === "Transport" ? Errors.markRetryable(error) : error
@@ -80,9 +87,12 @@ export const make = (
       ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
       ...(options.maxRetryAfter !== undefined ? { maxRetryAfter: options.maxRetryAfter } : {}),
       ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+      ...(options.attemptTimeout !== undefined ? { attemptTimeout: options.attemptTimeout } : {}),
       ...(options.retryNonIdempotent !== undefined ? { retryNonIdempotent: options.retryNonIdempotent } : {}),
       ...(options.throttleFromJson !== undefined ? { throttleFromJson: options.throttleFromJson } : {}),
-      ...(options.name !== undefined ? { name: options.name } : {})
+      ...(options.name !== undefined ? { name: options.name } : {}),
+      ...(options.retryableStatuses !== undefined ? { retryableStatuses: options.retryableStatuses } : {}),
+      ...(options.errorBodyTimeout !== undefined ? { errorBodyTimeout: options.errorBodyTimeout } : {})
     })
     const platform = yield* HttpClient.HttpClient
     const settings: WireProtocolSettings = yield* WireProtocol
@@ -90,16 +100,18 @@ export const make = (
     const throttle =
       options.throttle === false ? undefined : yield* AdaptiveThrottle.make(options.throttle ?? {})
     const limiters =
-      options.limiter === false
-        ? undefined
-        : yield* ConcurrencyLimiter.makeService({ isDrop, ...(options.limiter ?? {}) })
+      options.limiter === false ? undefined : yield* ConcurrencyLimiter.makeService(options.limiter ?? {})
     const budget =
       options.budget === false
         ? undefined
         : (yield* RetryBudget.make(options.budget ?? {})).forKey(config.name)
     const keyOf = options.key ?? hostOf
     const names = settings.headers
-    const timeout = config.timeout
+    const timeout = config.timeout === undefined ? undefined : Duration.toMillis(config.timeout)
+    const attemptTimeout =
+      config.attemptTimeout === undefined ? Infinity : Duration.toMillis(config.attemptTimeout)
+    const retryable: ReadonlySet<number> = new Set(config.retryableStatuses)
+    const errorBodyTimeout = config.errorBodyTimeout
     const json = config.throttleFromJson
     const policyOptions = {
       maxAttempts: config.maxAttempts,
@@ -140,17 +152,33 @@ export const make = (
       if (signals !== undefined) signals.unsafePublish(key, throttled)
     }
 
+    // The error body is read for the server's reason, bounded in time (a body that
+    // never comes must not hold the permit), then the connection can be reused.
+    const readReason = (response: HttpClientResponse.HttpClientResponse) =>
+      Effect.map(
+        Effect.timeoutTo(
+          Effect.orElseSucceed(response.text, () => ""),
+          {
+            duration: errorBodyTimeout,
+            onTimeout: () => "",
+            onSuccess: (text) => text
+          }
+        ),
+        decoder.reasonOf
+      )
+
     const decode = (
       key: string,
       response: HttpClientResponse.HttpClientResponse
     ): Effect.Effect<HttpClientResponse.HttpClientResponse, decoder.DecodeError> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const v = decoder.verdict(response, now, settings)
+        const v = decoder.verdict(response, now, settings, retryable)
         if (v.error !== undefined) {
           publish(key, v.throttled)
           const error = v.error
-          // Drain the small error body so the connection can be reused.
-          return Effect.zipRight(Effect.ignore(response.text), Effect.fail(error))
+          return Effect.flatMap(readReason(response), (reason) =>
+            Effect.fail(decoder.withReason(error, reason))
+          )
         }
         if (v.throttled || !json) {
           publish(key, v.throttled)
@@ -172,12 +200,18 @@ export const make = (
           [names.criticality]: fiber.getFiberRef(Criticality.currentCriticality),
           [names.attempt]: String(fiber.getFiberRef(Retry.currentAttempt))
         })
-        let send: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> = Effect.mapError(
-          platform.execute(outgoing),
-          markTransport
+        const send: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> = Effect.flatMap(
+          Effect.mapError(platform.execute(outgoing), markTransport),
+          (response) => decode(key, response)
         )
-        if (timeout !== undefined) send = Effect.timeout(send, timeout)
-        return Effect.flatMap(send, (response) => decode(key, response))
+        // The attempt's own bound, and what is left of the call's deadline, bound this
+        // exchange, error body included: a backend too slow to answer in time is a
+        // timeout (dropped) the limiter and the throttle learn from, not an interruption
+        // they would ignore.
+        const deadline = fiber.getFiberRef(callDeadline)
+        if (deadline === Infinity && attemptTimeout === Infinity) return send
+        const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+        return Effect.timeout(send, Duration.millis(Math.max(1, Math.min(attemptTimeout, deadline - now))))
       })
 
     const attempt = (
@@ -190,14 +224,31 @@ export const make = (
       return guarded
     }
 
+    const guarded = (request: HttpClientRequest.HttpClientRequest, retry: boolean, key: string) => {
+      if (!retry) return notRetrying(attempt(request, key))
+      const stack = stackFor(key)
+      return stack !== undefined ? stack.run(exchange(request, key)) : retrying(attempt(request, key))
+    }
+
     const execute = (request: HttpClientRequest.HttpClientRequest) =>
       Effect.withFiberRuntime<HttpClientResponse.HttpClientResponse, C.ClientError>((fiber) => {
         const optIn = fiber.getFiberRef(allowRetries)
         const retry = optIn ?? (config.retryNonIdempotent || IDEMPOTENT.has(request.method))
         const key = keyOf(request)
-        if (!retry) return notRetrying(attempt(request, key))
-        const stack = stackFor(key)
-        return stack !== undefined ? stack.run(exchange(request, key)) : retrying(attempt(request, key))
+        const call = guarded(request, retry, key)
+        if (timeout === undefined) return call
+        // `timeout` bounds the whole call: the wait for a permit, every attempt, the backoff
+        // between them and any error body. The exchange's own timer fires at the deadline;
+        // this one, a little later, ends whatever is still waiting then.
+        const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+        return Effect.timeoutFail(Effect.locally(call, callDeadline, now + timeout), {
+          duration: Duration.millis(timeout + DEADLINE_GRACE_MILLIS),
+          onTimeout: () =>
+            new Errors.DontRetry({
+              reason: "timeout",
+              cause: new Errors.Overloaded({ reason: `deadline of ${timeout} ms`, origin: "local" })
+            })
+        })
       })
 
     return HttpClient.makeWith<never, never, C.ClientError, never>(

@@ -58,35 +58,40 @@ export const quotaExceeded = (
 }
 
 /** @internal */
+export const DEFAULT_RETRYABLE_STATUSES: ReadonlyArray<number> = [408, 502, 503, 504]
+
+const defaultRetryable: ReadonlySet<number> = new Set(DEFAULT_RETRYABLE_STATUSES)
+
+/** @internal */
 export const verdict = (
   response: ResponseLike,
   nowMillis: number,
-  settings: WireProtocolSettings
+  settings: WireProtocolSettings,
+  retryableStatuses: ReadonlySet<number> = defaultRetryable
 ): Verdict => {
   const names = settings.headers
   const headers = response.headers
   const throttled = protocol.parseFlag(protocol.headerValue(headers[names.throttle]))
   const status = response.status
-  if (status < 429 || (status > 429 && status < 500)) return { error: undefined, throttled }
+  if (status < 400) return { error: undefined, throttled }
   const dontRetry = protocol.parseFlag(protocol.headerValue(headers[names.dontRetry]))
   if (status === 429) {
     const cause = quotaExceeded(response, nowMillis, settings)
     return { error: dontRetry ? new Errors.DontRetry({ reason: "server", cause }) : cause, throttled }
   }
-  if (status === 503) {
+  if (retryableStatuses.has(status)) {
     const retryAfter = protocol.parseRetryAfterMillis(
       protocol.headerValue(headers[names.retryAfter]),
       nowMillis,
       maxMillisOf(settings)
     )
+    const reason = status === 503 ? "server" : `status ${status}`
     const cause = new Errors.Overloaded(
-      retryAfter === undefined
-        ? { reason: "server" }
-        : { reason: "server", retryAfter: Duration.millis(retryAfter) }
+      retryAfter === undefined ? { reason } : { reason, retryAfter: Duration.millis(retryAfter) }
     )
     return { error: dontRetry ? new Errors.DontRetry({ reason: "server", cause }) : cause, throttled }
   }
-  if (dontRetry) {
+  if (dontRetry && status >= 500) {
     return {
       error: new Errors.DontRetry({
         reason: "server",
@@ -96,6 +101,60 @@ export const verdict = (
     }
   }
   return { error: undefined, throttled }
+}
+
+const MAX_REASON = 200
+
+/**
+ * The server's own words for a refusal, from an error body: a JSON `reason`,
+ * `message` or `error` string, else the text itself, trimmed to 200 characters.
+ *
+ * @internal
+ */
+export const reasonOf = (body: string): string | undefined => {
+  let text = body.trim()
+  if (text.length === 0) return undefined
+  if (text.startsWith("{")) {
+    try {
+      const parsed: unknown = JSON.parse(text)
+      if (typeof parsed === "object" && parsed !== null) {
+        for (const field of ["reason", "message", "error"]) {
+          const value = (parsed as Record<string, unknown>)[field]
+          if (typeof value === "string" && value.trim().length > 0) {
+            text = value.trim()
+            break
+          }
+        }
+      }
+    } catch {
+      // not JSON after all: keep the text
+    }
+  }
+  return text.length > MAX_REASON ? `${text.slice(0, MAX_REASON)}…` : text
+}
+
+/** The verdict's error with the server's reason in it (a 429 keeps its quota fields). @internal */
+export const withReason = (error: DecodeError, reason: string | undefined): DecodeError => {
+  if (reason === undefined) return error
+  if (error._tag === "Overloaded") {
+    const base = error.reason === "server" ? "" : `${error.reason}: `
+    return new Errors.Overloaded({
+      reason: `${base}${reason}`,
+      ...(error.retryAfter !== undefined ? { retryAfter: error.retryAfter } : {})
+    })
+  }
+  if (
+    error._tag === "DontRetry" &&
+    error.cause !== undefined &&
+    (error.cause as { _tag?: unknown })._tag === "Overloaded"
+  ) {
+    return new Errors.DontRetry({
+      reason: error.reason,
+      cause: withReason(error.cause as Errors.Overloaded, reason) as Errors.Overloaded,
+      ...(error.attempts !== undefined ? { attempts: error.attempts } : {})
+    })
+  }
+  return error
 }
 
 const isJson = (response: ResponseLike): boolean => {

@@ -119,6 +119,10 @@ export const clampRetryAfter = (
 
 /** @internal */
 export const retryAfterOf = (error: unknown): Option.Option<Duration.Duration | number> => {
+  // A lower layer that gave up keeps its cause, and with it the last hint.
+  if (Predicate.isTagged(error, "DontRetry") && Predicate.hasProperty(error, "cause")) {
+    return retryAfterOf((error as { readonly cause: unknown }).cause)
+  }
   if (!Predicate.hasProperty(error, "retryAfter")) return Option.none()
   const hint = (error as { readonly retryAfter: unknown }).retryAfter
   if (Duration.isDuration(hint) || typeof hint === "number") return Option.some(hint)

@@ -1,4 +1,4 @@
-import { Errors, Options } from "@sluice/core"
+import { Admission, Errors, Options, Outcome } from "@sluice/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -49,10 +49,14 @@ export const giveUpsCounter = Metric.counter("sluice_retry_give_ups", {
   incremental: true
 })
 
-type Verdict = 0 | 1 | 2
+type Verdict = 0 | 1 | 2 | 3
 const PASS: Verdict = 0
 const NOT_RETRYABLE: Verdict = 1
 const RETRY: Verdict = 2
+const REFUSED: Verdict = 3
+
+/** The default: what `Outcome` says a retry policy retries (dropped, or failed and marked retryable). */
+const defaultIsRetryable = (error: unknown): boolean => Outcome.isRetryable(Outcome.ofError(error), error)
 
 const invalid = (message: string) =>
   new Options.InvalidOptions({ module: "Retry.policy", message: `Retry.policy: invalid options\n${message}` })
@@ -99,14 +103,16 @@ const compile = (options: R.PolicyOptions | undefined): Compiled => {
     maxRetryAfterMillis: Duration.toMillis(decoded.maxRetryAfter),
     schedule: input.schedule ?? backoff.defaultSchedule,
     budget,
-    isRetryable: input.isRetryable ?? Errors.isRetryable,
+    isRetryable: input.isRetryable ?? defaultIsRetryable,
     name,
     tags,
     reasonTags: {
       attempts: reasonTag("attempts"),
       budget: reasonTag("budget"),
       server: reasonTag("server"),
-      "not-retryable": reasonTag("not-retryable")
+      "not-retryable": reasonTag("not-retryable"),
+      refused: reasonTag("refused"),
+      timeout: reasonTag("timeout")
     }
   }
 }
@@ -118,6 +124,14 @@ const classify = (error: unknown, config: Compiled): Verdict => {
     Predicate.isTagged(error, "CircuitOpen")
   ) {
     return PASS
+  }
+  // This process refused the work itself (its own limiter queue, shedder or pacer): never
+  // retried, and since its type is retryable, it leaves as DontRetry("refused").
+  if (
+    (Predicate.isTagged(error, "Overloaded") || Predicate.isTagged(error, "QuotaExceeded")) &&
+    Outcome.ofError(error) === "refused"
+  ) {
+    return REFUSED
   }
   if (Predicate.isTagged(error, "QuotaExceeded")) {
     const hint = backoff.retryAfterOf(error)
@@ -152,6 +166,7 @@ const retryLoop = <A, E, R>(
   const verdict = classify(firstError, config)
   if (verdict === PASS) return Effect.fail(firstError)
   if (verdict === NOT_RETRYABLE) return giveUp("not-retryable", 1, firstError, config)
+  if (verdict === REFUSED) return giveUp("refused", 1, firstError, config)
   if (config.maxAttempts <= 1) return giveUp("attempts", 1, firstError, config)
   const schedule = config.schedule
   const loop = Effect.gen(function* () {
@@ -163,6 +178,7 @@ const retryLoop = <A, E, R>(
         const verdict = classify(error, config)
         if (verdict === PASS) return yield* Effect.fail(Cause.originalError(error))
         if (verdict === NOT_RETRYABLE) return yield* giveUp("not-retryable", attempts, error, config)
+        if (verdict === REFUSED) return yield* giveUp("refused", attempts, error, config)
         if (attempts >= config.maxAttempts) return yield* giveUp("attempts", attempts, error, config)
       }
       const now = yield* Clock.currentTimeMillis
@@ -239,6 +255,17 @@ export const policy: any = (...args: ReadonlyArray<any>) => {
   return (self: Effect.Effect<any, any, any>) => apply(self, config)
 }
 
+/** The first try's bookkeeping as a gate, so it shares the one step of `Admission.guard`. */
+const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> => ({
+  tryEnter: (entry) => {
+    if (budget !== undefined) budget.unsafeRecordRequest(entry.now)
+    attemptsCounter.unsafeUpdate(1, config.tags)
+    return true
+  },
+  enter: () => Effect.succeed(true),
+  settle: () => {}
+})
+
 /** @internal */
 export const make = (options?: R.MakeOptions): R.Policy => {
   const config = compile(options)
@@ -248,16 +275,22 @@ export const make = (options?: R.MakeOptions): R.Policy => {
     )
   }
   const budget = config.budget
-  const tags = config.tags
+  const firstTry = firstTryGate(config, budget)
   return {
     maxAttempts: config.maxAttempts,
     budget,
     apply: (self) => run(self, config, budget) as any,
-    unsafeRecordFirstAttempt: (nowMillis) => {
-      if (budget !== undefined) budget.unsafeRecordRequest(nowMillis)
-      attemptsCounter.unsafeUpdate(1, tags)
-    },
-    retryAfterFailure: (self, error) => retryLoop(self, error, config, budget) as any
+    around: (gates) => {
+      const first = Admission.guard([firstTry, ...gates])
+      const later = Admission.guard(gates)
+      return ((self: Effect.Effect<any, any, any>) =>
+        Effect.withFiberRuntime<any, any, any>((fiber) => {
+          const attempt = later(self)
+          // Nested in another retry layer, the first try must still say attempt 0.
+          if (fiber.getFiberRef(currentAttempt) !== 0) return run(attempt, config, budget)
+          return Effect.catchAll(first(self), (error) => retryLoop(attempt, error, config, budget))
+        })) as any
+    }
   }
 }
 

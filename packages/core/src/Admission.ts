@@ -1,0 +1,134 @@
+/**
+ * The admission protocol: how every Sluice policy lets work in and learns how it
+ * went, in the shape of Netflix concurrency-limits' `Limiter.acquire → Listener`.
+ *
+ * A policy is a {@link Gate}: the work tries to enter (`tryEnter`), and gets a ticket,
+ * a typed refusal, or {@link Wait} (it must wait, e.g. in a limiter's queue: then
+ * `enter` is the waiting path). When the work settles, every ticket is settled with
+ * its {@link Outcome.Outcome}, computed once from the work's `Exit` by the one
+ * classifier in `Outcome`. A gate never classifies failures itself.
+ *
+ * {@link guard} composes any gates around an effect in one step: one uninterruptible
+ * region, one clock read, one fiber-ref read, one handler; gates are entered in order
+ * (outermost first) and settled in reverse. The adaptive throttle, the concurrency
+ * limiter, the load shedder, the circuit breaker and the retry budget each expose
+ * such a gate.
+ *
+ * @since 0.2.0
+ */
+import type * as Context from "effect/Context"
+import type * as DefaultServices from "effect/DefaultServices"
+import type * as Effect from "effect/Effect"
+import type * as Criticality from "./Criticality.js"
+import * as internal from "./internal/admission.js"
+import type * as Outcome from "./Outcome.js"
+
+/**
+ * What a gate is told when work tries to enter: the clock reading (epoch ms), the
+ * work's criticality and the fiber's default services (`Clock`, `Random`, …).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Entry {
+  readonly now: number
+  readonly criticality: Criticality.Criticality
+  readonly services: Context.Context<DefaultServices.DefaultServices>
+}
+
+/**
+ * The answer of `tryEnter` that sends the work down the gate's waiting path.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Wait {
+  readonly _tag: "Wait"
+}
+
+/**
+ * @since 0.2.0
+ * @category constants
+ */
+export const Wait: Wait = internal.Wait
+
+/**
+ * A typed refusal returned by `tryEnter`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Refused<E> {
+  readonly _tag: "Refused"
+  readonly error: E
+}
+
+/**
+ * A policy's side of the protocol. `T` is its ticket, `E` its refusal.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Gate<T, E> {
+  /** Decide now: a ticket, a refusal, or {@link Wait}. Runs inside an uninterruptible region. */
+  readonly tryEnter: (entry: Entry) => T | Refused<E> | Wait
+  /** The waiting path, taken after `tryEnter` answered {@link Wait}. Interruptible. */
+  readonly enter: (entry: Entry) => Effect.Effect<T, E>
+  /** Called exactly once per ticket with the outcome of the work (`"refused"` when a later gate refused it). */
+  readonly settle: (ticket: T, outcome: Outcome.Outcome) => void
+  /** Extra errors this gate's owner declared as overload (see `Outcome.ClassifyOptions`). */
+  readonly isDrop?: ((error: unknown) => boolean) | undefined
+}
+
+/**
+ * The refusal type of a gate.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type RefusalOf<G> = G extends Gate<any, infer E> ? E : never
+
+/**
+ * Builds a refusal for `tryEnter` to return.
+ *
+ * @example
+ * ```ts
+ * import { Admission, Errors } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * // A gate that lets at most one call in at a time.
+ * let busy = false
+ * const single: Admission.Gate<true, Errors.Overloaded> = {
+ *   tryEnter: () =>
+ *     busy ? Admission.refuse(new Errors.Overloaded({ reason: "busy", origin: "local" })) : (busy = true),
+ *   enter: () => Effect.succeed(true as const),
+ *   settle: () => {
+ *     busy = false
+ *   }
+ * }
+ * const guarded = Effect.succeed("ok").pipe(Admission.guard([single]))
+ * ```
+ * @since 0.2.0
+ * @category constructors
+ */
+export const refuse: <E>(error: E) => Refused<E> = internal.refuse
+
+/**
+ * Runs an effect through gates, outermost first, in one step; settles every ticket
+ * with the effect's outcome (interruption of the caller is `"ignored"`).
+ *
+ * @example
+ * ```ts
+ * import { Admission } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const gates: ReadonlyArray<Admission.Gate<unknown, never>> = []
+ * const program = Effect.succeed(1).pipe(Admission.guard(gates))
+ * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const guard: <const Gates extends ReadonlyArray<Gate<any, any>>>(
+  gates: Gates
+) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | RefusalOf<Gates[number]>, R> =
+  internal.guard as any
