@@ -17,6 +17,11 @@
  * sequential calls after a warm-up; the variants are measured round-robin `REPEATS`
  * times and the medians are reported.
  *
+ * `--async`: every contender wraps real asynchronous work instead of a value — one
+ * turn of the event loop (`setImmediate`), as `Effect.promise` for the Effect variants
+ * and an `async () =>` function for cockatiel — so the figures show the overhead next
+ * to the cost of the smallest real I/O.
+ *
  * Prints one JSON object on stdout (with --json, nothing else).
  */
 import { AdaptiveThrottle, ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
@@ -37,6 +42,8 @@ const CALLS = quick ? 10_000 : 200_000
 const WARM_UP = quick ? 5_000 : 100_000
 const REPEATS = quick ? 3 : 5
 const layers = args.includes("--layers")
+const async = args.includes("--async")
+const turn = () => new Promise<number>((resolve) => setImmediate(() => resolve(1)))
 const KEY = "backend"
 
 const SluiceLayers = Layer.mergeAll(
@@ -46,7 +53,7 @@ const SluiceLayers = Layer.mergeAll(
 )
 
 const program = Effect.gen(function* () {
-  const work = Effect.succeed(1)
+  const work: Effect.Effect<number> = async ? Effect.promise(turn) : Effect.succeed(1)
 
   // Sluice: built once, wrapped per call as the HTTP client does per request.
   const budget = yield* RetryBudget.forKey("bench-client")
@@ -73,14 +80,17 @@ const program = Effect.gen(function* () {
     circuitBreaker(handleAll, { halfOpenAfter: 10_000, breaker: new ConsecutiveBreaker(5) }),
     bulkhead(100, 100)
   )
-  const fn = async () => 1
+  const fn = async ? turn : async () => 1
   const cockatielCall = () => policy.execute(fn)
 
   const variants: Array<readonly [string, (n: number) => Effect.Effect<number, unknown>]> = [
     ["bare", (n) => timeEffect(() => work, n)],
     ["sluice", (n) => timeEffect(sluiceCall, n)],
     ["naiveEffect", (n) => timeEffect(naiveCall, n)],
-    ["cockatiel", (n) => timePromise(cockatielCall, n)]
+    ["cockatiel", (n) => timePromise(cockatielCall, n)],
+    // The limiter alone (congestion window, by key as the client uses it): it must cost
+    // no more than the whole fused stack it is part of.
+    ["limiterAlone", (n) => timeEffect(() => limiters.run("alone", work), n)]
   ]
   if (layers) {
     // Each layer of the stack alone, to see which one costs what (stderr only).
@@ -104,7 +114,7 @@ const program = Effect.gen(function* () {
   }
   const samples: Record<string, Array<number>> = {}
   if (layers) {
-    for (const [, measure] of variants.slice(4)) yield* measure(WARM_UP)
+    for (const [, measure] of variants.slice(5)) yield* measure(WARM_UP)
   }
   for (let r = 0; r < REPEATS; r++) {
     for (const [name, measure] of variants) {
@@ -129,13 +139,18 @@ const program = Effect.gen(function* () {
   const sluice = median(samples.sluice!)
   const naive = median(samples.naiveEffect!)
   const cockatiel = median(samples.cockatiel!)
+  const limiterAlone = median(samples.limiterAlone!)
   return {
+    mode: async ? "async" : "sync",
     bareNsPerCall: round(bare),
     sluiceNsPerCall: round(sluice),
     addedNsPerCall: round(sluice - bare),
     naiveEffectNsPerCall: round(naive),
     cockatielNsPerCall: round(cockatiel),
-    ratioVsCockatiel: round(sluice / cockatiel, 3)
+    limiterAloneNsPerCall: round(limiterAlone),
+    ratioVsCockatiel: round(sluice / cockatiel, 3),
+    ratioVsNaiveEffect: round(naive / sluice, 2),
+    limiterAloneVsStack: round(limiterAlone / sluice, 3)
   }
 })
 

@@ -117,6 +117,11 @@ export const refuse: <E>(error: E) => Refused<E> = internal.refuse
  * Runs an effect through gates, outermost first, in one step; settles every ticket
  * with the effect's outcome (interruption of the caller is `"ignored"`).
  *
+ * `orElse`, when given, handles a failure (a refusal or the effect's own error) as
+ * `Effect.catchAll(orElse)` around the guard would, without a step of its own (it
+ * is also given the guarded effect, so one guard serves every call): this
+ * is how a retry policy continues after a failed first try (`Retry.Policy.around`).
+ *
  * @example
  * ```ts
  * import { Admission } from "@sluice/core"
@@ -128,7 +133,12 @@ export const refuse: <E>(error: E) => Refused<E> = internal.refuse
  * @since 0.2.0
  * @category combinators
  */
-export const guard: <const Gates extends ReadonlyArray<Gate<any, any>>>(
-  gates: Gates
-) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | RefusalOf<Gates[number]>, R> =
-  internal.guard as any
+export const guard: {
+  <const Gates extends ReadonlyArray<Gate<any, any>>>(
+    gates: Gates
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | RefusalOf<Gates[number]>, R>
+  <const Gates extends ReadonlyArray<Gate<any, any>>, A2, E2, R2>(
+    gates: Gates,
+    orElse: (error: unknown, self: Effect.Effect<any, any, any>) => Effect.Effect<A2, E2, R2>
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A | A2, E2, R | R2>
+} = internal.guard as any

@@ -220,7 +220,7 @@ class LimiterImpl implements CL.Limiter {
     this.inFlightBy[level]!++
     // The uncontended path pushes no gauge: the in-flight gauge follows queueing,
     // failures and limit changes (read `inFlight` for the exact count).
-    if (queued) inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
+    if (queued) this.reportInFlight()
     return new Permit(this, this.nextId++, now, level, clock, queued)
   }
 
@@ -248,6 +248,12 @@ class LimiterImpl implements CL.Limiter {
     this.afterChange(permit.clock.unsafeCurrentTimeMillis(), permit.clock, true)
   }
 
+  private reportedInFlight = 0
+  private reportInFlight(): void {
+    this.reportedInFlight = this.inFlight
+    inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
+  }
+
   private afterChange(now: number, clock: Clock.Clock, report: boolean): void {
     const limit = this.algorithm.limit
     if (limit !== this.reportedLimit) {
@@ -259,7 +265,8 @@ class LimiterImpl implements CL.Limiter {
       this.drain(now, clock)
       report = true
     }
-    if (report || this.inFlight === 0) inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
+    // At rest the gauge reads 0 again, pushed once, not on every uncontended call.
+    if (report || (this.inFlight === 0 && this.reportedInFlight !== 0)) this.reportInFlight()
   }
 
   private drain(now: number, clock: Clock.Clock): void {
@@ -354,7 +361,7 @@ class LimiterImpl implements CL.Limiter {
     const waiter = new Waiter(level)
     this.enqueue(waiter)
     queuedGauge.unsafeUpdate(this.queued, this.tags)
-    inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
+    this.reportInFlight()
     const wait = Effect.async<Permit, Errors.Overloaded>((resume) => {
       // The fiber may have yielded between enqueueing and registering.
       if (waiter.state === GRANTED) return resume(Effect.succeed(waiter.permit!))

@@ -1,7 +1,11 @@
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import type * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import type * as A from "../Admission.js"
+import type * as Criticality from "../Criticality.js"
 import * as criticality from "./criticality.js"
 import * as outcome from "./outcome.js"
 
@@ -20,6 +24,7 @@ export const refuse = <E>(error: E): A.Refused<E> => new RefusedImpl(error)
 export const isRefused = (u: unknown): u is A.Refused<unknown> => u instanceof RefusedImpl
 
 type AnyGate = A.Gate<unknown, unknown>
+type Restore = <X, Y, R>(effect: Effect.Effect<X, Y, R>) => Effect.Effect<X, Y, R>
 
 const classifyOptions = (gates: ReadonlyArray<AnyGate>): outcome.ClassifyOptions | undefined => {
   const predicates = gates.flatMap((gate) => (gate.isDrop === undefined ? [] : [gate.isDrop]))
@@ -28,67 +33,120 @@ const classifyOptions = (gates: ReadonlyArray<AnyGate>): outcome.ClassifyOptions
   return { isDrop: (error) => predicates.some((isDrop) => isDrop(error)) }
 }
 
-/** Settles the first `count` tickets, innermost first. */
-const settleAll = (
-  gates: ReadonlyArray<AnyGate>,
-  tickets: Array<unknown>,
-  count: number,
-  result: outcome.Outcome
-): void => {
-  for (let i = count - 1; i >= 0; i--) gates[i]!.settle(tickets[i], result)
+/**
+ * One pass of work through the gates. It is the gates' `Entry` too, and holds the
+ * tickets: one object per call, plus the two handlers the work's `Exit` needs.
+ */
+class Pass implements A.Entry {
+  readonly tickets: Array<unknown>
+  constructor(
+    readonly gates: ReadonlyArray<AnyGate>,
+    readonly options: outcome.ClassifyOptions | undefined,
+    readonly orElse: OrElse | undefined,
+    readonly restore: Restore,
+    readonly self: Effect.Effect<unknown, unknown, unknown>,
+    readonly now: number,
+    readonly criticality: Criticality.Criticality,
+    readonly services: Context.Context<DefaultServices.DefaultServices>
+  ) {
+    this.tickets = new Array(gates.length)
+  }
+
+  /** Settles the first `count` tickets, innermost first. */
+  settle(count: number, result: outcome.Outcome): void {
+    for (let i = count - 1; i >= 0; i--) this.gates[i]!.settle(this.tickets[i], result)
+  }
+
+  enterFrom(start: number): Effect.Effect<unknown, unknown, unknown> {
+    const gates = this.gates
+    for (let i = start; i < gates.length; i++) {
+      const result = gates[i]!.tryEnter(this)
+      if (result === Wait) return this.wait(i)
+      if (isRefused(result)) {
+        this.settle(i, "refused")
+        return this.orElse === undefined
+          ? Effect.fail(result.error)
+          : this.restore(this.orElse(result.error, this.self))
+      }
+      this.tickets[i] = result
+    }
+    return Effect.matchCauseEffect(this.restore(this.self), {
+      onSuccess: (value) => {
+        this.settle(gates.length, "success")
+        return Effect.succeed(value)
+      },
+      onFailure: (cause) => {
+        this.settle(gates.length, outcome.ofCause(cause, this.options))
+        return this.recover(cause)
+      }
+    })
+  }
+
+  /** As `Effect.catchAll(orElse)` after the guard, without a step of its own. */
+  recover(cause: Cause.Cause<unknown>): Effect.Effect<unknown, unknown, unknown> {
+    if (this.orElse === undefined) return Effect.failCause(cause)
+    const failure = Cause.failureOrCause(cause)
+    return failure._tag === "Left"
+      ? this.restore(this.orElse(failure.left, this.self))
+      : Effect.failCause(cause)
+  }
+
+  wait(i: number): Effect.Effect<unknown, unknown, unknown> {
+    return Effect.matchCauseEffect(this.restore(this.gates[i]!.enter(this)), {
+      onSuccess: (ticket) => {
+        this.tickets[i] = ticket
+        return this.enterFrom(i + 1)
+      },
+      onFailure: (cause) => {
+        // Refused while waiting, or the caller gave up: the outer gates learn nothing.
+        this.settle(i, outcome.ofCause(cause) === "ignored" ? "ignored" : "refused")
+        return this.recover(cause)
+      }
+    })
+  }
 }
+
+type OrElse = (
+  error: unknown,
+  self: Effect.Effect<unknown, unknown, unknown>
+) => Effect.Effect<unknown, unknown, unknown>
 
 /** @internal */
 export const guard = (
-  gates: ReadonlyArray<AnyGate>
+  gates: ReadonlyArray<AnyGate>,
+  orElse?: OrElse
 ): (<X, Y, R>(self: Effect.Effect<X, Y, R>) => Effect.Effect<X, unknown, R>) => {
   const options = classifyOptions(gates)
-  const n = gates.length
-  return <X, Y, R>(self: Effect.Effect<X, Y, R>): Effect.Effect<X, unknown, R> =>
+  const enter = (
+    fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    restore: Restore,
+    self: Effect.Effect<unknown, unknown, unknown>
+  ): Effect.Effect<unknown, unknown, unknown> => {
+    const services = fiber.currentDefaultServices
+    const pass = new Pass(
+      gates,
+      options,
+      orElse,
+      restore,
+      self,
+      Context.get(services, Clock.Clock).unsafeCurrentTimeMillis(),
+      fiber.getFiberRef(criticality.currentCriticality),
+      services
+    )
+    return pass.enterFrom(0)
+  }
+  const guarded = (
+    self: Effect.Effect<unknown, unknown, unknown>
+  ): Effect.Effect<unknown, unknown, unknown> =>
     // The tickets are taken inside the uninterruptible region, so no interruption can fall
     // between being admitted and installing the handler that settles the ticket.
-    Effect.uninterruptibleMask((restore) =>
-      Effect.withFiberRuntime<X, unknown, R>((fiber) => {
-        const entry: A.Entry = {
-          now: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis(),
-          criticality: fiber.getFiberRef(criticality.currentCriticality),
-          services: fiber.currentDefaultServices
-        }
-        const tickets = new Array<unknown>(n)
-        const enterFrom = (start: number): Effect.Effect<X, unknown, R> => {
-          for (let i = start; i < n; i++) {
-            const result = gates[i]!.tryEnter(entry)
-            if (result === Wait) return wait(i)
-            if (isRefused(result)) {
-              settleAll(gates, tickets, i, "refused")
-              return Effect.fail(result.error)
-            }
-            tickets[i] = result
-          }
-          return Effect.matchCauseEffect(restore(self), {
-            onSuccess: (value) => {
-              settleAll(gates, tickets, n, "success")
-              return Effect.succeed(value)
-            },
-            onFailure: (cause) => {
-              settleAll(gates, tickets, n, outcome.ofCause(cause, options))
-              return Effect.failCause(cause)
-            }
-          })
-        }
-        const wait = (i: number): Effect.Effect<X, unknown, R> =>
-          Effect.matchCauseEffect(restore(gates[i]!.enter(entry)), {
-            onSuccess: (ticket) => {
-              tickets[i] = ticket
-              return enterFrom(i + 1)
-            },
-            onFailure: (cause) => {
-              // Refused while waiting, or the caller gave up: the outer gates learn nothing.
-              settleAll(gates, tickets, i, outcome.ofCause(cause) === "ignored" ? "ignored" : "refused")
-              return Effect.failCause(cause)
-            }
-          })
-        return enterFrom(0)
-      })
-    )
+    Effect.uninterruptibleMask((restore) => {
+      // The mask's body runs on the fiber the flag change just made current: reading it
+      // here saves a `withFiberRuntime` step on every call.
+      const current = Fiber.getCurrentFiber()
+      return current._tag === "Some"
+        ? enter(current.value, restore, self)
+        : Effect.withFiberRuntime((fiber) => enter(fiber, restore, self))
+    })
+  return guarded as any
 }

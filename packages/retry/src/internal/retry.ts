@@ -281,15 +281,18 @@ export const make = (options?: R.MakeOptions): R.Policy => {
     budget,
     apply: (self) => run(self, config, budget) as any,
     around: (gates) => {
-      const first = Admission.guard([firstTry, ...gates])
       const later = Admission.guard(gates)
-      return ((self: Effect.Effect<any, any, any>) =>
-        Effect.withFiberRuntime<any, any, any>((fiber) => {
-          const attempt = later(self)
+      // The first try, the throttle, the limiter … in one step; a failure continues in
+      // the retry loop from the guard's own handler.
+      const first = Admission.guard([firstTry, ...gates], (error, self) =>
+        retryLoop(later(self), error, config, budget)
+      )
+      return ((self: Effect.Effect<any, any, any>) => {
+        return Effect.withFiberRuntime<any, any, any>((fiber) =>
           // Nested in another retry layer, the first try must still say attempt 0.
-          if (fiber.getFiberRef(currentAttempt) !== 0) return run(attempt, config, budget)
-          return Effect.catchAll(first(self), (error) => retryLoop(attempt, error, config, budget))
-        })) as any
+          fiber.getFiberRef(currentAttempt) !== 0 ? run(later(self), config, budget) : first(self)
+        )
+      }) as any
     }
   }
 }
