@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import type { Options } from "@sluice/core"
+import type { Admission, Options } from "@sluice/core"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import type * as Effect from "effect/Effect"
@@ -77,6 +77,14 @@ export interface Budget {
   /** Grants and records one retry now; updates the grant / denial metrics. */
   readonly tryWithdraw: Effect.Effect<boolean>
   readonly stats: Effect.Effect<BudgetStats>
+  /**
+   * The budget's side of the admission protocol: every first try that enters counts
+   * as a request (whatever its outcome: the budget is a share of what was asked). Its
+   * refusals come from the retry policy, which withdraws each retry and gives up with
+   * `DontRetry` ("budget") when none is left; only retried failures — dropped by a
+   * backend, or marked retryable — ever withdraw.
+   */
+  readonly gate: Admission.Gate<true, never>
 }
 
 /**

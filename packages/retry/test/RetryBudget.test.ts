@@ -1,4 +1,4 @@
-import { Errors, Options } from "@sluice/core"
+import { Admission, Errors, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
 import { describe, expect, it } from "@effect/vitest"
 import {
@@ -266,4 +266,16 @@ describe("RetryBudget", () => {
       { numRuns: 200 }
     )
   })
+})
+
+describe("RetryBudget gate", () => {
+  it.effect("counts every first try that enters through Admission.guard as a request", () =>
+    Effect.gen(function* () {
+      const budget = RetryBudget.unsafeMake().forKey("gate")
+      yield* Effect.succeed(1).pipe(Admission.guard([budget.gate]))
+      yield* Effect.exit(Effect.fail("boom").pipe(Admission.guard([budget.gate])))
+      expect((yield* budget.stats).requests).toBe(2)
+      expect((yield* budget.stats).retries).toBe(0)
+    })
+  )
 })

@@ -1,4 +1,4 @@
-import { Options, RollingCounter } from "@sluice/core"
+import { type Admission, Options, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -46,6 +46,14 @@ class BudgetImpl implements RB.Budget {
   ) {
     this.requests = RollingCounter.unsafeMake({ window, buckets })
     this.retries = RollingCounter.unsafeMake({ window, buckets })
+  }
+  readonly gate: Admission.Gate<true, never> = {
+    tryEnter: (entry) => {
+      this.unsafeRecordRequest(entry.now)
+      return true
+    },
+    enter: () => Effect.succeed(true),
+    settle: () => {}
   }
   unsafeRecordRequest(nowMillis: number): void {
     this.requests.unsafeAdd(nowMillis, 1)
