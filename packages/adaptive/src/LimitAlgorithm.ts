@@ -75,6 +75,13 @@ export interface LimitAlgorithm {
   readonly name: string
   readonly limit: number
   onSample(sample: Sample): number
+  /**
+   * `false` declares that `onSample` reads neither `rtt` nor `now` (the congestion
+   * window, a fixed limit): the limiter then skips the clock read when a request
+   * settles, and such samples carry `rtt` 0 and the admission time as `now`.
+   * Absent or `true`, every sample is timed.
+   */
+  readonly usesTime?: boolean | undefined
 }
 
 /**

@@ -225,7 +225,10 @@ class LimiterImpl implements CL.Limiter {
   }
 
   private sample(permit: Permit, outcome: LA.Outcome): void {
-    const now = permit.clock.unsafeCurrentTimeMillis()
+    const now =
+      this.algorithm.usesTime === false && this.queued === 0
+        ? permit.start
+        : permit.clock.unsafeCurrentTimeMillis()
     const inFlight = this.inFlight
     // Free the slot before calling the algorithm, so a throwing user algorithm cannot leak it.
     this.inFlight--
@@ -426,6 +429,10 @@ export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter,
 class ServiceImpl implements CL.Service {
   private readonly limiters = new Map<string, LimiterImpl>()
   private readonly gates = new Map<string, Admission.Gate<CL.Permit, Errors.Overloaded>>()
+  private readonly guards = new Map<
+    string,
+    <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  >()
   private tick = 0
   constructor(private readonly config: typeof ServiceOptions.Type) {}
   get size(): number {
@@ -465,7 +472,14 @@ class ServiceImpl implements CL.Service {
     return Effect.sync(() => this.unsafeGet(key))
   }
   run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
-    return Effect.suspend(() => this.unsafeGet(key).run(self))
+    let guarded = this.guards.get(key)
+    if (guarded === undefined) {
+      if (this.guards.size >= this.config.maxKeys) this.guards.delete(this.guards.keys().next().value!)
+      // The key's gate finds its limiter per call, so eviction of the limiter is safe.
+      guarded = Admission.guard([this.gate(key)])
+      this.guards.set(key, guarded)
+    }
+    return guarded(self) as Effect.Effect<A, E | Errors.Overloaded, R>
   }
   /** Forgets the least recently used key, idle ones first; work still running keeps its own limiter. */
   private evict(): void {

@@ -29,6 +29,8 @@ const decodeEffect = Options.decode(module, CongestionWindowOptions)
 
 class CongestionWindowImpl implements CW.CongestionWindow {
   readonly name: string
+  /** The window counts requests, never time: its samples need no clock read. */
+  readonly usesTime = false
   cwnd: number
   ssthresh: number
   ignoreBelow = 0

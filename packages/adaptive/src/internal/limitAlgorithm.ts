@@ -43,6 +43,7 @@ export const fixed = (limit: number): LA.LimitAlgorithm => {
   return {
     name: "fixed",
     limit,
-    onSample: () => limit
+    onSample: () => limit,
+    usesTime: false
   }
 }
