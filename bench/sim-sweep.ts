@@ -13,7 +13,8 @@ import type { Pacer } from "@sluice/adaptive"
 import { Effect } from "effect"
 import { runOne } from "../examples/sim/run.js"
 import { findScenario } from "../examples/sim/scenarios.js"
-import { limited, type PacerPlacement } from "../examples/sim/strategies.js"
+import { Strategy } from "@sluice/simulation"
+import type { PacerPlacement } from "@sluice/simulation/Strategy"
 
 const quick = process.argv.includes("--quick")
 
@@ -69,7 +70,7 @@ const measure = (setting: Setting) =>
     const strategy = {
       name,
       description: name,
-      make: limited(
+      make: Strategy.limited(
         () => CongestionWindow.factory({ variant: "reno", factor: 0.9 }),
         setting.pacing,
         setting.placement === "unpaced" ? undefined : setting.placement

@@ -8,13 +8,14 @@
  * the whole demo under 20 s. Wall time depends on what else the machine runs, so the
  * process CPU time and the load average are reported next to it.
  */
-import { Simulation } from "@sluice/core"
+import { Charts, Simulation, Strategy } from "@sluice/simulation"
 import { Effect } from "effect"
 import { cpus, loadavg } from "node:os"
-import { demoCharts, renderSvg } from "../examples/sim/charts.js"
 import { runOne, type SimRun } from "../examples/sim/run.js"
 import { findScenario, workloadScenario, type Scenario } from "../examples/sim/scenarios.js"
-import { findStrategy, strategies } from "../examples/sim/strategies.js"
+
+const strategies = Strategy.builtIns
+const findStrategy = (name: string) => strategies.find((s) => s.name === name)
 
 const short = process.argv.includes("--short")
 
@@ -65,7 +66,9 @@ const main = async () => {
       })
     }
     const charts = await timed(async () => {
-      for (const spec of Object.values(demoCharts(scenario.name, runs))) await renderSvg(spec)
+      const chartRuns = runs.map((r) => ({ strategy: r.strategy.name, timeSeries: r.result.timeSeries }))
+      for (const spec of Object.values(Charts.demoCharts(scenario.name, chartRuns)))
+        await Charts.renderSvg(spec)
     })
     return { perStrategy, chartsWallMs: charts.wallMs }
   })

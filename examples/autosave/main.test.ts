@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Simulation } from "@sluice/core"
+import { Simulation } from "@sluice/simulation"
 import { Effect, Exit } from "effect"
 import { demo } from "./main.js"
 

@@ -19,7 +19,7 @@
  * (the smoke test drives it with the simulation engine).
  */
 import { ThresholdMonitor } from "@sluice/adaptive"
-import { Simulation } from "@sluice/core"
+import { Simulation } from "@sluice/simulation"
 import type { Options } from "@sluice/core"
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import { Clock, Console, Duration, Effect, Schedule } from "effect"

@@ -2,20 +2,23 @@
  * Runs one strategy on one scenario in virtual time.
  *
  *   npm run sim -- --scenario overload-2000 --strategy cwnd-reno [--seed 1] [--json]
+ *   npm run sim -- --scenario ./my-server.json --strategy ./my-strategy.ts
  *
+ * `--scenario` is a built-in name or a JSON file (a `Simulation.Scenario`); `--strategy`
+ * a built-in name or a module that exports a `Strategy` (`./file.ts#name` picks one).
  * With `--json` it prints exactly one JSON object (see `SimJson`).
  */
 import { Effect } from "effect"
 import { parseArgs } from "node:util"
 import { runOne } from "./run.js"
-import { findScenario, scenarioNames } from "./scenarios.js"
-import { findStrategy, strategyNames } from "./strategies.js"
+import { resolveScenario, scenarioNames } from "./scenarios.js"
+import { resolveStrategy, strategyNames } from "./strategies.js"
 
 const usage = () =>
   [
-    "usage: npm run sim -- --scenario <name> --strategy <name> [--seed N] [--json]",
-    `  scenarios:  ${scenarioNames().join(", ")}`,
-    `  strategies: ${strategyNames().join(", ")}`
+    "usage: npm run sim -- --scenario <name|file.json> --strategy <name|module.ts[#name]> [--seed N] [--json]",
+    `  scenarios:  ${scenarioNames().join(", ")}, or a JSON file (see examples/sim/my-server.json)`,
+    `  strategies: ${strategyNames().join(", ")}, or a module exporting a Strategy`
   ].join("\n")
 
 const fail = (message: string): never => {
@@ -43,10 +46,18 @@ const main = async () => {
     return
   }
   const scenario =
-    findScenario(values.scenario ?? "") ?? fail(`unknown or missing --scenario "${values.scenario ?? ""}"`)
+    (await Effect.runPromise(
+      Effect.catchAll(resolveScenario(values.scenario ?? ""), (error) =>
+        Effect.sync(() => fail(error.message))
+      )
+    )) ?? fail(`unknown or missing --scenario "${values.scenario ?? ""}"`)
   const strategy =
     scenario.builtInStrategy ??
-    findStrategy(values.strategy ?? "") ??
+    (await Effect.runPromise(
+      Effect.catchAll(resolveStrategy(values.strategy ?? ""), (error) =>
+        Effect.sync(() => fail(error.message))
+      )
+    )) ??
     fail(`unknown or missing --strategy "${values.strategy ?? ""}"`)
   const seed = values.seed === undefined ? 1 : Number(values.seed)
   if (!Number.isSafeInteger(seed)) fail(`--seed must be an integer, got "${values.seed}"`)

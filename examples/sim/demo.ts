@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { mkdir, writeFile } from "node:fs/promises"
 import { join } from "node:path"
-import { demoCharts, renderSvg } from "./charts.js"
+import { Charts } from "@sluice/simulation"
 import { runOne, type SimRun } from "./run.js"
 import { findScenario } from "./scenarios.js"
 import { strategies } from "./strategies.js"
@@ -75,9 +75,12 @@ const main = async () => {
   process.stdout.write(`${formatTable(runs)}\n\n`)
 
   await mkdir(OUT, { recursive: true })
-  const charts = demoCharts(scenario.name, runs)
+  const charts = Charts.demoCharts(
+    scenario.name,
+    runs.map((r) => ({ strategy: r.strategy.name, timeSeries: r.result.timeSeries }))
+  )
   for (const [file, spec] of Object.entries(charts)) {
-    const svg = await renderSvg(spec)
+    const svg = await Charts.renderSvg(spec)
     await writeFile(join(OUT, file), svg)
     process.stdout.write(`wrote ${join(OUT, file)}\n`)
     if (process.argv.includes("--docs") && file === `${SCENARIO}-request-rate-log.svg`) {

@@ -3,7 +3,7 @@
  */
 import { Effect } from "effect"
 import type { Scenario, ScenarioResult } from "./scenarios.js"
-import type { Strategy } from "./strategies.js"
+import type { Strategy } from "@sluice/simulation/Strategy"
 
 /** The CLI's `--json` object. */
 export interface SimJson {

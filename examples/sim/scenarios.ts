@@ -1,14 +1,15 @@
 /**
  * Scenarios the simulation CLI and demo know, by name. A scenario runs one strategy
- * in virtual time and reports the common figures; the three built-in ones drive a
- * `Simulation.Workload` against a slot server. To add a scenario of another shape
+ * in virtual time and reports the common figures; the three built-in ones (and any
+ * scenario read from a JSON file) drive a `Simulation.Scenario` against a slot server. To add a scenario of another shape
  * (periodic work, workers, a throttled backend), add an entry whose `run` builds its
  * own program with `Simulation.run` and returns a {@link ScenarioResult}.
  */
-import { Simulation } from "@sluice/core"
 import type { Options } from "@sluice/core"
+import { Simulation } from "@sluice/simulation"
+import type { Strategy } from "@sluice/simulation/Strategy"
 import { Effect } from "effect"
-import type { Strategy } from "./strategies.js"
+import { readFile } from "node:fs/promises"
 import { autosaveScenario } from "./scenarios/autosave.js"
 import { throttleScenario } from "./scenarios/throttle.js"
 import { workersScenario } from "./scenarios/workers.js"
@@ -43,12 +44,15 @@ export interface Scenario {
   ) => Effect.Effect<ScenarioResult, Options.InvalidOptions>
 }
 
-/** A scenario that drives a `Simulation.Workload` (one slot server, open-loop arrivals). */
-export const workloadScenario = (workload: Simulation.Workload, reportFairness = false): Scenario => ({
+/** A scenario that drives a `Simulation.Scenario` (one slot server, open-loop arrivals). */
+export const workloadScenario = (
+  workload: Simulation.Scenario,
+  reportFairness = (workload.clients ?? 1) > 1
+): Scenario => ({
   name: workload.name,
   description: workload.description ?? "",
   run: (strategy, options) =>
-    Effect.map(Simulation.runWorkload(workload, strategy.make, options), (report) => ({
+    Effect.map(Simulation.runScenario(workload, strategy.make, options), (report) => ({
       operations: report.operations,
       succeeded: report.succeeded,
       attempts: report.attempts,
@@ -64,7 +68,7 @@ export const workloadScenario = (workload: Simulation.Workload, reportFairness =
 export const scenarios: ReadonlyArray<Scenario> = [
   workloadScenario(Simulation.overload2000),
   workloadScenario(Simulation.capacityDrop),
-  workloadScenario(Simulation.manyClients, true),
+  workloadScenario(Simulation.manyClients),
   autosaveScenario,
   workersScenario,
   throttleScenario
@@ -73,3 +77,19 @@ export const scenarios: ReadonlyArray<Scenario> = [
 export const scenarioNames = (): ReadonlyArray<string> => scenarios.map((s) => s.name)
 
 export const findScenario = (name: string): Scenario | undefined => scenarios.find((s) => s.name === name)
+
+/** A scenario written as JSON in a file (a `Simulation.Scenario`), validated. */
+export const loadScenarioFile = (path: string): Effect.Effect<Scenario, Options.InvalidOptions | Error> =>
+  Effect.flatMap(
+    Effect.tryPromise({
+      try: () => readFile(path, "utf8"),
+      catch: (error) => new Error(`cannot read scenario file ${path}: ${String(error)}`)
+    }),
+    (text) => Effect.map(Simulation.parseScenarioJson(text), (scenario) => workloadScenario(scenario))
+  )
+
+/** A built-in scenario's name, or a path to a JSON file (anything ending in `.json`). */
+export const resolveScenario = (
+  nameOrPath: string
+): Effect.Effect<Scenario | undefined, Options.InvalidOptions | Error> =>
+  nameOrPath.endsWith(".json") ? loadScenarioFile(nameOrPath) : Effect.succeed(findScenario(nameOrPath))

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
 import { promisify } from "node:util"
-import { demoCharts, renderSvg } from "./charts.js"
+import { Charts } from "@sluice/simulation"
 import { runOne, type SimRun } from "./run.js"
 import { findScenario, scenarioNames } from "./scenarios.js"
 import { findStrategy, strategyNames } from "./strategies.js"
@@ -117,14 +117,16 @@ describe("simulation scenarios and strategies", () => {
   it.effect("renders the charts as SVG", () =>
     Effect.gen(function* () {
       const run = yield* simulate("overload-2000", "cwnd-tahoe")
-      const charts = demoCharts("overload-2000", [run])
+      const charts = Charts.demoCharts("overload-2000", [
+        { strategy: run.strategy.name, timeSeries: run.result.timeSeries }
+      ])
       expect(Object.keys(charts)).toEqual([
         "overload-2000-request-rate.svg",
         "overload-2000-request-rate-log.svg",
         "overload-2000-goodput.svg",
         "overload-2000-cwnd.svg"
       ])
-      const svg = yield* Effect.promise(() => renderSvg(charts["overload-2000-cwnd.svg"]!))
+      const svg = yield* Effect.promise(() => Charts.renderSvg(charts["overload-2000-cwnd.svg"]!))
       expect(svg.startsWith("<svg")).toBe(true)
       expect(svg).toContain("cwnd-tahoe")
       expect(svg).toContain("<path")
@@ -172,6 +174,36 @@ describe("simulation scenarios and strategies", () => {
         expect(json.strategy).toBe("exponential-budget")
         expect(json.operations).toBe(3000)
         expect(json.optimalSeconds).toBeCloseTo(30.149, 3)
+      }),
+    120_000
+  )
+
+  it.effect(
+    "the CLI runs a user's scenario file and a user's strategy module",
+    () =>
+      Effect.gen(function* () {
+        const cli = (...args: Array<string>) =>
+          Effect.promise(() =>
+            promisify(execFile)(
+              "npx",
+              ["tsx", "--conditions=@sluice/source", "examples/sim/cli.ts", ...args, "--json"],
+              {
+                cwd: new URL("../..", import.meta.url).pathname
+              }
+            )
+          )
+        const file = JSON.parse(
+          (yield* cli("--scenario", "./examples/sim/my-server.json", "--strategy", "cwnd-reno")).stdout
+        )
+        expect(file.scenario).toBe("my-server")
+        expect(file.operations).toBe(3000)
+        expect(file.succeeded).toBe(3000)
+        expect(file.optimalSeconds).toBeGreaterThan(10)
+        const mine = JSON.parse(
+          (yield* cli("--scenario", "overload-2000", "--strategy", "./examples/sim/my-strategy.ts")).stdout
+        )
+        expect(mine.strategy).toBe("reno-0.5")
+        expect(mine.succeeded).toBe(2000)
       }),
     120_000
   )

@@ -33,10 +33,10 @@
  * until a bin reaches 90% of the preferred rate).
  */
 import { AimdInterval, ThresholdMonitor } from "@sluice/adaptive"
-import { Simulation } from "@sluice/core"
+import { Simulation } from "@sluice/simulation"
 import type { Options } from "@sluice/core"
 import type { Scenario } from "../scenarios.js"
-import type { Strategy } from "../strategies.js"
+import type { Strategy } from "@sluice/simulation/Strategy"
 import { Clock, Duration, Effect, Schedule } from "effect"
 
 export interface AutosaveOptions {

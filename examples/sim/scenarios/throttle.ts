@@ -24,11 +24,12 @@
  * `steadyErrorPct` is the relative error of the measured backend-rejected share.
  */
 import { AdaptiveThrottle } from "@sluice/adaptive"
-import { Criticality, Errors, Simulation } from "@sluice/core"
+import { Criticality, Errors } from "@sluice/core"
+import { Simulation } from "@sluice/simulation"
 import type { Options } from "@sluice/core"
 import { Clock, Duration, Effect, Exit } from "effect"
 import type { Scenario } from "../scenarios.js"
-import type { Strategy } from "../strategies.js"
+import type { Strategy } from "@sluice/simulation/Strategy"
 
 export interface ThrottleScenarioOptions {
   /** Requests offered per second (default 100). */

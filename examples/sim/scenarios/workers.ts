@@ -23,10 +23,10 @@
  * the goal after the change) and the mean absolute error once settled.
  */
 import { ProportionalSampler, QpsSensor } from "@sluice/adaptive"
-import { Simulation } from "@sluice/core"
+import { Simulation } from "@sluice/simulation"
 import type { Options } from "@sluice/core"
 import type { Scenario } from "../scenarios.js"
-import type { Strategy } from "../strategies.js"
+import type { Strategy } from "@sluice/simulation/Strategy"
 import { Clock, Duration, Effect, Fiber } from "effect"
 
 export interface WorkersOptions {

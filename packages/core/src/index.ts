@@ -1,6 +1,6 @@
 /**
  * @sluice/core: the error algebra, criticality, clock-driven window statistics,
- * the circuit breaker, tiered quotas and the virtual-time simulation engine.
+ * the circuit breaker and tiered quotas.
  *
  * @since 0.1.0
  */
@@ -29,5 +29,3 @@ export * as QuotaConfig from "./QuotaConfig.js"
 export * as QuotaStore from "./QuotaStore.js"
 /** @since 0.1.0 */
 export * as RollingCounter from "./RollingCounter.js"
-/** @since 0.1.0 */
-export * as Simulation from "./Simulation.js"

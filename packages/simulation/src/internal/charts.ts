@@ -4,7 +4,7 @@
 import * as vega from "vega"
 import * as vl from "vega-lite"
 import type { TopLevelSpec } from "vega-lite"
-import type { SimRun } from "./run.js"
+import type { ChartRun } from "../Charts.js"
 
 interface Point {
   readonly strategy: string
@@ -13,17 +13,22 @@ interface Point {
 }
 
 /** Sums a counter into `binMillis` bins and turns it into a per-second rate. */
-export const ratePoints = (runs: ReadonlyArray<SimRun>, counter: string, binMillis = 1000): Array<Point> => {
+/** @internal */
+export const ratePoints = (
+  runs: ReadonlyArray<ChartRun>,
+  counter: string,
+  binMillis = 1000
+): Array<Point> => {
   const points: Array<Point> = []
   for (const run of runs) {
-    const ts = run.result.timeSeries
+    const ts = run.timeSeries
     const values = ts.counters[counter] ?? []
     const perBin = Math.max(1, Math.round(binMillis / ts.resolutionMillis))
     for (let i = 0; i < values.length; i += perBin) {
       let sum = 0
       for (let j = i; j < Math.min(values.length, i + perBin); j++) sum += values[j]!
       points.push({
-        strategy: run.strategy.name,
+        strategy: run.strategy,
         t: ts.times[i]! / 1000,
         value: (sum * 1000) / (perBin * ts.resolutionMillis)
       })
@@ -33,14 +38,15 @@ export const ratePoints = (runs: ReadonlyArray<SimRun>, counter: string, binMill
 }
 
 /** A gauge's samples, for the runs that recorded it. */
-export const gaugePoints = (runs: ReadonlyArray<SimRun>, gauge: string): Array<Point> => {
+/** @internal */
+export const gaugePoints = (runs: ReadonlyArray<ChartRun>, gauge: string): Array<Point> => {
   const points: Array<Point> = []
   for (const run of runs) {
-    const ts = run.result.timeSeries
+    const ts = run.timeSeries
     const values = ts.gauges[gauge]
     if (values === undefined) continue
     values.forEach((value, i) => {
-      if (Number.isFinite(value)) points.push({ strategy: run.strategy.name, t: ts.times[i]! / 1000, value })
+      if (Number.isFinite(value)) points.push({ strategy: run.strategy, t: ts.times[i]! / 1000, value })
     })
   }
   return points
@@ -84,6 +90,7 @@ const lineChart = (options: {
 })
 
 /** Renders a vega-lite spec to an SVG string. */
+/** @internal */
 export const renderSvg = async (spec: TopLevelSpec): Promise<string> => {
   const view = new vega.View(vega.parse(vl.compile(spec).spec), { renderer: "none" })
   try {
@@ -94,8 +101,9 @@ export const renderSvg = async (spec: TopLevelSpec): Promise<string> => {
 }
 
 /** The demo's charts: file name to vega-lite spec. */
-export const demoCharts = (scenario: string, runs: ReadonlyArray<SimRun>): Record<string, TopLevelSpec> => {
-  const order = runs.map((r) => r.strategy.name)
+/** @internal */
+export const demoCharts = (scenario: string, runs: ReadonlyArray<ChartRun>): Record<string, TopLevelSpec> => {
+  const order = runs.map((r) => r.strategy)
   const attempts = ratePoints(runs, "attempts")
   return {
     [`${scenario}-request-rate.svg`]: lineChart({

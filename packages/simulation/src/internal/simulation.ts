@@ -15,6 +15,7 @@ import * as Random from "effect/Random"
 import * as Runtime from "effect/Runtime"
 import * as Scheduler from "effect/Scheduler"
 import type * as Fiber from "effect/Fiber"
+import type * as Sim from "../Simulation.js"
 
 /** @internal */
 export interface TimeSeries {
@@ -32,7 +33,12 @@ export interface RecorderService {
 }
 
 /** @internal */
-export class Recorder extends Context.Tag("@sluice/core/Simulation/Recorder")<Recorder, RecorderService>() {}
+export type Recorder = Sim.Recorder
+
+/** @internal */
+export const Recorder = Context.GenericTag<Sim.Recorder, RecorderService>(
+  "@sluice/simulation/Simulation/Recorder"
+)
 
 /** @internal */
 export interface RunOptions {

@@ -9,7 +9,7 @@
  * reproducible, and a {@link Recorder} samples counters and gauges (such as a
  * congestion window) into a {@link TimeSeries} at a fixed virtual resolution.
  *
- * On top of the engine, {@link runWorkload} drives an open-loop {@link Workload}:
+ * On top of the engine, {@link runScenario} drives an open-loop {@link Scenario}:
  * operations arrive at a fixed rate, each runs through a client (a strategy such as
  * `Retry.policy` over a `ConcurrencyLimiter`) that calls a {@link SlotServer} the
  * way a real client calls a backend: an Effect that fails with `Errors.Overloaded`
@@ -18,13 +18,16 @@
  *
  * @since 0.1.0
  */
+import type { Errors, Options } from "@sluice/core"
+import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
+import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import type { Overloaded } from "./Errors.js"
 import * as internal from "./internal/simulation.js"
 import * as model from "./internal/simulationModel.js"
-import type { InvalidOptions } from "./Options.js"
+
+type InvalidOptions = Options.InvalidOptions
 
 // ---------------------------------------------------------------------------
 // Engine
@@ -55,7 +58,7 @@ export interface RecorderService extends internal.RecorderService {}
  *
  * @example
  * ```ts
- * import { Simulation } from "@sluice/core"
+ * import { Simulation } from "@sluice/simulation"
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
@@ -72,12 +75,16 @@ export interface RecorderService extends internal.RecorderService {}
  * ```
  * @since 0.1.0
  */
-export const Recorder: typeof internal.Recorder = internal.Recorder
+export const Recorder: Context.Tag<Recorder, RecorderService> = internal.Recorder
 
 /**
+ * The identity of the {@link Recorder} service in a context.
+ *
  * @since 0.1.0
  */
-export type Recorder = internal.Recorder
+export interface Recorder {
+  readonly _: unique symbol
+}
 
 /**
  * Options of {@link run}: `seed` for `Random` (omit to keep the ambient one),
@@ -110,7 +117,7 @@ export interface RunResult<A, E> extends internal.RunResult<A, E> {
  *
  * @example
  * ```ts
- * import { Simulation } from "@sluice/core"
+ * import { Simulation } from "@sluice/simulation"
  * import { Clock, Effect, Random } from "effect"
  *
  * const program = Effect.gen(function* () {
@@ -133,40 +140,88 @@ export const run: <A, E, R>(
 // ---------------------------------------------------------------------------
 
 /**
- * Options of a {@link SlotServer}: `maxBusy` slots, optional `capacityChanges`
- * (`{ at, maxBusy }` steps, `at` measured from the server's creation), `travelTime`
- * for a request to reach the server (default 100 ms), `serviceTime` an accepted
- * request holds its slot (500 ms) and `rejectTime` a rejection holds a slot before
- * the error reaches the client (50 ms).
+ * How long an accepted request holds its slot: a fixed duration (`"500 millis"`, or a
+ * number of millis), `{ distribution: "exponential", mean }` or
+ * `{ distribution: "uniform", min, max }`. Random service times are drawn from a PRNG
+ * seeded by the run's seed, so a run stays reproducible.
  *
  * @since 0.1.0
+ * @category model
  */
-export const SlotServerOptions = model.SlotServerOptions
+export const ServiceTime: Schema.Schema<typeof model.ServiceTime.Type, typeof model.ServiceTime.Encoded> =
+  model.ServiceTime
 
 /**
  * @since 0.1.0
+ * @category model
+ */
+export type ServiceTime = typeof model.ServiceTime.Encoded
+
+/**
+ * An optional queue in front of the slots: up to `size` requests wait for a slot
+ * (`discipline` `"fifo"`, the default, or `"lifo"`); one that waits longer than
+ * `timeout` is answered with `Overloaded` (holding no slot).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const ServerQueue: Schema.Schema<typeof model.ServerQueue.Type, typeof model.ServerQueue.Encoded> =
+  model.ServerQueue
+
+/**
+ * @since 0.1.0
+ * @category model
+ */
+export type ServerQueue = typeof model.ServerQueue.Encoded
+
+/**
+ * Options of a {@link SlotServer}: `maxBusy` slots, optional `capacityChanges`
+ * (`{ at, maxBusy }` steps, `at` measured from the server's creation), `travelTime`
+ * for a request to reach the server (default 100 ms), `returnTime` for the answer to
+ * come back (default 0), `serviceTime` an accepted request holds its slot (500 ms; see
+ * {@link ServiceTime}), `rejectTime` a rejection holds a slot before the error leaves
+ * (the cost of a rejection, 50 ms) and an optional `queue` ({@link ServerQueue}).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const SlotServerOptions: Schema.Schema<
+  typeof model.SlotServerOptions.Type,
+  typeof model.SlotServerOptions.Encoded
+> = model.SlotServerOptions
+
+/**
+ * @since 0.1.0
+ * @category model
  */
 export type SlotServerOptions = typeof model.SlotServerOptions.Encoded
 
 /**
- * A model server with a fixed number of slots. A request arriving while fewer than
- * `maxBusy` slots are busy takes one for `serviceTime` and succeeds; otherwise it is
- * rejected, and the rejection itself holds a slot for `rejectTime` before the client
- * sees `Overloaded`, so a retry storm eats the capacity it is waiting for.
+ * A model server with a number of slots. A request arriving while fewer than
+ * `maxBusy` slots are busy takes one for its service time and succeeds; otherwise it
+ * waits in the queue if there is one with room, or it is rejected, and the rejection
+ * itself holds a slot for `rejectTime` before the client sees `Overloaded`, so a retry
+ * storm eats the capacity it is waiting for.
  *
  * @since 0.1.0
+ * @category model
  */
-export interface SlotServer extends model.SlotServer {
-  readonly call: (client: number) => Effect.Effect<void, Overloaded>
+export interface SlotServer {
+  readonly call: (client: number) => Effect.Effect<void, Errors.Overloaded>
+  readonly unsafeBusy: () => number
+  readonly unsafeMaxBusy: () => number
+  readonly unsafeQueued: () => number
+  readonly unsafeStats: () => { readonly accepted: number; readonly rejected: number }
 }
 
 /**
  * Makes a {@link SlotServer}. In {@link run} its events are plain timer callbacks;
- * under any other clock (`TestClock`, the live clock) it uses `Effect.sleep`.
+ * under any other clock (`TestClock`, the live clock) each event is a fiber sleeping
+ * on that clock.
  *
  * @example
  * ```ts
- * import { Simulation } from "@sluice/core"
+ * import { Simulation } from "@sluice/simulation"
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
@@ -179,27 +234,71 @@ export interface SlotServer extends model.SlotServer {
  * const result = Simulation.run(program)
  * ```
  * @since 0.1.0
+ * @category model
  */
 export const makeSlotServer: (options: SlotServerOptions) => Effect.Effect<SlotServer, InvalidOptions> =
   model.makeSlotServer
 
 // ---------------------------------------------------------------------------
-// Workloads
+// Scenarios
 // ---------------------------------------------------------------------------
 
 /**
- * An open-loop workload: `clients` (default 1) each receive `operationsPerClient`
- * operations at `arrivalsPerSecond` (per client; the clients interleave into one even
- * stream) and send them to one shared {@link SlotServer}.
+ * A scenario as data: `clients` (default 1) each receive `operationsPerClient`
+ * operations at `arrivalsPerSecond` (per client), either `"uniform"` (the clients
+ * interleave into one even stream, the default) or `"poisson"` (exponential gaps,
+ * drawn from the run's seed), and send them to one shared {@link SlotServer}
+ * described by `server`. Write one in a JSON file and run it with
+ * `npm run sim -- --scenario ./my-server.json --strategy cwnd-reno`; the built-in
+ * scenarios are instances of it.
  *
+ * @example
+ * ```ts
+ * import { Simulation } from "@sluice/simulation"
+ *
+ * const mine: Simulation.Scenario = {
+ *   name: "my-server",
+ *   operationsPerClient: 1000,
+ *   arrivalsPerSecond: 500,
+ *   arrivals: "poisson",
+ *   server: {
+ *     maxBusy: 8,
+ *     serviceTime: { distribution: "exponential", mean: "80 millis" },
+ *     queue: { size: 16, discipline: "fifo", timeout: "200 millis" },
+ *     travelTime: "5 millis",
+ *     returnTime: "5 millis"
+ *   }
+ * }
+ * ```
  * @since 0.1.0
+ * @category scenarios
  */
-export const Workload = model.Workload
+export const Scenario: Schema.Schema<typeof model.Scenario.Type, typeof model.Scenario.Encoded> =
+  model.Scenario
 
 /**
  * @since 0.1.0
+ * @category scenarios
  */
-export type Workload = typeof model.Workload.Encoded
+export type Scenario = typeof model.Scenario.Encoded
+
+/**
+ * Parses and validates a scenario written as JSON, failing with `InvalidOptions`
+ * that names the field (or says the text is not JSON).
+ *
+ * @example
+ * ```ts
+ * import { Simulation } from "@sluice/simulation"
+ *
+ * const scenario = Simulation.parseScenarioJson(
+ *   '{"name":"tiny","operationsPerClient":10,"arrivalsPerSecond":100,"server":{"maxBusy":2}}'
+ * )
+ * ```
+ * @since 0.1.0
+ * @category scenarios
+ */
+export const parseScenarioJson: (text: string) => Effect.Effect<Scenario, InvalidOptions> =
+  model.parseScenarioJson
 
 /**
  * A client under test: `run` wraps one attempt (the server call) into whatever the
@@ -208,71 +307,108 @@ export type Workload = typeof model.Workload.Encoded
  * name gets the suffix `.<index>`).
  *
  * @since 0.1.0
+ * @category scenarios
  */
-export interface Client extends model.Client {}
+export interface Client {
+  readonly run: <A>(attempt: Effect.Effect<A, Errors.Overloaded>) => Effect.Effect<A, unknown>
+  readonly gauges?: Readonly<Record<string, () => number>> | undefined
+}
 
 /**
  * Per-client totals; `goodput` is succeeded operations per second of the client's
  * completion time.
  *
  * @since 0.1.0
+ * @category scenarios
  */
-export interface ClientReport extends model.ClientReport {}
+export interface ClientReport {
+  readonly index: number
+  readonly operations: number
+  readonly succeeded: number
+  readonly failedOperations: number
+  readonly attempts: number
+  readonly failedAttempts: number
+  readonly completionMillis: number
+  readonly goodput: number
+}
 
 /**
- * The result of {@link runWorkload}. `efficiency` is successful attempts over all
+ * The result of {@link runScenario}. `efficiency` is successful attempts over all
  * attempts, `completionMillis` the virtual time when the last operation ended,
  * `optimalMillis` the computed best possible completion time, `fairness` Jain's index
  * of per-client goodput (1 for a single client). The time series has the counters
  * `attempts`, `successes`, `rejections`, `completed` (operations), `failed`
  * (operations), and the gauges `inFlight` (attempts), `pending` (operations),
- * `busy`, `maxBusy` and the clients' own.
+ * `busy`, `maxBusy`, `serverQueued` (with a queue) and the clients' own.
  *
  * @since 0.1.0
+ * @category scenarios
  */
-export interface WorkloadReport extends model.WorkloadReport {}
+export interface ScenarioReport {
+  readonly name: string
+  readonly operations: number
+  readonly succeeded: number
+  readonly failedOperations: number
+  readonly attempts: number
+  readonly failedAttempts: number
+  readonly efficiency: number
+  readonly completionMillis: number
+  readonly optimalMillis: number
+  readonly ratioToOptimal: number
+  readonly fairness: number
+  readonly clients: ReadonlyArray<ClientReport>
+  readonly server: { readonly accepted: number; readonly rejected: number }
+  readonly timedOut: boolean
+  readonly events: number
+  readonly timeSeries: TimeSeries
+}
 
 /**
- * Runs a workload in virtual time. `makeClient(index)` builds each client in a scope
+ * Runs a scenario in virtual time. `makeClient(index)` builds each client in a scope
  * that lives for the whole run (so Layers and limiters may be built there); it may
  * also use the {@link Recorder}. Options are those of {@link run}; `maxDuration`
  * defaults to one virtual hour.
  *
  * @example
  * ```ts
- * import { Simulation } from "@sluice/core"
+ * import { Simulation } from "@sluice/simulation"
  * import { Effect, Schedule } from "effect"
  *
  * // retry immediately, up to 20 attempts: a retry storm
  * const naive = () =>
  *   Effect.succeed<Simulation.Client>({ run: (attempt) => Effect.retry(attempt, Schedule.recurs(19)) })
- * const report = Simulation.runWorkload(Simulation.workloads["overload-2000"]!, naive, { seed: 1 })
+ * const report = Simulation.runScenario(Simulation.overload2000, naive, { seed: 1 })
  * ```
  * @since 0.1.0
+ * @category scenarios
  */
-export const runWorkload: <E, R>(
-  workload: Workload,
+export const runScenario: <E, R>(
+  scenario: Scenario,
   makeClient: (index: number) => Effect.Effect<Client, E, R | Scope.Scope>,
   options?: RunOptions
-) => Effect.Effect<WorkloadReport, E | InvalidOptions, Exclude<Exclude<R, Scope.Scope>, Recorder>> =
-  model.runWorkload
+) => Effect.Effect<ScenarioReport, E | InvalidOptions, Exclude<Exclude<R, Scope.Scope>, Recorder>> =
+  model.runScenario
 
 /**
- * The best possible completion time of a workload, in millis: a clairvoyant client
+ * The best possible completion time of a scenario, in millis: a clairvoyant client
  * sends every operation so that it reaches the server exactly when a slot frees
- * up, so nothing is rejected and no slot idles while work waits. About 20.1 s for
- * `overload-2000`.
+ * up, so nothing is rejected or queued and no slot idles while work waits. With a
+ * random service time the mean is used (a reference rather than a strict bound).
+ * Poisson arrivals are those of `seed`. About 20.1 s for `overload-2000`.
  *
  * @example
  * ```ts
- * import { Simulation } from "@sluice/core"
+ * import { Simulation } from "@sluice/simulation"
  *
- * const optimal = Simulation.optimalCompletionMillis(Simulation.workloads["overload-2000"]!) // Effect of 20149
+ * const optimal = Simulation.optimalCompletionMillis(Simulation.overload2000) // Effect of 20149
  * ```
  * @since 0.1.0
+ * @category scenarios
  */
-export const optimalCompletionMillis: (workload: Workload) => Effect.Effect<number, InvalidOptions> =
-  model.optimalCompletionMillis
+export const optimalCompletionMillis: (
+  scenario: Scenario,
+  options?: { readonly seed?: number | string | undefined }
+) => Effect.Effect<number, InvalidOptions> = model.optimalCompletionMillis
 
 /**
  * Jain's fairness index `(Σx)² / (n·Σx²)`: 1 when everyone gets the same, `1/n`
@@ -280,12 +416,13 @@ export const optimalCompletionMillis: (workload: Workload) => Effect.Effect<numb
  *
  * @example
  * ```ts
- * import { Simulation } from "@sluice/core"
+ * import { Simulation } from "@sluice/simulation"
  *
  * Simulation.jainFairness([10, 10, 10]) // 1
  * Simulation.jainFairness([30, 0, 0]) // 0.333…
  * ```
  * @since 0.1.0
+ * @category scenarios
  */
 export const jainFairness: (values: ReadonlyArray<number>) => number = model.jainFairness
 
@@ -295,27 +432,31 @@ export const jainFairness: (values: ReadonlyArray<number>) => number = model.jai
  * rejection holds one for 50 ms.
  *
  * @since 0.1.0
+ * @category scenarios
  */
-export const overload2000: Workload = model.overload2000
+export const overload2000: Scenario = model.overload2000
 
 /**
  * Like {@link overload2000} with 4000 operations; capacity falls from 50 to 20 slots
  * at 10 s and returns to 50 at 30 s.
  *
  * @since 0.1.0
+ * @category scenarios
  */
-export const capacityDrop: Workload = model.capacityDrop
+export const capacityDrop: Scenario = model.capacityDrop
 
 /**
  * 10 clients with 300 operations each (1000/s together) sharing one 50-slot server.
  *
  * @since 0.1.0
+ * @category scenarios
  */
-export const manyClients: Workload = model.manyClients
+export const manyClients: Scenario = model.manyClients
 
 /**
- * The built-in workloads by name: `overload-2000`, `capacity-drop`, `many-clients`.
+ * The built-in scenarios by name: `overload-2000`, `capacity-drop`, `many-clients`.
  *
  * @since 0.1.0
+ * @category scenarios
  */
-export const workloads: Readonly<Record<string, Workload>> = model.workloads
+export const scenarios: Readonly<Record<string, Scenario>> = model.scenarios

@@ -1,4 +1,5 @@
-import { Errors, Options, Simulation } from "@sluice/core"
+import { Errors, Options } from "@sluice/core"
+import { Simulation } from "@sluice/simulation"
 import { describe, expect, it } from "@effect/vitest"
 import {
   Cause,
@@ -276,7 +277,7 @@ describe("Simulation workloads", () => {
   it.effect("computes the optimal completion time", () =>
     Effect.gen(function* () {
       // 4 operations 1 ms apart, 2 slots: starts at 100, 101, then 600, 601 when slots free
-      const tiny: Simulation.Workload = {
+      const tiny: Simulation.Scenario = {
         name: "tiny",
         operationsPerClient: 4,
         arrivalsPerSecond: 1000,
@@ -289,7 +290,7 @@ describe("Simulation workloads", () => {
       const drop = yield* Simulation.optimalCompletionMillis(Simulation.capacityDrop)
       expect(drop).toBe(52_149)
       // a capacity of 0 that never returns: never done
-      const stuck: Simulation.Workload = {
+      const stuck: Simulation.Scenario = {
         ...tiny,
         server: { maxBusy: 1, capacityChanges: [{ at: 0, maxBusy: 0 }] }
       }
@@ -319,14 +320,14 @@ describe("Simulation workloads", () => {
 
   it.effect("runs a workload and keeps its books consistent", () =>
     Effect.gen(function* () {
-      const workload: Simulation.Workload = {
+      const workload: Simulation.Scenario = {
         name: "small",
         clients: 2,
         operationsPerClient: 100,
         arrivalsPerSecond: 200,
         server: { maxBusy: 20 }
       }
-      const report = yield* Simulation.runWorkload(workload, retryingClient(3), { seed: 3 })
+      const report = yield* Simulation.runScenario(workload, retryingClient(3), { seed: 3 })
       const series = report.timeSeries
       const sum = (xs: ReadonlyArray<number> | undefined) => (xs ?? []).reduce((a, b) => a + b, 0)
       expect(report.operations).toBe(200)
@@ -343,14 +344,14 @@ describe("Simulation workloads", () => {
       expect(report.fairness).toBeGreaterThan(0.5)
       expect(series.gauges.inFlight).toHaveLength(series.times.length)
       // same seed, same run
-      const again = yield* Simulation.runWorkload(workload, retryingClient(3), { seed: 3 })
+      const again = yield* Simulation.runScenario(workload, retryingClient(3), { seed: 3 })
       expect(again.timeSeries).toEqual(report.timeSeries)
     })
   )
 
   it.effect("shows a retry storm collapsing overload-2000", () =>
     Effect.gen(function* () {
-      const report = yield* Simulation.runWorkload(Simulation.overload2000, retryingClient(5), { seed: 1 })
+      const report = yield* Simulation.runScenario(Simulation.overload2000, retryingClient(5), { seed: 1 })
       // After the first 50, the rejections of 2000 retrying clients keep every slot busy.
       expect(report.succeeded).toBe(50)
       expect(report.failedOperations).toBe(1950)
@@ -361,8 +362,8 @@ describe("Simulation workloads", () => {
 
   it.effect("lets clients register gauges, suffixed per client", () =>
     Effect.gen(function* () {
-      const workload: Simulation.Workload = { ...Simulation.manyClients, operationsPerClient: 5 }
-      const report = yield* Simulation.runWorkload(workload, (index) =>
+      const workload: Simulation.Scenario = { ...Simulation.manyClients, operationsPerClient: 5 }
+      const report = yield* Simulation.runScenario(workload, (index) =>
         Effect.succeed<Simulation.Client>({ run: (attempt) => attempt, gauges: { id: () => index } })
       )
       expect(report.timeSeries.gauges["id.3"]?.[0]).toBe(3)
@@ -373,7 +374,7 @@ describe("Simulation workloads", () => {
 
   it.effect("reports a workload cut short by maxDuration", () =>
     Effect.gen(function* () {
-      const stuck: Simulation.Workload = {
+      const stuck: Simulation.Scenario = {
         name: "stuck",
         operationsPerClient: 3,
         arrivalsPerSecond: 10,
@@ -383,7 +384,7 @@ describe("Simulation workloads", () => {
         Effect.succeed<Simulation.Client>({
           run: (attempt) => Effect.retry(attempt, Schedule.spaced("1 second"))
         })
-      const report = yield* Simulation.runWorkload(stuck, forever, { maxDuration: Duration.minutes(1) })
+      const report = yield* Simulation.runScenario(stuck, forever, { maxDuration: Duration.minutes(1) })
       expect(report.timedOut).toBe(true)
       expect(report.succeeded).toBe(0)
       expect(report.completionMillis).toBe(60_000)

@@ -1,16 +1,20 @@
 /**
- * Model servers and open-loop workloads for the simulation engine.
+ * Model servers and open-loop scenarios for the simulation engine.
  */
+import { Errors, Options } from "@sluice/core"
+import type { Options as OptionsNs } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Random from "effect/Random"
 import type * as Scope from "effect/Scope"
 import * as Schema from "effect/Schema"
-import { Overloaded } from "../Errors.js"
-import * as Options from "./options.js"
-import type { InvalidOptions } from "./options.js"
 import { Recorder, run, type RunOptions, type TimeSeries, VirtualClock } from "./simulation.js"
+
+type InvalidOptions = OptionsNs.InvalidOptions
+const Overloaded = Errors.Overloaded
+type Overloaded = Errors.Overloaded
 
 /** @internal */
 export const CapacityChange = Schema.Struct({
@@ -19,37 +23,65 @@ export const CapacityChange = Schema.Struct({
 })
 
 /** @internal */
+export const ServiceTime = Schema.Union(
+  Options.PositiveDuration,
+  Schema.Struct({ distribution: Schema.Literal("exponential"), mean: Options.PositiveDuration }),
+  Schema.Struct({
+    distribution: Schema.Literal("uniform"),
+    min: Options.NonNegativeDuration,
+    max: Options.PositiveDuration
+  }).pipe(
+    Schema.filter((u) =>
+      Duration.lessThanOrEqualTo(u.min, u.max)
+        ? undefined
+        : { path: ["min"], message: "min must not exceed max" }
+    )
+  )
+)
+
+/** @internal */
+export const ServerQueue = Schema.Struct({
+  size: Options.PositiveInt,
+  discipline: Schema.optionalWith(Schema.Literal("fifo", "lifo"), { default: () => "fifo" as const }),
+  timeout: Schema.optional(Options.PositiveDuration)
+})
+
+/** @internal */
 export const SlotServerOptions = Schema.Struct({
   maxBusy: Options.PositiveInt,
   capacityChanges: Schema.optionalWith(Schema.Array(CapacityChange), { default: () => [] }),
   travelTime: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.millis(100) }),
-  serviceTime: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.millis(500) }),
-  rejectTime: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.millis(50) })
+  returnTime: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.zero }),
+  serviceTime: Schema.optionalWith(ServiceTime, { default: () => Duration.millis(500) }),
+  rejectTime: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.millis(50) }),
+  queue: Schema.optional(ServerQueue)
 })
 
 /** @internal */
-export const Workload = Schema.Struct({
+export const Scenario = Schema.Struct({
   name: Schema.String,
   description: Schema.optionalWith(Schema.String, { default: () => "" }),
   clients: Schema.optionalWith(Options.PositiveInt, { default: () => 1 }),
   operationsPerClient: Options.PositiveInt,
   arrivalsPerSecond: Options.PositiveNumber,
+  arrivals: Schema.optionalWith(Schema.Literal("uniform", "poisson"), { default: () => "uniform" as const }),
   server: SlotServerOptions
 })
 
 type DecodedServer = typeof SlotServerOptions.Type
-type DecodedWorkload = typeof Workload.Type
+type DecodedScenario = typeof Scenario.Type
 
 /** @internal */
 export interface SlotServer {
   readonly call: (client: number) => Effect.Effect<void, Overloaded>
   readonly unsafeBusy: () => number
   readonly unsafeMaxBusy: () => number
+  readonly unsafeQueued: () => number
   readonly unsafeStats: () => { readonly accepted: number; readonly rejected: number }
 }
 
 const decodeServer = Options.decode("Simulation.SlotServer", SlotServerOptions)
-const decodeWorkload = Options.decode("Simulation.Workload", Workload)
+const decodeScenario = Options.decode("Simulation.Scenario", Scenario)
 
 /** Capacity as a step function of the time since the server started. */
 const capacityProfile = (server: DecodedServer): ((sinceStart: number) => number) => {
@@ -68,14 +100,74 @@ const capacityProfile = (server: DecodedServer): ((sinceStart: number) => number
 }
 
 const rejection = new Overloaded({ reason: "server busy" })
+const queueTimeout = new Overloaded({ reason: "server queue timeout" })
 
-/** Synchronous hooks a workload uses to count attempts without wrapping every call. */
+/** Synchronous hooks a scenario uses to count attempts without wrapping every call. */
 interface CallObserver {
   readonly onSend: (client: number) => void
   readonly onResult: (client: number, accepted: boolean) => void
 }
 
-const makeServerImpl = (server: DecodedServer, observer?: CallObserver): Effect.Effect<SlotServer> =>
+/** A small seeded PRNG (mulberry32): model randomness must not consume the program's `Random`. */
+export const prng = (seed: number): (() => number) => {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** A stable 32-bit seed from a run's seed and a salt (FNV-1a). */
+export const seedOf = (seed: number | string | undefined, salt: string): number => {
+  const text = `${String(seed ?? 0)}/${salt}`
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return h >>> 0
+}
+
+type ServiceTimeType = typeof ServiceTime.Type
+
+const isRandomService = (s: ServiceTimeType): boolean => !Duration.isDuration(s)
+
+/** The mean service time in millis. */
+const meanServiceMillis = (s: ServiceTimeType): number =>
+  Duration.isDuration(s)
+    ? Duration.toMillis(s)
+    : s.distribution === "exponential"
+      ? Duration.toMillis(s.mean)
+      : (Duration.toMillis(s.min) + Duration.toMillis(s.max)) / 2
+
+/** Draws service times (millis) from the distribution. */
+const serviceSampler = (s: ServiceTimeType, random: () => number): (() => number) => {
+  if (Duration.isDuration(s)) {
+    const millis = Duration.toMillis(s)
+    return () => millis
+  }
+  if (s.distribution === "exponential") {
+    const mean = Duration.toMillis(s.mean)
+    return () => -mean * Math.log(1 - random())
+  }
+  const min = Duration.toMillis(s.min)
+  const span = Duration.toMillis(s.max) - min
+  return () => min + span * random()
+}
+
+interface Queued {
+  readonly respond: (error: Overloaded | undefined) => void
+  done: boolean
+}
+
+const makeServerImpl = (
+  server: DecodedServer,
+  seed: number,
+  observer?: CallObserver
+): Effect.Effect<SlotServer> =>
   Effect.clockWith((clock) =>
     Effect.sync(() => {
       const start = clock.unsafeCurrentTimeMillis()
@@ -83,76 +175,96 @@ const makeServerImpl = (server: DecodedServer, observer?: CallObserver): Effect.
       let busy = 0
       let accepted = 0
       let rejected = 0
-      /** Decides at arrival; the rejection holds a slot too, so a retry storm eats the capacity it needs. */
-      const admit = (now: number): boolean => {
-        const busyBefore = busy
-        busy++
-        if (busyBefore < capacity(now - start)) {
-          accepted++
-          return true
-        }
-        rejected++
-        return false
-      }
-      const failed = Effect.fail(rejection)
       const travelMillis = Duration.toMillis(server.travelTime)
-      const serviceMillis = Duration.toMillis(server.serviceTime)
+      const returnMillis = Duration.toMillis(server.returnTime)
       const rejectMillis = Duration.toMillis(server.rejectTime)
-      // In virtual time the server is plain timer callbacks and a call is a single async
-      // wait: the same decisions as the Effect version below at a fraction of the cost.
-      // Once a request is sent it runs to its end, as a real server does not notice that
-      // the caller gave up (an interrupted caller ignores the late answer).
-      const virtualCall = (vclock: VirtualClock, client: number): Effect.Effect<void, Overloaded> =>
-        Effect.async<void, Overloaded>((resume) => {
-          observer?.onSend(client)
-          vclock.unsafeSchedule(travelMillis, () => {
-            if (admit(vclock.now)) {
-              vclock.unsafeSchedule(serviceMillis, () => {
-                busy--
-                observer?.onResult(client, true)
-                resume(Effect.void)
-              })
-            } else {
-              vclock.unsafeSchedule(rejectMillis, () => {
-                busy--
-                observer?.onResult(client, false)
-                resume(failed)
-              })
+      const serviceMillis = serviceSampler(server.serviceTime, prng(seed))
+      const queue = server.queue
+      const queueTimeoutMillis = queue?.timeout === undefined ? undefined : Duration.toMillis(queue.timeout)
+      const lifo = queue?.discipline === "lifo"
+      const waiting: Array<Queued> = []
+      let queued = 0
+      // In virtual time the server is plain timer callbacks; under any other clock each
+      // event is a fiber sleeping on that clock. Once a request is sent it runs to its end,
+      // as a real server does not notice that the caller gave up (an interrupted caller
+      // ignores the late answer).
+      const schedule: (delayMillis: number, f: () => void) => void =
+        clock instanceof VirtualClock
+          ? (delayMillis, f) => clock.unsafeSchedule(delayMillis, f)
+          : (delayMillis, f) => {
+              Effect.runFork(Effect.zipRight(clock.sleep(Duration.millis(delayMillis)), Effect.sync(f)))
             }
-          })
+      const now = () => clock.unsafeCurrentTimeMillis()
+      /** Starts service on a free slot; the answer reaches the client `returnTime` after. */
+      const serve = (respond: (error: Overloaded | undefined) => void) => {
+        busy++
+        accepted++
+        schedule(serviceMillis(), () => {
+          busy--
+          pull()
+          respond(undefined)
         })
-      const effectCall = (client: number): Effect.Effect<void, Overloaded> => {
-        const accept = Effect.zipRight(
-          Effect.sleep(server.serviceTime),
-          Effect.sync(() => {
-            busy--
-            observer?.onResult(client, true)
-          })
-        )
-        const refuse = Effect.zipRight(
-          Effect.sleep(server.rejectTime),
-          Effect.suspend(() => {
-            busy--
-            observer?.onResult(client, false)
-            return failed
-          })
-        )
-        return Effect.suspend(() => {
-          observer?.onSend(client)
-          return Effect.zipRight(
-            Effect.sleep(server.travelTime),
-            // Use `Effect.disconnect` around the call for client timeouts.
-            Effect.uninterruptible(
-              Effect.clockWith((now) => (admit(now.unsafeCurrentTimeMillis()) ? accept : refuse))
-            )
-          )
+      }
+      /** A freed slot takes the next queued request (FIFO or LIFO). */
+      const pull = () => {
+        while (queued > 0 && busy < capacity(now() - start)) {
+          const next = lifo ? waiting.pop()! : waiting.shift()!
+          if (next.done) continue
+          next.done = true
+          queued--
+          serve(next.respond)
+        }
+        // drop timed-out entries left behind
+        while (waiting.length > 0 && (lifo ? waiting[waiting.length - 1]! : waiting[0]!).done) {
+          if (lifo) waiting.pop()
+          else waiting.shift()
+        }
+      }
+      /** Decides at arrival; a rejection holds a slot too, so a retry storm eats the capacity it needs. */
+      const arrive = (respond: (error: Overloaded | undefined) => void) => {
+        if (busy < capacity(now() - start)) return serve(respond)
+        if (queue !== undefined && queued < queue.size) {
+          const entry: Queued = { respond, done: false }
+          waiting.push(entry)
+          queued++
+          if (queueTimeoutMillis !== undefined) {
+            schedule(queueTimeoutMillis, () => {
+              if (entry.done) return
+              entry.done = true
+              queued--
+              rejected++
+              respond(queueTimeout)
+            })
+          }
+          return
+        }
+        busy++
+        rejected++
+        schedule(rejectMillis, () => {
+          busy--
+          pull()
+          respond(rejection)
         })
       }
       const calls = new Map<number, Effect.Effect<void, Overloaded>>()
+      const makeCall = (client: number): Effect.Effect<void, Overloaded> =>
+        Effect.async<void, Overloaded>((resume) => {
+          observer?.onSend(client)
+          const deliver = (error: Overloaded | undefined) => {
+            observer?.onResult(client, error === undefined)
+            resume(error === undefined ? Effect.void : Effect.fail(error))
+          }
+          schedule(travelMillis, () =>
+            arrive((error) => {
+              if (returnMillis === 0) deliver(error)
+              else schedule(returnMillis, () => deliver(error))
+            })
+          )
+        })
       const call = (client: number): Effect.Effect<void, Overloaded> => {
         let effect = calls.get(client)
         if (effect === undefined) {
-          effect = clock instanceof VirtualClock ? virtualCall(clock, client) : effectCall(client)
+          effect = makeCall(client)
           calls.set(client, effect)
         }
         return effect
@@ -160,16 +272,24 @@ const makeServerImpl = (server: DecodedServer, observer?: CallObserver): Effect.
       return {
         call,
         unsafeBusy: () => busy,
-        unsafeMaxBusy: () => capacity(clock.unsafeCurrentTimeMillis() - start),
+        unsafeMaxBusy: () => capacity(now() - start),
+        unsafeQueued: () => queued,
         unsafeStats: () => ({ accepted, rejected })
       }
     })
   )
 
+/** Draws the model's seed from the program's `Random` only when the model needs randomness. */
+const serverSeed = (server: DecodedServer): Effect.Effect<number> =>
+  isRandomService(server.serviceTime) ? Random.nextInt : Effect.succeed(0)
+
 /** @internal */
 export const makeSlotServer = (
   options: typeof SlotServerOptions.Encoded
-): Effect.Effect<SlotServer, InvalidOptions> => Effect.flatMap(decodeServer(options), makeServerImpl)
+): Effect.Effect<SlotServer, InvalidOptions> =>
+  Effect.flatMap(decodeServer(options), (server) =>
+    Effect.flatMap(serverSeed(server), (seed) => makeServerImpl(server, seed))
+  )
 
 /** @internal */
 export interface Client {
@@ -190,7 +310,7 @@ export interface ClientReport {
 }
 
 /** @internal */
-export interface WorkloadReport {
+export interface ScenarioReport {
   readonly name: string
   readonly operations: number
   readonly succeeded: number
@@ -219,11 +339,31 @@ interface ClientStats {
 }
 
 /** @internal */
-export interface WorkloadRunOptions extends RunOptions {}
+export interface ScenarioRunOptions extends RunOptions {}
 
-/** Arrival offset (ms) of operation `k` of client `c`: the clients interleave into one even stream. */
-const arrivalMillis = (w: DecodedWorkload, c: number, k: number): number =>
-  ((k * w.clients + c) * 1000) / (w.arrivalsPerSecond * w.clients)
+/**
+ * Arrival offsets (ms) per client. Uniform: the clients interleave into one even stream.
+ * Poisson: exponential gaps at each client's rate, drawn from a PRNG seeded by the run's
+ * seed and the scenario's name, so every strategy sees the same arrivals.
+ */
+const arrivalTimes = (w: DecodedScenario, seed: number | string | undefined): Array<Array<number>> => {
+  const out: Array<Array<number>> = []
+  const random = prng(seedOf(seed, `arrivals/${w.name}`))
+  for (let c = 0; c < w.clients; c++) {
+    const times: Array<number> = []
+    let t = 0
+    for (let k = 0; k < w.operationsPerClient; k++) {
+      if (w.arrivals === "uniform") {
+        times.push(((k * w.clients + c) * 1000) / (w.arrivalsPerSecond * w.clients))
+      } else {
+        times.push(t)
+        t += (-1000 / w.arrivalsPerSecond) * Math.log(1 - random())
+      }
+    }
+    out.push(times)
+  }
+  return out
+}
 
 /** @internal */
 export const jainFairness = (values: ReadonlyArray<number>): number => {
@@ -242,14 +382,14 @@ export const jainFairness = (values: ReadonlyArray<number>): number => {
  * rejected, and the server is never idle while work is waiting (greedy list
  * scheduling, optimal for identical jobs).
  */
-const optimalFor = (w: DecodedWorkload): number => {
+const optimalFor = (w: DecodedScenario, arrivals: Array<Array<number>>): number => {
   const capacity = capacityProfile(w.server)
   const changes = w.server.capacityChanges.map((c) => Duration.toMillis(c.at)).sort((a, b) => a - b)
   const travel = Duration.toMillis(w.server.travelTime)
-  const service = Duration.toMillis(w.server.serviceTime)
+  const service = meanServiceMillis(w.server.serviceTime)
   const ready: Array<number> = []
   for (let c = 0; c < w.clients; c++) {
-    for (let k = 0; k < w.operationsPerClient; k++) ready.push(arrivalMillis(w, c, k) + travel)
+    for (let k = 0; k < w.operationsPerClient; k++) ready.push(arrivals[c]![k]! + travel)
   }
   ready.sort((a, b) => a - b)
   const running = new MinHeap()
@@ -312,16 +452,19 @@ class MinHeap {
 
 /** @internal */
 export const optimalCompletionMillis = (
-  workload: typeof Workload.Encoded
-): Effect.Effect<number, InvalidOptions> => Effect.map(decodeWorkload(workload), optimalFor)
+  scenario: typeof Scenario.Encoded,
+  options: { readonly seed?: number | string | undefined } = {}
+): Effect.Effect<number, InvalidOptions> =>
+  Effect.map(decodeScenario(scenario), (w) => optimalFor(w, arrivalTimes(w, options.seed)))
 
 /** @internal */
-export const runWorkload = <E, R>(
-  workload: typeof Workload.Encoded,
+export const runScenario = <E, R>(
+  scenario: typeof Scenario.Encoded,
   makeClient: (index: number) => Effect.Effect<Client, E, R | Scope.Scope>,
-  options: WorkloadRunOptions = {}
-): Effect.Effect<WorkloadReport, E | InvalidOptions, Exclude<Exclude<R, Scope.Scope>, Recorder>> =>
-  Effect.flatMap(decodeWorkload(workload), (w) => {
+  options: ScenarioRunOptions = {}
+): Effect.Effect<ScenarioReport, E | InvalidOptions, Exclude<Exclude<R, Scope.Scope>, Recorder>> =>
+  Effect.flatMap(decodeScenario(scenario), (w) => {
+    const arrivalOffsets = arrivalTimes(w, options.seed)
     const stats: Array<ClientStats> = []
     for (let c = 0; c < w.clients; c++) {
       stats.push({
@@ -343,7 +486,7 @@ export const runWorkload = <E, R>(
       const failedCounter = recorder.unsafeCounter("failed")
       let inFlight = 0
       let pending = 0
-      const server = yield* makeServerImpl(w.server, {
+      const server = yield* makeServerImpl(w.server, seedOf(options.seed, `server/${w.name}`), {
         onSend: (c) => {
           stats[c]!.attempts++
           inFlight++
@@ -366,6 +509,7 @@ export const runWorkload = <E, R>(
       recorder.unsafeGauge("pending", () => pending)
       recorder.unsafeGauge("busy", server.unsafeBusy)
       recorder.unsafeGauge("maxBusy", server.unsafeMaxBusy)
+      if (w.server.queue !== undefined) recorder.unsafeGauge("serverQueued", server.unsafeQueued)
       clients.forEach((client, c) => {
         for (const [name, read] of Object.entries(client.gauges ?? {})) {
           recorder.unsafeGauge(w.clients === 1 ? name : `${name}.${c}`, read)
@@ -395,7 +539,7 @@ export const runWorkload = <E, R>(
           const op = ops[c]!
           arrivals.push(
             Effect.zipRight(
-              Effect.sleep(arrivalMillis(w, c, k)),
+              Effect.sleep(arrivalOffsets[c]![k]!),
               Effect.suspend(() => {
                 pending++
                 return op
@@ -409,7 +553,7 @@ export const runWorkload = <E, R>(
     }).pipe(Effect.scoped)
     return Effect.flatMap(
       run(program, { maxDuration: Duration.hours(1), ...options }),
-      (result): Effect.Effect<WorkloadReport, E> => {
+      (result): Effect.Effect<ScenarioReport, E> => {
         if (Exit.isFailure(result.exit) && !result.timedOut) return Effect.failCause(result.exit.cause)
         const totals = stats.reduce(
           (acc, s) => ({
@@ -431,7 +575,7 @@ export const runWorkload = <E, R>(
           completionMillis: s.lastDone,
           goodput: s.lastDone > 0 ? (s.succeeded * 1000) / s.lastDone : 0
         }))
-        const optimalMillis = optimalFor(w)
+        const optimalMillis = optimalFor(w, arrivalOffsets)
         const completionMillis = result.timedOut ? result.elapsedMillis : totals.completionMillis
         return Effect.succeed({
           name: w.name,
@@ -453,7 +597,7 @@ export const runWorkload = <E, R>(
   })
 
 /** @internal */
-export const overload2000: typeof Workload.Encoded = {
+export const overload2000: typeof Scenario.Encoded = {
   name: "overload-2000",
   description:
     "2000 operations arriving at 1000/s; 100 ms to reach the server; 50 slots; 500 ms per accepted request; a rejection holds a slot for 50 ms",
@@ -463,7 +607,7 @@ export const overload2000: typeof Workload.Encoded = {
 }
 
 /** @internal */
-export const capacityDrop: typeof Workload.Encoded = {
+export const capacityDrop: typeof Scenario.Encoded = {
   name: "capacity-drop",
   description:
     "like overload-2000 with 4000 operations; capacity falls from 50 to 20 slots at 10 s and returns at 30 s",
@@ -482,7 +626,7 @@ export const capacityDrop: typeof Workload.Encoded = {
 }
 
 /** @internal */
-export const manyClients: typeof Workload.Encoded = {
+export const manyClients: typeof Scenario.Encoded = {
   name: "many-clients",
   description: "10 clients with 300 operations each (1000/s together) sharing one server of 50 slots",
   clients: 10,
@@ -492,8 +636,25 @@ export const manyClients: typeof Workload.Encoded = {
 }
 
 /** @internal */
-export const workloads: Readonly<Record<string, typeof Workload.Encoded>> = {
+export const scenarios: Readonly<Record<string, typeof Scenario.Encoded>> = {
   "overload-2000": overload2000,
   "capacity-drop": capacityDrop,
   "many-clients": manyClients
 }
+
+/** @internal */
+export const parseScenarioJson = (text: string): Effect.Effect<typeof Scenario.Encoded, InvalidOptions> =>
+  Effect.suspend(() => {
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch (error) {
+      return Effect.fail(
+        new Options.InvalidOptions({
+          module: "Simulation.Scenario",
+          message: `not valid JSON: ${(error as Error).message}`
+        })
+      )
+    }
+    return Effect.as(decodeScenario(json as typeof Scenario.Encoded), json as typeof Scenario.Encoded)
+  })

@@ -1,0 +1,13 @@
+/**
+ * @sluice/simulation: run the real policies, unchanged, in virtual time against
+ * model servers described as data.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as Charts from "./Charts.js"
+/** @since 0.1.0 */
+export * as Simulation from "./Simulation.js"
+/** @since 0.1.0 */
+export * as Strategy from "./Strategy.js"
