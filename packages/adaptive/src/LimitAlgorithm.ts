@@ -44,6 +44,35 @@ export interface Sample {
   readonly inFlight: number
   /** The clock reading (epoch millis) when the sample is reported. */
   readonly now: number
+  /**
+   * When the request left (Clock millis): the grant of its permit. Present when the
+   * algorithm implements {@link LimitAlgorithm.onDeparture}.
+   *
+   * @since 0.2.0
+   */
+  readonly departedAt?: number | undefined
+  /**
+   * What {@link LimitAlgorithm.onDeparture} returned for this request (for example a
+   * probe number), handed back with its outcome.
+   *
+   * @since 0.2.0
+   */
+  readonly mark?: number | undefined
+}
+
+/**
+ * A request leaving: its permit `id`, the requests in flight with it (`inFlight`,
+ * this one included) and the Clock reading `now`. Given to
+ * {@link LimitAlgorithm.onDeparture} when the limiter grants the permit; with a pacer
+ * *outside* the limiter (`pacer.run(limiter.run(call))`) that is the moment the
+ * request is sent.
+ *
+ * @since 0.2.0
+ */
+export interface Departure {
+  readonly id: number
+  readonly inFlight: number
+  readonly now: number
 }
 
 /**
@@ -82,6 +111,48 @@ export interface LimitAlgorithm {
    * Absent or `true`, every sample is timed.
    */
   readonly usesTime?: boolean | undefined
+  /**
+   * Optional: called when a request departs (its permit is granted), with the number
+   * in flight with it. The returned number comes back as {@link Sample.mark} with the
+   * request's outcome (BBR's per-packet delivery state, Netflix concurrency-limits'
+   * `inflight` at start). `CongestionWindow`, `Aimd` and `Vegas` do not implement it.
+   *
+   * @since 0.2.0
+   */
+  onDeparture?(departure: Departure): number | undefined
+  /**
+   * Optional: the spacing (millis) the algorithm wants between departures. A pacer
+   * made by `Pacer.forLimiter` follows it instead of its own `srtt / (gain × limit)`
+   * rule; `undefined` means "do not pace now". BBR's pacing rate, as an interval.
+   *
+   * @since 0.2.0
+   */
+  readonly pacingInterval?: number | undefined
+  /**
+   * Optional: asked by the pacer before it releases departures. A positive `k`
+   * releases the next `k` waiting departures at once and pushes the rest of the
+   * schedule back by `k` intervals (a burst probe at the same average rate); a
+   * negative `-m` pauses the schedule by `m` intervals. Each call consumes the request.
+   *
+   * @since 0.2.0
+   */
+  takeBurst?(now: number): number
+  /**
+   * Optional: the Clock millis at which the algorithm wants {@link onTimer} called
+   * (`undefined`: no timer). Lets an algorithm act on the absence of an outcome, e.g.
+   * "no rejection came back within a deadline". The pacer of `Pacer.forLimiter`
+   * runs it (from its timer fiber, while it has departures waiting, and on every
+   * departure).
+   *
+   * @since 0.2.0
+   */
+  readonly nextTimer?: number | undefined
+  /**
+   * Optional: called at (or after) {@link nextTimer}.
+   *
+   * @since 0.2.0
+   */
+  onTimer?(now: number): void
 }
 
 /**

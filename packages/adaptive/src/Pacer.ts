@@ -31,6 +31,16 @@
  * window counts it and the pacer's queue never exceeds the window):
  * `retry(limiter.run(pacer.run(call)))`.
  *
+ * **Pacing driven by the algorithm.** Given an `algorithm` that declares
+ * `pacingInterval` (see `LimitAlgorithm`), the pacer follows it instead:
+ * departures wait in one FIFO, and a timer fiber releases the head every
+ * `pacingInterval` millis, so a change of rate applies to the whole backlog at
+ * once. At each release it also runs the algorithm's timer (`nextTimer` /
+ * `onTimer`) and asks it for a burst or a pause (`takeBurst`). Put such a pacer
+ * *outside* the limiter (`pacer.run(limiter.run(call))`): the grant of the permit
+ * is then the departure the algorithm's `onDeparture` sees. `forLimiter` does this
+ * wiring when the limiter's algorithm declares `pacingInterval`.
+ *
  * Metrics (tagged `key`): `sluice_pacer_delay_ms` (histogram of the wait of
  * every departure), `sluice_pacer_queued`, `sluice_pacer_interval_ms`,
  * `sluice_pacer_srtt_ms` (gauges) and `sluice_pacer_rejected` (counter);
@@ -73,8 +83,9 @@ export type PacerTuning = typeof PacerTuning.Encoded
 
 /**
  * Every option of {@link make}: the tuning plus `limit`, the window to spread
- * over a round trip (read at each departure), and optionally `slowStart`,
- * which says when `slowStartGain` applies.
+ * over a round trip (read at each departure), optionally `slowStart`,
+ * which says when `slowStartGain` applies, and `algorithm`: a limit algorithm
+ * that declares `pacingInterval` drives the pacing itself (since 0.2.0).
  *
  * @since 0.1.0
  */
@@ -105,6 +116,14 @@ export interface Pacer extends Pipeable {
   run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
   /** Feeds a round-trip sample (millis) measured elsewhere. */
   unsafeObserve(rttMillis: number): void
+  /**
+   * A burst or a pause at the same average rate. `k > 0`: the next `k` departures
+   * leave at once and the rest of the schedule moves back by `k` intervals; `k < 0`:
+   * the schedule moves back by `-k` intervals. `now` is the Clock millis.
+   *
+   * @since 0.2.0
+   */
+  unsafeRelease(k: number, now: number): void
 }
 
 /**

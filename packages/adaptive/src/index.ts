@@ -29,3 +29,5 @@ export * as QpsSensor from "./QpsSensor.js"
 export * as Vegas from "./Vegas.js"
 /** @since 0.1.0 */
 export * as Pacer from "./Pacer.js"
+/** @since 0.2.0 */
+export * as Tempo from "./Tempo.js"

@@ -122,6 +122,15 @@ export const cwndTahoe: Strategy = internal.cwndTahoe
 export const cwndReno: Strategy = internal.cwndReno
 
 /**
+ * Tempo (`@sluice/adaptive`'s rate-paced limit), its pacer outside the limiter so a
+ * permit's grant is the departure, immediate retries.
+ *
+ * @since 0.2.0
+ * @category built-ins
+ */
+export const tempo: Strategy = internal.tempo
+
+/**
  * AIMD concurrency limit (×0.9 on overload, +1 per success while used), immediate retries.
  *
  * @since 0.1.0

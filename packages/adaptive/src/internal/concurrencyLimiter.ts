@@ -110,6 +110,8 @@ const DONE = 2
 const REJECTED = 3
 
 class Permit implements CL.Permit {
+  /** What the algorithm's `onDeparture` returned (departure-aware algorithms only). */
+  mark: number | undefined = undefined
   constructor(
     readonly limiter: LimiterImpl,
     readonly id: number,
@@ -221,7 +223,11 @@ class LimiterImpl implements CL.Limiter {
     // The uncontended path pushes no gauge: the in-flight gauge follows queueing,
     // failures and limit changes (read `inFlight` for the exact count).
     if (queued) this.reportInFlight()
-    return new Permit(this, this.nextId++, now, level, clock, queued)
+    const permit = new Permit(this, this.nextId++, now, level, clock, queued)
+    if (this.algorithm.onDeparture !== undefined) {
+      permit.mark = this.algorithm.onDeparture({ id: permit.id, inFlight: this.inFlight, now })
+    }
+    return permit
   }
 
   private sample(permit: Permit, outcome: LA.Outcome): void {
@@ -239,7 +245,9 @@ class LimiterImpl implements CL.Limiter {
       outcome,
       rtt: now - permit.start,
       inFlight,
-      now
+      now,
+      departedAt: permit.start,
+      mark: permit.mark
     })
     this.afterChange(now, permit.clock, permit.queued || outcome !== "success")
   }

@@ -9,6 +9,7 @@ import * as MetricLabel from "effect/MetricLabel"
 import { pipeArguments } from "effect/Pipeable"
 import * as Schema from "effect/Schema"
 import type * as CL from "../ConcurrencyLimiter.js"
+import type * as LA from "../LimitAlgorithm.js"
 import type * as P from "../Pacer.js"
 
 /** @internal */
@@ -43,10 +44,20 @@ const tuningFields = {
 /** @internal */
 export const PacerTuning = Schema.Struct(tuningFields)
 
+const AlgorithmSchema = Schema.declare(
+  (u: unknown): u is LA.LimitAlgorithm =>
+    typeof u === "object" && u !== null && typeof (u as { onSample?: unknown }).onSample === "function",
+  {
+    identifier: "LimitAlgorithm",
+    message: () => "expected a LimitAlgorithm (with onSample), e.g. limiter.algorithm"
+  }
+)
+
 /** @internal */
 export const PacerOptions = Schema.Struct({
   limit: NumberThunk,
   slowStart: Schema.optional(BooleanThunk),
+  algorithm: Schema.optional(AlgorithmSchema),
   ...tuningFields
 })
 
@@ -125,8 +136,23 @@ class PacerImpl implements P.Pacer {
     srttGauge.unsafeUpdate(this.srtt, this.tags)
   }
 
+  /** Departures that leave at once, granted by {@link unsafeRelease}. */
+  private burstCredit = 0
+
+  unsafeRelease(k: number, now: number): void {
+    if (!Number.isFinite(k) || k === 0) return
+    const from = this.nextDeparture > now ? this.nextDeparture : now
+    if (k > 0) this.burstCredit += Math.floor(k)
+    this.nextDeparture = from + Math.abs(k) * this.interval
+  }
+
   /** Reserves the next departure slot; returns how long to wait, or -1 when the queue is full. */
   unsafeReserve(now: number): number {
+    if (this.burstCredit > 0) {
+      this.burstCredit--
+      delayHistogram.unsafeUpdate(0, this.tags)
+      return 0
+    }
     const depart = this.nextDeparture > now ? this.nextDeparture : now
     const delay = depart - now
     if (delay > 0 && this.queued >= this.options.maxQueue) {
@@ -195,12 +221,220 @@ class PacerImpl implements P.Pacer {
   }
 }
 
+// ---------------------------------------------------------------------------
+// the algorithm-driven pacer
+
+/** Whether an algorithm drives pacing itself (declares `pacingInterval`). */
+const drivesPacing = (algorithm: LA.LimitAlgorithm | undefined): algorithm is LA.LimitAlgorithm =>
+  algorithm !== undefined && "pacingInterval" in algorithm
+
+/** Millis below which a departure counts as due (floating-point slack of the schedule). */
+const EPSILON = 1e-6
+
+class Waiter {
+  resume: ((effect: Effect.Effect<void>) => void) | undefined = undefined
+  released = false
+  gone = false
+}
+
+/**
+ * Departures wait in one FIFO and a single timer fiber releases the head every
+ * `algorithm.pacingInterval`: unlike the reservation pacer, a change of rate, a
+ * burst or a pause applies to every waiter at once, which an algorithm that sets
+ * the rate needs when the backlog is long.
+ */
+class ScheduledPacerImpl implements P.Pacer {
+  readonly [TypeId]: P.TypeId = TypeId
+  readonly key: string
+  readonly options: Config
+  private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
+  private readonly waiters: Array<Waiter> = []
+  private head = 0
+  private armed = false
+  private burstCredit = 0
+  nextDeparture = Number.NEGATIVE_INFINITY
+  queued = 0
+  srtt: number | undefined = undefined
+
+  constructor(
+    config: Config,
+    private readonly algorithm: LA.LimitAlgorithm
+  ) {
+    this.options = config
+    this.key = config.key
+    this.tags = [MetricLabel.make("key", config.key)]
+  }
+
+  get gain(): number {
+    return 1
+  }
+
+  get interval(): number {
+    const interval = this.algorithm.pacingInterval
+    return interval !== undefined && interval > 0 && Number.isFinite(interval) ? interval : 0
+  }
+
+  unsafeObserve(rttMillis: number): void {
+    if (!(rttMillis >= 0) || !Number.isFinite(rttMillis)) return
+    const srtt = this.srtt
+    this.srtt = srtt === undefined ? rttMillis : srtt + this.options.smoothing * (rttMillis - srtt)
+    srttGauge.unsafeUpdate(this.srtt, this.tags)
+  }
+
+  unsafeRelease(k: number, now: number): void {
+    if (!Number.isFinite(k) || k === 0) return
+    const from = this.nextDeparture > now ? this.nextDeparture : now
+    this.nextDeparture = from + Math.abs(k) * this.interval
+    if (k > 0) {
+      let n = Math.floor(k)
+      while (n > 0 && this.releaseHead()) n--
+      this.burstCredit += n
+    }
+  }
+
+  private releaseHead(): boolean {
+    while (this.head < this.waiters.length) {
+      const waiter = this.waiters[this.head]!
+      this.waiters[this.head++] = undefined as any
+      if (waiter.gone) continue
+      waiter.released = true
+      this.queued--
+      if (waiter.resume !== undefined) waiter.resume(Effect.void)
+      this.compact()
+      return true
+    }
+    this.compact()
+    return false
+  }
+
+  private compact(): void {
+    if (this.head > 1024 && this.head * 2 > this.waiters.length) {
+      this.waiters.splice(0, this.head)
+      this.head = 0
+    } else if (this.head === this.waiters.length) {
+      this.waiters.length = 0
+      this.head = 0
+    }
+  }
+
+  /** Runs due algorithm timers, applies a burst or pause, releases every departure due by `now`. */
+  private tick(now: number): void {
+    const algorithm = this.algorithm
+    const timer = algorithm.nextTimer
+    if (timer !== undefined && timer <= now + EPSILON && algorithm.onTimer !== undefined) {
+      algorithm.onTimer(timer > now ? timer : now)
+    }
+    if (algorithm.takeBurst !== undefined) {
+      const k = algorithm.takeBurst(now)
+      if (k !== 0) this.unsafeRelease(k, now)
+    }
+    // `now + EPSILON`: a sleep of `nextDeparture - now` may land a rounding error short.
+    while (this.queued > 0 && this.nextDeparture <= now + EPSILON) {
+      this.releaseHead()
+      const from = this.nextDeparture > now - this.interval ? this.nextDeparture : now
+      this.nextDeparture = from + this.interval
+    }
+    queuedGauge.unsafeUpdate(this.queued, this.tags)
+    intervalGauge.unsafeUpdate(this.interval, this.tags)
+  }
+
+  /**
+   * The timer fiber lives while departures wait: it wakes at the next departure or
+   * the algorithm's timer, whichever is first, and ends when the queue is empty.
+   */
+  private timerLoop(clock: Clock.Clock): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const now = clock.unsafeCurrentTimeMillis()
+      this.tick(now)
+      if (this.queued === 0) {
+        this.armed = false
+        return Effect.void
+      }
+      const timer = this.algorithm.nextTimer
+      const wake =
+        timer !== undefined && timer > now + EPSILON && timer < this.nextDeparture ? timer : this.nextDeparture
+      return Effect.zipRight(clock.sleep(Duration.millis(Math.max(0, wake - now))), this.timerLoop(clock))
+    })
+  }
+
+  private timed<A, E, R>(self: Effect.Effect<A, E, R>, clock: Clock.Clock): Effect.Effect<A, E, R> {
+    const start = clock.unsafeCurrentTimeMillis()
+    return Effect.map(self, (a) => {
+      this.unsafeObserve(clock.unsafeCurrentTimeMillis() - start)
+      return a
+    })
+  }
+
+  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
+    return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
+      const now = clock.unsafeCurrentTimeMillis()
+      this.tick(now)
+      if (this.queued === 0) {
+        if (this.burstCredit > 0) {
+          this.burstCredit--
+          delayHistogram.unsafeUpdate(0, this.tags)
+          return this.timed(self, clock)
+        }
+        if (this.nextDeparture <= now + EPSILON) {
+          const from = this.nextDeparture > now - this.interval ? this.nextDeparture : now
+          this.nextDeparture = from + this.interval
+          delayHistogram.unsafeUpdate(0, this.tags)
+          return this.timed(self, clock)
+        }
+      }
+      if (this.queued >= this.options.maxQueue) {
+        rejectedCounter.unsafeUpdate(1, this.tags)
+        return Effect.fail(queueFull)
+      }
+      const waiter = new Waiter()
+      this.waiters.push(waiter)
+      this.queued++
+      queuedGauge.unsafeUpdate(this.queued, this.tags)
+      const wait = Effect.async<void>((resume) => {
+        if (waiter.released) return resume(Effect.void)
+        waiter.resume = resume
+        return Effect.sync(() => {
+          if (waiter.released || waiter.gone) return
+          waiter.gone = true
+          this.queued--
+          queuedGauge.unsafeUpdate(this.queued, this.tags)
+        })
+      })
+      return this.arm(
+        clock,
+        Effect.zipRight(
+          wait,
+          Effect.suspend(() => {
+            delayHistogram.unsafeUpdate(clock.unsafeCurrentTimeMillis() - now, this.tags)
+            return this.timed(self, clock)
+          })
+        )
+      )
+    })
+  }
+
+  /** Starts the timer fiber (once) before `effect`. */
+  private arm<A, E, R>(clock: Clock.Clock, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    if (this.armed) return effect
+    this.armed = true
+    return Effect.zipRight(Effect.forkDaemon(this.timerLoop(clock)), effect)
+  }
+
+  pipe() {
+    // eslint-disable-next-line prefer-rest-params
+    return pipeArguments(this, arguments)
+  }
+}
+
+const makeFrom = (config: Config): P.Pacer =>
+  drivesPacing(config.algorithm) ? new ScheduledPacerImpl(config, config.algorithm) : new PacerImpl(config)
+
 /** @internal */
-export const unsafeMake = (options: P.PacerOptions): P.Pacer => new PacerImpl(decodeSync(options))
+export const unsafeMake = (options: P.PacerOptions): P.Pacer => makeFrom(decodeSync(options))
 
 /** @internal */
 export const make = (options: P.PacerOptions): Effect.Effect<P.Pacer, Options.InvalidOptions> =>
-  Effect.map(decodeEffect(options), (config) => new PacerImpl(config))
+  Effect.map(decodeEffect(options), makeFrom)
 
 const isSlowStartAware = (u: unknown): u is { readonly cwnd: number; readonly ssthresh: number } =>
   typeof u === "object" &&
@@ -218,6 +452,7 @@ export const forLimiter = (
     key: limiter.key,
     ...options,
     limit: () => limiter.limit,
+    ...(drivesPacing(algorithm) ? { algorithm } : {}),
     ...(isSlowStartAware(algorithm) ? { slowStart: () => algorithm.cwnd < algorithm.ssthresh } : {})
   })
 }

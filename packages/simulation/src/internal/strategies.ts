@@ -2,7 +2,7 @@
  * Client strategies for the simulation, each assembled only from the public APIs of
  * @sluice/retry and @sluice/adaptive: the same values a service would deploy.
  */
-import { Aimd, ConcurrencyLimiter, CongestionWindow, Pacer, Vegas } from "@sluice/adaptive"
+import { Aimd, ConcurrencyLimiter, CongestionWindow, Pacer, Tempo, Vegas } from "@sluice/adaptive"
 import type { Options } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import * as Effect from "effect/Effect"
@@ -115,6 +115,14 @@ export const cwndReno: Strategy = {
 }
 
 /** @internal */
+export const tempo: Strategy = {
+  name: "tempo",
+  description:
+    "rate-paced limit (Tempo: paced start-up, exit at the first overload to what the request saw, burst probes), pacer outside the limiter, immediate retries",
+  make: limited(() => Tempo.factory(), { maxQueue: 1_000_000 }, "outside")
+}
+
+/** @internal */
 export const aimd: Strategy = {
   name: "aimd",
   // Not paced: AIMD grows by 1 per success and needs the bursts to find the capacity
@@ -138,6 +146,7 @@ export const builtIns: ReadonlyArray<Strategy> = [
   exponentialBudget,
   cwndTahoe,
   cwndReno,
+  tempo,
   aimd,
   vegas
 ]
