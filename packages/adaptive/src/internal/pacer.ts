@@ -269,9 +269,10 @@ class ScheduledPacerImpl implements P.Pacer {
     return 1
   }
 
+  /** The algorithm's spacing: 0 when it does not pace, `Infinity` while it holds departures. */
   get interval(): number {
     const interval = this.algorithm.pacingInterval
-    return interval !== undefined && interval > 0 && Number.isFinite(interval) ? interval : 0
+    return interval !== undefined && interval > 0 ? interval : 0
   }
 
   unsafeObserve(rttMillis: number): void {
@@ -283,8 +284,11 @@ class ScheduledPacerImpl implements P.Pacer {
 
   unsafeRelease(k: number, now: number): void {
     if (!Number.isFinite(k) || k === 0) return
-    const from = this.nextDeparture > now ? this.nextDeparture : now
-    this.nextDeparture = from + Math.abs(k) * this.interval
+    const interval = this.interval
+    if (Number.isFinite(interval)) {
+      const from = this.nextDeparture > now ? this.nextDeparture : now
+      this.nextDeparture = from + Math.abs(k) * interval
+    }
     if (k > 0) {
       let n = Math.floor(k)
       while (n > 0 && this.releaseHead()) n--
@@ -329,11 +333,19 @@ class ScheduledPacerImpl implements P.Pacer {
       if (k !== 0) this.unsafeRelease(k, now)
     }
     // `now + EPSILON`: a sleep of `nextDeparture - now` may land a rounding error short.
+    const interval = this.interval
+    // Holding (`Infinity`): nothing leaves but bursts; when pacing resumes it starts now.
+    if (!Number.isFinite(interval)) return this.report()
+    if (!Number.isFinite(this.nextDeparture)) this.nextDeparture = now
     while (this.queued > 0 && this.nextDeparture <= now + EPSILON) {
       this.releaseHead()
-      const from = this.nextDeparture > now - this.interval ? this.nextDeparture : now
-      this.nextDeparture = from + this.interval
+      const from = this.nextDeparture > now - interval ? this.nextDeparture : now
+      this.nextDeparture = from + interval
     }
+    this.report()
+  }
+
+  private report(): void {
     queuedGauge.unsafeUpdate(this.queued, this.tags)
     intervalGauge.unsafeUpdate(this.interval, this.tags)
   }
@@ -346,22 +358,29 @@ class ScheduledPacerImpl implements P.Pacer {
     return Effect.suspend(() => {
       const now = clock.unsafeCurrentTimeMillis()
       this.tick(now)
-      if (this.queued === 0) {
+      const timer = this.algorithm.nextTimer
+      const departure = Number.isFinite(this.interval) ? this.nextDeparture : Number.POSITIVE_INFINITY
+      const wake = timer !== undefined && timer > now + EPSILON && timer < departure ? timer : departure
+      // Nothing waits, or everything is held with no timer: the next arrival or outcome re-arms.
+      if (this.queued === 0 || wake === Number.POSITIVE_INFINITY) {
         this.armed = false
         return Effect.void
       }
-      const timer = this.algorithm.nextTimer
-      const wake =
-        timer !== undefined && timer > now + EPSILON && timer < this.nextDeparture ? timer : this.nextDeparture
       return Effect.zipRight(clock.sleep(Duration.millis(Math.max(0, wake - now))), this.timerLoop(clock))
     })
   }
 
+  /**
+   * Runs a departure, measures its round trip, and when it settles lets the algorithm's
+   * new state act at once (a new rate, the end of a hold, a burst it asked for).
+   */
   private timed<A, E, R>(self: Effect.Effect<A, E, R>, clock: Clock.Clock): Effect.Effect<A, E, R> {
     const start = clock.unsafeCurrentTimeMillis()
-    return Effect.map(self, (a) => {
-      this.unsafeObserve(clock.unsafeCurrentTimeMillis() - start)
-      return a
+    return Effect.onExit(self, (exit) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      if (exit._tag === "Success") this.unsafeObserve(now - start)
+      this.tick(now)
+      return this.queued > 0 && !this.armed ? this.arm(clock, Effect.void) : Effect.void
     })
   }
 
@@ -375,9 +394,10 @@ class ScheduledPacerImpl implements P.Pacer {
           delayHistogram.unsafeUpdate(0, this.tags)
           return this.timed(self, clock)
         }
-        if (this.nextDeparture <= now + EPSILON) {
-          const from = this.nextDeparture > now - this.interval ? this.nextDeparture : now
-          this.nextDeparture = from + this.interval
+        const interval = this.interval
+        if (Number.isFinite(interval) && this.nextDeparture <= now + EPSILON) {
+          const from = this.nextDeparture > now - interval ? this.nextDeparture : now
+          this.nextDeparture = from + interval
           delayHistogram.unsafeUpdate(0, this.tags)
           return this.timed(self, clock)
         }

@@ -10,7 +10,7 @@ export const TempoOptions = Schema.Struct({
   initial: Schema.optionalWith(Options.PositiveNumber, { default: () => 20 }),
   minLimit: Schema.optionalWith(Options.PositiveNumber, { default: () => 1 }),
   maxLimit: Schema.optionalWith(PositiveOrInfinity, { default: () => Infinity }),
-  startupGain: Schema.optionalWith(Options.PositiveNumber, { default: () => 2 }),
+  startupGain: Schema.optionalWith(Options.PositiveNumber, { default: () => 1.25 }),
   cut: Schema.optionalWith(OpenRatio, { default: () => 0.6 }),
   probeSize: Schema.optionalWith(Options.PositiveInt, { default: () => 2 }),
   probeEvery: Schema.optionalWith(Options.PositiveNumber, { default: () => 4 }),
@@ -60,17 +60,21 @@ class TempoImpl implements T.Tempo {
   constructor(readonly options: T.TempoConfig) {
     this.window = options.initial
     this.probeSize = options.probeSize
+    this.pendingBurst = Math.ceil(options.initial)
   }
 
   get limit(): number {
-    if (this.phase === "startup") return this.window
-    return Math.ceil(this.window * this.options.headroom) + (this.probe?.size ?? 0)
+    // Until a round trip is measured there is nothing to pace with: the window gates.
+    if (this.minRtt === undefined) return this.window
+    const gain = this.phase === "startup" ? this.options.startupGain : 1
+    return Math.ceil(this.window * gain * this.options.headroom) + (this.probe?.size ?? 0)
   }
 
   get pacingInterval(): number | undefined {
-    if (this.minRtt === undefined) return undefined
-    const rate = this.phase === "startup" ? this.window * this.options.startupGain : this.window
-    return this.minRtt / rate
+    // The initial window leaves as one burst; the rest waits for a measured round trip.
+    if (this.minRtt === undefined) return Number.POSITIVE_INFINITY
+    const gain = this.phase === "startup" ? this.options.startupGain : 1
+    return this.minRtt / (this.window * gain)
   }
 
   get nextTimer(): number | undefined {
