@@ -13,8 +13,8 @@ export const TempoOptions = Schema.Struct({
   startupGain: Schema.optionalWith(Options.PositiveNumber, { default: () => 1.25 }),
   cut: Schema.optionalWith(OpenRatio, { default: () => 0.6 }),
   probeSize: Schema.optionalWith(Options.PositiveInt, { default: () => 2 }),
-  probeEvery: Schema.optionalWith(Options.PositiveNumber, { default: () => 4 }),
-  probeDeadline: Schema.optionalWith(Options.PositiveNumber, { default: () => 2 }),
+  probeEvery: Schema.optionalWith(Options.PositiveNumber, { default: () => 8 }),
+  probeDeadline: Schema.optionalWith(Options.PositiveNumber, { default: () => 1.5 }),
   headroom: Schema.optionalWith(Options.PositiveNumber, { default: () => 1.25 })
 }).pipe(
   Schema.filter((o) =>
@@ -136,7 +136,7 @@ class TempoImpl implements T.Tempo {
         }
       } else if (sample.id >= this.ignoreBelow) {
         // The server was full when this request arrived: at most what it saw in flight fits.
-        this.window = this.clamp(Math.min(this.window, seen) - 1)
+        this.window = this.clamp(Math.min(this.window, seen))
         if (this.phase === "startup") {
           this.phase = "steady"
           this.ignoreBelow = sample.nextId
