@@ -14,6 +14,7 @@ export const TempoOptions = Schema.Struct({
   cut: Schema.optionalWith(OpenRatio, { default: () => 0.6 }),
   probeSize: Schema.optionalWith(Options.PositiveInt, { default: () => 2 }),
   probeEvery: Schema.optionalWith(Options.PositiveNumber, { default: () => 8 }),
+  firstProbe: Schema.optionalWith(Options.PositiveNumber, { default: () => 5 }),
   probeDeadline: Schema.optionalWith(Options.PositiveNumber, { default: () => 1.5 }),
   headroom: Schema.optionalWith(Options.PositiveNumber, { default: () => 1.25 })
 }).pipe(
@@ -47,6 +48,7 @@ class TempoImpl implements T.Tempo {
   minRtt: number | undefined = undefined
   minRejectRtt: number | undefined = undefined
   private ignoreBelow = 0
+  private ignoreDepartedBefore = Number.NEGATIVE_INFINITY
   private readonly seen = new Map<number, number>()
   private roundStart = 0
   private roundSuccesses = 0
@@ -134,14 +136,19 @@ class TempoImpl implements T.Tempo {
           this.nextProbeAt = now + this.options.probeEvery * (this.minRtt ?? sample.rtt)
           this.pendingBurst -= 1
         }
-      } else if (sample.id >= this.ignoreBelow) {
+      } else if (sample.id >= this.ignoreBelow && (sample.departedAt ?? now) >= this.ignoreDepartedBefore) {
         // The server was full when this request arrived: at most what it saw in flight fits.
         this.window = this.clamp(Math.min(this.window, seen))
+        const rtt = this.minRtt ?? sample.rtt
         if (this.phase === "startup") {
           this.phase = "steady"
           this.ignoreBelow = sample.nextId
+          // What left within a round trip of the exit was sent into the same overshoot.
+          this.ignoreDepartedBefore = now + rtt
+          this.nextProbeAt = now + this.options.firstProbe * rtt
+        } else {
+          this.nextProbeAt = Math.max(this.nextProbeAt, now + this.options.probeEvery * rtt)
         }
-        this.nextProbeAt = Math.max(this.nextProbeAt, now + this.options.probeEvery * (this.minRtt ?? sample.rtt))
         // one interval's pause, so the rejected request's retry does not start a cascade
         this.pendingBurst -= 1
       }
