@@ -239,16 +239,22 @@ class LimiterImpl implements CL.Limiter {
     // Free the slot before calling the algorithm, so a throwing user algorithm cannot leak it.
     this.inFlight--
     this.inFlightBy[permit.level]!--
-    this.algorithm.onSample({
-      id: permit.id,
-      nextId: this.nextId,
-      outcome,
-      rtt: now - permit.start,
-      inFlight,
-      now,
-      departedAt: permit.start,
-      mark: permit.mark
-    })
+    const rtt = now - permit.start
+    this.algorithm.onSample(
+      // Departure-aware algorithms also get when the request left and their mark.
+      this.algorithm.onDeparture === undefined
+        ? { id: permit.id, nextId: this.nextId, outcome, rtt, inFlight, now }
+        : {
+            id: permit.id,
+            nextId: this.nextId,
+            outcome,
+            rtt,
+            inFlight,
+            now,
+            departedAt: permit.start,
+            mark: permit.mark
+          }
+    )
     this.afterChange(now, permit.clock, permit.queued || outcome !== "success")
   }
 

@@ -92,7 +92,8 @@ class TempoImpl implements T.Tempo {
     const probe = this.probe
     if (probe !== undefined && probe.toMark > 0) {
       probe.toMark--
-      if (probe.toMark === 0) probe.deadline = d.now + this.options.probeDeadline * (this.minRejectRtt ?? this.minRtt ?? 0)
+      if (probe.toMark === 0)
+        probe.deadline = d.now + this.options.probeDeadline * (this.minRejectRtt ?? this.minRtt ?? 0)
       return probe.number
     }
     return 0
@@ -127,7 +128,8 @@ class TempoImpl implements T.Tempo {
       // Paced slow start: one more per success while the window is used.
       if (this.phase === "startup" && seen + 1 >= this.window / 2) this.window = this.clamp(this.window + 1)
     } else if (sample.outcome === "dropped") {
-      this.minRejectRtt = this.minRejectRtt === undefined ? sample.rtt : Math.min(this.minRejectRtt, sample.rtt)
+      this.minRejectRtt =
+        this.minRejectRtt === undefined ? sample.rtt : Math.min(this.minRejectRtt, sample.rtt)
       this.roundErrors++
       if (isProbe) {
         if (probe !== undefined && sample.mark === probe.number && !probe.failed) {
