@@ -3,7 +3,10 @@
  *
  *   npm run bench:sim            # full: exponential on overload-2000 (3 runs) + the whole demo
  *   npm run bench:sim -- --short # a small workload, for the smoke test
+ *   npm run bench:sim -- --json  # the same (the output is always one JSON object)
  *
+ * `tempoGoals` (full mode) has the rate-paced controller's goals (issue 17) for seeds
+ * 1–5: overload-2000, capacity-drop, many-clients and the variants against cwnd-reno.
  * Prints one JSON object. Targets (issue 5): exponential on overload-2000 under 2 s wall,
  * the whole demo under 20 s. Wall time depends on what else the machine runs, so the
  * process CPU time and the load average are reported next to it.
@@ -11,6 +14,7 @@
 import { Charts, Simulation, Strategy } from "@sluice/simulation"
 import { Effect } from "effect"
 import { cpus, loadavg } from "node:os"
+import { measureGoals, type GoalReport } from "../examples/sim/goals.js"
 import { runOne, type SimRun } from "../examples/sim/run.js"
 import { findScenario, workloadScenario, type Scenario } from "../examples/sim/scenarios.js"
 
@@ -73,6 +77,12 @@ const main = async () => {
     return { perStrategy, chartsWallMs: charts.wallMs }
   })
 
+  const goals: Array<GoalReport> = []
+  const goalsTimed = await timed(async () => {
+    if (short) return
+    for (const seed of [1, 2, 3, 4, 5]) goals.push(await Effect.runPromise(measureGoals(seed)))
+  })
+
   const exponentialMedian = median(exponentialRuns.map((r) => r.wallMs))
   const result = {
     benchmark: "sim",
@@ -101,7 +111,18 @@ const main = async () => {
       totalCpuMs: demo.cpuMs,
       targetMs: 20000,
       withinTarget: short ? null : demo.wallMs < 20000
-    }
+    },
+    tempoGoals: short
+      ? null
+      : {
+          seeds: goals.map((g) => g.seed),
+          allMet: goals.every(
+            (g) =>
+              g.overload2000.met && g.capacityDrop.met && g.manyClients.met && g.variants.every((v) => v.met)
+          ),
+          wallMs: goalsTimed.wallMs,
+          perSeed: goals
+        }
   }
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
 }
