@@ -7,9 +7,8 @@
  */
 import type { Options } from "@sluice/core"
 import type * as Effect from "effect/Effect"
-import type { Schema } from "effect"
 import * as internal from "./internal/tempo.js"
-import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
+import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
 
 /**
  * Options (one default set):
@@ -22,22 +21,19 @@ import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  * @since 0.2.0
  * @category options
  */
-export const TempoOptions: Schema.Schema<
-  typeof internal.TempoOptions.Type,
-  typeof internal.TempoOptions.Encoded
-> = internal.TempoOptions
+export const TempoOptions = internal.TempoOptions
 
 /**
  * @since 0.2.0
  * @category options
  */
-export type TempoOptions = typeof internal.TempoOptions.Encoded
+export type TempoOptions = typeof TempoOptions.Encoded
 
 /**
  * @since 0.2.0
  * @category options
  */
-export type TempoConfig = typeof internal.TempoOptions.Type
+export type TempoConfig = typeof TempoOptions.Type
 
 /**
  * A Tempo limit. `window` is the target in flight, `phase` `"startup"` or `"steady"`,
@@ -54,7 +50,7 @@ export interface Tempo extends LimitAlgorithm {
   readonly minRejectRtt: number | undefined
   readonly pacingInterval: number | undefined
   readonly nextTimer: number | undefined
-  onDeparture(departure: import("./LimitAlgorithm.js").Departure): number | undefined
+  onDeparture(departure: Departure): number | undefined
   takeBurst(now: number): number
   onTimer(now: number): void
 }

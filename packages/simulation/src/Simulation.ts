@@ -20,9 +20,9 @@
  */
 import type { Errors, Options } from "@sluice/core"
 import type * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
-import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as internal from "./internal/simulation.js"
 import * as model from "./internal/simulationModel.js"
@@ -41,7 +41,13 @@ type InvalidOptions = Options.InvalidOptions
  *
  * @since 0.1.0
  */
-export interface TimeSeries extends internal.TimeSeries {}
+export interface TimeSeries {
+  readonly startMillis: number
+  readonly resolutionMillis: number
+  readonly times: ReadonlyArray<number>
+  readonly counters: Readonly<Record<string, ReadonlyArray<number>>>
+  readonly gauges: Readonly<Record<string, ReadonlyArray<number>>>
+}
 
 /**
  * The recording service a simulated program finds in its context.
@@ -51,7 +57,10 @@ export interface TimeSeries extends internal.TimeSeries {}
  *
  * @since 0.1.0
  */
-export interface RecorderService extends internal.RecorderService {}
+export interface RecorderService {
+  readonly unsafeCounter: (name: string) => (amount?: number) => void
+  readonly unsafeGauge: (name: string, read: () => number) => void
+}
 
 /**
  * The {@link RecorderService} tag, provided by {@link run}.
@@ -95,7 +104,14 @@ export interface Recorder {
  *
  * @since 0.1.0
  */
-export interface RunOptions extends internal.RunOptions {}
+export interface RunOptions {
+  readonly seed?: number | string | undefined
+  readonly resolution?: Duration.DurationInput | undefined
+  readonly startMillis?: number | undefined
+  readonly maxDuration?: Duration.DurationInput | undefined
+  readonly onProgress?: ((elapsedMillis: number) => void) | undefined
+  readonly tracing?: boolean | undefined
+}
 
 /**
  * The outcome of {@link run}: the program's exit, the virtual time it took, whether
@@ -104,8 +120,12 @@ export interface RunOptions extends internal.RunOptions {}
  *
  * @since 0.1.0
  */
-export interface RunResult<A, E> extends internal.RunResult<A, E> {
+export interface RunResult<A, E> {
   readonly exit: Exit.Exit<A, E>
+  readonly elapsedMillis: number
+  readonly timedOut: boolean
+  readonly events: number
+  readonly timeSeries: TimeSeries
 }
 
 /**
@@ -148,14 +168,13 @@ export const run: <A, E, R>(
  * @since 0.1.0
  * @category model
  */
-export const ServiceTime: Schema.Schema<typeof model.ServiceTime.Type, typeof model.ServiceTime.Encoded> =
-  model.ServiceTime
+export const ServiceTime = model.ServiceTime
 
 /**
  * @since 0.1.0
  * @category model
  */
-export type ServiceTime = typeof model.ServiceTime.Encoded
+export type ServiceTime = typeof ServiceTime.Encoded
 
 /**
  * An optional queue in front of the slots: up to `size` requests wait for a slot
@@ -165,14 +184,13 @@ export type ServiceTime = typeof model.ServiceTime.Encoded
  * @since 0.1.0
  * @category model
  */
-export const ServerQueue: Schema.Schema<typeof model.ServerQueue.Type, typeof model.ServerQueue.Encoded> =
-  model.ServerQueue
+export const ServerQueue = model.ServerQueue
 
 /**
  * @since 0.1.0
  * @category model
  */
-export type ServerQueue = typeof model.ServerQueue.Encoded
+export type ServerQueue = typeof ServerQueue.Encoded
 
 /**
  * Options of a {@link SlotServer}: `maxBusy` slots, optional `capacityChanges`
@@ -185,16 +203,13 @@ export type ServerQueue = typeof model.ServerQueue.Encoded
  * @since 0.1.0
  * @category model
  */
-export const SlotServerOptions: Schema.Schema<
-  typeof model.SlotServerOptions.Type,
-  typeof model.SlotServerOptions.Encoded
-> = model.SlotServerOptions
+export const SlotServerOptions = model.SlotServerOptions
 
 /**
  * @since 0.1.0
  * @category model
  */
-export type SlotServerOptions = typeof model.SlotServerOptions.Encoded
+export type SlotServerOptions = typeof SlotServerOptions.Encoded
 
 /**
  * A model server with a number of slots. A request arriving while fewer than
@@ -273,14 +288,13 @@ export const makeSlotServer: (options: SlotServerOptions) => Effect.Effect<SlotS
  * @since 0.1.0
  * @category scenarios
  */
-export const Scenario: Schema.Schema<typeof model.Scenario.Type, typeof model.Scenario.Encoded> =
-  model.Scenario
+export const Scenario = model.Scenario
 
 /**
  * @since 0.1.0
  * @category scenarios
  */
-export type Scenario = typeof model.Scenario.Encoded
+export type Scenario = typeof Scenario.Encoded
 
 /**
  * Parses and validates a scenario written as JSON, failing with `InvalidOptions`

@@ -18,19 +18,10 @@ import type * as Fiber from "effect/Fiber"
 import type * as Sim from "../Simulation.js"
 
 /** @internal */
-export interface TimeSeries {
-  readonly startMillis: number
-  readonly resolutionMillis: number
-  readonly times: ReadonlyArray<number>
-  readonly counters: Readonly<Record<string, ReadonlyArray<number>>>
-  readonly gauges: Readonly<Record<string, ReadonlyArray<number>>>
-}
+export type TimeSeries = Sim.TimeSeries
 
 /** @internal */
-export interface RecorderService {
-  readonly unsafeCounter: (name: string) => (amount?: number) => void
-  readonly unsafeGauge: (name: string, read: () => number) => void
-}
+export type RecorderService = Sim.RecorderService
 
 /** @internal */
 export type Recorder = Sim.Recorder
@@ -41,23 +32,10 @@ export const Recorder = Context.GenericTag<Sim.Recorder, RecorderService>(
 )
 
 /** @internal */
-export interface RunOptions {
-  readonly seed?: number | string | undefined
-  readonly resolution?: Duration.DurationInput | undefined
-  readonly startMillis?: number | undefined
-  readonly maxDuration?: Duration.DurationInput | undefined
-  readonly onProgress?: ((elapsedMillis: number) => void) | undefined
-  readonly tracing?: boolean | undefined
-}
+export type RunOptions = Sim.RunOptions
 
 /** @internal */
-export interface RunResult<A, E> {
-  readonly exit: Exit.Exit<A, E>
-  readonly elapsedMillis: number
-  readonly timedOut: boolean
-  readonly events: number
-  readonly timeSeries: TimeSeries
-}
+export type RunResult<A, E> = Sim.RunResult<A, E>
 
 interface Timer {
   readonly at: number
