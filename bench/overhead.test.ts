@@ -15,8 +15,12 @@ describe("bench:overhead --quick --json", () => {
         "addedNsPerCall",
         "bareNsPerCall",
         "cockatielNsPerCall",
+        "limiterAloneNsPerCall",
+        "limiterAloneVsStack",
+        "mode",
         "naiveEffectNsPerCall",
         "ratioVsCockatiel",
+        "ratioVsNaiveEffect",
         "sluiceNsPerCall"
       ].sort()
     )
