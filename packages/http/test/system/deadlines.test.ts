@@ -22,7 +22,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { LimitAlgorithm } from "@sluice/adaptive"
 import { Criticality } from "@sluice/core"
 import { SluiceHttpClient } from "@sluice/http"
-import { Effect, Fiber, Option, Stream } from "effect"
+import { Effect, type Exit, Fiber, Option, Stream } from "effect"
 import {
   Arrivals,
   clientLayer,
@@ -127,8 +127,7 @@ describe("system: the timeout bounds the whole call", () => {
     Effect.gen(function* () {
       const arrivals = new Arrivals()
       const app = HttpRouter.empty.pipe(
-        // Each holder takes an eighth of the timeout: alone it would succeed, but twelve
-        // of them through one permit take one and a half timeouts.
+        // Each holder takes an eighth of the timeout: alone it would succeed.
         HttpRouter.get(
           "/slow",
           Effect.zipRight(
@@ -144,9 +143,18 @@ describe("system: the timeout bounds the whole call", () => {
       const { base } = yield* serve(app)
       const client = yield* SluiceHttpClient.SluiceHttpClient
 
-      const holders = 12
-      const fibers = yield* Effect.forEach(Array.from({ length: holders }), () =>
-        Effect.fork(Effect.timeoutOption(Effect.exit(client.get(`${base}/slow`)), GUARD))
+      // CRITICAL holders keep arriving (10/s against a service of 4/s), so the queue ahead
+      // of the SHEDDABLE late call never empties, however slow the machine is.
+      const fibers: Array<Fiber.RuntimeFiber<Option.Option<Exit.Exit<unknown, unknown>>>> = []
+      let arriving = true
+      const spawn = Effect.forkScoped(Effect.timeoutOption(Effect.exit(client.get(`${base}/slow`)), GUARD))
+      fibers.push(yield* spawn)
+      const feeder = yield* Effect.fork(
+        Effect.whileLoop({
+          while: () => arriving,
+          body: () => Effect.zipRight(Effect.sleep("100 millis"), spawn),
+          step: (fiber) => void fibers.push(fiber)
+        })
       )
       // The first holder reached the server: it has the permit, the others queue.
       yield* Effect.repeat(Effect.sleep("5 millis"), {
@@ -161,6 +169,9 @@ describe("system: the timeout bounds the whole call", () => {
       )
       // How many holders the server had answered when the late call ended.
       const servedWhenLateEnded = arrivals.count("served")
+      arriving = false
+      yield* Fiber.join(feeder)
+      const holders = fibers.length
       const held = yield* Effect.forEach(fibers, Fiber.join)
       const error = Option.isSome(late) ? failureOf(late.value) : undefined
       const figures = {
