@@ -198,7 +198,8 @@ export const shedding = (
       background.push(
         yield* Effect.fork(
           client.get(`${stack.backend}/work`, {
-            headers: { "x-sluice-criticality": "SHEDDABLE", "x-demo-hold": "1" }
+            // background work of our own tiers: trusted, so its attempt numbers count
+            headers: { ...stack.trustHeaders, "x-sluice-criticality": "SHEDDABLE", "x-demo-hold": "1" }
           })
         )
       )

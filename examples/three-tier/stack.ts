@@ -2,7 +2,9 @@
  * A three-tier stack on loopback: frontend → middle → backend, each a real
  * `@effect/platform-node` HTTP server, wired with @sluice/http.
  *
- * - backend: `criticality` (trusts the tiers inside) → `retryGuard` → `loadShed`
+ * - backend: `criticality` (trusts the tiers inside: requests carrying the
+ *   demo's shared secret in `x-sluice-trust`, see `Trust.sharedSecret`) →
+ *   `retryGuard` (counts only trusted attempt numbers) → `loadShed`
  *   (a `LoadShedder` with a small capacity) → a handler that takes `serviceTime`.
  *   It can be switched "down": every request then fails with `Overloaded` (503),
  *   and it can hold requests marked `x-demo-hold: 1` (background load).
@@ -27,9 +29,9 @@ import {
 import { NodeHttpServer } from "@effect/platform-node"
 import { CongestionWindow, LoadShedder } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
-import { Middleware, SluiceHttpClient } from "@sluice/http"
+import { Middleware, SluiceHttpClient, Trust } from "@sluice/http"
 import { RetryHistogram } from "@sluice/retry"
-import { Deferred, Duration, Effect, Layer, Schedule, type Scope } from "effect"
+import { Deferred, Duration, Effect, Layer, Redacted, Schedule, type Scope } from "effect"
 
 export type Level = Criticality.Criticality
 const zero = (): Record<Level, number> => ({ CRITICAL_PLUS: 0, CRITICAL: 0, SHEDDABLE_PLUS: 0, SHEDDABLE: 0 })
@@ -58,12 +60,16 @@ export interface StackOptions {
    * would (no typed errors, no don't-retry, no budget).
    */
   readonly naive?: boolean
+  /** The secret the tiers inside send in `x-sluice-trust` (at least 16 characters). */
+  readonly trustSecret?: string
 }
 
 export interface Stack {
   readonly frontend: string
   readonly middle: string
   readonly backend: string
+  /** The header that makes a request one of the tiers' own (`x-sluice-trust`). */
+  readonly trustHeaders: Readonly<Record<string, string>>
   readonly stats: BackendStats
   /** Middle-tier request count. */
   readonly middleHits: { value: number }
@@ -122,9 +128,14 @@ export const makeStack = (
 
     // The naive stack's call: every failure retried, 3 attempts in all, then a plain 503.
     const platform = yield* HttpClient.HttpClient
+    // The tiers inside prove who they are with a secret only they know (a real
+    // deployment reads it from a Config.redacted); the frontend never trusts its callers.
+    const secret = Redacted.make(options.trustSecret ?? "three-tier demo secret, not for production")
+    const trust = yield* Trust.sharedSecret({ secret }).pipe(Effect.orDie)
+    const inside = { headers: { "x-sluice-trust": Redacted.value(secret) } }
     const naiveCall = (url: string) =>
       HttpClient.filterStatusOk(platform)
-        .get(url)
+        .get(url, inside)
         .pipe(
           Effect.retry({ times: 2 }),
           Effect.flatMap(relay),
@@ -168,7 +179,7 @@ export const makeStack = (
       Middleware.retryGuard({ histogram }),
       Middleware.mapErrors,
       count,
-      Middleware.criticality({ trust: () => true })
+      Middleware.criticality({ trust })
     )
     const backend = yield* serve(backendApp)
 
@@ -188,11 +199,11 @@ export const makeStack = (
           middleHits.value++
           return options.naive === true
             ? naiveCall(`${backend}/work`)
-            : Effect.flatMap(toBackend.get(`${backend}/work`), relay)
+            : Effect.flatMap(toBackend.get(`${backend}/work`, inside), relay)
         })
       ),
       Middleware.mapErrors,
-      Middleware.criticality({ trust: () => true })
+      Middleware.criticality({ trust })
     )
     const middle = yield* serve(middleApp)
 
@@ -207,7 +218,7 @@ export const makeStack = (
     const callMiddle =
       options.naive === true
         ? naiveCall(`${middle}/work`)
-        : Effect.flatMap(toMiddle.get(`${middle}/work`), relay)
+        : Effect.flatMap(toMiddle.get(`${middle}/work`, inside), relay)
     const frontendApp = HttpRouter.empty.pipe(
       HttpRouter.get("/page", callMiddle.pipe(Criticality.withCriticality("CRITICAL"))),
       HttpRouter.get("/prefetch", callMiddle.pipe(Criticality.withCriticality("SHEDDABLE"))),
@@ -222,6 +233,7 @@ export const makeStack = (
       frontend,
       middle,
       backend,
+      trustHeaders: inside.headers,
       stats,
       middleHits,
       setDown: (value) => {

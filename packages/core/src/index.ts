@@ -29,3 +29,5 @@ export * as QuotaConfig from "./QuotaConfig.js"
 export * as QuotaStore from "./QuotaStore.js"
 /** @since 0.1.0 */
 export * as RollingCounter from "./RollingCounter.js"
+/** @since 0.2.0 */
+export * as Ratio from "./Ratio.js"

@@ -98,6 +98,32 @@ describe("CircuitBreaker", () => {
     })
   )
 
+  it.effect(
+    "trips at exactly the configured share (55 of 100 at 0.55, 7/100, 7/50, 7/25), not one failure before",
+    () =>
+      Effect.gen(function* () {
+        for (const [failures, calls, ratio] of [
+          [55, 100, 0.55],
+          [7, 100, 0.07],
+          [7, 50, 0.14],
+          [7, 25, 0.28],
+          [1, 3, 1 / 3],
+          [29, 100, 0.29]
+        ] as const) {
+          const breaker = yield* CircuitBreaker.make({
+            name: `exact-${ratio}`,
+            failureRatio: { ratio, window: "1 minute", minimumCalls: calls }
+          })
+          // successes first, then failures: the last failure completes the share
+          for (let i = 0; i < calls - failures; i++) yield* call(breaker, ok)
+          for (let i = 0; i < failures - 1; i++) yield* call(breaker, boom)
+          expect(yield* breaker.state).toBe("closed")
+          yield* call(breaker, boom)
+          expect([failures, calls, ratio, yield* breaker.state]).toEqual([failures, calls, ratio, "open"])
+        }
+      })
+  )
+
   it.effect("the failure-ratio window forgets old outcomes", () =>
     Effect.gen(function* () {
       const breaker = yield* CircuitBreaker.make({

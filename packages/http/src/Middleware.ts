@@ -8,7 +8,6 @@
  * @since 0.1.0
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
 import type * as LoadShedder from "@sluice/adaptive/LoadShedder"
@@ -17,6 +16,7 @@ import type * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import type { Criticality, Errors, Quota } from "@sluice/core"
 import type { RetryHistogram } from "@sluice/retry"
 import type { WireProtocolSettings } from "./Protocol.js"
+import type * as Trust from "./Trust.js"
 import * as internal from "./internal/middleware.js"
 
 /**
@@ -25,27 +25,40 @@ import * as internal from "./internal/middleware.js"
  * @since 0.1.0
  */
 export interface CriticalityOptions {
-  /** Callers whose claimed level is believed as is (default: nobody). */
-  readonly trust?: ((request: HttpServerRequest.HttpServerRequest) => boolean) | undefined
+  /**
+   * Callers whose claimed level (and attempt number, for {@link retryGuard}) is
+   * believed as is (default: nobody, `Trust.none`). See `Trust` for policies that
+   * a caller cannot forge; a check of a plain header such as
+   * `req.headers["x-internal"] === "1"` can be sent by anyone.
+   */
+  readonly trust?: Trust.TrustPolicy | undefined
   /** The highest level an untrusted caller gets (default `CRITICAL`). */
   readonly ceiling?: Criticality.Criticality | undefined
-  /** The level of a request without (or with an unreadable) header (default `CRITICAL`). */
+  /**
+   * The level of a request without (or with an unreadable) header (default
+   * `CRITICAL`); for an untrusted caller, clamped to the ceiling too.
+   */
   readonly default?: Criticality.Criticality | undefined
 }
 
 /**
- * Reads `x-sluice-criticality`, clamps it to the ceiling unless the caller is
- * trusted, and runs the handler with that level in `Criticality.currentCriticality`,
- * so shedders see it and outgoing Sluice client calls carry it on.
+ * Reads `x-sluice-criticality`, clamps it to the ceiling unless the trust policy
+ * trusts the caller, and runs the handler with that level in
+ * `Criticality.currentCriticality`, so shedders see it and outgoing Sluice client
+ * calls carry it on. The verdict is also kept in `Trust.currentCallerTrusted`,
+ * where {@link retryGuard} reads it: one policy decides both.
  *
  * @example
  * ```ts
  * import { HttpRouter, HttpServerResponse } from "@effect/platform"
- * import { Middleware } from "@sluice/http"
+ * import { Middleware, Trust } from "@sluice/http"
+ * import { Redacted } from "effect"
  *
+ * // Your own tiers send `x-sluice-trust: <secret>`; everyone else is clamped to SHEDDABLE_PLUS.
+ * const trust = Trust.unsafeSharedSecret({ secret: Redacted.make("a long random shared secret") })
  * const app = HttpRouter.empty.pipe(
  *   HttpRouter.get("/", HttpServerResponse.text("ok")),
- *   Middleware.criticality({ trust: (req) => req.headers["x-internal"] === "1", ceiling: "SHEDDABLE_PLUS" })
+ *   Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" })
  * )
  * ```
  * @since 0.1.0
@@ -56,8 +69,12 @@ export const criticality: (
 
 /**
  * The response a Sluice error becomes: `DontRetry` and `Throttled` → `503` +
- * `x-sluice-dont-retry: 1`; `Overloaded` → `503` (+ `Retry-After`); `CircuitOpen`
- * → `503` + `Retry-After`; `QuotaExceeded` → `429` + `Retry-After` + `RateLimit`.
+ * `x-sluice-dont-retry: 1`; `Overloaded` and `CircuitOpen` → `503` with
+ * `Retry-After` in whole seconds, at least 1, when the error carries a positive
+ * delay (an open breaker: the time until it half-opens), and with
+ * `x-sluice-dont-retry: 1` instead when the delay is infinite (a breaker isolated
+ * by hand): never `Retry-After: 0`; `QuotaExceeded` → `429` + `Retry-After` +
+ * `RateLimit`.
  * The body is the error encoded with `Errors.SluiceError`: `{ "error": ... }`.
  *
  * @example
@@ -256,7 +273,9 @@ export const loadShed: {
 
 /**
  * Options of {@link retryGuard}: an explicit `histogram` (default:
- * `RetryHistogram` from context).
+ * `RetryHistogram` from context) and a `trust` policy (default: the verdict of
+ * {@link criticality} outside, `Trust.currentCallerTrusted`; without it, nobody
+ * is trusted).
  *
  * @since 0.1.0
  */
@@ -264,20 +283,26 @@ export interface RetryGuardOptions extends internal.RetryGuardOptions {}
 
 /**
  * Records each request's `x-sluice-attempt` (malformed or hostile values count
- * as 0, huge ones are clamped) in a `RetryHistogram`. While the share of retries
- * says the service is overloaded, failures say "don't retry": `5xx` responses get
- * `x-sluice-dont-retry: 1`, and an `Overloaded` or `CircuitOpen` the handler fails
- * with becomes `DontRetry { reason: "server" }` (use {@link mapErrors} outside).
+ * as 0, huge ones are clamped) in a `RetryHistogram`: a trusted caller's in the
+ * histogram's decision, an untrusted caller's apart
+ * (`RetryHistogram.unsafeRecordUntrusted`), where it changes nobody's answers.
+ * While the share of (trusted) retries says the service is overloaded, failures
+ * say "don't retry": `5xx` responses get `x-sluice-dont-retry: 1`; an
+ * `Overloaded` or `CircuitOpen` the handler fails with becomes `DontRetry {
+ * reason: "server" }` (use {@link mapErrors} outside); any other failure or
+ * defect escaping the handler is turned into its response here (as the platform
+ * would: 500 for a plain error), with the header on a 5xx, and the cause kept
+ * for the server's logger.
  *
  * @example
  * ```ts
  * import { HttpRouter, HttpServerResponse } from "@effect/platform"
- * import { Middleware } from "@sluice/http"
+ * import { Middleware, Trust } from "@sluice/http"
  * import { RetryHistogram } from "@sluice/retry"
  *
  * const app = HttpRouter.empty.pipe(
  *   HttpRouter.get("/", HttpServerResponse.text("ok")),
- *   Middleware.retryGuard(),
+ *   Middleware.retryGuard({ trust: Trust.loopback }),
  *   Middleware.mapErrors
  * )
  * const HistogramLive = RetryHistogram.layer({ threshold: 0.1 })

@@ -17,3 +17,5 @@ export * as ThrottleSignal from "./ThrottleSignal.js"
 export * as SluiceHttpClient from "./SluiceHttpClient.js"
 /** @since 0.1.0 */
 export * as ClientStack from "./ClientStack.js"
+/** @since 0.2.0 */
+export * as Trust from "./Trust.js"

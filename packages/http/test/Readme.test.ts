@@ -1,27 +1,39 @@
-// The README's two snippets, verbatim except for the port (0: picked by the OS) and the URL.
+// The README's two snippets, verbatim except for the port (0: picked by the OS), the URL and the
+// secret (from a map, not the environment).
 import { createServer } from "node:http"
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { LoadShedder } from "@sluice/adaptive"
 import { Criticality } from "@sluice/core"
-import { Middleware, SluiceHttpClient, ThrottleSignal } from "@sluice/http"
+import { Middleware, SluiceHttpClient, ThrottleSignal, Trust } from "@sluice/http"
 import { RetryHistogram } from "@sluice/retry"
-import { Effect, Layer } from "effect"
+import { Config, ConfigProvider, Effect, Layer } from "effect"
 
 describe("README", () => {
   it.scopedLive("a client Layer and a router with middleware", () =>
     Effect.gen(function* () {
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get("/items", HttpServerResponse.text("[]")),
-        Middleware.loadShed(), // 503 + Retry-After, SHEDDABLE first
-        Middleware.retryGuard(), // don't-retry while retries dominate
-        Middleware.mapErrors, // Sluice errors of handlers → 429 / 503 (+ don't-retry)
-        Middleware.criticality({ trust: (req) => req.headers["x-internal"] === "1", ceiling: "CRITICAL" })
-      )
-      const ServerLive = HttpServer.serve(app).pipe(
+      const ServerLive = Effect.gen(function* () {
+        // Our own tiers send `x-sluice-trust: <secret>`; everyone else is clamped to CRITICAL
+        // and their attempt numbers are recorded apart, deciding nothing.
+        const trust = yield* Trust.sharedSecret({ secret: yield* Config.redacted("SLUICE_TRUST_SECRET") })
+        const app = HttpRouter.empty.pipe(
+          HttpRouter.get("/items", HttpServerResponse.text("[]")),
+          Middleware.loadShed(), // 503 + Retry-After, SHEDDABLE first
+          Middleware.retryGuard(), // don't-retry while (trusted) retries dominate
+          Middleware.mapErrors, // Sluice errors of handlers → 429 / 503 (+ don't-retry)
+          Middleware.criticality({ trust, ceiling: "CRITICAL" })
+        )
+        return HttpServer.serve(app)
+      }).pipe(
+        Layer.unwrapEffect,
         Layer.provide(Layer.merge(LoadShedder.layer({ capacity: 200 }), RetryHistogram.layer())),
-        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0 }))
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0 })),
+        Layer.provide(
+          Layer.setConfigProvider(
+            ConfigProvider.fromMap(new Map([["SLUICE_TRUST_SECRET", "a secret only our own tiers know"]]))
+          )
+        )
       )
       const context = yield* Layer.build(ServerLive)
       const server = yield* Effect.provide(HttpServer.HttpServer, context)

@@ -2,14 +2,14 @@ import { HttpClient, HttpRouter, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Redacted } from "effect"
 import { ConcurrencyLimiter, LimitAlgorithm, LoadShedder } from "@sluice/adaptive"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
-import { Criticality, Errors, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { CircuitBreaker, Criticality, Errors, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import { RetryHistogram } from "@sluice/retry"
-import { Middleware, Protocol } from "@sluice/http"
+import { Middleware, Protocol, Trust } from "@sluice/http"
 import { serve } from "./utils.js"
 
 const QuotaLive = Quota.layer().pipe(
@@ -179,7 +179,7 @@ describe("server middleware over a real NodeHttpServer", () => {
         HttpRouter.get("/busy", Effect.succeed(HttpServerResponse.empty({ status: 503 }))),
         HttpRouter.get("/shed", Effect.fail(new Errors.Overloaded({ reason: "busy" }))),
         HttpRouter.get("/ok", Effect.succeed(HttpServerResponse.text("ok"))),
-        Middleware.retryGuard({ histogram }),
+        Middleware.retryGuard({ histogram, trust: Trust.everyone }),
         Middleware.mapErrors
       )
       const base = yield* serve(app)
@@ -258,5 +258,185 @@ describe("server middleware over a real NodeHttpServer", () => {
     Effect.flatMap(LoadShedder.make({ capacity: 1000 }), (shedder) =>
       fullLimiterAnswers503((limiter) => Middleware.loadShed({ shedder, limiter }))
     )
+  )
+
+  const SECRET = "a long random secret shared by our own tiers"
+
+  it.scopedLive(
+    "trust: a spoofing caller gets neither CRITICAL_PLUS nor the power to switch retries off",
+    () =>
+      Effect.gen(function* () {
+        const histogram = yield* RetryHistogram.make({ threshold: 0.1, minRequests: 20, window: "1 minute" })
+        const trust = yield* Trust.sharedSecret({ secret: Redacted.make(SECRET) })
+        const app = HttpRouter.empty.pipe(
+          HttpRouter.get(
+            "/level",
+            Effect.map(Criticality.current, (level) => HttpServerResponse.text(level))
+          ),
+          HttpRouter.get("/busy", Effect.succeed(HttpServerResponse.empty({ status: 503 }))),
+          Middleware.retryGuard({ histogram }),
+          Middleware.mapErrors,
+          Middleware.criticality({ trust, ceiling: "CRITICAL" })
+        )
+        const base = yield* serve(app)
+        const client = yield* HttpClient.HttpClient
+        // Every header a spoofer might try: the claimed level, the README's old
+        // `x-internal: 1`, a wrong secret, an empty one, a prefix of the right one.
+        const spoofs: ReadonlyArray<Record<string, string>> = [
+          { "x-internal": "1" },
+          { "x-sluice-trust": "wrong" },
+          { "x-sluice-trust": "" },
+          { "x-sluice-trust": SECRET.slice(0, -1) },
+          { "x-sluice-trust": SECRET + "x" }
+        ]
+        for (const spoof of spoofs) {
+          const r = yield* client.get(base + "/level", {
+            headers: { ...spoof, "x-sluice-criticality": "CRITICAL_PLUS" }
+          })
+          expect(yield* r.text).toBe("CRITICAL")
+        }
+        // 300 anonymous requests claiming to be retries
+        yield* Effect.forEach(
+          Array.from({ length: 300 }, (_, i) => spoofs[i % spoofs.length]!),
+          (spoof) =>
+            Effect.flatMap(
+              client.get(base + "/busy", { headers: { ...spoof, "x-sluice-attempt": "2" } }),
+              (r) => {
+                expect(r.headers["x-sluice-dont-retry"]).toBeUndefined()
+                return Effect.void
+              }
+            ),
+          { concurrency: 16 }
+        )
+        const snapshot = yield* histogram.snapshot
+        expect(snapshot.untrusted.retries).toBe(300)
+        expect(snapshot.retries).toBe(0)
+        // the other callers: a trusted first try still gets a plain, retryable 503
+        const trusted = { "x-sluice-trust": SECRET }
+        const other = yield* client.get(base + "/busy", { headers: { ...trusted, "x-sluice-attempt": "0" } })
+        expect(other.status).toBe(503)
+        expect(other.headers["x-sluice-dont-retry"]).toBeUndefined()
+        // the right secret is believed: its level, and its retries do switch retries off
+        const level = yield* client.get(base + "/level", {
+          headers: { ...trusted, "x-sluice-criticality": "CRITICAL_PLUS" }
+        })
+        expect(yield* level.text).toBe("CRITICAL_PLUS")
+        let answer = ""
+        for (let i = 0; i < 30 && answer !== "1"; i++) {
+          const r = yield* client.get(base + "/busy", { headers: { ...trusted, "x-sluice-attempt": "2" } })
+          answer = r.headers["x-sluice-dont-retry"] ?? ""
+        }
+        expect(answer).toBe("1")
+        // ... for everyone now, the spoofers included: the backend is overloaded
+        const anonymous = yield* client.get(base + "/busy")
+        expect(anonymous.headers["x-sluice-dont-retry"]).toBe("1")
+      }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  )
+
+  it.effect("trust: short secrets and bad header names are InvalidOptions naming the field", () =>
+    Effect.gen(function* () {
+      const short = yield* Effect.flip(Trust.sharedSecret({ secret: Redacted.make("short") }))
+      expect(short._tag).toBe("InvalidOptions")
+      expect(short.message).toContain("secret")
+      const header = yield* Effect.flip(
+        Trust.sharedSecret({ secret: Redacted.make(SECRET), header: "X Bad" })
+      )
+      expect(header.message).toContain("header")
+      expect(() => Trust.unsafeSharedSecret({ secret: Redacted.make("") })).toThrow()
+    })
+  )
+
+  it.effect("trust: loopback addresses, combinators, and policies that throw trust nobody", () =>
+    Effect.sync(() => {
+      for (const a of ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"])
+        expect(Trust.isLoopbackAddress(a)).toBe(true)
+      for (const a of ["10.0.0.1", "::ffff:10.0.0.1", "1127.0.0.1", "fe80::1", "127.0.0.1.evil", ""])
+        expect(Trust.isLoopbackAddress(a)).toBe(false)
+      const request = {} as any
+      const throwing: Trust.TrustPolicy = () => {
+        throw new Error("no")
+      }
+      expect(Trust.evaluate(throwing, request)).toBe(false)
+      expect(Trust.evaluate(Trust.all(), request)).toBe(false)
+      expect(Trust.evaluate(Trust.any(), request)).toBe(false)
+      expect(Trust.evaluate(Trust.all(Trust.everyone, throwing), request)).toBe(false)
+      expect(Trust.evaluate(Trust.any(throwing, Trust.everyone), request)).toBe(true)
+      expect(Trust.evaluate((() => 1) as any, request)).toBe(false)
+    })
+  )
+
+  it.scopedLive(
+    "failures escaping the handler: a 5xx decided inside, with don't-retry while retries dominate",
+    () =>
+      Effect.gen(function* () {
+        const histogram = yield* RetryHistogram.make({ threshold: 0.25, minRequests: 4, window: "1 minute" })
+        const app = HttpRouter.empty.pipe(
+          HttpRouter.get("/boom", Effect.fail(new Error("boom"))),
+          HttpRouter.get("/die", Effect.die("defect")),
+          Middleware.retryGuard({ histogram, trust: Trust.everyone }),
+          Middleware.mapErrors
+        )
+        const base = yield* serve(app)
+        const client = yield* HttpClient.HttpClient
+        const get = (path: string, attempt: string) =>
+          client.get(base + path, { headers: { "x-sluice-attempt": attempt } })
+        const calm = yield* get("/boom", "0")
+        expect(calm.status).toBe(500)
+        expect(calm.headers["x-sluice-dont-retry"]).toBeUndefined()
+        for (let i = 0; i < 4; i++) yield* get("/boom", "2")
+        expect(yield* histogram.shouldRejectRetries).toBe(true)
+        for (const path of ["/boom", "/die"]) {
+          const r = yield* get(path, "0")
+          expect(r.status).toBe(500)
+          expect(r.headers["x-sluice-dont-retry"]).toBe("1")
+        }
+        // a missing route stays a 404, untouched
+        const missing = yield* get("/nope", "0")
+        expect(missing.status).toBe(404)
+        expect(missing.headers["x-sluice-dont-retry"]).toBeUndefined()
+      }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  )
+
+  it.scopedLive(
+    "breaker refusals: an open breaker gives its remaining open time, an isolated one says don't retry",
+    () =>
+      Effect.gen(function* () {
+        const breaker = yield* CircuitBreaker.make({
+          name: "db",
+          consecutiveFailures: 1,
+          openFor: "30 seconds"
+        })
+        yield* Effect.either(breaker.withBreaker(Effect.fail("down")))
+        const app = HttpRouter.empty.pipe(
+          HttpRouter.get("/", Effect.as(breaker.withBreaker(Effect.void), HttpServerResponse.text("ok"))),
+          Middleware.mapErrors
+        )
+        const base = yield* serve(app)
+        const client = yield* HttpClient.HttpClient
+        const open = yield* client.get(base + "/")
+        expect(open.status).toBe(503)
+        const seconds = Number(open.headers["retry-after"])
+        expect(Number.isInteger(seconds)).toBe(true)
+        expect(seconds).toBeGreaterThanOrEqual(1)
+        expect(seconds).toBeLessThanOrEqual(30)
+        expect(open.headers["x-sluice-dont-retry"]).toBeUndefined()
+        yield* breaker.isolate
+        const isolated = yield* client.get(base + "/")
+        expect(isolated.status).toBe(503)
+        expect(isolated.headers["retry-after"]).toBeUndefined()
+        expect(isolated.headers["x-sluice-dont-retry"]).toBe("1")
+        // an Overloaded with a sub-second delay rounds up to 1, a zero delay sends none
+        const settings = Protocol.make()
+        const short = Middleware.errorResponse(
+          new Errors.Overloaded({ reason: "busy", retryAfter: Duration.millis(1) }),
+          settings
+        )
+        expect(short.headers["retry-after"]).toBe("1")
+        const zero = Middleware.errorResponse(
+          new Errors.Overloaded({ reason: "busy", retryAfter: Duration.zero }),
+          settings
+        )
+        expect(zero.headers["retry-after"]).toBeUndefined()
+      }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 })

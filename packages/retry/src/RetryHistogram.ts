@@ -52,6 +52,26 @@ export interface Snapshot {
   readonly retries: number
   readonly shareOfRetries: number
   readonly byAttempt: ReadonlyArray<number>
+  /**
+   * The requests recorded with {@link Histogram.unsafeRecordUntrusted}: counted,
+   * but not part of `total`, `retries` or the decision.
+   *
+   * @since 0.2.0
+   */
+  readonly untrusted: UntrustedCounts
+}
+
+/**
+ * Requests from callers whose attempt numbers are not believed, by attempt
+ * number as they claimed it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface UntrustedCounts {
+  readonly total: number
+  readonly retries: number
+  readonly byAttempt: ReadonlyArray<number>
 }
 
 /**
@@ -64,6 +84,14 @@ export interface Histogram {
   readonly options: ResolvedOptions
   /** Records one incoming request with its attempt number (malformed values count as 0). */
   unsafeRecord(nowMillis: number, attempt: number): void
+  /**
+   * Records a request from a caller that is not trusted (see `@sluice/http`'s
+   * `Trust`): kept apart (snapshot `untrusted`, metric tag `trusted=false`) and
+   * never part of the decision, so that anonymous callers claiming to be retries
+   * cannot make the server answer "don't retry" to others — nor, claiming first
+   * tries, dilute the share of retries. @since 0.2.0
+   */
+  unsafeRecordUntrusted(nowMillis: number, attempt: number): void
   unsafeSnapshot(nowMillis: number): Snapshot
   unsafeShouldRejectRetries(nowMillis: number): boolean
   record(attempt: number): Effect.Effect<void>

@@ -23,7 +23,8 @@ describe("RetryHistogram", () => {
         total: 10,
         retries: 4,
         shareOfRetries: 0.4,
-        byAttempt: [6, 2, 1, 1]
+        byAttempt: [6, 2, 1, 1],
+        untrusted: { total: 0, retries: 0, byAttempt: [0, 0, 0, 0] }
       })
       yield* TestClock.adjust("5 seconds")
       for (let i = 0; i < 10; i++) yield* histogram.record(0)
@@ -33,14 +34,16 @@ describe("RetryHistogram", () => {
         total: 10,
         retries: 0,
         shareOfRetries: 0,
-        byAttempt: [10, 0, 0, 0]
+        byAttempt: [10, 0, 0, 0],
+        untrusted: { total: 0, retries: 0, byAttempt: [0, 0, 0, 0] }
       })
       yield* TestClock.adjust("1 minute")
       expect(yield* histogram.snapshot).toEqual({
         total: 0,
         retries: 0,
         shareOfRetries: 0,
-        byAttempt: [0, 0, 0, 0]
+        byAttempt: [0, 0, 0, 0],
+        untrusted: { total: 0, retries: 0, byAttempt: [0, 0, 0, 0] }
       })
     })
   )
@@ -167,6 +170,49 @@ describe("RetryHistogram", () => {
         }
         expect(() => RetryHistogram.unsafeMake(bad)).toThrow(field)
       }
+    })
+  )
+
+  it.effect("untrusted attempt numbers are counted apart and decide nothing", () =>
+    Effect.gen(function* () {
+      const histogram = yield* RetryHistogram.make({
+        threshold: 0.1,
+        minRequests: 10,
+        maxAttempt: 3,
+        name: "h-untrusted"
+      })
+      const now = 0
+      // 300 untrusted "retries" and nothing else: no decision, neither way
+      for (let i = 0; i < 300; i++) histogram.unsafeRecordUntrusted(now, 2)
+      histogram.unsafeRecordUntrusted(now, Number.NaN)
+      expect(histogram.unsafeShouldRejectRetries(now)).toBe(false)
+      const snapshot = histogram.unsafeSnapshot(now)
+      expect(snapshot.total).toBe(0)
+      expect(snapshot.untrusted).toEqual({ total: 301, retries: 300, byAttempt: [1, 0, 300, 0] })
+      // nor do untrusted first tries dilute trusted retries
+      for (let i = 0; i < 10; i++) histogram.unsafeRecord(now, 1)
+      for (let i = 0; i < 1000; i++) histogram.unsafeRecordUntrusted(now, 0)
+      expect(histogram.unsafeShouldRejectRetries(now)).toBe(true)
+      const untrusted = yield* Metric.value(
+        RetryHistogram.metrics.requests.pipe(
+          Metric.tagged("histogram", "h-untrusted"),
+          Metric.tagged("attempt", "2"),
+          Metric.tagged("trusted", "false")
+        )
+      )
+      expect(untrusted.count).toBe(300)
+    })
+  )
+
+  it.effect("the threshold compares exact shares: 1 of 10 is not above 0.1, 2 of 19 is", () =>
+    Effect.sync(() => {
+      const histogram = RetryHistogram.unsafeMake({ threshold: 0.1, minRequests: 1 })
+      histogram.unsafeRecord(0, 1)
+      for (let i = 0; i < 9; i++) histogram.unsafeRecord(0, 0)
+      expect(histogram.unsafeShouldRejectRetries(0)).toBe(false)
+      histogram.unsafeRecord(0, 2)
+      for (let i = 0; i < 8; i++) histogram.unsafeRecord(0, 0)
+      expect(histogram.unsafeShouldRejectRetries(0)).toBe(true)
     })
   )
 })

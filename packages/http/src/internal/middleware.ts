@@ -1,5 +1,6 @@
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
@@ -8,8 +9,10 @@ import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import { Criticality, Errors, Quota, QuotaConfig } from "@sluice/core"
 import { RetryHistogram } from "@sluice/retry"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Metric from "effect/Metric"
@@ -17,7 +20,9 @@ import * as Option from "effect/Option"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
+import type { TrustPolicy } from "../Trust.js"
 import * as protocol from "./protocol.js"
+import * as trustPolicy from "./trust.js"
 
 /** @internal */
 export const isSluiceError = (u: unknown): u is Errors.SluiceError =>
@@ -66,13 +71,16 @@ export const errorResponse = (
       headers[names.dontRetry] = "1"
       break
     }
-    case "Overloaded": {
-      if (error.retryAfter !== undefined)
-        headers[names.retryAfter] = protocol.formatRetryAfter(error.retryAfter)
-      break
-    }
+    case "Overloaded":
     case "CircuitOpen": {
-      headers[names.retryAfter] = protocol.formatRetryAfter(error.retryAfter)
+      // A delay the caller can wait out is sent as whole seconds, at least 1 (a
+      // `Retry-After: 0` would invite an immediate retry); a breaker isolated by hand
+      // (infinite delay) has no date to give, so it says "don't retry" instead.
+      const retryAfter = error.retryAfter
+      if (retryAfter === undefined) break
+      const millis = Duration.toMillis(retryAfter)
+      if (millis === Infinity) headers[names.dontRetry] = "1"
+      else if (millis > 0) headers[names.retryAfter] = protocol.formatRetryAfter(retryAfter)
       break
     }
     case "QuotaExceeded": {
@@ -102,7 +110,7 @@ export const mapErrors = <E, R>(
 
 /** @internal */
 export interface CriticalityOptions {
-  readonly trust?: ((request: HttpServerRequest.HttpServerRequest) => boolean) | undefined
+  readonly trust?: TrustPolicy | undefined
   readonly ceiling?: Criticality.Criticality | undefined
   readonly default?: Criticality.Criticality | undefined
 }
@@ -111,24 +119,23 @@ export interface CriticalityOptions {
 export const criticality =
   (options: CriticalityOptions = {}) =>
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
-    const trust = options.trust ?? (() => false)
+    const trust = options.trust ?? trustPolicy.none
     const ceiling = options.ceiling ?? "CRITICAL"
     const fallback = options.default ?? "CRITICAL"
+    // The default may exceed the ceiling only for trusted callers: an untrusted
+    // request without the header gets min(default, ceiling).
+    const untrustedFallback = Criticality.clamp(fallback, ceiling)
+    const trustedApp = Effect.locally(app, trustPolicy.currentCallerTrusted, true)
+    const untrustedApp = Effect.locally(app, trustPolicy.currentCallerTrusted, false)
     return Effect.flatMap(
       Effect.zip(HttpServerRequest.HttpServerRequest, WireProtocol),
       ([request, settings]) => {
-        const claimed = Criticality.parse(
-          protocol.headerValue(request.headers[settings.headers.criticality]),
-          fallback
-        )
-        let trusted = false
-        try {
-          trusted = trust(request) === true
-        } catch {
-          trusted = false
-        }
-        const level = trusted ? claimed : Criticality.clamp(claimed, ceiling)
-        return Effect.locally(app, Criticality.currentCriticality, level)
+        const trusted = trustPolicy.evaluate(trust, request)
+        const header = protocol.headerValue(request.headers[settings.headers.criticality])
+        const level = trusted
+          ? Criticality.parse(header, fallback)
+          : Criticality.clamp(Criticality.parse(header, untrustedFallback), ceiling)
+        return Effect.locally(trusted ? trustedApp : untrustedApp, Criticality.currentCriticality, level)
       }
     )
   }
@@ -341,6 +348,7 @@ export const loadShed =
 /** @internal */
 export interface RetryGuardOptions {
   readonly histogram?: RetryHistogram.Histogram | undefined
+  readonly trust?: TrustPolicy | undefined
 }
 
 const isRetryableSluice = (e: unknown): e is Errors.Overloaded | Errors.CircuitOpen =>
@@ -352,43 +360,63 @@ export const retryGuard =
   <E, R>(
     app: HttpApp.Default<E, R>
   ): HttpApp.Default<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram> => {
+    const trust = options.trust
     const guarded = (histogram: RetryHistogram.Histogram) =>
-      Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, WireProtocol), ([request, settings]) => {
+      Effect.withFiberRuntime<
+        HttpServerResponse.HttpServerResponse,
+        E | Errors.DontRetry,
+        R | HttpServerRequest.HttpServerRequest
+      >((fiber) => {
+        const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+        const settings = Context.get(fiber.currentContext, WireProtocol)
+        const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
         const attempt = protocol.parseAttempt(
           protocol.headerValue(request.headers[settings.headers.attempt]),
           settings.maxAttempt
         )
-        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          histogram.unsafeRecord(now, attempt)
-          return Effect.matchEffect(app, {
-            onSuccess: (response) => {
-              if (response.status < 500) return Effect.succeed(response)
-              // While retries dominate, every failure says "don't retry": the callers'
-              // backends (us) are overloaded, so retries would only add load.
-              return Effect.flatMap(Clock.currentTimeMillis, (t) =>
-                histogram.unsafeShouldRejectRetries(t)
-                  ? Effect.succeed(
-                      HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")
-                    ).pipe(
-                      Effect.withSpan("sluice.http.dont_retry", {
-                        captureStackTrace: false,
-                        attributes: { attempt, status: response.status }
-                      })
-                    )
-                  : Effect.succeed(response)
-              )
-            },
-            onFailure: (error): Effect.Effect<never, E | Errors.DontRetry> => {
-              if (!isRetryableSluice(error)) return Effect.fail(error)
-              return Effect.flatMap(Clock.currentTimeMillis, (t) =>
-                Effect.fail(
-                  histogram.unsafeShouldRejectRetries(t)
-                    ? new Errors.DontRetry({ reason: "server", cause: error })
-                    : error
-                )
-              )
+        // Only a trusted caller's attempt number may change answers (to anyone): an
+        // untrusted one is recorded apart, where it decides nothing.
+        const trusted =
+          trust !== undefined
+            ? trustPolicy.evaluate(trust, request)
+            : fiber.getFiberRef(trustPolicy.currentCallerTrusted)
+        if (trusted) histogram.unsafeRecord(clock.unsafeCurrentTimeMillis(), attempt)
+        else histogram.unsafeRecordUntrusted(clock.unsafeCurrentTimeMillis(), attempt)
+        const rejecting = () => histogram.unsafeShouldRejectRetries(clock.unsafeCurrentTimeMillis())
+        const dontRetry = (response: HttpServerResponse.HttpServerResponse) =>
+          Effect.succeed(HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")).pipe(
+            Effect.withSpan("sluice.http.dont_retry", {
+              captureStackTrace: false,
+              attributes: { attempt, status: response.status }
+            })
+          )
+        return Effect.matchCauseEffect(app, {
+          onSuccess: (response) =>
+            // While retries dominate, every failure says "don't retry": the callers'
+            // backends (us) are overloaded, so retries would only add load.
+            response.status >= 500 && rejecting() ? dontRetry(response) : Effect.succeed(response),
+          onFailure: (cause): Effect.Effect<HttpServerResponse.HttpServerResponse, E | Errors.DontRetry> => {
+            if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+            const failure = Cause.failureOption(cause)
+            if (failure._tag === "Some" && isSluiceError(failure.value)) {
+              // Sluice errors keep their own mapping (`mapErrors`, outside); the retryable
+              // ones become terminal while retries dominate.
+              const error = failure.value
+              if (!isRetryableSluice(error) || !rejecting()) return Effect.failCause(cause)
+              return Effect.fail(new Errors.DontRetry({ reason: "server", cause: error }))
             }
-          })
+            if (!rejecting()) return Effect.failCause(cause)
+            // Any other failure or defect: the response the platform would send
+            // (500 for a plain error, 404 for a missing route, ...) decided here, so
+            // that a 5xx carries "don't retry" too. The cause stays for the server's
+            // logger; the platform sends the response it ends with.
+            return Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
+              Effect.flatMap(
+                response.status >= 500 ? dontRetry(response) : Effect.succeed(response),
+                (final) => Effect.failCause(Cause.sequential(rest, Cause.die(final)))
+              )
+            )
+          }
         })
       })
     if (options.histogram !== undefined) return guarded(options.histogram)

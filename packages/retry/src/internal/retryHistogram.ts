@@ -1,4 +1,4 @@
-import { Options, RollingCounter } from "@sluice/core"
+import { Options, Ratio, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -28,7 +28,8 @@ export const RetryHistogramOptions = Schema.Struct({
 
 /** @internal */
 export const requestsCounter = Metric.counter("sluice_retry_histogram_requests", {
-  description: "incoming requests by the attempt number they carry (the last bucket is 'n+')",
+  description:
+    "incoming requests by the attempt number they carry (the last bucket is 'n+'); trusted=false: from callers not trusted, not part of the decision",
   incremental: true
 })
 
@@ -56,6 +57,9 @@ export const parseAttempt = (value: string | number | null | undefined): number 
 
 class HistogramImpl implements RH.Histogram {
   private readonly counters: ReadonlyArray<RollingCounter.RollingCounter>
+  private readonly untrustedCounters: ReadonlyArray<RollingCounter.RollingCounter>
+  private readonly untrustedTags: ReadonlyArray<ReadonlyArray<MetricLabel.MetricLabel>>
+  private readonly threshold: Ratio.ExactRatio
   private readonly attemptTags: ReadonlyArray<ReadonlyArray<MetricLabel.MetricLabel>>
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   constructor(readonly options: RH.ResolvedOptions) {
@@ -63,10 +67,19 @@ class HistogramImpl implements RH.Histogram {
     this.counters = Array.from({ length: maxAttempt + 1 }, () =>
       RollingCounter.unsafeMake({ window, buckets })
     )
+    this.untrustedCounters = Array.from({ length: maxAttempt + 1 }, () =>
+      RollingCounter.unsafeMake({ window, buckets })
+    )
+    this.threshold = Ratio.make(options.threshold)
     this.tags = options.name === undefined ? [] : [MetricLabel.make("histogram", options.name)]
     this.attemptTags = Array.from({ length: maxAttempt + 1 }, (_, i) => [
       ...this.tags,
       MetricLabel.make("attempt", i === maxAttempt ? `${i}+` : String(i))
+    ])
+    this.untrustedTags = Array.from({ length: maxAttempt + 1 }, (_, i) => [
+      ...this.tags,
+      MetricLabel.make("attempt", i === maxAttempt ? `${i}+` : String(i)),
+      MetricLabel.make("trusted", "false")
     ])
   }
   unsafeRecord(nowMillis: number, attempt: number): void {
@@ -74,17 +87,35 @@ class HistogramImpl implements RH.Histogram {
     this.counters[index]!.unsafeAdd(nowMillis, 1)
     requestsCounter.unsafeUpdate(1, this.attemptTags[index]!)
   }
+  unsafeRecordUntrusted(nowMillis: number, attempt: number): void {
+    const index = Math.min(this.options.maxAttempt, parseAttempt(attempt))
+    this.untrustedCounters[index]!.unsafeAdd(nowMillis, 1)
+    requestsCounter.unsafeUpdate(1, this.untrustedTags[index]!)
+  }
   unsafeSnapshot(nowMillis: number): RH.Snapshot {
     const byAttempt = this.counters.map((counter) => counter.unsafeTotal(nowMillis))
     const total = byAttempt.reduce((a, b) => a + b, 0)
     const retries = total - byAttempt[0]!
     const shareOfRetries = total === 0 ? 0 : retries / total
-    return { total, retries, shareOfRetries, byAttempt }
+    const untrustedByAttempt = this.untrustedCounters.map((counter) => counter.unsafeTotal(nowMillis))
+    const untrustedTotal = untrustedByAttempt.reduce((a, b) => a + b, 0)
+    return {
+      total,
+      retries,
+      shareOfRetries,
+      byAttempt,
+      untrusted: {
+        total: untrustedTotal,
+        retries: untrustedTotal - untrustedByAttempt[0]!,
+        byAttempt: untrustedByAttempt
+      }
+    }
   }
   unsafeShouldRejectRetries(nowMillis: number): boolean {
-    const { shareOfRetries, total } = this.unsafeSnapshot(nowMillis)
+    const { retries, shareOfRetries, total } = this.unsafeSnapshot(nowMillis)
     retryShareGauge.unsafeUpdate(shareOfRetries, this.tags)
-    const reject = total >= this.options.minRequests && shareOfRetries > this.options.threshold
+    // Exact share: `retries / total > threshold` without a floating-point miss.
+    const reject = total >= this.options.minRequests && this.threshold.above(retries, total)
     if (reject) rejectionsCounter.unsafeUpdate(1, this.tags)
     return reject
   }

@@ -1,0 +1,46 @@
+/**
+ * Exact comparisons of a share of counts (`part / whole`) against a configured
+ * ratio. `failures >= ratio * calls` in floating point misses exact shares
+ * (`0.55 * 100` is `55.00000000000001`, so 55 failures of 100 do not reach
+ * 0.55); this module reads the ratio as the decimal it is written as (its
+ * shortest round-trip form: `0.55` is 55/100) and compares by integer
+ * cross-multiplication, with `BigInt` only where a product would pass 2^53.
+ *
+ * @since 0.2.0
+ */
+import * as internal from "./internal/ratio.js"
+
+/**
+ * A ratio compiled for exact comparisons. `part` and `whole` must be
+ * non-negative integers (counts).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ExactRatio {
+  /** The ratio as given. */
+  readonly value: number
+  /** The sign of `part / whole − ratio`, exactly. */
+  readonly compare: (part: number, whole: number) => -1 | 0 | 1
+  /** `part / whole ≥ ratio`, exactly. */
+  readonly atLeast: (part: number, whole: number) => boolean
+  /** `part / whole > ratio`, exactly. */
+  readonly above: (part: number, whole: number) => boolean
+}
+
+/**
+ * Compiles a ratio (finite, non-negative; throws a `RangeError` otherwise —
+ * validate options with `Options.Ratio` first).
+ *
+ * @example
+ * ```ts
+ * import { Ratio } from "@sluice/core"
+ *
+ * const half = Ratio.make(0.55)
+ * half.atLeast(55, 100) // true (55 >= 0.55 * 100 in floating point is false)
+ * half.above(55, 100) // false
+ * ```
+ * @since 0.2.0
+ * @category constructors
+ */
+export const make: (ratio: number) => ExactRatio = internal.make

@@ -1,0 +1,67 @@
+import { Ratio } from "@sluice/core"
+import { describe, expect, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
+
+// Reference: the ratio as the decimal its shortest round-trip form spells, compared by
+// cross-multiplication in BigInt, written from scratch (no shared code with the module).
+const reference = (part: number, whole: number, ratio: number): number => {
+  const [m, e = "0"] = String(ratio).split("e")
+  const [int, frac = ""] = m!.split(".")
+  const digits = BigInt(int! + frac)
+  const scale = frac.length - Number(e)
+  const lhs = scale >= 0 ? BigInt(part) * 10n ** BigInt(scale) : BigInt(part)
+  const rhs = scale >= 0 ? digits * BigInt(whole) : digits * BigInt(whole) * 10n ** BigInt(-scale)
+  return lhs < rhs ? -1 : lhs > rhs ? 1 : 0
+}
+
+describe("Ratio", () => {
+  it("exact shares that floating-point multiplication misses", () => {
+    for (const [part, whole, ratio] of [
+      [55, 100, 0.55],
+      [7, 100, 0.07],
+      [7, 50, 0.14],
+      [7, 25, 0.28],
+      [29, 100, 0.29],
+      [3, 10, 0.3]
+    ] as const) {
+      const r = Ratio.make(ratio)
+      expect(r.atLeast(part, whole)).toBe(true)
+      expect(r.above(part, whole)).toBe(false)
+      expect(r.compare(part, whole)).toBe(0)
+      expect(r.atLeast(part - 1, whole)).toBe(false)
+    }
+    // the float rule `part >= ratio * whole` is what misses them
+    expect(55 >= 0.55 * 100).toBe(false)
+  })
+
+  it("edge ratios: 0, 1, tiny exponents, long fractions, huge counts", () => {
+    expect(Ratio.make(0).atLeast(0, 10)).toBe(true)
+    expect(Ratio.make(0).above(0, 10)).toBe(false)
+    expect(Ratio.make(1).atLeast(10, 10)).toBe(true)
+    expect(Ratio.make(1).above(10, 10)).toBe(false)
+    expect(Ratio.make(1e-7).compare(1, 10_000_000)).toBe(0)
+    expect(Ratio.make(1 / 3).compare(1, 3)).toBe(1) // 1/3 > 0.3333333333333333
+    expect(Ratio.make(0.5).compare(2 ** 52, 2 ** 53)).toBe(0)
+    expect(Ratio.make(0.1).compare(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)).toBe(1)
+    expect(() => Ratio.make(Number.NaN)).toThrow(RangeError)
+    expect(() => Ratio.make(-0.1)).toThrow(RangeError)
+  })
+
+  it("agrees with a BigInt reference on random counts and ratios", () => {
+    fc.assert(
+      fc.property(
+        fc.nat({ max: 2 ** 40 }),
+        fc.integer({ min: 1, max: 2 ** 40 }),
+        fc.oneof(
+          fc.double({ min: 0, max: 1, noNaN: true }),
+          fc.integer({ min: 0, max: 1000 }).map((n) => n / 1000),
+          fc.integer({ min: 0, max: 100 }).map((n) => n / 100)
+        ),
+        (part, whole, ratio) => {
+          expect(Ratio.make(ratio).compare(part, whole)).toBe(reference(part, whole, ratio))
+        }
+      ),
+      { numRuns: 2000 }
+    )
+  })
+})
