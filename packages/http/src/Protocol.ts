@@ -156,15 +156,31 @@ export const parseCriticality = (
 ): Criticality.Criticality => Criticality.parse(value, fallback)
 
 /**
- * Parses an HTTP date (IMF-fixdate, RFC 850 or asctime) to epoch milliseconds.
+ * Parses an HTTP date (RFC 9110 §5.6.7: IMF-fixdate, or the obsolete rfc850-date
+ * and asctime-date forms) to epoch milliseconds; `undefined` for anything else.
+ * Exactly the grammar: names are case-sensitive, single spaces, a day that exists
+ * in its month, second 60 for a leap second. An rfc850-date's two-digit year is
+ * the latest year with those digits that is not more than 50 years after
+ * `nowMillis` (so on 2026-01-01 `-70` is 2070 and `-80` is 1980); without
+ * `nowMillis` it is read against 2000-01-01.
  *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * Protocol.parseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT") // 784111777000
+ * Protocol.parseHttpDate("Sunday, 06-Nov-94 08:49:37 GMT", Date.UTC(2026, 0, 1)) // 784111777000
+ * Protocol.parseHttpDate("sun, 06 nov 1994 08:49:37 gmt") // undefined
+ * ```
  * @since 0.1.0
  */
-export const parseHttpDate: (value: string) => number | undefined = internal.parseHttpDate
+export const parseHttpDate: (value: string, nowMillis?: number) => number | undefined = internal.parseHttpDate
 
 /**
- * Parses `Retry-After` (delay-seconds or an HTTP date relative to `nowMillis`)
- * into a delay, clamped to `[0, max]`; `None` when absent or malformed.
+ * Parses `Retry-After` (RFC 9110 §10.2.3: delay-seconds, `1*DIGIT` only — no
+ * sign, no fraction — or an HTTP date relative to `nowMillis`, see
+ * {@link parseHttpDate}) into a delay, clamped to `[0, max]`; `None` when absent
+ * or malformed.
  *
  * @example
  * ```ts
@@ -194,7 +210,10 @@ export const parseRetryAfter = (
   Effect.map(Clock.currentTimeMillis, (now) => internal.parseRetryAfter(value, now, max))
 
 /**
- * Formats a delay as `Retry-After` delay-seconds, rounded up.
+ * Formats a delay as `Retry-After` delay-seconds, rounded up (a positive delay
+ * is at least `"1"`); zero or negative is `"0"`, and an infinite or longer
+ * delay than a day is `"86400"` (delay-seconds cannot say "never": send
+ * `x-sluice-dont-retry` for that, as `Middleware.errorResponse` does).
  *
  * @example
  * ```ts

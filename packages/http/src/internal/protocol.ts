@@ -55,48 +55,89 @@ export const parseFlag = (value: string | null | undefined): boolean => {
   return v === "1" || v === "true" || v === "yes"
 }
 
-const MONTHS: Record<string, number> = {
-  jan: 0,
-  feb: 1,
-  mar: 2,
-  apr: 3,
-  may: 4,
-  jun: 5,
-  jul: 6,
-  aug: 7,
-  sep: 8,
-  oct: 9,
-  nov: 10,
-  dec: 11
+// RFC 9110 §5.6.7. HTTP-date is case-sensitive: names exactly as the grammar spells them.
+const MONTHS: Readonly<Record<string, number>> = {
+  Jan: 0,
+  Feb: 1,
+  Mar: 2,
+  Apr: 3,
+  May: 4,
+  Jun: 5,
+  Jul: 6,
+  Aug: 7,
+  Sep: 8,
+  Oct: 9,
+  Nov: 10,
+  Dec: 11
 }
-
-// RFC 9110 §5.6.7: IMF-fixdate, plus the two obsolete forms a recipient must accept.
-const IMF_FIXDATE = /^[A-Za-z]{3}, (\d{2}) ([A-Za-z]{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT$/
-const RFC850 = /^[A-Za-z]{6,9}, (\d{2})-([A-Za-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) GMT$/
-const ASCTIME = /^[A-Za-z]{3} ([A-Za-z]{3}) ([ \d]\d) (\d{2}):(\d{2}):(\d{2}) (\d{4})$/
+const DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+const DAY_L = "(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
+const MONTH = "(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+const TIME = "(\\d{2}):(\\d{2}):(\\d{2})"
+// IMF-fixdate = day-name "," SP date1 SP time-of-day SP GMT; date1 = day SP month SP year
+const IMF_FIXDATE = new RegExp(`^${DAY}, (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`)
+// rfc850-date = day-name-l "," SP date2 SP time-of-day SP GMT; date2 = day "-" month "-" 2DIGIT
+const RFC850 = new RegExp(`^${DAY_L}, (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`)
+// asctime-date = day-name SP date3 SP time-of-day SP year; date3 = month SP ( 2DIGIT / ( SP DIGIT ) )
+const ASCTIME = new RegExp(`^${DAY} ${MONTH} (\\d{2}| \\d) ${TIME} (\\d{4})$`)
+const DELAY_SECONDS = /^\d+$/
 
 const utc = (
   year: number,
-  month: string,
+  month: number,
   day: number,
   hour: number,
   minute: number,
   second: number
 ): number | undefined => {
-  const m = MONTHS[month.toLowerCase()]
-  if (m === undefined) return undefined
-  if (day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return undefined
-  const t = Date.UTC(year, m, day, hour, minute, second)
-  return Number.isFinite(t) ? t : undefined
+  // second = 2DIGIT, 60 allowed for a leap second; a day must exist in its month.
+  if (day < 1 || hour > 23 || minute > 59 || second > 60) return undefined
+  const t = Date.UTC(year, month, day, hour, minute, second)
+  if (!Number.isFinite(t)) return undefined
+  const date = new Date(t - (second === 60 ? 1000 : 0))
+  if (date.getUTCDate() !== day || date.getUTCMonth() !== month) return undefined
+  // Date.UTC maps years 0–99 to 1900–1999; IMF-fixdate and asctime years are literal.
+  if (year < 100) {
+    const exact = new Date(0)
+    exact.setUTCFullYear(year, month, day)
+    exact.setUTCHours(hour, minute, second, 0)
+    return exact.getTime()
+  }
+  return t
+}
+
+// §5.6.7: "Recipients of a timestamp value in rfc850-date format, which uses a
+// two-digit year, MUST interpret a timestamp that appears to be more than 50 years in
+// the future as representing the most recent year in the past that had the same last
+// two digits." The latest year with those digits not more than 50 years after now.
+const rfc850Year = (
+  yy: number,
+  month: number,
+  day: number,
+  hour: number,
+  minute: number,
+  second: number,
+  nowMillis: number
+): number | undefined => {
+  const now = new Date(nowMillis)
+  const limit = new Date(nowMillis)
+  limit.setUTCFullYear(now.getUTCFullYear() + 50)
+  let year = Math.floor(now.getUTCFullYear() / 100) * 100 + 100 + yy
+  for (let i = 0; i < 3; i++, year -= 100) {
+    const t = utc(year, month, day, hour, minute, second)
+    if (t !== undefined && t <= limit.getTime()) return t
+  }
+  return undefined
 }
 
 /** @internal */
-export const parseHttpDate = (value: string): number | undefined => {
+export const parseHttpDate = (value: string, nowMillis?: number): number | undefined => {
+  if (typeof value !== "string" || value.length > 64) return undefined
   let match = IMF_FIXDATE.exec(value)
   if (match !== null) {
     return utc(
       Number(match[3]),
-      match[2]!,
+      MONTHS[match[2]!]!,
       Number(match[1]),
       Number(match[4]),
       Number(match[5]),
@@ -105,23 +146,22 @@ export const parseHttpDate = (value: string): number | undefined => {
   }
   match = RFC850.exec(value)
   if (match !== null) {
-    // RFC 9110: a two-digit year more than 50 years in the future means the past century;
-    // without a clock here, 00–69 → 20xx, 70–99 → 19xx as most implementations do.
-    const yy = Number(match[3])
-    return utc(
-      yy < 70 ? 2000 + yy : 1900 + yy,
-      match[2]!,
+    const now = nowMillis !== undefined && Number.isFinite(nowMillis) ? nowMillis : Date.UTC(2000, 0, 1)
+    return rfc850Year(
+      Number(match[3]),
+      MONTHS[match[2]!]!,
       Number(match[1]),
       Number(match[4]),
       Number(match[5]),
-      Number(match[6])
+      Number(match[6]),
+      now
     )
   }
   match = ASCTIME.exec(value)
   if (match !== null) {
     return utc(
       Number(match[6]),
-      match[1]!,
+      MONTHS[match[1]!]!,
       Number(match[2]!.trim()),
       Number(match[3]),
       Number(match[4]),
@@ -138,15 +178,18 @@ export const parseRetryAfterMillis = (
   maxMillis: number = DEFAULT_MAX_RETRY_AFTER_MILLIS
 ): number | undefined => {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_HEADER_LENGTH) return undefined
+  // Field values arrive without leading/trailing whitespace (OWS); trim in case a caller did not.
   const trimmed = value.trim()
-  if (/^\d+(\.\d+)?$/.test(trimmed)) {
+  // RFC 9110 §10.2.3: Retry-After = HTTP-date / delay-seconds, delay-seconds = 1*DIGIT.
+  if (DELAY_SECONDS.test(trimmed)) {
     const seconds = Number(trimmed)
     if (!Number.isFinite(seconds)) return maxMillis
-    const millis = Math.ceil(seconds * 1000)
+    const millis = seconds * 1000
     return millis > maxMillis ? maxMillis : millis
   }
-  const at = parseHttpDate(trimmed)
-  if (at === undefined || !Number.isFinite(nowMillis)) return undefined
+  if (!Number.isFinite(nowMillis)) return undefined
+  const at = parseHttpDate(trimmed, nowMillis)
+  if (at === undefined) return undefined
   const delta = at - nowMillis
   if (delta <= 0) return 0
   return delta > maxMillis ? maxMillis : delta
@@ -164,9 +207,14 @@ export const parseRetryAfter = (
 }
 
 /** @internal */
+export const MAX_RETRY_AFTER_SECONDS = 24 * 60 * 60
+
+/** @internal */
 export const formatRetryAfter = (duration: Duration.DurationInput): string => {
   const millis = Duration.toMillis(duration)
-  if (!Number.isFinite(millis) || millis <= 0) return "0"
+  if (Number.isNaN(millis) || millis <= 0) return "0"
+  // delay-seconds has no "never": an infinite or huge delay is sent as one day.
+  if (millis >= MAX_RETRY_AFTER_SECONDS * 1000) return String(MAX_RETRY_AFTER_SECONDS)
   return String(Math.ceil(millis / 1000))
 }
 
