@@ -13,8 +13,22 @@
  *   on a `Clock`-driven schedule. The source is injectable
  *   (`eventLoop.source`), so tests and simulations are deterministic.
  *
- * A request at level `L` is shed with `Errors.Overloaded({ reason: "shed",
- * retryAfter })` when `utilization ≥ thresholds[L]`. Defaults:
+ * Utilization decides *how much* is shed, criticality decides *who*: shedding is
+ * strictly by criticality. A request at level `L` is shed with
+ * `Errors.Overloaded({ reason: "shed", retryAfter })` when its level's
+ * utilization reaches `thresholds[L]`, where the level's utilization is
+ *
+ * - the smoothed work of level `L` *and the more critical levels* only, against
+ *   `capacity`: less critical work in flight (admitted or queued behind the
+ *   shedder) never gets a more critical request shed, so a flood of `SHEDDABLE`
+ *   work cannot crowd out `CRITICAL` work that is within capacity;
+ * - or the event-loop utilization, but only when no less critical request
+ *   arrived within the last two sampling intervals: the loop's busyness cannot
+ *   be attributed to a level, and while less critical requests keep arriving
+ *   they are the ones to refuse (refusing a more critical one would not relieve
+ *   the loop that is busy refusing them).
+ *
+ * Defaults:
  *
  * | level | sheds from |
  * |---|---|
@@ -23,9 +37,11 @@
  * | `CRITICAL` | 1.0 |
  * | `CRITICAL_PLUS` | 1.1 (event-loop utilization alone, at most 1, never sheds it) |
  *
- * Thresholds must not decrease with criticality (`Infinity` means never), so
- * `SHEDDABLE` goes first and `CRITICAL_PLUS` last: at any instant, if some level
- * is admitted, every more critical level is admitted too.
+ * Thresholds must not decrease with criticality (`Infinity` means never). Since a
+ * level's utilization never exceeds a less critical level's, at any instant, if
+ * some level is admitted, every more critical level is admitted too; and while a
+ * less critical request is being admitted or queued, no more critical one is
+ * shed.
  *
  * Metrics (tag `shedder` = `name`): gauges `sluice_load_shedder_utilization`
  * and `sluice_load_shedder_event_loop_utilization`, counters
@@ -54,12 +70,26 @@ export interface Service {
    * `Overloaded` (reason `"shed"`).
    */
   readonly run: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  /** The utilization now. */
+  /** The utilization now: `max(smoothed active / capacity, event-loop utilization)`, all levels. */
   readonly utilization: Effect.Effect<number>
   /** Synchronous peek of the utilization; without `nowMillis`, reads the `Clock` the shedder was built with. */
   readonly unsafeUtilization: (nowMillis?: number) => number
+  /**
+   * The utilization a request at `criticality` is judged by now (see the module
+   * notes): the work of that level and above, or the event-loop utilization if
+   * no less critical request arrived lately.
+   *
+   * @since 0.2.0
+   */
+  readonly unsafeLevelUtilization: (criticality: Criticality.Criticality, nowMillis?: number) => number
   /** Guarded fibers in flight right now. */
   readonly unsafeActive: () => number
+  /**
+   * Guarded fibers of one level in flight right now.
+   *
+   * @since 0.2.0
+   */
+  readonly unsafeActiveOf: (criticality: Criticality.Criticality) => number
   /** The last event-loop utilization sample (0 when not sampling). */
   readonly unsafeEventLoopUtilization: () => number
   /** Would a request at `criticality` be shed now? */

@@ -139,13 +139,29 @@ describe("LoadShedder", () => {
       elu = Number.NaN // a broken reading keeps the last good one
       yield* TestClock.adjust("500 millis")
       expect(shedder.unsafeEventLoopUtilization()).toBe(0.85)
-      elu = 7 // clamped to 1: sheds CRITICAL (1.0) but never CRITICAL_PLUS (1.1)
+      elu = 7 // clamped to 1
       yield* TestClock.adjust("500 millis")
       expect(shedder.unsafeEventLoopUtilization()).toBe(1)
-      expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS"])
+      // Strictly by criticality: SHEDDABLE arrived within two sampling intervals, so the
+      // event-loop signal sheds SHEDDABLE only, not the levels above it.
+      expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS"])
+      // Once only CRITICAL work arrives, the loop's load is CRITICAL's: it sheds CRITICAL
+      // (1.0) but never CRITICAL_PLUS (1.1).
+      yield* TestClock.adjust("1500 millis")
+      const critical = (level: Level) =>
+        Effect.map(
+          Effect.exit(shedder.run(Effect.void).pipe(Criticality.withCriticality(level))),
+          Exit.isSuccess
+        )
+      expect(yield* critical("CRITICAL_PLUS")).toBe(true)
+      expect(yield* critical("CRITICAL")).toBe(false)
+      expect(shedder.unsafeWouldShed("SHEDDABLE_PLUS")).toBe(true)
+      // a SHEDDABLE_PLUS arrival (shed) lifts the signal off CRITICAL again
+      expect(yield* critical("SHEDDABLE_PLUS")).toBe(false)
+      expect(yield* critical("CRITICAL")).toBe(true)
       elu = 0.1
       yield* TestClock.adjust("5 seconds")
-      expect(samples).toBe(13)
+      expect(samples).toBe(16)
       expect(yield* admitted(shedder)).toEqual(Criticality.levels)
       // The default source reads Node's perf_hooks.
       const node = yield* LoadShedder.nodeEventLoopUtilization
@@ -203,5 +219,47 @@ describe("LoadShedder", () => {
         }
       }
     })
+  )
+
+  it.scoped(
+    "strictly by criticality: SHEDDABLE work in flight never gets CRITICAL within capacity shed",
+    () =>
+      Effect.gen(function* () {
+        const shedder = yield* LoadShedder.make({ capacity: 10, smoothing: "100 millis" })
+        const gate = yield* Deferred.make<void>()
+        const fibers: Array<Fiber.RuntimeFiber<void, Errors.Overloaded>> = []
+        const start = (level: Level) =>
+          Effect.gen(function* () {
+            const before = shedder.unsafeActive()
+            const fiber = yield* Effect.fork(
+              shedder.run(Deferred.await(gate)).pipe(Criticality.withCriticality(level))
+            )
+            yield* Effect.yieldNow()
+            if (shedder.unsafeActive() === before + 1) fibers.push(fiber)
+            return shedder.unsafeActive() === before + 1
+          })
+        // 9 SHEDDABLE fill the shedder past SHEDDABLE's threshold (0.8)
+        for (let i = 0; i < 9; i++) expect(yield* start("SHEDDABLE")).toBe(true)
+        yield* TestClock.adjust("2 seconds")
+        expect(yield* start("SHEDDABLE")).toBe(false)
+        expect(shedder.unsafeUtilization()).toBeCloseTo(0.9, 6)
+        // CRITICAL is judged by CRITICAL work only: admitted while CRITICAL's own smoothed
+      // work is below capacity (10 in flight smooth to just under 1.0, so an 11th still
+      // enters), shed once it reaches it, though the total is far past 1.
+      for (let i = 0; i < 11; i++) {
+        expect(yield* start("CRITICAL")).toBe(true)
+        yield* TestClock.adjust("2 seconds")
+      }
+      expect(shedder.unsafeActiveOf("CRITICAL")).toBe(11)
+      expect(shedder.unsafeActiveOf("SHEDDABLE")).toBe(9)
+      expect(shedder.unsafeLevelUtilization("CRITICAL")).toBeCloseTo(1.1, 6)
+      expect(shedder.unsafeUtilization()).toBeCloseTo(2, 6)
+      expect(yield* start("CRITICAL")).toBe(false)
+      expect(yield* start("CRITICAL_PLUS")).toBe(true)
+        yield* Deferred.succeed(gate, void 0)
+        yield* Fiber.awaitAll(fibers)
+        expect(shedder.unsafeActive()).toBe(0)
+        expect(Criticality.levels.map((l) => shedder.unsafeActiveOf(l))).toEqual([0, 0, 0, 0])
+      })
   )
 })

@@ -10,6 +10,7 @@ import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import { CircuitBreaker, Criticality, Errors, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import { RetryHistogram } from "@sluice/retry"
 import { Middleware, Protocol, Trust } from "@sluice/http"
+import { performance } from "node:perf_hooks"
 import { serve } from "./utils.js"
 
 const QuotaLive = Quota.layer().pipe(
@@ -438,5 +439,74 @@ describe("server middleware over a real NodeHttpServer", () => {
         )
         expect(zero.headers["retry-after"]).toBeUndefined()
       }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  )
+
+  it.scopedLive(
+    "loadShed, event-loop signal on: a closed-loop SHEDDABLE flood never gets CRITICAL within capacity shed",
+    () =>
+      Effect.gen(function* () {
+        // The real event-loop signal, sampled often; the flood's own clients share this
+        // event loop, so it runs hot (the issue measured 1.0 and 12 of 25 CRITICAL shed).
+        const shedder = yield* LoadShedder.make({
+          capacity: 8,
+          smoothing: "50 millis",
+          eventLoop: { interval: "50 millis" }
+        })
+        const app = HttpRouter.empty.pipe(
+          HttpRouter.get(
+            "/",
+            Effect.gen(function* () {
+              // a little CPU per request (to heat the loop) and some waiting
+              const until = performance.now() + 0.5
+              while (performance.now() < until) {
+                // burn
+              }
+              yield* Effect.sleep("20 millis")
+              return HttpServerResponse.text(yield* Criticality.current)
+            })
+          ),
+          Middleware.loadShed({ shedder }),
+          Middleware.criticality({ trust: Trust.loopback })
+        )
+        const base = yield* serve(app)
+        const client = yield* HttpClient.HttpClient
+        const get = (level: Criticality.Criticality) =>
+          client.get(base + "/", { headers: { "x-sluice-criticality": level } }).pipe(
+            Effect.map((r) => r.status),
+            Effect.orElseSucceed(() => 0)
+          )
+        let flooding = true
+        const sheddable = { ok: 0, shed: 0, other: 0 }
+        let maxEventLoop = 0
+        const flood = Effect.forEach(
+          Array.from({ length: 30 }),
+          () =>
+            Effect.whileLoop({
+              while: () => flooding,
+              body: () => get("SHEDDABLE"),
+              step: (status) => {
+                if (status === 200) sheddable.ok++
+                else if (status === 503) sheddable.shed++
+                else sheddable.other++
+                maxEventLoop = Math.max(maxEventLoop, shedder.unsafeEventLoopUtilization())
+              }
+            }),
+          { concurrency: "unbounded", discard: true }
+        )
+        const floodFiber = yield* Effect.fork(flood)
+        // let the flood build up until SHEDDABLE is being shed
+        yield* Effect.repeat(Effect.sleep("20 millis"), { until: () => sheddable.shed >= 20, times: 1500 })
+        // CRITICAL within capacity: 25 requests, 2 at a time (capacity 8)
+        const critical = yield* Effect.forEach(Array.from({ length: 25 }), () => get("CRITICAL"), {
+          concurrency: 2
+        })
+        flooding = false
+        yield* Fiber.join(floodFiber)
+        expect(sheddable.shed).toBeGreaterThanOrEqual(20)
+        expect(critical).toEqual(Array(25).fill(200))
+        expect(maxEventLoop).toBeGreaterThan(0)
+        expect(shedder.unsafeActive()).toBe(0)
+      }).pipe(Effect.provide(NodeHttpClient.layerUndici)),
+    { timeout: 120_000 }
   )
 })

@@ -126,42 +126,73 @@ export const make = (
       levelTags[level] = [nameLabel, MetricLabel.make("criticality", level)]
     }
 
-    let active = 0
-    let smoothed = 0
+    // Per level, least critical first (index = position in `ascending`): requests in
+    // flight, and the smoothed amount of work at that level *or above*. A request is
+    // judged by the work of its own level and the more critical ones only, so less
+    // critical work never gets a more critical request shed (and since these sums
+    // shrink as the level rises while thresholds grow, whenever a level is admitted
+    // every more critical one is too).
+    const rankOf = {} as Record<Level, number>
+    ascending.forEach((level, i) => (rankOf[level] = i))
+    const levelThresholds = ascending.map((level) => thresholds[level])
+    const active = [0, 0, 0, 0]
+    const atLeast = [0, 0, 0, 0]
+    const smoothed = [0, 0, 0, 0]
+    // When a request of each level last arrived (admitted or not).
+    const lastArrival = [-Infinity, -Infinity, -Infinity, -Infinity]
+    let total = 0
     let last: number | undefined = undefined
     let eventLoop = 0
+    // How long an arrival of a less critical level keeps the event-loop signal off the
+    // more critical ones: two sampling intervals, so that the sample that saw its work does.
+    const presenceMillis =
+      decoded.eventLoop !== undefined ? 2 * Duration.toMillis(decoded.eventLoop.interval) : 0
 
-    // `active` has held its value since `last`: fold that stretch into the average
-    // (exact for a step signal) before anything changes it.
+    // The counts have held their values since `last`: fold that stretch into the
+    // averages (exact for a step signal) before anything changes them.
     const fold = (now: number) => {
       if (last === undefined) {
         last = now
-        smoothed = active
+        for (let i = 0; i < 4; i++) smoothed[i] = atLeast[i]!
         return
       }
       const dt = now - last
       if (dt > 0) {
-        smoothed += (1 - Math.exp(-dt / tauMillis)) * (active - smoothed)
+        const f = 1 - Math.exp(-dt / tauMillis)
+        for (let i = 0; i < 4; i++) smoothed[i]! += f * (atLeast[i]! - smoothed[i]!)
         last = now
       }
     }
-    const utilization = () => Math.max(smoothed / capacity, eventLoop)
+    const utilization = () => Math.max(smoothed[0]! / capacity, eventLoop)
+    // The event-loop signal cannot tell whose work keeps the loop busy: it sheds only
+    // the least critical levels still arriving, never one above a level that arrived lately.
+    const lowerArrived = (rank: number, now: number) => {
+      for (let i = 0; i < rank; i++) if (now - lastArrival[i]! <= presenceMillis) return true
+      return false
+    }
+    const levelUtilization = (rank: number, now: number) =>
+      Math.max(smoothed[rank]! / capacity, eventLoop > 0 && !lowerArrived(rank, now) ? eventLoop : 0)
+    const add = (rank: number, delta: number) => {
+      active[rank]! += delta
+      total += delta
+      for (let i = 0; i <= rank; i++) atLeast[i]! += delta
+    }
 
-    // The clock of the latest admission: completions read it. Handlers are made once,
-    // not per call (a closure per call costs more than the bookkeeping).
+    // The clock of the latest admission: completions read it. Handlers are made once
+    // per level, not per call (a closure per call costs more than the bookkeeping).
     let lastClock: Clock.Clock = peekClock
-    const handlers = {
+    const handlersByRank = ascending.map((_, rank) => ({
       onSuccess: (a: unknown) => {
         fold(lastClock.unsafeCurrentTimeMillis())
-        active--
+        add(rank, -1)
         return Effect.succeed(a)
       },
       onFailure: (cause: Cause.Cause<unknown>) => {
         fold(lastClock.unsafeCurrentTimeMillis())
-        active--
+        add(rank, -1)
         return Effect.failCause(cause)
       }
-    }
+    }))
 
     const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
       shedMetric.unsafeUpdate(1, levelTags[level])
@@ -177,19 +208,22 @@ export const make = (
       Effect.uninterruptibleMask((restore) =>
         Effect.withFiberRuntime<A, E | Errors.Overloaded, R>((fiber) => {
           const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-          fold(clock.unsafeCurrentTimeMillis())
+          const now = clock.unsafeCurrentTimeMillis()
+          fold(now)
           const level = fiber.getFiberRef(Criticality.currentCriticality)
-          const u = utilization()
-          utilizationMetric.unsafeUpdate(u, nameTags)
-          if (u >= thresholds[level]) return shed(level, u)
-          active++
+          const rank = rankOf[level]
+          const u = levelUtilization(rank, now)
+          lastArrival[rank] = now
+          utilizationMetric.unsafeUpdate(utilization(), nameTags)
+          if (u >= levelThresholds[rank]!) return shed(level, u)
+          add(rank, 1)
           admittedMetric.unsafeUpdate(1, levelTags[level])
           // Uninterruptible between the increment and here; the handlers run on
           // success, failure and interruption alike, so the count is always released.
           lastClock = clock
           return Effect.matchCauseEffect(
             restore(effect),
-            handlers as any as {
+            handlersByRank[rank] as any as {
               onSuccess: (a: A) => Effect.Effect<A, E>
               onFailure: (cause: Cause.Cause<E>) => Effect.Effect<A, E>
             }
@@ -218,15 +252,22 @@ export const make = (
       fold(nowMillis ?? peekClock.unsafeCurrentTimeMillis())
       return utilization()
     }
+    const unsafeLevelUtilization = (level: Level, nowMillis?: number) => {
+      const now = nowMillis ?? peekClock.unsafeCurrentTimeMillis()
+      fold(now)
+      return levelUtilization(rankOf[level], now)
+    }
 
     return {
       run,
       utilization: Effect.map(Clock.currentTimeMillis, unsafeUtilization),
       unsafeUtilization,
-      unsafeActive: () => active,
+      unsafeLevelUtilization,
+      unsafeActive: () => total,
+      unsafeActiveOf: (level: Level) => active[rankOf[level]]!,
       unsafeEventLoopUtilization: () => eventLoop,
       unsafeWouldShed: (level: Level, nowMillis?: number) =>
-        unsafeUtilization(nowMillis) >= thresholds[level],
+        unsafeLevelUtilization(level, nowMillis) >= thresholds[level],
       thresholds,
       capacity,
       retryAfter
