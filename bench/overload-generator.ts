@@ -4,12 +4,17 @@
  *
  * For each phase the parent sends, it issues GET requests at a fixed rate whatever the
  * server answers (open loop: a slow server does not slow the offered load down), each
- * with its own `x-sluice-criticality` header (a deterministic share CRITICAL, the rest
- * SHEDDABLE), through one undici `Pool` of keep-alive connections (bounded in number;
+ * with its own `x-sluice-criticality` header (deterministic, evenly spread shares:
+ * CRITICAL, none at all — the server's default level — and SHEDDABLE for the rest),
+ * through one undici `Pool` of keep-alive connections (bounded in number, one request
+ * per connection at a time; a request waits in the generator for a free connection,
+ * and one still waiting at its deadline is never sent;
  * undici because Node's `http` client costs too much CPU per request to offer a few
  * thousand requests per second from a shared core). Every request has a client deadline:
- * without a complete response by then it is aborted and counted as a timeout. A phase is bounded in time and in request count;
- * the generator answers with counts per criticality and the latencies it saw.
+ * without a complete response by then it counts as a timeout (one on the wire is left to
+ * finish, up to three deadlines, so that timeouts do not turn into a storm of new
+ * connections). A phase is bounded in time and in request count; the generator answers
+ * with counts per criticality and the latencies it saw.
  *
  * Not a benchmark of its own: `npm run bench:overload` starts it.
  */
@@ -24,7 +29,10 @@ export interface PhaseRequest {
   readonly rps: number
   readonly durationMs: number
   readonly maxRequests: number
+  /** share of requests sent with `x-sluice-criticality: CRITICAL` */
   readonly criticalShare: number
+  /** share sent without a criticality header (the server's default level); the rest are SHEDDABLE */
+  readonly defaultShare?: number | undefined
   readonly deadlineMs: number
   readonly sockets: number
 }
@@ -51,8 +59,10 @@ export interface PhaseResult {
   readonly timeouts: number
   /** connection errors before the deadline */
   readonly errors: number
+  /** of the timeouts: never sent, because every connection was busy until the deadline */
+  readonly unsent: number
   readonly statuses: Record<string, number>
-  readonly levels: Record<"CRITICAL" | "SHEDDABLE", LevelStats>
+  readonly levels: Record<Level, LevelStats>
   /** latency (ms) of each 2xx response */
   readonly okLatencies: ReadonlyArray<number>
   /** latency (ms) of every request, a timeout counted as the deadline */
@@ -67,9 +77,13 @@ export interface PhaseResult {
 
 const TICK_MS = 2
 
-type Level = "CRITICAL" | "SHEDDABLE"
-const CRITICAL_HEADERS = { "x-sluice-criticality": "CRITICAL" }
-const SHEDDABLE_HEADERS = { "x-sluice-criticality": "SHEDDABLE" }
+/** `DEFAULT`: no criticality header, so the server's default level applies. */
+export type Level = "CRITICAL" | "DEFAULT" | "SHEDDABLE"
+const HEADERS: Record<Level, Record<string, string>> = {
+  CRITICAL: { "x-sluice-criticality": "CRITICAL" },
+  DEFAULT: {},
+  SHEDDABLE: { "x-sluice-criticality": "SHEDDABLE" }
+}
 
 /** One request in flight: also its undici dispatch handler (one object per request). */
 class Call implements Dispatcher.DispatchHandler {
@@ -86,8 +100,6 @@ class Call implements Dispatcher.DispatchHandler {
   ) {}
   onRequestStart(controller: Dispatcher.DispatchController) {
     this.controller = controller
-    // Still queued in the pool when its deadline passed: do not send it at all.
-    if (this.done) controller.abort(new Error("deadline"))
   }
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number) {
     this.status = statusCode
@@ -104,7 +116,11 @@ class Call implements Dispatcher.DispatchHandler {
 }
 
 class PhaseRun {
-  readonly levels: PhaseResult["levels"] = { CRITICAL: { sent: 0, ok: 0 }, SHEDDABLE: { sent: 0, ok: 0 } }
+  readonly levels: PhaseResult["levels"] = {
+    CRITICAL: { sent: 0, ok: 0 },
+    DEFAULT: { sent: 0, ok: 0 },
+    SHEDDABLE: { sent: 0, ok: 0 }
+  }
   readonly statuses: Record<string, number> = {}
   readonly okLatencies: Array<number> = []
   readonly allLatencies: Array<number> = []
@@ -119,45 +135,69 @@ class PhaseRun {
   rejected = 0
   timeouts = 0
   errors = 0
+  unsent = 0
   outstanding = 0
   sending = true
   sendMs = 0
   maxTickLagMs = 0
   connects = 0
   private readonly cpu = process.cpuUsage()
-  private readonly criticalEvery: number
-  private nextCritical = 0
+  private criticalCredit = 0
+  private defaultCredit = 0
+  /** generated, waiting for a free connection (ours, not the pool's: see `fire`) */
+  private readonly waiting: Array<Call> = []
+  private waitingHead = 0
   private readonly path: string
   constructor(
     readonly request: PhaseRequest,
     private readonly pool: Pool,
     private readonly resolve: (result: PhaseResult) => void
   ) {
-    // Every 1/criticalShare-th request is CRITICAL: an exact, evenly spread share.
-    this.criticalEvery = request.criticalShare > 0 ? 1 / request.criticalShare : Infinity
     this.path = new URL(request.url).pathname
   }
 
   fire(now: number) {
+    // Exact, evenly spread shares: each level's credit grows by its share per request,
+    // and a level whose credit reaches 1 sends this one (CRITICAL first).
+    this.criticalCredit += this.request.criticalShare
+    this.defaultCredit += this.request.defaultShare ?? 0
     let level: Level = "SHEDDABLE"
-    if (this.sent >= this.nextCritical) {
+    if (this.criticalCredit >= 1 - 1e-9) {
       level = "CRITICAL"
-      this.nextCritical += this.criticalEvery
+      this.criticalCredit -= 1
+    } else if (this.defaultCredit >= 1 - 1e-9) {
+      level = "DEFAULT"
+      this.defaultCredit -= 1
     }
     this.sent++
     this.outstanding++
-    this.open++
     this.levels[level].sent++
     const call = new Call(this, level, now)
     this.calls.push(call)
-    this.pool.dispatch(
-      {
-        path: this.path,
-        method: "GET",
-        headers: level === "CRITICAL" ? CRITICAL_HEADERS : SHEDDABLE_HEADERS
-      },
-      call
-    )
+    // One request per connection at a time, at most `sockets` connections: a request
+    // waits here (not in the pool) for a free one, so that one whose deadline passes
+    // while waiting is simply never sent; aborting it in the pool would close a
+    // connection and make the next request pay for a new one.
+    if (this.open < this.request.sockets) this.dispatch(call)
+    else this.waiting.push(call)
+  }
+
+  private dispatch(call: Call) {
+    this.open++
+    this.pool.dispatch({ path: this.path, method: "GET", headers: HEADERS[call.level] }, call)
+  }
+
+  /** Sends waiting calls while connections are free; expired ones are dropped unsent. */
+  private drain() {
+    while (this.open < this.request.sockets && this.waitingHead < this.waiting.length) {
+      const call = this.waiting[this.waitingHead++]!
+      if (call.done) continue
+      this.dispatch(call)
+    }
+    if (this.waitingHead > 1024 && this.waitingHead * 2 > this.waiting.length) {
+      this.waiting.splice(0, this.waitingHead)
+      this.waitingHead = 0
+    }
   }
 
   /**
@@ -170,7 +210,10 @@ class PhaseRun {
     const deadline = this.request.deadlineMs
     while (this.swept < this.calls.length && now - this.calls[this.swept]!.start >= deadline) {
       const call = this.calls[this.swept++]!
-      if (!call.done) this.settle(call, "timeout")
+      if (!call.done) {
+        if (call.controller === undefined) this.unsent++
+        this.settle(call, "timeout")
+      }
     }
     while (this.hardSwept < this.calls.length && now - this.calls[this.hardSwept]!.start >= 3 * deadline) {
       const call = this.calls[this.hardSwept++]!
@@ -182,6 +225,7 @@ class PhaseRun {
     if (call.ended) return
     call.ended = true
     this.open--
+    this.drain()
     this.finish()
   }
 
@@ -222,6 +266,7 @@ class PhaseRun {
 
   finish() {
     if (this.sending || this.outstanding > 0 || this.open > 0) return
+    this.waiting.length = 0
     this.resolve({
       type: "result",
       id: this.request.id,
@@ -231,6 +276,7 @@ class PhaseRun {
       rejected: this.rejected,
       timeouts: this.timeouts,
       errors: this.errors,
+      unsent: this.unsent,
       statuses: this.statuses,
       levels: this.levels,
       okLatencies: this.okLatencies,

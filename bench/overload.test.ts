@@ -1,5 +1,5 @@
 // Smoke test: the overload benchmark runs in its short mode (a real server, a generator
-// process, three short phases) and prints the JSON the README quotes. Shape and sanity
+// process, five short phases) and prints the JSON the README quotes. Shape and sanity
 // only: goodput and latency depend on the machine, so no goal is asserted.
 import { describe, expect, it } from "vitest"
 import { runScript } from "./runScript.js"
@@ -25,7 +25,9 @@ describe("bench:overload --quick --json", () => {
           "p99AdmittedMs",
           "p99UnloadedMs",
           "sheddableSuccessRatio",
-          "unprotected"
+          "unprotected",
+          "mix",
+          "machine"
         ].sort()
       )
       expect(Object.keys(result.unprotected).sort()).toEqual(["goodputRps", "p99Ms", "timeouts"])
@@ -44,6 +46,28 @@ describe("bench:overload --quick --json", () => {
       expect(result.unprotected.p99Ms).toBeGreaterThan(0)
       expect(Number.isInteger(result.unprotected.timeouts)).toBe(true)
       expect(result.unprotected.timeouts).toBeGreaterThanOrEqual(0)
+      // the mix where CRITICAL is within capacity: per-criticality success and the goals
+      const mix = result.mix
+      expect(mix.shares).toEqual({ CRITICAL: 0.05, DEFAULT: 0.15, SHEDDABLE: 0.8 })
+      expect(mix.offeredRps).toBeGreaterThan(result.capacityRps * 8)
+      for (const level of ["CRITICAL", "DEFAULT", "SHEDDABLE"]) expect(isRatio(mix.success[level])).toBe(true)
+      expect(mix.goodputRatio).toBeCloseTo(mix.goodputRps / result.capacityRps, 2)
+      expect(Object.keys(mix.unprotected).sort()).toEqual(
+        ["criticalSuccess", "goodputRatio", "goodputRps", "p99Ms", "timeouts"].sort()
+      )
+      const goals = mix.goals
+      expect(goals.goodputRatio).toMatchObject({ min: 0.95, met: goals.goodputRatio.value >= 0.95 })
+      expect(goals.criticalSuccessRatio.criticalLoadRatio).toBeCloseTo(0.5, 1)
+      expect(goals.criticalSuccessRatio.met).toBe(goals.criticalSuccessRatio.value >= 0.999)
+      expect(goals.p99AdmittedOverUnloaded).toMatchObject({
+        max: 2,
+        met: goals.p99AdmittedOverUnloaded.value <= 2
+      })
+      expect(goals.met).toBe(
+        goals.goodputRatio.met && goals.criticalSuccessRatio.met && goals.p99AdmittedOverUnloaded.met
+      )
+      expect(result.machine.cpus).toBeGreaterThan(0)
+      expect(result.machine.loadAverage).toHaveLength(3)
     }
   )
 })

@@ -40,6 +40,7 @@ import { Duration, Effect, Layer, Metric, MetricState, Random } from "effect"
 import type { Scope } from "effect"
 import { fork, type ChildProcess } from "node:child_process"
 import { createServer } from "node:http"
+import { availableParallelism, loadavg } from "node:os"
 import { monitorEventLoopDelay, performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 import type { PhaseRequest, PhaseResult } from "./overload-generator.js"
@@ -60,10 +61,14 @@ const WORK_MS = option("work-ms", 320)
 const CAPACITY_RPS = (UNITS * 1000) / WORK_MS
 const OVERLOAD = option("overload", 10)
 const CRITICAL_SHARE = option("critical-share", 0.2)
+// The mix where CRITICAL is within capacity: 5% CRITICAL, 15% without a header (the
+// server's default level, SHEDDABLE_PLUS here), 80% SHEDDABLE.
+const MIX_CRITICAL = option("mix-critical", 0.05)
+const MIX_DEFAULT = option("mix-default", 0.15)
 const PHASE_MS = option("seconds", quick ? 1.5 : 8) * 1000
 const WARM_UP_MS = quick ? 500 : 2000
 const DEADLINE_MS = 1000
-const SOCKETS = option("sockets", 64)
+const SOCKETS = option("sockets", Math.max(64, 8 * UNITS))
 const SMOOTHING_MS = option("smoothing-ms", 20)
 const MAX_LIMIT = option("max-limit", UNITS)
 const HARD_LIMIT_MS = 10 * 60_000
@@ -191,7 +196,8 @@ const perSecond = (count: number, ms: number) => (count * 1000) / ms
 
 const summary = (name: string, r: PhaseResult) =>
   `${name}: sent ${r.sent} in ${Math.round(r.sendMs)} ms, ok ${r.ok}, rejected ${r.rejected}, timeouts ${r.timeouts}, ` +
-  `errors ${r.errors}, CRITICAL ${r.levels.CRITICAL.ok}/${r.levels.CRITICAL.sent}, ` +
+  `errors ${r.errors} (unsent ${r.unsent}), CRITICAL ${r.levels.CRITICAL.ok}/${r.levels.CRITICAL.sent}, ` +
+  `DEFAULT ${r.levels.DEFAULT.ok}/${r.levels.DEFAULT.sent}, ` +
   `SHEDDABLE ${r.levels.SHEDDABLE.ok}/${r.levels.SHEDDABLE.sent}, p50 ok ${round(percentile(r.okLatencies, 0.5))} ms, ` +
   `p99 ok ${round(percentile(r.okLatencies, 0.99))} ms, generator lag max ${round(r.maxTickLagMs)} ms, CPU ${Math.round(r.cpuMs)} ms, connects ${r.connects}, statuses ${JSON.stringify(r.statuses)}`
 
@@ -240,8 +246,12 @@ const program = Effect.gen(function* () {
   const limiter = yield* ConcurrencyLimiter.make({
     key: "backend",
     algorithm: Vegas.factory({ initial: UNITS, maxLimit: MAX_LIMIT }),
-    maxQueue: UNITS,
-    maxWait: Duration.millis(WORK_MS / 2)
+    // Half a backend's worth of waiters: a full queue of them drains in about half a
+    // unit of work. A waiter at the head (the most critical first) gets the next permit
+    // that frees, almost surely within 0.75 × WORK_MS while the backend is full (each
+    // of the UNITS busy units is still busy that long later with probability ≈ 0.28).
+    maxQueue: Math.max(1, Math.floor(UNITS / 2)),
+    maxWait: Duration.millis(0.75 * WORK_MS)
   })
   // The shedder counts the work inside it (in flight and queued in the limiter) against
   // the backend's units plus the queue: SHEDDABLE is refused cheaply at 80% of that;
@@ -252,7 +262,12 @@ const program = Effect.gen(function* () {
     smoothing: Duration.millis(SMOOTHING_MS),
     thresholds: { SHEDDABLE: 0.8, SHEDDABLE_PLUS: 0.9, CRITICAL: 1.1, CRITICAL_PLUS: 1.2 }
   })
-  const guarded = handler.pipe(Middleware.loadShed({ limiter, shedder }), Middleware.criticality())
+  // A request without a criticality header is SHEDDABLE_PLUS here (the server's choice):
+  // the mix's "DEFAULT" share.
+  const guarded = handler.pipe(
+    Middleware.loadShed({ limiter, shedder }),
+    Middleware.criticality({ default: "SHEDDABLE_PLUS" })
+  )
 
   const router = HttpRouter.empty.pipe(
     HttpRouter.get("/protected", timed(guarded)),
@@ -262,12 +277,23 @@ const program = Effect.gen(function* () {
   log(`server on ${base}; capacity ${UNITS} units × ${WORK_MS} ms = ${CAPACITY_RPS} rps`)
 
   const generator = yield* makeGenerator
-  const phase = (path: string, factor: number, durationMs: number) =>
+  const phase = (
+    path: string,
+    factor: number,
+    durationMs: number,
+    shares: { readonly critical: number; readonly default?: number } = { critical: CRITICAL_SHARE }
+  ) =>
     Effect.suspend(() => {
       const probe = serverProbe()
       serverLatencies = []
       return generator
-        .run({ url: base + path, rps: CAPACITY_RPS * factor, durationMs, criticalShare: CRITICAL_SHARE })
+        .run({
+          url: base + path,
+          rps: CAPACITY_RPS * factor,
+          durationMs,
+          criticalShare: shares.critical,
+          defaultShare: shares.default ?? 0
+        })
         .pipe(
           Effect.tap(() =>
             log(
@@ -305,9 +331,61 @@ const program = Effect.gen(function* () {
   yield* settle
   const unprotected = yield* phase("/unprotected", OVERLOAD, PHASE_MS)
   log(summary(`unprotected ${OVERLOAD}x`, unprotected))
+  yield* settle
+
+  // The mix where CRITICAL is within capacity, protected and unprotected.
+  const shares = { critical: MIX_CRITICAL, default: MIX_DEFAULT }
+  const mixed = yield* phase("/protected", OVERLOAD, PHASE_MS, shares)
+  log(summary(`mix protected ${OVERLOAD}x`, mixed))
+  yield* settle
+  const mixedUnprotected = yield* phase("/unprotected", OVERLOAD, PHASE_MS, shares)
+  log(summary(`mix unprotected ${OVERLOAD}x`, mixedUnprotected))
 
   const goodput = perSecond(loaded.ok, loaded.sendMs)
   const ratio = (s: { sent: number; ok: number }) => (s.sent === 0 ? 1 : s.ok / s.sent)
+  const p99Unloaded = percentile(unloaded.okLatencies, 0.99)
+  const mixGoodputRatio = perSecond(mixed.ok, mixed.sendMs) / CAPACITY_RPS
+  const criticalLoadRatio = perSecond(mixed.levels.CRITICAL.sent, mixed.sendMs) / CAPACITY_RPS
+  const criticalSuccess = ratio(mixed.levels.CRITICAL)
+  const p99Ratio = percentile(mixed.okLatencies, 0.99) / p99Unloaded
+  const goals = {
+    goodputRatio: { value: round(mixGoodputRatio, 3), min: 0.95, met: mixGoodputRatio >= 0.95 },
+    criticalSuccessRatio: {
+      value: round(criticalSuccess, 4),
+      min: 0.999,
+      criticalLoadRatio: round(criticalLoadRatio, 3),
+      // the goal is posed only where CRITICAL alone is at most half the capacity
+      met: criticalLoadRatio > 0.5 || criticalSuccess >= 0.999
+    },
+    p99AdmittedOverUnloaded: { value: round(p99Ratio, 2), max: 2, met: p99Ratio <= 2 }
+  }
+  const mix = {
+    shares: {
+      CRITICAL: MIX_CRITICAL,
+      DEFAULT: MIX_DEFAULT,
+      SHEDDABLE: round(1 - MIX_CRITICAL - MIX_DEFAULT, 4)
+    },
+    offeredRps: Math.round(perSecond(mixed.sent, mixed.sendMs)),
+    goodputRps: round(perSecond(mixed.ok, mixed.sendMs)),
+    goodputRatio: round(mixGoodputRatio, 3),
+    success: {
+      CRITICAL: round(criticalSuccess, 4),
+      DEFAULT: round(ratio(mixed.levels.DEFAULT), 4),
+      SHEDDABLE: round(ratio(mixed.levels.SHEDDABLE), 4)
+    },
+    p99AdmittedMs: round(percentile(mixed.okLatencies, 0.99)),
+    unprotected: {
+      goodputRps: round(perSecond(mixedUnprotected.ok, mixedUnprotected.sendMs)),
+      goodputRatio: round(perSecond(mixedUnprotected.ok, mixedUnprotected.sendMs) / CAPACITY_RPS, 3),
+      criticalSuccess: round(ratio(mixedUnprotected.levels.CRITICAL), 4),
+      p99Ms: round(percentile(mixedUnprotected.allLatencies, 0.99)),
+      timeouts: mixedUnprotected.timeouts
+    },
+    goals: {
+      ...goals,
+      met: goals.goodputRatio.met && goals.criticalSuccessRatio.met && goals.p99AdmittedOverUnloaded.met
+    }
+  }
   return {
     capacityRps: CAPACITY_RPS,
     offeredRps: Math.round(perSecond(loaded.sent, loaded.sendMs)),
@@ -316,12 +394,14 @@ const program = Effect.gen(function* () {
     criticalSuccessRatio: round(ratio(loaded.levels.CRITICAL), 4),
     sheddableSuccessRatio: round(ratio(loaded.levels.SHEDDABLE), 4),
     p99AdmittedMs: round(percentile(loaded.okLatencies, 0.99)),
-    p99UnloadedMs: round(percentile(unloaded.okLatencies, 0.99)),
+    p99UnloadedMs: round(p99Unloaded),
     unprotected: {
       goodputRps: round(perSecond(unprotected.ok, unprotected.sendMs)),
       p99Ms: round(percentile(unprotected.allLatencies, 0.99)),
       timeouts: unprotected.timeouts
-    }
+    },
+    mix,
+    machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
   }
 })
 
