@@ -27,6 +27,7 @@ describe("bench:overload --quick --json", () => {
           "sheddableSuccessRatio",
           "unprotected",
           "mix",
+          "fleet",
           "machine"
         ].sort()
       )
@@ -66,6 +67,17 @@ describe("bench:overload --quick --json", () => {
       expect(goals.met).toBe(
         goals.goodputRatio.met && goals.criticalSuccessRatio.met && goals.p99AdmittedOverUnloaded.met
       )
+      // the client fleets: attempts the server saw per operation and per success
+      for (const mode of ["sluice", "naive"]) {
+        const f = result.fleet[mode]
+        expect(f.operations).toBeGreaterThan(0)
+        expect(f.ok).toBeLessThanOrEqual(f.operations)
+        expect(f.attemptsAtServer).toBeGreaterThanOrEqual(0)
+        // at most 3 attempts per operation
+        expect(f.attemptsAtServer).toBeLessThanOrEqual(3 * f.operations)
+        expect(f.attemptsPerOperation).toBeCloseTo(f.attemptsAtServer / f.operations, 2)
+        if (f.ok > 0) expect(f.attemptsPerSuccess).toBeCloseTo(f.attemptsAtServer / f.ok, 2)
+      }
       expect(result.machine.cpus).toBeGreaterThan(0)
       expect(result.machine.loadAverage).toHaveLength(3)
     }

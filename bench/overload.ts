@@ -43,6 +43,7 @@ import { createServer } from "node:http"
 import { availableParallelism, loadavg } from "node:os"
 import { monitorEventLoopDelay, performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
+import type { FleetRequest, FleetResult } from "./overload-fleet.js"
 import type { PhaseRequest, PhaseResult } from "./overload-generator.js"
 
 const args = process.argv.slice(2)
@@ -72,6 +73,7 @@ const SOCKETS = option("sockets", Math.max(64, 8 * UNITS))
 const SMOOTHING_MS = option("smoothing-ms", 20)
 const MAX_LIMIT = option("max-limit", UNITS)
 const HARD_LIMIT_MS = 10 * 60_000
+const FLEET_CLIENTS = option("fleet-clients", 4)
 
 // tsx turns source maps on; then every `error.stack` read (Effect reads one when a span
 // ends in failure, e.g. each shed request) parses source maps. Not what a deployed server pays.
@@ -91,43 +93,47 @@ interface Generator {
 }
 
 const generatorPath = fileURLToPath(new URL("./overload-generator.ts", import.meta.url))
+const fleetPath = fileURLToPath(new URL("./overload-fleet.ts", import.meta.url))
 
-const spawnGenerator = Effect.acquireRelease(
-  Effect.async<ChildProcess, Error>((resume) => {
-    // Under tsx the loader flags are in execArgv; otherwise load tsx explicitly.
-    const execArgv = process.execArgv.some((a) => a.includes("tsx")) ? process.execArgv : ["--import", "tsx"]
-    const child = fork(generatorPath, [], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] })
-    const timer = setTimeout(
-      () => resume(Effect.fail(new Error("the load generator did not start in 30 s"))),
-      30_000
-    )
-    child.once("message", () => {
-      clearTimeout(timer)
-      resume(Effect.succeed(child))
-    })
-    child.once("exit", (code) => {
-      clearTimeout(timer)
-      resume(Effect.fail(new Error(`the load generator exited with ${code}`)))
-    })
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      child.kill("SIGKILL")
-    })
-  }),
-  (child) =>
-    Effect.async<void>((resume) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-      const killer = setTimeout(() => child.kill("SIGKILL"), 2000)
-      child.once("exit", () => {
-        clearTimeout(killer)
-        resume(Effect.void)
+const spawnChild = (path: string) =>
+  Effect.acquireRelease(
+    Effect.async<ChildProcess, Error>((resume) => {
+      // Under tsx the loader flags are in execArgv; otherwise load tsx explicitly.
+      const execArgv = process.execArgv.some((a) => a.includes("tsx"))
+        ? process.execArgv
+        : ["--import", "tsx"]
+      const child = fork(path, [], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] })
+      const timer = setTimeout(
+        () => resume(Effect.fail(new Error("the load generator did not start in 30 s"))),
+        30_000
+      )
+      child.once("message", () => {
+        clearTimeout(timer)
+        resume(Effect.succeed(child))
       })
-      if (child.connected) child.send({ type: "exit" })
-      else child.kill("SIGKILL")
-    })
-)
+      child.once("exit", (code) => {
+        clearTimeout(timer)
+        resume(Effect.fail(new Error(`the load generator exited with ${code}`)))
+      })
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        child.kill("SIGKILL")
+      })
+    }),
+    (child) =>
+      Effect.async<void>((resume) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+        const killer = setTimeout(() => child.kill("SIGKILL"), 2000)
+        child.once("exit", () => {
+          clearTimeout(killer)
+          resume(Effect.void)
+        })
+        if (child.connected) child.send({ type: "exit" })
+        else child.kill("SIGKILL")
+      })
+  )
 
-const makeGenerator = Effect.map(spawnGenerator, (child): Generator => {
+const makeGenerator = Effect.map(spawnChild(generatorPath), (child): Generator => {
   let nextId = 0
   return {
     run: (phase) =>
@@ -163,6 +169,38 @@ const makeGenerator = Effect.map(spawnGenerator, (child): Generator => {
         Effect.timeoutFail({
           duration: Duration.millis(phase.durationMs + DEADLINE_MS + 30_000),
           onTimeout: () => new Error("the load generator did not answer in time")
+        })
+      )
+  }
+})
+
+const makeFleet = Effect.map(spawnChild(fleetPath), (child) => {
+  let nextId = 0
+  return {
+    run: (request: Omit<FleetRequest, "type" | "id">) =>
+      Effect.async<FleetResult, Error>((resume) => {
+        const id = nextId++
+        const onMessage = (message: FleetResult) => {
+          if (message.type !== "fleet-result" || message.id !== id) return
+          cleanup()
+          resume(Effect.succeed(message))
+        }
+        const onExit = (code: number | null) => {
+          cleanup()
+          resume(Effect.fail(new Error(`the fleet process exited with ${code}`)))
+        }
+        const cleanup = () => {
+          child.off("message", onMessage)
+          child.off("exit", onExit)
+        }
+        child.on("message", onMessage)
+        child.on("exit", onExit)
+        child.send({ type: "fleet", id, ...request } satisfies FleetRequest)
+        return Effect.sync(cleanup)
+      }).pipe(
+        Effect.timeoutFail({
+          duration: Duration.millis(request.durationMs + request.deadlineMs + 60_000),
+          onTimeout: () => new Error("the fleet did not answer in time")
         })
       )
   }
@@ -269,9 +307,16 @@ const program = Effect.gen(function* () {
     Middleware.criticality({ default: "SHEDDABLE_PLUS" })
   )
 
+  // Attempts that reach the server from the client fleets (phase 4).
+  let fleetArrivals = 0
+  const counted = Effect.suspend(() => {
+    fleetArrivals++
+    return guarded
+  })
   const router = HttpRouter.empty.pipe(
     HttpRouter.get("/protected", timed(guarded)),
-    HttpRouter.get("/unprotected", timed(handler))
+    HttpRouter.get("/unprotected", timed(handler)),
+    HttpRouter.get("/fleet", counted)
   )
   const base = yield* serve(router)
   log(`server on ${base}; capacity ${UNITS} units × ${WORK_MS} ms = ${CAPACITY_RPS} rps`)
@@ -341,6 +386,51 @@ const program = Effect.gen(function* () {
   const mixedUnprotected = yield* phase("/unprotected", OVERLOAD, PHASE_MS, shares)
   log(summary(`mix unprotected ${OVERLOAD}x`, mixedUnprotected))
 
+  // Client fleets instead of the open-loop generator: the same arrivals of operations
+  // (the mix's shares, DEFAULT as SHEDDABLE_PLUS), made by Sluice clients or by naive
+  // retrying ones; what the server sees per successful operation.
+  const fleetProcess = yield* makeFleet
+  const fleetRun = (mode: "sluice" | "naive") =>
+    Effect.gen(function* () {
+      yield* settle
+      const before = fleetArrivals
+      const result = yield* fleetProcess.run({
+        url: base + "/fleet",
+        mode,
+        clients: FLEET_CLIENTS,
+        rps: CAPACITY_RPS * OVERLOAD,
+        durationMs: PHASE_MS,
+        deadlineMs: 2 * DEADLINE_MS,
+        maxRetryAfterMs: 200,
+        criticalShare: MIX_CRITICAL,
+        sheddablePlusShare: MIX_DEFAULT
+      })
+      const attempts = fleetArrivals - before
+      log(
+        `fleet ${mode}: ${result.operations} operations, ok ${result.ok}, attempts at the server ${attempts}, ` +
+          `failures ${JSON.stringify(result.failures)}, by level ${JSON.stringify(result.byLevel)}, CPU ${Math.round(result.cpuMs)} ms`
+      )
+      return {
+        operations: result.operations,
+        ok: result.ok,
+        attemptsAtServer: attempts,
+        attemptsPerOperation: round(attempts / Math.max(1, result.operations), 3),
+        attemptsPerSuccess: result.ok === 0 ? null : round(attempts / result.ok, 3),
+        goodputRatio: round(perSecond(result.ok, result.sendMs) / CAPACITY_RPS, 3),
+        criticalSuccess: round(
+          result.byLevel.CRITICAL.ok / Math.max(1, result.byLevel.CRITICAL.operations),
+          4
+        ),
+        failures: result.failures
+      }
+    })
+  const fleet = {
+    clients: FLEET_CLIENTS,
+    offeredOperationsRps: CAPACITY_RPS * OVERLOAD,
+    sluice: yield* fleetRun("sluice"),
+    naive: yield* fleetRun("naive")
+  }
+
   const goodput = perSecond(loaded.ok, loaded.sendMs)
   const ratio = (s: { sent: number; ok: number }) => (s.sent === 0 ? 1 : s.ok / s.sent)
   const p99Unloaded = percentile(unloaded.okLatencies, 0.99)
@@ -401,6 +491,7 @@ const program = Effect.gen(function* () {
       timeouts: unprotected.timeouts
     },
     mix,
+    fleet,
     machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
   }
 })
