@@ -4,32 +4,51 @@
  * A real `@effect/platform-node` HTTP server on 127.0.0.1 (port 0) whose backend has a
  * fixed capacity: `UNITS` concurrent units of `WORK_MS` of work on average (a Semaphore
  * and an `Effect.sleep` of 0.5–1.5 × `WORK_MS`, so the capacity is real and the server's
- * CPU stays free). Two routes
- * share that backend: `/protected` is guarded by Sluice's server middleware
- * (`Middleware.criticality` then `Middleware.loadShed` with a `ConcurrencyLimiter`
- * whose limit is the delay-based `Vegas` algorithm and whose bounded queue serves the
- * most critical waiters first and makes less critical ones give way), `/unprotected`
+ * CPU stays free). Three routes share that backend: `/protected` is guarded by Sluice's
+ * server middleware (`Middleware.criticality` then `Middleware.loadShed` with a
+ * `LoadShedder` and a `ConcurrencyLimiter` whose limit is the delay-based `Vegas`
+ * algorithm and whose bounded queue serves the most critical waiters first and makes
+ * less critical ones give way), `/fleet` is the same and counts arrivals, `/unprotected`
  * goes straight to the backend.
  *
  * A load generator in another process (`bench/overload-generator.ts`, open loop, per
- * request `x-sluice-criticality`, keep-alive agent with bounded sockets, 1 s client
+ * request `x-sluice-criticality`, keep-alive undici pool with bounded sockets, 1 s client
  * deadline) offers, in one run:
  * 1. a warm-up, then 0.5× capacity to `/protected` (the unloaded latency);
- * 2. 10× capacity to `/protected`, 20% CRITICAL and 80% SHEDDABLE;
- * 3. the same 10× to `/unprotected`.
+ * 2. 10× capacity to `/protected`, 20% CRITICAL and 80% SHEDDABLE (CRITICAL alone is 2×
+ *    capacity here: at most half of it can succeed);
+ * 3. the same 10× to `/unprotected`;
+ * 4. the mix where CRITICAL is within capacity — 5% CRITICAL (0.5× capacity), 15% without
+ *    a criticality header (the server's default level for them is SHEDDABLE_PLUS), 80%
+ *    SHEDDABLE — at 10×, to `/protected` and to `/unprotected`;
+ * 5. client fleets in a third process (`bench/overload-fleet.ts`): the same arrivals of
+ *    operations at 10× (the mix's shares), made by 4 `SluiceHttpClient`s (retry policy with
+ *    budget, adaptive throttle, concurrency limiter) and then by 4 naive clients that
+ *    retry every failure at once (3 attempts), each operation with a 2 s deadline; the
+ *    server counts the attempts that reach it.
  *
  * Prints one JSON object:
  * `{capacityRps, offeredRps, goodputRps, goodputRatio, criticalSuccessRatio,
  * sheddableSuccessRatio, p99AdmittedMs, p99UnloadedMs, unprotected: {goodputRps, p99Ms,
- * timeouts}}` — goodput counts 2xx responses received within the 1 s deadline per
- * second of offered load; p99AdmittedMs is over the 2xx responses of phase 2; the
- * unprotected p99Ms is over every request of phase 3 (an aborted request counts as
- * the 1 s deadline, so it is a lower bound).
+ * timeouts}, mix: {shares, offeredRps, goodputRps, goodputRatio, success: {CRITICAL,
+ * DEFAULT, SHEDDABLE}, p99AdmittedMs, unprotected: {...}, goals: {goodputRatio,
+ * criticalSuccessRatio, p99AdmittedOverUnloaded, met}}, fleet: {clients,
+ * offeredOperationsRps, sluice: {operations, ok, attemptsAtServer, attemptsPerOperation,
+ * attemptsPerSuccess, goodputRatio, criticalSuccess, failures}, naive: {...}}, machine:
+ * {cpus, loadAverage}}` — the top-level fields are phases 1–3; goodput counts 2xx
+ * responses received within the deadline per second of offered load; p99AdmittedMs is
+ * over the 2xx responses of the phase; the unprotected p99Ms is over every request of
+ * the phase (a request past the deadline counts as the deadline, so it is a lower
+ * bound). The goals, checked on the mix in the same run: goodput ≥ 0.95 of capacity,
+ * CRITICAL success ≥ 0.999 (posed when CRITICAL is at most 0.5 of capacity), p99 of
+ * admitted requests ≤ 2× the unloaded p99.
  *
  * Options: `--quick` (short phases, for the CI smoke test), `--units N`, `--work-ms N`,
- * `--critical-share R` (default 0.2), `--overload X` (default 10), `--seconds S`
- * (length of each measured phase). Everything is bounded in time and count; the server
- * and the generator process always shut down, also on error.
+ * `--critical-share R` (default 0.2), `--mix-critical R` (0.05), `--mix-default R` (0.15),
+ * `--overload X` (default 10), `--seconds S` (length of each measured phase), `--sockets
+ * N` (generator connections, default max(64, 8 × units)), `--fleet-clients N` (4).
+ * Everything is bounded in time and count; the server and the child processes always
+ * shut down, also on error.
  */
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import type { HttpApp, HttpServerRequest } from "@effect/platform"
@@ -286,10 +305,10 @@ const program = Effect.gen(function* () {
     algorithm: Vegas.factory({ initial: UNITS, maxLimit: MAX_LIMIT }),
     // Half a backend's worth of waiters: a full queue of them drains in about half a
     // unit of work. A waiter at the head (the most critical first) gets the next permit
-    // that frees, almost surely within 0.75 × WORK_MS while the backend is full (each
-    // of the UNITS busy units is still busy that long later with probability ≈ 0.28).
+    // that frees, almost surely within WORK_MS while the backend is full (each of the
+    // UNITS busy units is still busy that long later with probability ≈ 1/8).
     maxQueue: Math.max(1, Math.floor(UNITS / 2)),
-    maxWait: Duration.millis(0.75 * WORK_MS)
+    maxWait: Duration.millis(WORK_MS)
   })
   // The shedder counts the work inside it (in flight and queued in the limiter) against
   // the backend's units plus the queue: SHEDDABLE is refused cheaply at 80% of that;
