@@ -340,7 +340,8 @@ const program = Effect.gen(function* () {
   const base = yield* serve(router)
   log(`server on ${base}; capacity ${UNITS} units × ${WORK_MS} ms = ${CAPACITY_RPS} rps`)
 
-  const generator = yield* makeGenerator
+  // Both child processes start before anything is measured (and in parallel).
+  const [generator, fleetProcess] = yield* Effect.all([makeGenerator, makeFleet], { concurrency: 2 })
   const phase = (
     path: string,
     factor: number,
@@ -408,7 +409,6 @@ const program = Effect.gen(function* () {
   // Client fleets instead of the open-loop generator: the same arrivals of operations
   // (the mix's shares, DEFAULT as SHEDDABLE_PLUS), made by Sluice clients or by naive
   // retrying ones; what the server sees per successful operation.
-  const fleetProcess = yield* makeFleet
   const fleetRun = (mode: "sluice" | "naive") =>
     Effect.gen(function* () {
       yield* settle
