@@ -244,18 +244,18 @@ describe("LoadShedder", () => {
         expect(yield* start("SHEDDABLE")).toBe(false)
         expect(shedder.unsafeUtilization()).toBeCloseTo(0.9, 6)
         // CRITICAL is judged by CRITICAL work only: admitted while CRITICAL's own smoothed
-      // work is below capacity (10 in flight smooth to just under 1.0, so an 11th still
-      // enters), shed once it reaches it, though the total is far past 1.
-      for (let i = 0; i < 11; i++) {
-        expect(yield* start("CRITICAL")).toBe(true)
-        yield* TestClock.adjust("2 seconds")
-      }
-      expect(shedder.unsafeActiveOf("CRITICAL")).toBe(11)
-      expect(shedder.unsafeActiveOf("SHEDDABLE")).toBe(9)
-      expect(shedder.unsafeLevelUtilization("CRITICAL")).toBeCloseTo(1.1, 6)
-      expect(shedder.unsafeUtilization()).toBeCloseTo(2, 6)
-      expect(yield* start("CRITICAL")).toBe(false)
-      expect(yield* start("CRITICAL_PLUS")).toBe(true)
+        // work is below capacity (10 in flight smooth to just under 1.0, so an 11th still
+        // enters), shed once it reaches it, though the total is far past 1.
+        for (let i = 0; i < 11; i++) {
+          expect(yield* start("CRITICAL")).toBe(true)
+          yield* TestClock.adjust("2 seconds")
+        }
+        expect(shedder.unsafeActiveOf("CRITICAL")).toBe(11)
+        expect(shedder.unsafeActiveOf("SHEDDABLE")).toBe(9)
+        expect(shedder.unsafeLevelUtilization("CRITICAL")).toBeCloseTo(1.1, 6)
+        expect(shedder.unsafeUtilization()).toBeCloseTo(2, 6)
+        expect(yield* start("CRITICAL")).toBe(false)
+        expect(yield* start("CRITICAL_PLUS")).toBe(true)
         yield* Deferred.succeed(gate, void 0)
         yield* Fiber.awaitAll(fibers)
         expect(shedder.unsafeActive()).toBe(0)
