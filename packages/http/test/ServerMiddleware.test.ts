@@ -2,7 +2,7 @@ import { HttpClient, HttpRouter, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Layer, Redacted } from "effect"
+import { Deferred, Duration, Effect, FastCheck as fc, Fiber, Layer, Redacted } from "effect"
 import { ConcurrencyLimiter, LimitAlgorithm, LoadShedder } from "@sluice/adaptive"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
@@ -344,6 +344,29 @@ describe("server middleware over a real NodeHttpServer", () => {
       )
       expect(header.message).toContain("header")
       expect(() => Trust.unsafeSharedSecret({ secret: Redacted.make("") })).toThrow()
+    })
+  )
+
+  it.effect("trust: a shared secret trusts exactly the secret, whatever else a caller sends", () =>
+    Effect.sync(() => {
+      const trust = Trust.unsafeSharedSecret({ secret: Redacted.make(SECRET), header: "x-trust" })
+      const request = (headers: Record<string, unknown>) => ({ headers }) as any
+      expect(trust(request({ "x-trust": SECRET }))).toBe(true)
+      expect(trust(request({ "x-sluice-trust": SECRET }))).toBe(false) // another header
+      expect(trust(request({ "x-trust": [SECRET] }))).toBe(false)
+      expect(trust(request({}))).toBe(false)
+      fc.assert(
+        fc.property(
+          fc.oneof(
+            fc.string({ maxLength: 80 }),
+            fc.constant(SECRET).map((x) => x.toUpperCase())
+          ),
+          (value) => {
+            expect(trust(request({ "x-trust": value }))).toBe(value === SECRET)
+          }
+        ),
+        { numRuns: 500 }
+      )
     })
   )
 
