@@ -15,8 +15,9 @@
 import type { Options } from "@sluice/core"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import type * as Effect from "effect/Effect"
-import type * as Layer from "effect/Layer"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
 import * as internal from "./internal/retryHistogram.js"
 
@@ -106,12 +107,10 @@ export interface Histogram {
  *
  * @since 0.1.0
  */
-export const RetryHistogram: typeof internal.RetryHistogram = internal.RetryHistogram
-
-/**
- * @since 0.1.0
- */
-export type RetryHistogram = internal.RetryHistogram
+export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<
+  RetryHistogram,
+  Histogram
+>() {}
 
 /**
  * Builds a histogram, failing with `InvalidOptions` (naming the field) on bad options.
@@ -152,18 +151,19 @@ export const unsafeMake: (options?: RetryHistogramOptions) => Histogram = intern
  * ```
  * @since 0.1.0
  */
-export const layer: (options?: RetryHistogramOptions) => Layer.Layer<RetryHistogram, Options.InvalidOptions> =
-  internal.layer as any
+export const layer = (
+  options: RetryHistogramOptions = {}
+): Layer.Layer<RetryHistogram, Options.InvalidOptions> => Layer.effect(RetryHistogram, internal.make(options))
 
 /**
  * A Layer providing {@link RetryHistogram} with options read from a `Config`.
  *
  * @since 0.1.0
  */
-export const layerConfig: (
+export const layerConfig = (
   config: Config.Config<RetryHistogramOptions>
-) => Layer.Layer<RetryHistogram, Options.InvalidOptions | ConfigError.ConfigError> =
-  internal.layerConfig as any
+): Layer.Layer<RetryHistogram, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.effect(RetryHistogram, Effect.flatMap(config, internal.make))
 
 /**
  * Parses an attempt number from a header value (or a number). Anything that is not

@@ -1,11 +1,7 @@
 import { Options, Ratio, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
-import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
@@ -135,12 +131,6 @@ class HistogramImpl implements RH.Histogram {
   }
 }
 
-/** @internal */
-export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<
-  RetryHistogram,
-  RH.Histogram
->() {}
-
 const decode = Options.decode("RetryHistogram", RetryHistogramOptions)
 const decodeSync = Options.decodeSync("RetryHistogram", RetryHistogramOptions)
 
@@ -153,14 +143,3 @@ export const make = (
 /** @internal */
 export const unsafeMake = (options: RH.RetryHistogramOptions = {}): RH.Histogram =>
   new HistogramImpl(decodeSync(options))
-
-/** @internal */
-export const layer = (
-  options: RH.RetryHistogramOptions = {}
-): Layer.Layer<RetryHistogram, Options.InvalidOptions> => Layer.effect(RetryHistogram, make(options))
-
-/** @internal */
-export const layerConfig = (
-  config: Config.Config<RH.RetryHistogramOptions>
-): Layer.Layer<RetryHistogram, Options.InvalidOptions | ConfigError.ConfigError> =>
-  Layer.effect(RetryHistogram, Effect.flatMap(config, make))
