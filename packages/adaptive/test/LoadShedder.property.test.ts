@@ -1,7 +1,7 @@
 import { LoadShedder } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, FastCheck as fc, Fiber, TestClock, TestContext } from "effect"
+import { Clock, Deferred, Effect, Exit, FastCheck as fc, Fiber, TestClock, TestContext } from "effect"
 
 type Level = Criticality.Criticality
 
@@ -113,6 +113,93 @@ describe("LoadShedder (property)", () => {
           }).pipe(Effect.scoped, Effect.provide(TestContext.TestContext), Effect.runPromise)
       ),
       { numRuns: 60 }
+    )
+  })
+
+  it("strictly by criticality: a level is not shed while its own work and above stayed below its share, unless the loop is busy with it alone", async () => {
+    const rank = (l: Level) => ["SHEDDABLE", "SHEDDABLE_PLUS", "CRITICAL", "CRITICAL_PLUS"].indexOf(l)
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 20 }),
+        thresholds,
+        fc.array(command, { minLength: 1, maxLength: 30 }),
+        (capacity, t, commands) =>
+          Effect.gen(function* () {
+            let elu = 0
+            const shedder = yield* LoadShedder.make({
+              capacity,
+              thresholds: t,
+              smoothing: "1 second",
+              eventLoop: { interval: "1 second", source: Effect.sync(() => elu) }
+            })
+            const holders: Array<
+              [Level, Deferred.Deferred<void>, Fiber.RuntimeFiber<void, Errors.Overloaded>]
+            > = []
+            // The most work of each level and above ever in flight: the smoothed work
+            // (an average of the past) can never exceed it.
+            const peak = [0, 0, 0, 0]
+            const lastArrival = [-Infinity, -Infinity, -Infinity, -Infinity]
+            const inFlightAtLeast = (r: number) => holders.filter(([l]) => rank(l) >= r).length
+            const notePeaks = () => {
+              for (let r = 0; r < 4; r++) peak[r] = Math.max(peak[r]!, inFlightAtLeast(r))
+            }
+            const expectAdmissible = (l: Level, now: number, admitted: boolean) => {
+              const r = rank(l)
+              const belowShare = peak[r]! < t[l] * capacity
+              const loopNotOnIt =
+                shedder.unsafeEventLoopUtilization() < t[l] ||
+                lastArrival.slice(0, r).some((at) => now - at <= 2000)
+              if (belowShare && loopNotOnIt) expect(admitted).toBe(true)
+            }
+            for (const c of commands) {
+              const now = yield* Clock.currentTimeMillis
+              switch (c._tag) {
+                case "advance": {
+                  yield* TestClock.adjust(c.millis)
+                  break
+                }
+                case "eventLoop": {
+                  elu = c.value
+                  break
+                }
+                case "finish": {
+                  for (const [, gate, fiber] of holders.splice(0, c.count)) {
+                    yield* Deferred.succeed(gate, void 0)
+                    yield* Fiber.await(fiber)
+                  }
+                  break
+                }
+                case "arrive":
+                case "probe": {
+                  for (const l of c.levels) {
+                    const gate = yield* Deferred.make<void>()
+                    const before = shedder.unsafeActive()
+                    const fiber = yield* Effect.fork(
+                      shedder
+                        .run(c._tag === "arrive" ? Deferred.await(gate) : Effect.void)
+                        .pipe(Criticality.withCriticality(l))
+                    )
+                    yield* Effect.yieldNow()
+                    const exit = c._tag === "probe" ? yield* Fiber.await(fiber) : undefined
+                    const admitted =
+                      exit !== undefined ? Exit.isSuccess(exit) : shedder.unsafeActive() === before + 1
+                    expectAdmissible(l, now, admitted)
+                    lastArrival[rank(l)] = now
+                    if (c._tag === "arrive" && admitted) holders.push([l, gate, fiber])
+                    notePeaks()
+                  }
+                  break
+                }
+              }
+            }
+            for (const [, gate, fiber] of holders) {
+              yield* Deferred.succeed(gate, void 0)
+              yield* Fiber.await(fiber)
+            }
+            expect(shedder.unsafeActive()).toBe(0)
+          }).pipe(Effect.scoped, Effect.provide(TestContext.TestContext), Effect.runPromise)
+      ),
+      { numRuns: 80 }
     )
   })
 })
