@@ -193,7 +193,8 @@ export const quota =
         const service = Context.get(context, Quota.Quota)
         const config = Context.getOption(context as Context.Context<unknown>, QuotaConfig.QuotaConfig)
         return Effect.flatMap(
-          Effect.zip(service.check(client, { cost }), WireProtocol),
+          // the cost is a positive integer here, which check never refuses
+          Effect.zip(Effect.orDie(service.check(client, { cost })), WireProtocol),
           ([decision, settings]) => {
             const headers = withHeaders
               ? rateLimitHeaders(decision, config._tag === "Some" ? config.value : undefined, settings)
