@@ -67,17 +67,22 @@ const arbDt = fc.oneof(
 )
 
 /** a Clock whose time the test sets (the memory store reads it per check) */
-const manualClock = () => {
+const manualClock = (): Clock.Clock & { now: number } => {
+  const state = { now: 0 }
   const clock = {
     [Clock.ClockTypeId]: Clock.ClockTypeId,
-    now: 0,
-    unsafeCurrentTimeMillis: () => clock.now,
-    unsafeCurrentTimeNanos: () => BigInt(clock.now) * 1_000_000n,
-    currentTimeMillis: Effect.sync(() => clock.now),
-    currentTimeNanos: Effect.sync(() => BigInt(clock.now) * 1_000_000n),
+    unsafeCurrentTimeMillis: () => state.now,
+    unsafeCurrentTimeNanos: () => BigInt(state.now) * 1_000_000n,
+    currentTimeMillis: Effect.sync(() => state.now),
+    currentTimeNanos: Effect.sync(() => BigInt(state.now) * 1_000_000n),
     sleep: () => Effect.void
   }
-  return clock as Clock.Clock & { now: number }
+  return Object.defineProperty(clock, "now", {
+    get: () => state.now,
+    set: (n: number) => {
+      state.now = n
+    }
+  }) as unknown as Clock.Clock & { now: number }
 }
 
 const capacityOf = (tier: ExactTier) => (tier.algorithm === "gcra" ? (tier.burst ?? tier.limit) : tier.limit)

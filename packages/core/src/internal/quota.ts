@@ -284,6 +284,7 @@ export const make = (
     const minSpanMs = Duration.toMillis(b.minFailureSpan)
     let consecutive = 0
     let firstFailureAt = 0
+    let episodeStart = 0
     const failClosedMs = Duration.toMillis(options.failClosedRetryAfter)
     let lastState: keyof typeof stateValue = "closed"
     /** the breaker has something to learn: every call goes through it until it closes again */
@@ -309,11 +310,17 @@ export const make = (
       consecutive = 0
     }
     /** A store call failed; true when the failure is sustained (the breaker should open). */
+    // Both rules ask for failure that lasts: one stall fails every call in flight at once (with
+    // 32 in flight, 32 failures in a row, 100% of the last second's calls on a quiet service),
+    // so a run of failures, or an episode of failures (from a failure with none before it in the
+    // window), must span `minFailureSpan` before either rule trips.
     const recordFailure = (now: number): boolean => {
+      if (failures.unsafeTotal(now) === 0) episodeStart = now
       calls.unsafeAdd(now)
       failures.unsafeAdd(now)
       if (consecutive++ === 0) firstFailureAt = now
       if (consecutive >= b.consecutiveFailures && now - firstFailureAt >= minSpanMs) return true
+      if (now - episodeStart < minSpanMs) return false
       const n = calls.unsafeTotal(now)
       return n >= b.minimumCalls && failures.unsafeTotal(now) >= b.failureRatio * n
     }
@@ -406,13 +413,35 @@ export const make = (
       },
       true
     )
-    // Modes that do not let the caller through on the store's count give back what the store
-    // counted after the deadline was decided without it (a second command, off the check's path).
-    const refundLate = options.mode !== "fail-open" && store.refund !== undefined
-    const lateReply = (id: string, plan: CompiledPlan, cost: number, result: StoreResult | undefined) => {
-      if (refundLate && cost > 0 && result !== undefined && result.allowed) {
-        refundsTotal.unsafeUpdate(cost, noTags)
-        store.refund!(id, plan, cost)
+    // What the failure mode told each caller whose deadline passed, by store call: a reply that
+    // comes later and says the store counted the request is refunded if the caller was denied
+    // (a second command, off the check's path), so the store counts only what callers got.
+    // A late denial still teaches the fallback (below).
+    const lateReply = (
+      id: string,
+      plan: CompiledPlan,
+      cost: number,
+      result: StoreResult | undefined,
+      told: { allowed: boolean }
+    ) => {
+      if (result === undefined || cost === 0) return
+      if (result.allowed) {
+        if (!told.allowed && store.refund !== undefined) {
+          refundsTotal.unsafeUpdate(cost, noTags)
+          store.refund(id, plan, cost)
+        }
+      } else learn(id, plan, result)
+    }
+    // The fallback learns the store's denials: a client the store denies until t is denied by the
+    // fallback until t too, so a fleet that falls back (a slow or lost Redis) does not hand out a
+    // quota the store already saw spent.
+    const learn = (id: string, plan: CompiledPlan, result: StoreResult) => {
+      if (fallback === undefined) return
+      let wait = 0
+      for (const tier of result.tiers) if (!tier.allowed && tier.retryAfterMs > wait) wait = tier.retryAfterMs
+      if (wait > 0 && Number.isFinite(wait)) {
+        const now = Math.floor(clock.unsafeCurrentTimeMillis())
+        fallback.block(id, fallbackPlan(plan), now + wait, now)
       }
     }
 
@@ -452,14 +481,20 @@ export const make = (
         if (suspectBreaker) return resume(remoteGuarded(client, id, plan, cost))
         const start = nowMs()
         const queue = deadlines!
+        const told = { allowed: true }
         const entry = queue.register(start, (stalled) =>
-          resume(failed(client, id, plan, cost, start, stalled ? stalledOut : timedOut))
+          resume(
+            Effect.tap(failed(client, id, plan, cost, start, stalled ? stalledOut : timedOut), (d) => {
+              told.allowed = d.allowed
+            })
+          )
         )
         checkCallback!(id, plan, cost, (error, result) => {
-          if (!queue.settle(entry)) return lateReply(id, plan, cost, result)
+          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, told)
           if (error !== undefined) return resume(failed(client, id, plan, cost, start, error))
           recordSuccess(start)
           if (lastState !== "closed") recordBreaker()
+          if (!result!.allowed) learn(id, plan, result!)
           resume(Effect.succeed(finish(client, result!, "store", start)))
         })
       })
@@ -477,9 +512,12 @@ export const make = (
         const queue = deadlines!
         const entry = queue.register(start, (stalled) => resume(Effect.fail(stalled ? stalledOut : timedOut)))
         checkCallback!(id, plan, cost, (error, result) => {
-          if (!queue.settle(entry)) return lateReply(id, plan, cost, result)
+          // the failure mode's verdict is not known here: a late admission is refunded unless fail-open
+          if (!queue.settle(entry))
+            return lateReply(id, plan, cost, result, { allowed: options.mode === "fail-open" })
           if (error !== undefined) return resume(Effect.fail(error))
           recordSuccess(start)
+          if (!result!.allowed) learn(id, plan, result!)
           if (lastState !== "closed") recordBreaker()
           resume(Effect.succeed(finish(client, result!, "store", start)))
         })
