@@ -217,6 +217,7 @@ const unknownTiers = (plan: CompiledPlan, allowed: boolean, retryAfterMs: number
     algorithm: tier.algorithm,
     allowed,
     limit: tier.capacity,
+    windowMs: tier.windowMs,
     remaining: allowed ? tier.capacity : 0,
     resetMs: 0,
     retryAfterMs: allowed ? 0 : retryAfterMs
@@ -230,7 +231,9 @@ const scalePlan = (plan: CompiledPlan, share: number): CompiledPlan => {
     const capacity = Math.max(1, Math.floor(tier.capacity * share))
     const limit = Math.max(1, Math.floor(tier.limit * share))
     if (capacity < maxCost) maxCost = capacity
-    return { ...tier, capacity, limit, capacityPeriod: capacity * tier.periodMs }
+    const capacityPeriod = capacity * tier.periodMs
+    const windowMs = tier.algorithm === "gcra" ? Math.ceil(capacityPeriod / limit) : tier.periodMs
+    return { ...tier, capacity, limit, capacityPeriod, windowMs }
   })
   return { ...plan, tiers, maxCost }
 }

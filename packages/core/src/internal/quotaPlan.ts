@@ -109,6 +109,12 @@ export interface CompiledTier {
   readonly periodMs: number
   /** capacity × period */
   readonly capacityPeriod: number
+  /**
+   * The window the tier's `limit` (capacity) is counted over, as `RateLimit-Policy`'s `w`:
+   * sliding-window its period; gcra the time to refill the whole bucket, `ceil(burst × period /
+   * limit)`, so that q / w is the rate and `remaining` never exceeds q.
+   */
+  readonly windowMs: number
   readonly index: number
   /** where the tier's state starts in a client's flat state (gcra: 2 numbers, sliding-window: 3) */
   readonly offset: number
@@ -161,6 +167,7 @@ export const compile = (plan: Plan): CompiledPlan => {
       limit: tier.limit,
       periodMs,
       capacityPeriod: capacity * periodMs,
+      windowMs: tier.algorithm === "gcra" ? ceilDiv(capacity * periodMs, tier.limit) : periodMs,
       index,
       offset: at
     }
@@ -189,6 +196,8 @@ export interface TierDecision {
   readonly remaining: number
   readonly resetMs: number
   readonly retryAfterMs: number
+  /** the window `limit` is counted over (see `CompiledTier.windowMs`) */
+  readonly windowMs: number
 }
 
 /** What a store answers for one check. @internal */
@@ -304,6 +313,7 @@ export const decideTier = (
       algorithm: "gcra",
       allowed: pass,
       limit: cap,
+      windowMs: tier.windowMs,
       remaining: remaining < 0 ? 0 : remaining,
       resetMs: ceilDiv(debt, tier.limit),
       retryAfterMs: pass ? 0 : cost > cap ? Infinity : ceilDiv(view.a - (cap - cost) * per, tier.limit)
@@ -331,6 +341,7 @@ export const decideTier = (
     algorithm: "sliding-window",
     allowed: pass,
     limit: cap,
+    windowMs: tier.windowMs,
     remaining: remaining < 0 ? 0 : remaining,
     resetMs: reset,
     retryAfterMs
