@@ -16,6 +16,9 @@ import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "@effect/
 import { NodeHttpServer } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/core"
 import * as Redis from "@sluice/core/Redis"
+import * as RedisClient from "@sluice/core/RedisClient"
+import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
+import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
 import { Middleware, Protocol } from "@sluice/http"
 import { Effect, Layer } from "effect"
 import type { Scope } from "effect"
@@ -116,11 +119,13 @@ export const runHttp = (
     const urls: Array<string> = []
     for (let i = 0; i < instances; i++) {
       // each instance its own Quota service (fail-open, as an API should), one shared Redis
+      // (store and plan source on the instance's one connection)
       const quota = Quota.layer({ mode: "fail-open", deadline: "100 millis" }).pipe(
-        Layer.provide(Redis.layerRedis({ url, prefix })),
+        Layer.provide(RedisQuotaStore.layerStore({ prefix })),
         Layer.provideMerge(
-          Redis.layerConfig({ url, key: plansKey, default: defaultPlan, refresh: "1 second" })
-        )
+          RedisQuotaConfig.layerConfig({ key: plansKey, default: defaultPlan, refresh: "1 second" })
+        ),
+        Layer.provide(RedisClient.layer({ url }))
       )
       urls.push(yield* serve(api, quota))
     }
