@@ -282,12 +282,15 @@ export const make = (
           halfOpenProbes: b.halfOpenProbes
         })
       : undefined
-    const calls = RollingCounter.unsafeMake({ window: b.window, buckets: 10 })
+    // Failures are counted over `window`; calls only while failures are in it (an "episode"),
+    // so a successful check pays one comparison, not a counter update.
     const failures = RollingCounter.unsafeMake({ window: b.window, buckets: 10 })
     const minSpanMs = Duration.toMillis(b.minFailureSpan)
     let consecutive = 0
     let firstFailureAt = 0
     let episodeStart = 0
+    let episodeCalls = 0
+    let inEpisode = false
     const failClosedMs = Duration.toMillis(options.failClosedRetryAfter)
     let lastState: keyof typeof stateValue = "closed"
     /** the breaker has something to learn: every call goes through it until it closes again */
@@ -308,24 +311,27 @@ export const make = (
     const nowMs = () => clockMillis(clock)
 
     /** A store call answered: the failure run ends. */
-    const recordSuccess = (now: number) => {
-      calls.unsafeAdd(now)
+    const recordSuccess = () => {
+      if (inEpisode) episodeCalls++
       consecutive = 0
     }
-    /** A store call failed; true when the failure is sustained (the breaker should open). */
     // Both rules ask for failure that lasts: one stall fails every call in flight at once (with
-    // 32 in flight, 32 failures in a row, 100% of the last second's calls on a quiet service),
-    // so a run of failures, or an episode of failures (from a failure with none before it in the
-    // window), must span `minFailureSpan` before either rule trips.
+    // 32 in flight, 32 failures in a row, 100% of the calls since), so a run of failures, or an
+    // episode of failures (from a failure with none before it in the window, counting every call
+    // since), must span `minFailureSpan` before either rule trips.
     const recordFailure = (now: number): boolean => {
-      if (failures.unsafeTotal(now) === 0) episodeStart = now
-      calls.unsafeAdd(now)
+      if (!inEpisode || failures.unsafeTotal(now) === 0) {
+        inEpisode = true
+        episodeStart = now
+        episodeCalls = 0
+        failures.unsafeReset()
+      }
+      episodeCalls++
       failures.unsafeAdd(now)
       if (consecutive++ === 0) firstFailureAt = now
       if (consecutive >= b.consecutiveFailures && now - firstFailureAt >= minSpanMs) return true
       if (now - episodeStart < minSpanMs) return false
-      const n = calls.unsafeTotal(now)
-      return n >= b.minimumCalls && failures.unsafeTotal(now) >= b.failureRatio * n
+      return episodeCalls >= b.minimumCalls && failures.unsafeTotal(now) >= b.failureRatio * episodeCalls
     }
 
     const finish = (client: string, result: StoreResult, source: DecisionSource, start: number): Decision => {
@@ -425,11 +431,11 @@ export const make = (
       plan: CompiledPlan,
       cost: number,
       result: StoreResult | undefined,
-      told: { allowed: boolean }
+      toldAllowed: boolean
     ) => {
       if (result === undefined || cost === 0) return
       if (result.allowed) {
-        if (!told.allowed && store.refund !== undefined) {
+        if (!toldAllowed && store.refund !== undefined) {
           refundsTotal.unsafeUpdate(cost, noTags)
           store.refund(id, plan, cost)
         }
@@ -484,18 +490,19 @@ export const make = (
         if (suspectBreaker) return resume(remoteGuarded(client, id, plan, cost))
         const start = nowMs()
         const queue = deadlines!
-        const told = { allowed: true }
         const entry = queue.register(start, (stalled) =>
           resume(
             Effect.tap(failed(client, id, plan, cost, start, stalled ? stalledOut : timedOut), (d) => {
-              told.allowed = d.allowed
+              toldAllowed = d.allowed
             })
           )
         )
+        // what the failure mode told the caller, if the deadline passed first
+        let toldAllowed = true
         checkCallback!(id, plan, cost, (error, result) => {
-          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, told)
+          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, toldAllowed)
           if (error !== undefined) return resume(failed(client, id, plan, cost, start, error))
-          recordSuccess(start)
+          recordSuccess()
           if (lastState !== "closed") recordBreaker()
           if (!result!.allowed) learn(id, plan, result!)
           resume(Effect.succeed(finish(client, result!, "store", start)))
@@ -516,10 +523,9 @@ export const make = (
         const entry = queue.register(start, (stalled) => resume(Effect.fail(stalled ? stalledOut : timedOut)))
         checkCallback!(id, plan, cost, (error, result) => {
           // the failure mode's verdict is not known here: a late admission is refunded unless fail-open
-          if (!queue.settle(entry))
-            return lateReply(id, plan, cost, result, { allowed: options.mode === "fail-open" })
+          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, options.mode === "fail-open")
           if (error !== undefined) return resume(Effect.fail(error))
-          recordSuccess(start)
+          recordSuccess()
           if (!result!.allowed) learn(id, plan, result!)
           if (lastState !== "closed") recordBreaker()
           resume(Effect.succeed(finish(client, result!, "store", start)))
@@ -534,7 +540,7 @@ export const make = (
           if (breaker!.unsafeState(clock.unsafeCurrentTimeMillis()) === "closed") {
             suspectBreaker = false
             consecutive = 0
-            calls.unsafeReset()
+            inEpisode = false
             failures.unsafeReset()
             recordBreaker()
           }
