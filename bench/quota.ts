@@ -250,9 +250,10 @@ const privateServer = Effect.gen(function* () {
     const quota = yield* Quota.Quota
     for (let i = 0; i < 200; i++) yield* quota.check("paused")
     // warm-up, as every other figure here has: one untimed pause runs the failure path (deadline,
-    // breaker, fail-open decision) once, so the timed pause does not measure V8 compiling it
-    yield* Effect.promise(() => redisCli(server.port, "CLIENT", "PAUSE", "200", "ALL"))
-    const warmUntil = performance.now() + 150
+    // the breaker opening — after 250 ms of failures —, a failed probe, fail-open decisions) once,
+    // so the timed pause does not measure V8 compiling it
+    yield* Effect.promise(() => redisCli(server.port, "CLIENT", "PAUSE", "900", "ALL"))
+    const warmUntil = performance.now() + 850
     while (performance.now() < warmUntil) {
       yield* quota.check("paused")
       yield* Effect.sleep(Duration.millis(1))
