@@ -6,7 +6,7 @@ import { runHttp } from "./http.js"
 describe("examples/quota-service over real HTTP (smoke, real Redis)", () => {
   it.live("instances share each client's quota through Redis; 429s carry the IETF headers", () =>
     Effect.gen(function* () {
-      const r = yield* runHttp({ instances: 3, seconds: 2 })
+      const r = yield* runHttp({ instances: 3, seconds: 2, minRequests: 120 })
       for (const c of r.clients) {
         expect(c.admitted).toBeGreaterThan(0)
         expect(c.admitted).toBeLessThanOrEqual(c.allowedAtMost)

@@ -27,6 +27,11 @@ export interface HttpQuotaOptions {
   readonly redisUrl?: string
   readonly instances?: number
   readonly seconds?: number
+  /**
+   * Keep sending past `seconds` until every API key has sent at least this many requests (on a
+   * busy machine two seconds may not be enough to exceed a plan). Default 0.
+   */
+  readonly minRequests?: number
   /** A unique run id: the Redis keys of the run are prefixed with it and deleted at the end. */
   readonly run?: string
 }
@@ -135,18 +140,22 @@ export const runHttp = (
     const denied: Record<string, number> = {}
     const policy: Record<string, string | undefined> = {}
     const maxRetryAfter: Record<string, number> = {}
+    const sent: Record<string, number> = {}
     for (const c of clients) {
       admitted[c] = urls.map(() => 0)
       denied[c] = 0
       maxRetryAfter[c] = 0
+      sent[c] = 0
     }
+    const minRequests = options.minRequests ?? 0
     const startedAt = performance.now()
     const until = startedAt + seconds * 1000
     // Per API key a few callers in parallel, each going round the instances.
     const caller = (client: string, offset: number) =>
       Effect.gen(function* () {
         let instance = offset
-        while (performance.now() < until) {
+        while (performance.now() < until || sent[client]! < minRequests) {
+          sent[client]!++
           instance = (instance + 1) % urls.length
           const response = yield* http.get(`${urls[instance]}/api/items`, {
             headers: { "x-api-key": client }
