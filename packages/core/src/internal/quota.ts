@@ -438,12 +438,28 @@ export const make = (
         if (!toldAllowed && store.refund !== undefined) {
           refundsTotal.unsafeUpdate(cost, noTags)
           store.refund(id, plan, cost)
-        }
+        } else if (fallback !== undefined) learnEmpty(id, plan, result)
       } else learn(id, plan, result)
     }
     // The fallback learns the store's denials: a client the store denies until t is denied by the
     // fallback until t too, so a fleet that falls back (a slow or lost Redis) does not hand out a
     // quota the store already saw spent.
+    // An admission that left a gcra tier empty says the same a little earlier: the next unit is
+    // at most one emission interval away, so the fallback denies the client for that long.
+    const learnEmpty = (id: string, plan: CompiledPlan, result: StoreResult) => {
+      const tiers = result.tiers
+      let wait = 0
+      for (let i = 0; i < tiers.length; i++) {
+        if (tiers[i]!.remaining !== 0 || tiers[i]!.algorithm !== "gcra") continue
+        const tier = plan.tiers[i]!
+        const interval = Math.ceil(tier.periodMs / tier.limit)
+        if (interval > wait) wait = interval
+      }
+      if (wait > 0) {
+        const now = Math.floor(clock.unsafeCurrentTimeMillis())
+        fallback!.block(id, fallbackPlan(plan), now + wait, now)
+      }
+    }
     const learn = (id: string, plan: CompiledPlan, result: StoreResult) => {
       if (fallback === undefined) return
       let wait = 0
@@ -504,7 +520,10 @@ export const make = (
           if (error !== undefined) return resume(failed(client, id, plan, cost, start, error))
           recordSuccess()
           if (lastState !== "closed") recordBreaker()
-          if (!result!.allowed) learn(id, plan, result!)
+          if (fallback !== undefined) {
+            if (!result!.allowed) learn(id, plan, result!)
+            else if (cost > 0) learnEmpty(id, plan, result!)
+          }
           resume(Effect.succeed(finish(client, result!, "store", start)))
         })
       })
