@@ -123,9 +123,11 @@ export const runHttp = (
     )
     const urls: Array<string> = []
     for (let i = 0; i < instances; i++) {
-      // each instance its own Quota service (fail-open, as an API should), one shared Redis
+      // each instance its own Quota service, one shared Redis; fail-closed so that what this
+      // example reports is exactly what Redis admitted, even when a busy machine misses the
+      // deadline (a service would rather keep the default, "fallback", or choose "fail-open")
       // (store and plan source on the instance's one connection)
-      const quota = Quota.layer({ mode: "fail-open", deadline: "100 millis" }).pipe(
+      const quota = Quota.layer({ mode: "fail-closed", deadline: "100 millis" }).pipe(
         Layer.provide(RedisQuotaStore.layerStore({ prefix })),
         Layer.provideMerge(
           RedisQuotaConfig.layerConfig({ key: plansKey, default: defaultPlan, refresh: "1 second" })
