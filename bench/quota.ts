@@ -23,7 +23,8 @@
 import * as RateLimiter from "@effect/experimental/RateLimiter"
 import * as RateLimiterRedis from "@effect/experimental/RateLimiter/Redis"
 import { Quota, QuotaConfig } from "@sluice/core"
-import * as Redis from "@sluice/core/Redis"
+import * as RedisClient from "@sluice/core/RedisClient"
+import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
 import { Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { monitorEventLoopDelay } from "node:perf_hooks"
@@ -126,8 +127,9 @@ const quotaLayer = (
   deadline: Duration.DurationInput = Duration.millis(DEADLINE_MS)
 ) =>
   Quota.layer({ mode: "fail-open", deadline }).pipe(
-    Layer.provide(Redis.layerRedis({ url, prefix })),
-    Layer.provide(QuotaConfig.layer({ default: plan }))
+    Layer.provide(RedisQuotaStore.layerStore({ prefix })),
+    Layer.provide(QuotaConfig.layer({ default: plan })),
+    Layer.provide(RedisClient.layer({ url }))
   )
 
 const quotaContender = (plan: QuotaConfig.PlanInput, label: string) => {
@@ -147,11 +149,11 @@ const quotaContender = (plan: QuotaConfig.PlanInput, label: string) => {
 }
 
 const flexibleContender = async (): Promise<Contender> => {
-  // auto-pipelining as for the Redis quota store's own client (Redis.defaultRedisOptions), so both
+  // auto-pipelining as for the Redis quota store's own client (RedisClient.defaultRedisOptions), so both
   // send their commands the same way
   const redis = new IORedis(REDIS_URL, {
     enableOfflineQueue: false,
-    enableAutoPipelining: Redis.defaultRedisOptions.enableAutoPipelining ?? false
+    enableAutoPipelining: RedisClient.defaultRedisOptions.enableAutoPipelining ?? false
   })
   await new Promise<void>((resolve) => redis.once("ready", () => resolve()))
   const limiter = new FlexibleRedis({
@@ -248,14 +250,15 @@ const privateServer = Effect.gen(function* () {
     const quota = yield* Quota.Quota
     for (let i = 0; i < 200; i++) yield* quota.check("paused")
     // warm-up, as every other figure here has: one untimed pause runs the failure path (deadline,
-    // breaker, fail-open decision) once, so the timed pause does not measure V8 compiling it
-    yield* Effect.promise(() => redisCli(server.port, "CLIENT", "PAUSE", "200", "ALL"))
-    const warmUntil = performance.now() + 150
+    // the breaker opening — after 250 ms of failures —, a failed probe, fail-open decisions) once,
+    // so the timed pause does not measure V8 compiling it
+    yield* Effect.promise(() => redisCli(server.port, "CLIENT", "PAUSE", "900", "ALL"))
+    const warmUntil = performance.now() + 850
     while (performance.now() < warmUntil) {
       yield* quota.check("paused")
       yield* Effect.sleep(Duration.millis(1))
     }
-    // back to deciding with Redis (the breaker probes after its open interval, 1 s)
+    // back to deciding with Redis (the breaker, if it opened, probes after its open interval, 500 ms)
     while ((yield* quota.check("paused")).source !== "store") yield* Effect.sleep(Duration.millis(20))
     // a settled heap: the garbage of the phases before (every contender's) is collected now, not
     // by a major GC that stops the process for up to 16 ms inside the timed pause (the script runs

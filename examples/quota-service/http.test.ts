@@ -6,7 +6,7 @@ import { runHttp } from "./http.js"
 describe("examples/quota-service over real HTTP (smoke, real Redis)", () => {
   it.live("instances share each client's quota through Redis; 429s carry the IETF headers", () =>
     Effect.gen(function* () {
-      const r = yield* runHttp({ instances: 3, seconds: 2 })
+      const r = yield* runHttp({ instances: 3, seconds: 2, minRequests: 120 })
       for (const c of r.clients) {
         expect(c.admitted).toBeGreaterThan(0)
         expect(c.admitted).toBeLessThanOrEqual(c.allowedAtMost)
@@ -15,8 +15,9 @@ describe("examples/quota-service over real HTTP (smoke, real Redis)", () => {
       }
       const acme = r.clients.find((c) => c.client === "acme")!
       const globex = r.clients.find((c) => c.client === "globex")!
-      expect(acme.policy).toBe(`"spike";q=100;w=1, "count";q=150;w=60`)
-      expect(globex.policy).toBe(`"spike";q=40;w=1, "count";q=60;w=60`)
+      // gcra: q is the bucket (burst) and w the time to refill it (100 / 50 per second = 2 s)
+      expect(acme.policy).toBe(`"spike";q=100;w=2, "count";q=150;w=60`)
+      expect(globex.policy).toBe(`"spike";q=40;w=2, "count";q=60;w=60`)
       expect(globex.denied).toBeGreaterThan(0)
       expect(globex.maxRetryAfter).toBeGreaterThan(0)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))

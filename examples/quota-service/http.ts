@@ -16,6 +16,9 @@ import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "@effect/
 import { NodeHttpServer } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/core"
 import * as Redis from "@sluice/core/Redis"
+import * as RedisClient from "@sluice/core/RedisClient"
+import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
+import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
 import { Middleware, Protocol } from "@sluice/http"
 import { Effect, Layer } from "effect"
 import type { Scope } from "effect"
@@ -24,6 +27,11 @@ export interface HttpQuotaOptions {
   readonly redisUrl?: string
   readonly instances?: number
   readonly seconds?: number
+  /**
+   * Keep sending past `seconds` until every API key has sent at least this many requests (on a
+   * busy machine two seconds may not be enough to exceed a plan). Default 0.
+   */
+  readonly minRequests?: number
   /** A unique run id: the Redis keys of the run are prefixed with it and deleted at the end. */
   readonly run?: string
 }
@@ -115,12 +123,16 @@ export const runHttp = (
     )
     const urls: Array<string> = []
     for (let i = 0; i < instances; i++) {
-      // each instance its own Quota service (fail-open, as an API should), one shared Redis
-      const quota = Quota.layer({ mode: "fail-open", deadline: "100 millis" }).pipe(
-        Layer.provide(Redis.layerRedis({ url, prefix })),
+      // each instance its own Quota service, one shared Redis; fail-closed so that what this
+      // example reports is exactly what Redis admitted, even when a busy machine misses the
+      // deadline (a service would rather keep the default, "fallback", or choose "fail-open")
+      // (store and plan source on the instance's one connection)
+      const quota = Quota.layer({ mode: "fail-closed", deadline: "100 millis" }).pipe(
+        Layer.provide(RedisQuotaStore.layerStore({ prefix })),
         Layer.provideMerge(
-          Redis.layerConfig({ url, key: plansKey, default: defaultPlan, refresh: "1 second" })
-        )
+          RedisQuotaConfig.layerConfig({ key: plansKey, default: defaultPlan, refresh: "1 second" })
+        ),
+        Layer.provide(RedisClient.layer({ url }))
       )
       urls.push(yield* serve(api, quota))
     }
@@ -130,18 +142,22 @@ export const runHttp = (
     const denied: Record<string, number> = {}
     const policy: Record<string, string | undefined> = {}
     const maxRetryAfter: Record<string, number> = {}
+    const sent: Record<string, number> = {}
     for (const c of clients) {
       admitted[c] = urls.map(() => 0)
       denied[c] = 0
       maxRetryAfter[c] = 0
+      sent[c] = 0
     }
+    const minRequests = options.minRequests ?? 0
     const startedAt = performance.now()
     const until = startedAt + seconds * 1000
     // Per API key a few callers in parallel, each going round the instances.
     const caller = (client: string, offset: number) =>
       Effect.gen(function* () {
         let instance = offset
-        while (performance.now() < until) {
+        while (performance.now() < until || sent[client]! < minRequests) {
+          sent[client]!++
           instance = (instance + 1) % urls.length
           const response = yield* http.get(`${urls[instance]}/api/items`, {
             headers: { "x-api-key": client }

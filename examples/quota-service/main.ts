@@ -12,6 +12,9 @@
  */
 import { Quota, QuotaConfig } from "@sluice/core"
 import * as Redis from "@sluice/core/Redis"
+import * as RedisClient from "@sluice/core/RedisClient"
+import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
+import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
@@ -56,11 +59,11 @@ const bound = (plan: QuotaConfig.PlanInput, ms: number) => {
 
 // fail-open: if Redis is slow or down the API keeps serving. The deadline is raised from the
 // 15 ms default because this example runs several processes on what may be a busy machine.
+// The store and the plan source share the process' one Redis connection.
 const quotaLayer = Quota.layer({ mode: "fail-open", deadline: "100 millis" }).pipe(
-  Layer.provide(Redis.layerRedis({ url: REDIS_URL, prefix })),
-  Layer.provide(
-    Redis.layerConfig({ url: REDIS_URL, key: plansKey, default: defaultPlan, refresh: "1 second" })
-  )
+  Layer.provide(RedisQuotaStore.layerStore({ prefix })),
+  Layer.provide(RedisQuotaConfig.layerConfig({ key: plansKey, default: defaultPlan, refresh: "1 second" })),
+  Layer.provide(RedisClient.layer({ url: REDIS_URL }))
 )
 
 /** one process: hammer every client until the time is up, through Quota.guard */

@@ -3,7 +3,8 @@
  * per-second counters, and reads their smoothed sum, so `ProportionalSampler`s on
  * many hosts hold one goal together without knowing how many of them there are.
  *
- * This module imports `ioredis` (through `@sluice/core/Redis`); import it as
+ * This module imports `ioredis` (through `@sluice/core/Redis`); `layerShared` takes the
+ * application's one connection from `@sluice/core/RedisClient`. Import it as
  * `@sluice/adaptive/RedisQpsSensor`. The package index does not load it.
  *
  * - Counting is local and synchronous: `unsafeRecord` adds to an in-process
@@ -31,6 +32,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
 import type { ConnectionOptions } from "@sluice/core/Redis"
+import type * as RedisClient from "@sluice/core/RedisClient"
 import * as internal from "./internal/redisQpsSensor.js"
 import type { QpsSensor } from "./QpsSensor.js"
 import { QpsSensorTag } from "./QpsSensor.js"
@@ -98,3 +100,24 @@ export const layer: {
  * @since 0.1.0
  */
 export const keyFor: (prefix: string, key: string, second: number) => string = internal.keyFor
+
+/**
+ * A Layer providing a Redis sensor on the application's shared connection
+ * (`@sluice/core/RedisClient`), the one the quota store and plan source use; the connection
+ * options of `options` are ignored.
+ *
+ * @example
+ * ```ts
+ * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
+ * import * as RedisClient from "@sluice/core/RedisClient"
+ * import { Layer } from "effect"
+ *
+ * const SensorLive = RedisQpsSensor.layerShared({ key: "thumbnails" }).pipe(Layer.provide(RedisClient.layer()))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerShared = (
+  options: RedisQpsSensorOptions
+): Layer.Layer<QpsSensorTag, Options.InvalidOptions, RedisClient.RedisClient> =>
+  Layer.scoped(QpsSensorTag, internal.makeShared(options))

@@ -8,11 +8,22 @@
  * layer needs for `RateLimit` and `Retry-After` headers. A request passes only if
  * every tier passes; a denied request consumes nothing.
  *
- * A remote store (Redis) is called with a deadline (15 ms by default) through a
- * circuit breaker. When the call misses the deadline, fails, or the breaker is
- * open, the `mode` decides: `fail-open` (default: allow, and count it),
- * `fail-closed` (deny) or `fallback` (decide with a local memory store using the
- * same plans). A store failure never surfaces as an error or a defect.
+ * Costs are whole units: cost 0 is a peek (decided as one unit, nothing consumed,
+ * like {@link get}); a negative or fractional cost fails with `InvalidOptions`; a
+ * cost above a tier's capacity can never pass and is denied with `retryAfterMs`
+ * `Infinity` (`QuotaExceeded.retryAfter` is `Duration.infinity`: "never").
+ * Decisions are exact: integer arithmetic in whole milliseconds, the same in the
+ * memory and Redis stores. Client ids longer than `maxClientIdLength` (256) are
+ * stored as a prefix, `#` and their SHA-256, so no id grows the store unboundedly.
+ *
+ * A remote store (Redis) is called with a deadline (15 ms by default). When the
+ * call misses the deadline, fails, or the breaker is open, the `mode` decides:
+ * `fallback` (the default: decide with a per-instance memory store on the same
+ * plans scaled by `fallbackShare`, like rate-limiter-flexible's insurance
+ * limiter), `fail-open` (allow) or `fail-closed` (deny). A store failure never
+ * surfaces as an error or a defect. The breaker opens only on sustained failure
+ * (see {@link QuotaOptions}), and a deadline missed because this process was not
+ * running (a CPU stall) is not held against the store.
  *
  * Metrics: `sluice_quota_check_latency_ms`, `sluice_quota_allowed_total`,
  * `sluice_quota_denied_total{tier}`, `sluice_quota_fail_open_total`,
@@ -22,6 +33,7 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
@@ -30,6 +42,7 @@ import type * as Scope from "effect/Scope"
 import type { QuotaExceeded } from "./Errors.js"
 import * as internal from "./internal/quota.js"
 import type { InvalidOptions } from "./Options.js"
+import type { QuotaStoreError } from "./QuotaStore.js"
 import { QuotaConfig } from "./QuotaConfig.js"
 import { QuotaStore } from "./QuotaStore.js"
 
@@ -61,11 +74,33 @@ export type Decision = internal.Decision
 export type CheckOptions = internal.CheckOptions
 
 /**
- * Options: `mode` (default `"fail-open"`), `deadline` of a store call (default
- * 15 ms; it bounds the whole check, so its timer fires up to 1 ms early and the
- * failure mode decides by the deadline), `breaker` (`consecutiveFailures` 5, `openFor` 1 second — the probe
- * interval —, `halfOpenProbes` 1), `failClosedRetryAfter` (1 second) and
- * `fallbackMaxClients` (100,000).
+ * Options of {@link withQuota}: `cost` and `maxWait` (default 0: do not wait).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type WaitOptions = internal.WaitOptions
+
+/**
+ * Options:
+ *
+ * - `mode` (default `"fallback"`): what decides when the store fails.
+ * - `deadline` of a store call (default 15 ms; it bounds the whole check, so its
+ *   timer fires up to 1 ms early and the failure mode decides by the deadline).
+ * - `breaker`: opens on sustained failure only — a failure share of at least
+ *   `failureRatio` (0.5) over `window` (1 second) with at least `minimumCalls`
+ *   (20), or `consecutiveFailures` (5) in a row spread over at least
+ *   `minFailureSpan` (250 ms) — so one stall of Redis or of the process never
+ *   opens it; open for `openFor` (500 ms, the probe interval), then
+ *   `halfOpenProbes` (1) checks probe the store and one success closes it.
+ * - `failClosedRetryAfter` (1 second).
+ * - `fallbackShare` (default 1): the share of every plan's limit and burst the
+ *   local fallback grants per instance; with N instances, `1 / N` keeps the
+ *   whole fleet within the plan while Redis is away, 1 keeps every client
+ *   served (at most N times its plan) — bounded, unlike `fail-open`, and never
+ *   denying a client within its quota, unlike `fail-closed`.
+ * - `fallbackMaxClients` (100,000) bounds the fallback's memory.
+ * - `maxClientIdLength` (256, at least 80).
  *
  * @since 0.1.0
  */
@@ -126,7 +161,8 @@ export const layer = (
 
 /**
  * Counts a request (or `cost` units) against every tier of the client's plan.
- * Never fails: store failures are decided by the failure mode.
+ * Fails only on an invalid cost (`InvalidOptions`); store failures are decided by
+ * the failure mode.
  *
  * @example
  * ```ts
@@ -140,8 +176,134 @@ export const layer = (
  * ```
  * @since 0.1.0
  */
-export const check = (client: string, options?: CheckOptions): Effect.Effect<Decision, never, Quota> =>
+export const check = (
+  client: string,
+  options?: CheckOptions
+): Effect.Effect<Decision, InvalidOptions, Quota> =>
   Effect.flatMap(Quota, (quota) => quota.check(client, options))
+
+/**
+ * A client's state without consuming: the decision a request of one unit would get now
+ * (rate-limiter-flexible's `get`). The same as `check` with cost 0.
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const remaining = Effect.map(Quota.get("acme"), (d) => d.tiers.map((t) => t.remaining))
+ * ```
+ * @since 0.2.0
+ * @category accessors
+ */
+export const get = (client: string): Effect.Effect<Decision, never, Quota> =>
+  Effect.flatMap(Quota, (quota) => quota.get(client))
+
+/**
+ * Gives `units` back to every tier of a client (a refund), never beyond full.
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ *
+ * const refund = Quota.reward("acme", 1)
+ * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const reward = (
+  client: string,
+  units: number
+): Effect.Effect<void, InvalidOptions | QuotaStoreError, Quota> =>
+  Effect.flatMap(Quota, (quota) => quota.reward(client, units))
+
+/**
+ * Takes `units` more from every tier of a client (a penalty), at most down to empty.
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ *
+ * const fine = Quota.penalty("acme", 5)
+ * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const penalty = (
+  client: string,
+  units: number
+): Effect.Effect<void, InvalidOptions | QuotaStoreError, Quota> =>
+  Effect.flatMap(Quota, (quota) => quota.penalty(client, units))
+
+/**
+ * Blocks a client for a duration (whole milliseconds, rounded up): every check is denied with
+ * the time left as `retryAfter`, and nothing is counted. A plan's `blockFor` does the same
+ * automatically after each denial.
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ *
+ * const ban = Quota.block("mallory", "10 minutes")
+ * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const block = (
+  client: string,
+  duration: Duration.DurationInput
+): Effect.Effect<void, InvalidOptions | QuotaStoreError, Quota> =>
+  Effect.flatMap(Quota, (quota) => quota.block(client, duration))
+
+/**
+ * Forgets a client: its next check starts with full tiers and no block (rate-limiter-flexible's
+ * `delete`).
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ *
+ * const forgive = Quota.reset("acme")
+ * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const reset = (client: string): Effect.Effect<void, QuotaStoreError, Quota> =>
+  Effect.flatMap(Quota, (quota) => quota.reset(client))
+
+/**
+ * Runs an effect once the client's quota admits it, waiting (with `Effect.sleep`, so
+ * `TestClock` drives it) for a permit up to `maxWait`, like resilience4j's RateLimiter; fails
+ * with `QuotaExceeded` at once when no permit can come within the bound (the failing form is
+ * {@link guard}).
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const paced = Effect.succeed("sent").pipe(Quota.withQuota("mailer", { maxWait: "2 seconds" }))
+ * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withQuota: {
+  (
+    client: string,
+    options?: WaitOptions
+  ): <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R | Quota>
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    client: string,
+    options?: WaitOptions
+  ): Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R | Quota>
+} = dual(
+  (args) => Effect.isEffect(args[0]),
+  <A, E, R>(self: Effect.Effect<A, E, R>, client: string, options?: WaitOptions) =>
+    Effect.flatMap(Quota, (quota) => quota.withQuota(self, client, options))
+)
 
 /**
  * Runs an effect only if the client's quota admits it; otherwise fails with
@@ -160,12 +322,14 @@ export const guard: {
   (
     client: string,
     options?: CheckOptions
-  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | QuotaExceeded, R | Quota>
+  ): <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R | Quota>
   <A, E, R>(
     self: Effect.Effect<A, E, R>,
     client: string,
     options?: CheckOptions
-  ): Effect.Effect<A, E | QuotaExceeded, R | Quota>
+  ): Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R | Quota>
 } = dual(
   (args) => Effect.isEffect(args[0]),
   <A, E, R>(self: Effect.Effect<A, E, R>, client: string, options?: CheckOptions) =>

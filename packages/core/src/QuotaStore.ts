@@ -19,7 +19,10 @@ import type { InvalidOptions } from "./Options.js"
 /**
  * The answer of one tier: whether it admits the request, its limit (the bucket
  * size for `gcra`), the units remaining, milliseconds until it is full again
- * (`resetMs`) and, when it denies, milliseconds until the request would pass.
+ * (`resetMs`), when it denies, milliseconds until the request would pass
+ * (`retryAfterMs`, exact; `Infinity` when the cost exceeds the tier's capacity),
+ * and `windowMs`, the window `limit` is counted over (`sliding-window`: its
+ * period; `gcra`: the time to refill the bucket, `ceil(burst × period / limit)`).
  *
  * @since 0.1.0
  */
@@ -47,6 +50,8 @@ export type QuotaStoreError = plan.QuotaStoreError
 /**
  * A store. `remote` stores get a deadline and a circuit breaker from `Quota`;
  * local stores may offer `unsafeCheck` so the check is one synchronous step.
+ * Besides `check` (cost 0 peeks), a store adjusts counts (`adjust`: a penalty, or
+ * a reward when negative), blocks and resets clients.
  *
  * @since 0.1.0
  */

@@ -133,7 +133,7 @@ describe("Quota (memory store)", () => {
       const exit = yield* Effect.exit(Quota.guard(work, "g1", { cost: 1 }))
       expect(runs).toBe(5)
       expect(Exit.isFailure(exit)).toBe(true)
-      if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
+      if (Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "QuotaExceeded") {
         const error = exit.cause.error
         expect(error).toBeInstanceOf(Errors.QuotaExceeded)
         expect(error).toMatchObject({ tier: "spike", limit: 5, remaining: 0, client: "g1" })
@@ -231,11 +231,15 @@ describe("Quota (memory store)", () => {
           check: () => Effect.never,
           checkCallback: () => {
             calls++
-          }
+          },
+          adjust: () => Effect.void,
+          block: () => Effect.void,
+          reset: () => Effect.void
         }
         const layer = Quota.layer({
+          mode: "fail-open",
           deadline: "15 millis",
-          breaker: { consecutiveFailures: 3, openFor: "1 second" }
+          breaker: { consecutiveFailures: 3, minFailureSpan: 0, openFor: "1 second" }
         }).pipe(
           Layer.provide(Layer.succeed(QuotaStore.QuotaStore, silent)),
           Layer.provide(QuotaConfig.layer({ default: twoTier }))

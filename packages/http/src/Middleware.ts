@@ -134,8 +134,17 @@ export interface QuotaOptions extends internal.QuotaOptions {}
  * Checks the caller against the `Quota` service. Denied: `429` with
  * `Retry-After`, `RateLimit-Policy` and `RateLimit` (IETF draft) and the encoded
  * `QuotaExceeded`; the handler does not run. Allowed: the handler's response
- * gets the same rate-limit headers. Windows (`w`) come from `QuotaConfig` when
- * it is in context.
+ * gets the same rate-limit headers.
+ *
+ * `RateLimit-Policy` lists every tier with `q` and `w`: for a `sliding-window`
+ * tier `q` is its limit and `w` its period; for a `gcra` tier `q` is the bucket
+ * (`burst`, default `limit`) and `w` the time to refill it
+ * (`burst × period / limit`), so `q / w` is the rate and `r` never exceeds `q`.
+ * `RateLimit` lists every tier when the request passes (`t`: until the tier is
+ * full again) and only the denying tiers on a `429` (`t`: until the request
+ * would pass); `Retry-After` is the longest of those, so never earlier than any
+ * `t`. A cost no tier can ever hold gets `429` without `Retry-After` and with
+ * `x-sluice-dont-retry: 1`.
  *
  * @example
  * ```ts

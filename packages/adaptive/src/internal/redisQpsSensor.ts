@@ -1,5 +1,6 @@
 import { Options } from "@sluice/core"
 import * as Redis from "@sluice/core/Redis"
+import * as RedisClient from "@sluice/core/RedisClient"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -94,6 +95,20 @@ export const make = (options: R.RedisQpsSensorOptions) =>
     const { client, redisOptions, url, ...rest } = options
     const o = yield* decode(rest)
     const redis = yield* Redis.client({ client, redisOptions, url })
+    return yield* start(redis, o)
+  })
+
+/** The sensor on the app's shared client (`@sluice/core/RedisClient`). @internal */
+export const makeShared = (options: R.RedisQpsSensorOptions) =>
+  Effect.gen(function* () {
+    const { client: _client, redisOptions: _redisOptions, url: _url, ...rest } = options
+    const o = yield* decode(rest)
+    const { client } = yield* RedisClient.RedisClient
+    return yield* start(client, o)
+  })
+
+const start = (redis: Redis.Client, o: Decoded) =>
+  Effect.gen(function* () {
     const sensor = new RedisSensor(redis, o)
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(o.flushInterval), sensor.flush)))
     // what was counted but not yet sent goes out when the scope closes

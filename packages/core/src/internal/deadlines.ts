@@ -8,8 +8,12 @@ export interface Entry {
   /** milliseconds (fractional, from the Clock's nanoseconds) */
   readonly expiresAt: number
   settled: boolean
-  /** dropped when settled, so nothing is retained by a settled call */
-  onExpire: (() => void) | undefined
+  /**
+   * Dropped when settled, so nothing is retained by a settled call. `stalled`: the deadline
+   * fired late because this process did not run (a CPU stall, a long synchronous task), so the
+   * store cannot be blamed for the missed deadline.
+   */
+  onExpire: ((stalled: boolean) => void) | undefined
   prev: Entry | undefined
   next: Entry | undefined
 }
@@ -24,6 +28,14 @@ export interface Entry {
  * of a timer tick and a decision late: the deadline bounds the whole check.
  */
 const SLACK_MS = 1
+
+/**
+ * A deadline timer that fires more than this late means the process itself was not running.
+ * Then replies may already sit in the socket, unread: the queue first lets the event loop read
+ * them (one `Clock.sleep(0)`: a timer turn, after the I/O poll), and what is still unsettled
+ * after that expires as `stalled`.
+ */
+const STALL_MS = 3
 
 /**
  * The Clock's time in fractional milliseconds: one read of its nanoseconds, no BigInt
@@ -53,6 +65,10 @@ export class DeadlineQueue {
   private head: Entry | undefined = undefined
   private tail: Entry | undefined = undefined
   private idle = true
+  /** the time the fiber meant to wake at (-1: woke from the latch) */
+  private wakeAt = -1
+  /** after a late wake: the I/O turn was given, expire now (as stalled) */
+  private graced = false
 
   private constructor(
     private readonly clock: Clock.Clock,
@@ -88,7 +104,7 @@ export class DeadlineQueue {
    * Registers a call that started at `startMs` (see `nowMs`); `onExpire` runs if
    * `settle` was not called before its deadline.
    */
-  register(startMs: number, onExpire: () => void): Entry {
+  register(startMs: number, onExpire: (stalled: boolean) => void): Entry {
     const entry: Entry = {
       expiresAt: startMs + this.timeoutMs,
       settled: false,
@@ -123,17 +139,31 @@ export class DeadlineQueue {
   private step(): Effect.Effect<void> {
     const now = this.nowMs()
     let head = this.head
-    while (head !== undefined && head.expiresAt - now <= SLACK_MS) {
-      const onExpire = head.onExpire!
-      this.settle(head)
-      onExpire()
-      head = this.head
+    if (head !== undefined && head.expiresAt - now <= SLACK_MS) {
+      const late = this.wakeAt >= 0 && now - this.wakeAt > STALL_MS
+      if (late && !this.graced) {
+        // the process was not running: let the event loop read replies already received
+        this.graced = true
+        this.wakeAt = -1
+        return this.clock.sleep(Duration.zero)
+      }
+      const stalled = late || this.graced
+      this.graced = false
+      while (head !== undefined && head.expiresAt - now <= SLACK_MS) {
+        const onExpire = head.onExpire!
+        this.settle(head)
+        onExpire(stalled)
+        head = this.head
+      }
     }
+    this.graced = false
     if (head === undefined) {
       this.idle = true
+      this.wakeAt = -1
       this.latch.unsafeClose()
       return Effect.void
     }
+    this.wakeAt = head.expiresAt - SLACK_MS
     return this.clock.sleep(Duration.millis(head.expiresAt - now - SLACK_MS))
   }
 }

@@ -6,16 +6,18 @@ import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as CircuitBreaker from "../CircuitBreaker.js"
 import { CircuitOpen, QuotaExceeded } from "../Errors.js"
+import * as RollingCounter from "../RollingCounter.js"
+import { clockMillis, DeadlineQueue } from "./deadlines.js"
 import * as Options from "./options.js"
 import type { QuotaConfigService } from "./quotaConfig.js"
 import { MemoryQuotaState } from "./quotaMemory.js"
-import type { CompiledPlan, StoreResult, TierDecision } from "./quotaPlan.js"
+import type { CompiledPlan, CompiledTier, StoreResult, TierDecision } from "./quotaPlan.js"
 import { QuotaStoreError } from "./quotaPlan.js"
 import type { Store } from "./quotaStore.js"
-import { clockMillis, DeadlineQueue } from "./deadlines.js"
-import type * as Scope from "effect/Scope"
+import { sha256Hex } from "./sha256.js"
 
 /** @internal */
 export const FailureMode = Schema.Literal("fail-open", "fail-closed", "fallback")
@@ -23,20 +25,53 @@ export const FailureMode = Schema.Literal("fail-open", "fail-closed", "fallback"
 /** @internal */
 export type FailureMode = typeof FailureMode.Type
 
+const Share = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n > 0 && n <= 1, {
+    message: (issue) => `expected a share in (0, 1], got ${String(issue.actual)}`
+  })
+)
+
+const breakerDefaults = {
+  failureRatio: 0.5,
+  window: Duration.seconds(1),
+  minimumCalls: 20,
+  consecutiveFailures: 5,
+  minFailureSpan: Duration.millis(250),
+  openFor: Duration.millis(500),
+  halfOpenProbes: 1
+}
+
 /** @internal */
 export const QuotaOptions = Schema.Struct({
-  mode: Schema.optionalWith(FailureMode, { default: () => "fail-open" as const }),
+  mode: Schema.optionalWith(FailureMode, { default: () => "fallback" as const }),
   deadline: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.millis(15) }),
   breaker: Schema.optionalWith(
     Schema.Struct({
-      consecutiveFailures: Schema.optionalWith(Options.PositiveInt, { default: () => 5 }),
-      openFor: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) }),
-      halfOpenProbes: Schema.optionalWith(Options.PositiveInt, { default: () => 1 })
+      failureRatio: Schema.optionalWith(Share, { default: () => breakerDefaults.failureRatio }),
+      window: Schema.optionalWith(Options.PositiveDuration, { default: () => breakerDefaults.window }),
+      minimumCalls: Schema.optionalWith(Options.PositiveInt, { default: () => breakerDefaults.minimumCalls }),
+      consecutiveFailures: Schema.optionalWith(Options.PositiveInt, {
+        default: () => breakerDefaults.consecutiveFailures
+      }),
+      minFailureSpan: Schema.optionalWith(Options.NonNegativeDuration, {
+        default: () => breakerDefaults.minFailureSpan
+      }),
+      openFor: Schema.optionalWith(Options.PositiveDuration, { default: () => breakerDefaults.openFor }),
+      halfOpenProbes: Schema.optionalWith(Options.PositiveInt, {
+        default: () => breakerDefaults.halfOpenProbes
+      })
     }),
-    { default: () => ({ consecutiveFailures: 5, openFor: Duration.seconds(1), halfOpenProbes: 1 }) }
+    { default: () => breakerDefaults }
   ),
   failClosedRetryAfter: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) }),
-  fallbackMaxClients: Schema.optionalWith(Options.PositiveInt, { default: () => 100_000 })
+  fallbackShare: Schema.optionalWith(Share, { default: () => 1 }),
+  fallbackMaxClients: Schema.optionalWith(Options.PositiveInt, { default: () => 100_000 }),
+  maxClientIdLength: Schema.optionalWith(
+    Options.PositiveInt.pipe(
+      Schema.filter((n) => n >= 80 || "expected at least 80 (a prefix, `#` and 64 hex digits of SHA-256)")
+    ),
+    { default: () => 256 }
+  )
 })
 
 /** @internal */
@@ -61,19 +96,55 @@ export interface CheckOptions {
 }
 
 /** @internal */
+export interface WaitOptions extends CheckOptions {
+  readonly maxWait?: Duration.DurationInput | undefined
+}
+
+/** @internal */
 export interface QuotaService {
-  readonly check: (client: string, options?: CheckOptions) => Effect.Effect<Decision>
+  readonly check: (client: string, options?: CheckOptions) => Effect.Effect<Decision, Options.InvalidOptions>
+  readonly get: (client: string) => Effect.Effect<Decision>
+  readonly reward: (
+    client: string,
+    units: number
+  ) => Effect.Effect<void, Options.InvalidOptions | QuotaStoreError>
+  readonly penalty: (
+    client: string,
+    units: number
+  ) => Effect.Effect<void, Options.InvalidOptions | QuotaStoreError>
+  readonly block: (
+    client: string,
+    duration: Duration.DurationInput
+  ) => Effect.Effect<void, Options.InvalidOptions | QuotaStoreError>
+  readonly reset: (client: string) => Effect.Effect<void, QuotaStoreError>
   readonly guard: {
     (
       client: string,
       options?: CheckOptions
-    ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | QuotaExceeded, R>
+    ): <A, E, R>(
+      self: Effect.Effect<A, E, R>
+    ) => Effect.Effect<A, E | QuotaExceeded | Options.InvalidOptions, R>
     <A, E, R>(
       self: Effect.Effect<A, E, R>,
       client: string,
       options?: CheckOptions
-    ): Effect.Effect<A, E | QuotaExceeded, R>
+    ): Effect.Effect<A, E | QuotaExceeded | Options.InvalidOptions, R>
   }
+  readonly withQuota: {
+    (
+      client: string,
+      options?: WaitOptions
+    ): <A, E, R>(
+      self: Effect.Effect<A, E, R>
+    ) => Effect.Effect<A, E | QuotaExceeded | Options.InvalidOptions, R>
+    <A, E, R>(
+      self: Effect.Effect<A, E, R>,
+      client: string,
+      options?: WaitOptions
+    ): Effect.Effect<A, E | QuotaExceeded | Options.InvalidOptions, R>
+  }
+  /** The id a client is stored under: itself, or (above `maxClientIdLength`) a prefix and its SHA-256. */
+  readonly storedId: (client: string) => string
   readonly breaker: CircuitBreaker.CircuitBreaker | undefined
   readonly mode: FailureMode
   readonly deadline: Duration.Duration
@@ -98,7 +169,13 @@ const fallbackTotal = Metric.counter("sluice_quota_fallback_total", {
   description: "Checks decided by the local fallback store"
 })
 const storeFailures = Metric.counter("sluice_quota_store_failures_total", {
-  description: "Store calls that failed, by reason (timeout, unavailable, error, circuit-open)"
+  description: "Store calls that failed, by reason (timeout, stalled, unavailable, error, circuit-open)"
+})
+const refundsTotal = Metric.counter("sluice_quota_refunds_total", {
+  description: "Units given back to the store for checks it counted after their deadline had been decided"
+})
+const waitedTotal = Metric.counter("sluice_quota_waited_total", {
+  description: "withQuota calls that waited for a permit"
 })
 const breakerState = Metric.gauge("sluice_quota_breaker_state", {
   description: "Store circuit breaker: 0 closed, 1 half-open, 2 open"
@@ -140,12 +217,33 @@ const unknownTiers = (plan: CompiledPlan, allowed: boolean, retryAfterMs: number
     algorithm: tier.algorithm,
     allowed,
     limit: tier.capacity,
+    windowMs: tier.windowMs,
     remaining: allowed ? tier.capacity : 0,
     resetMs: 0,
     retryAfterMs: allowed ? 0 : retryAfterMs
   }))
 
-const validCost = (cost: number) => Number.isInteger(cost) && cost > 0
+/** A plan scaled by a share (each tier's limit and burst, at least 1), for the local fallback. */
+const scalePlan = (plan: CompiledPlan, share: number): CompiledPlan => {
+  if (share === 1) return plan
+  let maxCost = Infinity
+  const tiers = plan.tiers.map((tier): CompiledTier => {
+    const capacity = Math.max(1, Math.floor(tier.capacity * share))
+    const limit = Math.max(1, Math.floor(tier.limit * share))
+    if (capacity < maxCost) maxCost = capacity
+    const capacityPeriod = capacity * tier.periodMs
+    const windowMs = tier.algorithm === "gcra" ? Math.ceil(capacityPeriod / limit) : tier.periodMs
+    return { ...tier, capacity, limit, capacityPeriod, windowMs }
+  })
+  return { ...plan, tiers, maxCost }
+}
+
+const invalid = (message: string) => new Options.InvalidOptions({ module: "Quota", message })
+
+const checkUnits = (what: string, units: number): Options.InvalidOptions | undefined =>
+  Number.isSafeInteger(units) && units > 0
+    ? undefined
+    : invalid(`Quota.${what}: units must be a positive integer, got ${String(units)}`)
 
 /** @internal */
 export const make = (
@@ -157,21 +255,49 @@ export const make = (
     const options = yield* Options.decode("Quota", QuotaOptions)(input)
     const clock = yield* Effect.clock
     const deadline = options.deadline
+    const maxIdLength = options.maxClientIdLength
+    const share = options.fallbackShare
     const fallback =
-      options.mode === "fallback"
+      options.mode === "fallback" && store.remote
         ? new MemoryQuotaState({ maxClients: options.fallbackMaxClients })
         : undefined
+    const scaled = new WeakMap<CompiledPlan, CompiledPlan>()
+    const fallbackPlan = (plan: CompiledPlan) => {
+      let s = scaled.get(plan)
+      if (s === undefined) {
+        s = scalePlan(plan, share)
+        scaled.set(plan, s)
+      }
+      return s
+    }
+    const b = options.breaker
+    // The breaker itself opens on the first failure it is fed: Quota feeds it only once the
+    // store's failure is sustained (below), and while it is open or half-open, so one stall
+    // never opens it, and a failed probe re-opens it at once.
     const breaker = store.remote
       ? yield* CircuitBreaker.make({
           name: `quota-store:${store.name}`,
-          consecutiveFailures: options.breaker.consecutiveFailures,
-          openFor: options.breaker.openFor,
-          halfOpenProbes: options.breaker.halfOpenProbes
+          consecutiveFailures: 1,
+          openFor: b.openFor,
+          halfOpenProbes: b.halfOpenProbes
         })
       : undefined
+    // Failures are counted over `window`; calls only while failures are in it (an "episode"),
+    // so a successful check pays one comparison, not a counter update.
+    const failures = RollingCounter.unsafeMake({ window: b.window, buckets: 10 })
+    const minSpanMs = Duration.toMillis(b.minFailureSpan)
+    let consecutive = 0
+    let firstFailureAt = 0
+    let episodeStart = 0
+    let episodeCalls = 0
+    let inEpisode = false
     const failClosedMs = Duration.toMillis(options.failClosedRetryAfter)
     let lastState: keyof typeof stateValue = "closed"
+    /** the breaker has something to learn: every call goes through it until it closes again */
     let suspectBreaker = false
+
+    const storedId = (client: string): string =>
+      client.length <= maxIdLength ? client : `${client.slice(0, maxIdLength - 65)}#${sha256Hex(client)}`
 
     const recordBreaker = () => {
       if (breaker === undefined) return
@@ -183,6 +309,30 @@ export const make = (
     }
 
     const nowMs = () => clockMillis(clock)
+
+    /** A store call answered: the failure run ends. */
+    const recordSuccess = () => {
+      if (inEpisode) episodeCalls++
+      consecutive = 0
+    }
+    // Both rules ask for failure that lasts: one stall fails every call in flight at once (with
+    // 32 in flight, 32 failures in a row, 100% of the calls since), so a run of failures, or an
+    // episode of failures (from a failure with none before it in the window, counting every call
+    // since), must span `minFailureSpan` before either rule trips.
+    const recordFailure = (now: number): boolean => {
+      if (!inEpisode || failures.unsafeTotal(now) === 0) {
+        inEpisode = true
+        episodeStart = now
+        episodeCalls = 0
+        failures.unsafeReset()
+      }
+      episodeCalls++
+      failures.unsafeAdd(now)
+      if (consecutive++ === 0) firstFailureAt = now
+      if (consecutive >= b.consecutiveFailures && now - firstFailureAt >= minSpanMs) return true
+      if (now - episodeStart < minSpanMs) return false
+      return episodeCalls >= b.minimumCalls && failures.unsafeTotal(now) >= b.failureRatio * episodeCalls
+    }
 
     const finish = (client: string, result: StoreResult, source: DecisionSource, start: number): Decision => {
       const decision = toDecision(client, result, source)
@@ -197,6 +347,7 @@ export const make = (
 
     const onStoreFailure = (
       client: string,
+      id: string,
       plan: CompiledPlan,
       cost: number,
       start: number,
@@ -211,11 +362,16 @@ export const make = (
           if (e instanceof CircuitOpen) {
             reason = "circuit-open"
             retryAfterMs = Math.max(1, Math.ceil(Duration.toMillis(e.retryAfter)))
-          } else if (e instanceof QuotaStoreError) reason = e.reason
+          } else if (e instanceof QuotaStoreError) reason = e === stalledOut ? "stalled" : e.reason
         } else reason = "defect"
         storeFailures.unsafeUpdate(1, tagsFor("reason", reason))
         const annotate = Effect.annotateCurrentSpan("reason", reason)
         recordBreaker()
+        // a cost no tier can hold is denied whatever the mode
+        if (cost > plan.maxCost) {
+          const result: StoreResult = { allowed: false, tiers: unknownTiers(plan, false, Infinity), now: 0 }
+          return Effect.as(annotate, finish(client, result, "store", start))
+        }
         switch (options.mode) {
           case "fail-open": {
             failOpenTotal.unsafeUpdate(1, noTags)
@@ -233,7 +389,13 @@ export const make = (
           }
           case "fallback": {
             fallbackTotal.unsafeUpdate(1, noTags)
-            const result = fallback!.check(client, plan, cost, clock.unsafeCurrentTimeMillis())
+            const local = fallback ?? new MemoryQuotaState({ maxClients: 1 })
+            const result = local.check(
+              id,
+              fallbackPlan(plan),
+              cost,
+              Math.floor(clock.unsafeCurrentTimeMillis())
+            )
             return Effect.as(annotate, finish(client, result, "fallback", start))
           }
         }
@@ -251,60 +413,139 @@ export const make = (
       { store: store.name, reason: "timeout", message: "quota store missed its deadline" },
       true
     )
-    // A failed call: feed the breaker (from then on every call goes through it until a success,
-    // so it opens, probes and closes exactly as if it wrapped every call), then the failure mode.
+    // A deadline missed while this process was not running: not the store's fault.
+    const stalledOut = new QuotaStoreError(
+      {
+        store: store.name,
+        reason: "timeout",
+        message: "quota check missed its deadline: the process stalled"
+      },
+      true
+    )
+    // What the failure mode told each caller whose deadline passed, by store call: a reply that
+    // comes later and says the store counted the request is refunded if the caller was denied
+    // (a second command, off the check's path), so the store counts only what callers got.
+    // A late denial still teaches the fallback (below).
+    const lateReply = (
+      id: string,
+      plan: CompiledPlan,
+      cost: number,
+      result: StoreResult | undefined,
+      toldAllowed: boolean
+    ) => {
+      if (result === undefined || cost === 0) return
+      if (result.allowed) {
+        if (!toldAllowed && store.refund !== undefined) {
+          refundsTotal.unsafeUpdate(cost, noTags)
+          store.refund(id, plan, cost)
+        } else if (fallback !== undefined) learnEmpty(id, plan, result)
+      } else learn(id, plan, result)
+    }
+    // The fallback learns the store's denials: a client the store denies until t is denied by the
+    // fallback until t too, so a fleet that falls back (a slow or lost Redis) does not hand out a
+    // quota the store already saw spent.
+    // An admission that left a gcra tier empty says the same a little earlier: the next unit is
+    // at most one emission interval away, so the fallback denies the client for that long.
+    const learnEmpty = (id: string, plan: CompiledPlan, result: StoreResult) => {
+      const tiers = result.tiers
+      let wait = 0
+      for (let i = 0; i < tiers.length; i++) {
+        if (tiers[i]!.remaining !== 0 || tiers[i]!.algorithm !== "gcra") continue
+        const tier = plan.tiers[i]!
+        const interval = Math.ceil(tier.periodMs / tier.limit)
+        if (interval > wait) wait = interval
+      }
+      if (wait > 0) {
+        const now = Math.floor(clock.unsafeCurrentTimeMillis())
+        fallback!.block(id, fallbackPlan(plan), now + wait, now)
+      }
+    }
+    const learn = (id: string, plan: CompiledPlan, result: StoreResult) => {
+      if (fallback === undefined) return
+      let wait = 0
+      for (const tier of result.tiers) if (!tier.allowed && tier.retryAfterMs > wait) wait = tier.retryAfterMs
+      if (wait > 0 && Number.isFinite(wait)) {
+        const now = Math.floor(clock.unsafeCurrentTimeMillis())
+        fallback.block(id, fallbackPlan(plan), now + wait, now)
+      }
+    }
+
+    // A failed call: count it; once failure is sustained feed the breaker (from then on every
+    // call goes through it until a success closes it), then the failure mode.
     const failed = (
       client: string,
+      id: string,
       plan: CompiledPlan,
       cost: number,
       start: number,
-      cause: Cause.Cause<QuotaStoreError | CircuitOpen>
-    ): Effect.Effect<Decision> =>
-      breaker === undefined
-        ? onStoreFailure(client, plan, cost, start, cause)
-        : Effect.zipRight(
-            Effect.sync(() => {
-              suspectBreaker = true
-            }),
-            Effect.zipRight(
-              Effect.exit(breaker.withBreaker(Effect.failCause(cause))),
-              onStoreFailure(client, plan, cost, start, cause)
-            )
-          )
+      error: QuotaStoreError
+    ): Effect.Effect<Decision> => {
+      const cause = Cause.fail(error)
+      if (breaker === undefined || error === stalledOut || !recordFailure(clock.unsafeCurrentTimeMillis()))
+        return onStoreFailure(client, id, plan, cost, start, cause)
+      suspectBreaker = true
+      return Effect.zipRight(
+        Effect.exit(breaker.withBreaker(Effect.failCause(cause))),
+        onStoreFailure(client, id, plan, cost, start, cause)
+      )
+    }
 
-    // The remote hot path while the breaker has nothing to learn (it is closed and nothing failed
-    // since the last success): ONE Effect.async per check. It reads the clock once (latency and
-    // deadline), registers the deadline (a linked-list append, no timer, no fiber), and finishes
-    // the decision in the store's callback. It returns no canceler on purpose: a canceler makes
-    // Effect wrap the wait for interruption, which cost more than the rest of the check; if the
-    // fiber is interrupted, the late answer or deadline resumes nothing, and the entry leaves the
-    // deadline list when either comes (within the deadline).
-    const remoteFast = (client: string, plan: CompiledPlan, cost: number): Effect.Effect<Decision> =>
+    // The remote hot path while the breaker is closed: ONE Effect.async per check. It reads the
+    // clock once (latency and deadline), registers the deadline (a linked-list append, no timer,
+    // no fiber), and finishes the decision in the store's callback. It returns no canceler on
+    // purpose: a canceler makes Effect wrap the wait for interruption, which cost more than the
+    // rest of the check; if the fiber is interrupted, the late answer or deadline resumes
+    // nothing, and the entry leaves the deadline list when either comes (within the deadline).
+    const remoteFast = (
+      client: string,
+      id: string,
+      plan: CompiledPlan,
+      cost: number
+    ): Effect.Effect<Decision> =>
       Effect.async<Decision>((resume) => {
-        if (suspectBreaker) return resume(remoteGuarded(client, plan, cost))
+        if (suspectBreaker) return resume(remoteGuarded(client, id, plan, cost))
         const start = nowMs()
         const queue = deadlines!
-        const entry = queue.register(start, () =>
-          resume(failed(client, plan, cost, start, Cause.fail(timedOut)))
+        const entry = queue.register(start, (stalled) =>
+          resume(
+            Effect.tap(failed(client, id, plan, cost, start, stalled ? stalledOut : timedOut), (d) => {
+              toldAllowed = d.allowed
+            })
+          )
         )
-        checkCallback!(client, plan, cost, (error, result) => {
-          if (!queue.settle(entry)) return
-          if (error !== undefined) return resume(failed(client, plan, cost, start, Cause.fail(error)))
+        // what the failure mode told the caller, if the deadline passed first
+        let toldAllowed = true
+        checkCallback!(id, plan, cost, (error, result) => {
+          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, toldAllowed)
+          if (error !== undefined) return resume(failed(client, id, plan, cost, start, error))
+          recordSuccess()
           if (lastState !== "closed") recordBreaker()
+          if (fallback !== undefined) {
+            if (!result!.allowed) learn(id, plan, result!)
+            else if (cost > 0) learnEmpty(id, plan, result!)
+          }
           resume(Effect.succeed(finish(client, result!, "store", start)))
         })
       })
 
-    // Through the breaker: after a failure, until a success, and while it is open or half-open.
-    const remoteGuarded = (client: string, plan: CompiledPlan, cost: number): Effect.Effect<Decision> => {
+    // Through the breaker: while it is open or half-open.
+    const remoteGuarded = (
+      client: string,
+      id: string,
+      plan: CompiledPlan,
+      cost: number
+    ): Effect.Effect<Decision> => {
       let start = -1
       const call = Effect.async<Decision, QuotaStoreError>((resume) => {
         start = nowMs()
         const queue = deadlines!
-        const entry = queue.register(start, () => resume(Effect.fail(timedOut)))
-        checkCallback!(client, plan, cost, (error, result) => {
-          if (!queue.settle(entry)) return
+        const entry = queue.register(start, (stalled) => resume(Effect.fail(stalled ? stalledOut : timedOut)))
+        checkCallback!(id, plan, cost, (error, result) => {
+          // the failure mode's verdict is not known here: a late admission is refunded unless fail-open
+          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, options.mode === "fail-open")
           if (error !== undefined) return resume(Effect.fail(error))
+          recordSuccess()
+          if (!result!.allowed) learn(id, plan, result!)
           if (lastState !== "closed") recordBreaker()
           resume(Effect.succeed(finish(client, result!, "store", start)))
         })
@@ -315,37 +556,38 @@ export const make = (
       return Effect.catchAllCause(
         Effect.tap(breaker!.withBreaker(call), () => {
           // back to the fast path once a success has closed the breaker
-          if (breaker!.unsafeState(clock.unsafeCurrentTimeMillis()) === "closed") suspectBreaker = false
+          if (breaker!.unsafeState(clock.unsafeCurrentTimeMillis()) === "closed") {
+            suspectBreaker = false
+            consecutive = 0
+            inEpisode = false
+            failures.unsafeReset()
+            recordBreaker()
+          }
         }),
         (cause) =>
           Cause.isInterruptedOnly(cause)
             ? Effect.failCause(cause as Cause.Cause<never>)
-            : onStoreFailure(client, plan, cost, start < 0 ? nowMs() : start, cause)
+            : onStoreFailure(client, id, plan, cost, start < 0 ? nowMs() : start, cause)
       )
     }
 
-    const check = (client: string, checkOptions?: CheckOptions): Effect.Effect<Decision> => {
-      const cost = checkOptions?.cost ?? 1
-      if (!validCost(cost))
-        return Effect.dieMessage(`Quota.check: cost must be a positive integer, got ${cost}`)
+    const decide = (client: string, cost: number): Effect.Effect<Decision> => {
       const plan = config.planFor(client)
+      const id = storedId(client)
       if (unsafeCheck !== undefined) {
         // local store: one synchronous step, no deadline or breaker to pay for
         return Effect.sync(() => {
           const start = nowMs()
-          return finish(client, unsafeCheck(client, plan, cost), "store", start)
+          return finish(client, unsafeCheck(id, plan, cost), "store", start)
         })
       }
-      if (checkCallback !== undefined) return remoteFast(client, plan, cost)
+      if (checkCallback !== undefined) return remoteFast(client, id, plan, cost)
       // a remote store without the callback form: Effect.timeout and the breaker around every call
       let start = -1
       const call = Effect.suspend(() => {
         start = nowMs()
         return Effect.map(
-          Effect.timeoutFail(store.check(client, plan, cost), {
-            duration: deadline,
-            onTimeout: () => timedOut
-          }),
+          Effect.timeoutFail(store.check(id, plan, cost), { duration: deadline, onTimeout: () => timedOut }),
           (result) => {
             if (lastState !== "closed") recordBreaker()
             return finish(client, result, "store", start)
@@ -355,7 +597,70 @@ export const make = (
       return Effect.catchAllCause(breaker === undefined ? call : breaker.withBreaker(call), (cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause as Cause.Cause<never>)
-          : onStoreFailure(client, plan, cost, start < 0 ? nowMs() : start, cause)
+          : onStoreFailure(client, id, plan, cost, start < 0 ? nowMs() : start, cause)
+      )
+    }
+
+    const check = (
+      client: string,
+      checkOptions?: CheckOptions
+    ): Effect.Effect<Decision, Options.InvalidOptions> => {
+      const cost = checkOptions?.cost ?? 1
+      if (!Number.isSafeInteger(cost) || cost < 0)
+        return Effect.fail(
+          invalid(`Quota.check: cost must be a non-negative integer (0 peeks), got ${String(cost)}`)
+        )
+      return decide(client, cost)
+    }
+
+    const get = (client: string): Effect.Effect<Decision> => decide(client, 0)
+
+    const adjust = (
+      what: string,
+      client: string,
+      units: number,
+      sign: 1 | -1
+    ): Effect.Effect<void, Options.InvalidOptions | QuotaStoreError> => {
+      const bad = checkUnits(what, units)
+      if (bad !== undefined) return Effect.fail(bad)
+      const plan = config.planFor(client)
+      const id = storedId(client)
+      return Effect.zipRight(
+        Effect.sync(() =>
+          fallback?.adjust(id, fallbackPlan(plan), sign * units, Math.floor(clock.unsafeCurrentTimeMillis()))
+        ),
+        store.adjust(id, plan, sign * units)
+      )
+    }
+
+    const block = (
+      client: string,
+      duration: Duration.DurationInput
+    ): Effect.Effect<void, Options.InvalidOptions | QuotaStoreError> => {
+      const ms = Duration.toMillis(
+        Duration.decodeUnknown(duration).pipe((o) => (o._tag === "Some" ? o.value : Duration.zero))
+      )
+      if (!Number.isFinite(ms) || ms < 1)
+        return Effect.fail(
+          invalid(`Quota.block: duration must be at least 1 ms and finite, got ${String(duration)}`)
+        )
+      const whole = Math.ceil(ms)
+      const plan = config.planFor(client)
+      const id = storedId(client)
+      return Effect.zipRight(
+        Effect.sync(() => {
+          const now = Math.floor(clock.unsafeCurrentTimeMillis())
+          fallback?.block(id, fallbackPlan(plan), now + whole, now)
+        }),
+        store.block(id, plan, whole)
+      )
+    }
+
+    const reset = (client: string): Effect.Effect<void, QuotaStoreError> => {
+      const id = storedId(client)
+      return Effect.zipRight(
+        Effect.sync(() => fallback?.reset(id)),
+        store.reset(id)
       )
     }
 
@@ -365,13 +670,59 @@ export const make = (
         self: Effect.Effect<A, E, R>,
         client: string,
         checkOptions?: CheckOptions
-      ): Effect.Effect<A, E | QuotaExceeded, R> =>
+      ): Effect.Effect<A, E | QuotaExceeded | Options.InvalidOptions, R> =>
         Effect.flatMap(check(client, checkOptions), (decision): Effect.Effect<A, E | QuotaExceeded, R> =>
           decision.allowed ? self : Effect.fail(toQuotaExceeded(decision))
         )
     )
 
-    return { check, guard, breaker, mode: options.mode, deadline } satisfies QuotaService
+    const withQuota = dual(
+      (args) => Effect.isEffect(args[0]),
+      <A, E, R>(
+        self: Effect.Effect<A, E, R>,
+        client: string,
+        waitOptions?: WaitOptions
+      ): Effect.Effect<A, E | QuotaExceeded | Options.InvalidOptions, R> => {
+        const maxWaitMs =
+          waitOptions?.maxWait === undefined ? 0 : Duration.toMillis(Duration.decode(waitOptions.maxWait))
+        const cost = waitOptions?.cost
+        const attempt = (
+          deadlineAt: number,
+          waited: boolean
+        ): Effect.Effect<A, E | QuotaExceeded | Options.InvalidOptions, R> =>
+          Effect.flatMap(check(client, cost === undefined ? undefined : { cost }), (decision) => {
+            if (decision.allowed) {
+              if (waited) waitedTotal.unsafeUpdate(1, noTags)
+              return self
+            }
+            const now = clock.unsafeCurrentTimeMillis()
+            const wait = decision.retryAfterMs
+            // a permit that cannot come within the bound (or ever) fails now, not at the bound
+            if (!Number.isFinite(wait) || now + wait > deadlineAt)
+              return Effect.fail(toQuotaExceeded(decision))
+            return Effect.zipRight(
+              Effect.sleep(Duration.millis(Math.max(1, wait))),
+              attempt(deadlineAt, true)
+            )
+          })
+        return Effect.suspend(() => attempt(clock.unsafeCurrentTimeMillis() + maxWaitMs, false))
+      }
+    )
+
+    return {
+      check,
+      get,
+      reward: (client, units) => adjust("reward", client, units, -1),
+      penalty: (client, units) => adjust("penalty", client, units, 1),
+      block,
+      reset,
+      guard,
+      withQuota,
+      storedId,
+      breaker,
+      mode: options.mode,
+      deadline
+    } satisfies QuotaService
   })
 
 /** @internal */
@@ -381,7 +732,9 @@ export const toQuotaExceeded = (decision: Decision): QuotaExceeded => {
     tier: tier.tier,
     limit: tier.limit,
     remaining: tier.remaining,
-    retryAfter: Duration.millis(decision.retryAfterMs),
+    retryAfter: Number.isFinite(decision.retryAfterMs)
+      ? Duration.millis(decision.retryAfterMs)
+      : Duration.infinity,
     client: decision.client
   })
 }

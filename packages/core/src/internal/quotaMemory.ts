@@ -1,5 +1,5 @@
 import type { CompiledPlan, StoreResult } from "./quotaPlan.js"
-import { consume, decide, fullAt, initState, roll } from "./quotaPlan.js"
+import { adjustTier, checkState, fullAt, initState, stateSize } from "./quotaPlan.js"
 
 interface ClientState {
   shape: string
@@ -8,6 +8,8 @@ interface ClientState {
   expiresAt: number
   /** the tiers' numbers, flat (see `CompiledTier.offset`) */
   state: Array<number>
+  /** blocked until (ms), after a denial when the plan has `blockFor`, or by `block` */
+  blockedUntil: number
 }
 
 const freshState = (plan: CompiledPlan): Array<number> => {
@@ -23,7 +25,7 @@ const reshape = (client: ClientState, plan: CompiledPlan): Array<number> => {
   for (const tier of plan.tiers) {
     const match = old.find((o) => o.name === tier.name && o.algorithm === tier.algorithm)
     if (match === undefined) continue
-    const size = tier.algorithm === "gcra" ? 1 : 3
+    const size = stateSize(tier.algorithm)
     for (let k = 0; k < size; k++) state[tier.offset + k] = client.state[match.offset + k]!
   }
   return state
@@ -63,7 +65,8 @@ export class MemoryQuotaState {
     return this.current.clients.size + this.previous.clients.size
   }
 
-  check(client: string, plan: CompiledPlan, cost: number, now: number): StoreResult {
+  /** Finds (or makes) a client's state, rolled to the plan; `undefined` state means new. */
+  private enter(client: string, plan: CompiledPlan, now: number): { state: ClientState; inCurrent: boolean } {
     if (this.previous.idleAt <= now && this.previous.clients.size > 0) this.previous = new Generation()
     if (this.current.idleAt <= now && this.current.clients.size > 0) this.current = new Generation()
     const current = this.current.clients
@@ -86,10 +89,22 @@ export class MemoryQuotaState {
       }
       state.plan = plan
     } else {
-      state = { shape: plan.shape, plan, expiresAt: now, state: freshState(plan) }
+      state = { shape: plan.shape, plan, expiresAt: now, state: freshState(plan), blockedUntil: 0 }
     }
-    const result = checkState(state.state, plan, cost, now)
+    return { state, inCurrent }
+  }
+
+  /** Keeps a client's state while it differs from a new client's, forgets it otherwise. */
+  private leave(
+    client: string,
+    plan: CompiledPlan,
+    state: ClientState,
+    inCurrent: boolean,
+    now: number
+  ): void {
+    const current = this.current.clients
     let expiresAt = fullAt(plan.tiers, state.state)
+    if (state.blockedUntil > expiresAt) expiresAt = state.blockedUntil
     if (expiresAt < now) expiresAt = now
     state.expiresAt = expiresAt
     if (expiresAt > now) {
@@ -102,25 +117,35 @@ export class MemoryQuotaState {
         }
       }
     } else if (inCurrent) current.delete(client)
+  }
+
+  /** A check at `now` (whole ms); cost 0 peeks. */
+  check(client: string, plan: CompiledPlan, cost: number, now: number): StoreResult {
+    const { inCurrent, state } = this.enter(client, plan, now)
+    const result = checkState(state.state, plan, cost, now, state.blockedUntil)
+    if (!result.allowed && cost > 0 && plan.blockForMs > 0 && state.blockedUntil <= now)
+      state.blockedUntil = now + plan.blockForMs
+    this.leave(client, plan, state, inCurrent, now)
     return result
   }
-}
 
-/**
- * One check over every tier of a plan: first decide each tier without consuming,
- * then consume from all of them only if all pass, so a denied request costs nothing.
- *
- * @internal
- */
-export const checkState = (
-  state: Array<number>,
-  plan: CompiledPlan,
-  cost: number,
-  now: number
-): StoreResult => {
-  const ok: Array<boolean> = new Array(plan.tiers.length)
-  const allowed = roll(plan.tiers, state, cost, now, false, ok)
-  const tiers = decide(plan.tiers, state, cost, now, false, allowed, ok)
-  if (allowed) consume(plan.tiers, state, cost, false)
-  return { allowed, tiers, now }
+  /** Adds (penalty, > 0) or gives back (reward, < 0) units on every tier, clamped to [0, capacity]. */
+  adjust(client: string, plan: CompiledPlan, units: number, now: number): void {
+    const { inCurrent, state } = this.enter(client, plan, now)
+    for (const tier of plan.tiers) adjustTier(tier, state.state, now, units)
+    this.leave(client, plan, state, inCurrent, now)
+  }
+
+  /** Blocks a client until `until` (ms); a block already longer stays. */
+  block(client: string, plan: CompiledPlan, until: number, now: number): void {
+    const { inCurrent, state } = this.enter(client, plan, now)
+    if (until > state.blockedUntil) state.blockedUntil = until
+    this.leave(client, plan, state, inCurrent, now)
+  }
+
+  /** Forgets a client: its next check starts with full tiers and no block. */
+  reset(client: string): void {
+    this.current.clients.delete(client)
+    this.previous.clients.delete(client)
+  }
 }

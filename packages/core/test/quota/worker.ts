@@ -4,8 +4,9 @@
  * how many checks were admitted.
  */
 import { Quota, QuotaConfig } from "@sluice/core"
-import * as Redis from "@sluice/core/Redis"
-import { Effect, Layer } from "effect"
+import * as RedisClient from "@sluice/core/RedisClient"
+import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+import { Effect, Layer, Metric, type MetricState } from "effect"
 import * as readline from "node:readline"
 
 const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
@@ -13,10 +14,16 @@ const prefix = process.env.QUOTA_PREFIX!
 const client = process.env.QUOTA_CLIENT!
 const attempts = Number(process.env.QUOTA_ATTEMPTS ?? "200")
 const plan = JSON.parse(process.env.QUOTA_PLAN!) as QuotaConfig.PlanInput
+// the Quota options (default: a generous deadline, fail-closed; "{}" for the library's defaults)
+const options = JSON.parse(
+  process.env.QUOTA_OPTIONS ?? JSON.stringify({ mode: "fail-closed", deadline: "10 seconds" })
+) as Quota.QuotaOptions
+const concurrency = Number(process.env.QUOTA_CONCURRENCY ?? "16")
 
-const layer = Quota.layer({ mode: "fail-closed", deadline: "10 seconds" }).pipe(
-  Layer.provide(Redis.layerRedis({ url, prefix })),
-  Layer.provide(QuotaConfig.layer({ default: plan }))
+const layer = Quota.layer(options).pipe(
+  Layer.provide(RedisQuotaStore.layerStore({ prefix })),
+  Layer.provide(QuotaConfig.layer({ default: plan })),
+  Layer.provide(RedisClient.layer({ url }))
 )
 
 const waitForGo = Effect.async<void>((resume) => {
@@ -38,13 +45,35 @@ const program = Effect.gen(function* () {
   yield* waitForGo
   const startedAt = Date.now()
   const decisions = yield* Effect.forEach(Array.from({ length: attempts }), () => quota.check(client), {
-    concurrency: 16
+    concurrency
   })
   const endedAt = Date.now()
   const admitted = decisions.filter((d) => d.allowed).length
   const storeFailures = decisions.filter((d) => d.source !== "store").length
+  const storeAdmitted = decisions.filter((d) => d.allowed && d.source === "store").length
+  const otherAdmitted = decisions.filter((d) => d.allowed && d.source !== "store").length
+  const breakerOpened = (yield* quota.breaker!.state) !== "closed"
+  // why checks were decided without the store: sluice_quota_store_failures_total by reason
+  const reasons: Record<string, number> = {}
+  for (const pair of yield* Metric.snapshot) {
+    if (pair.metricKey.name !== "sluice_quota_store_failures_total") continue
+    const reason = pair.metricKey.tags.find((t) => t.key === "reason")?.value ?? "?"
+    reasons[reason] = (pair.metricState as MetricState.MetricState.Counter<number>).count
+  }
+  // give late replies time to arrive and their refunds to be sent
+  yield* Effect.sleep("1 second")
   process.stdout.write(
-    JSON.stringify({ pid: process.pid, admitted, storeFailures, startedAt, endedAt }) + "\n"
+    JSON.stringify({
+      pid: process.pid,
+      admitted,
+      storeFailures,
+      storeAdmitted,
+      otherAdmitted,
+      breakerOpened,
+      reasons,
+      startedAt,
+      endedAt
+    }) + "\n"
   )
 }).pipe(Effect.provide(layer))
 

@@ -7,7 +7,7 @@ import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
 import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
-import { Criticality, Errors, Quota, QuotaConfig } from "@sluice/core"
+import { Criticality, Errors, Quota } from "@sluice/core"
 import { RetryHistogram } from "@sluice/retry"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -149,32 +149,38 @@ export interface QuotaOptions {
   readonly headers?: boolean | undefined
 }
 
+/**
+ * `RateLimit-Policy` and `RateLimit` for a decision. Every policy item carries `w` (its window,
+ * from the decision: no `QuotaConfig` needed). On an admitted request `RateLimit` lists every tier,
+ * `t` being when the tier is full again; on a denial it lists the tiers that denied, `t` being the
+ * time until the request would pass, so `Retry-After` (the longest of those) is never earlier than
+ * any `t` in it.
+ */
 const rateLimitHeaders = (
   decision: Quota.Decision,
-  config: QuotaConfig.Service | undefined,
   settings: WireProtocolSettings
 ): Record<string, string> => {
   if (decision.tiers.length === 0) return {}
-  const periods = new Map<string, number>()
-  if (config !== undefined) {
-    try {
-      for (const tier of config.planFor(decision.client).tiers) periods.set(tier.name, tier.periodMs)
-    } catch {
-      // a plan that cannot be read only costs the `w` parameter
-    }
-  }
-  const tiers = decision.tiers.map((t) => {
-    const period = periods.get(t.tier)
+  const policy = decision.tiers.map((t) => ({
+    name: t.tier,
+    limit: t.limit,
+    remaining: t.remaining,
+    window: t.windowMs
+  }))
+  const shown = decision.allowed ? decision.tiers : decision.tiers.filter((t) => !t.allowed)
+  const tiers = shown.map((t) => {
+    const reset = t.allowed ? t.resetMs : t.retryAfterMs
     return {
       name: t.tier,
       limit: t.limit,
       remaining: t.remaining,
-      reset: Math.max(0, t.resetMs),
-      ...(period !== undefined ? { window: period } : {})
+      window: t.windowMs,
+      // a request that can never pass has no time of admission: `t` is left out
+      ...(Number.isFinite(reset) ? { reset: Math.max(0, reset) } : {})
     }
   })
   return {
-    [settings.headers.rateLimitPolicy]: protocol.formatRateLimitPolicy(tiers),
+    [settings.headers.rateLimitPolicy]: protocol.formatRateLimitPolicy(policy),
     [settings.headers.rateLimit]: protocol.formatRateLimit(tiers)
   }
 }
@@ -198,17 +204,23 @@ export const quota =
         if (client === undefined) return app
         if (!Number.isInteger(cost) || cost < 1) cost = 1
         const service = Context.get(context, Quota.Quota)
-        const config = Context.getOption(context as Context.Context<unknown>, QuotaConfig.QuotaConfig)
         return Effect.flatMap(
-          Effect.zip(service.check(client, { cost }), WireProtocol),
+          // the cost is a positive integer here, which check never refuses
+          Effect.zip(Effect.orDie(service.check(client, { cost })), WireProtocol),
           ([decision, settings]) => {
-            const headers = withHeaders
-              ? rateLimitHeaders(decision, config._tag === "Some" ? config.value : undefined, settings)
-              : {}
+            const headers = withHeaders ? rateLimitHeaders(decision, settings) : {}
             if (!decision.allowed) {
               const error = Quota.toQuotaExceeded(decision)
-              const response = errorResponse(error, settings)
-              return Effect.succeed(HttpServerResponse.setHeaders(response, headers)).pipe(
+              // a cost no tier can ever hold: no Retry-After can be right; the caller must not retry
+              const response = Number.isFinite(decision.retryAfterMs)
+                ? errorResponse(error, settings)
+                : (countRejection("QuotaExceeded"),
+                  HttpServerResponse.unsafeJson(body(error), {
+                    status: 429,
+                    headers: { [settings.headers.dontRetry]: "1" }
+                  }))
+              const denied = HttpServerResponse.setHeaders(response, headers)
+              return Effect.succeed(denied).pipe(
                 Effect.withSpan("sluice.http.quota_denied", {
                   captureStackTrace: false,
                   attributes: { client, tier: error.tier }

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Quota, QuotaConfig } from "@sluice/core"
+import * as RedisClient from "@sluice/core/RedisClient"
+import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
+import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+import * as QpsSensor from "@sluice/adaptive/QpsSensor"
+import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
+import { afterAll, beforeAll } from "vitest"
+import { Effect, Layer } from "effect"
+import { type RedisServer, redisCli, startRedis, stopAll } from "../../core/test/quota/redisServer.js"
+
+describe("one Redis connection for the quota store, the plan source and the QPS sensor", () => {
+  let server: RedisServer
+  beforeAll(async () => {
+    server = await startRedis()
+  })
+  afterAll(() => stopAll())
+
+  it.live("RedisClient.layer provided once: one connection serves all three", () =>
+    Effect.gen(function* () {
+      const plan: QuotaConfig.PlanInput = {
+        tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
+      }
+      const live = Layer.mergeAll(
+        Quota.layer().pipe(
+          Layer.provide(RedisQuotaStore.layerStore({ prefix: "shared:" })),
+          Layer.provide(RedisQuotaConfig.layerConfig({ default: plan, refresh: "1 hour" }))
+        ),
+        RedisQpsSensor.layerShared({ key: "shared" })
+      ).pipe(Layer.provide(RedisClient.layer({ url: server.url })))
+      yield* Effect.gen(function* () {
+        expect((yield* Quota.check("acme")).source).toBe("store")
+        const sensor = yield* QpsSensor.QpsSensorTag
+        sensor.unsafeRecord(Date.now(), 3)
+        const clients = yield* Effect.promise(() => redisCli(server.port, "CLIENT", "LIST"))
+        // the redis-cli asking, and ours
+        expect(clients.trim().split("\n").length).toBe(2)
+      }).pipe(Effect.provide(live))
+    })
+  )
+})
