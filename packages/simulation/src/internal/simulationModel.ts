@@ -10,7 +10,8 @@ import * as Exit from "effect/Exit"
 import * as Random from "effect/Random"
 import type * as Scope from "effect/Scope"
 import * as Schema from "effect/Schema"
-import { Recorder, run, type RunOptions, type TimeSeries, VirtualClock } from "./simulation.js"
+import type * as S from "../Simulation.js"
+import { Recorder, run, type RunOptions, VirtualClock } from "./simulation.js"
 
 type InvalidOptions = OptionsNs.InvalidOptions
 const Overloaded = Errors.Overloaded
@@ -291,43 +292,13 @@ export const makeSlotServer = (
     Effect.flatMap(serverSeed(server), (seed) => makeServerImpl(server, seed))
   )
 
+// The report shapes are declared once, in the public module.
 /** @internal */
-export interface Client {
-  readonly run: <A>(attempt: Effect.Effect<A, Overloaded>) => Effect.Effect<A, unknown>
-  readonly gauges?: Readonly<Record<string, () => number>> | undefined
-}
-
+export type Client = S.Client
 /** @internal */
-export interface ClientReport {
-  readonly index: number
-  readonly operations: number
-  readonly succeeded: number
-  readonly failedOperations: number
-  readonly attempts: number
-  readonly failedAttempts: number
-  readonly completionMillis: number
-  readonly goodput: number
-}
-
+export type ClientReport = S.ClientReport
 /** @internal */
-export interface ScenarioReport {
-  readonly name: string
-  readonly operations: number
-  readonly succeeded: number
-  readonly failedOperations: number
-  readonly attempts: number
-  readonly failedAttempts: number
-  readonly efficiency: number
-  readonly completionMillis: number
-  readonly optimalMillis: number
-  readonly ratioToOptimal: number
-  readonly fairness: number
-  readonly clients: ReadonlyArray<ClientReport>
-  readonly server: { readonly accepted: number; readonly rejected: number }
-  readonly timedOut: boolean
-  readonly events: number
-  readonly timeSeries: TimeSeries
-}
+export type ScenarioReport = S.ScenarioReport
 
 interface ClientStats {
   operations: number
