@@ -143,6 +143,21 @@ export const gaugeValue = (name: string, tags: Record<string, string>): Effect.E
   })
 
 /** Reads several counters now; `delta` reads them again and returns what changed. */
+/** `rounds` rounds of `perRound` concurrent calls, one round after the other; every exit, in order. */
+export const inRounds = <A, E>(
+  rounds: number,
+  perRound: number,
+  call: () => Effect.Effect<A, E>
+): Effect.Effect<Array<Exit.Exit<A, E>>> =>
+  Effect.map(
+    Effect.forEach(Array.from({ length: rounds }), () =>
+      Effect.forEach(Array.from({ length: perRound }), () => Effect.exit(call()), {
+        concurrency: "unbounded"
+      })
+    ),
+    (waves) => waves.flat()
+  )
+
 export const counters = <K extends string>(
   series: Record<K, readonly [name: string, tags: Record<string, string>]>
 ): Effect.Effect<{ readonly delta: Effect.Effect<Record<K, number>> }> => {

@@ -20,6 +20,7 @@ import { Effect } from "effect"
 import {
   Arrivals,
   clientLayer,
+  inRounds,
   counters,
   describeError,
   gaugeValue,
@@ -54,16 +55,7 @@ describe("system: local refusals and cancellations are not backend overload", ()
 
         const rounds = 6
         const perRound = 40
-        const exits = []
-        for (let round = 0; round < rounds; round++) {
-          exits.push(
-            ...(yield* Effect.forEach(
-              Array.from({ length: perRound }),
-              () => Effect.exit(client.get(`${base}/items`)),
-              { concurrency: "unbounded" }
-            ))
-          )
-        }
+        const exits = yield* inRounds(rounds, perRound, () => client.get(`${base}/items`))
         const calls = tally(exits)
         const delta = yield* metrics.delta
         // One more request reads the throttle's probability as of now (the gauge is

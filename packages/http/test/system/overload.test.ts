@@ -21,7 +21,7 @@ import { Criticality } from "@sluice/core"
 import { Middleware, SluiceHttpClient } from "@sluice/http"
 import { Effect } from "effect"
 import type { Exit } from "effect"
-import { Arrivals, clientLayer, counters, describeError, report, serve, tally } from "./harness.js"
+import { Arrivals, clientLayer, inRounds, counters, describeError, report, serve, tally } from "./harness.js"
 
 // The budget the client runs with, and the bound on retries it implies over a run
 // shorter than its window: ratio × requests + minRetriesPerSecond × window.
@@ -64,16 +64,7 @@ describe("system: an overloaded backend", () => {
         // low-traffic guard (120 requests in its window).
         const rounds = 8
         const perRound = 30
-        const exits = []
-        for (let round = 0; round < rounds; round++) {
-          exits.push(
-            ...(yield* Effect.forEach(
-              Array.from({ length: perRound }),
-              () => Effect.exit(client.get(`${base}/work`)),
-              { concurrency: "unbounded" }
-            ))
-          )
-        }
+        const exits = yield* inRounds(rounds, perRound, () => client.get(`${base}/work`))
         const calls = tally(exits)
         const delta = yield* metrics.delta
         const requests = rounds * perRound
