@@ -9,7 +9,7 @@
  * classifier in `Outcome`. A gate never classifies failures itself.
  *
  * {@link guard} composes any gates around an effect in one step: one uninterruptible
- * region, one clock read, one fiber-ref read, one handler; gates are entered in order
+ * region, one clock read, one handler; gates are entered in order
  * (outermost first) and settled in reverse. The adaptive throttle, the concurrency
  * limiter, the load shedder, the circuit breaker and the retry budget each expose
  * such a gate.
@@ -19,13 +19,15 @@
 import type * as Context from "effect/Context"
 import type * as DefaultServices from "effect/DefaultServices"
 import type * as Effect from "effect/Effect"
+import type * as FiberRef from "effect/FiberRef"
 import type * as Criticality from "./Criticality.js"
 import * as internal from "./internal/admission.js"
 import type * as Outcome from "./Outcome.js"
 
 /**
  * What a gate is told when work tries to enter: the clock reading (epoch ms), the
- * work's criticality and the fiber's default services (`Clock`, `Random`, …).
+ * work's criticality (read from the fiber only when a gate asks), the fiber's
+ * default services (`Clock`, `Random`, …) and its fiber refs.
  *
  * @since 0.2.0
  * @category models
@@ -34,6 +36,8 @@ export interface Entry {
   readonly now: number
   readonly criticality: Criticality.Criticality
   readonly services: Context.Context<DefaultServices.DefaultServices>
+  /** The value of a fiber ref on the fiber the work runs on. */
+  readonly getFiberRef: <A>(ref: FiberRef.FiberRef<A>) => A
 }
 
 /**

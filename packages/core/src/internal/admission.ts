@@ -4,6 +4,7 @@ import * as Context from "effect/Context"
 import type * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import type * as FiberRef from "effect/FiberRef"
 import type * as A from "../Admission.js"
 import type * as Criticality from "../Criticality.js"
 import * as criticality from "./criticality.js"
@@ -45,11 +46,22 @@ class Pass implements A.Entry {
     readonly orElse: OrElse | undefined,
     readonly restore: Restore,
     readonly self: Effect.Effect<unknown, unknown, unknown>,
+    readonly fiber: Fiber.RuntimeFiber<unknown, unknown>,
     readonly now: number,
-    readonly criticality: Criticality.Criticality,
     readonly services: Context.Context<DefaultServices.DefaultServices>
   ) {
     this.tickets = new Array(gates.length)
+  }
+
+  private level: Criticality.Criticality | undefined = undefined
+
+  /** Read once, and only when a gate asks (most success paths never do). */
+  get criticality(): Criticality.Criticality {
+    return (this.level ??= this.fiber.getFiberRef(criticality.currentCriticality))
+  }
+
+  getFiberRef<A>(ref: FiberRef.FiberRef<A>): A {
+    return this.fiber.getFiberRef(ref)
   }
 
   /** Settles the first `count` tickets, innermost first. */
@@ -129,8 +141,8 @@ export const guard = (
       orElse,
       restore,
       self,
+      fiber,
       Context.get(services, Clock.Clock).unsafeCurrentTimeMillis(),
-      fiber.getFiberRef(criticality.currentCriticality),
       services
     )
     return pass.enterFrom(0)

@@ -255,9 +255,17 @@ export const policy: any = (...args: ReadonlyArray<any>) => {
   return (self: Effect.Effect<any, any, any>) => apply(self, config)
 }
 
+/**
+ * Nested in another retry layer (the fiber's attempt is not 0), the first try must run
+ * as the whole policy does (`Effect.locally` the attempt back to 0), not in the fused
+ * step: the first-try gate refuses with this marker and the guard's `orElse` diverts.
+ */
+const NESTED: unique symbol = Symbol.for("@sluice/retry/Retry/nested")
+
 /** The first try's bookkeeping as a gate, so it shares the one step of `Admission.guard`. */
-const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> => ({
+const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, typeof NESTED> => ({
   tryEnter: (entry) => {
+    if (entry.getFiberRef(currentAttempt) !== 0) return Admission.refuse(NESTED)
     if (budget !== undefined) budget.unsafeRecordRequest(entry.now)
     attemptsCounter.unsafeUpdate(1, config.tags)
     return true
@@ -284,15 +292,9 @@ export const make = (options?: R.MakeOptions): R.Policy => {
       const later = Admission.guard(gates)
       // The first try, the throttle, the limiter … in one step; a failure continues in
       // the retry loop from the guard's own handler.
-      const first = Admission.guard([firstTry, ...gates], (error, self) =>
-        retryLoop(later(self), error, config, budget)
-      )
-      return ((self: Effect.Effect<any, any, any>) => {
-        return Effect.withFiberRuntime<any, any, any>((fiber) =>
-          // Nested in another retry layer, the first try must still say attempt 0.
-          fiber.getFiberRef(currentAttempt) !== 0 ? run(later(self), config, budget) : first(self)
-        )
-      }) as any
+      return Admission.guard([firstTry, ...gates], (error, self) =>
+        error === NESTED ? run(later(self), config, budget) : retryLoop(later(self), error, config, budget)
+      ) as any
     }
   }
 }
