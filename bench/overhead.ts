@@ -9,7 +9,12 @@
  *   times the same stack composed from the public combinators, and each layer alone);
  * - naive Effect: `Effect.retry` with a Schedule around `Semaphore.withPermits`;
  * - cockatiel: `wrap(retry, circuitBreaker, bulkhead)` around an async function
- *   that resolves at once.
+ *   that resolves at once;
+ * - floor: the cheapest interruption-safe bracket Effect's public API offers
+ *   (`Effect.uninterruptibleMask` + `Effect.matchCauseEffect` around `restore(work)`,
+ *   handlers that do nothing). Any policy that must learn every outcome, even of an
+ *   interrupted call, pays at least this; `floorVsCockatiel` is the ratio no such
+ *   wrapper can go below on this machine.
  *
  * Services are built once by Layers; every Effect variant runs the same loop shape
  * (a `for` loop in one `Effect.gen` program that wraps and runs one call per
@@ -83,6 +88,11 @@ const program = Effect.gen(function* () {
   const fn = async ? turn : async () => 1
   const cockatielCall = () => policy.execute(fn)
 
+  // The floor: an interruption-safe bracket with no bookkeeping at all.
+  const handlers = { onSuccess: Effect.succeed, onFailure: Effect.failCause }
+  const floorCall = () =>
+    Effect.uninterruptibleMask((restore) => Effect.matchCauseEffect(restore(work), handlers))
+
   const variants: Array<readonly [string, (n: number) => Effect.Effect<number, unknown>]> = [
     ["bare", (n) => timeEffect(() => work, n)],
     ["sluice", (n) => timeEffect(sluiceCall, n)],
@@ -90,7 +100,8 @@ const program = Effect.gen(function* () {
     ["cockatiel", (n) => timePromise(cockatielCall, n)],
     // The limiter alone (congestion window, by key as the client uses it): it must cost
     // no more than the whole fused stack it is part of.
-    ["limiterAlone", (n) => timeEffect(() => limiters.run("alone", work), n)]
+    ["limiterAlone", (n) => timeEffect(() => limiters.run("alone", work), n)],
+    ["floor", (n) => timeEffect(floorCall, n)]
   ]
   if (layers) {
     // Each layer of the stack alone, to see which one costs what (stderr only).
@@ -114,7 +125,7 @@ const program = Effect.gen(function* () {
   }
   const samples: Record<string, Array<number>> = {}
   if (layers) {
-    for (const [, measure] of variants.slice(5)) yield* measure(WARM_UP)
+    for (const [, measure] of variants.slice(6)) yield* measure(WARM_UP)
   }
   for (let r = 0; r < REPEATS; r++) {
     for (const [name, measure] of variants) {
@@ -140,6 +151,7 @@ const program = Effect.gen(function* () {
   const naive = median(samples.naiveEffect!)
   const cockatiel = median(samples.cockatiel!)
   const limiterAlone = median(samples.limiterAlone!)
+  const floor = median(samples.floor!)
   return {
     mode: async ? "async" : "sync",
     bareNsPerCall: round(bare),
@@ -148,9 +160,11 @@ const program = Effect.gen(function* () {
     naiveEffectNsPerCall: round(naive),
     cockatielNsPerCall: round(cockatiel),
     limiterAloneNsPerCall: round(limiterAlone),
+    floorNsPerCall: round(floor),
     ratioVsCockatiel: round(sluice / cockatiel, 3),
     ratioVsNaiveEffect: round(naive / sluice, 2),
-    limiterAloneVsStack: round(limiterAlone / sluice, 3)
+    limiterAloneVsStack: round(limiterAlone / sluice, 3),
+    floorVsCockatiel: round(floor / cockatiel, 3)
   }
 })
 

@@ -1,6 +1,7 @@
 import { Admission, Criticality, Errors, Options, Outcome } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import type * as DefaultServices from "effect/DefaultServices"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
@@ -117,10 +118,21 @@ class Permit implements CL.Permit {
     readonly id: number,
     readonly start: number,
     readonly level: number,
-    readonly clock: Clock.Clock,
+    /** The clock, or the fiber's services to read it from when first needed. */
+    private source: Clock.Clock | Context.Context<DefaultServices.DefaultServices>,
     /** Granted from the queue (or a settled waiter): the gauges follow it. */
     readonly queued: boolean
   ) {}
+  /** Looked up only when a round-trip time or a drain needs it (not on the uncontended path of a time-blind algorithm). */
+  get clock(): Clock.Clock {
+    const source = this.source
+    if (Context.isContext(source)) {
+      const clock = Context.get(source, Clock.Clock)
+      this.source = clock
+      return clock
+    }
+    return source
+  }
 }
 
 class Waiter {
@@ -181,8 +193,7 @@ class LimiterImpl implements CL.Limiter {
     this.gate = {
       tryEnter: (entry) => {
         if (this.queued === 0 && this.inFlight < this.algorithm.limit) {
-          const clock = Context.get(entry.services, Clock.Clock)
-          return this.grant(levelIndex[entry.criticality], entry.now, clock, false)
+          return this.grant(levelIndex[entry.criticality], entry.now, entry.services, false)
         }
         if (this.config.maxQueue === 0) return Admission.refuse(this.rejection("limit"))
         return Admission.Wait
@@ -217,7 +228,12 @@ class LimiterImpl implements CL.Limiter {
     return this.guarded(self)
   }
 
-  private grant(level: number, now: number, clock: Clock.Clock, queued: boolean): Permit {
+  private grant(
+    level: number,
+    now: number,
+    clock: Clock.Clock | Context.Context<DefaultServices.DefaultServices>,
+    queued: boolean
+  ): Permit {
     this.inFlight++
     this.inFlightBy[level]!++
     // The uncontended path pushes no gauge: the in-flight gauge follows queueing,
@@ -255,14 +271,14 @@ class LimiterImpl implements CL.Limiter {
             mark: permit.mark
           }
     )
-    this.afterChange(now, permit.clock, permit.queued || outcome !== "success")
+    this.afterChange(now, permit, permit.queued || outcome !== "success")
   }
 
   /** A permit granted to a waiter that never used it: no sample. */
   private releaseUnused(permit: Permit): void {
     this.inFlight--
     this.inFlightBy[permit.level]!--
-    this.afterChange(permit.clock.unsafeCurrentTimeMillis(), permit.clock, true)
+    this.afterChange(permit.clock.unsafeCurrentTimeMillis(), permit, true)
   }
 
   private reportedInFlight = 0
@@ -271,7 +287,8 @@ class LimiterImpl implements CL.Limiter {
     inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
   }
 
-  private afterChange(now: number, clock: Clock.Clock, report: boolean): void {
+  /** `from`: the permit just returned, whose clock the drained waiters' permits take. */
+  private afterChange(now: number, from: Permit, report: boolean): void {
     const limit = this.algorithm.limit
     if (limit !== this.reportedLimit) {
       this.reportedLimit = limit
@@ -279,7 +296,7 @@ class LimiterImpl implements CL.Limiter {
       report = true
     }
     if (this.queued > 0) {
-      this.drain(now, clock)
+      this.drain(now, from.clock)
       report = true
     }
     // At rest the gauge reads 0 again, pushed once, not on every uncontended call.

@@ -47,10 +47,17 @@ class Pass implements A.Entry {
     readonly restore: Restore,
     readonly self: Effect.Effect<unknown, unknown, unknown>,
     readonly fiber: Fiber.RuntimeFiber<unknown, unknown>,
-    readonly now: number,
     readonly services: Context.Context<DefaultServices.DefaultServices>
   ) {
     this.tickets = new Array(gates.length)
+  }
+
+  private time = -1
+
+  /** One clock read per pass, and none when no gate asks (a time-blind limiter alone). */
+  get now(): number {
+    if (this.time < 0) this.time = Context.get(this.services, Clock.Clock).unsafeCurrentTimeMillis()
+    return this.time
   }
 
   private level: Criticality.Criticality | undefined = undefined
@@ -82,16 +89,18 @@ class Pass implements A.Entry {
       }
       this.tickets[i] = result
     }
-    return Effect.matchCauseEffect(this.restore(this.self), {
-      onSuccess: (value) => {
-        this.settle(gates.length, "success")
-        return Effect.succeed(value)
-      },
-      onFailure: (cause) => {
-        this.settle(gates.length, outcome.ofCause(cause, this.options))
-        return this.recover(cause)
-      }
-    })
+    // The pass is its own handler object: no options object per call.
+    return Effect.matchCauseEffect(this.restore(this.self), this)
+  }
+
+  readonly onSuccess = (value: unknown): Effect.Effect<unknown> => {
+    this.settle(this.gates.length, "success")
+    return Effect.succeed(value)
+  }
+
+  readonly onFailure = (cause: Cause.Cause<unknown>): Effect.Effect<unknown, unknown, unknown> => {
+    this.settle(this.gates.length, outcome.ofCause(cause, this.options))
+    return this.recover(cause)
   }
 
   /** As `Effect.catchAll(orElse)` after the guard, without a step of its own. */
@@ -135,16 +144,7 @@ export const guard = (
     self: Effect.Effect<unknown, unknown, unknown>
   ): Effect.Effect<unknown, unknown, unknown> => {
     const services = fiber.currentDefaultServices
-    const pass = new Pass(
-      gates,
-      options,
-      orElse,
-      restore,
-      self,
-      fiber,
-      Context.get(services, Clock.Clock).unsafeCurrentTimeMillis(),
-      services
-    )
+    const pass = new Pass(gates, options, orElse, restore, self, fiber, services)
     return pass.enterFrom(0)
   }
   const guarded = (

@@ -15,6 +15,8 @@ class RollingCounterImpl implements RC.RollingCounter {
   private readonly counts: Float64Array
   private readonly width: number
   private last = Number.NEGATIVE_INFINITY
+  /** The slot of bucket `last`. */
+  private slot = 0
   private sum = 0
   constructor(
     readonly window: Duration.Duration,
@@ -34,14 +36,14 @@ class RollingCounterImpl implements RC.RollingCounter {
       this.counts[slot] = 0
     }
     this.last = index
+    this.slot = ((index % this.buckets) + this.buckets) % this.buckets
     // Float drift from repeated subtraction must never leave a tiny negative total.
     if (this.sum < 1e-9) this.sum = Math.max(0, this.sum)
     return index
   }
   unsafeAdd(nowMillis: number, amount = 1): void {
-    const index = this.advance(nowMillis)
-    const slot = ((index % this.buckets) + this.buckets) % this.buckets
-    this.counts[slot]! += amount
+    this.advance(nowMillis)
+    this.counts[this.slot]! += amount
     this.sum += amount
   }
   unsafeTotal(nowMillis: number): number {
@@ -56,6 +58,7 @@ class RollingCounterImpl implements RC.RollingCounter {
     this.counts.fill(0)
     this.sum = 0
     this.last = Number.NEGATIVE_INFINITY
+    this.slot = 0
   }
 }
 
