@@ -273,6 +273,41 @@ describe("ConcurrencyLimiter", () => {
     })
   )
 
+  it.effect("a share met exactly is met: 7 of 100 at 0.07 (7 < 0.07 × 100 in floating point)", () =>
+    Effect.gen(function* () {
+      const limiter = yield* ConcurrencyLimiter.make({
+        algorithm: () => LimitAlgorithm.fixed(100),
+        partitions: { SHEDDABLE: 0.07 }
+      })
+      const gate = yield* Deferred.make<void>()
+      const first = yield* Deferred.make<void>()
+      const log: Array<string> = []
+      const sheddable = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+        self.pipe(Criticality.withCriticality("SHEDDABLE"))
+      const released = yield* Effect.fork(limiter.run(Deferred.await(first)))
+      const holders = yield* Effect.forEach(Array.from({ length: 99 }, (_, i) => i), (i) =>
+        Effect.fork(i < 7 ? sheddable(limiter.run(Deferred.await(gate))) : limiter.run(Deferred.await(gate)))
+      )
+      yield* settle
+      expect(limiter.inFlightOf("SHEDDABLE")).toBe(7)
+      const waiters = [
+        yield* Effect.fork(sheddable(limiter.run(Effect.sync(() => void log.push("sheddable"))))),
+        yield* Effect.fork(limiter.run(Effect.sync(() => void log.push("critical"))))
+      ]
+      yield* settle
+      expect(limiter.queued).toBe(2)
+      // One slot frees: SHEDDABLE holds exactly its guaranteed 7, so criticality decides.
+      yield* Deferred.succeed(first, undefined)
+      yield* Fiber.join(released)
+      yield* settle
+      // (the CRITICAL waiter runs at once and frees its slot for the SHEDDABLE one)
+      expect(log).toEqual(["critical", "sheddable"])
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.joinAll([...holders, ...waiters])
+      expect(log).toEqual(["critical", "sheddable"])
+    })
+  )
+
   it.effect("without partitions the same scenario serves by criticality", () =>
     Effect.gen(function* () {
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => LimitAlgorithm.fixed(4) })

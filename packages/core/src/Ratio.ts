@@ -26,6 +26,8 @@ export interface ExactRatio {
   readonly atLeast: (part: number, whole: number) => boolean
   /** `part / whole > ratio`, exactly. */
   readonly above: (part: number, whole: number) => boolean
+  /** `⌊ratio × whole⌋` for a non-negative integer `whole`, exactly (throws a `RangeError` otherwise). */
+  readonly floorTimes: (whole: number) => number
 }
 
 /**
@@ -39,8 +41,26 @@ export interface ExactRatio {
  * const half = Ratio.make(0.55)
  * half.atLeast(55, 100) // true (55 >= 0.55 * 100 in floating point is false)
  * half.above(55, 100) // false
+ * Ratio.make(0.07).floorTimes(100) // 7 (Math.floor(0.07 * 100) is 7 too, but 0.29 * 100 is 28.999999999999996)
  * ```
  * @since 0.2.0
  * @category constructors
  */
 export const make: (ratio: number) => ExactRatio = internal.make
+
+/**
+ * Whether ratios written as decimals add up to at most `bound`, exactly
+ * (`0.33 + 0.56 + 0.11` is `1.0000000000000002` in floating point, and at most 1
+ * here). Throws a `RangeError` for a negative or non-finite value.
+ *
+ * @example
+ * ```ts
+ * import { Ratio } from "@sluice/core"
+ *
+ * Ratio.sumAtMost([0.33, 0.56, 0.11], 1) // true
+ * Ratio.sumAtMost([0.5, 0.50001], 1) // false
+ * ```
+ * @since 0.2.0
+ * @category utils
+ */
+export const sumAtMost: (ratios: ReadonlyArray<number>, bound: number) => boolean = internal.sumAtMost

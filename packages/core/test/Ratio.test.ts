@@ -64,4 +64,43 @@ describe("Ratio", () => {
       { numRuns: 2000 }
     )
   })
+
+  it("floorTimes: ⌊ratio × whole⌋ exactly, against the BigInt reference", () => {
+    expect(Ratio.make(0.29).floorTimes(100)).toBe(29) // Math.floor(0.29 * 100) is 28
+    expect(Math.floor(0.29 * 100)).toBe(28)
+    expect(Ratio.make(0.9).floorTimes(30)).toBe(27)
+    expect(Ratio.make(0.1).floorTimes(30)).toBe(3)
+    expect(Ratio.make(0.1).floorTimes(29)).toBe(2)
+    expect(Ratio.make(0).floorTimes(1e15)).toBe(0)
+    expect(Ratio.make(1).floorTimes(Number.MAX_SAFE_INTEGER)).toBe(Number.MAX_SAFE_INTEGER)
+    expect(() => Ratio.make(0.5).floorTimes(1.5)).toThrow(RangeError)
+    fc.assert(
+      fc.property(
+        fc.nat({ max: 2 ** 45 }),
+        fc.oneof(
+          fc.double({ min: 0, max: 1, noNaN: true }),
+          fc.integer({ min: 0, max: 1000 }).map((n) => n / 1000),
+          fc.integer({ min: 0, max: 100 }).map((n) => n / 100)
+        ),
+        (whole, ratio) => {
+          const k = Ratio.make(ratio).floorTimes(whole)
+          // k ≤ ratio × whole < k + 1, by the reference comparison
+          expect(reference(k, whole === 0 ? 1 : whole, ratio) <= 0 || whole === 0).toBe(true)
+          if (whole > 0) expect(reference(k + 1, whole, ratio)).toBe(1)
+          else expect(k).toBe(0)
+        }
+      ),
+      { numRuns: 2000 }
+    )
+  })
+
+  it("sumAtMost: decimals as written", () => {
+    expect(0.33 + 0.56 + 0.11 <= 1).toBe(false)
+    expect(Ratio.sumAtMost([0.33, 0.56, 0.11], 1)).toBe(true)
+    expect(Ratio.sumAtMost([0.5, 0.50001], 1)).toBe(false)
+    expect(Ratio.sumAtMost([], 0)).toBe(true)
+    expect(Ratio.sumAtMost([1e-7, 0.9999999], 1)).toBe(true)
+    expect(Ratio.sumAtMost([1e-7, 0.99999991], 1)).toBe(false)
+    expect(() => Ratio.sumAtMost([-0.1], 1)).toThrow(RangeError)
+  })
 })

@@ -10,7 +10,9 @@
  * use it up. A denied retry becomes `DontRetry { reason: "budget" }` in `Retry.policy`.
  *
  * Admission rule, at the moment a retry is scheduled:
- * `retriesInWindow + 1 ≤ ratio × requestsInWindow + minRetriesPerSecond × windowSeconds`.
+ * `retriesInWindow + 1 ≤ ⌊ratio × requestsInWindow + minRetriesPerSecond × windowSeconds⌋`,
+ * computed exactly (the ratio as the decimal it is written as) when the floor
+ * `minRetriesPerSecond × windowSeconds` is a whole number.
  *
  * The number of keys is bounded (`maxKeys`, default 10 000); the least recently
  * looked-up key is forgotten first. A handle already held keeps working, but a later

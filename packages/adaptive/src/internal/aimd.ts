@@ -1,4 +1,4 @@
-import { Options } from "@sluice/core"
+import { Options, Ratio } from "@sluice/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -31,15 +31,17 @@ class AimdImpl implements A.Aimd {
   readonly name = "aimd"
   limit: number
   private readonly timeoutMillis: number
+  private readonly backoff: Ratio.ExactRatio
   constructor(readonly options: A.AimdConfig) {
     this.limit = options.initial
+    this.backoff = Ratio.make(options.backoffRatio)
     this.timeoutMillis = options.timeout === undefined ? Infinity : Duration.toMillis(options.timeout)
   }
   onSample(sample: LA.Sample): number {
-    const { backoffRatio, maxLimit, minLimit } = this.options
+    const { maxLimit, minLimit } = this.options
     if (sample.outcome === "dropped" || (sample.outcome === "success" && sample.rtt >= this.timeoutMillis)) {
-      // The epsilon keeps 30 × 0.9 at 27 despite binary floating point.
-      this.limit = Math.max(minLimit, Math.floor(this.limit * backoffRatio + 1e-9))
+      // Exact: 30 × 0.9 is 27 (26.999999999999996 in floating point).
+      this.limit = Math.max(minLimit, this.backoff.floorTimes(this.limit))
     } else if (sample.outcome === "success" && sample.inFlight * 2 >= this.limit) {
       // Only a limit that is actually used may grow.
       this.limit = Math.min(maxLimit, this.limit + 1)

@@ -1,4 +1,4 @@
-import { Admission, Criticality, Errors, Options, Outcome } from "@sluice/core"
+import { Admission, Criticality, Errors, Options, Outcome, Ratio } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import type * as DefaultServices from "effect/DefaultServices"
@@ -37,8 +37,11 @@ const Partitions = Schema.Struct({
   SHEDDABLE: Schema.optional(Options.Ratio)
 }).pipe(
   Schema.filter((p) => {
-    const sum = (p.CRITICAL_PLUS ?? 0) + (p.CRITICAL ?? 0) + (p.SHEDDABLE_PLUS ?? 0) + (p.SHEDDABLE ?? 0)
-    return sum <= 1 + 1e-9 || `guaranteed shares must add up to at most 1, got ${sum}`
+    const shares = [p.CRITICAL_PLUS ?? 0, p.CRITICAL ?? 0, p.SHEDDABLE_PLUS ?? 0, p.SHEDDABLE ?? 0]
+    // Exact: 0.33 + 0.56 + 0.11 is 1 as written (1.0000000000000002 in floating point).
+    return (
+      Ratio.sumAtMost(shares, 1) || `guaranteed shares must add up to at most 1, got ${shares.join(" + ")}`
+    )
   })
 )
 
@@ -87,6 +90,13 @@ export type RejectReason = "limit" | "queue-full" | "queue-timeout" | "displaced
 
 // ---------------------------------------------------------------------------
 // outcome classification: core's one classifier; algorithms hear success, dropped, ignored
+
+/**
+ * `inFlight < share × limit`: exact for a whole limit (`7 < 0.07 × 100` is true in
+ * floating point); a fractional limit (a congestion window) is compared as it is.
+ */
+const belowShare = (inFlight: number, share: Ratio.ExactRatio, limit: number): boolean =>
+  Number.isSafeInteger(limit) ? share.compare(inFlight, limit) < 0 : inFlight < share.value * limit
 
 const toSample = (outcome: Outcome.Outcome): LA.Outcome =>
   outcome === "success" || outcome === "dropped" ? outcome : "ignored"
@@ -154,7 +164,7 @@ class LimiterImpl implements CL.Limiter {
   private readonly inFlightBy: Array<number> = new Array(LEVELS).fill(0)
   private readonly heads: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
   private readonly tails: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
-  private readonly shares: Array<number> | undefined
+  private readonly shares: Array<Ratio.ExactRatio> | undefined
   private readonly lifo: boolean
   private readonly maxWait: Duration.Duration | undefined
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
@@ -174,7 +184,7 @@ class LimiterImpl implements CL.Limiter {
     this.shares =
       p === undefined
         ? undefined
-        : Criticality.levels.map((level) => (p as Record<string, number | undefined>)[level] ?? 0)
+        : Criticality.levels.map((level) => Ratio.make((p as Record<string, number | undefined>)[level] ?? 0))
     this.lifo = config.order === "lifo"
     this.maxWait = config.maxWait
     const keyLabel = MetricLabel.make("key", key)
@@ -321,7 +331,7 @@ class LimiterImpl implements CL.Limiter {
     if (shares !== undefined) {
       const limit = this.algorithm.limit
       for (let i = 0; i < LEVELS; i++) {
-        if (this.heads[i] !== undefined && this.inFlightBy[i]! < shares[i]! * limit) return this.pick(i)
+        if (this.heads[i] !== undefined && belowShare(this.inFlightBy[i]!, shares[i]!, limit)) return this.pick(i)
       }
     }
     for (let i = 0; i < LEVELS; i++) {

@@ -12,6 +12,7 @@ import { CircuitOpen, QuotaExceeded } from "../Errors.js"
 import * as RollingCounter from "../RollingCounter.js"
 import { clockMillis, DeadlineQueue } from "./deadlines.js"
 import * as Options from "./options.js"
+import * as ratio from "./ratio.js"
 import type { QuotaConfigService } from "./quotaConfig.js"
 import { MemoryQuotaState } from "./quotaMemory.js"
 import type { CompiledPlan, CompiledTier, StoreResult, TierDecision } from "./quotaPlan.js"
@@ -226,10 +227,12 @@ const unknownTiers = (plan: CompiledPlan, allowed: boolean, retryAfterMs: number
 /** A plan scaled by a share (each tier's limit and burst, at least 1), for the local fallback. */
 const scalePlan = (plan: CompiledPlan, share: number): CompiledPlan => {
   if (share === 1) return plan
+  // Exact: 100 × 0.29 is 29 as written (28.999999999999996 in floating point).
+  const exact = ratio.make(share)
   let maxCost = Infinity
   const tiers = plan.tiers.map((tier): CompiledTier => {
-    const capacity = Math.max(1, Math.floor(tier.capacity * share))
-    const limit = Math.max(1, Math.floor(tier.limit * share))
+    const capacity = Math.max(1, exact.floorTimes(tier.capacity))
+    const limit = Math.max(1, exact.floorTimes(tier.limit))
     if (capacity < maxCost) maxCost = capacity
     const capacityPeriod = capacity * tier.periodMs
     const windowMs = tier.algorithm === "gcra" ? Math.ceil(capacityPeriod / limit) : tier.periodMs
@@ -285,6 +288,7 @@ export const make = (
     // Failures are counted over `window`; calls only while failures are in it (an "episode"),
     // so a successful check pays one comparison, not a counter update.
     const failures = RollingCounter.unsafeMake({ window: b.window, buckets: 10 })
+    const failureRatio = ratio.make(b.failureRatio)
     const minSpanMs = Duration.toMillis(b.minFailureSpan)
     let consecutive = 0
     let firstFailureAt = 0
@@ -331,7 +335,7 @@ export const make = (
       if (consecutive++ === 0) firstFailureAt = now
       if (consecutive >= b.consecutiveFailures && now - firstFailureAt >= minSpanMs) return true
       if (now - episodeStart < minSpanMs) return false
-      return episodeCalls >= b.minimumCalls && failures.unsafeTotal(now) >= b.failureRatio * episodeCalls
+      return episodeCalls >= b.minimumCalls && failureRatio.atLeast(failures.unsafeTotal(now), episodeCalls)
     }
 
     const finish = (client: string, result: StoreResult, source: DecisionSource, start: number): Decision => {

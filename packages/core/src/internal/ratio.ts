@@ -46,6 +46,29 @@ class ExactRatio implements R.ExactRatio {
   above(part: number, whole: number): boolean {
     return this.compare(part, whole) > 0
   }
+  floorTimes(whole: number): number {
+    if (!Number.isSafeInteger(whole) || whole < 0) {
+      throw new RangeError(`expected a non-negative integer, got ${whole}`)
+    }
+    const product = this.pn * whole
+    // `%` of integers below 2^53 is exact, and so is the division of the exact multiple left.
+    if (product < LIMIT && this.qn < LIMIT) return (product - (product % this.qn)) / this.qn
+    return Number((this.p * BigInt(whole)) / this.q)
+  }
+}
+
+
+/** @internal */
+export const sumAtMost = (ratios: ReadonlyArray<number>, bound: number): boolean => {
+  const parts = [...ratios, bound].map((ratio) => {
+    if (!Number.isFinite(ratio) || ratio < 0) throw new RangeError(`expected a finite, non-negative ratio, got ${ratio}`)
+    return decimal(ratio)
+  })
+  // Every denominator is a power of ten: the largest is a common one.
+  const q = parts.reduce((max, part) => (part.q > max ? part.q : max), 1n)
+  const scaled = parts.map((part) => part.p * (q / part.q))
+  const limit = scaled.pop()!
+  return scaled.reduce((sum, p) => sum + p, 0n) <= limit
 }
 
 /** @internal */

@@ -1,4 +1,4 @@
-import { type Admission, Options, RollingCounter } from "@sluice/core"
+import { type Admission, Options, Ratio, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -31,12 +31,10 @@ export const withdrawals = Metric.counter("sluice_retry_budget_withdrawals", {
   incremental: true
 })
 
-// Comparisons against ratio × requests must not lose a retry to float rounding (0.1 × 30).
-const EPSILON = 1e-9
-
 class BudgetImpl implements RB.Budget {
   private readonly requests: RollingCounter.RollingCounter
   private readonly retries: RollingCounter.RollingCounter
+  private readonly exactRatio: Ratio.ExactRatio
   constructor(
     readonly key: string,
     private readonly ratio: number,
@@ -46,6 +44,16 @@ class BudgetImpl implements RB.Budget {
   ) {
     this.requests = RollingCounter.unsafeMake({ window, buckets })
     this.retries = RollingCounter.unsafeMake({ window, buckets })
+    this.exactRatio = Ratio.make(ratio)
+  }
+  /**
+   * Whole retries the window allows, `⌊ratio × requests + reserve⌋`: exact for a whole
+   * reserve (`0.1 × 30` is 3 here, 3.0000000000000004 in floating point).
+   */
+  private allowance(requests: number): number {
+    return Number.isSafeInteger(this.reserve) && Number.isSafeInteger(requests)
+      ? this.exactRatio.floorTimes(requests) + this.reserve
+      : Math.floor(this.ratio * requests + this.reserve)
   }
   readonly gate: Admission.Gate<true, never> = {
     tryEnter: (entry) => {
@@ -59,8 +67,9 @@ class BudgetImpl implements RB.Budget {
     this.requests.unsafeAdd(nowMillis, 1)
   }
   unsafeTryWithdraw(nowMillis: number): boolean {
-    const allowed = this.ratio * this.requests.unsafeTotal(nowMillis) + this.reserve
-    if (this.retries.unsafeTotal(nowMillis) + 1 > allowed + EPSILON) return false
+    if (this.retries.unsafeTotal(nowMillis) + 1 > this.allowance(this.requests.unsafeTotal(nowMillis))) {
+      return false
+    }
     this.retries.unsafeAdd(nowMillis, 1)
     return true
   }
@@ -68,7 +77,7 @@ class BudgetImpl implements RB.Budget {
     const requests = this.requests.unsafeTotal(nowMillis)
     const retries = this.retries.unsafeTotal(nowMillis)
     const allowed = this.ratio * requests + this.reserve
-    return { requests, retries, allowed, available: Math.max(0, Math.floor(allowed - retries + EPSILON)) }
+    return { requests, retries, allowed, available: Math.max(0, this.allowance(requests) - retries) }
   }
   get recordRequest(): Effect.Effect<void> {
     return Effect.clockWith((clock) =>
