@@ -168,9 +168,7 @@ export interface DefaultOptions extends ClientOptions {
  * @category models
  */
 export type Policies =
-  | RetryBudget.RetryBudget
-  | AdaptiveThrottle.AdaptiveThrottle
-  | ConcurrencyLimiter.ConcurrencyLimiter
+  RetryBudget.RetryBudget | AdaptiveThrottle.AdaptiveThrottle | ConcurrencyLimiter.ConcurrencyLimiter
 
 /**
  * Builds a client on the platform `HttpClient` and the policy services in context

@@ -40,7 +40,11 @@ describe("README", () => {
       const port = server.address._tag === "TcpAddress" ? server.address.port : 0
 
       // The app's own policies: the client uses these instances, and so can the rest of the app.
-      const PoliciesLive = Layer.mergeAll(RetryBudget.layer(), AdaptiveThrottle.layer(), ConcurrencyLimiter.layer())
+      const PoliciesLive = Layer.mergeAll(
+        RetryBudget.layer(),
+        AdaptiveThrottle.layer(),
+        ConcurrencyLimiter.layer()
+      )
 
       const ClientLive = SluiceHttpClient.layer({
         maxAttempts: 3,
