@@ -65,7 +65,7 @@ const runFleet = (request: FleetRequest) =>
     const clients: Array<(level: Level) => Effect.Effect<boolean, { readonly _tag: string }>> = []
     for (let i = 0; i < request.clients; i++) {
       if (request.mode === "sluice") {
-        const client = yield* SluiceHttpClient.make({
+        const client = yield* SluiceHttpClient.makeDefault({
           name: `fleet-${request.id}-${i}`,
           maxAttempts: 3,
           maxRetryAfter: Duration.millis(request.maxRetryAfterMs)

@@ -22,8 +22,8 @@
  *    a criticality header (the server's default level for them is SHEDDABLE_PLUS), 80%
  *    SHEDDABLE — at 10×, to `/protected` and to `/unprotected`;
  * 5. client fleets in a third process (`bench/overload-fleet.ts`): the same arrivals of
- *    operations at 10× (the mix's shares), made by 4 `SluiceHttpClient`s (retry policy with
- *    budget, adaptive throttle, concurrency limiter) and then by 4 naive clients that
+ *    operations at 10× (the mix's shares), made by 4 `SluiceHttpClient`s (`makeDefault`: each
+ *    its own retry budget, adaptive throttle, concurrency limiter) and then by 4 naive clients that
  *    retry every failure at once (3 attempts), each operation with a 2 s deadline; the
  *    server counts the attempts that reach it.
  *

@@ -108,7 +108,7 @@ export const demoHttp = (
     }
 
     // ---- the editors ----
-    const client = yield* SluiceHttpClient.make({ name: "editors" })
+    const client = yield* SluiceHttpClient.makeDefault({ name: "editors" })
     let next = 0
     const start = yield* Clock.currentTimeMillis
     const perSecond = Array.from({ length: seconds }, () => ({ saves: 0, throttled: 0, meanIntervalMs: 0 }))

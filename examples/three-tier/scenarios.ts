@@ -32,7 +32,7 @@ export const overload = (
   options: { readonly naive?: boolean } = {}
 ): Effect.Effect<OverloadCounts, never, HttpClient.HttpClient> =>
   Effect.gen(function* () {
-    const sluice = yield* SluiceHttpClient.make({
+    const sluice = yield* SluiceHttpClient.makeDefault({
       name: "user",
       maxAttempts: 3,
       maxRetryAfter: "50 millis",

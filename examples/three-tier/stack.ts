@@ -184,7 +184,7 @@ export const makeStack = (
     const backend = yield* serve(backendApp)
 
     // ---- middle ----
-    const toBackend = yield* SluiceHttpClient.make({
+    const toBackend = yield* SluiceHttpClient.makeDefault({
       name: "middle",
       maxAttempts: 3,
       // room for the whole demo load in the first window (the default starts at 20)
@@ -208,7 +208,7 @@ export const makeStack = (
     const middle = yield* serve(middleApp)
 
     // ---- frontend ----
-    const toMiddle = yield* SluiceHttpClient.make({
+    const toMiddle = yield* SluiceHttpClient.makeDefault({
       name: "frontend",
       maxAttempts: 3,
       limiter: { algorithm: CongestionWindow.factory({ initial: 64 }) },

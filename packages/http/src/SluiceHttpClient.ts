@@ -33,6 +33,13 @@
  * Steps 1, 3 and 4 of a retried request run as the host's `ClientStack` (the same
  * composition with a fused first try) when both the throttle and the limiter are on.
  *
+ * The policies are services: {@link layer} and {@link make} take the `RetryBudget`,
+ * `AdaptiveThrottle` and `ConcurrencyLimiter` from context, so an app shares them with
+ * its clients (and its clients with each other: the throttle and the limiter are per
+ * host, the budget per client `name`), reads their state, and configures them with
+ * their own layers. {@link layerDefault} and {@link makeDefault} build private
+ * instances from options instead.
+ *
  * @since 0.1.0
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
@@ -92,8 +99,8 @@ export interface SluiceHttpClient {
 export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.SluiceHttpClient
 
 /**
- * Options. Scalars are validated with Schema (a bad value fails the layer with
- * `InvalidOptions` naming the field):
+ * Per-client options. Scalars are validated with Schema (a bad value fails the
+ * layer with `InvalidOptions` naming the field):
  *
  * - `maxAttempts` (default 3, first try included), `schedule` (backoff, default
  *   `Backoff.defaultSchedule`), `maxRetryAfter` (longest wait honoured, default
@@ -114,13 +121,15 @@ export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.
  * - `retryNonIdempotent` (default false: only GET, HEAD, OPTIONS, PUT, DELETE,
  *   TRACE are retried; see {@link withRetries} for a per-call opt-in),
  * - `throttleFromJson` (also read the throttle flag from a JSON body attribute),
- * - `budget` (`RetryBudget` options, or `false`), `throttle` (`AdaptiveThrottle`
- *   options, or `false`), `limiter` (`ConcurrencyLimiter` service options, e.g.
- *   `{ algorithm: Aimd.factory() }`, or `false`),
  * - `key` (the per-backend key of throttle and limiter, default the URL's host),
- *   `name` (metric tag and budget key).
+ * - `name` (default `"sluice-http"`): the metric tag, and the key of this client's
+ *   budget in the `RetryBudget` service (clients with the same name share one budget).
+ *
+ * The policies themselves are configured where they are built: by their own layers
+ * for {@link layer}, by {@link DefaultOptions} for {@link layerDefault}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ClientOptions {
   readonly maxAttempts?: number | undefined
@@ -129,9 +138,6 @@ export interface ClientOptions {
   readonly timeout?: Duration.DurationInput | undefined
   readonly retryNonIdempotent?: boolean | undefined
   readonly throttleFromJson?: boolean | undefined
-  readonly budget?: RetryBudget.RetryBudgetOptions | false | undefined
-  readonly throttle?: AdaptiveThrottle.AdaptiveThrottleOptions | false | undefined
-  readonly limiter?: ConcurrencyLimiter.ServiceOptions | false | undefined
   readonly key?: ((request: HttpClientRequest.HttpClientRequest) => string) | undefined
   readonly name?: string | undefined
   readonly attemptTimeout?: Duration.DurationInput | undefined
@@ -140,47 +146,139 @@ export interface ClientOptions {
 }
 
 /**
- * Builds a client on the platform `HttpClient` in context. Header names come
- * from `Protocol.WireProtocol`; throttle signals go to `ThrottleSignal` when it
- * is in context.
+ * Options of {@link layerDefault} and {@link makeDefault}: the per-client
+ * {@link ClientOptions} and the options of the client's private policy instances,
+ * each of which can be turned off with `false`: `budget` (`RetryBudget` options),
+ * `throttle` (`AdaptiveThrottle` options), `limiter` (`ConcurrencyLimiter` service
+ * options, e.g. `{ algorithm: Aimd.factory() }`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface DefaultOptions extends ClientOptions {
+  readonly budget?: RetryBudget.RetryBudgetOptions | false | undefined
+  readonly throttle?: AdaptiveThrottle.AdaptiveThrottleOptions | false | undefined
+  readonly limiter?: ConcurrencyLimiter.ServiceOptions | false | undefined
+}
+
+/**
+ * The policy services {@link layer} and {@link make} take from context.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Policies =
+  RetryBudget.RetryBudget | AdaptiveThrottle.AdaptiveThrottle | ConcurrencyLimiter.ConcurrencyLimiter
+
+/**
+ * Builds a client on the platform `HttpClient` and the policy services in context
+ * ({@link Policies}). Header names come from `Protocol.WireProtocol`; throttle
+ * signals go to `ThrottleSignal` when it is in context. Policy options (`budget`,
+ * `throttle`, `limiter`) are refused with `InvalidOptions`: they belong to the
+ * services' own layers, or to {@link makeDefault}.
  *
  * @example
  * ```ts
  * import { NodeHttpClient } from "@effect/platform-node"
+ * import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
  * import { SluiceHttpClient } from "@sluice/http"
- * import { Effect } from "effect"
+ * import { RetryBudget } from "@sluice/retry"
+ * import { Effect, Layer } from "effect"
  *
  * const program = Effect.gen(function* () {
  *   const client = yield* SluiceHttpClient.make({ maxAttempts: 3, timeout: "2 seconds" })
  *   return yield* client.get("http://localhost:8080/")
- * }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+ * }).pipe(
+ *   Effect.provide(
+ *     Layer.mergeAll(NodeHttpClient.layerUndici, RetryBudget.layer(), AdaptiveThrottle.layer(), ConcurrencyLimiter.layer())
+ *   )
+ * )
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (
   options?: ClientOptions
-) => Effect.Effect<Client, Options.InvalidOptions, HttpClient.HttpClient> = internal.make
+) => Effect.Effect<Client, Options.InvalidOptions, HttpClient.HttpClient | Policies> = internal.make
 
 /**
- * The client as a Layer on the platform `HttpClient`.
+ * Builds a client with its own private budget, throttle and limiter, made from
+ * `options` (as `make` did before 0.2.0).
  *
  * @example
  * ```ts
  * import { NodeHttpClient } from "@effect/platform-node"
+ * import { Aimd } from "@sluice/adaptive"
  * import { SluiceHttpClient } from "@sluice/http"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const client = yield* SluiceHttpClient.makeDefault({ maxAttempts: 3, limiter: { algorithm: Aimd.factory() } })
+ *   return yield* client.get("http://localhost:8080/")
+ * }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+ * ```
+ * @since 0.2.0
+ * @category constructors
+ */
+export const makeDefault: (
+  options?: DefaultOptions
+) => Effect.Effect<Client, Options.InvalidOptions, HttpClient.HttpClient> = internal.makeDefault
+
+/**
+ * The client as a Layer on the platform `HttpClient` and the app's policy
+ * services: the `RetryBudget`, `AdaptiveThrottle` and `ConcurrencyLimiter` it uses
+ * are the ones in context, shared with the rest of the app.
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
+ * import { SluiceHttpClient } from "@sluice/http"
+ * import { RetryBudget } from "@sluice/retry"
  * import { Layer } from "effect"
  *
- * const ClientLive = SluiceHttpClient.layer({ maxAttempts: 3 }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+ * const PoliciesLive = Layer.mergeAll(RetryBudget.layer({ ratio: 0.1 }), AdaptiveThrottle.layer(), ConcurrencyLimiter.layer())
+ * const ClientLive = SluiceHttpClient.layer({ maxAttempts: 3, name: "orders" }).pipe(
+ *   Layer.provideMerge(PoliciesLive),
+ *   Layer.provide(NodeHttpClient.layerUndici)
+ * )
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer: (
   options?: ClientOptions
-) => Layer.Layer<SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient> = internal.layer
+) => Layer.Layer<SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient | Policies> = internal.layer
 
 /**
- * The client as a Layer whose options come from `Config` (e.g. environment
- * variables); a bad value fails the layer with `InvalidOptions` naming the field.
+ * The client as a Layer on the platform `HttpClient` alone, with its own private
+ * budget, throttle and limiter built from `options` (as `layer` did before 0.2.0).
+ * Two such clients share nothing.
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { CongestionWindow } from "@sluice/adaptive"
+ * import { SluiceHttpClient } from "@sluice/http"
+ * import { Layer } from "effect"
+ *
+ * const ClientLive = SluiceHttpClient.layerDefault({
+ *   maxAttempts: 3,
+ *   budget: { ratio: 0.1 },
+ *   limiter: { algorithm: CongestionWindow.factory({ initial: 64 }) }
+ * }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerDefault: (
+  options?: DefaultOptions
+) => Layer.Layer<SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient> = internal.layerDefault
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables);
+ * a missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field. The policies come from context, as for `layer`.
  *
  * @example
  * ```ts
@@ -188,15 +286,22 @@ export const layer: (
  * import { Config } from "effect"
  *
  * const ClientLive = SluiceHttpClient.layerConfig(
- *   Config.all({ maxAttempts: Config.integer("HTTP_MAX_ATTEMPTS").pipe(Config.withDefault(3)) })
+ *   Config.all({
+ *     maxAttempts: Config.integer("HTTP_MAX_ATTEMPTS").pipe(Config.withDefault(3)),
+ *     timeout: Config.duration("HTTP_TIMEOUT").pipe(Config.withDefault("2 seconds"))
+ *   })
  * )
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layerConfig = (
   config: Config.Config<ClientOptions>
-): Layer.Layer<SluiceHttpClient, Options.InvalidOptions | ConfigError.ConfigError, HttpClient.HttpClient> =>
-  Layer.unwrapEffect(Effect.map(config, internal.layer))
+): Layer.Layer<
+  SluiceHttpClient,
+  Options.InvalidOptions | ConfigError.ConfigError,
+  HttpClient.HttpClient | Policies
+> => Layer.unwrapEffect(Effect.map(config, internal.layer))
 
 /**
  * Opts the requests made by an effect in (`true`) or out (`false`) of retries,

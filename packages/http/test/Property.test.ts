@@ -133,7 +133,7 @@ describe("hostile header values (property tests over a real NodeHttpServer)", ()
         )
         const base = yield* serve(app)
         const maxRetryAfter = 40
-        const client = yield* SluiceHttpClient.make({
+        const client = yield* SluiceHttpClient.makeDefault({
           maxAttempts: 3,
           maxRetryAfter: Duration.millis(maxRetryAfter),
           schedule: Backoff.exponential({ base: "1 millis", max: "5 millis" }),

@@ -4,10 +4,10 @@ import { createServer } from "node:http"
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { LoadShedder } from "@sluice/adaptive"
+import { AdaptiveThrottle, ConcurrencyLimiter, LoadShedder } from "@sluice/adaptive"
 import { Criticality } from "@sluice/core"
 import { Middleware, SluiceHttpClient, ThrottleSignal, Trust } from "@sluice/http"
-import { RetryHistogram } from "@sluice/retry"
+import { RetryBudget, RetryHistogram } from "@sluice/retry"
 import { Config, ConfigProvider, Effect, Layer } from "effect"
 
 describe("README", () => {
@@ -39,11 +39,22 @@ describe("README", () => {
       const server = yield* Effect.provide(HttpServer.HttpServer, context)
       const port = server.address._tag === "TcpAddress" ? server.address.port : 0
 
+      // The app's own policies: the client uses these instances, and so can the rest of the app.
+      const PoliciesLive = Layer.mergeAll(
+        RetryBudget.layer(),
+        AdaptiveThrottle.layer(),
+        ConcurrencyLimiter.layer()
+      )
+
       const ClientLive = SluiceHttpClient.layer({
         maxAttempts: 3,
         timeout: "2 seconds",
         maxRetryAfter: "10 seconds"
-      }).pipe(Layer.provideMerge(ThrottleSignal.layer()), Layer.provide(NodeHttpClient.layerUndici))
+      }).pipe(
+        Layer.provideMerge(ThrottleSignal.layer()),
+        Layer.provideMerge(PoliciesLive),
+        Layer.provide(NodeHttpClient.layerUndici)
+      )
 
       const items = Effect.flatMap(SluiceHttpClient.SluiceHttpClient, (client) =>
         client.get(`http://127.0.0.1:${port}/items`)

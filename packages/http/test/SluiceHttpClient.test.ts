@@ -109,9 +109,10 @@ const makeBackend = () => {
   return { app, hits }
 }
 
-// Zero backoff keeps the tests fast; the policy is the real one.
-const clientLayer = (options: SluiceHttpClient.ClientOptions = {}) =>
-  SluiceHttpClient.layer({ schedule: Schedule.forever, ...options }).pipe(
+// Zero backoff keeps the tests fast; the policy is the real one. Private policy
+// instances per test (`layerDefault`); the shared ones are tested in Policies.test.ts.
+const clientLayer = (options: SluiceHttpClient.DefaultOptions = {}) =>
+  SluiceHttpClient.layerDefault({ schedule: Schedule.forever, ...options }).pipe(
     Layer.provide(NodeHttpClient.layerUndici)
   )
 

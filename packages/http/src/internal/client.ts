@@ -75,36 +75,99 @@ type AttemptError =
   | Errors.Throttled
   | import("effect/Cause").TimeoutException
 
-/** @internal */
+type ResolvedOptions = typeof ClientOptionsSchema.Type
+
+/** The policy instances one client runs its requests through (`undefined`: off). */
+interface Policies {
+  readonly throttle: AdaptiveThrottle.Service | undefined
+  readonly limiters: ConcurrencyLimiter.Service | undefined
+  readonly budgets: RetryBudget.Service | undefined
+}
+
+const decodeOptions = (options: C.ClientOptions): Effect.Effect<ResolvedOptions, Options.InvalidOptions> =>
+  Options.decode(
+    "SluiceHttpClient",
+    ClientOptionsSchema
+  )({
+    ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+    ...(options.maxRetryAfter !== undefined ? { maxRetryAfter: options.maxRetryAfter } : {}),
+    ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+    ...(options.attemptTimeout !== undefined ? { attemptTimeout: options.attemptTimeout } : {}),
+    ...(options.retryNonIdempotent !== undefined ? { retryNonIdempotent: options.retryNonIdempotent } : {}),
+    ...(options.throttleFromJson !== undefined ? { throttleFromJson: options.throttleFromJson } : {}),
+    ...(options.name !== undefined ? { name: options.name } : {}),
+    ...(options.retryableStatuses !== undefined ? { retryableStatuses: options.retryableStatuses } : {}),
+    ...(options.errorBodyTimeout !== undefined ? { errorBodyTimeout: options.errorBodyTimeout } : {})
+  })
+
+/** Options of `makeDefault` that configure private policy instances. */
+const POLICY_FIELDS = ["budget", "throttle", "limiter"] as const
+
+/**
+ * A client built from the policy services in context: the app's own `RetryBudget`,
+ * `AdaptiveThrottle` and `ConcurrencyLimiter`, shared with whatever else uses them.
+ *
+ * @internal
+ */
 export const make = (
   options: C.ClientOptions = {}
+): Effect.Effect<
+  C.Client,
+  Options.InvalidOptions,
+  | HttpClient.HttpClient
+  | AdaptiveThrottle.AdaptiveThrottle
+  | ConcurrencyLimiter.ConcurrencyLimiter
+  | RetryBudget.RetryBudget
+> =>
+  Effect.gen(function* () {
+    // Policy options given here would be silently ignored (they configure the services
+    // in context, or private ones in `makeDefault`): say so instead.
+    const misplaced = POLICY_FIELDS.find((field) => (options as Record<string, unknown>)[field] !== undefined)
+    if (misplaced !== undefined) {
+      return yield* new Options.InvalidOptions({
+        module: "SluiceHttpClient",
+        message:
+          `SluiceHttpClient: invalid options\n└─ ["${misplaced}"]\n   └─ the policies come from context here: ` +
+          `configure the ${misplaced} service's own layer, or use layerDefault / makeDefault for private ones`
+      })
+    }
+    const config = yield* decodeOptions(options)
+    return yield* build(options, config, {
+      throttle: yield* AdaptiveThrottle.AdaptiveThrottle,
+      limiters: yield* ConcurrencyLimiter.ConcurrencyLimiter,
+      budgets: yield* RetryBudget.RetryBudget
+    })
+  })
+
+/**
+ * A client with its own private policy instances, built from `options`.
+ *
+ * @internal
+ */
+export const makeDefault = (
+  options: C.DefaultOptions = {}
 ): Effect.Effect<C.Client, Options.InvalidOptions, HttpClient.HttpClient> =>
   Effect.gen(function* () {
-    const config = yield* Options.decode(
-      "SluiceHttpClient",
-      ClientOptionsSchema
-    )({
-      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
-      ...(options.maxRetryAfter !== undefined ? { maxRetryAfter: options.maxRetryAfter } : {}),
-      ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
-      ...(options.attemptTimeout !== undefined ? { attemptTimeout: options.attemptTimeout } : {}),
-      ...(options.retryNonIdempotent !== undefined ? { retryNonIdempotent: options.retryNonIdempotent } : {}),
-      ...(options.throttleFromJson !== undefined ? { throttleFromJson: options.throttleFromJson } : {}),
-      ...(options.name !== undefined ? { name: options.name } : {}),
-      ...(options.retryableStatuses !== undefined ? { retryableStatuses: options.retryableStatuses } : {}),
-      ...(options.errorBodyTimeout !== undefined ? { errorBodyTimeout: options.errorBodyTimeout } : {})
+    const config = yield* decodeOptions(options)
+    return yield* build(options, config, {
+      throttle: options.throttle === false ? undefined : yield* AdaptiveThrottle.make(options.throttle ?? {}),
+      limiters:
+        options.limiter === false ? undefined : yield* ConcurrencyLimiter.makeService(options.limiter ?? {}),
+      budgets: options.budget === false ? undefined : yield* RetryBudget.make(options.budget ?? {})
     })
+  })
+
+const build = (
+  options: C.ClientOptions,
+  config: ResolvedOptions,
+  policies: Policies
+): Effect.Effect<C.Client, never, HttpClient.HttpClient> =>
+  Effect.gen(function* () {
     const platform = yield* HttpClient.HttpClient
     const settings: WireProtocolSettings = yield* WireProtocol
     const signals = Option.getOrUndefined(yield* Effect.serviceOption(ThrottleSignal))
-    const throttle =
-      options.throttle === false ? undefined : yield* AdaptiveThrottle.make(options.throttle ?? {})
-    const limiters =
-      options.limiter === false ? undefined : yield* ConcurrencyLimiter.makeService(options.limiter ?? {})
-    const budget =
-      options.budget === false
-        ? undefined
-        : (yield* RetryBudget.make(options.budget ?? {})).forKey(config.name)
+    const { throttle, limiters } = policies
+    const budget = policies.budgets?.forKey(config.name)
     const keyOf = options.key ?? hostOf
     const names = settings.headers
     const timeout = config.timeout === undefined ? undefined : Duration.toMillis(config.timeout)
@@ -265,5 +328,17 @@ export const SluiceHttpClient = Context.GenericTag<C.SluiceHttpClient, C.Client>
 /** @internal */
 export const layer = (
   options?: C.ClientOptions
+): Layer.Layer<
+  C.SluiceHttpClient,
+  Options.InvalidOptions,
+  | HttpClient.HttpClient
+  | AdaptiveThrottle.AdaptiveThrottle
+  | ConcurrencyLimiter.ConcurrencyLimiter
+  | RetryBudget.RetryBudget
+> => Layer.effect(SluiceHttpClient, make(options))
+
+/** @internal */
+export const layerDefault = (
+  options?: C.DefaultOptions
 ): Layer.Layer<C.SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient> =>
-  Layer.effect(SluiceHttpClient, make(options))
+  Layer.effect(SluiceHttpClient, makeDefault(options))

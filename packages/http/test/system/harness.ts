@@ -10,23 +10,40 @@ import { createServer } from "node:http"
 import { HttpServer, HttpServerRequest } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
+import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { SluiceHttpClient } from "@sluice/http"
+import { RetryBudget } from "@sluice/retry"
 import { Cause, Effect, Exit, Layer, Metric } from "effect"
 import type { Scope } from "effect"
 
 /**
- * Options the tests pass that today's `ClientOptions` may not have yet (an API
- * assumption of `retries.test.ts`): `retryableStatuses`, the response statuses the
+ * The client's options and those of its policies (`budget`, `throttle`, `limiter`,
+ * as `layerDefault` takes them). `retryableStatuses`: the response statuses the
  * client retries, default `[408, 502, 503, 504]` (429 goes its own way through
  * `QuotaExceeded` and `Retry-After`); 500 is opt-in.
  */
-export type ClientOptions = SluiceHttpClient.ClientOptions & {
-  readonly retryableStatuses?: ReadonlyArray<number> | undefined
+export interface ClientOptions extends SluiceHttpClient.ClientOptions {
+  readonly budget?: RetryBudget.RetryBudgetOptions | undefined
+  readonly throttle?: AdaptiveThrottle.AdaptiveThrottleOptions | undefined
+  readonly limiter?: ConcurrencyLimiter.ServiceOptions | undefined
 }
 
-/** The client Layer as the README builds it: `SluiceHttpClient.layer(options)` over undici. */
-export const clientLayer = (options: ClientOptions) =>
-  SluiceHttpClient.layer(options).pipe(Layer.provide(NodeHttpClient.layerUndici))
+/**
+ * The client Layer as the README builds it: `SluiceHttpClient.layer(options)` over
+ * undici, its budget, throttle and limiter the app's own services, provided beside it
+ * (so a test can read their state).
+ */
+export const clientLayer = ({ budget, limiter, throttle, ...options }: ClientOptions) =>
+  SluiceHttpClient.layer(options).pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        RetryBudget.layer(budget),
+        AdaptiveThrottle.layer(throttle),
+        ConcurrencyLimiter.layer(limiter)
+      )
+    ),
+    Layer.provide(NodeHttpClient.layerUndici)
+  )
 
 /**
  * Serves `app` on 127.0.0.1, port chosen by the OS, for the life of the scope and
