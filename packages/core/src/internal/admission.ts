@@ -65,8 +65,8 @@ class Pass implements A.Entry {
   }
 
   /** Settles the first `count` tickets, innermost first. */
-  settle(count: number, result: outcome.Outcome): void {
-    for (let i = count - 1; i >= 0; i--) this.gates[i]!.settle(this.tickets[i], result)
+  settle(count: number, result: outcome.Outcome, cause?: Cause.Cause<unknown>): void {
+    for (let i = count - 1; i >= 0; i--) this.gates[i]!.settle(this.tickets[i], result, cause)
   }
 
   enterFrom(start: number): Effect.Effect<unknown, unknown, unknown> {
@@ -88,7 +88,7 @@ class Pass implements A.Entry {
         return Effect.succeed(value)
       },
       onFailure: (cause) => {
-        this.settle(gates.length, outcome.ofCause(cause, this.options))
+        this.settle(gates.length, outcome.ofCause(cause, this.options), cause)
         return this.recover(cause)
       }
     })
