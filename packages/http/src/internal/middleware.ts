@@ -7,7 +7,7 @@ import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
 import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
-import { Criticality, Errors, Quota } from "@sluice/core"
+import { Admission, Criticality, Errors, Quota } from "@sluice/core"
 import { RetryHistogram } from "@sluice/retry"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -326,13 +326,12 @@ export const loadShed =
     // call stays the handler's failure.
     const inner = Effect.either(app)
     const guarded = (shedder: LoadShedder.Service | undefined) => {
-      let effect: Effect.Effect<
-        Either.Either<HttpServerResponse.HttpServerResponse, E>,
-        Errors.Overloaded,
-        any
-      > = inner
-      if (options.limiter !== undefined) effect = options.limiter.run(effect)
-      if (shedder !== undefined) effect = shedder.run(effect)
+      // Shedder outside, limiter inside, entered in one step (`Admission.guard`).
+      const gates: Array<Admission.Gate<unknown, Errors.Overloaded>> = []
+      if (shedder !== undefined) gates.push(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>)
+      if (options.limiter !== undefined)
+        gates.push(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>)
+      const effect = inner.pipe(Admission.guard(gates))
       return Effect.matchEffect(effect, {
         onFailure: (error) =>
           Effect.map(WireProtocol, (settings) => errorResponse(error, settings)).pipe(
