@@ -218,7 +218,7 @@ export const make = (
     }
 
     // The shedder's side of the admission protocol. Work is admitted at once or shed; a
-    // shed goes down the waiting path only so that the refusal is failed inside its span.
+    // shed goes down the waiting path (`Wait`) only so that the refusal fails inside its span.
     // Whatever the outcome, a settled ticket is work that left: the shedder counts load,
     // it learns nothing from how the work went.
     const gate: Admission.Gate<LS.Ticket, Errors.Overloaded> = {
@@ -239,7 +239,9 @@ export const make = (
           const rank = rankOf[level]
           const u = levelUtilization(rank, now)
           lastArrival[rank] = now
-          return u >= levelThresholds[rank]! ? shed(level, u) : Effect.succeed(admit(rank, entry))
+          // Admitted (the load fell since `tryEnter`): counted in one synchronous step that
+          // hands the ticket straight on, so no interruption falls between the count and the ticket.
+          return u >= levelThresholds[rank]! ? shed(level, u) : Effect.sync(() => admit(rank, entry))
         }),
       settle: (ticket) => {
         const { clock, rank } = ticket as Ticket

@@ -189,12 +189,13 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
         const admitted = this.admit(entry)
         return admitted instanceof Ticket ? admitted : admission.refuse(admitted)
       },
-      // `tryEnter` never waits; this path only serves callers that use the gate by hand.
+      // `tryEnter` never waits; this path only serves callers that use the gate by hand. The
+      // ticket is taken in one synchronous step that hands it straight to the caller's
+      // continuation, so no interruption can fall between taking a probe slot and returning it.
       enter: (entry) =>
-        Effect.suspend(() => {
-          const admitted = this.admit(entry)
-          return admitted instanceof Ticket ? Effect.succeed(admitted) : Effect.fail(admitted)
-        }),
+        Effect.suspend(() =>
+          this.admissible(entry.now) ? Effect.sync(() => this.take(entry)) : Effect.fail(this.reject(entry.now))
+        ),
       settle: (ticket, outcome, cause) => this.settle(ticket as Ticket, outcome, cause)
     }
     this.guarded = admission.guard([this.gate as Admission.Gate<unknown, unknown>]) as any
@@ -298,13 +299,19 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
 
   // ---- the admission protocol ----
 
+  private admissible(now: number): boolean {
+    if (this.st === CLOSED) return true
+    this.poll(now)
+    return this.st === HALF_OPEN && this.probesStarted < this.probes
+  }
+
   private admit(entry: Admission.Entry): Ticket | CircuitOpen {
-    if (this.st !== CLOSED) {
-      const now = entry.now
-      this.poll(now)
-      if (this.st !== HALF_OPEN || this.probesStarted >= this.probes) return this.reject(now)
-      this.probesStarted++
-    }
+    return this.st === CLOSED || this.admissible(entry.now) ? this.take(entry) : this.reject(entry.now)
+  }
+
+  /** A ticket under the current state (taking a probe slot when half-open). */
+  private take(entry: Admission.Entry): Ticket {
+    if (this.st === HALF_OPEN) this.probesStarted++
     const ticket = this.ticket
     if (ticket !== undefined && ticket.services === entry.services) return ticket
     return (this.ticket = new Ticket(

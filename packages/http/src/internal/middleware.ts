@@ -362,7 +362,11 @@ export interface RetryGuardOptions {
   readonly trust?: TrustPolicy | undefined
 }
 
-const isRetryableSluice = (e: unknown): e is Errors.Overloaded | Errors.CircuitOpen =>
+// Not a classifier of outcomes: this is the encoding side of the wire protocol. These are
+// the Sluice errors `errorResponse` answers with a plain 503 (plus `Retry-After`), which
+// the caller decodes as a remote `Overloaded` and retries; a 429 keeps its quota headers,
+// `Throttled` and `DontRetry` already say "don't retry".
+const answeredWith503 = (e: unknown): e is Errors.Overloaded | Errors.CircuitOpen =>
   e instanceof Errors.Overloaded || e instanceof Errors.CircuitOpen
 
 /** @internal */
@@ -413,7 +417,7 @@ export const retryGuard =
               // Sluice errors keep their own mapping (`mapErrors`, outside); the retryable
               // ones become terminal while retries dominate.
               const error = failure.value
-              if (!isRetryableSluice(error) || !rejecting()) return Effect.failCause(cause)
+              if (!answeredWith503(error) || !rejecting()) return Effect.failCause(cause)
               return Effect.fail(new Errors.DontRetry({ reason: "server", cause: error }))
             }
             if (!rejecting()) return Effect.failCause(cause)
