@@ -123,26 +123,30 @@ describe("Admission.guard", () => {
     )
   })
 
-  it.effect("the breaker's gate: a refusal of a gate inside it and the caller's interruption count nothing", () =>
-    Effect.gen(function* () {
-      const breaker = yield* CircuitBreaker.make({ name: "gates", consecutiveFailures: 1 })
-      const inner = recorder("inner", () => "refuse")
-      const guard = Admission.guard([breaker.gate, inner.gate])
-      for (let i = 0; i < 10; i++) yield* Effect.exit(guard(Effect.fail(new Error("never runs"))))
-      expect(yield* breaker.state).toBe("closed")
-      const fiber = yield* Effect.fork(Admission.guard([breaker.gate])(Effect.never))
-      yield* TestClock.adjust("1 millis")
-      yield* Fiber.interrupt(fiber)
-      expect(yield* breaker.state).toBe("closed")
-      // A remote drop and an application error count; a 4xx-like "ignored" does not.
-      const ignored = { _tag: "ResponseError", response: { status: 404 } }
-      yield* Effect.exit(Admission.guard([breaker.gate])(Effect.fail(ignored)))
-      expect(yield* breaker.state).toBe("closed")
-      yield* Effect.exit(Admission.guard([breaker.gate])(Effect.fail(new Errors.Overloaded({ reason: "503" }))))
-      expect(yield* breaker.state).toBe("open")
-      const refused = yield* Effect.exit(Admission.guard([breaker.gate])(Effect.succeed(1)))
-      expect(Exit.isFailure(refused) && Exit.causeOption(refused)).toBeTruthy()
-    })
+  it.effect(
+    "the breaker's gate: a refusal of a gate inside it and the caller's interruption count nothing",
+    () =>
+      Effect.gen(function* () {
+        const breaker = yield* CircuitBreaker.make({ name: "gates", consecutiveFailures: 1 })
+        const inner = recorder("inner", () => "refuse")
+        const guard = Admission.guard([breaker.gate, inner.gate])
+        for (let i = 0; i < 10; i++) yield* Effect.exit(guard(Effect.fail(new Error("never runs"))))
+        expect(yield* breaker.state).toBe("closed")
+        const fiber = yield* Effect.fork(Admission.guard([breaker.gate])(Effect.never))
+        yield* TestClock.adjust("1 millis")
+        yield* Fiber.interrupt(fiber)
+        expect(yield* breaker.state).toBe("closed")
+        // A remote drop and an application error count; a 4xx-like "ignored" does not.
+        const ignored = { _tag: "ResponseError", response: { status: 404 } }
+        yield* Effect.exit(Admission.guard([breaker.gate])(Effect.fail(ignored)))
+        expect(yield* breaker.state).toBe("closed")
+        yield* Effect.exit(
+          Admission.guard([breaker.gate])(Effect.fail(new Errors.Overloaded({ reason: "503" })))
+        )
+        expect(yield* breaker.state).toBe("open")
+        const refused = yield* Effect.exit(Admission.guard([breaker.gate])(Effect.succeed(1)))
+        expect(Exit.isFailure(refused) && Exit.causeOption(refused)).toBeTruthy()
+      })
   )
 
   it.effect("the breaker's gate: isFailure judges the typed error settle is given", () =>

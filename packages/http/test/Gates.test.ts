@@ -37,7 +37,10 @@ describe("gates of every policy under one Admission.guard", () => {
   it.effect("a breaker outside a limiter that refuses locally is not opened by the refusals", () =>
     Effect.gen(function* () {
       const breaker = yield* CircuitBreaker.make({ name: "outside", consecutiveFailures: 1 })
-      const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => LimitAlgorithm.fixed(1), maxQueue: 0 })
+      const limiter = yield* ConcurrencyLimiter.make({
+        algorithm: () => LimitAlgorithm.fixed(1),
+        maxQueue: 0
+      })
       const guard = Admission.guard([breaker.gate, limiter.gate])
       const release = yield* Deferred.make<void>()
       const holder = yield* Effect.fork(guard(Deferred.await(release)))
@@ -46,7 +49,9 @@ describe("gates of every policy under one Admission.guard", () => {
       for (let i = 0; i < 50; i++) {
         const exit = yield* Effect.exit(guard(Effect.succeed("never runs")))
         const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
-        expect(Option.isSome(error) && error.value instanceof Errors.Overloaded && error.value.origin).toBe("local")
+        expect(Option.isSome(error) && error.value instanceof Errors.Overloaded && error.value.origin).toBe(
+          "local"
+        )
       }
       expect(yield* breaker.state).toBe("closed")
       // The caller giving up counts nothing either.
@@ -70,7 +75,11 @@ describe("gates of every policy under one Admission.guard", () => {
       fc.asyncProperty(fc.array(step, { maxLength: 40 }), (script) =>
         Effect.gen(function* () {
           const throttle = yield* AdaptiveThrottle.make({ minRequestRate: 0 })
-          const breaker = yield* CircuitBreaker.make({ name: "property", consecutiveFailures: 2, openFor: "100 millis" })
+          const breaker = yield* CircuitBreaker.make({
+            name: "property",
+            consecutiveFailures: 2,
+            openFor: "100 millis"
+          })
           const shedder = yield* LoadShedder.make({ capacity: 2, smoothing: "10 millis" })
           const limiter = yield* ConcurrencyLimiter.make({
             algorithm: () => LimitAlgorithm.fixed(2),

@@ -194,7 +194,9 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
       // continuation, so no interruption can fall between taking a probe slot and returning it.
       enter: (entry) =>
         Effect.suspend(() =>
-          this.admissible(entry.now) ? Effect.sync(() => this.take(entry)) : Effect.fail(this.reject(entry.now))
+          this.admissible(entry.now)
+            ? Effect.sync(() => this.take(entry))
+            : Effect.fail(this.reject(entry.now))
         ),
       settle: (ticket, outcome, cause) => this.settle(ticket as Ticket, outcome, cause)
     }
