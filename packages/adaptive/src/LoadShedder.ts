@@ -43,6 +43,13 @@
  * less critical request is being admitted or queued, no more critical one is
  * shed.
  *
+ * The shedder speaks the admission protocol (`Admission`): {@link Service.gate} admits
+ * or sheds (a local `Overloaded`, outcome `"refused"`), and `run` is
+ * `Admission.guard([shedder.gate])`, so it composes with a concurrency limiter or
+ * other gates in one step. It reads the work's criticality from the gate's `Entry`,
+ * and counts the work active until its ticket is settled, whatever the outcome: it
+ * measures load and does not classify how the work went.
+ *
  * Metrics (tag `shedder` = `name`): gauges `sluice_load_shedder_utilization`
  * and `sluice_load_shedder_event_loop_utilization`, counters
  * `sluice_load_shedder_shed` and `sluice_load_shedder_admitted` (tag
@@ -50,7 +57,7 @@
  *
  * @since 0.1.0
  */
-import type { Criticality, Errors, Options } from "@sluice/core"
+import type { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -70,6 +77,15 @@ export interface Service {
    * `Overloaded` (reason `"shed"`).
    */
   readonly run: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  /**
+   * The shedder's side of the admission protocol, to compose with other gates in one
+   * step through `Admission.guard` (`run` is `Admission.guard([gate])`): a ticket when
+   * the entry's criticality is admitted, else a local `Overloaded` (reason `"shed"`).
+   * The ticket counts as active work until it is settled.
+   *
+   * @since 0.2.0
+   */
+  readonly gate: Admission.Gate<Ticket, Errors.Overloaded>
   /** The utilization now: `max(smoothed active / capacity, event-loop utilization)`, all levels. */
   readonly utilization: Effect.Effect<number>
   /** Synchronous peek of the utilization; without `nowMillis`, reads the `Clock` the shedder was built with. */
@@ -97,6 +113,16 @@ export interface Service {
   readonly thresholds: Readonly<Record<Criticality.Criticality, number>>
   readonly capacity: number
   readonly retryAfter: Duration.Duration
+}
+
+/**
+ * Work a shedder admitted through its {@link Service.gate}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Ticket {
+  readonly criticality: Criticality.Criticality
 }
 
 /**

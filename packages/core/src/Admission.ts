@@ -16,6 +16,7 @@
  *
  * @since 0.2.0
  */
+import type * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
 import type * as DefaultServices from "effect/DefaultServices"
 import type * as Effect from "effect/Effect"
@@ -78,8 +79,14 @@ export interface Gate<T, E> {
   readonly tryEnter: (entry: Entry) => T | Refused<E> | Wait
   /** The waiting path, taken after `tryEnter` answered {@link Wait}. Interruptible. */
   readonly enter: (entry: Entry) => Effect.Effect<T, E>
-  /** Called exactly once per ticket with the outcome of the work (`"refused"` when a later gate refused it). */
-  readonly settle: (ticket: T, outcome: Outcome.Outcome) => void
+  /**
+   * Called exactly once per ticket with the outcome of the work (`"refused"` when a later
+   * gate refused it). When the work itself failed, `cause` is the `Cause` the outcome was
+   * computed from: a gate never classifies it again, but a gate whose owner judges typed
+   * errors by a predicate of their own (the circuit breaker's `isFailure`) reads the error
+   * there. Absent for a success and for work refused or interrupted before it ran.
+   */
+  readonly settle: (ticket: T, outcome: Outcome.Outcome, cause?: Cause.Cause<unknown>) => void
   /** Extra errors this gate's owner declared as overload (see `Outcome.ClassifyOptions`). */
   readonly isDrop?: ((error: unknown) => boolean) | undefined
 }

@@ -14,11 +14,20 @@
  *   are refused with `CircuitOpen`.
  * - `isolate` forces it open until `reset`; `reset` closes it and forgets its history.
  *
- * Which failures count: typed failures for which `isFailure` returns `true` (default:
- * every failure) and every defect. A failure that `isFailure` rejects counts as a
- * success (the dependency answered). Interruption never counts: an interrupted probe
- * gives its slot back, and an interrupted call in the closed state records nothing.
- * Outcomes of calls admitted before a state change are ignored.
+ * The breaker speaks the admission protocol (`Admission`): {@link CircuitBreaker.gate}
+ * refuses with `CircuitOpen`, and `withBreaker` is `Admission.guard([breaker.gate])`.
+ * It learns from the `Outcome` core computed once from the call's `Exit`, never from a
+ * classification of its own:
+ *
+ * | outcome | counts as |
+ * |---|---|
+ * | `success` | a success |
+ * | `dropped`, `failed` | a failure, if `isFailure` accepts the typed error (default: every error; defects always); otherwise a success (the dependency answered) |
+ * | `refused` (the breaker or a gate inside it said no: a local limiter, throttle, shedder) | nothing |
+ * | `ignored` (the caller interrupted the call; a 4xx that says nothing about load) | nothing |
+ *
+ * A probe whose outcome counts nothing gives its slot back. Outcomes of calls
+ * admitted before a state change are ignored.
  *
  * The closed-state success path is one synchronous state check plus a counter update;
  * a `Clock` read happens only when a failure ratio is configured or something fails.
@@ -36,6 +45,7 @@ import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import type * as Schedule from "effect/Schedule"
 import type * as Stream from "effect/Stream"
+import type * as Admission from "./Admission.js"
 import type { CircuitOpen } from "./Errors.js"
 import * as internal from "./internal/circuitBreaker.js"
 import type { InvalidOptions } from "./Options.js"
@@ -71,6 +81,19 @@ export interface StateChange {
 }
 
 /**
+ * A call a breaker admitted through its {@link CircuitBreaker.gate}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Ticket {
+  /** The state generation it was admitted under: once the breaker changes state, its outcome is ignored. */
+  readonly generation: number
+  /** Whether it is one of the K half-open probes. */
+  readonly probe: boolean
+}
+
+/**
  * Options, validated by a Schema at construction:
  *
  * - `name`: non-empty; tags metrics and `CircuitOpen`.
@@ -82,7 +105,8 @@ export interface StateChange {
  *   the open durations of successive trips until the breaker closes again; when it
  *   ends, the last delay is reused).
  * - `halfOpenProbes`: positive integer, default 1.
- * - `isFailure`: which typed failures count (default: all).
+ * - `isFailure`: which typed failures of outcome `dropped` or `failed` count (default:
+ *   all); one it rejects counts as a success. Defects always count.
  * - `onStateChange`: called synchronously on every transition (exceptions ignored).
  *
  * @since 0.1.0
@@ -113,8 +137,21 @@ export interface CircuitBreakerOptions {
 export interface CircuitBreaker extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
-  /** Runs `self` through the breaker, failing fast with `CircuitOpen` while open. */
+  /**
+   * Runs `self` through the breaker, failing fast with `CircuitOpen` while open
+   * (`Admission.guard([breaker.gate])`).
+   */
   withBreaker<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R>
+  /**
+   * The breaker's side of the admission protocol, to compose with other gates in one
+   * step through `Admission.guard`: a ticket while closed (or for one of the K
+   * half-open probes), else a refusal with `CircuitOpen`. Settled with the outcome
+   * (see the module notes); the typed error is judged by `isFailure` from the `cause`
+   * that `settle` is given.
+   *
+   * @since 0.2.0
+   */
+  readonly gate: Admission.Gate<Ticket, CircuitOpen>
   /** The current state (an open breaker whose time is up reports `"half-open"`). */
   readonly state: Effect.Effect<State>
   /** Forces the breaker open until {@link CircuitBreaker.reset}. */

@@ -5,13 +5,13 @@
  * throttle, the retry policy and its budget, the circuit breaker) reads the same
  * classification, so a failure means the same thing to all of them:
  *
- * | outcome | examples | limit algorithms and throttle learn | retried by default | spends retry budget |
- * |---|---|---|---|---|
- * | `success` | a value, a 2xx | yes (accept, round-trip sample) | — | no |
- * | `dropped` | remote `Overloaded` (503), `QuotaExceeded` (429), a timeout of the remote call, a `DontRetry` wrapping one | yes (reject) | yes, one layer up | yes |
- * | `refused` | this process said no: `Throttled`, `CircuitOpen`, a local `Overloaded` (own limiter queue full or wait timeout, own shedder, own pacer), a `DontRetry` wrapping one | no | no | no |
- * | `ignored` | the caller interrupted the call; a 4xx response error (other than 408/429) | no | no | no |
- * | `failed` | anything else (a defect, a transport error, an application error) | the throttle counts it as answered; limiters ignore it | only errors marked retryable (`Errors.markRetryable`, e.g. transport errors) | yes, when retried |
+ * | outcome | examples | limit algorithms and throttle learn | retried by default | spends retry budget | the circuit breaker counts it |
+ * |---|---|---|---|---|---|
+ * | `success` | a value, a 2xx | yes (accept, round-trip sample) | — | no | a success |
+ * | `dropped` | remote `Overloaded` (503), `QuotaExceeded` (429), a timeout of the remote call, a `DontRetry` wrapping one | yes (reject) | yes, one layer up | yes | a failure (`isFailure` narrows) |
+ * | `refused` | this process said no: `Throttled`, `CircuitOpen`, a local `Overloaded` (own limiter queue full or wait timeout, own shedder, own pacer), a `DontRetry` wrapping one | no | no | no | nothing |
+ * | `ignored` | the caller interrupted the call; a 4xx response error (other than 408/429) | no | no | no | nothing |
+ * | `failed` | anything else (a defect, a transport error, an application error) | the throttle counts it as answered; limiters ignore it | only errors marked retryable (`Errors.markRetryable`, e.g. transport errors) | yes, when retried | a failure (`isFailure` narrows; defects always) |
  *
  * Where an error came from is part of its value (`Errors.Origin`), not guessed
  * from its type: a concurrency limiter's own refusal is `Overloaded` with

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Admission, Criticality, Errors } from "@sluice/core"
-import { Deferred, Effect, Exit, FastCheck as fc, Fiber, TestClock } from "effect"
+import { Admission, CircuitBreaker, Criticality, Errors } from "@sluice/core"
+import { Deferred, Effect, Exit, FastCheck as fc, Fiber, TestClock, TestContext } from "effect"
 
 /** A gate that records what it was told; refuses, waits or admits as scripted. */
 const recorder = (name: string, mode: () => "admit" | "refuse" | "wait") => {
@@ -120,6 +120,120 @@ describe("Admission.guard", () => {
         }
       ),
       { numRuns: 60 }
+    )
+  })
+
+  it.effect(
+    "the breaker's gate: a refusal of a gate inside it and the caller's interruption count nothing",
+    () =>
+      Effect.gen(function* () {
+        const breaker = yield* CircuitBreaker.make({ name: "gates", consecutiveFailures: 1 })
+        const inner = recorder("inner", () => "refuse")
+        const guard = Admission.guard([breaker.gate, inner.gate])
+        for (let i = 0; i < 10; i++) yield* Effect.exit(guard(Effect.fail(new Error("never runs"))))
+        expect(yield* breaker.state).toBe("closed")
+        const fiber = yield* Effect.fork(Admission.guard([breaker.gate])(Effect.never))
+        yield* TestClock.adjust("1 millis")
+        yield* Fiber.interrupt(fiber)
+        expect(yield* breaker.state).toBe("closed")
+        // A remote drop and an application error count; a 4xx-like "ignored" does not.
+        const ignored = { _tag: "ResponseError", response: { status: 404 } }
+        yield* Effect.exit(Admission.guard([breaker.gate])(Effect.fail(ignored)))
+        expect(yield* breaker.state).toBe("closed")
+        yield* Effect.exit(
+          Admission.guard([breaker.gate])(Effect.fail(new Errors.Overloaded({ reason: "503" })))
+        )
+        expect(yield* breaker.state).toBe("open")
+        const refused = yield* Effect.exit(Admission.guard([breaker.gate])(Effect.succeed(1)))
+        expect(Exit.isFailure(refused) && Exit.causeOption(refused)).toBeTruthy()
+      })
+  )
+
+  it.effect("the breaker's gate: isFailure judges the typed error settle is given", () =>
+    Effect.gen(function* () {
+      const breaker = yield* CircuitBreaker.make({
+        name: "gates-isFailure",
+        consecutiveFailures: 2,
+        isFailure: (e) => !(e instanceof Errors.Overloaded)
+      })
+      const guard = Admission.guard([breaker.gate])
+      const drop = Effect.fail(new Errors.Overloaded({ reason: "503" }))
+      for (let i = 0; i < 5; i++) yield* Effect.exit(guard(drop))
+      expect(yield* breaker.state).toBe("closed")
+      yield* Effect.exit(guard(Effect.fail(new Error("x"))))
+      yield* Effect.exit(guard(drop)) // counts as a success: resets the run
+      yield* Effect.exit(guard(Effect.fail(new Error("x"))))
+      expect(yield* breaker.state).toBe("closed")
+      yield* Effect.exit(guard(Effect.die("bug")))
+      expect(yield* breaker.state).toBe("open")
+    })
+  )
+
+  it("property: a breaker between two gates settles every ticket once and never counts a refusal or an interruption", async () => {
+    const modes = fc.constantFrom("admit" as const, "refuse" as const, "wait" as const)
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(modes, modes, fc.constantFrom("ok", "fail", "die", "interrupt")), {
+          maxLength: 30
+        }),
+        async (script) => {
+          let current: readonly [string, string, string] = ["admit", "admit", "ok"]
+          const a = recorder("a", () => current[0] as "admit")
+          const b = recorder("b", () => current[1] as "admit")
+          const breaker = Effect.runSync(
+            CircuitBreaker.make({ name: "property", consecutiveFailures: 1, openFor: "1 millis" })
+          )
+          // Counts the breaker's open tickets around its own gate.
+          let open = 0
+          let settled = 0
+          const counted: Admission.Gate<CircuitBreaker.Ticket, Errors.CircuitOpen> = {
+            tryEnter: (entry) => {
+              const result = breaker.gate.tryEnter(entry)
+              if (result !== Admission.Wait && (result as { _tag?: unknown })._tag !== "Refused") open++
+              return result
+            },
+            enter: (entry) => Effect.tap(breaker.gate.enter(entry), () => Effect.sync(() => open++)),
+            settle: (ticket, outcome, cause) => {
+              open--
+              settled++
+              breaker.gate.settle(ticket, outcome, cause)
+            }
+          }
+          const guard = Admission.guard([a.gate, counted, b.gate])
+          let failures = 0
+          await Effect.runPromise(
+            Effect.gen(function* () {
+              for (const step of script) {
+                current = step
+                const gate = yield* Deferred.make<void>()
+                const work =
+                  step[2] === "ok"
+                    ? Effect.void
+                    : step[2] === "fail"
+                      ? Effect.fail(new Errors.Overloaded({ reason: "503" }))
+                      : step[2] === "die"
+                        ? Effect.die("bug")
+                        : Deferred.await(gate)
+                const before = settled
+                const fiber = yield* Effect.fork(guard(work))
+                if (step[2] === "interrupt") {
+                  yield* Effect.yieldNow()
+                  yield* Fiber.interrupt(fiber)
+                } else yield* Fiber.await(fiber)
+                // Only work that ran and failed may open the breaker.
+                const ran = settled > before && step[1] !== "refuse" && step[2] !== "interrupt"
+                if (ran && (step[2] === "fail" || step[2] === "die")) failures++
+                if (failures === 0) expect(yield* breaker.state).toBe("closed")
+                yield* TestClock.adjust("1 millis")
+              }
+            }).pipe(Effect.provide(TestContext.TestContext))
+          )
+          expect(open).toBe(0)
+          expect(a.open()).toBe(0)
+          expect(b.open()).toBe(0)
+        }
+      ),
+      { numRuns: 30 }
     )
   })
 })

@@ -1,7 +1,7 @@
-import { Criticality, Errors, Options } from "@sluice/core"
-import type * as Cause from "effect/Cause"
+import { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import type * as DefaultServices from "effect/DefaultServices"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
@@ -110,6 +110,20 @@ export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> = Ef
   })
 })
 
+/**
+ * Work the shedder admitted: its level, and the clock of the fiber that brought it
+ * (its completion folds the averages at that clock's time). One ticket serves every
+ * admission of a level from the same fiber services.
+ */
+class Ticket implements LS.Ticket {
+  constructor(
+    readonly criticality: Level,
+    readonly rank: number,
+    readonly services: Context.Context<DefaultServices.DefaultServices>,
+    readonly clock: Clock.Clock
+  ) {}
+}
+
 /** @internal */
 export const make = (
   options: LS.LoadShedderOptions
@@ -178,21 +192,20 @@ export const make = (
       for (let i = 0; i <= rank; i++) atLeast[i]! += delta
     }
 
-    // The clock of the latest admission: completions read it. Handlers are made once
-    // per level, not per call (a closure per call costs more than the bookkeeping).
-    let lastClock: Clock.Clock = peekClock
-    const handlersByRank = ascending.map((_, rank) => ({
-      onSuccess: (a: unknown) => {
-        fold(lastClock.unsafeCurrentTimeMillis())
-        add(rank, -1)
-        return Effect.succeed(a)
-      },
-      onFailure: (cause: Cause.Cause<unknown>) => {
-        fold(lastClock.unsafeCurrentTimeMillis())
-        add(rank, -1)
-        return Effect.failCause(cause)
-      }
-    }))
+    const tickets: Array<Ticket | undefined> = [undefined, undefined, undefined, undefined]
+    const admit = (rank: number, entry: Admission.Entry): Ticket => {
+      const level = ascending[rank]!
+      add(rank, 1)
+      admittedMetric.unsafeUpdate(1, levelTags[level])
+      const ticket = tickets[rank]
+      if (ticket !== undefined && ticket.services === entry.services) return ticket
+      return (tickets[rank] = new Ticket(
+        level,
+        rank,
+        entry.services,
+        Context.get(entry.services, Clock.Clock)
+      ))
+    }
 
     const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
       shedMetric.unsafeUpdate(1, levelTags[level])
@@ -204,32 +217,39 @@ export const make = (
       )
     }
 
-    const run = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.withFiberRuntime<A, E | Errors.Overloaded, R>((fiber) => {
-          const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-          const now = clock.unsafeCurrentTimeMillis()
+    // The shedder's side of the admission protocol. Work is admitted at once or shed; a
+    // shed goes down the waiting path (`Wait`) only so that the refusal fails inside its span.
+    // Whatever the outcome, a settled ticket is work that left: the shedder counts load,
+    // it learns nothing from how the work went.
+    const gate: Admission.Gate<LS.Ticket, Errors.Overloaded> = {
+      tryEnter: (entry) => {
+        const now = entry.now
+        fold(now)
+        const rank = rankOf[entry.criticality]
+        const u = levelUtilization(rank, now)
+        lastArrival[rank] = now
+        utilizationMetric.unsafeUpdate(utilization(), nameTags)
+        return u >= levelThresholds[rank]! ? Admission.Wait : admit(rank, entry)
+      },
+      enter: (entry) =>
+        Effect.suspend(() => {
+          const now = entry.now
           fold(now)
-          const level = fiber.getFiberRef(Criticality.currentCriticality)
+          const level = entry.criticality
           const rank = rankOf[level]
           const u = levelUtilization(rank, now)
           lastArrival[rank] = now
-          utilizationMetric.unsafeUpdate(utilization(), nameTags)
-          if (u >= levelThresholds[rank]!) return shed(level, u)
-          add(rank, 1)
-          admittedMetric.unsafeUpdate(1, levelTags[level])
-          // Uninterruptible between the increment and here; the handlers run on
-          // success, failure and interruption alike, so the count is always released.
-          lastClock = clock
-          return Effect.matchCauseEffect(
-            restore(effect),
-            handlersByRank[rank] as any as {
-              onSuccess: (a: A) => Effect.Effect<A, E>
-              onFailure: (cause: Cause.Cause<E>) => Effect.Effect<A, E>
-            }
-          )
-        })
-      )
+          // Admitted (the load fell since `tryEnter`): counted in one synchronous step that
+          // hands the ticket straight on, so no interruption falls between the count and the ticket.
+          return u >= levelThresholds[rank]! ? shed(level, u) : Effect.sync(() => admit(rank, entry))
+        }),
+      settle: (ticket) => {
+        const { clock, rank } = ticket as Ticket
+        fold(clock.unsafeCurrentTimeMillis())
+        add(rank, -1)
+      }
+    }
+    const run: LS.Service["run"] = Admission.guard([gate])
 
     if (decoded.eventLoop !== undefined) {
       const source = decoded.eventLoop.source ?? (yield* nodeEventLoopUtilization)
@@ -260,6 +280,7 @@ export const make = (
 
     return {
       run,
+      gate,
       utilization: Effect.map(Clock.currentTimeMillis, unsafeUtilization),
       unsafeUtilization,
       unsafeLevelUtilization,

@@ -72,8 +72,8 @@ class Pass implements A.Entry {
   }
 
   /** Settles the first `count` tickets, innermost first. */
-  settle(count: number, result: outcome.Outcome): void {
-    for (let i = count - 1; i >= 0; i--) this.gates[i]!.settle(this.tickets[i], result)
+  settle(count: number, result: outcome.Outcome, cause?: Cause.Cause<unknown>): void {
+    for (let i = count - 1; i >= 0; i--) this.gates[i]!.settle(this.tickets[i], result, cause)
   }
 
   enterFrom(start: number): Effect.Effect<unknown, unknown, unknown> {
@@ -99,7 +99,7 @@ class Pass implements A.Entry {
   }
 
   readonly onFailure = (cause: Cause.Cause<unknown>): Effect.Effect<unknown, unknown, unknown> => {
-    this.settle(this.gates.length, outcome.ofCause(cause, this.options))
+    this.settle(this.gates.length, outcome.ofCause(cause, this.options), cause)
     return this.recover(cause)
   }
 

@@ -1,4 +1,7 @@
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import type * as DefaultServices from "effect/DefaultServices"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
@@ -13,9 +16,12 @@ import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import type * as Admission from "../Admission.js"
 import type * as CB from "../CircuitBreaker.js"
 import { CircuitOpen } from "../Errors.js"
+import * as admission from "./admission.js"
 import * as Options from "./options.js"
+import type * as Outcome from "./outcome.js"
 import * as Ratio from "./ratio.js"
 import type * as R from "../Ratio.js"
 import type { InvalidOptions } from "./options.js"
@@ -35,11 +41,6 @@ type InternalState = typeof CLOSED | typeof HALF_OPEN | typeof OPEN | typeof ISO
 const publicState: ReadonlyArray<CB.State> = ["closed", "half-open", "open", "open"]
 // Gauge values: 0 closed, 1 half-open, 2 open (isolated included).
 const gaugeValue: ReadonlyArray<number> = [0, 1, 2, 2]
-
-// How an outcome counts.
-const COUNT_SUCCESS = 0
-const COUNT_FAILURE = 1
-const COUNT_NOTHING = 2
 
 const PositiveRatio = Options.Ratio.pipe(
   Schema.filter((n) => n > 0, { message: () => "expected a ratio in (0, 1]" })
@@ -100,9 +101,18 @@ const rejectedCounter = Metric.counter("sluice_circuit_breaker_rejected", {
 
 const DEFAULT_CONSECUTIVE = 5
 
-interface Handlers<A = any, E = any> {
-  readonly onSuccess: (a: A) => Effect.Effect<A>
-  readonly onFailure: (cause: Cause.Cause<E>) => Effect.Effect<never, E>
+/**
+ * A call the breaker admitted. One ticket serves every call admitted under the same
+ * generation (state) from the same fiber services, so the closed path allocates nothing.
+ */
+class Ticket implements CB.Ticket {
+  constructor(
+    readonly generation: number,
+    readonly probe: boolean,
+    readonly services: Context.Context<DefaultServices.DefaultServices>,
+    /** The clock of the admitting fiber: settling reads it only when the outcome needs a time. */
+    readonly clock: Clock.Clock
+  ) {}
 }
 
 class CircuitBreakerImpl implements CB.CircuitBreaker {
@@ -112,7 +122,7 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
   // Bumped on every transition; an outcome of a call admitted under another
   // generation belongs to a state that is gone and is ignored.
   private gen = 0
-  private handlers: Handlers
+  private ticket: Ticket | undefined = undefined
   private consecutive = 0
   private readonly threshold: number
   private readonly ratio: R.ExactRatio | undefined
@@ -174,8 +184,27 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
     this.transitions = Metric.taggedWithLabels(transitionsCounter, [nameTag])
     this.rejected = Metric.taggedWithLabels(rejectedCounter, [nameTag])
     this.gauge.unsafeUpdate(0, [])
-    this.handlers = this.makeClosedHandlers(this.gen)
+    this.gate = {
+      tryEnter: (entry) => {
+        const admitted = this.admit(entry)
+        return admitted instanceof Ticket ? admitted : admission.refuse(admitted)
+      },
+      // `tryEnter` never waits; this path only serves callers that use the gate by hand. The
+      // ticket is taken in one synchronous step that hands it straight to the caller's
+      // continuation, so no interruption can fall between taking a probe slot and returning it.
+      enter: (entry) =>
+        Effect.suspend(() =>
+          this.admissible(entry.now)
+            ? Effect.sync(() => this.take(entry))
+            : Effect.fail(this.reject(entry.now))
+        ),
+      settle: (ticket, outcome, cause) => this.settle(ticket as Ticket, outcome, cause)
+    }
+    this.guarded = admission.guard([this.gate as Admission.Gate<unknown, unknown>]) as any
   }
+
+  readonly gate: Admission.Gate<CB.Ticket, CircuitOpen>
+  private readonly guarded: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
 
   pipe() {
     // eslint-disable-next-line prefer-rest-params
@@ -188,7 +217,7 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
     const from = this.st
     this.st = to
     this.gen++
-    this.handlers = to === HALF_OPEN ? this.makeProbeHandlers(this.gen) : this.makeClosedHandlers(this.gen)
+    this.ticket = undefined
     this.consecutive = 0
     this.probesStarted = 0
     this.probesSucceeded = 0
@@ -240,27 +269,7 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
     if (this.st === OPEN && now >= this.halfOpenAt) this.enter(HALF_OPEN, now)
   }
 
-  private classify(cause: Cause.Cause<unknown>): number {
-    const failure = Cause.failureOption(cause)
-    if (Option.isSome(failure)) {
-      if (this.isFailure === undefined) return COUNT_FAILURE
-      try {
-        return this.isFailure(failure.value) ? COUNT_FAILURE : COUNT_SUCCESS
-      } catch {
-        return COUNT_FAILURE
-      }
-    }
-    return Cause.isDie(cause) ? COUNT_FAILURE : COUNT_NOTHING
-  }
-
-  private closedSuccess(gen: number, now: number): void {
-    if (gen !== this.gen) return
-    this.consecutive = 0
-    this.calls?.unsafeAdd(now)
-  }
-
-  private closedFailure(gen: number, now: number): void {
-    if (gen !== this.gen) return
+  private closedFailure(now: number): void {
     this.consecutive++
     let tripped = this.consecutive >= this.threshold
     if (this.calls !== undefined) {
@@ -274,98 +283,82 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
     if (tripped) this.trip(now)
   }
 
-  private probeSuccess(gen: number, now: number): void {
-    if (gen !== this.gen) return
-    this.probesSucceeded++
-    if (this.probesSucceeded >= this.probes) this.enter(CLOSED, now)
-  }
-
-  // ---- calls ----
-
-  // Outcome handlers are made once per generation (on each transition), so an
-  // admitted call allocates no closures of its own; the generation they capture
-  // is the one the call was admitted under.
-  private makeClosedHandlers(gen: number): Handlers {
-    const onFailure = (cause: Cause.Cause<unknown>) =>
-      Effect.clockWith((clock) => {
-        const now = clock.unsafeCurrentTimeMillis()
-        const verdict = this.classify(cause)
-        if (verdict === COUNT_FAILURE) this.closedFailure(gen, now)
-        else if (verdict === COUNT_SUCCESS) this.closedSuccess(gen, now)
-        return Effect.failCause(cause)
-      })
-    if (this.calls === undefined) {
-      return {
-        onSuccess: (a) => {
-          if (gen === this.gen) this.consecutive = 0
-          return Effect.succeed(a)
-        },
-        onFailure
-      }
-    }
-    return {
-      onSuccess: (a) =>
-        Effect.clockWith((clock) => {
-          this.closedSuccess(gen, clock.unsafeCurrentTimeMillis())
-          return Effect.succeed(a)
-        }),
-      onFailure
+  /**
+   * Whether a `dropped` or `failed` call counts against the dependency: `isFailure` judges
+   * the typed error the outcome was computed from (a rejected one counts as an answer);
+   * defects, and outcomes settled without a cause, always count.
+   */
+  private counts(cause: Cause.Cause<unknown> | undefined): boolean {
+    if (this.isFailure === undefined || cause === undefined) return true
+    const failure = Cause.failureOption(cause)
+    if (Option.isNone(failure)) return true
+    try {
+      return this.isFailure(failure.value)
+    } catch {
+      return true
     }
   }
 
-  private makeProbeHandlers(gen: number): Handlers {
-    return {
-      onSuccess: (a) =>
-        Effect.clockWith((clock) => {
-          this.probeSuccess(gen, clock.unsafeCurrentTimeMillis())
-          return Effect.succeed(a)
-        }),
-      onFailure: (cause) =>
-        Effect.clockWith((clock) => {
-          const now = clock.unsafeCurrentTimeMillis()
-          const verdict = this.classify(cause)
-          if (verdict === COUNT_SUCCESS) this.probeSuccess(gen, now)
-          else if (gen === this.gen) {
-            // An interrupted probe frees its slot; a failed probe re-opens.
-            if (verdict === COUNT_NOTHING) this.probesStarted--
-            else this.trip(now)
-          }
-          return Effect.failCause(cause)
-        })
+  // ---- the admission protocol ----
+
+  private admissible(now: number): boolean {
+    if (this.st === CLOSED) return true
+    this.poll(now)
+    return this.st === HALF_OPEN && this.probesStarted < this.probes
+  }
+
+  private admit(entry: Admission.Entry): Ticket | CircuitOpen {
+    return this.st === CLOSED || this.admissible(entry.now) ? this.take(entry) : this.reject(entry.now)
+  }
+
+  /** A ticket under the current state (taking a probe slot when half-open). */
+  private take(entry: Admission.Entry): Ticket {
+    if (this.st === HALF_OPEN) this.probesStarted++
+    const ticket = this.ticket
+    if (ticket !== undefined && ticket.services === entry.services) return ticket
+    return (this.ticket = new Ticket(
+      this.gen,
+      this.st === HALF_OPEN,
+      entry.services,
+      Context.get(entry.services, Clock.Clock)
+    ))
+  }
+
+  // The outcome is core's (`Outcome`); the breaker only decides what it counts as:
+  // `success` a success, `dropped` and `failed` a failure (as `isFailure` says), and
+  // `refused` (the breaker or a gate inside it said no) or `ignored` (the caller gave up,
+  // a 4xx) nothing at all. Tickets of a generation that is gone are ignored.
+  private settle(ticket: Ticket, outcome: Outcome.Outcome, cause: Cause.Cause<unknown> | undefined): void {
+    if (ticket.generation !== this.gen) return
+    if (outcome === "refused" || outcome === "ignored") {
+      // A probe that never reached the dependency gives its slot back.
+      if (ticket.probe) this.probesStarted--
+      return
+    }
+    const failed = outcome !== "success" && this.counts(cause)
+    if (ticket.probe) {
+      const now = ticket.clock.unsafeCurrentTimeMillis()
+      if (failed) this.trip(now)
+      else if (++this.probesSucceeded >= this.probes) this.enter(CLOSED, now)
+    } else if (failed) {
+      this.closedFailure(ticket.clock.unsafeCurrentTimeMillis())
+    } else {
+      this.consecutive = 0
+      // A Clock read only when a failure ratio is configured.
+      this.calls?.unsafeAdd(ticket.clock.unsafeCurrentTimeMillis())
     }
   }
 
-  private guard<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    return Effect.matchCauseEffect(self, this.handlers as Handlers<A, E>)
-  }
-
-  private reject(now: number): Effect.Effect<never, CircuitOpen> {
+  private reject(now: number): CircuitOpen {
     this.rejected.unsafeUpdate(1, [])
     const halfOpenAt = this.st === ISOLATED ? Infinity : this.halfOpenAt
     const retryAfter =
       halfOpenAt === Infinity ? Duration.infinity : Duration.millis(Math.max(0, halfOpenAt - now))
-    return Effect.fail(new CircuitOpen({ name: this.name, halfOpenAt, retryAfter }, true))
+    return new CircuitOpen({ name: this.name, halfOpenAt, retryAfter }, true)
   }
 
   withBreaker<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> {
-    return Effect.suspend(() => (this.st === CLOSED ? this.guard(self) : this.slow(self)))
-  }
-
-  private slow<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> {
-    // Admission and the outcome handler are installed without an interruption
-    // point between them, so an admitted probe always gives its slot back.
-    return Effect.uninterruptibleMask((restore) =>
-      Effect.clockWith((clock): Effect.Effect<A, E | CircuitOpen, R> => {
-        const now = clock.unsafeCurrentTimeMillis()
-        this.poll(now)
-        if (this.st === CLOSED) return this.guard(restore(self))
-        if (this.st === HALF_OPEN && this.probesStarted < this.probes) {
-          this.probesStarted++
-          return this.guard(restore(self))
-        }
-        return this.reject(now)
-      })
-    )
+    return this.guarded(self)
   }
 
   unsafeState(nowMillis: number): CB.State {

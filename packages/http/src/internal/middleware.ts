@@ -7,7 +7,7 @@ import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
 import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
-import { Criticality, Errors, Quota } from "@sluice/core"
+import { Admission, Criticality, Errors, Quota } from "@sluice/core"
 import { RetryHistogram } from "@sluice/retry"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -326,13 +326,12 @@ export const loadShed =
     // call stays the handler's failure.
     const inner = Effect.either(app)
     const guarded = (shedder: LoadShedder.Service | undefined) => {
-      let effect: Effect.Effect<
-        Either.Either<HttpServerResponse.HttpServerResponse, E>,
-        Errors.Overloaded,
-        any
-      > = inner
-      if (options.limiter !== undefined) effect = options.limiter.run(effect)
-      if (shedder !== undefined) effect = shedder.run(effect)
+      // Shedder outside, limiter inside, entered in one step (`Admission.guard`).
+      const gates: Array<Admission.Gate<unknown, Errors.Overloaded>> = []
+      if (shedder !== undefined) gates.push(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>)
+      if (options.limiter !== undefined)
+        gates.push(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>)
+      const effect = inner.pipe(Admission.guard(gates))
       return Effect.matchEffect(effect, {
         onFailure: (error) =>
           Effect.map(WireProtocol, (settings) => errorResponse(error, settings)).pipe(
@@ -363,7 +362,11 @@ export interface RetryGuardOptions {
   readonly trust?: TrustPolicy | undefined
 }
 
-const isRetryableSluice = (e: unknown): e is Errors.Overloaded | Errors.CircuitOpen =>
+// Not a classifier of outcomes: this is the encoding side of the wire protocol. These are
+// the Sluice errors `errorResponse` answers with a plain 503 (plus `Retry-After`), which
+// the caller decodes as a remote `Overloaded` and retries; a 429 keeps its quota headers,
+// `Throttled` and `DontRetry` already say "don't retry".
+const answeredWith503 = (e: unknown): e is Errors.Overloaded | Errors.CircuitOpen =>
   e instanceof Errors.Overloaded || e instanceof Errors.CircuitOpen
 
 /** @internal */
@@ -414,7 +417,7 @@ export const retryGuard =
               // Sluice errors keep their own mapping (`mapErrors`, outside); the retryable
               // ones become terminal while retries dominate.
               const error = failure.value
-              if (!isRetryableSluice(error) || !rejecting()) return Effect.failCause(cause)
+              if (!answeredWith503(error) || !rejecting()) return Effect.failCause(cause)
               return Effect.fail(new Errors.DontRetry({ reason: "server", cause: error }))
             }
             if (!rejecting()) return Effect.failCause(cause)
