@@ -7,6 +7,8 @@
 
 /** @since 0.2.0 */
 export * as Admission from "./Admission.js"
+/** @since 0.2.0 */
+export * as BoundedMap from "./BoundedMap.js"
 /** @since 0.1.0 */
 export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 0.1.0 */
