@@ -26,7 +26,9 @@
  *   arrived within the last two sampling intervals: the loop's busyness cannot
  *   be attributed to a level, and while less critical requests keep arriving
  *   they are the ones to refuse (refusing a more critical one would not relieve
- *   the loop that is busy refusing them).
+ *   the loop that is busy refusing them). Only arrivals of earlier instants
+ *   count, so the decisions within one instant agree whatever the order of
+ *   arrivals.
  *
  * Defaults:
  *

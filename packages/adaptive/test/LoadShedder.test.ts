@@ -156,8 +156,11 @@ describe("LoadShedder", () => {
       expect(yield* critical("CRITICAL_PLUS")).toBe(true)
       expect(yield* critical("CRITICAL")).toBe(false)
       expect(shedder.unsafeWouldShed("SHEDDABLE_PLUS")).toBe(true)
-      // a SHEDDABLE_PLUS arrival (shed) lifts the signal off CRITICAL again
+      // a SHEDDABLE_PLUS arrival (shed) lifts the signal off CRITICAL again, from the next
+      // instant on: within one instant every decision sees the same cover
       expect(yield* critical("SHEDDABLE_PLUS")).toBe(false)
+      expect(yield* critical("CRITICAL")).toBe(false)
+      yield* TestClock.adjust("1 millis")
       expect(yield* critical("CRITICAL")).toBe(true)
       elu = 0.1
       yield* TestClock.adjust("5 seconds")

@@ -152,8 +152,17 @@ export const make = (
     const active = [0, 0, 0, 0]
     const atLeast = [0, 0, 0, 0]
     const smoothed = [0, 0, 0, 0]
-    // When a request of each level last arrived (admitted or not).
+    // When a request of each level last arrived (admitted or not), and the latest arrival
+    // before that instant: cover is given by arrivals of earlier instants only, so every
+    // decision within one instant sees the same cover, whatever the order of arrivals.
     const lastArrival = [-Infinity, -Infinity, -Infinity, -Infinity]
+    const earlierArrival = [-Infinity, -Infinity, -Infinity, -Infinity]
+    const arrive = (rank: number, now: number) => {
+      if (lastArrival[rank]! < now) {
+        earlierArrival[rank] = lastArrival[rank]!
+        lastArrival[rank] = now
+      }
+    }
     let total = 0
     let last: number | undefined = undefined
     let eventLoop = 0
@@ -181,7 +190,10 @@ export const make = (
     // The event-loop signal cannot tell whose work keeps the loop busy: it sheds only
     // the least critical levels still arriving, never one above a level that arrived lately.
     const lowerArrived = (rank: number, now: number) => {
-      for (let i = 0; i < rank; i++) if (now - lastArrival[i]! <= presenceMillis) return true
+      for (let i = 0; i < rank; i++) {
+        const before = lastArrival[i]! < now ? lastArrival[i]! : earlierArrival[i]!
+        if (now - before <= presenceMillis) return true
+      }
       return false
     }
     const levelUtilization = (rank: number, now: number) =>
@@ -227,7 +239,7 @@ export const make = (
         fold(now)
         const rank = rankOf[entry.criticality]
         const u = levelUtilization(rank, now)
-        lastArrival[rank] = now
+        arrive(rank, now)
         utilizationMetric.unsafeUpdate(utilization(), nameTags)
         return u >= levelThresholds[rank]! ? Admission.Wait : admit(rank, entry)
       },
@@ -238,7 +250,7 @@ export const make = (
           const level = entry.criticality
           const rank = rankOf[level]
           const u = levelUtilization(rank, now)
-          lastArrival[rank] = now
+          arrive(rank, now)
           // Admitted (the load fell since `tryEnter`): counted in one synchronous step that
           // hands the ticket straight on, so no interruption falls between the count and the ticket.
           return u >= levelThresholds[rank]! ? shed(level, u) : Effect.sync(() => admit(rank, entry))
