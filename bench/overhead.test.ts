@@ -15,6 +15,8 @@ describe("bench:overhead --quick --json", () => {
         "addedNsPerCall",
         "bareNsPerCall",
         "cockatielNsPerCall",
+        "floorNsPerCall",
+        "floorVsCockatiel",
         "limiterAloneNsPerCall",
         "limiterAloneVsStack",
         "mode",
@@ -31,5 +33,6 @@ describe("bench:overhead --quick --json", () => {
     // derived fields agree with the measured ones (up to the rounding of the output)
     expect(result.addedNsPerCall).toBeCloseTo(result.sluiceNsPerCall - result.bareNsPerCall, 0)
     expect(result.ratioVsCockatiel).toBeCloseTo(result.sluiceNsPerCall / result.cockatielNsPerCall, 2)
+    expect(result.floorVsCockatiel).toBeCloseTo(result.floorNsPerCall / result.cockatielNsPerCall, 2)
   })
 })
