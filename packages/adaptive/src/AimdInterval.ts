@@ -124,12 +124,15 @@ export interface AimdInterval extends Pipeable {
  * import { AimdInterval } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * declare const save: Effect.Effect<{ readonly throttle: boolean }>
+ * interface Saved {
+ *   readonly throttle: boolean
+ * }
+ * declare const save: Effect.Effect<Saved>
  *
  * const autosave = Effect.gen(function* () {
  *   const aimd = yield* AimdInterval.make({ min: "2 seconds", max: "1 minute", step: "500 millis" })
  *   // save, read the throttle flag of the response, wait the adapted interval, repeat
- *   yield* Effect.repeat(save, aimd.scheduleFrom((response) => response.throttle))
+ *   yield* Effect.repeat(save, aimd.scheduleFrom((response: Saved) => response.throttle))
  * })
  * ```
  * @since 0.1.0

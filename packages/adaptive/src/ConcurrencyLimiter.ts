@@ -82,7 +82,7 @@ export type ServiceOptions = typeof ServiceOptions.Encoded
  *
  * @since 0.1.0
  */
-export type RejectReason = internal.RejectReason
+export type RejectReason = "limit" | "queue-full" | "queue-timeout" | "displaced"
 
 /**
  * One limiter. `limit`, `inFlight` and `queued` are read synchronously, e.g.

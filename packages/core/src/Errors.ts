@@ -24,7 +24,12 @@ import * as internal from "./internal/errors.js"
  *
  * @since 0.1.0
  */
-export const RetryableTypeId: typeof internal.RetryableTypeId = internal.RetryableTypeId
+export const RetryableTypeId: unique symbol = internal.RetryableTypeId as any
+
+/**
+ * @since 0.1.0
+ */
+export type RetryableTypeId = typeof RetryableTypeId
 
 /**
  * An error that declares itself retryable through {@link RetryableTypeId}.
@@ -32,7 +37,7 @@ export const RetryableTypeId: typeof internal.RetryableTypeId = internal.Retryab
  * @since 0.1.0
  */
 export interface MarkedRetryable {
-  readonly [internal.RetryableTypeId]: true
+  readonly [RetryableTypeId]: true
 }
 
 /**

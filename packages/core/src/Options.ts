@@ -26,12 +26,20 @@ import * as internal from "./internal/options.js"
  * ```
  * @since 0.1.0
  */
-export const InvalidOptions: typeof internal.InvalidOptions = internal.InvalidOptions
+export const InvalidOptions: Schema.TaggedErrorClass<
+  InvalidOptions,
+  "InvalidOptions",
+  {
+    readonly _tag: Schema.tag<"InvalidOptions">
+    readonly module: typeof Schema.String
+    readonly message: typeof Schema.String
+  }
+> = internal.InvalidOptions
 
 /**
  * @since 0.1.0
  */
-export type InvalidOptions = internal.InvalidOptions
+export interface InvalidOptions extends internal.InvalidOptions {}
 
 /**
  * A duration given as milliseconds, a `Duration`, or a string such as `"2 minutes"`,

@@ -42,7 +42,8 @@ import type * as Scope from "effect/Scope"
 import type { QuotaExceeded } from "./Errors.js"
 import * as internal from "./internal/quota.js"
 import type { InvalidOptions } from "./Options.js"
-import type { QuotaStoreError } from "./QuotaStore.js"
+import type { QuotaStoreError, TierDecision } from "./QuotaStore.js"
+import type * as CircuitBreaker from "./CircuitBreaker.js"
 import { QuotaConfig } from "./QuotaConfig.js"
 import { QuotaStore } from "./QuotaStore.js"
 
@@ -51,14 +52,14 @@ import { QuotaStore } from "./QuotaStore.js"
  *
  * @since 0.1.0
  */
-export type FailureMode = internal.FailureMode
+export type FailureMode = "fail-open" | "fail-closed" | "fallback"
 
 /**
  * Where a decision came from: the store, or one of the failure modes.
  *
  * @since 0.1.0
  */
-export type DecisionSource = internal.DecisionSource
+export type DecisionSource = "store" | "fail-open" | "fail-closed" | "fallback"
 
 /**
  * The answer to a check. `deniedBy` is the first tier that denied; `retryAfterMs`
@@ -66,12 +67,21 @@ export type DecisionSource = internal.DecisionSource
  *
  * @since 0.1.0
  */
-export type Decision = internal.Decision
+export interface Decision {
+  readonly client: string
+  readonly allowed: boolean
+  readonly tiers: ReadonlyArray<TierDecision>
+  readonly deniedBy: TierDecision | undefined
+  readonly retryAfterMs: number
+  readonly source: DecisionSource
+}
 
 /**
  * @since 0.1.0
  */
-export type CheckOptions = internal.CheckOptions
+export interface CheckOptions {
+  readonly cost?: number | undefined
+}
 
 /**
  * Options of {@link withQuota}: `cost` and `maxWait` (default 0: do not wait).
@@ -79,7 +89,9 @@ export type CheckOptions = internal.CheckOptions
  * @since 0.2.0
  * @category models
  */
-export type WaitOptions = internal.WaitOptions
+export interface WaitOptions extends CheckOptions {
+  readonly maxWait?: Duration.DurationInput | undefined
+}
 
 /**
  * Options:
@@ -116,7 +128,44 @@ export type QuotaOptions = internal.QuotaOptions
  *
  * @since 0.1.0
  */
-export interface Service extends internal.QuotaService {}
+export interface Service {
+  readonly check: (client: string, options?: CheckOptions) => Effect.Effect<Decision, InvalidOptions>
+  readonly get: (client: string) => Effect.Effect<Decision>
+  readonly reward: (client: string, units: number) => Effect.Effect<void, InvalidOptions | QuotaStoreError>
+  readonly penalty: (client: string, units: number) => Effect.Effect<void, InvalidOptions | QuotaStoreError>
+  readonly block: (
+    client: string,
+    duration: Duration.DurationInput
+  ) => Effect.Effect<void, InvalidOptions | QuotaStoreError>
+  readonly reset: (client: string) => Effect.Effect<void, QuotaStoreError>
+  readonly guard: {
+    (
+      client: string,
+      options?: CheckOptions
+    ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R>
+    <A, E, R>(
+      self: Effect.Effect<A, E, R>,
+      client: string,
+      options?: CheckOptions
+    ): Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R>
+  }
+  readonly withQuota: {
+    (
+      client: string,
+      options?: WaitOptions
+    ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R>
+    <A, E, R>(
+      self: Effect.Effect<A, E, R>,
+      client: string,
+      options?: WaitOptions
+    ): Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R>
+  }
+  /** The id a client is stored under: itself, or (above `maxClientIdLength`) a prefix and its SHA-256. */
+  readonly storedId: (client: string) => string
+  readonly breaker: CircuitBreaker.CircuitBreaker | undefined
+  readonly mode: FailureMode
+  readonly deadline: Duration.Duration
+}
 
 /**
  * @since 0.1.0

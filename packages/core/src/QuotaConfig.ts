@@ -95,12 +95,48 @@ export const PlanFromJson = plan.PlanFromJson
  *
  * @since 0.1.0
  */
-export type CompiledPlan = plan.CompiledPlan
+export interface CompiledPlan {
+  readonly plan: Plan
+  readonly tiers: ReadonlyArray<CompiledTier>
+  /** identifies the shape of the plan (tier names and algorithms) */
+  readonly shape: string
+  /** how many numbers of state a client holds for this plan */
+  readonly stateSize: number
+  /** the smallest capacity: a cost above it can never be admitted */
+  readonly maxCost: number
+  /** milliseconds a client is blocked after a denial (0: never) */
+  readonly blockForMs: number
+  /**
+   * The Redis script's arguments after `numkeys` and the key: cost (a placeholder at index 0,
+   * overwritten per call), the block duration, then per tier its capacity, period (ms) and
+   * limit.
+   */
+  readonly redisArgs: ReadonlyArray<string>
+}
 
 /**
  * @since 0.1.0
  */
-export type CompiledTier = plan.CompiledTier
+export interface CompiledTier {
+  readonly name: string
+  readonly algorithm: Algorithm
+  /** gcra: burst (bucket size); sliding-window: the limit. */
+  readonly capacity: number
+  readonly limit: number
+  /** whole milliseconds */
+  readonly periodMs: number
+  /** capacity × period */
+  readonly capacityPeriod: number
+  /**
+   * The window the tier's `limit` (capacity) is counted over, as `RateLimit-Policy`'s `w`:
+   * sliding-window its period; gcra the time to refill the whole bucket, `ceil(burst × period /
+   * limit)`, so that q / w is the rate and `remaining` never exceeds q.
+   */
+  readonly windowMs: number
+  readonly index: number
+  /** where the tier's state starts in a client's flat state (gcra: 2 numbers, sliding-window: 3) */
+  readonly offset: number
+}
 
 /**
  * Flattens a decoded plan for the stores.
@@ -139,7 +175,7 @@ export class QuotaConfig extends Context.Tag("@sluice/core/QuotaConfig")<QuotaCo
  *
  * @since 0.1.0
  */
-export type QuotaConfigOptions = internal.QuotaConfigOptions
+export interface QuotaConfigOptions extends internal.QuotaConfigOptions {}
 
 /**
  * Makes an in-process configuration.

@@ -63,7 +63,7 @@ export type ClientStackError<E> = Retry.PolicyError<AttemptError<E>>
  */
 export interface ClientStackOptions {
   readonly key: string
-  readonly retry?: Retry.MakeOptions
+  readonly retry?: Retry.MakeOptions | undefined
   readonly throttle: AdaptiveThrottle.Service
   readonly limiter: ConcurrencyLimiter.Service
 }
@@ -76,7 +76,7 @@ export interface ClientStackOptions {
  */
 export interface FromContextOptions {
   readonly key: string
-  readonly retry?: Retry.PolicyOptions
+  readonly retry?: Retry.PolicyOptions | undefined
 }
 
 /**

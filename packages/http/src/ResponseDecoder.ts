@@ -35,7 +35,10 @@ export interface ResponseLike extends internal.ResponseLike {}
  *
  * @since 0.1.0
  */
-export interface Verdict extends internal.Verdict {}
+export interface Verdict {
+  readonly error: DecodeError | undefined
+  readonly throttled: boolean
+}
 
 /**
  * Reads the verdict from status and headers only (pure; `nowMillis` resolves an

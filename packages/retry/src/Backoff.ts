@@ -35,8 +35,8 @@ import * as internal from "./internal/backoff.js"
  */
 export const exponential: (options: {
   readonly base: Duration.DurationInput
-  readonly factor?: number
-  readonly max?: Duration.DurationInput
+  readonly factor?: number | undefined
+  readonly max?: Duration.DurationInput | undefined
 }) => Schedule.Schedule<Duration.Duration> = internal.exponential
 
 /**
@@ -45,7 +45,7 @@ export const exponential: (options: {
  *
  * @since 0.1.0
  */
-export type JitterMode = internal.JitterMode
+export type JitterMode = "full" | "equal"
 
 /**
  * Randomises the delays of any schedule (full or equal jitter) so that clients that
@@ -94,7 +94,7 @@ export const jitterEqual = <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Sc
  */
 export const decorrelated: (options: {
   readonly base: Duration.DurationInput
-  readonly max?: Duration.DurationInput
+  readonly max?: Duration.DurationInput | undefined
 }) => Schedule.Schedule<Duration.Duration> = internal.decorrelated
 
 /**
@@ -120,11 +120,11 @@ export const decorrelated: (options: {
  */
 export const honorRetryAfter: {
   (options?: {
-    readonly maxWait?: Duration.DurationInput
+    readonly maxWait?: Duration.DurationInput | undefined
   }): <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>
   <Out, In, R>(
     self: Schedule.Schedule<Out, In, R>,
-    options?: { readonly maxWait?: Duration.DurationInput }
+    options?: { readonly maxWait?: Duration.DurationInput | undefined }
   ): Schedule.Schedule<Out, In, R>
 } = internal.honorRetryAfter as any
 

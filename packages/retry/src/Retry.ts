@@ -89,12 +89,12 @@ export const attempt: Effect.Effect<number> = internal.attempt
  * @since 0.1.0
  */
 export interface PolicyOptions {
-  readonly maxAttempts?: number
-  readonly schedule?: Schedule.Schedule<unknown, any>
-  readonly budget?: RetryBudget.Budget | string
-  readonly isRetryable?: (error: unknown) => boolean
-  readonly maxRetryAfter?: Duration.DurationInput
-  readonly name?: string
+  readonly maxAttempts?: number | undefined
+  readonly schedule?: Schedule.Schedule<unknown, any> | undefined
+  readonly budget?: RetryBudget.Budget | string | undefined
+  readonly isRetryable?: ((error: unknown) => boolean) | undefined
+  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  readonly name?: string | undefined
 }
 
 /**
@@ -118,7 +118,7 @@ export type PolicyError<E> = Errors.NonRetryable<E> | Errors.DontRetry
  *
  * @since 0.1.0
  */
-export type PolicyContext<O> = O extends { readonly budget?: infer B }
+export type PolicyContext<O> = O extends { readonly budget?: infer B | undefined }
   ? [Extract<B, string>] extends [never]
     ? never
     : RetryBudget.RetryBudget
@@ -187,7 +187,7 @@ export const metrics: {
  * @since 0.1.0
  */
 export interface MakeOptions extends Omit<PolicyOptions, "budget"> {
-  readonly budget?: RetryBudget.Budget
+  readonly budget?: RetryBudget.Budget | undefined
 }
 
 /**

@@ -21,6 +21,7 @@
 import type { Admission, Options } from "@sluice/core"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
+import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
@@ -105,12 +106,14 @@ export interface Service {
  *
  * @since 0.1.0
  */
-export const RetryBudget: typeof internal.RetryBudget = internal.RetryBudget
+export const RetryBudget: Context.Tag<RetryBudget, Service> = internal.RetryBudget
 
 /**
+ * The identifier of the {@link RetryBudget} service in a context.
+ *
  * @since 0.1.0
  */
-export type RetryBudget = internal.RetryBudget
+export interface RetryBudget extends internal.RetryBudget {}
 
 /**
  * Builds the service, failing with `InvalidOptions` (naming the field) on bad options.
