@@ -62,6 +62,7 @@ import * as internal from "./internal/loadShedder.js"
  * The shedder service.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service {
   /**
@@ -103,6 +104,7 @@ export interface Service {
  * The service tag.
  *
  * @since 0.1.0
+ * @category tags
  */
 export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<LoadShedder, Service>() {}
 
@@ -113,11 +115,13 @@ export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<Loa
  * source? }`, omitted: event-loop utilization is not used), `name` (metric tag).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const LoadShedderOptions = internal.LoadShedderOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type LoadShedderOptions = typeof internal.LoadShedderOptions.Encoded
 
@@ -125,6 +129,7 @@ export type LoadShedderOptions = typeof internal.LoadShedderOptions.Encoded
  * The default thresholds.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>> = internal.defaultThresholds
 
@@ -141,6 +146,7 @@ export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>
  * )
  * ```
  * @since 0.1.0
+ * @category metrics
  */
 export const metrics = internal.metrics
 
@@ -149,6 +155,7 @@ export const metrics = internal.metrics
  * samples, the default `eventLoop.source`.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> =
   internal.nodeEventLoopUtilization
@@ -167,6 +174,7 @@ export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> =
  * }).pipe(Effect.scoped)
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (
   options: LoadShedderOptions
@@ -186,6 +194,7 @@ export const make: (
  * })
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Options.InvalidOptions> =>
   Layer.scoped(LoadShedder, internal.make(options))
@@ -202,6 +211,7 @@ export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Opt
  * const handler = LoadShedder.guard(Effect.succeed("report")).pipe(Criticality.withCriticality("SHEDDABLE"))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const guard = <A, E, R>(
   effect: Effect.Effect<A, E, R>

@@ -51,6 +51,7 @@ import { QuotaStore } from "./QuotaStore.js"
  * What happens when the store fails or misses its deadline.
  *
  * @since 0.1.0
+ * @category models
  */
 export type FailureMode = "fail-open" | "fail-closed" | "fallback"
 
@@ -58,6 +59,7 @@ export type FailureMode = "fail-open" | "fail-closed" | "fallback"
  * Where a decision came from: the store, or one of the failure modes.
  *
  * @since 0.1.0
+ * @category models
  */
 export type DecisionSource = "store" | "fail-open" | "fail-closed" | "fallback"
 
@@ -66,6 +68,7 @@ export type DecisionSource = "store" | "fail-open" | "fail-closed" | "fallback"
  * is the longest wait among denying tiers (0 when allowed).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Decision {
   readonly client: string
@@ -78,6 +81,7 @@ export interface Decision {
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export interface CheckOptions {
   readonly cost?: number | undefined
@@ -115,11 +119,13 @@ export interface WaitOptions extends CheckOptions {
  * - `maxClientIdLength` (256, at least 80).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const QuotaOptions: Schema.Schema<any, internal.QuotaOptions> = internal.QuotaOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type QuotaOptions = internal.QuotaOptions
 
@@ -127,6 +133,7 @@ export type QuotaOptions = internal.QuotaOptions
  * The quota service.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service {
   readonly check: (client: string, options?: CheckOptions) => Effect.Effect<Decision, InvalidOptions>
@@ -169,6 +176,7 @@ export interface Service {
 
 /**
  * @since 0.1.0
+ * @category tags
  */
 export class Quota extends Context.Tag("@sluice/core/Quota")<Quota, Service>() {}
 
@@ -177,6 +185,7 @@ export class Quota extends Context.Tag("@sluice/core/Quota")<Quota, Service>() {
  * that enforces store deadlines.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (
   options: QuotaOptions = {}
@@ -203,6 +212,7 @@ export const make = (
  * )
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   options: QuotaOptions = {}
@@ -224,6 +234,7 @@ export const layer = (
  * })
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const check = (
   client: string,
@@ -243,7 +254,7 @@ export const check = (
  * const remaining = Effect.map(Quota.get("acme"), (d) => d.tiers.map((t) => t.remaining))
  * ```
  * @since 0.2.0
- * @category accessors
+ * @category getters
  */
 export const get = (client: string): Effect.Effect<Decision, never, Quota> =>
   Effect.flatMap(Quota, (quota) => quota.get(client))
@@ -366,6 +377,7 @@ export const withQuota: {
  * const handler = Effect.succeed("ok").pipe(Quota.guard("acme"))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const guard: {
   (
@@ -389,5 +401,6 @@ export const guard: {
  * The `QuotaExceeded` error for a denied decision.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const toQuotaExceeded: (decision: Decision) => QuotaExceeded = internal.toQuotaExceeded

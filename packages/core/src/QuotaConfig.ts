@@ -32,11 +32,13 @@ import type { InvalidOptions } from "./Options.js"
  * The algorithm of a tier.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Algorithm: Schema.Literal<["gcra", "sliding-window"]> = plan.Algorithm
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type Algorithm = plan.Algorithm
 
@@ -45,11 +47,13 @@ export type Algorithm = plan.Algorithm
  * milliseconds, a `Duration` or a string such as `"1 hour"`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Tier = plan.Tier
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type Tier = plan.Tier
 
@@ -68,11 +72,13 @@ export type Tier = plan.Tier
  * }
  * ```
  * @since 0.1.0
+ * @category schemas
  */
 export const Plan = plan.Plan
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type Plan = plan.Plan
 
@@ -80,6 +86,7 @@ export type Plan = plan.Plan
  * A plan as written in configuration or JSON.
  *
  * @since 0.1.0
+ * @category models
  */
 export type PlanInput = plan.PlanInput
 
@@ -87,6 +94,7 @@ export type PlanInput = plan.PlanInput
  * A plan decoded from a JSON string (the Redis source stores plans this way).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PlanFromJson = plan.PlanFromJson
 
@@ -94,6 +102,7 @@ export const PlanFromJson = plan.PlanFromJson
  * A plan flattened for the stores' hot path.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface CompiledPlan {
   readonly plan: Plan
@@ -116,6 +125,7 @@ export interface CompiledPlan {
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export interface CompiledTier {
   readonly name: string
@@ -142,6 +152,7 @@ export interface CompiledTier {
  * Flattens a decoded plan for the stores.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const compile: (plan: Plan) => CompiledPlan = plan.compile
 
@@ -150,6 +161,7 @@ export const compile: (plan: Plan) => CompiledPlan = plan.compile
  * every check; updates take effect on the client's next check.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service {
   /** The compiled plan of a client (its override, or the default). */
@@ -167,6 +179,7 @@ export interface Service {
 
 /**
  * @since 0.1.0
+ * @category tags
  */
 export class QuotaConfig extends Context.Tag("@sluice/core/QuotaConfig")<QuotaConfig, Service>() {}
 
@@ -174,6 +187,7 @@ export class QuotaConfig extends Context.Tag("@sluice/core/QuotaConfig")<QuotaCo
  * Options: a default plan and per-client overrides.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface QuotaConfigOptions extends internal.QuotaConfigOptions {}
 
@@ -193,6 +207,7 @@ export interface QuotaConfigOptions extends internal.QuotaConfigOptions {}
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options: QuotaConfigOptions) => Effect.Effect<Service, InvalidOptions> = internal.make
 
@@ -200,6 +215,7 @@ export const make: (options: QuotaConfigOptions) => Effect.Effect<Service, Inval
  * A layer holding plans in this process.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (options: QuotaConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions> =>
   Layer.effect(QuotaConfig, internal.make(options))

@@ -26,6 +26,7 @@ import type { Algorithm, CompiledPlan } from "./QuotaConfig.js"
  * period; `gcra`: the time to refill the bucket, `ceil(burst × period / limit)`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface TierDecision {
   readonly tier: string
@@ -43,6 +44,7 @@ export interface TierDecision {
  * The answer of a store: all tiers, and the store's clock (epoch ms) at decision time.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface StoreResult {
   readonly allowed: boolean
@@ -57,6 +59,7 @@ export interface StoreResult {
  * A store call failed or missed its deadline.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const QuotaStoreError: Schema.TaggedErrorClass<
   QuotaStoreError,
@@ -71,6 +74,7 @@ export const QuotaStoreError: Schema.TaggedErrorClass<
 
 /**
  * @since 0.1.0
+ * @category errors
  */
 export interface QuotaStoreError extends plan.QuotaStoreError {}
 
@@ -81,6 +85,7 @@ export interface QuotaStoreError extends plan.QuotaStoreError {}
  * a reward when negative), blocks and resets clients.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Store {
   readonly name: string
@@ -124,6 +129,7 @@ export interface Store {
  * The memory store, with the number of clients it currently holds.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface MemoryStore extends Store {
   readonly unsafeCheck: (client: string, plan: CompiledPlan, cost: number) => StoreResult
@@ -133,6 +139,7 @@ export interface MemoryStore extends Store {
 
 /**
  * @since 0.1.0
+ * @category tags
  */
 export class QuotaStore extends Context.Tag("@sluice/core/QuotaStore")<QuotaStore, Store>() {}
 
@@ -143,6 +150,7 @@ export class QuotaStore extends Context.Tag("@sluice/core/QuotaStore")<QuotaStor
  * first. A client whose tiers are all full again is forgotten at once.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const MemoryOptions: Schema.Schema<
   { readonly maxClients: number },
@@ -159,6 +167,7 @@ export const MemoryOptions: Schema.Schema<
  * const store = QuotaStore.makeMemory({ maxClients: 1_000_000 })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const makeMemory: (options?: {
   readonly maxClients?: number | undefined
@@ -174,6 +183,7 @@ export const makeMemory: (options?: {
  * const StoreLive = QuotaStore.layerMemory()
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layerMemory = (options?: {
   readonly maxClients?: number | undefined

@@ -56,6 +56,7 @@ import * as internal from "./internal/client.js"
  * The errors the client fails with.
  *
  * @since 0.1.0
+ * @category errors
  */
 export type ClientError = HttpClientError.HttpClientError | Errors.Throttled | Errors.DontRetry
 
@@ -63,11 +64,13 @@ export type ClientError = HttpClientError.HttpClientError | Errors.Throttled | E
  * The client: an `HttpClient` whose error type carries Sluice's errors.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Client extends HttpClient.HttpClient.With<ClientError> {}
 
 /**
  * @since 0.1.0
+ * @category tags
  */
 export interface SluiceHttpClient {
   readonly _: unique symbol
@@ -88,6 +91,7 @@ export interface SluiceHttpClient {
  * })
  * ```
  * @since 0.1.0
+ * @category tags
  */
 export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.SluiceHttpClient
 
@@ -121,6 +125,7 @@ export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.
  *   `name` (metric tag and budget key).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ClientOptions {
   readonly maxAttempts?: number | undefined
@@ -156,6 +161,7 @@ export interface ClientOptions {
  * }).pipe(Effect.provide(NodeHttpClient.layerUndici))
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (
   options?: ClientOptions
@@ -173,6 +179,7 @@ export const make: (
  * const ClientLive = SluiceHttpClient.layer({ maxAttempts: 3 }).pipe(Layer.provide(NodeHttpClient.layerUndici))
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer: (
   options?: ClientOptions
@@ -192,6 +199,7 @@ export const layer: (
  * )
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layerConfig = (
   config: Config.Config<ClientOptions>
@@ -212,6 +220,7 @@ export const layerConfig = (
  * ).pipe(SluiceHttpClient.withRetries(true))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const withRetries: {
   (allow: boolean): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -224,5 +233,6 @@ export const withRetries: {
  * The default per-backend key: the request URL's `host[:port]`.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const hostOf: (request: HttpClientRequest.HttpClientRequest) => string = internal.hostOf
