@@ -39,7 +39,14 @@ for (const file of [join(root, "README.md"), ...packageDirs.map((dir) => join(di
     while (end < lines.length && !/^\s*```\s*$/.test(lines[end])) end++
     const where = `${relative(root, file)}:${start}`
     if (i > 0 && /<!--\s*snippet:\s*skip\s*-->/.test(lines[i - 1])) skipped.push(where)
-    else snippets.push({ where, code: lines.slice(start, end).map((l) => l.slice(fence[1].length)).join("\n") })
+    else
+      snippets.push({
+        where,
+        code: lines
+          .slice(start, end)
+          .map((l) => l.slice(fence[1].length))
+          .join("\n")
+      })
     i = end
   }
 }
@@ -102,15 +109,21 @@ writeFileSync(
 )
 const tsc = join(root, "node_modules", "typescript", "bin", "tsc")
 const output = await new Promise((resolve) =>
-  execFile(process.execPath, [tsc, "-p", join(out, "tsconfig.json")], { cwd: root, maxBuffer: 64 << 20 }, (error, stdout, stderr) =>
-    resolve(error === null ? "" : `${stdout}${stderr}`)
+  execFile(
+    process.execPath,
+    [tsc, "-p", join(out, "tsconfig.json")],
+    { cwd: root, maxBuffer: 64 << 20 },
+    (error, stdout, stderr) => resolve(error === null ? "" : `${stdout}${stderr}`)
   )
 )
 // report errors against the README line or source line the snippet came from
 const report = output.replace(/(?:\.snippets\/)?(snippet\d+\.ts)\((\d+),(\d+)\)/g, (all, file, line, col) => {
   const where = files.get(file)
   if (where === undefined) return all
-  const [path, start] = [where.slice(0, where.lastIndexOf(":")), Number(where.slice(where.lastIndexOf(":") + 1))]
+  const [path, start] = [
+    where.slice(0, where.lastIndexOf(":")),
+    Number(where.slice(where.lastIndexOf(":") + 1))
+  ]
   return `${path}:${start + Number(line) - 2}:${col} (${file})`
 })
 console.log(

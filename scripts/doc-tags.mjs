@@ -35,7 +35,11 @@ const guess = (node, name, text, file) => {
     return "models"
   }
   if (ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node)) {
-    if (/Error$|^DontRetry|^Overloaded|^Throttled|^CircuitOpen|^QuotaExceeded|^Retryable|^InvalidOptions/.test(name))
+    if (
+      /Error$|^DontRetry|^Overloaded|^Throttled|^CircuitOpen|^QuotaExceeded|^Retryable|^InvalidOptions/.test(
+        name
+      )
+    )
       return "errors"
     return "models"
   }
@@ -43,16 +47,26 @@ const guess = (node, name, text, file) => {
   if (/^layer/.test(name)) return "layers"
   if (/^is[A-Z]/.test(name)) return "guards"
   if (/^[A-Z0-9_]+$/.test(name) || /^DEFAULT/.test(name) || /^default[A-Z]/.test(name)) return "constants"
-  if (/^(make|unsafeMake|from|of|fixed|exponential|decorrelated|factory|client|server|sharedSecret|loopback|everyone|none|peer|memory|redis)/.test(name))
+  if (
+    /^(make|unsafeMake|from|of|fixed|exponential|decorrelated|factory|client|server|sharedSecret|loopback|everyone|none|peer|memory|redis)/.test(
+      name
+    )
+  )
     return "constructors"
   if (/^[A-Z]/.test(name)) {
-    if (/Schema\.|Options\b|internal\.[A-Z]\w*(Options|Schema)?$|= plan\.|Literal|Struct/.test(text)) return "schemas"
+    if (/Schema\.|Options\b|internal\.[A-Z]\w*(Options|Schema)?$|= plan\.|Literal|Struct/.test(text))
+      return "schemas"
     if (/Error/.test(name) || file.endsWith("Errors.ts")) return "errors"
     return "constructors"
   }
-  if (/^(with|guard|policy|jitter|around|track|withQuota|retry|honor|follow|mapErrors|criticality|loadShed|retryGuard|quota|backpressure|sampled|throttled|limited|paced)/.test(name))
+  if (
+    /^(with|guard|policy|jitter|around|track|withQuota|retry|honor|follow|mapErrors|criticality|loadShed|retryGuard|quota|backpressure|sampled|throttled|limited|paced)/.test(
+      name
+    )
+  )
     return "combinators"
-  if (/^(get|current|value|size|stats|count|total|median|p\d+|quantile|rate|cwnd|capacity)/.test(name)) return "getters"
+  if (/^(get|current|value|size|stats|count|total|median|p\d+|quantile|rate|cwnd|capacity)/.test(name))
+    return "getters"
   return "utils"
 }
 
@@ -67,11 +81,13 @@ for (const pkg of readdirSync(join(root, "packages"))) {
     const edits = []
     for (const node of sf.statements) {
       const exported =
-        (ts.canHaveModifiers(node) && ts.getModifiers(node)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) ||
+        (ts.canHaveModifiers(node) &&
+          ts.getModifiers(node)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) ||
         ts.isExportDeclaration(node) ||
         ts.isExportAssignment(node)
       if (!exported) continue
-      const namespaceReexport = ts.isExportDeclaration(node) && node.exportClause && ts.isNamespaceExport(node.exportClause)
+      const namespaceReexport =
+        ts.isExportDeclaration(node) && node.exportClause && ts.isNamespaceExport(node.exportClause)
       const names = ts.isVariableStatement(node)
         ? node.declarationList.declarations.map((d) => d.name.getText(sf))
         : ts.isExportDeclaration(node)
@@ -84,12 +100,15 @@ for (const pkg of readdirSync(join(root, "packages"))) {
       const needCategory = !namespaceReexport && !/@category\b/.test(docText)
       if (!needSince && !needCategory) continue
       const line = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1
-      missing.push(`${relative(root, file)}:${line} ${names.join(", ")}${needSince ? " @since" : ""}${needCategory ? " @category" : ""}`)
+      missing.push(
+        `${relative(root, file)}:${line} ${names.join(", ")}${needSince ? " @since" : ""}${needCategory ? " @category" : ""}`
+      )
       if (!fix) continue
       const category = needCategory ? guess(node, names[0], node.getText(sf), file) : undefined
-      const tags = [needSince ? " * @since 0.1.0" : undefined, category ? ` * @category ${category}` : undefined].filter(
-        (t) => t !== undefined
-      )
+      const tags = [
+        needSince ? " * @since 0.1.0" : undefined,
+        category ? ` * @category ${category}` : undefined
+      ].filter((t) => t !== undefined)
       if (doc === undefined) {
         edits.push({ at: node.getStart(sf), text: `/**\n${tags.join("\n")}\n */\n` })
       } else {
@@ -99,7 +118,11 @@ for (const pkg of readdirSync(join(root, "packages"))) {
         if (!before.includes("\n")) {
           // a one-line comment: /** text */ → a block
           const inner = before.replace(/^\/\*\*\s?/, "").trimEnd()
-          edits.push({ at: doc.pos, end: doc.end, text: `/**\n${inner ? ` * ${inner}\n *\n` : ""}${tags.join("\n")}\n */` })
+          edits.push({
+            at: doc.pos,
+            end: doc.end,
+            text: `/**\n${inner ? ` * ${inner}\n *\n` : ""}${tags.join("\n")}\n */`
+          })
         } else {
           const lineStart = text.lastIndexOf("\n", close - 1) + 1
           edits.push({ at: lineStart, text: `${tags.join("\n")}\n` })
@@ -109,7 +132,8 @@ for (const pkg of readdirSync(join(root, "packages"))) {
     }
     if (edits.length > 0) {
       let out = text
-      for (const e of edits.sort((a, b) => b.at - a.at)) out = out.slice(0, e.at) + e.text + out.slice(e.end ?? e.at)
+      for (const e of edits.sort((a, b) => b.at - a.at))
+        out = out.slice(0, e.at) + e.text + out.slice(e.end ?? e.at)
       writeFileSync(file, out)
     }
   }

@@ -9,17 +9,28 @@
 // Usage: node scripts/pack-check.mjs [--keep] (prints the temp dir with --keep).
 // Run by test/publish/pack.test.ts. Exits non-zero with the reasons on failure.
 import { execFile, execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
+import { performance } from "node:perf_hooks"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import ts from "typescript"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const keep = process.argv.includes("--keep")
-const started = Date.now()
+const started = performance.now()
 const failures = []
-const log = (message) => console.log(`[pack-check ${((Date.now() - started) / 1000).toFixed(1)} s] ${message}`)
+const log = (message) =>
+  console.log(`[pack-check ${((performance.now() - started) / 1000).toFixed(1)} s] ${message}`)
 const run = (cmd, args, cwd) => {
   try {
     return execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
@@ -43,7 +54,10 @@ const runTsc = async (project, cwd) => {
   for (const chunk of output.split(/\n(?=\S)/)) {
     const file = /^(.*?)\(\d+,\d+\): error/.exec(chunk)?.[1]
     const outside = file !== undefined && (file.startsWith("../") || file.startsWith("/"))
-    const dependency = file !== undefined && file.includes("node_modules/") && !/node_modules\/(@sluice|sluice-lib)\//.test(file)
+    const dependency =
+      file !== undefined &&
+      file.includes("node_modules/") &&
+      !/node_modules\/(@sluice|sluice-lib)\//.test(file)
     if (outside || dependency) {
       thirdParty.count++
       thirdParty.files.add(file.replace(/^.*node_modules\//, ""))
@@ -57,7 +71,10 @@ const json = (value) => JSON.stringify(value, null, 2) + "\n"
 const rootPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 const packages = rootPackage.workspaces
   .filter((dir) => dir.startsWith("packages/"))
-  .map((dir) => ({ dir: join(root, dir), manifest: JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8")) }))
+  .map((dir) => ({
+    dir: join(root, dir),
+    manifest: JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8"))
+  }))
   .filter((p) => p.manifest.private !== true)
 
 log("npm run build")
@@ -123,7 +140,9 @@ for (const entry of packed.filter((e) => !selfContained.includes(e))) {
   const target = join(app, "node_modules", entry.name)
   mkdirSync(target, { recursive: true })
   run("tar", ["-xzf", join(tarballs, entry.filename), "-C", target, "--strip-components=1"], app)
-  for (const dep of Object.keys(packages.find((p) => p.manifest.name === entry.name).manifest.dependencies ?? {})) {
+  for (const dep of Object.keys(
+    packages.find((p) => p.manifest.name === entry.name).manifest.dependencies ?? {}
+  )) {
     if (!dep.startsWith("@sluice/")) link(dep)
   }
 }
@@ -133,7 +152,9 @@ for (const p of packages) for (const name of Object.keys(p.manifest.peerDependen
 for (const name of [...peers, "@effect/platform-node", "@types/node"]) link(name)
 for (const p of packages) {
   for (const [name, range] of Object.entries(p.manifest.peerDependencies ?? {})) {
-    const installed = JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8")).version
+    const installed = JSON.parse(
+      readFileSync(join(root, "node_modules", name, "package.json"), "utf8")
+    ).version
     const m = /^\^(\d+)\.(\d+)\.(\d+)$/.exec(range)
     const v = installed.split(".").map(Number)
     const ok =
@@ -167,7 +188,11 @@ for (const p of packages) {
   for (const file of readdirSync(join(p.dir, "src")).filter((f) => f.endsWith(".ts") && f !== "index.ts")) {
     const module = file.replace(/\.ts$/, "")
     const ns = `${short}_${module}`
-    const source = ts.createSourceFile(file, readFileSync(join(p.dir, "src", file), "utf8"), ts.ScriptTarget.ES2022)
+    const source = ts.createSourceFile(
+      file,
+      readFileSync(join(p.dir, "src", file), "utf8"),
+      ts.ScriptTarget.ES2022
+    )
     const exported = (node) => node.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword) ?? false
     const body = []
     const optionChecks = []
@@ -176,12 +201,17 @@ for (const p of packages) {
       if (ts.isVariableStatement(node)) {
         for (const d of node.declarationList.declarations) {
           body.push(`export const v_${ns}_${d.name.text} = id(${ns}.${d.name.text})`)
-          if (d.type !== undefined && ts.isFunctionTypeNode(d.type) && (d.type.typeParameters ?? []).length === 0) {
-            d.type.parameters.forEach((parameter, i) =>
-              /options|config|tuning/i.test(parameter.name.getText(source)) &&
-              optionChecks.push(
-                `ok<Missing<NonNullable<Parameters<typeof ${ns}.${d.name.text}>[${i}]>>>() // ${p.manifest.name}/${module} ${d.name.text} parameter ${i}`
-              )
+          if (
+            d.type !== undefined &&
+            ts.isFunctionTypeNode(d.type) &&
+            (d.type.typeParameters ?? []).length === 0
+          ) {
+            d.type.parameters.forEach(
+              (parameter, i) =>
+                /options|config|tuning/i.test(parameter.name.getText(source)) &&
+                optionChecks.push(
+                  `ok<Missing<NonNullable<Parameters<typeof ${ns}.${d.name.text}>[${i}]>>>() // ${p.manifest.name}/${module} ${d.name.text} parameter ${i}`
+                )
             )
           }
         }
@@ -199,10 +229,14 @@ for (const p of packages) {
         if (ts.isInterfaceDeclaration(node)) {
           // every member, resolved: a member typed with an internal type shows up here
           const type = `${ns}.${node.name.text}${args}`
-          body.push(`export const m_${ns}_${node.name.text} = t<{ [K in Exclude<keyof ${type}, symbol>]: ${type}[K] }>()`)
+          body.push(
+            `export const m_${ns}_${node.name.text} = t<{ [K in Exclude<keyof ${type}, symbol>]: ${type}[K] }>()`
+          )
         }
         if (arity === 0 && /(?<!Invalid)Options$|Tuning$/.test(node.name.text)) {
-          optionChecks.push(`ok<Missing<${ns}.${node.name.text}>>() // ${p.manifest.name}/${module} ${node.name.text}`)
+          optionChecks.push(
+            `ok<Missing<${ns}.${node.name.text}>>() // ${p.manifest.name}/${module} ${node.name.text}`
+          )
         }
       }
     }
@@ -215,14 +249,14 @@ for (const p of packages) {
   }
 }
 // imports first
-const sortImports = (all) => [...all.filter((l) => l.startsWith("import ")), ...all.filter((l) => !l.startsWith("import "))]
+const sortImports = (all) => [
+  ...all.filter((l) => l.startsWith("import ")),
+  ...all.filter((l) => !l.startsWith("import "))
+]
 
 const lib = join(app, "node_modules", "sluice-lib")
 mkdirSync(join(lib, "src"), { recursive: true })
-writeFileSync(
-  join(lib, "src", "exports.ts"),
-  sortImports(lines).join("\n") + "\n"
-)
+writeFileSync(join(lib, "src", "exports.ts"), sortImports(lines).join("\n") + "\n")
 writeFileSync(
   join(lib, "src", "index.ts"),
   `// a small library built on Sluice, with inferred (not annotated) types
@@ -344,7 +378,9 @@ for (const [name, resolution] of Object.entries(consumerConfigs)) {
     json({ compilerOptions: { ...strict, ...resolution, noEmit: true }, include: ["src"] })
   )
 }
-log(`tsc: the consumer (${Object.keys(consumerConfigs).join(", ")}; skipLibCheck: false, exactOptionalPropertyTypes)`)
+log(
+  `tsc: the consumer (${Object.keys(consumerConfigs).join(", ")}; skipLibCheck: false, exactOptionalPropertyTypes)`
+)
 await Promise.all(
   Object.keys(consumerConfigs).map(async (name) => {
     const errors = await runTsc(name, app)
@@ -354,7 +390,9 @@ await Promise.all(
 )
 
 if (thirdParty.count > 0) {
-  log(`${thirdParty.count} diagnostic(s) in third-party declarations, not counted: ${[...thirdParty.files].join(", ")}`)
+  log(
+    `${thirdParty.count} diagnostic(s) in third-party declarations, not counted: ${[...thirdParty.files].join(", ")}`
+  )
 }
 log(failures.length === 0 ? "ok" : `${failures.length} failure(s)`)
 if (keep) log(`kept ${work}`)
