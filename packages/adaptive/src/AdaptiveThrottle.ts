@@ -61,6 +61,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
+import type * as Metric from "effect/Metric"
 import * as internal from "./internal/adaptiveThrottle.js"
 
 /**
@@ -149,7 +150,23 @@ export interface Ticket {
  * @since 0.1.0
  * @category models
  */
-export type AdaptiveThrottleOptions = typeof internal.AdaptiveThrottleOptions.Encoded
+export interface AdaptiveThrottleOptions {
+  readonly window?: Duration.DurationInput | undefined
+  readonly buckets?: number | undefined
+  readonly k?: number | undefined
+  readonly kByCriticality?:
+    | {
+        readonly SHEDDABLE: number
+        readonly SHEDDABLE_PLUS: number
+        readonly CRITICAL: number
+        readonly CRITICAL_PLUS: number
+      }
+    | undefined
+  readonly maxProbability?: number | undefined
+  readonly minRequestRate?: number | undefined
+  readonly maxKeys?: number | undefined
+  readonly isRejection?: ((error: unknown) => boolean) | undefined
+}
 
 /**
  * The metrics the throttle updates, for reading them back (tag them with `key`,
@@ -167,7 +184,12 @@ export type AdaptiveThrottleOptions = typeof internal.AdaptiveThrottleOptions.En
  * @since 0.1.0
  * @category metrics
  */
-export const metrics = internal.metrics
+export const metrics: {
+  readonly requests: Metric.Metric.Counter<number>
+  readonly accepts: Metric.Metric.Counter<number>
+  readonly throttled: Metric.Metric.Counter<number>
+  readonly probability: Metric.Metric.Gauge<number>
+} = internal.metrics
 
 /**
  * The default "not accepted" predicate.

@@ -55,6 +55,7 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
 import * as internal from "./internal/loadShedder.js"
 
@@ -123,7 +124,26 @@ export const LoadShedderOptions = internal.LoadShedderOptions
  * @since 0.1.0
  * @category models
  */
-export type LoadShedderOptions = typeof internal.LoadShedderOptions.Encoded
+export interface LoadShedderOptions {
+  readonly capacity: number
+  readonly smoothing?: Duration.DurationInput | undefined
+  readonly thresholds?:
+    | {
+        readonly SHEDDABLE?: number | undefined
+        readonly SHEDDABLE_PLUS?: number | undefined
+        readonly CRITICAL?: number | undefined
+        readonly CRITICAL_PLUS?: number | undefined
+      }
+    | undefined
+  readonly retryAfter?: Duration.DurationInput | undefined
+  readonly eventLoop?:
+    | {
+        readonly interval?: Duration.DurationInput | undefined
+        readonly source?: Effect.Effect<number> | undefined
+      }
+    | undefined
+  readonly name?: string | undefined
+}
 
 /**
  * The default thresholds.
@@ -148,7 +168,12 @@ export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>
  * @since 0.1.0
  * @category metrics
  */
-export const metrics = internal.metrics
+export const metrics: {
+  readonly utilization: Metric.Metric.Gauge<number>
+  readonly eventLoopUtilization: Metric.Metric.Gauge<number>
+  readonly shed: Metric.Metric.Counter<number>
+  readonly admitted: Metric.Metric.Counter<number>
+} = internal.metrics
 
 /**
  * A stateful source of Node's event-loop utilization between successive

@@ -43,7 +43,9 @@ export const EwmaOptions = internal.EwmaOptions
  * @since 0.1.0
  * @category models
  */
-export type EwmaOptions = typeof internal.EwmaOptions.Encoded
+export interface EwmaOptions {
+  readonly tau: Duration.DurationInput
+}
 
 /**
  * Makes an {@link Ewma}.
@@ -120,7 +122,10 @@ export const EwmaRateOptions = internal.EwmaRateOptions
  * @since 0.1.0
  * @category models
  */
-export type EwmaRateOptions = typeof internal.EwmaRateOptions.Encoded
+export interface EwmaRateOptions {
+  readonly window: Duration.DurationInput
+  readonly tick?: Duration.DurationInput | undefined
+}
 
 /**
  * Makes an {@link EwmaRate}.
