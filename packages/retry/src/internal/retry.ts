@@ -263,7 +263,10 @@ export const policy: any = (...args: ReadonlyArray<any>) => {
 const NESTED: unique symbol = Symbol.for("@sluice/retry/Retry/nested")
 
 /** The first try's bookkeeping as a gate, so it shares the one step of `Admission.guard`. */
-const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, typeof NESTED> => ({
+const firstTryGate = (
+  config: Compiled,
+  budget: RB.Budget | undefined
+): Admission.Gate<true, typeof NESTED> => ({
   tryEnter: (entry) => {
     if (entry.getFiberRef(currentAttempt) !== 0) return Admission.refuse(NESTED)
     if (budget !== undefined) budget.unsafeRecordRequest(entry.now)
