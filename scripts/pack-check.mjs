@@ -179,7 +179,15 @@ const checks = [
   "type Missing<T> = T extends ((...args: Array<any>) => any) | ReadonlyArray<any> | string | number | boolean",
   "  ? never",
   "  : T extends object",
-  "    ? { [K in keyof T]-?: {} extends Pick<T, K> ? (undefined extends T[K] ? never : K) : never }[keyof T]",
+  "    ? {",
+  "        [K in keyof T]-?: K extends symbol",
+  "          ? never",
+  "          : {} extends Pick<T, K>",
+  "            ? { [P in K]: undefined } extends Pick<T, K>",
+  "              ? never",
+  "              : K",
+  "            : never",
+  "      }[keyof T]",
   "    : never",
   "const ok = <T extends never>(): T | undefined => undefined"
 ]
