@@ -123,7 +123,7 @@ export type PolicyError<E> = Errors.NonRetryable<E> | Errors.DontRetry
  * @since 0.1.0
  * @category models
  */
-export type PolicyContext<O> = O extends { readonly budget?: infer B | undefined }
+export type PolicyContext<O> = O extends { readonly budget?: infer B }
   ? [Extract<B, string>] extends [never]
     ? never
     : RetryBudget.RetryBudget
