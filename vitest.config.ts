@@ -10,7 +10,12 @@ export default defineConfig({
     }
   },
   test: {
-    include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts", "bench/**/*.test.ts"],
+    include: [
+      "packages/*/test/**/*.test.ts",
+      "examples/**/*.test.ts",
+      "bench/**/*.test.ts",
+      "test/**/*.test.ts"
+    ],
     exclude: ["**/node_modules/**", "**/dist/**"],
     reporters: ["default", ["json", { outputFile: ".vitest-report.json" }]],
     testTimeout: 30_000,

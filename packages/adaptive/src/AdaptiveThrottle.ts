@@ -61,12 +61,14 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
+import type * as Metric from "effect/Metric"
 import * as internal from "./internal/adaptiveThrottle.js"
 
 /**
  * The throttle service.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service {
   /**
@@ -115,6 +117,7 @@ export interface Service {
  * The service tag.
  *
  * @since 0.1.0
+ * @category tags
  */
 export class AdaptiveThrottle extends Context.Tag("@sluice/adaptive/AdaptiveThrottle")<
   AdaptiveThrottle,
@@ -129,6 +132,7 @@ export class AdaptiveThrottle extends Context.Tag("@sluice/adaptive/AdaptiveThro
  * (default: `Overloaded`, `QuotaExceeded`, or a `DontRetry` wrapping one).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const AdaptiveThrottleOptions = internal.AdaptiveThrottleOptions
 
@@ -144,8 +148,25 @@ export interface Ticket {
 
 /**
  * @since 0.1.0
+ * @category models
  */
-export type AdaptiveThrottleOptions = typeof internal.AdaptiveThrottleOptions.Encoded
+export interface AdaptiveThrottleOptions {
+  readonly window?: Duration.DurationInput | undefined
+  readonly buckets?: number | undefined
+  readonly k?: number | undefined
+  readonly kByCriticality?:
+    | {
+        readonly SHEDDABLE: number
+        readonly SHEDDABLE_PLUS: number
+        readonly CRITICAL: number
+        readonly CRITICAL_PLUS: number
+      }
+    | undefined
+  readonly maxProbability?: number | undefined
+  readonly minRequestRate?: number | undefined
+  readonly maxKeys?: number | undefined
+  readonly isRejection?: ((error: unknown) => boolean) | undefined
+}
 
 /**
  * The metrics the throttle updates, for reading them back (tag them with `key`,
@@ -161,8 +182,14 @@ export type AdaptiveThrottleOptions = typeof internal.AdaptiveThrottleOptions.En
  * )
  * ```
  * @since 0.1.0
+ * @category metrics
  */
-export const metrics = internal.metrics
+export const metrics: {
+  readonly requests: Metric.Metric.Counter<number>
+  readonly accepts: Metric.Metric.Counter<number>
+  readonly throttled: Metric.Metric.Counter<number>
+  readonly probability: Metric.Metric.Gauge<number>
+} = internal.metrics
 
 /**
  * The default "not accepted" predicate.
@@ -176,6 +203,7 @@ export const metrics = internal.metrics
  * AdaptiveThrottle.defaultIsRejection(new Error("404")) // false: the backend answered
  * ```
  * @since 0.1.0
+ * @category constants
  */
 export const defaultIsRejection: (error: unknown) => boolean = internal.defaultIsRejection
 
@@ -189,6 +217,7 @@ export const defaultIsRejection: (error: unknown) => boolean = internal.defaultI
  * AdaptiveThrottle.defaultKByCriticality(2) // { SHEDDABLE: 1.5, SHEDDABLE_PLUS: 1.75, CRITICAL: 2, CRITICAL_PLUS: 3 }
  * ```
  * @since 0.1.0
+ * @category constants
  */
 export const defaultKByCriticality: (k: number) => Record<Criticality.Criticality, number> =
   internal.defaultKByCriticality
@@ -204,6 +233,7 @@ export const defaultKByCriticality: (k: number) => Record<Criticality.Criticalit
  * AdaptiveThrottle.steadyStateProbability(0.3, 2) // 0.4
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const steadyStateProbability = (acceptShare: number, k: number): number =>
   Math.max(0, 1 - k * acceptShare)
@@ -222,6 +252,7 @@ export const steadyStateProbability = (acceptShare: number, k: number): number =
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options?: AdaptiveThrottleOptions) => Effect.Effect<Service, Options.InvalidOptions> =
   internal.make
@@ -236,6 +267,7 @@ export const make: (options?: AdaptiveThrottleOptions) => Effect.Effect<Service,
  * const ThrottleLive = AdaptiveThrottle.layer({ window: "2 minutes", k: 2, maxProbability: 0.9 })
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   options?: AdaptiveThrottleOptions
@@ -255,6 +287,7 @@ export const layer = (
  * const runnable = call.pipe(Effect.provide(AdaptiveThrottle.layer()))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const throttled: {
   (

@@ -18,11 +18,13 @@ import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  * (0, 1) (0.9), and an optional `timeout` above which a success counts as a drop.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const AimdOptions = internal.AimdOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type AimdOptions = typeof AimdOptions.Encoded
 
@@ -30,6 +32,7 @@ export type AimdOptions = typeof AimdOptions.Encoded
  * Decoded options.
  *
  * @since 0.1.0
+ * @category models
  */
 export type AimdConfig = typeof AimdOptions.Type
 
@@ -37,6 +40,7 @@ export type AimdConfig = typeof AimdOptions.Type
  * An AIMD limit.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Aimd extends LimitAlgorithm {
   readonly options: AimdConfig
@@ -56,6 +60,7 @@ export interface Aimd extends LimitAlgorithm {
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options?: AimdOptions) => Effect.Effect<Aimd, Options.InvalidOptions> = internal.make
 
@@ -63,6 +68,7 @@ export const make: (options?: AimdOptions) => Effect.Effect<Aimd, Options.Invali
  * Makes an AIMD limit synchronously; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options?: AimdOptions) => Aimd = internal.unsafeMake
 
@@ -77,5 +83,6 @@ export const unsafeMake: (options?: AimdOptions) => Aimd = internal.unsafeMake
  * const layer = ConcurrencyLimiter.layer({ algorithm: Aimd.factory({ backoffRatio: 0.8 }) })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const factory: (options?: AimdOptions) => Factory = internal.factory

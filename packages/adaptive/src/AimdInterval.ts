@@ -42,11 +42,13 @@ import * as internal from "./internal/aimdInterval.js"
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export const TypeId: unique symbol = internal.TypeId
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export type TypeId = typeof TypeId
 
@@ -64,6 +66,7 @@ export type TypeId = typeof TypeId
  * - `name`: tags the metrics (default `"default"`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface AimdIntervalOptions {
   readonly min: Duration.DurationInput
@@ -79,6 +82,7 @@ export interface AimdIntervalOptions {
  * The options Schema.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const AimdIntervalOptions = internal.AimdIntervalOptions
 
@@ -86,6 +90,7 @@ export const AimdIntervalOptions = internal.AimdIntervalOptions
  * An AIMD interval controller. Mutable; owned by the client that made it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface AimdInterval extends Pipeable {
   readonly [TypeId]: TypeId
@@ -124,15 +129,19 @@ export interface AimdInterval extends Pipeable {
  * import { AimdInterval } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * declare const save: Effect.Effect<{ readonly throttle: boolean }>
+ * interface Saved {
+ *   readonly throttle: boolean
+ * }
+ * declare const save: Effect.Effect<Saved>
  *
  * const autosave = Effect.gen(function* () {
  *   const aimd = yield* AimdInterval.make({ min: "2 seconds", max: "1 minute", step: "500 millis" })
  *   // save, read the throttle flag of the response, wait the adapted interval, repeat
- *   yield* Effect.repeat(save, aimd.scheduleFrom((response) => response.throttle))
+ *   yield* Effect.repeat(save, aimd.scheduleFrom((response: Saved) => response.throttle))
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options: AimdIntervalOptions) => Effect.Effect<AimdInterval, Options.InvalidOptions> =
   internal.make
@@ -141,6 +150,7 @@ export const make: (options: AimdIntervalOptions) => Effect.Effect<AimdInterval,
  * Synchronous {@link make}; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options: AimdIntervalOptions) => AimdInterval = internal.unsafeMake
 
@@ -148,6 +158,7 @@ export const unsafeMake: (options: AimdIntervalOptions) => AimdInterval = intern
  * Is this value an {@link AimdInterval}?
  *
  * @since 0.1.0
+ * @category guards
  */
 export const isAimdInterval: (u: unknown) => u is AimdInterval = internal.isAimdInterval
 
@@ -165,6 +176,7 @@ export const isAimdInterval: (u: unknown) => u is AimdInterval = internal.isAimd
  * }).pipe(Effect.provide(AimdInterval.layer({ min: "1 second", max: "1 minute", step: "1 second" })))
  * ```
  * @since 0.1.0
+ * @category tags
  */
 export class AimdIntervalTag extends Context.Tag("@sluice/adaptive/AimdInterval")<
   AimdIntervalTag,
@@ -176,6 +188,7 @@ export class AimdIntervalTag extends Context.Tag("@sluice/adaptive/AimdInterval"
  * or under the given tag.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer: {
   (options: AimdIntervalOptions): Layer.Layer<AimdIntervalTag, Options.InvalidOptions>

@@ -38,11 +38,13 @@ import type * as LimitAlgorithm from "./LimitAlgorithm.js"
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export const TypeId: unique symbol = internal.TypeId
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export type TypeId = typeof TypeId
 
@@ -55,11 +57,13 @@ export type TypeId = typeof TypeId
  * and `key` (the metric tag, for standalone limiters).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const LimiterOptions = internal.LimiterOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type LimiterOptions = typeof LimiterOptions.Encoded
 
@@ -69,11 +73,13 @@ export type LimiterOptions = typeof LimiterOptions.Encoded
  * idle keys first.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ServiceOptions = internal.ServiceOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type ServiceOptions = typeof ServiceOptions.Encoded
 
@@ -81,14 +87,16 @@ export type ServiceOptions = typeof ServiceOptions.Encoded
  * Why a call was refused without running (the `reason` tag of the rejected metric).
  *
  * @since 0.1.0
+ * @category models
  */
-export type RejectReason = internal.RejectReason
+export type RejectReason = "limit" | "queue-full" | "queue-timeout" | "displaced"
 
 /**
  * One limiter. `limit`, `inFlight` and `queued` are read synchronously, e.g.
  * by a simulation recording the limit over virtual time.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Limiter extends Pipeable {
   readonly [TypeId]: TypeId
@@ -120,6 +128,7 @@ export interface Limiter extends Pipeable {
  * A permit granted by a limiter's {@link Limiter.gate}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Permit {
   readonly id: number
@@ -131,6 +140,7 @@ export interface Permit {
  * The service: one limiter per key (e.g. per host), created on demand.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service {
   /** How many keys currently have a limiter. */
@@ -145,6 +155,7 @@ export interface Service {
 
 /**
  * @since 0.1.0
+ * @category tags
  */
 export interface ConcurrencyLimiter {
   readonly _: unique symbol
@@ -154,6 +165,7 @@ export interface ConcurrencyLimiter {
  * The service tag.
  *
  * @since 0.1.0
+ * @category tags
  */
 export const ConcurrencyLimiter: Context.Tag<ConcurrencyLimiter, Service> = internal.ConcurrencyLimiter
 
@@ -172,6 +184,7 @@ export const ConcurrencyLimiter: Context.Tag<ConcurrencyLimiter, Service> = inte
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options?: LimiterOptions) => Effect.Effect<Limiter, Options.InvalidOptions> =
   internal.make
@@ -180,6 +193,7 @@ export const make: (options?: LimiterOptions) => Effect.Effect<Limiter, Options.
  * Makes a standalone limiter synchronously; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options?: LimiterOptions) => Limiter = internal.unsafeMake
 
@@ -187,6 +201,7 @@ export const unsafeMake: (options?: LimiterOptions) => Limiter = internal.unsafe
  * Makes the per-key service, failing with `InvalidOptions` on bad options.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const makeService: (options?: ServiceOptions) => Effect.Effect<Service, Options.InvalidOptions> =
   internal.makeService
@@ -205,6 +220,7 @@ export const makeService: (options?: ServiceOptions) => Effect.Effect<Service, O
  * )
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer: (options?: ServiceOptions) => Layer.Layer<ConcurrencyLimiter, Options.InvalidOptions> =
   internal.layer
@@ -222,6 +238,7 @@ export const layer: (options?: ServiceOptions) => Layer.Layer<ConcurrencyLimiter
  * const same = Effect.succeed(1).pipe(ConcurrencyLimiter.run("db"))
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const run: {
   (
@@ -247,6 +264,7 @@ export const run: {
  * const limited = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter(limiter))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const withLimiter: {
   (limiter: Limiter): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
@@ -267,6 +285,7 @@ export const withLimiter: {
  * ConcurrencyLimiter.classify(Exit.fail(new Errors.Overloaded({ reason: "503" }))) // "dropped"
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const classify: (
   exit: Exit.Exit<unknown, unknown>,

@@ -24,11 +24,13 @@ import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  * `"reno"` (default), and bounds `minLimit` (1) / `maxLimit` (unbounded).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const CongestionWindowOptions = internal.CongestionWindowOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type CongestionWindowOptions = typeof CongestionWindowOptions.Encoded
 
@@ -36,6 +38,7 @@ export type CongestionWindowOptions = typeof CongestionWindowOptions.Encoded
  * Decoded options.
  *
  * @since 0.1.0
+ * @category models
  */
 export type CongestionWindowConfig = typeof CongestionWindowOptions.Type
 
@@ -45,6 +48,7 @@ export type CongestionWindowConfig = typeof CongestionWindowOptions.Type
  * counted burst.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface CongestionWindow extends LimitAlgorithm {
   readonly options: CongestionWindowConfig
@@ -67,6 +71,7 @@ export interface CongestionWindow extends LimitAlgorithm {
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (
   options?: CongestionWindowOptions
@@ -76,6 +81,7 @@ export const make: (
  * Makes a congestion window synchronously; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options?: CongestionWindowOptions) => CongestionWindow = internal.unsafeMake
 
@@ -90,5 +96,6 @@ export const unsafeMake: (options?: CongestionWindowOptions) => CongestionWindow
  * const layer = ConcurrencyLimiter.layer({ algorithm: CongestionWindow.factory({ variant: "reno" }) })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const factory: (options?: CongestionWindowOptions) => Factory = internal.factory

@@ -19,6 +19,7 @@ import * as internal from "./internal/limitAlgorithm.js"
  * - `ignored`: any other error, or interruption: says nothing about capacity.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Outcome = "success" | "dropped" | "ignored"
 
@@ -31,6 +32,7 @@ export type Outcome = "success" | "dropped" | "ignored"
  * in-flight requests as a single number.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Sample {
   /** The id of the permit this request held. */
@@ -68,6 +70,7 @@ export interface Sample {
  * request is sent.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Departure {
   readonly id: number
@@ -99,6 +102,7 @@ export interface Departure {
  * }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface LimitAlgorithm {
   readonly name: string
@@ -159,6 +163,7 @@ export interface LimitAlgorithm {
  * Makes a fresh algorithm for a limiter key (one instance per key, e.g. per host).
  *
  * @since 0.1.0
+ * @category models
  */
 export type Factory = (key: string) => LimitAlgorithm
 
@@ -174,5 +179,6 @@ export type Factory = (key: string) => LimitAlgorithm
  * ten.limit // 10
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const fixed: (limit: number) => LimitAlgorithm = internal.fixed

@@ -64,6 +64,7 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
 import * as internal from "./internal/loadShedder.js"
 
@@ -71,6 +72,7 @@ import * as internal from "./internal/loadShedder.js"
  * The shedder service.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service {
   /**
@@ -131,6 +133,7 @@ export interface Ticket {
  * The service tag.
  *
  * @since 0.1.0
+ * @category tags
  */
 export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<LoadShedder, Service>() {}
 
@@ -141,18 +144,40 @@ export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<Loa
  * source? }`, omitted: event-loop utilization is not used), `name` (metric tag).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const LoadShedderOptions = internal.LoadShedderOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
-export type LoadShedderOptions = typeof internal.LoadShedderOptions.Encoded
+export interface LoadShedderOptions {
+  readonly capacity: number
+  readonly smoothing?: Duration.DurationInput | undefined
+  readonly thresholds?:
+    | {
+        readonly SHEDDABLE?: number | undefined
+        readonly SHEDDABLE_PLUS?: number | undefined
+        readonly CRITICAL?: number | undefined
+        readonly CRITICAL_PLUS?: number | undefined
+      }
+    | undefined
+  readonly retryAfter?: Duration.DurationInput | undefined
+  readonly eventLoop?:
+    | {
+        readonly interval?: Duration.DurationInput | undefined
+        readonly source?: Effect.Effect<number> | undefined
+      }
+    | undefined
+  readonly name?: string | undefined
+}
 
 /**
  * The default thresholds.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>> = internal.defaultThresholds
 
@@ -169,14 +194,21 @@ export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>
  * )
  * ```
  * @since 0.1.0
+ * @category metrics
  */
-export const metrics = internal.metrics
+export const metrics: {
+  readonly utilization: Metric.Metric.Gauge<number>
+  readonly eventLoopUtilization: Metric.Metric.Gauge<number>
+  readonly shed: Metric.Metric.Counter<number>
+  readonly admitted: Metric.Metric.Counter<number>
+} = internal.metrics
 
 /**
  * A stateful source of Node's event-loop utilization between successive
  * samples, the default `eventLoop.source`.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> =
   internal.nodeEventLoopUtilization
@@ -195,6 +227,7 @@ export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> =
  * }).pipe(Effect.scoped)
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (
   options: LoadShedderOptions
@@ -214,6 +247,7 @@ export const make: (
  * })
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Options.InvalidOptions> =>
   Layer.scoped(LoadShedder, internal.make(options))
@@ -230,6 +264,7 @@ export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Opt
  * const handler = LoadShedder.guard(Effect.succeed("report")).pipe(Criticality.withCriticality("SHEDDABLE"))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const guard = <A, E, R>(
   effect: Effect.Effect<A, E, R>

@@ -56,11 +56,13 @@ import * as internal from "./internal/pacer.js"
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export const TypeId: unique symbol = internal.TypeId
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export type TypeId = typeof TypeId
 
@@ -73,11 +75,13 @@ export type TypeId = typeof TypeId
  * and `key` (the metric tag).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PacerTuning = internal.PacerTuning
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type PacerTuning = typeof PacerTuning.Encoded
 
@@ -88,11 +92,13 @@ export type PacerTuning = typeof PacerTuning.Encoded
  * that declares `pacingInterval` drives the pacing itself (since 0.2.0).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PacerOptions = internal.PacerOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type PacerOptions = typeof PacerOptions.Encoded
 
@@ -102,6 +108,7 @@ export type PacerOptions = typeof PacerOptions.Encoded
  * the next departure may leave.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Pacer extends Pipeable {
   readonly [TypeId]: TypeId
@@ -142,6 +149,7 @@ export interface Pacer extends Pipeable {
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options: PacerOptions) => Effect.Effect<Pacer, Options.InvalidOptions> = internal.make
 
@@ -157,6 +165,7 @@ export const make: (options: PacerOptions) => Effect.Effect<Pacer, Options.Inval
  * pacer.interval // 10 (millis)
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options: PacerOptions) => Pacer = internal.unsafeMake
 
@@ -184,6 +193,7 @@ export const unsafeMake: (options: PacerOptions) => Pacer = internal.unsafeMake
  * })
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const forLimiter: (
   limiter: ConcurrencyLimiter.Limiter,
@@ -202,6 +212,7 @@ export const forLimiter: (
  * const paced = Effect.succeed(1).pipe(Pacer.paced(pacer))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const paced: {
   (pacer: Pacer): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>

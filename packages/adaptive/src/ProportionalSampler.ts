@@ -54,11 +54,13 @@ import type { QpsSensor, QpsSensorTag, Reading } from "./QpsSensor.js"
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export const TypeId: unique symbol = internal.TypeId
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export type TypeId = typeof TypeId
 
@@ -78,6 +80,7 @@ export type TypeId = typeof TypeId
  * - `name`: tags metrics (default `"default"`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ProportionalSamplerOptions {
   readonly goal: number
@@ -95,6 +98,7 @@ export interface ProportionalSamplerOptions {
  * The options Schema.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ProportionalSamplerOptions = internal.ProportionalSamplerOptions
 
@@ -102,6 +106,7 @@ export const ProportionalSamplerOptions = internal.ProportionalSamplerOptions
  * `"tracking"`: following the sensor; `"stale"`: the sensor is stale; `"paused"`: goal 0.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Mode = "tracking" | "stale" | "paused"
 
@@ -109,6 +114,7 @@ export type Mode = "tracking" | "stale" | "paused"
  * A snapshot of a sampler.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface SamplerState {
   readonly ratio: number
@@ -125,6 +131,7 @@ export interface SamplerState {
  * A proportional sampler. Mutable; owned by the worker that made it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ProportionalSampler extends Pipeable {
   readonly [TypeId]: TypeId
@@ -166,6 +173,7 @@ export interface ProportionalSampler extends Pipeable {
  * }).pipe(Effect.scoped, Effect.provide(QpsSensor.layerLocal()))
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (
   options: ProportionalSamplerOptions
@@ -175,6 +183,7 @@ export const make: (
  * {@link make} with an explicit sensor instead of the `QpsSensorTag` service.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const makeWith: (
   options: ProportionalSamplerOptions,
@@ -193,6 +202,7 @@ export const makeWith: (
  * const work = Effect.succeed(42).pipe(ProportionalSampler.sampled(sampler, Effect.succeed(undefined)))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const sampled: {
   <B, E2, R2>(
@@ -210,6 +220,7 @@ export const sampled: {
  * The default service tag.
  *
  * @since 0.1.0
+ * @category tags
  */
 export class ProportionalSamplerTag extends Context.Tag("@sluice/adaptive/ProportionalSampler")<
   ProportionalSamplerTag,
@@ -231,6 +242,7 @@ export class ProportionalSamplerTag extends Context.Tag("@sluice/adaptive/Propor
  * )
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer: {
   (

@@ -31,6 +31,7 @@ import * as internal from "./internal/qpsSensor.js"
  * A measurement: `qps` calls per second, taken at `at` (epoch millis, Effect's `Clock`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Reading {
   readonly qps: number
@@ -41,6 +42,7 @@ export interface Reading {
  * A QPS sensor.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface QpsSensor {
   /** Counts `n` calls sent at the given clock reading (synchronous, for the hot path). */
@@ -53,6 +55,7 @@ export interface QpsSensor {
  * The sensor service a `ProportionalSampler` reads.
  *
  * @since 0.1.0
+ * @category tags
  */
 export class QpsSensorTag extends Context.Tag("@sluice/adaptive/QpsSensor")<QpsSensorTag, QpsSensor>() {}
 
@@ -61,6 +64,7 @@ export class QpsSensorTag extends Context.Tag("@sluice/adaptive/QpsSensor")<QpsS
  * reading averages (positive integer, default 2).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface MemorySensorOptions {
   readonly window?: number | undefined
@@ -70,6 +74,7 @@ export interface MemorySensorOptions {
  * Per-second counters in memory that several sensors can share.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface MemoryStore {
   unsafeIncrement(second: number, n: number): void
@@ -81,6 +86,7 @@ export interface MemoryStore {
  * Makes a {@link MemoryStore} keeping the last `retainSeconds` (default 120) seconds.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const makeMemoryStore: (retainSeconds?: number) => MemoryStore = internal.makeMemoryStore
 
@@ -101,6 +107,7 @@ export const makeMemoryStore: (retainSeconds?: number) => MemoryStore = internal
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const makeMemory: (
   options?: MemorySensorOptions & { readonly store?: MemoryStore | undefined }
@@ -110,6 +117,7 @@ export const makeMemory: (
  * A sensor of this worker's own QPS.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const makeLocal = (
   options: MemorySensorOptions = {}
@@ -126,6 +134,7 @@ export const makeLocal = (
  * const SamplerLive = ProportionalSampler.layer({ goal: 50 }).pipe(Layer.provide(QpsSensor.layerLocal()))
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layerLocal = (
   options: MemorySensorOptions = {}
@@ -136,6 +145,7 @@ export const layerLocal = (
  * A Layer providing a sensor on a shared {@link MemoryStore} under {@link QpsSensorTag}.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layerMemory = (
   store: MemoryStore,

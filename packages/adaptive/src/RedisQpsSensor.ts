@@ -49,6 +49,7 @@ import { QpsSensorTag } from "./QpsSensor.js"
  *   250 ms), `ttl` (default `window` + 60 s): positive durations.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RedisQpsSensorOptions extends ConnectionOptions {
   readonly key: string
@@ -76,6 +77,7 @@ export interface RedisQpsSensorOptions extends ConnectionOptions {
  * }).pipe(Effect.scoped)
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (
   options: RedisQpsSensorOptions
@@ -85,6 +87,7 @@ export const make: (
  * A Layer providing a Redis sensor under `QpsSensorTag`, or under the given tag.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer: {
   (options: RedisQpsSensorOptions): Layer.Layer<QpsSensorTag, Options.InvalidOptions>
@@ -98,6 +101,7 @@ export const layer: {
  * The Redis key of one second's counter.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const keyFor: (prefix: string, key: string, second: number) => string = internal.keyFor
 

@@ -19,19 +19,19 @@ import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  * `headroom` (1.25: the limiter's cap over the window).
  *
  * @since 0.2.0
- * @category options
+ * @category models
  */
 export const TempoOptions = internal.TempoOptions
 
 /**
  * @since 0.2.0
- * @category options
+ * @category models
  */
 export type TempoOptions = typeof TempoOptions.Encoded
 
 /**
  * @since 0.2.0
- * @category options
+ * @category models
  */
 export type TempoConfig = typeof TempoOptions.Type
 

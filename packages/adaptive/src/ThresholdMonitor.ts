@@ -34,11 +34,13 @@ import * as internal from "./internal/thresholdMonitor.js"
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export const TypeId: unique symbol = internal.TypeId
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export type TypeId = typeof TypeId
 
@@ -49,6 +51,7 @@ export type TypeId = typeof TypeId
  * - `latency`: the median latency of successful calls (positive duration).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Thresholds {
   readonly rate?: number | undefined
@@ -67,6 +70,7 @@ export interface Thresholds {
  * - `name`: tags metrics (default `"default"`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ThresholdMonitorOptions {
   readonly name?: string | undefined
@@ -82,6 +86,7 @@ export interface ThresholdMonitorOptions {
  * The options Schema.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ThresholdMonitorOptions = internal.ThresholdMonitorOptions
 
@@ -89,6 +94,7 @@ export const ThresholdMonitorOptions = internal.ThresholdMonitorOptions
  * What the monitor sees for one operation.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Stats {
   readonly operation: string
@@ -107,6 +113,7 @@ export interface Stats {
  * A threshold monitor. Mutable; owned by the server that made it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ThresholdMonitor extends Pipeable {
   readonly [TypeId]: TypeId
@@ -152,6 +159,7 @@ export interface ThresholdMonitor extends Pipeable {
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (
   options: ThresholdMonitorOptions
@@ -161,6 +169,7 @@ export const make: (
  * Synchronous {@link make}; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options: ThresholdMonitorOptions) => ThresholdMonitor = internal.unsafeMake
 
@@ -176,6 +185,7 @@ export const unsafeMake: (options: ThresholdMonitorOptions) => ThresholdMonitor 
  * const handled = Effect.succeed("ok").pipe(ThresholdMonitor.track(monitor, "save"))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const track: {
   (
@@ -203,6 +213,7 @@ export const track: {
  * }).pipe(Effect.provide(ThresholdMonitor.layer({ thresholds: { rate: 100 } })))
  * ```
  * @since 0.1.0
+ * @category tags
  */
 export class ThresholdMonitorTag extends Context.Tag("@sluice/adaptive/ThresholdMonitor")<
   ThresholdMonitorTag,
@@ -214,6 +225,7 @@ export class ThresholdMonitorTag extends Context.Tag("@sluice/adaptive/Threshold
  * or under the given tag.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer: {
   (options: ThresholdMonitorOptions): Layer.Layer<ThresholdMonitorTag, Options.InvalidOptions>

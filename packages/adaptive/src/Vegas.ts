@@ -35,11 +35,13 @@ import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  * `probeMultiplier` (30).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const VegasOptions = internal.VegasOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type VegasOptions = typeof VegasOptions.Encoded
 
@@ -47,6 +49,7 @@ export type VegasOptions = typeof VegasOptions.Encoded
  * Decoded options.
  *
  * @since 0.1.0
+ * @category models
  */
 export type VegasConfig = typeof VegasOptions.Type
 
@@ -54,6 +57,7 @@ export type VegasConfig = typeof VegasOptions.Type
  * A Vegas limit. `noLoadRtt` is the learned no-load latency in milliseconds.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Vegas extends LimitAlgorithm {
   readonly options: VegasConfig
@@ -77,6 +81,7 @@ export interface Vegas extends LimitAlgorithm {
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options?: VegasOptions) => Effect.Effect<Vegas, Options.InvalidOptions> = internal.make
 
@@ -84,6 +89,7 @@ export const make: (options?: VegasOptions) => Effect.Effect<Vegas, Options.Inva
  * Makes a Vegas limit synchronously; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options?: VegasOptions) => Vegas = internal.unsafeMake
 
@@ -98,5 +104,6 @@ export const unsafeMake: (options?: VegasOptions) => Vegas = internal.unsafeMake
  * const layer = ConcurrencyLimiter.layer({ algorithm: Vegas.factory({ maxLimit: 200 }) })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const factory: (options?: VegasOptions) => Factory = internal.factory

@@ -52,11 +52,13 @@ import type { InvalidOptions } from "./Options.js"
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export const TypeId: unique symbol = internal.TypeId
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export type TypeId = typeof TypeId
 
@@ -64,6 +66,7 @@ export type TypeId = typeof TypeId
  * The state a breaker reports. An isolated breaker reports `"open"`.
  *
  * @since 0.1.0
+ * @category models
  */
 export type State = "closed" | "open" | "half-open"
 
@@ -71,6 +74,7 @@ export type State = "closed" | "open" | "half-open"
  * A state transition, published on {@link CircuitBreaker.stateChanges}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface StateChange {
   readonly name: string
@@ -110,6 +114,7 @@ export interface Ticket {
  * - `onStateChange`: called synchronously on every transition (exceptions ignored).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface CircuitBreakerOptions {
   readonly name: string
@@ -133,6 +138,7 @@ export interface CircuitBreakerOptions {
  * between every call to the same dependency (a Layer does that for you).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface CircuitBreaker extends Pipeable {
   readonly [TypeId]: TypeId
@@ -175,6 +181,7 @@ export interface CircuitBreaker extends Pipeable {
  * The options Schema (decoded `openFor` is a `Duration` or a `Schedule`).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const CircuitBreakerOptions = internal.CircuitBreakerOptions
 
@@ -197,6 +204,7 @@ export const CircuitBreakerOptions = internal.CircuitBreakerOptions
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options: CircuitBreakerOptions) => Effect.Effect<CircuitBreaker, InvalidOptions> =
   internal.make
@@ -205,6 +213,7 @@ export const make: (options: CircuitBreakerOptions) => Effect.Effect<CircuitBrea
  * Is this value a {@link CircuitBreaker}?
  *
  * @since 0.1.0
+ * @category guards
  */
 export const isCircuitBreaker: (u: unknown) => u is CircuitBreaker = internal.isCircuitBreaker
 
@@ -221,6 +230,7 @@ export const isCircuitBreaker: (u: unknown) => u is CircuitBreaker = internal.is
  * const same = CircuitBreaker.withBreaker(Effect.succeed(1), breaker)
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const withBreaker: {
   (breaker: CircuitBreaker): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
@@ -242,6 +252,7 @@ export const withBreaker: {
  * }).pipe(Effect.provide(CircuitBreaker.layer({ name: "backend" })))
  * ```
  * @since 0.1.0
+ * @category tags
  */
 export class CircuitBreakerTag extends Context.Tag("@sluice/core/CircuitBreaker")<
   CircuitBreakerTag,
@@ -259,6 +270,7 @@ export class CircuitBreakerTag extends Context.Tag("@sluice/core/CircuitBreaker"
  * const RedisBreakerLive = CircuitBreaker.layer({ name: "redis" }, RedisBreaker)
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const makeTag = (key: string): Context.Tag<CircuitBreaker, CircuitBreaker> =>
   Context.GenericTag<CircuitBreaker>(`@sluice/core/CircuitBreaker/${key}`)
@@ -268,6 +280,7 @@ export const makeTag = (key: string): Context.Tag<CircuitBreaker, CircuitBreaker
  * or under the given tag.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer: {
   (options: CircuitBreakerOptions): Layer.Layer<CircuitBreakerTag, InvalidOptions>

@@ -18,11 +18,13 @@ import * as internal from "./internal/criticality.js"
  * The four levels as a Schema literal.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Criticality = Schema.Literal("CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE")
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type Criticality = typeof Criticality.Type
 
@@ -30,6 +32,7 @@ export type Criticality = typeof Criticality.Type
  * Every level, most important first.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const levels: ReadonlyArray<Criticality> = internal.levels
 
@@ -37,6 +40,7 @@ export const levels: ReadonlyArray<Criticality> = internal.levels
  * The default level: `CRITICAL`.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const defaultLevel: Criticality = "CRITICAL"
 
@@ -50,6 +54,7 @@ export const defaultLevel: Criticality = "CRITICAL"
  * Criticality.rank("CRITICAL_PLUS") > Criticality.rank("SHEDDABLE") // true
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const rank: (level: Criticality) => number = internal.rank
 
@@ -57,6 +62,7 @@ export const rank: (level: Criticality) => number = internal.rank
  * Total order by importance: a less critical level is "less than" a more critical one.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Order: Ord.Order<Criticality> = internal.Order
 
@@ -64,6 +70,7 @@ export const Order: Ord.Order<Criticality> = internal.Order
  * The fiber-local current level. Forked fibers inherit it.
  *
  * @since 0.1.0
+ * @category getters
  */
 export const currentCriticality: FiberRef.FiberRef<Criticality> = internal.currentCriticality
 
@@ -80,6 +87,7 @@ export const currentCriticality: FiberRef.FiberRef<Criticality> = internal.curre
  * })
  * ```
  * @since 0.1.0
+ * @category getters
  */
 export const current: Effect.Effect<Criticality> = internal.current
 
@@ -94,6 +102,7 @@ export const current: Effect.Effect<Criticality> = internal.current
  * const background = Effect.void.pipe(Criticality.withCriticality("SHEDDABLE"))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const withCriticality: {
   (level: Criticality): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -113,6 +122,7 @@ export const withCriticality: {
  * Criticality.parse("<script>") // "CRITICAL"
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const parse: (value: string | null | undefined, fallback?: Criticality) => Criticality = internal.parse
 
@@ -128,6 +138,7 @@ export const parse: (value: string | null | undefined, fallback?: Criticality) =
  * Criticality.clamp("SHEDDABLE", "CRITICAL") // "SHEDDABLE"
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const clamp: {
   (ceiling: Criticality): (level: Criticality) => Criticality
@@ -138,6 +149,7 @@ export const clamp: {
  * Is `self` at least as critical as `that`?
  *
  * @since 0.1.0
+ * @category guards
  */
 export const isAtLeast: {
   (that: Criticality): (self: Criticality) => boolean

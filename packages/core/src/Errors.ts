@@ -23,16 +23,24 @@ import * as internal from "./internal/errors.js"
  * transport error. See {@link markRetryable}.
  *
  * @since 0.1.0
+ * @category symbols
  */
-export const RetryableTypeId: typeof internal.RetryableTypeId = internal.RetryableTypeId
+export const RetryableTypeId: unique symbol = internal.RetryableTypeId as any
+
+/**
+ * @since 0.1.0
+ * @category symbols
+ */
+export type RetryableTypeId = typeof RetryableTypeId
 
 /**
  * An error that declares itself retryable through {@link RetryableTypeId}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface MarkedRetryable {
-  readonly [internal.RetryableTypeId]: true
+  readonly [RetryableTypeId]: true
 }
 
 /**
@@ -40,6 +48,7 @@ export interface MarkedRetryable {
  * `JSON.stringify` turns into `null`) are encoded as strings.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PortableNumber: Schema.Schema<number, number | "Infinity" | "-Infinity" | "NaN"> =
   Schema.transform(
@@ -93,6 +102,7 @@ const origin = Schema.optionalWith(Origin, { default: () => "remote" as const })
  * const error = new Errors.Overloaded({ reason: "shed", retryAfter: Duration.seconds(1) })
  * ```
  * @since 0.1.0
+ * @category errors
  */
 export class Overloaded extends Schema.TaggedError<Overloaded>("@sluice/core/Overloaded")("Overloaded", {
   reason: Schema.String,
@@ -116,6 +126,7 @@ export class Overloaded extends Schema.TaggedError<Overloaded>("@sluice/core/Ove
  * const error = new Errors.QuotaExceeded({ tier: "spike", limit: 20, remaining: 0, retryAfter: Duration.millis(50) })
  * ```
  * @since 0.1.0
+ * @category errors
  */
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>("@sluice/core/QuotaExceeded")(
   "QuotaExceeded",
@@ -144,6 +155,7 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>("@sluice/co
  * const error = new Errors.Throttled({ key: "api.example.com" })
  * ```
  * @since 0.1.0
+ * @category errors
  */
 export class Throttled extends Schema.TaggedError<Throttled>("@sluice/core/Throttled")("Throttled", {
   key: Schema.String,
@@ -166,6 +178,7 @@ export class Throttled extends Schema.TaggedError<Throttled>("@sluice/core/Throt
  * const error = new Errors.CircuitOpen({ name: "redis", halfOpenAt: 0, retryAfter: Duration.seconds(5) })
  * ```
  * @since 0.1.0
+ * @category errors
  */
 export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("@sluice/core/CircuitOpen")("CircuitOpen", {
   name: Schema.String,
@@ -184,6 +197,7 @@ export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("@sluice/core/C
  * call's own deadline ran out (`"timeout"`).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const DontRetryReason = Schema.Literal(
   "attempts",
@@ -196,6 +210,7 @@ export const DontRetryReason = Schema.Literal(
 
 /**
  * @since 0.1.0
+ * @category errors
  */
 export type DontRetryReason = typeof DontRetryReason.Type
 
@@ -214,6 +229,7 @@ export type DontRetryReason = typeof DontRetryReason.Type
  * })
  * ```
  * @since 0.1.0
+ * @category errors
  */
 export class DontRetry extends Schema.TaggedError<DontRetry>("@sluice/core/DontRetry")("DontRetry", {
   reason: DontRetryReason,
@@ -229,6 +245,7 @@ export class DontRetry extends Schema.TaggedError<DontRetry>("@sluice/core/DontR
  * Any Sluice error.
  *
  * @since 0.1.0
+ * @category errors
  */
 export type SluiceError = Overloaded | QuotaExceeded | Throttled | CircuitOpen | DontRetry
 
@@ -245,6 +262,7 @@ export type SluiceError = Overloaded | QuotaExceeded | Throttled | CircuitOpen |
  * const back = Schema.decodeUnknownSync(Errors.SluiceError)(JSON.parse(json))
  * ```
  * @since 0.1.0
+ * @category schemas
  */
 export const SluiceError = Schema.Union(Overloaded, QuotaExceeded, Throttled, CircuitOpen, DontRetry)
 
@@ -253,6 +271,7 @@ export const SluiceError = Schema.Union(Overloaded, QuotaExceeded, Throttled, Ci
  * Effect's `TimeoutException`, and any error marked with {@link RetryableTypeId}.
  *
  * @since 0.1.0
+ * @category errors
  */
 export type Retryable = Overloaded | QuotaExceeded | Cause.TimeoutException | MarkedRetryable
 
@@ -267,6 +286,7 @@ export type Retryable = Overloaded | QuotaExceeded | Cause.TimeoutException | Ma
  * type E = Errors.NonRetryable<Errors.Overloaded | Errors.Throttled> // Errors.Throttled
  * ```
  * @since 0.1.0
+ * @category models
  */
 export type NonRetryable<E> = Exclude<E, Retryable>
 
@@ -274,6 +294,7 @@ export type NonRetryable<E> = Exclude<E, Retryable>
  * The retryable part of an error union.
  *
  * @since 0.1.0
+ * @category errors
  */
 export type RetryablePart<E> = Extract<E, Retryable>
 
@@ -290,6 +311,7 @@ export type RetryablePart<E> = Extract<E, Retryable>
  * Errors.isRetryable(new Errors.Throttled({ key: "a" })) // false
  * ```
  * @since 0.1.0
+ * @category guards
  */
 export const isRetryable: <E>(error: E) => error is Extract<E, Retryable> = internal.isRetryable as any
 
@@ -304,6 +326,7 @@ export const isRetryable: <E>(error: E) => error is Extract<E, Retryable> = inte
  * Errors.isRetryable(e) // true
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const markRetryable = <E extends object>(error: E): E & MarkedRetryable => {
   Object.defineProperty(error, internal.RetryableTypeId, { value: true, enumerable: false })

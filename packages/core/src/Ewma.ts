@@ -20,6 +20,7 @@ import type { InvalidOptions } from "./Options.js"
  * A time-decayed moving average. Mutable; owned by the service that made it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Ewma {
   readonly tau: Duration.Duration
@@ -34,13 +35,17 @@ export interface Ewma {
  * `tau` a step change has moved the average by about 63%.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const EwmaOptions = internal.EwmaOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
-export type EwmaOptions = typeof internal.EwmaOptions.Encoded
+export interface EwmaOptions {
+  readonly tau: Duration.DurationInput
+}
 
 /**
  * Makes an {@link Ewma}.
@@ -57,6 +62,7 @@ export type EwmaOptions = typeof internal.EwmaOptions.Encoded
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options: EwmaOptions) => Effect.Effect<Ewma, InvalidOptions> = internal.make
 
@@ -64,6 +70,7 @@ export const make: (options: EwmaOptions) => Effect.Effect<Ewma, InvalidOptions>
  * Synchronous {@link make}; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options: EwmaOptions) => Ewma = internal.unsafeMake
 
@@ -71,6 +78,7 @@ export const unsafeMake: (options: EwmaOptions) => Ewma = internal.unsafeMake
  * Folds a sample in now.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const update: {
   (sample: number): (self: Ewma) => Effect.Effect<void>
@@ -81,6 +89,7 @@ export const update: {
  * The current average (0 before the first sample).
  *
  * @since 0.1.0
+ * @category getters
  */
 export const value = (self: Ewma): Effect.Effect<number> => internal.value(self)
 
@@ -89,6 +98,7 @@ export const value = (self: Ewma): Effect.Effect<number> => internal.value(self)
  * service that made it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface EwmaRate {
   readonly window: Duration.Duration
@@ -104,13 +114,18 @@ export interface EwmaRate {
  * (default 5 s, must not exceed the window).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const EwmaRateOptions = internal.EwmaRateOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
-export type EwmaRateOptions = typeof internal.EwmaRateOptions.Encoded
+export interface EwmaRateOptions {
+  readonly window: Duration.DurationInput
+  readonly tick?: Duration.DurationInput | undefined
+}
 
 /**
  * Makes an {@link EwmaRate}.
@@ -127,6 +142,7 @@ export type EwmaRateOptions = typeof internal.EwmaRateOptions.Encoded
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const makeRate: (options: EwmaRateOptions) => Effect.Effect<EwmaRate, InvalidOptions> =
   internal.makeRate
@@ -135,6 +151,7 @@ export const makeRate: (options: EwmaRateOptions) => Effect.Effect<EwmaRate, Inv
  * Synchronous {@link makeRate}; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMakeRate: (options: EwmaRateOptions) => EwmaRate = internal.unsafeMakeRate
 
@@ -142,6 +159,7 @@ export const unsafeMakeRate: (options: EwmaRateOptions) => EwmaRate = internal.u
  * Counts `n` events (default 1) now.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const mark: {
   (n?: number): (self: EwmaRate) => Effect.Effect<void>
@@ -152,5 +170,6 @@ export const mark: {
  * Events per second now.
  *
  * @since 0.1.0
+ * @category getters
  */
 export const rate: (self: EwmaRate) => Effect.Effect<number> = internal.rate

@@ -41,11 +41,13 @@ import type { InvalidOptions } from "./Options.js"
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export const TypeId: unique symbol = internal.TypeId
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export type TypeId = typeof TypeId
 
@@ -53,6 +55,7 @@ export type TypeId = typeof TypeId
  * A latency window. Mutable; owned by the service that made it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface LatencyWindow extends Pipeable {
   readonly [TypeId]: TypeId
@@ -77,11 +80,13 @@ export interface LatencyWindow extends Pipeable {
  * default 6) and `relativeAccuracy` (in `(0, 1)`, default 0.01).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const LatencyWindowOptions = internal.LatencyWindowOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type LatencyWindowOptions = typeof LatencyWindowOptions.Encoded
 
@@ -100,6 +105,7 @@ export type LatencyWindowOptions = typeof LatencyWindowOptions.Encoded
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options: LatencyWindowOptions) => Effect.Effect<LatencyWindow, InvalidOptions> =
   internal.make
@@ -108,6 +114,7 @@ export const make: (options: LatencyWindowOptions) => Effect.Effect<LatencyWindo
  * Makes a latency window synchronously; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options: LatencyWindowOptions) => LatencyWindow = internal.unsafeMake
 
@@ -115,6 +122,7 @@ export const unsafeMake: (options: LatencyWindowOptions) => LatencyWindow = inte
  * Records a latency in milliseconds, now.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const record: {
   (millis: number): (self: LatencyWindow) => Effect.Effect<void>
@@ -133,6 +141,7 @@ export const record: {
  * const p999 = latencies.pipe(LatencyWindow.quantile(0.999))
  * ```
  * @since 0.1.0
+ * @category getters
  */
 export const quantile: {
   (q: number): (self: LatencyWindow) => Effect.Effect<Option.Option<number>>
@@ -143,6 +152,7 @@ export const quantile: {
  * The median over the window ending now.
  *
  * @since 0.1.0
+ * @category getters
  */
 export const median: (self: LatencyWindow) => Effect.Effect<Option.Option<number>> = internal.median
 
@@ -150,6 +160,7 @@ export const median: (self: LatencyWindow) => Effect.Effect<Option.Option<number
  * The 99th percentile over the window ending now.
  *
  * @since 0.1.0
+ * @category getters
  */
 export const p99: (self: LatencyWindow) => Effect.Effect<Option.Option<number>> = internal.p99
 
@@ -157,5 +168,6 @@ export const p99: (self: LatencyWindow) => Effect.Effect<Option.Option<number>> 
  * How many latencies the window holds now.
  *
  * @since 0.1.0
+ * @category getters
  */
 export const count: (self: LatencyWindow) => Effect.Effect<number> = internal.count

@@ -25,19 +25,30 @@ import * as internal from "./internal/options.js"
  * const program = Options.decode("Example", Opts)({ ratio: 2 }) // fails with InvalidOptions
  * ```
  * @since 0.1.0
+ * @category schemas
  */
-export const InvalidOptions: typeof internal.InvalidOptions = internal.InvalidOptions
+export const InvalidOptions: Schema.TaggedErrorClass<
+  InvalidOptions,
+  "InvalidOptions",
+  {
+    readonly _tag: Schema.tag<"InvalidOptions">
+    readonly module: typeof Schema.String
+    readonly message: typeof Schema.String
+  }
+> = internal.InvalidOptions
 
 /**
  * @since 0.1.0
+ * @category errors
  */
-export type InvalidOptions = internal.InvalidOptions
+export interface InvalidOptions extends internal.InvalidOptions {}
 
 /**
  * A duration given as milliseconds, a `Duration`, or a string such as `"2 minutes"`,
  * decoded to a `Duration`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationInput> = internal.DurationInput
 
@@ -45,6 +56,7 @@ export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationIn
  * A strictly positive, finite duration.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PositiveDuration: Schema.Schema<Duration.Duration, Duration.DurationInput> =
   internal.PositiveDuration
@@ -53,6 +65,7 @@ export const PositiveDuration: Schema.Schema<Duration.Duration, Duration.Duratio
  * A duration that is zero or positive and finite.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const NonNegativeDuration: Schema.Schema<Duration.Duration, Duration.DurationInput> =
   internal.NonNegativeDuration
@@ -61,6 +74,7 @@ export const NonNegativeDuration: Schema.Schema<Duration.Duration, Duration.Dura
  * A finite number in `[0, 1]`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Ratio: Schema.Schema<number> = internal.Ratio
 
@@ -68,6 +82,7 @@ export const Ratio: Schema.Schema<number> = internal.Ratio
  * A finite number greater than zero.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PositiveNumber: Schema.Schema<number> = internal.PositiveNumber
 
@@ -75,6 +90,7 @@ export const PositiveNumber: Schema.Schema<number> = internal.PositiveNumber
  * An integer greater than zero.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PositiveInt: Schema.Schema<number> = internal.PositiveInt
 
@@ -82,6 +98,7 @@ export const PositiveInt: Schema.Schema<number> = internal.PositiveInt
  * An integer greater than or equal to zero.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const NonNegativeInt: Schema.Schema<number> = internal.NonNegativeInt
 
@@ -89,6 +106,7 @@ export const NonNegativeInt: Schema.Schema<number> = internal.NonNegativeInt
  * A finite number greater than or equal to zero.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const NonNegativeNumber: Schema.Schema<number> = internal.NonNegativeNumber
 
@@ -103,6 +121,7 @@ export const NonNegativeNumber: Schema.Schema<number> = internal.NonNegativeNumb
  * const decode = Options.decode("RollingCounter", Schema.Struct({ buckets: Options.PositiveInt }))
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const decode: <A, I>(
   module: string,
@@ -113,6 +132,7 @@ export const decode: <A, I>(
  * Synchronous variant of {@link decode}: throws {@link InvalidOptions}.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const decodeSync: <A, I>(module: string, schema: Schema.Schema<A, I>) => (input: I) => A =
   internal.decodeSync

@@ -42,7 +42,8 @@ import type * as Scope from "effect/Scope"
 import type { QuotaExceeded } from "./Errors.js"
 import * as internal from "./internal/quota.js"
 import type { InvalidOptions } from "./Options.js"
-import type { QuotaStoreError } from "./QuotaStore.js"
+import type { QuotaStoreError, TierDecision } from "./QuotaStore.js"
+import type * as CircuitBreaker from "./CircuitBreaker.js"
 import { QuotaConfig } from "./QuotaConfig.js"
 import { QuotaStore } from "./QuotaStore.js"
 
@@ -50,28 +51,41 @@ import { QuotaStore } from "./QuotaStore.js"
  * What happens when the store fails or misses its deadline.
  *
  * @since 0.1.0
+ * @category models
  */
-export type FailureMode = internal.FailureMode
+export type FailureMode = "fail-open" | "fail-closed" | "fallback"
 
 /**
  * Where a decision came from: the store, or one of the failure modes.
  *
  * @since 0.1.0
+ * @category models
  */
-export type DecisionSource = internal.DecisionSource
+export type DecisionSource = "store" | "fail-open" | "fail-closed" | "fallback"
 
 /**
  * The answer to a check. `deniedBy` is the first tier that denied; `retryAfterMs`
  * is the longest wait among denying tiers (0 when allowed).
  *
  * @since 0.1.0
+ * @category models
  */
-export type Decision = internal.Decision
+export interface Decision {
+  readonly client: string
+  readonly allowed: boolean
+  readonly tiers: ReadonlyArray<TierDecision>
+  readonly deniedBy: TierDecision | undefined
+  readonly retryAfterMs: number
+  readonly source: DecisionSource
+}
 
 /**
  * @since 0.1.0
+ * @category models
  */
-export type CheckOptions = internal.CheckOptions
+export interface CheckOptions {
+  readonly cost?: number | undefined
+}
 
 /**
  * Options of {@link withQuota}: `cost` and `maxWait` (default 0: do not wait).
@@ -79,7 +93,9 @@ export type CheckOptions = internal.CheckOptions
  * @since 0.2.0
  * @category models
  */
-export type WaitOptions = internal.WaitOptions
+export interface WaitOptions extends CheckOptions {
+  readonly maxWait?: Duration.DurationInput | undefined
+}
 
 /**
  * Options:
@@ -103,11 +119,13 @@ export type WaitOptions = internal.WaitOptions
  * - `maxClientIdLength` (256, at least 80).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const QuotaOptions: Schema.Schema<any, internal.QuotaOptions> = internal.QuotaOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type QuotaOptions = internal.QuotaOptions
 
@@ -115,11 +133,50 @@ export type QuotaOptions = internal.QuotaOptions
  * The quota service.
  *
  * @since 0.1.0
+ * @category models
  */
-export interface Service extends internal.QuotaService {}
+export interface Service {
+  readonly check: (client: string, options?: CheckOptions) => Effect.Effect<Decision, InvalidOptions>
+  readonly get: (client: string) => Effect.Effect<Decision>
+  readonly reward: (client: string, units: number) => Effect.Effect<void, InvalidOptions | QuotaStoreError>
+  readonly penalty: (client: string, units: number) => Effect.Effect<void, InvalidOptions | QuotaStoreError>
+  readonly block: (
+    client: string,
+    duration: Duration.DurationInput
+  ) => Effect.Effect<void, InvalidOptions | QuotaStoreError>
+  readonly reset: (client: string) => Effect.Effect<void, QuotaStoreError>
+  readonly guard: {
+    (
+      client: string,
+      options?: CheckOptions
+    ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R>
+    <A, E, R>(
+      self: Effect.Effect<A, E, R>,
+      client: string,
+      options?: CheckOptions
+    ): Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R>
+  }
+  readonly withQuota: {
+    (
+      client: string,
+      options?: WaitOptions
+    ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R>
+    <A, E, R>(
+      self: Effect.Effect<A, E, R>,
+      client: string,
+      options?: WaitOptions
+    ): Effect.Effect<A, E | QuotaExceeded | InvalidOptions, R>
+  }
+  /** The id a client is stored under: itself, or (above `maxClientIdLength`) a prefix and its SHA-256. */
+  readonly storedId: (client: string) => string
+  readonly breaker: CircuitBreaker.CircuitBreaker | undefined
+  readonly mode: FailureMode
+  readonly deadline: Duration.Duration
+}
 
 /**
  * @since 0.1.0
+ * @category tags
  */
 export class Quota extends Context.Tag("@sluice/core/Quota")<Quota, Service>() {}
 
@@ -128,6 +185,7 @@ export class Quota extends Context.Tag("@sluice/core/Quota")<Quota, Service>() {
  * that enforces store deadlines.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (
   options: QuotaOptions = {}
@@ -154,6 +212,7 @@ export const make = (
  * )
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   options: QuotaOptions = {}
@@ -175,6 +234,7 @@ export const layer = (
  * })
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const check = (
   client: string,
@@ -194,7 +254,7 @@ export const check = (
  * const remaining = Effect.map(Quota.get("acme"), (d) => d.tiers.map((t) => t.remaining))
  * ```
  * @since 0.2.0
- * @category accessors
+ * @category getters
  */
 export const get = (client: string): Effect.Effect<Decision, never, Quota> =>
   Effect.flatMap(Quota, (quota) => quota.get(client))
@@ -317,6 +377,7 @@ export const withQuota: {
  * const handler = Effect.succeed("ok").pipe(Quota.guard("acme"))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const guard: {
   (
@@ -340,5 +401,6 @@ export const guard: {
  * The `QuotaExceeded` error for a denied decision.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const toQuotaExceeded: (decision: Decision) => QuotaExceeded = internal.toQuotaExceeded

@@ -32,11 +32,13 @@ import type { InvalidOptions } from "./Options.js"
  * The algorithm of a tier.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Algorithm: Schema.Literal<["gcra", "sliding-window"]> = plan.Algorithm
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type Algorithm = plan.Algorithm
 
@@ -45,11 +47,13 @@ export type Algorithm = plan.Algorithm
  * milliseconds, a `Duration` or a string such as `"1 hour"`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Tier = plan.Tier
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type Tier = plan.Tier
 
@@ -68,11 +72,13 @@ export type Tier = plan.Tier
  * }
  * ```
  * @since 0.1.0
+ * @category schemas
  */
 export const Plan = plan.Plan
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type Plan = plan.Plan
 
@@ -80,6 +86,7 @@ export type Plan = plan.Plan
  * A plan as written in configuration or JSON.
  *
  * @since 0.1.0
+ * @category models
  */
 export type PlanInput = plan.PlanInput
 
@@ -87,6 +94,7 @@ export type PlanInput = plan.PlanInput
  * A plan decoded from a JSON string (the Redis source stores plans this way).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PlanFromJson = plan.PlanFromJson
 
@@ -94,18 +102,57 @@ export const PlanFromJson = plan.PlanFromJson
  * A plan flattened for the stores' hot path.
  *
  * @since 0.1.0
+ * @category models
  */
-export type CompiledPlan = plan.CompiledPlan
+export interface CompiledPlan {
+  readonly plan: Plan
+  readonly tiers: ReadonlyArray<CompiledTier>
+  /** identifies the shape of the plan (tier names and algorithms) */
+  readonly shape: string
+  /** how many numbers of state a client holds for this plan */
+  readonly stateSize: number
+  /** the smallest capacity: a cost above it can never be admitted */
+  readonly maxCost: number
+  /** milliseconds a client is blocked after a denial (0: never) */
+  readonly blockForMs: number
+  /**
+   * The Redis script's arguments after `numkeys` and the key: cost (a placeholder at index 0,
+   * overwritten per call), the block duration, then per tier its capacity, period (ms) and
+   * limit.
+   */
+  readonly redisArgs: ReadonlyArray<string>
+}
 
 /**
  * @since 0.1.0
+ * @category models
  */
-export type CompiledTier = plan.CompiledTier
+export interface CompiledTier {
+  readonly name: string
+  readonly algorithm: Algorithm
+  /** gcra: burst (bucket size); sliding-window: the limit. */
+  readonly capacity: number
+  readonly limit: number
+  /** whole milliseconds */
+  readonly periodMs: number
+  /** capacity × period */
+  readonly capacityPeriod: number
+  /**
+   * The window the tier's `limit` (capacity) is counted over, as `RateLimit-Policy`'s `w`:
+   * sliding-window its period; gcra the time to refill the whole bucket, `ceil(burst × period /
+   * limit)`, so that q / w is the rate and `remaining` never exceeds q.
+   */
+  readonly windowMs: number
+  readonly index: number
+  /** where the tier's state starts in a client's flat state (gcra: 2 numbers, sliding-window: 3) */
+  readonly offset: number
+}
 
 /**
  * Flattens a decoded plan for the stores.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const compile: (plan: Plan) => CompiledPlan = plan.compile
 
@@ -114,6 +161,7 @@ export const compile: (plan: Plan) => CompiledPlan = plan.compile
  * every check; updates take effect on the client's next check.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service {
   /** The compiled plan of a client (its override, or the default). */
@@ -131,6 +179,7 @@ export interface Service {
 
 /**
  * @since 0.1.0
+ * @category tags
  */
 export class QuotaConfig extends Context.Tag("@sluice/core/QuotaConfig")<QuotaConfig, Service>() {}
 
@@ -138,8 +187,9 @@ export class QuotaConfig extends Context.Tag("@sluice/core/QuotaConfig")<QuotaCo
  * Options: a default plan and per-client overrides.
  *
  * @since 0.1.0
+ * @category models
  */
-export type QuotaConfigOptions = internal.QuotaConfigOptions
+export interface QuotaConfigOptions extends internal.QuotaConfigOptions {}
 
 /**
  * Makes an in-process configuration.
@@ -157,6 +207,7 @@ export type QuotaConfigOptions = internal.QuotaConfigOptions
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options: QuotaConfigOptions) => Effect.Effect<Service, InvalidOptions> = internal.make
 
@@ -164,6 +215,7 @@ export const make: (options: QuotaConfigOptions) => Effect.Effect<Service, Inval
  * A layer holding plans in this process.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (options: QuotaConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions> =>
   Layer.effect(QuotaConfig, internal.make(options))

@@ -15,6 +15,7 @@ import type * as Schema from "effect/Schema"
 import * as plan from "./internal/quotaPlan.js"
 import * as internal from "./internal/quotaStore.js"
 import type { InvalidOptions } from "./Options.js"
+import type { Algorithm, CompiledPlan } from "./QuotaConfig.js"
 
 /**
  * The answer of one tier: whether it admits the request, its limit (the bucket
@@ -25,27 +26,57 @@ import type { InvalidOptions } from "./Options.js"
  * period; `gcra`: the time to refill the bucket, `ceil(burst × period / limit)`).
  *
  * @since 0.1.0
+ * @category models
  */
-export type TierDecision = plan.TierDecision
+export interface TierDecision {
+  readonly tier: string
+  readonly algorithm: Algorithm
+  readonly allowed: boolean
+  readonly limit: number
+  readonly remaining: number
+  readonly resetMs: number
+  readonly retryAfterMs: number
+  /** the window `limit` is counted over (see `QuotaConfig.CompiledTier.windowMs`) */
+  readonly windowMs: number
+}
 
 /**
  * The answer of a store: all tiers, and the store's clock (epoch ms) at decision time.
  *
  * @since 0.1.0
+ * @category models
  */
-export type StoreResult = plan.StoreResult
+export interface StoreResult {
+  readonly allowed: boolean
+  readonly tiers: ReadonlyArray<TierDecision>
+  /** the store's clock at decision time, epoch milliseconds (whole) */
+  readonly now: number
+  /** when the client is blocked: milliseconds until the block ends (else 0) */
+  readonly blockedMs?: number | undefined
+}
 
 /**
  * A store call failed or missed its deadline.
  *
  * @since 0.1.0
+ * @category schemas
  */
-export const QuotaStoreError: typeof plan.QuotaStoreError = plan.QuotaStoreError
+export const QuotaStoreError: Schema.TaggedErrorClass<
+  QuotaStoreError,
+  "QuotaStoreError",
+  {
+    readonly _tag: Schema.tag<"QuotaStoreError">
+    readonly store: typeof Schema.String
+    readonly reason: Schema.Literal<["timeout", "unavailable", "error"]>
+    readonly message: typeof Schema.String
+  }
+> = plan.QuotaStoreError
 
 /**
  * @since 0.1.0
+ * @category errors
  */
-export type QuotaStoreError = plan.QuotaStoreError
+export interface QuotaStoreError extends plan.QuotaStoreError {}
 
 /**
  * A store. `remote` stores get a deadline and a circuit breaker from `Quota`;
@@ -54,18 +85,61 @@ export type QuotaStoreError = plan.QuotaStoreError
  * a reward when negative), blocks and resets clients.
  *
  * @since 0.1.0
+ * @category models
  */
-export interface Store extends internal.Store {}
+export interface Store {
+  readonly name: string
+  readonly remote: boolean
+  readonly check: (
+    client: string,
+    plan: CompiledPlan,
+    cost: number
+  ) => Effect.Effect<StoreResult, QuotaStoreError>
+  readonly unsafeCheck?: ((client: string, plan: CompiledPlan, cost: number) => StoreResult) | undefined
+  /**
+   * Callback form of `check` for remote stores: lets `Quota` enforce its deadline
+   * without a fiber or a timer per call. Must call `callback` at most once.
+   */
+  readonly checkCallback?:
+    | ((
+        client: string,
+        plan: CompiledPlan,
+        cost: number,
+        callback: (error: QuotaStoreError | undefined, result: StoreResult | undefined) => void
+      ) => void)
+    | undefined
+  /** Adds `units` to every tier's count (a penalty), or gives them back when negative (a reward), clamped to [0, capacity]. */
+  readonly adjust: (client: string, plan: CompiledPlan, units: number) => Effect.Effect<void, QuotaStoreError>
+  /** Blocks a client for `durationMs` (a longer block in force stays). */
+  readonly block: (
+    client: string,
+    plan: CompiledPlan,
+    durationMs: number
+  ) => Effect.Effect<void, QuotaStoreError>
+  /**
+   * Gives back `cost` units a check counted after its deadline was decided without it:
+   * fire and forget (remote stores only).
+   */
+  readonly refund?: ((client: string, plan: CompiledPlan, cost: number) => void) | undefined
+  /** Forgets a client's state and block. */
+  readonly reset: (client: string) => Effect.Effect<void, QuotaStoreError>
+}
 
 /**
  * The memory store, with the number of clients it currently holds.
  *
  * @since 0.1.0
+ * @category models
  */
-export interface MemoryStore extends internal.MemoryStore {}
+export interface MemoryStore extends Store {
+  readonly unsafeCheck: (client: string, plan: CompiledPlan, cost: number) => StoreResult
+  /** how many clients currently hold state */
+  readonly size: Effect.Effect<number>
+}
 
 /**
  * @since 0.1.0
+ * @category tags
  */
 export class QuotaStore extends Context.Tag("@sluice/core/QuotaStore")<QuotaStore, Store>() {}
 
@@ -76,9 +150,12 @@ export class QuotaStore extends Context.Tag("@sluice/core/QuotaStore")<QuotaStor
  * first. A client whose tiers are all full again is forgotten at once.
  *
  * @since 0.1.0
+ * @category schemas
  */
-export const MemoryOptions: Schema.Schema<{ readonly maxClients: number }, { readonly maxClients?: number }> =
-  internal.MemoryOptions as any
+export const MemoryOptions: Schema.Schema<
+  { readonly maxClients: number },
+  { readonly maxClients?: number | undefined }
+> = internal.MemoryOptions as any
 
 /**
  * Makes a memory store. Time comes from Effect's `Clock`, so `TestClock` drives it.
@@ -90,9 +167,10 @@ export const MemoryOptions: Schema.Schema<{ readonly maxClients: number }, { rea
  * const store = QuotaStore.makeMemory({ maxClients: 1_000_000 })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const makeMemory: (options?: {
-  readonly maxClients?: number
+  readonly maxClients?: number | undefined
 }) => Effect.Effect<MemoryStore, InvalidOptions> = internal.makeMemory
 
 /**
@@ -105,7 +183,8 @@ export const makeMemory: (options?: {
  * const StoreLive = QuotaStore.layerMemory()
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layerMemory = (options?: {
-  readonly maxClients?: number
+  readonly maxClients?: number | undefined
 }): Layer.Layer<QuotaStore, InvalidOptions> => Layer.effect(QuotaStore, internal.makeMemory(options))

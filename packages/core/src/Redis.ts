@@ -38,7 +38,7 @@ export type ConnectionOptions = RedisClient.ConnectionOptions
 
 /**
  * @since 0.1.0
- * @category constructors
+ * @category constants
  */
 export const defaultRedisOptions = RedisClient.defaultRedisOptions
 

@@ -47,7 +47,7 @@ export interface ConnectionOptions {
  * command by an event-loop turn).
  *
  * @since 0.1.0
- * @category constructors
+ * @category constants
  */
 export const defaultRedisOptions: RedisOptions = internal.defaultRedisOptions
 

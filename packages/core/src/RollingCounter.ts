@@ -20,11 +20,13 @@ import type { InvalidOptions } from "./Options.js"
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export const TypeId: unique symbol = internal.TypeId
 
 /**
  * @since 0.1.0
+ * @category symbols
  */
 export type TypeId = typeof TypeId
 
@@ -32,6 +34,7 @@ export type TypeId = typeof TypeId
  * A rolling counter. Mutable; owned by the service that made it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RollingCounter extends Pipeable {
   readonly [TypeId]: TypeId
@@ -50,11 +53,13 @@ export interface RollingCounter extends Pipeable {
  * (a positive integer, default 10).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const RollingCounterOptions = internal.RollingCounterOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type RollingCounterOptions = typeof RollingCounterOptions.Encoded
 
@@ -73,6 +78,7 @@ export type RollingCounterOptions = typeof RollingCounterOptions.Encoded
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options: RollingCounterOptions) => Effect.Effect<RollingCounter, InvalidOptions> =
   internal.make
@@ -81,6 +87,7 @@ export const make: (options: RollingCounterOptions) => Effect.Effect<RollingCoun
  * Makes a counter synchronously; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options: RollingCounterOptions) => RollingCounter = internal.unsafeMake
 
@@ -88,6 +95,7 @@ export const unsafeMake: (options: RollingCounterOptions) => RollingCounter = in
  * Records `amount` events (default 1) now.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const add: {
   (amount?: number): (self: RollingCounter) => Effect.Effect<void>
@@ -98,5 +106,6 @@ export const add: {
  * The number of events in the window ending now.
  *
  * @since 0.1.0
+ * @category getters
  */
 export const total: (self: RollingCounter) => Effect.Effect<number> = internal.total

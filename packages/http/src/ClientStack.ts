@@ -35,6 +35,7 @@ import * as internal from "./internal/clientStack.js"
  * throttle, `Overloaded` from the limiter.
  *
  * @since 0.1.0
+ * @category errors
  */
 export type AttemptError<E> = E | Errors.Throttled | Errors.Overloaded
 
@@ -50,6 +51,7 @@ export type AttemptError<E> = E | Errors.Throttled | Errors.Overloaded
  * type E = ClientStack.ClientStackError<Error>
  * ```
  * @since 0.1.0
+ * @category errors
  */
 export type ClientStackError<E> = Retry.PolicyError<AttemptError<E>>
 
@@ -60,10 +62,11 @@ export type ClientStackError<E> = Retry.PolicyError<AttemptError<E>>
  * throttle and limiter services, the same instances their Layers provide.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ClientStackOptions {
   readonly key: string
-  readonly retry?: Retry.MakeOptions
+  readonly retry?: Retry.MakeOptions | undefined
   readonly throttle: AdaptiveThrottle.Service
   readonly limiter: ConcurrencyLimiter.Service
 }
@@ -73,16 +76,18 @@ export interface ClientStackOptions {
  * budget may be named by client key (then `RetryBudget` is required too).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface FromContextOptions {
   readonly key: string
-  readonly retry?: Retry.PolicyOptions
+  readonly retry?: Retry.PolicyOptions | undefined
 }
 
 /**
  * A built stack for one backend key.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ClientStack {
   readonly key: string
@@ -124,6 +129,7 @@ export interface ClientStack {
  * )
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options: ClientStackOptions) => ClientStack = internal.make
 
@@ -142,6 +148,7 @@ export const make: (options: ClientStackOptions) => ClientStack = internal.make
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const fromContext: <const O extends FromContextOptions>(
   options: O
@@ -165,6 +172,7 @@ export const fromContext: <const O extends FromContextOptions>(
  * const call = Effect.succeed(1).pipe(ClientStack.run(stack))
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const run: {
   (stack: ClientStack): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, ClientStackError<E>, R>

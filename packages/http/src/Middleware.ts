@@ -23,6 +23,7 @@ import * as internal from "./internal/middleware.js"
  * Options of {@link criticality}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface CriticalityOptions {
   /**
@@ -62,6 +63,7 @@ export interface CriticalityOptions {
  * )
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const criticality: (
   options?: CriticalityOptions
@@ -86,6 +88,7 @@ export const criticality: (
  * response.status // 503
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const errorResponse: (
   error: Errors.SluiceError,
@@ -109,6 +112,7 @@ export const errorResponse: (
  * ) // GET / answers 503
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const mapErrors: <E, R>(
   app: HttpApp.Default<E, R>
@@ -118,6 +122,7 @@ export const mapErrors: <E, R>(
  * Is this a Sluice error?
  *
  * @since 0.1.0
+ * @category guards
  */
 export const isSluiceError: (u: unknown) => u is Errors.SluiceError = internal.isSluiceError
 
@@ -127,6 +132,7 @@ export const isSluiceError: (u: unknown) => u is Errors.SluiceError = internal.i
  * whether allowed responses carry the rate-limit headers too (default true).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface QuotaOptions extends internal.QuotaOptions {}
 
@@ -157,6 +163,7 @@ export interface QuotaOptions extends internal.QuotaOptions {}
  * )
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const quota: (
   options: QuotaOptions
@@ -168,6 +175,7 @@ export const quota: (
  * and `json` to also set the throttle attribute in JSON object bodies.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface BackpressureOptions extends internal.BackpressureOptions {}
 
@@ -189,6 +197,7 @@ export interface BackpressureOptions extends internal.BackpressureOptions {}
  * const app = HttpRouter.empty.pipe(save, Middleware.backpressure({ operation: "save", monitor, json: true }))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const backpressure: {
   (
@@ -215,6 +224,7 @@ export const backpressure: {
  * )
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const sample: {
   (
@@ -228,6 +238,7 @@ export const sample: {
  * unchanged).
  *
  * @since 0.1.0
+ * @category utils
  */
 export const addJsonAttribute: (
   response: HttpServerResponse.HttpServerResponse,
@@ -242,6 +253,7 @@ export const addJsonAttribute: (
  * when there is one, and the limiter alone otherwise.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface LoadShedOptions extends internal.LoadShedOptions {}
 
@@ -267,6 +279,7 @@ export interface LoadShedOptions extends internal.LoadShedOptions {}
  * const ShedderLive = LoadShedder.layer({ capacity: 100 })
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const loadShed: {
   (
@@ -287,6 +300,7 @@ export const loadShed: {
  * is trusted).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RetryGuardOptions extends internal.RetryGuardOptions {}
 
@@ -317,6 +331,7 @@ export interface RetryGuardOptions extends internal.RetryGuardOptions {}
  * const HistogramLive = RetryHistogram.layer({ threshold: 0.1 })
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const retryGuard: {
   (

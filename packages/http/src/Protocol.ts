@@ -31,6 +31,7 @@ import * as internal from "./internal/protocol.js"
  * platform lower-case incoming header names).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface HeaderNames extends internal.HeaderNames {}
 
@@ -38,6 +39,7 @@ export interface HeaderNames extends internal.HeaderNames {}
  * The default header names of DESIGN §4.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const defaultHeaderNames: HeaderNames = internal.defaultHeaderNames
 
@@ -47,6 +49,7 @@ export const defaultHeaderNames: HeaderNames = internal.defaultHeaderNames
  * believed, and the longest `Retry-After` taken literally.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface WireProtocolSettings {
   readonly headers: HeaderNames
@@ -66,6 +69,7 @@ export interface WireProtocolSettings {
  * const renamed = Protocol.layer({ headers: { criticality: "x-acme-criticality" } })
  * ```
  * @since 0.1.0
+ * @category models
  */
 export class WireProtocol extends Context.Reference<WireProtocol>()("@sluice/http/WireProtocol", {
   defaultValue: (): WireProtocolSettings => ({
@@ -86,6 +90,7 @@ export class WireProtocol extends Context.Reference<WireProtocol>()("@sluice/htt
  * const settings = Protocol.make({ headers: { attempt: "X-Try" } }) // headers.attempt === "x-try"
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (
   overrides: {
@@ -111,6 +116,7 @@ export const make = (
  * A Layer that provides {@link WireProtocol} with the given overrides.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (overrides: Parameters<typeof make>[0]): Layer.Layer<WireProtocol> =>
   Layer.succeed(WireProtocol, make(overrides))
@@ -128,6 +134,7 @@ export const layer = (overrides: Parameters<typeof make>[0]): Layer.Layer<WirePr
  * Protocol.parseAttempt("99999999999999999999") // 1000
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const parseAttempt: (value: string | null | undefined, max?: number) => number = internal.parseAttempt
 
@@ -141,6 +148,7 @@ export const parseAttempt: (value: string | null | undefined, max?: number) => n
  * Protocol.parseFlag("1") // true
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const parseFlag: (value: string | null | undefined) => boolean = internal.parseFlag
 
@@ -149,6 +157,7 @@ export const parseFlag: (value: string | null | undefined) => boolean = internal
  * give the fallback (default `CRITICAL`).
  *
  * @since 0.1.0
+ * @category utils
  */
 export const parseCriticality = (
   value: string | null | undefined,
@@ -173,6 +182,7 @@ export const parseCriticality = (
  * Protocol.parseHttpDate("sun, 06 nov 1994 08:49:37 gmt") // undefined
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const parseHttpDate: (value: string, nowMillis?: number) => number | undefined = internal.parseHttpDate
 
@@ -191,6 +201,7 @@ export const parseHttpDate: (value: string, nowMillis?: number) => number | unde
  * Protocol.parseRetryAfterAt("soon", 0) // Option.none()
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const parseRetryAfterAt: (
   value: string | null | undefined,
@@ -202,6 +213,7 @@ export const parseRetryAfterAt: (
  * Parses `Retry-After`, reading "now" from Effect's `Clock`.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const parseRetryAfter = (
   value: string | null | undefined,
@@ -222,6 +234,7 @@ export const parseRetryAfter = (
  * Protocol.formatRetryAfter("1500 millis") // "2"
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const formatRetryAfter: (duration: Duration.DurationInput) => string = internal.formatRetryAfter
 
@@ -229,6 +242,7 @@ export const formatRetryAfter: (duration: Duration.DurationInput) => string = in
  * One quota tier as the rate-limit headers describe it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RateLimitTier extends internal.RateLimitTier {}
 
@@ -244,6 +258,7 @@ export interface RateLimitTier extends internal.RateLimitTier {}
  * // "\"spike\";q=20;w=1"
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const formatRateLimitPolicy: (tiers: ReadonlyArray<RateLimitTier>) => string =
   internal.formatRateLimitPolicy
@@ -253,6 +268,7 @@ export const formatRateLimitPolicy: (tiers: ReadonlyArray<RateLimitTier>) => str
  * `"spike";r=0;t=1` (remaining units and seconds until reset).
  *
  * @since 0.1.0
+ * @category utils
  */
 export const formatRateLimit: (tiers: ReadonlyArray<RateLimitTier>) => string = internal.formatRateLimit
 
@@ -260,6 +276,7 @@ export const formatRateLimit: (tiers: ReadonlyArray<RateLimitTier>) => string = 
  * One parsed item of a `RateLimit` or `RateLimit-Policy` header.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RateLimitItem extends internal.RateLimitItem {}
 
@@ -274,6 +291,7 @@ export interface RateLimitItem extends internal.RateLimitItem {}
  * Protocol.parseRateLimit("\"spike\";r=0;t=1") // [{ name: "spike", params: { r: 0, t: 1 } }]
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const parseRateLimit: (value: string | null | undefined) => ReadonlyArray<RateLimitItem> =
   internal.parseRateLimitItems
@@ -282,6 +300,7 @@ export const parseRateLimit: (value: string | null | undefined) => ReadonlyArray
  * Reads one header value from a platform `Headers` record (first value if repeated).
  *
  * @since 0.1.0
+ * @category utils
  */
 export const headerValue: (value: string | ReadonlyArray<string> | null | undefined) => string | undefined =
   internal.headerValue

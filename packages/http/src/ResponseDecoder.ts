@@ -20,6 +20,7 @@ import * as internal from "./internal/responseDecoder.js"
  * The errors a response decodes to.
  *
  * @since 0.1.0
+ * @category errors
  */
 export type DecodeError = Errors.Overloaded | Errors.QuotaExceeded | Errors.DontRetry
 
@@ -27,6 +28,7 @@ export type DecodeError = Errors.Overloaded | Errors.QuotaExceeded | Errors.Dont
  * The part of a response the header verdict reads: status and lower-case headers.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ResponseLike extends internal.ResponseLike {}
 
@@ -34,8 +36,12 @@ export interface ResponseLike extends internal.ResponseLike {}
  * What the headers of a response say: a failure, and whether it asked to slow down.
  *
  * @since 0.1.0
+ * @category models
  */
-export interface Verdict extends internal.Verdict {}
+export interface Verdict {
+  readonly error: DecodeError | undefined
+  readonly throttled: boolean
+}
 
 /**
  * Reads the verdict from status and headers only (pure; `nowMillis` resolves an
@@ -50,6 +56,7 @@ export interface Verdict extends internal.Verdict {}
  * // Overloaded { reason: "server", retryAfter: 2 seconds }
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const verdict: (response: ResponseLike, nowMillis: number, settings: WireProtocolSettings) => Verdict =
   internal.verdict
@@ -70,6 +77,7 @@ export const verdict: (response: ResponseLike, nowMillis: number, settings: Wire
  * )
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const decode: <Res extends ResponseLike & { readonly json: Effect.Effect<unknown, unknown> }>(
   response: Res,

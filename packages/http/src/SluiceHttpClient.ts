@@ -63,6 +63,7 @@ import * as internal from "./internal/client.js"
  * The errors the client fails with.
  *
  * @since 0.1.0
+ * @category errors
  */
 export type ClientError = HttpClientError.HttpClientError | Errors.Throttled | Errors.DontRetry
 
@@ -70,11 +71,13 @@ export type ClientError = HttpClientError.HttpClientError | Errors.Throttled | E
  * The client: an `HttpClient` whose error type carries Sluice's errors.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Client extends HttpClient.HttpClient.With<ClientError> {}
 
 /**
  * @since 0.1.0
+ * @category tags
  */
 export interface SluiceHttpClient {
   readonly _: unique symbol
@@ -95,6 +98,7 @@ export interface SluiceHttpClient {
  * })
  * ```
  * @since 0.1.0
+ * @category tags
  */
 export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.SluiceHttpClient
 
@@ -317,6 +321,7 @@ export const layerConfig = (
  * ).pipe(SluiceHttpClient.withRetries(true))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const withRetries: {
   (allow: boolean): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -329,5 +334,6 @@ export const withRetries: {
  * The default per-backend key: the request URL's `host[:port]`.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const hostOf: (request: HttpClientRequest.HttpClientRequest) => string = internal.hostOf

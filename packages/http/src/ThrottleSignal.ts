@@ -22,6 +22,7 @@ import * as internal from "./internal/throttleSignal.js"
  * One response's verdict: the backend `key` (the host) asked to slow down or not.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Signal {
   readonly key: string
@@ -30,6 +31,7 @@ export interface Signal {
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export interface ThrottleSignalService {
   /** Publishes a signal (never blocks: the hub drops the oldest when full). */
@@ -59,6 +61,7 @@ export interface ThrottleSignalService {
  * })
  * ```
  * @since 0.1.0
+ * @category tags
  */
 export class ThrottleSignal extends Context.Tag("@sluice/http/ThrottleSignal")<
   ThrottleSignal,
@@ -69,6 +72,7 @@ export class ThrottleSignal extends Context.Tag("@sluice/http/ThrottleSignal")<
  * A hub that keeps the latest `capacity` signals per subscriber (default 1024).
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   options: { readonly capacity?: number | undefined } = {}
@@ -87,6 +91,7 @@ export const layer = (
  * const follow = ThrottleSignal.follow((throttled) => Effect.log(`throttled=${throttled}`), { key: "localhost:8080" })
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const follow = <X, E, R>(
   onSignal: (throttled: boolean, key: string) => Effect.Effect<X, E, R>,
@@ -121,6 +126,7 @@ export const follow = <X, E, R>(
  * })
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const followAimd = (
   aimd: { readonly signal: (throttled: boolean) => Effect.Effect<unknown> },

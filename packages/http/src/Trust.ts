@@ -152,7 +152,7 @@ export const loopback: TrustPolicy = internal.loopback
  * Is this a loopback address?
  *
  * @since 0.2.0
- * @category predicates
+ * @category guards
  */
 export const isLoopbackAddress: (address: string) => boolean = internal.isLoopbackAddress
 

@@ -32,11 +32,12 @@ import * as internal from "./internal/backoff.js"
  * const schedule = Backoff.exponential({ base: "100 millis", factor: 2, max: "5 seconds" })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const exponential: (options: {
   readonly base: Duration.DurationInput
-  readonly factor?: number
-  readonly max?: Duration.DurationInput
+  readonly factor?: number | undefined
+  readonly max?: Duration.DurationInput | undefined
 }) => Schedule.Schedule<Duration.Duration> = internal.exponential
 
 /**
@@ -44,8 +45,9 @@ export const exponential: (options: {
  * `[d/2, d]` (d/2 plus uniform in `[0, d/2]`).
  *
  * @since 0.1.0
+ * @category models
  */
-export type JitterMode = internal.JitterMode
+export type JitterMode = "full" | "equal"
 
 /**
  * Randomises the delays of any schedule (full or equal jitter) so that clients that
@@ -58,6 +60,7 @@ export type JitterMode = internal.JitterMode
  * const schedule = Backoff.exponential({ base: "50 millis" }).pipe(Backoff.jitter("full"))
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const jitter: {
   (mode: JitterMode): <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>
@@ -68,6 +71,7 @@ export const jitter: {
  * Full jitter: each delay uniform in `[0, d]`.
  *
  * @since 0.1.0
+ * @category combinators
  */
 export const jitterFull = <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Schedule.Schedule<Out, In, R> =>
   internal.jitter(self, "full")
@@ -76,6 +80,7 @@ export const jitterFull = <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Sch
  * Equal jitter: each delay is `d/2` plus uniform in `[0, d/2]`.
  *
  * @since 0.1.0
+ * @category combinators
  */
 export const jitterEqual = <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Schedule.Schedule<Out, In, R> =>
   internal.jitter(self, "equal")
@@ -91,10 +96,11 @@ export const jitterEqual = <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Sc
  * const schedule = Backoff.decorrelated({ base: "100 millis", max: "10 seconds" })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const decorrelated: (options: {
   readonly base: Duration.DurationInput
-  readonly max?: Duration.DurationInput
+  readonly max?: Duration.DurationInput | undefined
 }) => Schedule.Schedule<Duration.Duration> = internal.decorrelated
 
 /**
@@ -117,14 +123,15 @@ export const decorrelated: (options: {
  * const retried = Effect.retry(call, schedule)
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const honorRetryAfter: {
   (options?: {
-    readonly maxWait?: Duration.DurationInput
+    readonly maxWait?: Duration.DurationInput | undefined
   }): <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>
   <Out, In, R>(
     self: Schedule.Schedule<Out, In, R>,
-    options?: { readonly maxWait?: Duration.DurationInput }
+    options?: { readonly maxWait?: Duration.DurationInput | undefined }
   ): Schedule.Schedule<Out, In, R>
 } = internal.honorRetryAfter as any
 
@@ -145,6 +152,7 @@ export const honorRetryAfter: {
  * Backoff.clampRetryAfter(1500, "30 seconds") // 1.5 seconds
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const clampRetryAfter: (
   hint: Duration.Duration | number,
@@ -156,6 +164,7 @@ export const clampRetryAfter: (
  * `CircuitOpen`, or any object with a `retryAfter` Duration or millisecond number).
  *
  * @since 0.1.0
+ * @category combinators
  */
 export const retryAfterOf: (error: unknown) => Option.Option<Duration.Duration | number> =
   internal.retryAfterOf
@@ -165,5 +174,6 @@ export const retryAfterOf: (error: unknown) => Option.Option<Duration.Duration |
  * factor 2, capped at 5 s, with full jitter.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const defaultSchedule: Schedule.Schedule<Duration.Duration> = internal.defaultSchedule

@@ -52,6 +52,7 @@ import type * as RetryBudget from "./RetryBudget.js"
  * innermost enclosing policy.
  *
  * @since 0.1.0
+ * @category getters
  */
 export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
 
@@ -67,6 +68,7 @@ export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
  * const retried = call.pipe(Retry.policy({ maxAttempts: 3 }))
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const attempt: Effect.Effect<number> = internal.attempt
 
@@ -87,14 +89,15 @@ export const attempt: Effect.Effect<number> = internal.attempt
  * Bad values throw `InvalidOptions` naming the field when the policy is built.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface PolicyOptions {
-  readonly maxAttempts?: number
-  readonly schedule?: Schedule.Schedule<unknown, any>
-  readonly budget?: RetryBudget.Budget | string
-  readonly isRetryable?: (error: unknown) => boolean
-  readonly maxRetryAfter?: Duration.DurationInput
-  readonly name?: string
+  readonly maxAttempts?: number | undefined
+  readonly schedule?: Schedule.Schedule<unknown, any> | undefined
+  readonly budget?: RetryBudget.Budget | string | undefined
+  readonly isRetryable?: ((error: unknown) => boolean) | undefined
+  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  readonly name?: string | undefined
 }
 
 /**
@@ -110,6 +113,7 @@ export interface PolicyOptions {
  * type E = Retry.PolicyError<Errors.Overloaded | Errors.Throttled>
  * ```
  * @since 0.1.0
+ * @category errors
  */
 export type PolicyError<E> = Errors.NonRetryable<E> | Errors.DontRetry
 
@@ -117,6 +121,7 @@ export type PolicyError<E> = Errors.NonRetryable<E> | Errors.DontRetry
  * What a policy needs from context: `RetryBudget` only when its budget is named by key.
  *
  * @since 0.1.0
+ * @category models
  */
 export type PolicyContext<O> = O extends { readonly budget?: infer B }
   ? [Extract<B, string>] extends [never]
@@ -144,6 +149,7 @@ export type PolicyContext<O> = O extends { readonly budget?: infer B }
  * const retried = withRetries(call)
  * ```
  * @since 0.1.0
+ * @category combinators
  */
 export const policy: {
   <const O extends PolicyOptions = {}>(
@@ -170,6 +176,7 @@ export const policy: {
  * const gaveUp = Metric.value(Retry.metrics.giveUps.pipe(Metric.tagged("policy", "api"), Metric.tagged("reason", "budget")))
  * ```
  * @since 0.1.0
+ * @category metrics
  */
 export const metrics: {
   readonly attempts: Metric.Metric.Counter<number>
@@ -185,9 +192,10 @@ export const metrics: {
  * Options of {@link make}: those of {@link policy}, with the budget as a handle.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface MakeOptions extends Omit<PolicyOptions, "budget"> {
-  readonly budget?: RetryBudget.Budget
+  readonly budget?: RetryBudget.Budget | undefined
 }
 
 /**
@@ -199,6 +207,7 @@ export interface MakeOptions extends Omit<PolicyOptions, "budget"> {
  * `apply(Admission.guard(gates)(self))`.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Policy {
   readonly maxAttempts: number
@@ -224,5 +233,6 @@ export interface Policy {
  * const retried = retry.apply(Effect.succeed(1)) // same as Retry.policy({ maxAttempts: 3, budget })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options?: MakeOptions) => Policy = internal.make

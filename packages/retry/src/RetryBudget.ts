@@ -23,6 +23,7 @@
 import type { Admission, Options } from "@sluice/core"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
+import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
@@ -34,11 +35,13 @@ import * as internal from "./internal/retryBudget.js"
  * (default 10 000).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const RetryBudgetOptions = internal.RetryBudgetOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type RetryBudgetOptions = typeof RetryBudgetOptions.Encoded
 
@@ -46,6 +49,7 @@ export type RetryBudgetOptions = typeof RetryBudgetOptions.Encoded
  * Options after decoding, with defaults filled in.
  *
  * @since 0.1.0
+ * @category models
  */
 export type ResolvedOptions = typeof RetryBudgetOptions.Type
 
@@ -54,6 +58,7 @@ export type ResolvedOptions = typeof RetryBudgetOptions.Type
  * allowed in the window, and how many more retries it would grant now.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface BudgetStats {
   readonly requests: number
@@ -67,6 +72,7 @@ export interface BudgetStats {
  * millis from Effect's `Clock`) for hot paths that already read it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Budget {
   readonly key: string
@@ -93,6 +99,7 @@ export interface Budget {
  * The service: a bounded map from client key to {@link Budget}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service {
   readonly options: ResolvedOptions
@@ -106,18 +113,23 @@ export interface Service {
  * The retry-budget service tag.
  *
  * @since 0.1.0
+ * @category tags
  */
-export const RetryBudget: typeof internal.RetryBudget = internal.RetryBudget
+export const RetryBudget: Context.Tag<RetryBudget, Service> = internal.RetryBudget
 
 /**
+ * The identifier of the {@link RetryBudget} service in a context.
+ *
  * @since 0.1.0
+ * @category tags
  */
-export type RetryBudget = internal.RetryBudget
+export interface RetryBudget extends internal.RetryBudget {}
 
 /**
  * Builds the service, failing with `InvalidOptions` (naming the field) on bad options.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options?: RetryBudgetOptions) => Effect.Effect<Service, Options.InvalidOptions> =
   internal.make
@@ -126,6 +138,7 @@ export const make: (options?: RetryBudgetOptions) => Effect.Effect<Service, Opti
  * Builds the service synchronously; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options?: RetryBudgetOptions) => Service = internal.unsafeMake
 
@@ -144,6 +157,7 @@ export const unsafeMake: (options?: RetryBudgetOptions) => Service = internal.un
  * }).pipe(Effect.provide(RetryBudget.layer({ ratio: 0.1, window: "10 seconds", minRetriesPerSecond: 1 })))
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer: (options?: RetryBudgetOptions) => Layer.Layer<RetryBudget, Options.InvalidOptions> =
   internal.layer as any
@@ -161,6 +175,7 @@ export const layer: (options?: RetryBudgetOptions) => Layer.Layer<RetryBudget, O
  * )
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layerConfig: (
   config: Config.Config<RetryBudgetOptions>
@@ -171,6 +186,7 @@ export const layerConfig: (
  * client is built) and pass the handle to `Retry.policy({ budget })`.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> = internal.forKey as any
 
@@ -180,6 +196,7 @@ export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> 
  * that asked has a `name`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const metrics: {
   readonly withdrawals: Metric.Metric.Counter<number>

@@ -28,16 +28,19 @@ import * as internal from "./internal/retryHistogram.js"
  * `name` tags its metrics (`histogram`).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const RetryHistogramOptions = internal.RetryHistogramOptions
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type RetryHistogramOptions = typeof RetryHistogramOptions.Encoded
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type ResolvedOptions = typeof RetryHistogramOptions.Type
 
@@ -47,6 +50,7 @@ export type ResolvedOptions = typeof RetryHistogramOptions.Type
  * and the share of retries (0 when empty).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Snapshot {
   readonly total: number
@@ -80,6 +84,7 @@ export interface UntrustedCounts {
  * from Effect's `Clock`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Histogram {
   readonly options: ResolvedOptions
@@ -106,6 +111,7 @@ export interface Histogram {
  * The service tag of a server's retry histogram.
  *
  * @since 0.1.0
+ * @category tags
  */
 export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<
   RetryHistogram,
@@ -116,6 +122,7 @@ export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<
  * Builds a histogram, failing with `InvalidOptions` (naming the field) on bad options.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make: (options?: RetryHistogramOptions) => Effect.Effect<Histogram, Options.InvalidOptions> =
   internal.make
@@ -124,6 +131,7 @@ export const make: (options?: RetryHistogramOptions) => Effect.Effect<Histogram,
  * Builds a histogram synchronously; throws `InvalidOptions`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const unsafeMake: (options?: RetryHistogramOptions) => Histogram = internal.unsafeMake
 
@@ -150,6 +158,7 @@ export const unsafeMake: (options?: RetryHistogramOptions) => Histogram = intern
  * const program = admit("2").pipe(Effect.provide(RetryHistogram.layer({ threshold: 0.1 })))
  * ```
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   options: RetryHistogramOptions = {}
@@ -159,6 +168,7 @@ export const layer = (
  * A Layer providing {@link RetryHistogram} with options read from a `Config`.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layerConfig = (
   config: Config.Config<RetryHistogramOptions>
@@ -179,6 +189,7 @@ export const layerConfig = (
  * RetryHistogram.parseAttempt("1e999") // 0
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const parseAttempt: (value: string | number | null | undefined) => number = internal.parseAttempt
 
@@ -189,6 +200,7 @@ export const parseAttempt: (value: string | number | null | undefined) => number
  * when the histogram has a `name`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const metrics: {
   readonly requests: Metric.Metric.Counter<number>

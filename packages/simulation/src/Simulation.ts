@@ -40,6 +40,7 @@ type InvalidOptions = Options.InvalidOptions
  * the gauge was registered).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface TimeSeries {
   readonly startMillis: number
@@ -56,6 +57,7 @@ export interface TimeSeries {
  * boundary.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RecorderService {
   readonly unsafeCounter: (name: string) => (amount?: number) => void
@@ -83,6 +85,7 @@ export interface RecorderService {
  * })
  * ```
  * @since 0.1.0
+ * @category tags
  */
 export const Recorder: Context.Tag<Recorder, RecorderService> = internal.Recorder
 
@@ -90,6 +93,7 @@ export const Recorder: Context.Tag<Recorder, RecorderService> = internal.Recorde
  * The identity of the {@link Recorder} service in a context.
  *
  * @since 0.1.0
+ * @category tags
  */
 export interface Recorder {
   readonly _: unique symbol
@@ -103,6 +107,7 @@ export interface Recorder {
  * virtual millis each time the engine hands control back to the outer runtime.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RunOptions {
   readonly seed?: number | string | undefined
@@ -119,6 +124,7 @@ export interface RunOptions {
  * the recorded time series.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RunResult<A, E> {
   readonly exit: Exit.Exit<A, E>
@@ -149,6 +155,7 @@ export interface RunResult<A, E> {
  * const result = Simulation.run(program, { seed: 42 })
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const run: <A, E, R>(
   effect: Effect.Effect<A, E, R>,
@@ -166,13 +173,13 @@ export const run: <A, E, R>(
  * seeded by the run's seed, so a run stays reproducible.
  *
  * @since 0.1.0
- * @category model
+ * @category models
  */
 export const ServiceTime = model.ServiceTime
 
 /**
  * @since 0.1.0
- * @category model
+ * @category models
  */
 export type ServiceTime = typeof ServiceTime.Encoded
 
@@ -182,13 +189,13 @@ export type ServiceTime = typeof ServiceTime.Encoded
  * `timeout` is answered with `Overloaded` (holding no slot).
  *
  * @since 0.1.0
- * @category model
+ * @category models
  */
 export const ServerQueue = model.ServerQueue
 
 /**
  * @since 0.1.0
- * @category model
+ * @category models
  */
 export type ServerQueue = typeof ServerQueue.Encoded
 
@@ -201,13 +208,13 @@ export type ServerQueue = typeof ServerQueue.Encoded
  * (the cost of a rejection, 50 ms) and an optional `queue` ({@link ServerQueue}).
  *
  * @since 0.1.0
- * @category model
+ * @category models
  */
 export const SlotServerOptions = model.SlotServerOptions
 
 /**
  * @since 0.1.0
- * @category model
+ * @category models
  */
 export type SlotServerOptions = typeof SlotServerOptions.Encoded
 
@@ -219,7 +226,7 @@ export type SlotServerOptions = typeof SlotServerOptions.Encoded
  * storm eats the capacity it is waiting for.
  *
  * @since 0.1.0
- * @category model
+ * @category models
  */
 export interface SlotServer {
   readonly call: (client: number) => Effect.Effect<void, Errors.Overloaded>
@@ -249,7 +256,7 @@ export interface SlotServer {
  * const result = Simulation.run(program)
  * ```
  * @since 0.1.0
- * @category model
+ * @category constructors
  */
 export const makeSlotServer: (options: SlotServerOptions) => Effect.Effect<SlotServer, InvalidOptions> =
   model.makeSlotServer

@@ -58,8 +58,8 @@ const continueAfter = (now: number, delayMillis: number) =>
 /** @internal */
 export const exponential = (options: {
   readonly base: Duration.DurationInput
-  readonly factor?: number
-  readonly max?: Duration.DurationInput
+  readonly factor?: number | undefined
+  readonly max?: Duration.DurationInput | undefined
 }): Schedule.Schedule<Duration.Duration> => {
   const { base, factor, max } = decodeExponential(options as any)
   const baseMillis = Duration.toMillis(base)
@@ -90,7 +90,7 @@ export const jitter = dual<
 /** @internal */
 export const decorrelated = (options: {
   readonly base: Duration.DurationInput
-  readonly max?: Duration.DurationInput
+  readonly max?: Duration.DurationInput | undefined
 }): Schedule.Schedule<Duration.Duration> => {
   const decoded = decodeDecorrelated(options as any)
   const base = Duration.toMillis(decoded.base)
@@ -139,17 +139,17 @@ export const hintMillis = (error: unknown, maxWaitMillis: number): number => {
 /** @internal */
 export const honorRetryAfter = dual<
   (options?: {
-    readonly maxWait?: Duration.DurationInput
+    readonly maxWait?: Duration.DurationInput | undefined
   }) => <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>,
   <Out, In, R>(
     self: Schedule.Schedule<Out, In, R>,
-    options?: { readonly maxWait?: Duration.DurationInput }
+    options?: { readonly maxWait?: Duration.DurationInput | undefined }
   ) => Schedule.Schedule<Out, In, R>
 >(
   (args) => Schedule.isSchedule(args[0]),
   <Out, In, R>(
     self: Schedule.Schedule<Out, In, R>,
-    options?: { readonly maxWait?: Duration.DurationInput }
+    options?: { readonly maxWait?: Duration.DurationInput | undefined }
   ): Schedule.Schedule<Out, In, R> => {
     const maxWaitMillis = Duration.toMillis(decodeHonor((options ?? {}) as any).maxWait)
     return Schedule.makeWithState(self.initial, (now, input: In, state) =>
