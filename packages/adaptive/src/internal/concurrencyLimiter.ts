@@ -331,7 +331,8 @@ class LimiterImpl implements CL.Limiter {
     if (shares !== undefined) {
       const limit = this.algorithm.limit
       for (let i = 0; i < LEVELS; i++) {
-        if (this.heads[i] !== undefined && belowShare(this.inFlightBy[i]!, shares[i]!, limit)) return this.pick(i)
+        if (this.heads[i] !== undefined && belowShare(this.inFlightBy[i]!, shares[i]!, limit))
+          return this.pick(i)
       }
     }
     for (let i = 0; i < LEVELS; i++) {
