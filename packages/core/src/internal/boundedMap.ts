@@ -1,18 +1,19 @@
 import type * as BM from "../BoundedMap.js"
 
-class Entry<V> {
-  recent = false
-  constructor(public value: V) {}
-}
-
 /**
- * A map in insertion order with a "recently used" bit per entry (the CLOCK
- * approximation of least-recently-used): a hit costs one `Map.get` and a flag
- * write, and eviction gives each recently used entry a second chance by moving
- * it to the back, clearing its bit.
+ * The CLOCK approximation of least-recently-used: entries sit in slots of a ring with a
+ * "recently used" bit; a hit costs one `Map.get` and a bit write, and eviction moves a
+ * hand around the ring, clearing bits until it finds an entry not used since its last
+ * pass (each entry used since then gets a second chance). Amortized O(1) per eviction.
  */
 class BoundedMapImpl<K, V> implements BM.BoundedMap<K, V> {
-  private readonly entries = new Map<K, Entry<V>>()
+  private readonly index = new Map<K, number>()
+  private readonly slotKeys: Array<K | undefined> = []
+  private readonly slotValues: Array<V | undefined> = []
+  private readonly used: Array<boolean> = []
+  private readonly occupied: Array<boolean> = []
+  private readonly free: Array<number> = []
+  private hand = 0
   constructor(
     readonly capacity: number,
     private readonly onEvict: ((key: K, value: V) => void) | undefined,
@@ -20,96 +21,118 @@ class BoundedMapImpl<K, V> implements BM.BoundedMap<K, V> {
   ) {}
 
   get size(): number {
-    return this.entries.size
+    return this.index.size
   }
 
   get(key: K): V | undefined {
-    const entry = this.entries.get(key)
-    if (entry === undefined) return undefined
-    entry.recent = true
-    return entry.value
+    const slot = this.index.get(key)
+    if (slot === undefined) return undefined
+    this.used[slot] = true
+    return this.slotValues[slot]
   }
 
   peek(key: K): V | undefined {
-    return this.entries.get(key)?.value
+    const slot = this.index.get(key)
+    return slot === undefined ? undefined : this.slotValues[slot]
   }
 
   has(key: K): boolean {
-    return this.entries.has(key)
+    return this.index.has(key)
   }
 
   set(key: K, value: V): void {
-    const entry = this.entries.get(key)
-    if (entry !== undefined) {
-      entry.value = value
-      entry.recent = true
+    const slot = this.index.get(key)
+    if (slot !== undefined) {
+      this.slotValues[slot] = value
+      this.used[slot] = true
       return
     }
-    if (this.entries.size >= this.capacity) this.evictOne()
-    this.entries.set(key, new Entry(value))
+    this.insert(key, value)
   }
 
   getOrCreate(key: K, create: (key: K) => V): V {
-    const entry = this.entries.get(key)
-    if (entry !== undefined) {
-      entry.recent = true
-      return entry.value
+    const slot = this.index.get(key)
+    if (slot !== undefined) {
+      this.used[slot] = true
+      return this.slotValues[slot]!
     }
     const value = create(key)
-    if (this.entries.size >= this.capacity) this.evictOne()
-    this.entries.set(key, new Entry(value))
+    this.insert(key, value)
     return value
   }
 
   delete(key: K): boolean {
-    return this.entries.delete(key)
+    const slot = this.index.get(key)
+    if (slot === undefined) return false
+    this.release(key, slot)
+    return true
   }
 
   clear(): void {
-    this.entries.clear()
+    this.index.clear()
+    this.slotKeys.length = 0
+    this.slotValues.length = 0
+    this.used.length = 0
+    this.occupied.length = 0
+    this.free.length = 0
+    this.hand = 0
   }
 
   *keys(): IterableIterator<K> {
-    yield* this.entries.keys()
+    yield* this.index.keys()
   }
 
   *values(): IterableIterator<V> {
-    for (const entry of this.entries.values()) yield entry.value
+    for (const slot of this.index.values()) yield this.slotValues[slot]!
+  }
+
+  private insert(key: K, value: V): void {
+    if (this.index.size >= this.capacity) this.evictOne()
+    const slot = this.free.length > 0 ? this.free.pop()! : this.slotKeys.length
+    this.slotKeys[slot] = key
+    this.slotValues[slot] = value
+    this.used[slot] = false
+    this.occupied[slot] = true
+    this.index.set(key, slot)
+  }
+
+  private release(key: K, slot: number): void {
+    this.index.delete(key)
+    this.slotKeys[slot] = undefined
+    this.slotValues[slot] = undefined
+    this.used[slot] = false
+    this.occupied[slot] = false
+    this.free.push(slot)
   }
 
   private evictOne(): void {
-    // Two sweeps at most: the first clears every bit it passes, so the second finds a victim
-    // (unless `canEvict` refuses every entry: then the oldest goes all the same).
-    const limit = this.entries.size * 2
-    let visited = 0
-    let fallback: K | undefined = undefined
-    let hasFallback = false
-    for (const [key, entry] of this.entries) {
-      if (visited++ >= limit) break
-      if (!hasFallback) {
-        fallback = key
-        hasFallback = true
-      }
-      if (entry.recent) {
-        entry.recent = false
-        // Second chance: to the back of the line.
-        this.entries.delete(key)
-        this.entries.set(key, entry)
+    const ring = this.slotKeys.length
+    if (ring === 0) return
+    // Two turns at most: the first clears every bit it passes, so the second finds a victim
+    // (unless `canEvict` refuses every entry: then the first one the hand met goes).
+    let fallback = -1
+    for (let step = 0; step < 2 * ring; step++) {
+      const slot = this.hand
+      this.hand = slot + 1 === ring ? 0 : slot + 1
+      if (!this.occupied[slot]) continue
+      if (fallback < 0) fallback = slot
+      if (this.used[slot]) {
+        this.used[slot] = false
         continue
       }
-      if (this.canEvict !== undefined && !this.canEvict(key, entry.value)) continue
-      this.remove(key, entry)
+      if (this.canEvict !== undefined && !this.canEvict(this.slotKeys[slot]!, this.slotValues[slot]!))
+        continue
+      this.evict(slot)
       return
     }
-    if (hasFallback) {
-      const entry = this.entries.get(fallback as K)
-      if (entry !== undefined) this.remove(fallback as K, entry)
-    }
+    if (fallback >= 0) this.evict(fallback)
   }
 
-  private remove(key: K, entry: Entry<V>): void {
-    this.entries.delete(key)
-    if (this.onEvict !== undefined) this.onEvict(key, entry.value)
+  private evict(slot: number): void {
+    const key = this.slotKeys[slot]!
+    const value = this.slotValues[slot]!
+    this.release(key, slot)
+    if (this.onEvict !== undefined) this.onEvict(key, value)
   }
 }
 
