@@ -206,9 +206,8 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
   readonly gate: Admission.Gate<CB.Ticket, CircuitOpen>
   private readonly guarded: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
 
-  pipe() {
-    // eslint-disable-next-line prefer-rest-params
-    return pipeArguments(this, arguments)
+  readonly pipe = (...args: ReadonlyArray<unknown>): unknown => {
+    return pipeArguments(this, args as unknown as IArguments)
   }
 
   // ---- transitions (synchronous) ----
@@ -357,20 +356,20 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
     return new CircuitOpen({ name: this.name, halfOpenAt, retryAfter }, true)
   }
 
-  withBreaker<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> {
+  readonly withBreaker = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> => {
     return this.guarded(self)
   }
 
-  unsafeState(nowMillis: number): CB.State {
+  readonly unsafeState = (nowMillis: number): CB.State => {
     this.poll(nowMillis)
     return publicState[this.st]!
   }
 
-  unsafeIsolate(nowMillis: number): void {
+  readonly unsafeIsolate = (nowMillis: number): void => {
     this.enter(ISOLATED, nowMillis)
   }
 
-  unsafeReset(nowMillis: number): void {
+  readonly unsafeReset = (nowMillis: number): void => {
     this.enter(CLOSED, nowMillis)
   }
 

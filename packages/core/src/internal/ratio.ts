@@ -57,11 +57,11 @@ class ExactRatio implements R.ExactRatio {
   }
 }
 
-
 /** @internal */
 export const sumAtMost = (ratios: ReadonlyArray<number>, bound: number): boolean => {
   const parts = [...ratios, bound].map((ratio) => {
-    if (!Number.isFinite(ratio) || ratio < 0) throw new RangeError(`expected a finite, non-negative ratio, got ${ratio}`)
+    if (!Number.isFinite(ratio) || ratio < 0)
+      throw new RangeError(`expected a finite, non-negative ratio, got ${ratio}`)
     return decimal(ratio)
   })
   // Every denominator is a power of ten: the largest is a common one.

@@ -63,17 +63,17 @@ class BudgetImpl implements RB.Budget {
     enter: () => Effect.succeed(true),
     settle: () => {}
   }
-  unsafeRecordRequest(nowMillis: number): void {
+  readonly unsafeRecordRequest = (nowMillis: number): void => {
     this.requests.unsafeAdd(nowMillis, 1)
   }
-  unsafeTryWithdraw(nowMillis: number): boolean {
+  readonly unsafeTryWithdraw = (nowMillis: number): boolean => {
     if (this.retries.unsafeTotal(nowMillis) + 1 > this.allowance(this.requests.unsafeTotal(nowMillis))) {
       return false
     }
     this.retries.unsafeAdd(nowMillis, 1)
     return true
   }
-  unsafeStats(nowMillis: number): RB.BudgetStats {
+  readonly unsafeStats = (nowMillis: number): RB.BudgetStats => {
     const requests = this.requests.unsafeTotal(nowMillis)
     const retries = this.retries.unsafeTotal(nowMillis)
     const allowed = this.ratio * requests + this.reserve
@@ -101,7 +101,7 @@ class ServiceImpl implements RB.Service {
   constructor(readonly options: RB.ResolvedOptions) {
     this.reserve = options.minRetriesPerSecond * Duration.toSeconds(options.window)
   }
-  forKey(key: string): RB.Budget {
+  readonly forKey = (key: string): RB.Budget => {
     const existing = this.budgets.get(key)
     if (existing !== undefined) {
       // Re-insert so Map order is least-recently-used first, for eviction.

@@ -78,17 +78,17 @@ class HistogramImpl implements RH.Histogram {
       MetricLabel.make("trusted", "false")
     ])
   }
-  unsafeRecord(nowMillis: number, attempt: number): void {
+  readonly unsafeRecord = (nowMillis: number, attempt: number): void => {
     const index = Math.min(this.options.maxAttempt, parseAttempt(attempt))
     this.counters[index]!.unsafeAdd(nowMillis, 1)
     requestsCounter.unsafeUpdate(1, this.attemptTags[index]!)
   }
-  unsafeRecordUntrusted(nowMillis: number, attempt: number): void {
+  readonly unsafeRecordUntrusted = (nowMillis: number, attempt: number): void => {
     const index = Math.min(this.options.maxAttempt, parseAttempt(attempt))
     this.untrustedCounters[index]!.unsafeAdd(nowMillis, 1)
     requestsCounter.unsafeUpdate(1, this.untrustedTags[index]!)
   }
-  unsafeSnapshot(nowMillis: number): RH.Snapshot {
+  readonly unsafeSnapshot = (nowMillis: number): RH.Snapshot => {
     const byAttempt = this.counters.map((counter) => counter.unsafeTotal(nowMillis))
     const total = byAttempt.reduce((a, b) => a + b, 0)
     const retries = total - byAttempt[0]!
@@ -107,7 +107,7 @@ class HistogramImpl implements RH.Histogram {
       }
     }
   }
-  unsafeShouldRejectRetries(nowMillis: number): boolean {
+  readonly unsafeShouldRejectRetries = (nowMillis: number): boolean => {
     const { retries, shareOfRetries, total } = this.unsafeSnapshot(nowMillis)
     retryShareGauge.unsafeUpdate(shareOfRetries, this.tags)
     // Exact share: `retries / total > threshold` without a floating-point miss.
@@ -115,7 +115,7 @@ class HistogramImpl implements RH.Histogram {
     if (reject) rejectionsCounter.unsafeUpdate(1, this.tags)
     return reject
   }
-  record(attempt: number): Effect.Effect<void> {
+  readonly record = (attempt: number): Effect.Effect<void> => {
     return Effect.clockWith((clock) =>
       Effect.sync(() => this.unsafeRecord(clock.unsafeCurrentTimeMillis(), attempt))
     )
