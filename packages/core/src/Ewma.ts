@@ -24,9 +24,9 @@ import type { InvalidOptions } from "./Options.js"
 export interface Ewma {
   readonly tau: Duration.Duration
   /** Folds a sample in at the given clock reading. The first sample sets the value. */
-  unsafeUpdate(nowMillis: number, sample: number): void
+  readonly unsafeUpdate: (nowMillis: number, sample: number) => void
   /** The current average, or `undefined` before the first sample. */
-  unsafeValue(): number | undefined
+  readonly unsafeValue: () => number | undefined
 }
 
 /**
@@ -94,9 +94,9 @@ export interface EwmaRate {
   readonly window: Duration.Duration
   readonly tick: Duration.Duration
   /** Counts `n` events (default 1) at the given clock reading. */
-  unsafeMark(nowMillis: number, n?: number): void
+  readonly unsafeMark: (nowMillis: number, n?: number) => void
   /** Events per second at the given clock reading. */
-  unsafeRate(nowMillis: number): number
+  readonly unsafeRate: (nowMillis: number) => number
 }
 
 /**

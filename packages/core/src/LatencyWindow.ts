@@ -60,16 +60,16 @@ export interface LatencyWindow extends Pipeable {
   readonly subWindows: number
   readonly relativeAccuracy: number
   /** Records a latency in milliseconds at the given clock reading (epoch millis). */
-  unsafeRecord(nowMillis: number, millis: number): void
+  readonly unsafeRecord: (nowMillis: number, millis: number) => void
   /**
    * The `q`-quantile (`q` clamped to `[0, 1]`) over the window ending at the given
    * clock reading; `undefined` when the window is empty or `q` is `NaN`.
    */
-  unsafeQuantile(nowMillis: number, q: number): number | undefined
+  readonly unsafeQuantile: (nowMillis: number, q: number) => number | undefined
   /** How many latencies the window holds at the given clock reading. */
-  unsafeCount(nowMillis: number): number
+  readonly unsafeCount: (nowMillis: number) => number
   /** Forgets everything. */
-  unsafeReset(): void
+  readonly unsafeReset: () => void
 }
 
 /**

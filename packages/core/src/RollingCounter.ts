@@ -38,11 +38,11 @@ export interface RollingCounter extends Pipeable {
   readonly window: Duration.Duration
   readonly buckets: number
   /** Adds `amount` (default 1) at the given clock reading (epoch millis). */
-  unsafeAdd(nowMillis: number, amount?: number): void
+  readonly unsafeAdd: (nowMillis: number, amount?: number) => void
   /** The total over the window ending at the given clock reading. */
-  unsafeTotal(nowMillis: number): number
+  readonly unsafeTotal: (nowMillis: number) => number
   /** Forgets everything. */
-  unsafeReset(): void
+  readonly unsafeReset: () => void
 }
 
 /**

@@ -43,7 +43,7 @@ export const callAllUnbound = (
     for (const key of keys) {
       const fn = (service as Record<string, (...a: ReadonlyArray<unknown>) => unknown>)[key]!
       const input = args[key] ?? [0]
-      const bound = yield* failure(() => fn.apply(service, input))
+      const bound = yield* failure(() => fn.apply(service, [...input]))
       if (bound !== undefined) continue
       const unbound = yield* failure(() => fn(...input))
       expect(unbound, key).toBeUndefined()

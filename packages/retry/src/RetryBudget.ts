@@ -23,6 +23,7 @@
 import type { Admission, Options } from "@sluice/core"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
@@ -71,10 +72,10 @@ export interface BudgetStats {
 export interface Budget {
   readonly key: string
   /** Records one request (a first attempt). */
-  unsafeRecordRequest(nowMillis: number): void
+  readonly unsafeRecordRequest: (nowMillis: number) => void
   /** Grants and records one retry, or returns `false` when the budget is spent. */
-  unsafeTryWithdraw(nowMillis: number): boolean
-  unsafeStats(nowMillis: number): BudgetStats
+  readonly unsafeTryWithdraw: (nowMillis: number) => boolean
+  readonly unsafeStats: (nowMillis: number) => BudgetStats
   readonly recordRequest: Effect.Effect<void>
   /** Grants and records one retry now; updates the grant / denial metrics. */
   readonly tryWithdraw: Effect.Effect<boolean>
@@ -97,7 +98,7 @@ export interface Budget {
 export interface Service {
   readonly options: ResolvedOptions
   /** The budget of `key`, created on first use and shared afterwards. */
-  forKey(key: string): Budget
+  readonly forKey: (key: string) => Budget
   /** How many keys are held. */
   readonly size: number
 }
@@ -106,13 +107,9 @@ export interface Service {
  * The retry-budget service tag.
  *
  * @since 0.1.0
+ * @category tags
  */
-export const RetryBudget: typeof internal.RetryBudget = internal.RetryBudget
-
-/**
- * @since 0.1.0
- */
-export type RetryBudget = internal.RetryBudget
+export class RetryBudget extends Context.Tag("@sluice/retry/RetryBudget")<RetryBudget, Service>() {}
 
 /**
  * Builds the service, failing with `InvalidOptions` (naming the field) on bad options.
@@ -164,7 +161,7 @@ export const layer: (options?: RetryBudgetOptions) => Layer.Layer<RetryBudget, O
  */
 export const layerConfig: (
   config: Config.Config<RetryBudgetOptions>
-) => Layer.Layer<RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> = internal.layerConfig as any
+) => Layer.Layer<RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> = internal.layerConfig
 
 /**
  * The budget of `key` from the service in context. Look it up once (e.g. when a
@@ -172,7 +169,7 @@ export const layerConfig: (
  *
  * @since 0.1.0
  */
-export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> = internal.forKey as any
+export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> = internal.forKey
 
 /**
  * Budget metrics: `sluice_retry_budget_withdrawals` (retries granted) and

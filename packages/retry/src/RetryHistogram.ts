@@ -77,14 +77,15 @@ export interface UntrustedCounts {
 
 /**
  * A retry histogram. The `unsafe*` methods take the clock reading (epoch millis
- * from Effect's `Clock`).
+ * from Effect's `Clock`). Every method works unbound (`Effect.forEach(xs, histogram.record)`).
  *
- * @since 0.1.0
+ * @since 0.2.0
+ * @category models
  */
-export interface Histogram {
+export interface Service {
   readonly options: ResolvedOptions
   /** Records one incoming request with its attempt number (malformed values count as 0). */
-  unsafeRecord(nowMillis: number, attempt: number): void
+  readonly unsafeRecord: (nowMillis: number, attempt: number) => void
   /**
    * Records a request from a caller that is not trusted (see `@sluice/http`'s
    * `Trust`): kept apart (snapshot `untrusted`, metric tag `trusted=false`) and
@@ -92,10 +93,10 @@ export interface Histogram {
    * cannot make the server answer "don't retry" to others — nor, claiming first
    * tries, dilute the share of retries. @since 0.2.0
    */
-  unsafeRecordUntrusted(nowMillis: number, attempt: number): void
-  unsafeSnapshot(nowMillis: number): Snapshot
-  unsafeShouldRejectRetries(nowMillis: number): boolean
-  record(attempt: number): Effect.Effect<void>
+  readonly unsafeRecordUntrusted: (nowMillis: number, attempt: number) => void
+  readonly unsafeSnapshot: (nowMillis: number) => Snapshot
+  readonly unsafeShouldRejectRetries: (nowMillis: number) => boolean
+  readonly record: (attempt: number) => Effect.Effect<void>
   readonly snapshot: Effect.Effect<Snapshot>
   readonly shareOfRetries: Effect.Effect<number>
   /** Should the server answer "don't retry" now? Updates the share gauge. */
@@ -103,21 +104,25 @@ export interface Histogram {
 }
 
 /**
+ * @deprecated since 0.2.0: use {@link Service}.
+ * @since 0.1.0
+ * @category models
+ */
+export type Histogram = Service
+
+/**
  * The service tag of a server's retry histogram.
  *
  * @since 0.1.0
  */
-export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<
-  RetryHistogram,
-  Histogram
->() {}
+export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<RetryHistogram, Service>() {}
 
 /**
  * Builds a histogram, failing with `InvalidOptions` (naming the field) on bad options.
  *
  * @since 0.1.0
  */
-export const make: (options?: RetryHistogramOptions) => Effect.Effect<Histogram, Options.InvalidOptions> =
+export const make: (options?: RetryHistogramOptions) => Effect.Effect<Service, Options.InvalidOptions> =
   internal.make
 
 /**
@@ -125,7 +130,7 @@ export const make: (options?: RetryHistogramOptions) => Effect.Effect<Histogram,
  *
  * @since 0.1.0
  */
-export const unsafeMake: (options?: RetryHistogramOptions) => Histogram = internal.unsafeMake
+export const unsafeMake: (options?: RetryHistogramOptions) => Service = internal.unsafeMake
 
 /**
  * A Layer providing {@link RetryHistogram}.

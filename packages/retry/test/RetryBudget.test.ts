@@ -279,24 +279,26 @@ describe("RetryBudget gate", () => {
     })
   )
 
-  it.effect("exact allowance: 0.1 × 30 requests allows 3 retries, 0.1 × 29 allows 2 (no floating-point miss)", () =>
-    Effect.gen(function* () {
-      const service = RetryBudget.unsafeMake({ ratio: 0.1, minRetriesPerSecond: 0 })
-      const budget = service.forKey("exact")
-      for (let i = 0; i < 29; i++) yield* budget.recordRequest
-      expect((yield* budget.stats).available).toBe(2)
-      yield* budget.recordRequest
-      // 0.1 * 30 is 3.0000000000000004 in floating point; the allowance is exactly 3
-      expect((yield* budget.stats).available).toBe(3)
-      const granted = [yield* budget.tryWithdraw, yield* budget.tryWithdraw, yield* budget.tryWithdraw]
-      expect(granted).toEqual([true, true, true])
-      expect(yield* budget.tryWithdraw).toBe(false)
-      // 0.7 × 10 is 7.000000000000001: 7 retries, not 8 or 6
-      const seven = RetryBudget.unsafeMake({ ratio: 0.7, minRetriesPerSecond: 0 }).forKey("seven")
-      for (let i = 0; i < 10; i++) yield* seven.recordRequest
-      let n = 0
-      while (yield* seven.tryWithdraw) n++
-      expect(n).toBe(7)
-    })
+  it.effect(
+    "exact allowance: 0.1 × 30 requests allows 3 retries, 0.1 × 29 allows 2 (no floating-point miss)",
+    () =>
+      Effect.gen(function* () {
+        const service = RetryBudget.unsafeMake({ ratio: 0.1, minRetriesPerSecond: 0 })
+        const budget = service.forKey("exact")
+        for (let i = 0; i < 29; i++) yield* budget.recordRequest
+        expect((yield* budget.stats).available).toBe(2)
+        yield* budget.recordRequest
+        // 0.1 * 30 is 3.0000000000000004 in floating point; the allowance is exactly 3
+        expect((yield* budget.stats).available).toBe(3)
+        const granted = [yield* budget.tryWithdraw, yield* budget.tryWithdraw, yield* budget.tryWithdraw]
+        expect(granted).toEqual([true, true, true])
+        expect(yield* budget.tryWithdraw).toBe(false)
+        // 0.7 × 10 is 7.000000000000001: 7 retries, not 8 or 6
+        const seven = RetryBudget.unsafeMake({ ratio: 0.7, minRetriesPerSecond: 0 }).forKey("seven")
+        for (let i = 0; i < 10; i++) yield* seven.recordRequest
+        let n = 0
+        while (yield* seven.tryWithdraw) n++
+        expect(n).toBe(7)
+      })
   )
 })

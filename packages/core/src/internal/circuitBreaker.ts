@@ -115,7 +115,7 @@ class Ticket implements CB.Ticket {
   ) {}
 }
 
-class CircuitBreakerImpl implements CB.CircuitBreaker {
+class CircuitBreakerImpl implements CB.Service {
   readonly [TypeId]: CB.TypeId = TypeId
   readonly name: string
   private st: InternalState = CLOSED
@@ -405,23 +405,23 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
 }
 
 /** @internal */
-export const make = (options: CB.CircuitBreakerOptions): Effect.Effect<CB.CircuitBreaker, InvalidOptions> =>
+export const make = (options: CB.CircuitBreakerOptions): Effect.Effect<CB.Service, InvalidOptions> =>
   Effect.flatMap(decodeEffect(options), (config) =>
     Effect.flatMap(Effect.runtime<never>(), (runtime) =>
       Effect.map(
         PubSub.sliding<CB.StateChange>(256),
-        (pubsub) => new CircuitBreakerImpl(config, runtime, pubsub) as CB.CircuitBreaker
+        (pubsub) => new CircuitBreakerImpl(config, runtime, pubsub) as CB.Service
       )
     )
   )
 
 /** @internal */
-export const isCircuitBreaker = (u: unknown): u is CB.CircuitBreaker =>
+export const isCircuitBreaker = (u: unknown): u is CB.Service =>
   typeof u === "object" && u !== null && TypeId in u
 
 /** @internal */
 export const withBreaker = dual(
   2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, breaker: CB.CircuitBreaker): Effect.Effect<A, E | CircuitOpen, R> =>
+  <A, E, R>(self: Effect.Effect<A, E, R>, breaker: CB.Service): Effect.Effect<A, E | CircuitOpen, R> =>
     breaker.withBreaker(self)
 )

@@ -146,7 +146,7 @@ export interface QuotaService {
   }
   /** The id a client is stored under: itself, or (above `maxClientIdLength`) a prefix and its SHA-256. */
   readonly storedId: (client: string) => string
-  readonly breaker: CircuitBreaker.CircuitBreaker | undefined
+  readonly breaker: CircuitBreaker.Service | undefined
   readonly mode: FailureMode
   readonly deadline: Duration.Duration
 }

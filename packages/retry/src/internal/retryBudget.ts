@@ -128,8 +128,8 @@ class ServiceImpl implements RB.Service {
   }
 }
 
-/** @internal */
-export class RetryBudget extends Context.Tag("@sluice/retry/RetryBudget")<RetryBudget, RB.Service>() {}
+/** @internal the public `RetryBudget.RetryBudget` class has the same key, so they are one tag */
+export const RetryBudget = Context.GenericTag<RB.RetryBudget, RB.Service>("@sluice/retry/RetryBudget")
 
 const decode = Options.decode("RetryBudget", RetryBudgetOptions)
 const decodeSync = Options.decodeSync("RetryBudget", RetryBudgetOptions)
@@ -147,14 +147,14 @@ export const unsafeMake = (options: RB.RetryBudgetOptions = {}): RB.Service =>
 /** @internal */
 export const layer = (
   options: RB.RetryBudgetOptions = {}
-): Layer.Layer<RetryBudget, Options.InvalidOptions> => Layer.effect(RetryBudget, make(options))
+): Layer.Layer<RB.RetryBudget, Options.InvalidOptions> => Layer.effect(RetryBudget, make(options))
 
 /** @internal */
-export const forKey = (key: string): Effect.Effect<RB.Budget, never, RetryBudget> =>
+export const forKey = (key: string): Effect.Effect<RB.Budget, never, RB.RetryBudget> =>
   Effect.map(RetryBudget, (service) => service.forKey(key))
 
 /** @internal */
 export const layerConfig = (
   config: Config.Config<RB.RetryBudgetOptions>
-): Layer.Layer<RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> =>
+): Layer.Layer<RB.RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> =>
   Layer.effect(RetryBudget, Effect.flatMap(config, make))

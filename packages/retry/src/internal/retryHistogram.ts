@@ -51,7 +51,7 @@ export const parseAttempt = (value: string | number | null | undefined): number 
   return Number.parseInt(trimmed, 10)
 }
 
-class HistogramImpl implements RH.Histogram {
+class HistogramImpl implements RH.Service {
   private readonly counters: ReadonlyArray<RollingCounter.RollingCounter>
   private readonly untrustedCounters: ReadonlyArray<RollingCounter.RollingCounter>
   private readonly untrustedTags: ReadonlyArray<ReadonlyArray<MetricLabel.MetricLabel>>
@@ -137,9 +137,9 @@ const decodeSync = Options.decodeSync("RetryHistogram", RetryHistogramOptions)
 /** @internal */
 export const make = (
   options: RH.RetryHistogramOptions = {}
-): Effect.Effect<RH.Histogram, Options.InvalidOptions> =>
+): Effect.Effect<RH.Service, Options.InvalidOptions> =>
   Effect.map(decode(options), (resolved) => new HistogramImpl(resolved))
 
 /** @internal */
-export const unsafeMake = (options: RH.RetryHistogramOptions = {}): RH.Histogram =>
+export const unsafeMake = (options: RH.RetryHistogramOptions = {}): RH.Service =>
   new HistogramImpl(decodeSync(options))
