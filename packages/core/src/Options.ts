@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import type * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
@@ -26,12 +27,31 @@ import * as internal from "./internal/options.js"
  * ```
  * @since 0.1.0
  */
-export const InvalidOptions: typeof internal.InvalidOptions = internal.InvalidOptions
+export const InvalidOptions: InvalidOptionsConstructor = internal.InvalidOptions
 
 /**
+ * The error: `_tag` `"InvalidOptions"`, the `module` that rejected the options and a
+ * `message` naming the field. Yieldable in `Effect.gen` like every tagged error.
+ *
  * @since 0.1.0
+ * @category errors
  */
-export type InvalidOptions = internal.InvalidOptions
+export interface InvalidOptions extends Cause.YieldableError {
+  readonly _tag: "InvalidOptions"
+  readonly module: string
+  readonly message: string
+}
+
+/**
+ * The constructor of {@link InvalidOptions} (also usable with `instanceof`).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export interface InvalidOptionsConstructor {
+  new (args: { readonly module: string; readonly message: string }): InvalidOptions
+  readonly prototype: InvalidOptions
+}
 
 /**
  * A duration given as milliseconds, a `Duration`, or a string such as `"2 minutes"`,

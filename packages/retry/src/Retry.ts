@@ -1,7 +1,7 @@
 /**
  * The retry policy: retries at exactly one layer.
  *
- * `Retry.policy` retries the retryable failures of the effect it wraps (by default
+ * `Retry.withRetry` retries the retryable failures of the effect it wraps (by default
  * `Errors.isRetryable`: `Overloaded`, `QuotaExceeded` within `maxRetryAfter`,
  * `TimeoutException`, errors marked with `Errors.markRetryable`) with a backoff
  * `Schedule`, at most `maxAttempts` times in all (first try included), within an
@@ -37,7 +37,7 @@
  *
  * @since 0.1.0
  */
-import type { Admission, Errors } from "@sluice/core"
+import type { Admission, Errors, Options } from "@sluice/core"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as FiberRef from "effect/FiberRef"
@@ -64,14 +64,14 @@ export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
  * import { Effect } from "effect"
  *
  * const call = Effect.flatMap(Retry.attempt, (n) => Effect.log(`attempt ${n}`))
- * const retried = call.pipe(Retry.policy({ maxAttempts: 3 }))
+ * const retried = call.pipe(Retry.withRetry({ maxAttempts: 3 }))
  * ```
  * @since 0.1.0
  */
 export const attempt: Effect.Effect<number> = internal.attempt
 
 /**
- * Options of {@link policy}.
+ * Options of {@link withRetry}.
  *
  * - `maxAttempts`: attempts in all, first try included (positive integer, default 3).
  * - `schedule`: the backoff between attempts, fed the failing error (default
@@ -84,17 +84,18 @@ export const attempt: Effect.Effect<number> = internal.attempt
  *   malformed hints are clamped to it, and a `QuotaExceeded` asking for more is not retried.
  * - `name`: tags metrics (`policy`) and spans.
  *
- * Bad values throw `InvalidOptions` naming the field when the policy is built.
+ * Bad values are an `InvalidOptions` naming the field: a typed failure of
+ * {@link withRetry} and {@link make} (the deprecated {@link policy} throws it).
  *
  * @since 0.1.0
  */
 export interface PolicyOptions {
-  readonly maxAttempts?: number
-  readonly schedule?: Schedule.Schedule<unknown, any>
-  readonly budget?: RetryBudget.Budget | string
-  readonly isRetryable?: (error: unknown) => boolean
-  readonly maxRetryAfter?: Duration.DurationInput
-  readonly name?: string
+  readonly maxAttempts?: number | undefined
+  readonly schedule?: Schedule.Schedule<unknown, any> | undefined
+  readonly budget?: RetryBudget.Budget | string | undefined
+  readonly isRetryable?: ((error: unknown) => boolean) | undefined
+  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  readonly name?: string | undefined
 }
 
 /**
@@ -125,8 +126,10 @@ export type PolicyContext<O> = O extends { readonly budget?: infer B }
   : never
 
 /**
- * Wraps an effect in a retry policy. Data-last (`effect.pipe(Retry.policy(options))`,
- * build the policy once and reuse it) or data-first (`Retry.policy(effect, options)`).
+ * Runs an effect under a retry policy. Data-first (`Retry.withRetry(effect, options)`)
+ * or data-last (`effect.pipe(Retry.withRetry(options))`: build it once and reuse it).
+ * Never throws: invalid options (including a `Backoff` schedule built from invalid
+ * options) make the returned effect fail with `InvalidOptions` before the first try.
  *
  * @example
  * ```ts
@@ -136,14 +139,36 @@ export type PolicyContext<O> = O extends { readonly budget?: infer B }
  *
  * declare const call: Effect.Effect<string, Errors.Overloaded | Errors.Throttled>
  *
- * const withRetries = Retry.policy({
+ * const withRetries = Retry.withRetry({
  *   maxAttempts: 3,
  *   schedule: Backoff.exponential({ base: "100 millis", max: "2 seconds" }).pipe(Backoff.jitter("full"))
  * })
- * // Effect<string, Errors.Throttled | Errors.DontRetry>
+ * // Effect<string, Errors.Throttled | Errors.DontRetry | Options.InvalidOptions>
  * const retried = withRetries(call)
  * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withRetry: {
+  <const O extends PolicyOptions = {}>(
+    options?: O
+  ): <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, PolicyError<E> | Options.InvalidOptions, R | PolicyContext<O>>
+  <A, E, R, const O extends PolicyOptions = {}>(
+    self: Effect.Effect<A, E, R>,
+    options?: O
+  ): Effect.Effect<A, PolicyError<E> | Options.InvalidOptions, R | PolicyContext<O>>
+} = internal.withRetry
+
+/**
+ * {@link withRetry} whose options are trusted: invalid options throw `InvalidOptions`
+ * when the policy is built, so the error type has no `InvalidOptions`. Prefer
+ * {@link make} (validated once, as an Effect) and `Policy.apply`.
+ *
+ * @deprecated since 0.2.0: use {@link withRetry}, or {@link make} and `Policy.apply`.
  * @since 0.1.0
+ * @category combinators
  */
 export const policy: {
   <const O extends PolicyOptions = {}>(
@@ -182,16 +207,16 @@ export const metrics: {
 }
 
 /**
- * Options of {@link make}: those of {@link policy}, with the budget as a handle.
+ * Options of {@link make}: those of {@link withRetry}, with the budget as a handle.
  *
  * @since 0.1.0
  */
 export interface MakeOptions extends Omit<PolicyOptions, "budget"> {
-  readonly budget?: RetryBudget.Budget
+  readonly budget?: RetryBudget.Budget | undefined
 }
 
 /**
- * A retry policy built once. `apply(self)` is exactly `Retry.policy(options)(self)`.
+ * A retry policy built once. `apply(self)` is exactly `Retry.withRetry(options)(self)`.
  * `around(gates)` runs every attempt of `self` through admission gates
  * (`Admission.guard`): the first try's bookkeeping (budget request, attempt count)
  * is itself a gate, so the first try takes one step through all of them; each
@@ -212,17 +237,29 @@ export interface Policy {
 }
 
 /**
- * Builds a {@link Policy}; throws `InvalidOptions` naming the field on bad options.
+ * Builds a {@link Policy}, failing with `InvalidOptions` naming the field on bad options.
  *
  * @example
  * ```ts
  * import { Retry, RetryBudget } from "@sluice/retry"
  * import { Effect } from "effect"
  *
- * const budget = RetryBudget.unsafeMake().forKey("backend-a")
- * const retry = Retry.make({ maxAttempts: 3, budget })
- * const retried = retry.apply(Effect.succeed(1)) // same as Retry.policy({ maxAttempts: 3, budget })
+ * const program = Effect.gen(function* () {
+ *   const budget = yield* RetryBudget.forKey("backend-a")
+ *   const retry = yield* Retry.make({ maxAttempts: 3, budget })
+ *   return yield* retry.apply(Effect.succeed(1)) // same as Retry.withRetry({ maxAttempts: 3, budget })
+ * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
-export const make: (options?: MakeOptions) => Policy = internal.make
+export const make: (options?: MakeOptions) => Effect.Effect<Policy, Options.InvalidOptions> = internal.make
+
+/**
+ * Builds a {@link Policy} synchronously; **throws** `InvalidOptions` naming the field
+ * on bad options (this was `Retry.make` before 0.2.0).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const unsafeMake: (options?: MakeOptions) => Policy = internal.unsafeMake

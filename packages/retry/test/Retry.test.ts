@@ -376,3 +376,29 @@ describe("Retry.policy types", () => {
 })
 
 const TestClockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
+
+describe("Retry.withRetry (API 0.2)", () => {
+  it.effect("is data-first and data-last; invalid options are a typed failure, never a throw", () =>
+    Effect.gen(function* () {
+      expect(yield* Retry.withRetry(Effect.succeed(1), { maxAttempts: 2 })).toBe(1)
+      expect(yield* Effect.succeed(2).pipe(Retry.withRetry({ maxAttempts: 2 }))).toBe(2)
+      const cfg: { maxAttempts?: number | undefined } = {}
+      expect(yield* Effect.succeed(3).pipe(Retry.withRetry({ maxAttempts: cfg.maxAttempts }))).toBe(3)
+      for (const [options, field] of [
+        [{ maxAttempts: 0 }, /maxAttempts/],
+        [{ maxRetryAfter: -1 }, /maxRetryAfter/],
+        [{ maxRetryAfter: "-5 seconds" }, /maxRetryAfter/],
+        [{ budget: "" }, /budget/]
+      ] as const) {
+        const make = () => Retry.withRetry(options as Retry.PolicyOptions)
+        expect(make).not.toThrow()
+        const error = yield* Effect.flip(Effect.succeed(1).pipe(make()))
+        expect(error).toBeInstanceOf(Options.InvalidOptions)
+        expect((error as Options.InvalidOptions).message).toMatch(field)
+        const fromMake = yield* Effect.flip(Retry.make(options as Retry.MakeOptions))
+        expect(fromMake.message).toMatch(field)
+      }
+      expect(() => Retry.unsafeMake({ maxAttempts: 0 })).toThrow(Options.InvalidOptions)
+    })
+  )
+})

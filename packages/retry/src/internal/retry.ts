@@ -72,8 +72,27 @@ interface Compiled {
   readonly reasonTags: Readonly<Record<Errors.DontRetryReason, ReadonlyArray<MetricLabel.MetricLabel>>>
 }
 
+/** Validates the options; never throws (an invalid option comes back as `InvalidOptions`). */
+const compileEither = (
+  options: R.PolicyOptions | undefined
+): Either.Either<Compiled, Options.InvalidOptions> => {
+  try {
+    return Either.right(compile(options))
+  } catch (error) {
+    if (error instanceof Options.InvalidOptions) return Either.left(error)
+    throw error
+  }
+}
+
 const compile = (options: R.PolicyOptions | undefined): Compiled => {
   const input = options ?? {}
+  const invalidSchedule = input.schedule !== undefined ? backoff.invalidOptionsOf(input.schedule) : undefined
+  if (invalidSchedule !== undefined) {
+    throw new Options.InvalidOptions({
+      module: "Retry.policy",
+      message: `Retry.policy: invalid options\n└─ ["schedule"]\n   └─ ${invalidSchedule.message}`
+    })
+  }
   const decoded = decodeOptions({
     ...(input.maxAttempts !== undefined ? { maxAttempts: input.maxAttempts } : {}),
     ...(input.maxRetryAfter !== undefined ? { maxRetryAfter: input.maxRetryAfter } : {}),
@@ -247,6 +266,21 @@ const run = <A, E, R>(
 }
 
 /** @internal */
+export const withRetry: any = (...args: ReadonlyArray<any>) => {
+  if (Effect.isEffect(args[0])) {
+    const compiled = compileEither(args[1])
+    return Either.isLeft(compiled) ? Effect.fail(compiled.left) : apply(args[0], compiled.right)
+  }
+  const compiled = compileEither(args[0])
+  if (Either.isLeft(compiled)) {
+    const failure = Effect.fail(compiled.left)
+    return (_self: Effect.Effect<any, any, any>) => failure
+  }
+  const config = compiled.right
+  return (self: Effect.Effect<any, any, any>) => apply(self, config)
+}
+
+/** @internal */
 export const policy: any = (...args: ReadonlyArray<any>) => {
   if (Effect.isEffect(args[0])) {
     return apply(args[0], compile(args[1]))
@@ -278,7 +312,17 @@ const firstTryGate = (
 })
 
 /** @internal */
-export const make = (options?: R.MakeOptions): R.Policy => {
+export const make = (options?: R.MakeOptions): Effect.Effect<R.Policy, Options.InvalidOptions> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(unsafeMake(options))
+    } catch (error) {
+      return error instanceof Options.InvalidOptions ? Effect.fail(error) : Effect.die(error)
+    }
+  })
+
+/** @internal */
+export const unsafeMake = (options?: R.MakeOptions): R.Policy => {
   const config = compile(options)
   if (typeof config.budget === "string") {
     throw invalid(
