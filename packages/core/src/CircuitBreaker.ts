@@ -40,7 +40,9 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import type * as Schedule from "effect/Schedule"
@@ -308,3 +310,33 @@ export const layer: {
   <I>(options: CircuitBreakerOptions, tag: Context.Tag<I, Service>): Layer.Layer<I, InvalidOptions>
 } = (options: CircuitBreakerOptions, tag?: Context.Tag<any, Service>): Layer.Layer<any, InvalidOptions> =>
   Layer.effect(tag ?? CircuitBreaker, internal.make(options))
+
+/**
+ * {@link layer} with the options read from a `Config` (fails with `ConfigError` or
+ * `InvalidOptions`), under {@link CircuitBreaker} or the given tag.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "@sluice/core"
+ * import { Config } from "effect"
+ *
+ * const BreakerLive = CircuitBreaker.layerConfig(
+ *   Config.all({ name: Config.succeed("db"), consecutiveFailures: Config.integer("DB_BREAKER_FAILURES") })
+ * )
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig: {
+  (
+    config: Config.Config<CircuitBreakerOptions>
+  ): Layer.Layer<CircuitBreaker, InvalidOptions | ConfigError.ConfigError>
+  <I>(
+    config: Config.Config<CircuitBreakerOptions>,
+    tag: Context.Tag<I, Service>
+  ): Layer.Layer<I, InvalidOptions | ConfigError.ConfigError>
+} = (
+  config: Config.Config<CircuitBreakerOptions>,
+  tag?: Context.Tag<any, Service>
+): Layer.Layer<any, InvalidOptions | ConfigError.ConfigError> =>
+  Layer.effect(tag ?? CircuitBreaker, Effect.flatMap(config, internal.make))

@@ -34,13 +34,17 @@ export interface Ewma {
  * `tau` a step change has moved the average by about 63%.
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link EwmaOptions} object.
  */
 export const EwmaOptions = internal.EwmaOptions
 
 /**
  * @since 0.1.0
  */
-export type EwmaOptions = typeof internal.EwmaOptions.Encoded
+export interface EwmaOptions {
+  /** The time constant: a sample's weight decays by 1/e over `tau`. */
+  readonly tau: Duration.DurationInput
+}
 
 /**
  * Makes an {@link Ewma}.
@@ -104,13 +108,18 @@ export interface EwmaRate {
  * (default 5 s, must not exceed the window).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link EwmaRateOptions} object.
  */
 export const EwmaRateOptions = internal.EwmaRateOptions
 
 /**
  * @since 0.1.0
  */
-export type EwmaRateOptions = typeof internal.EwmaRateOptions.Encoded
+export interface EwmaRateOptions {
+  readonly window: Duration.DurationInput
+  /** Default 5 seconds; must not exceed `window`. */
+  readonly tick?: Duration.DurationInput | undefined
+}
 
 /**
  * Makes an {@link EwmaRate}.

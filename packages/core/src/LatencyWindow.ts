@@ -77,13 +77,20 @@ export interface LatencyWindow extends Pipeable {
  * default 6) and `relativeAccuracy` (in `(0, 1)`, default 0.01).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link LatencyWindowOptions} object.
  */
 export const LatencyWindowOptions = internal.LatencyWindowOptions
 
 /**
  * @since 0.1.0
  */
-export type LatencyWindowOptions = typeof LatencyWindowOptions.Encoded
+export interface LatencyWindowOptions {
+  readonly window: Duration.DurationInput
+  /** Default 6. */
+  readonly subWindows?: number | undefined
+  /** Default 0.01. */
+  readonly relativeAccuracy?: number | undefined
+}
 
 /**
  * Makes a latency window, failing with `InvalidOptions` naming the bad field.

@@ -34,6 +34,8 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
@@ -158,6 +160,27 @@ export const make = (
 export const layer = (
   options: QuotaOptions = {}
 ): Layer.Layer<Quota, InvalidOptions, QuotaStore | QuotaConfig> => Layer.scoped(Quota, make(options))
+
+/**
+ * {@link layer} with the options read from a `Config` (fails with `ConfigError` or
+ * `InvalidOptions`).
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ * import { Config } from "effect"
+ *
+ * const QuotaLive = Quota.layerConfig(
+ *   Config.all({ mode: Config.literal("fallback", "fail-open", "fail-closed")("QUOTA_MODE") })
+ * )
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<QuotaOptions>
+): Layer.Layer<Quota, InvalidOptions | ConfigError.ConfigError, QuotaStore | QuotaConfig> =>
+  Layer.scoped(Quota, Effect.flatMap(config, make))
 
 /**
  * Counts a request (or `cost` units) against every tier of the client's plan.

@@ -50,13 +50,18 @@ export interface RollingCounter extends Pipeable {
  * (a positive integer, default 10).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link RollingCounterOptions} object.
  */
 export const RollingCounterOptions = internal.RollingCounterOptions
 
 /**
  * @since 0.1.0
  */
-export type RollingCounterOptions = typeof RollingCounterOptions.Encoded
+export interface RollingCounterOptions {
+  readonly window: Duration.DurationInput
+  /** Default 10. */
+  readonly buckets?: number | undefined
+}
 
 /**
  * Makes a counter, failing with `InvalidOptions` on a bad window or bucket count.

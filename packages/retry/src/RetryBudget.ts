@@ -22,6 +22,7 @@
  */
 import type { Admission, Options } from "@sluice/core"
 import type * as Config from "effect/Config"
+import type * as Duration from "effect/Duration"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
@@ -35,20 +36,33 @@ import * as internal from "./internal/retryBudget.js"
  * (default 10 000).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link RetryBudgetOptions} object.
  */
 export const RetryBudgetOptions = internal.RetryBudgetOptions
 
 /**
  * @since 0.1.0
  */
-export type RetryBudgetOptions = typeof RetryBudgetOptions.Encoded
+export interface RetryBudgetOptions {
+  readonly ratio?: number | undefined
+  readonly window?: Duration.DurationInput | undefined
+  readonly buckets?: number | undefined
+  readonly minRetriesPerSecond?: number | undefined
+  readonly maxKeys?: number | undefined
+}
 
 /**
  * Options after decoding, with defaults filled in.
  *
  * @since 0.1.0
  */
-export type ResolvedOptions = typeof RetryBudgetOptions.Type
+export interface ResolvedOptions {
+  readonly ratio: number
+  readonly window: Duration.Duration
+  readonly buckets: number
+  readonly minRetriesPerSecond: number
+  readonly maxKeys: number
+}
 
 /**
  * What a budget currently holds: requests and retries in the window, retries

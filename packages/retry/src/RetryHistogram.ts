@@ -14,6 +14,7 @@
  */
 import type { Options } from "@sluice/core"
 import type * as Config from "effect/Config"
+import type * as Duration from "effect/Duration"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -28,18 +29,33 @@ import * as internal from "./internal/retryHistogram.js"
  * `name` tags its metrics (`histogram`).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link RetryHistogramOptions} object.
  */
 export const RetryHistogramOptions = internal.RetryHistogramOptions
 
 /**
  * @since 0.1.0
  */
-export type RetryHistogramOptions = typeof RetryHistogramOptions.Encoded
+export interface RetryHistogramOptions {
+  readonly window?: Duration.DurationInput | undefined
+  readonly buckets?: number | undefined
+  readonly maxAttempt?: number | undefined
+  readonly threshold?: number | undefined
+  readonly minRequests?: number | undefined
+  readonly name?: string | undefined
+}
 
 /**
  * @since 0.1.0
  */
-export type ResolvedOptions = typeof RetryHistogramOptions.Type
+export interface ResolvedOptions {
+  readonly window: Duration.Duration
+  readonly buckets: number
+  readonly maxAttempt: number
+  readonly threshold: number
+  readonly minRequests: number
+  readonly name?: string | undefined
+}
 
 /**
  * The window's contents: requests by attempt number (`byAttempt[i]`, the last entry

@@ -399,6 +399,6 @@ describe("Retry.withRetry (API 0.2)", () => {
         expect(fromMake.message).toMatch(field)
       }
       expect(() => Retry.unsafeMake({ maxAttempts: 0 })).toThrow(Options.InvalidOptions)
-    })
+    }).pipe(Effect.provide(RetryBudget.layer()))
   )
 })
