@@ -14,8 +14,8 @@
  * computed exactly (the ratio as the decimal it is written as) when the floor
  * `minRetriesPerSecond × windowSeconds` is a whole number.
  *
- * The number of keys is bounded (`maxKeys`, default 10 000); the least recently
- * looked-up key is forgotten first. A handle already held keeps working, but a later
+ * The number of keys is bounded (`maxKeys`, default 10 000, a `BoundedMap`); a key not
+ * looked up recently is forgotten first (CLOCK). A handle already held keeps working, but a later
  * `forKey` of a forgotten key starts afresh: keep `maxKeys` above the live clients.
  *
  * @since 0.1.0

@@ -1,4 +1,4 @@
-import { type Admission, Options, Ratio, RollingCounter } from "@sluice/core"
+import { type Admission, BoundedMap, Options, Ratio, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -96,33 +96,15 @@ class BudgetImpl implements RB.Budget {
 }
 
 class ServiceImpl implements RB.Service {
-  private readonly budgets = new Map<string, BudgetImpl>()
+  private readonly budgets: BoundedMap.BoundedMap<string, BudgetImpl>
   private readonly reserve: number
   constructor(readonly options: RB.ResolvedOptions) {
     this.reserve = options.minRetriesPerSecond * Duration.toSeconds(options.window)
+    this.budgets = BoundedMap.make({ capacity: options.maxKeys })
   }
-  readonly forKey = (key: string): RB.Budget => {
-    const existing = this.budgets.get(key)
-    if (existing !== undefined) {
-      // Re-insert so Map order is least-recently-used first, for eviction.
-      this.budgets.delete(key)
-      this.budgets.set(key, existing)
-      return existing
-    }
-    const created = new BudgetImpl(
-      key,
-      this.options.ratio,
-      this.reserve,
-      this.options.window,
-      this.options.buckets
-    )
-    this.budgets.set(key, created)
-    if (this.budgets.size > this.options.maxKeys) {
-      const oldest = this.budgets.keys().next()
-      if (oldest.done !== true) this.budgets.delete(oldest.value)
-    }
-    return created
-  }
+  private readonly create = (key: string): BudgetImpl =>
+    new BudgetImpl(key, this.options.ratio, this.reserve, this.options.window, this.options.buckets)
+  readonly forKey = (key: string): RB.Budget => this.budgets.getOrCreate(key, this.create)
   get size(): number {
     return this.budgets.size
   }
