@@ -114,6 +114,42 @@ export const QuotaOptions: Schema.Schema<any, internal.QuotaOptions> = internal.
 export type QuotaOptions = internal.QuotaOptions
 
 /**
+ * A quota event, published on the service's `events` stream: `Denied` when a check
+ * denies a client (the tier with the longest wait, the wait, what decided, when).
+ * Admissions publish nothing. Beside the metrics `sluice_quota_denied_total` (by tier).
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ * import { Effect, Stream } from "effect"
+ *
+ * const logDenials = Effect.flatMap(Quota.Quota, (quota) =>
+ *   quota.events.pipe(Stream.runForEach((event) => Effect.log(`${event.client} denied by ${event.tier}`)))
+ * )
+ * ```
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = Denied
+
+/**
+ * A check denied `client`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Denied {
+  readonly _tag: "Denied"
+  readonly client: string
+  /** The tier that denied (the one with the longest wait). */
+  readonly tier: string
+  readonly retryAfterMs: number
+  readonly source: DecisionSource
+  /** Epoch millis from Effect's `Clock`. */
+  readonly at: number
+}
+
+/**
  * The quota service.
  *
  * @since 0.1.0

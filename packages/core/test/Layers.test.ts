@@ -1,6 +1,6 @@
 import { CircuitBreaker, Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Config, ConfigProvider, Effect, Exit, Layer } from "effect"
+import { Chunk, Config, ConfigProvider, Effect, Exit, Fiber, Layer, Stream } from "effect"
 
 const withEnv = (env: Record<string, string>) =>
   Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
@@ -54,5 +54,28 @@ describe("layerConfig (API 0.2 §4)", () => {
       )
       expect(bad).toEqual(Exit.fail(expect.any(Options.InvalidOptions)))
     })
+  )
+})
+
+describe("Quota events (API 0.2 §8)", () => {
+  it.scoped("a denial is published on quota.events; an admission is not", () =>
+    Effect.gen(function* () {
+      const quota = yield* Quota.Quota
+      const received = yield* quota.events.pipe(Stream.take(1), Stream.runCollect, Effect.fork)
+      yield* Effect.yieldNow()
+      yield* Effect.repeatN(quota.check("c"), 5) // limit 5: the 6th is denied
+      const events = Chunk.toReadonlyArray(yield* Fiber.join(received))
+      expect(events).toEqual([
+        expect.objectContaining({ _tag: "Denied", client: "c", tier: "t", source: "store" })
+      ])
+      expect(events[0]!.retryAfterMs).toBeGreaterThan(0)
+    }).pipe(
+      Effect.provide(
+        Quota.layer().pipe(
+          Layer.provideMerge(QuotaStore.layerMemory()),
+          Layer.provideMerge(QuotaConfig.layer({ default: plan }))
+        )
+      )
+    )
   )
 })
