@@ -38,11 +38,14 @@
  * @since 0.1.0
  */
 import type { Admission, Errors, Options } from "@sluice/core"
+import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as FiberRef from "effect/FiberRef"
+import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
 import type * as Schedule from "effect/Schedule"
+import type * as Stream from "effect/Stream"
 import * as internal from "./internal/retry.js"
 import type * as RetryBudget from "./RetryBudget.js"
 
@@ -179,6 +182,99 @@ export const policy: {
     options?: O
   ): Effect.Effect<A, PolicyError<E>, R | PolicyContext<O>>
 } = internal.policy
+
+/**
+ * A retry event, beside the {@link metrics}: `RetryScheduled` when a policy schedules
+ * a retry (`attempt`: the number of the try about to run, 1 for the first retry;
+ * `delayMillis`: the wait before it; `error`: the failure retried), `GaveUp` when it
+ * turns a failure into `DontRetry` (`reason`, `attempts` made, `error`). `policy` is
+ * the policy's `name`; `at` epoch millis from Effect's `Clock`. Published only on the
+ * failure path, to the {@link RetryEvents} service when the policy's effect runs with
+ * one in its context (nothing is required otherwise).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = RetryScheduled | GaveUp
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export interface RetryScheduled {
+  readonly _tag: "RetryScheduled"
+  readonly policy: string | undefined
+  readonly attempt: number
+  readonly delayMillis: number
+  readonly error: unknown
+  readonly at: number
+}
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export interface GaveUp {
+  readonly _tag: "GaveUp"
+  readonly policy: string | undefined
+  readonly reason: Errors.DontRetryReason
+  readonly attempts: number
+  readonly error: unknown
+  readonly at: number
+}
+
+/**
+ * The events service: a bounded `PubSub.sliding` (a subscriber that falls behind
+ * loses the oldest events). `events` yields the events from the moment it is run.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface EventsService {
+  readonly events: Stream.Stream<Event>
+  readonly unsafePublish: (event: Event) => void
+}
+
+/**
+ * The tag of the retry events service. Retry policies look it up on their failure
+ * path; provide it (with {@link layerEvents}) around the effects whose retries you
+ * want to observe, and subscribe with {@link events}.
+ *
+ * @example
+ * ```ts
+ * import { Retry } from "@sluice/retry"
+ * import { Effect, Stream } from "effect"
+ *
+ * declare const call: Effect.Effect<string, Error>
+ * const program = Effect.gen(function* () {
+ *   yield* Retry.events.pipe(
+ *     Stream.runForEach((event) => Effect.log(event._tag, event.policy)),
+ *     Effect.forkScoped
+ *   )
+ *   return yield* call.pipe(Retry.withRetry({ name: "backend", maxAttempts: 3 }))
+ * }).pipe(Effect.scoped, Effect.provide(Retry.layerEvents()))
+ * ```
+ * @since 0.2.0
+ * @category tags
+ */
+export class RetryEvents extends Context.Tag("@sluice/retry/RetryEvents")<RetryEvents, EventsService>() {}
+
+/**
+ * A Layer providing {@link RetryEvents}, keeping at most `capacity` (default 256)
+ * events per subscriber.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerEvents: (capacity?: number) => Layer.Layer<RetryEvents> = internal.layerEvents
+
+/**
+ * The retry events of the {@link RetryEvents} service in context.
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const events: Stream.Stream<Event, never, RetryEvents> = internal.events
 
 /**
  * The policies' metrics, all tagged `policy` when the policy has a `name`:
