@@ -18,8 +18,9 @@ describe("CircuitBreaker tags (API 0.2 §2)", () => {
       Effect.runPromise(withRedis)
     expect(typeof runWithoutPostgres).toBe("function")
     // the default tag does not stand in for a keyed one either
-    const withDefault = program.pipe(Effect.provide(CircuitBreaker.layer({ name: "default" })))
-    expectTypeOf<Effect.Effect.Context<typeof withDefault>>().toEqualTypeOf<Postgres>()
+    expectTypeOf(program.pipe(Effect.provide(CircuitBreaker.layer({ name: "default" })))).toEqualTypeOf<
+      Effect.Effect<string, Errors.CircuitOpen | Options.InvalidOptions, Postgres>
+    >()
     expectTypeOf(Postgres.key).toEqualTypeOf<"@sluice/core/CircuitBreaker/postgres">()
   })
 
