@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { RetryBudget, RetryHistogram } from "@sluice/retry"
+import { Retry, RetryBudget, RetryHistogram } from "@sluice/retry"
 import { Effect } from "effect"
 import { callAllUnbound } from "../../core/test/unbound.js"
 
@@ -33,5 +33,19 @@ describe("unbound service methods (API 0.2 §1)", () => {
         unsafeShouldRejectRetries: [0]
       })
     })
+  )
+
+  it.effect("Retry.Policy and the RetryEvents service", () =>
+    Effect.gen(function* () {
+      const policy = yield* Retry.make({ maxAttempts: 2 })
+      expect(yield* Effect.succeed(1).pipe(policy.apply)).toBe(1)
+      yield* callAllUnbound(policy, { apply: [Effect.succeed(1)], around: [[]] })
+      const events = yield* Retry.RetryEvents
+      yield* callAllUnbound(events, {
+        unsafePublish: [
+          { _tag: "GaveUp", policy: undefined, reason: "attempts", attempts: 1, error: 0, at: 0 }
+        ]
+      })
+    }).pipe(Effect.provide(Retry.layerEvents()))
   )
 })
