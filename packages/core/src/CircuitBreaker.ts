@@ -181,6 +181,7 @@ export interface Service extends Pipeable {
  * The options Schema (decoded `openFor` is a `Duration` or a `Schedule`).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link CircuitBreakerOptions} object.
  */
 export const CircuitBreakerOptions = internal.CircuitBreakerOptions
 

@@ -105,6 +105,7 @@ export type WaitOptions = internal.WaitOptions
  * - `maxClientIdLength` (256, at least 80).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link QuotaOptions} object.
  */
 export const QuotaOptions: Schema.Schema<any, internal.QuotaOptions> = internal.QuotaOptions
 
