@@ -130,7 +130,7 @@ export const runHttp = (
       const quota = Quota.layer({ mode: "fail-closed", deadline: "100 millis" }).pipe(
         Layer.provide(RedisQuotaStore.layerStore({ prefix })),
         Layer.provideMerge(
-          RedisQuotaConfig.layerConfig({ key: plansKey, default: defaultPlan, refresh: "1 second" })
+          RedisQuotaConfig.layerPlanStore({ key: plansKey, default: defaultPlan, refresh: "1 second" })
         ),
         Layer.provide(RedisClient.layer({ url }))
       )

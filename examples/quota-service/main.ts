@@ -62,7 +62,9 @@ const bound = (plan: QuotaConfig.PlanInput, ms: number) => {
 // The store and the plan source share the process' one Redis connection.
 const quotaLayer = Quota.layer({ mode: "fail-open", deadline: "100 millis" }).pipe(
   Layer.provide(RedisQuotaStore.layerStore({ prefix })),
-  Layer.provide(RedisQuotaConfig.layerConfig({ key: plansKey, default: defaultPlan, refresh: "1 second" })),
+  Layer.provide(
+    RedisQuotaConfig.layerPlanStore({ key: plansKey, default: defaultPlan, refresh: "1 second" })
+  ),
   Layer.provide(RedisClient.layer({ url: REDIS_URL }))
 )
 

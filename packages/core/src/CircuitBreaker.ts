@@ -40,7 +40,9 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import type * as Schedule from "effect/Schedule"
@@ -135,19 +137,23 @@ export interface CircuitBreakerOptions {
 
 /**
  * A circuit breaker. Mutable; its state lives in this value, so share one value
- * between every call to the same dependency (a Layer does that for you).
+ * between every call to the same dependency (a Layer does that for you). Every
+ * method works unbound (`call.pipe(breaker.withBreaker)`).
  *
  * @since 0.1.0
+ * (Named `CircuitBreaker.CircuitBreaker` before 0.2.0; that name is now the tag.)
+ *
+ * @since 0.2.0
  * @category models
  */
-export interface CircuitBreaker extends Pipeable {
+export interface Service extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
   /**
    * Runs `self` through the breaker, failing fast with `CircuitOpen` while open
    * (`Admission.guard([breaker.gate])`).
    */
-  withBreaker<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R>
+  readonly withBreaker: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
   /**
    * The breaker's side of the admission protocol, to compose with other gates in one
    * step through `Admission.guard`: a ticket while closed (or for one of the K
@@ -170,11 +176,11 @@ export interface CircuitBreaker extends Pipeable {
    */
   readonly stateChanges: Stream.Stream<StateChange>
   /** {@link CircuitBreaker.state} at the given clock reading (epoch millis). */
-  unsafeState(nowMillis: number): State
+  readonly unsafeState: (nowMillis: number) => State
   /** {@link CircuitBreaker.isolate} at the given clock reading. */
-  unsafeIsolate(nowMillis: number): void
+  readonly unsafeIsolate: (nowMillis: number) => void
   /** {@link CircuitBreaker.reset} at the given clock reading. */
-  unsafeReset(nowMillis: number): void
+  readonly unsafeReset: (nowMillis: number) => void
 }
 
 /**
@@ -182,6 +188,7 @@ export interface CircuitBreaker extends Pipeable {
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link CircuitBreakerOptions} object.
  */
 export const CircuitBreakerOptions = internal.CircuitBreakerOptions
 
@@ -206,8 +213,7 @@ export const CircuitBreakerOptions = internal.CircuitBreakerOptions
  * @since 0.1.0
  * @category constructors
  */
-export const make: (options: CircuitBreakerOptions) => Effect.Effect<CircuitBreaker, InvalidOptions> =
-  internal.make
+export const make: (options: CircuitBreakerOptions) => Effect.Effect<Service, InvalidOptions> = internal.make
 
 /**
  * Is this value a {@link CircuitBreaker}?
@@ -215,7 +221,7 @@ export const make: (options: CircuitBreakerOptions) => Effect.Effect<CircuitBrea
  * @since 0.1.0
  * @category guards
  */
-export const isCircuitBreaker: (u: unknown) => u is CircuitBreaker = internal.isCircuitBreaker
+export const isCircuitBreaker: (u: unknown) => u is Service = internal.isCircuitBreaker
 
 /**
  * Runs an effect through a breaker (data-first or data-last).
@@ -225,7 +231,7 @@ export const isCircuitBreaker: (u: unknown) => u is CircuitBreaker = internal.is
  * import { CircuitBreaker } from "@sluice/core"
  * import { Effect } from "effect"
  *
- * declare const breaker: CircuitBreaker.CircuitBreaker
+ * declare const breaker: CircuitBreaker.Service
  * const guarded = Effect.succeed(1).pipe(CircuitBreaker.withBreaker(breaker))
  * const same = CircuitBreaker.withBreaker(Effect.succeed(1), breaker)
  * ```
@@ -233,13 +239,13 @@ export const isCircuitBreaker: (u: unknown) => u is CircuitBreaker = internal.is
  * @category combinators
  */
 export const withBreaker: {
-  (breaker: CircuitBreaker): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, breaker: CircuitBreaker): Effect.Effect<A, E | CircuitOpen, R>
+  (breaker: Service): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, breaker: Service): Effect.Effect<A, E | CircuitOpen, R>
 } = internal.withBreaker
 
 /**
- * The default service tag, for programs with one breaker in their context. For
- * several breakers, make one tag each with {@link makeTag}.
+ * The service tag, for programs with one breaker in their context. For several
+ * breakers, declare one tag class each with {@link Tag}.
  *
  * @example
  * ```ts
@@ -247,45 +253,104 @@ export const withBreaker: {
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const breaker = yield* CircuitBreaker.CircuitBreakerTag
+ *   const breaker = yield* CircuitBreaker.CircuitBreaker
  *   return yield* breaker.withBreaker(Effect.succeed(1))
  * }).pipe(Effect.provide(CircuitBreaker.layer({ name: "backend" })))
  * ```
  * @since 0.1.0
+ * @since 0.2.0
  * @category tags
  */
-export class CircuitBreakerTag extends Context.Tag("@sluice/core/CircuitBreaker")<
-  CircuitBreakerTag,
-  CircuitBreaker
->() {}
+export class CircuitBreaker extends Context.Tag("@sluice/core/CircuitBreaker")<CircuitBreaker, Service>() {}
 
 /**
- * Makes a tag of its own for a named breaker, when a program needs several.
+ * @deprecated since 0.2.0: use {@link CircuitBreaker} (the tag).
+ * @since 0.1.0
+ * @category tags
+ */
+export const CircuitBreakerTag: typeof CircuitBreaker = CircuitBreaker
+
+/**
+ * @deprecated since 0.2.0: use {@link CircuitBreaker} (the tag).
+ * @since 0.1.0
+ * @category tags
+ */
+export type CircuitBreakerTag = CircuitBreaker
+
+/**
+ * A tag class base for a keyed breaker: each class is a type of its own, so a program
+ * that needs the "postgres" breaker does not compile until that very breaker is provided.
  *
  * @example
  * ```ts
  * import { CircuitBreaker } from "@sluice/core"
+ * import { Effect } from "effect"
  *
- * const RedisBreaker = CircuitBreaker.makeTag("redis")
- * const RedisBreakerLive = CircuitBreaker.layer({ name: "redis" }, RedisBreaker)
+ * class Db extends CircuitBreaker.Tag("postgres")<Db>() {}
+ * const DbLive = CircuitBreaker.layer({ name: "postgres" }, Db)
+ * const program = Effect.flatMap(Db, (breaker) => breaker.withBreaker(Effect.succeed(1)))
+ * const runnable = program.pipe(Effect.provide(DbLive)) // Effect<number, CircuitOpen | InvalidOptions>
  * ```
  * @since 0.1.0
  * @category constructors
+ * @since 0.2.0
+ * @category tags
  */
-export const makeTag = (key: string): Context.Tag<CircuitBreaker, CircuitBreaker> =>
-  Context.GenericTag<CircuitBreaker>(`@sluice/core/CircuitBreaker/${key}`)
+export const Tag =
+  <const Key extends string>(key: Key) =>
+  <Self>(): Context.TagClass<Self, `@sluice/core/CircuitBreaker/${Key}`, Service> =>
+    Context.Tag(`@sluice/core/CircuitBreaker/${key}` as `@sluice/core/CircuitBreaker/${Key}`)<Self, Service>()
 
 /**
- * A Layer that builds a breaker and provides it under {@link CircuitBreakerTag},
- * or under the given tag.
+ * Makes a tag for a named breaker. Every such tag has the same type, so providing one
+ * satisfies a program needing another.
+ *
+ * @deprecated since 0.2.0: use `class X extends CircuitBreaker.Tag(key)<X>() {}` ({@link Tag}).
+ * @since 0.1.0
+ * @category tags
+ */
+export const makeTag = (key: string): Context.Tag<Service, Service> =>
+  Context.GenericTag<Service>(`@sluice/core/CircuitBreaker/${key}`)
+
+/**
+ * A Layer that builds a breaker and provides it under {@link CircuitBreaker},
+ * or under the given tag (a {@link Tag} class).
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer: {
-  (options: CircuitBreakerOptions): Layer.Layer<CircuitBreakerTag, InvalidOptions>
-  <I>(options: CircuitBreakerOptions, tag: Context.Tag<I, CircuitBreaker>): Layer.Layer<I, InvalidOptions>
+  (options: CircuitBreakerOptions): Layer.Layer<CircuitBreaker, InvalidOptions>
+  <I>(options: CircuitBreakerOptions, tag: Context.Tag<I, Service>): Layer.Layer<I, InvalidOptions>
+} = (options: CircuitBreakerOptions, tag?: Context.Tag<any, Service>): Layer.Layer<any, InvalidOptions> =>
+  Layer.effect(tag ?? CircuitBreaker, internal.make(options))
+
+/**
+ * {@link layer} with the options read from a `Config` (fails with `ConfigError` or
+ * `InvalidOptions`), under {@link CircuitBreaker} or the given tag.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "@sluice/core"
+ * import { Config } from "effect"
+ *
+ * const BreakerLive = CircuitBreaker.layerConfig(
+ *   Config.all({ name: Config.succeed("db"), consecutiveFailures: Config.integer("DB_BREAKER_FAILURES") })
+ * )
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig: {
+  (
+    config: Config.Config<CircuitBreakerOptions>
+  ): Layer.Layer<CircuitBreaker, InvalidOptions | ConfigError.ConfigError>
+  <I>(
+    config: Config.Config<CircuitBreakerOptions>,
+    tag: Context.Tag<I, Service>
+  ): Layer.Layer<I, InvalidOptions | ConfigError.ConfigError>
 } = (
-  options: CircuitBreakerOptions,
-  tag?: Context.Tag<any, CircuitBreaker>
-): Layer.Layer<any, InvalidOptions> => Layer.effect(tag ?? CircuitBreakerTag, internal.make(options))
+  config: Config.Config<CircuitBreakerOptions>,
+  tag?: Context.Tag<any, Service>
+): Layer.Layer<any, InvalidOptions | ConfigError.ConfigError> =>
+  Layer.effect(tag ?? CircuitBreaker, Effect.flatMap(config, internal.make))

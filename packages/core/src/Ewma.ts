@@ -25,9 +25,9 @@ import type { InvalidOptions } from "./Options.js"
 export interface Ewma {
   readonly tau: Duration.Duration
   /** Folds a sample in at the given clock reading. The first sample sets the value. */
-  unsafeUpdate(nowMillis: number, sample: number): void
+  readonly unsafeUpdate: (nowMillis: number, sample: number) => void
   /** The current average, or `undefined` before the first sample. */
-  unsafeValue(): number | undefined
+  readonly unsafeValue: () => number | undefined
 }
 
 /**
@@ -36,6 +36,7 @@ export interface Ewma {
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link EwmaOptions} object.
  */
 export const EwmaOptions = internal.EwmaOptions
 
@@ -44,6 +45,7 @@ export const EwmaOptions = internal.EwmaOptions
  * @category models
  */
 export interface EwmaOptions {
+  /** The time constant: a sample's weight decays by 1/e over `tau`. */
   readonly tau: Duration.DurationInput
 }
 
@@ -104,9 +106,9 @@ export interface EwmaRate {
   readonly window: Duration.Duration
   readonly tick: Duration.Duration
   /** Counts `n` events (default 1) at the given clock reading. */
-  unsafeMark(nowMillis: number, n?: number): void
+  readonly unsafeMark: (nowMillis: number, n?: number) => void
   /** Events per second at the given clock reading. */
-  unsafeRate(nowMillis: number): number
+  readonly unsafeRate: (nowMillis: number) => number
 }
 
 /**
@@ -115,6 +117,7 @@ export interface EwmaRate {
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link EwmaRateOptions} object.
  */
 export const EwmaRateOptions = internal.EwmaRateOptions
 
@@ -124,6 +127,7 @@ export const EwmaRateOptions = internal.EwmaRateOptions
  */
 export interface EwmaRateOptions {
   readonly window: Duration.DurationInput
+  /** Default 5 seconds; must not exceed `window`. */
   readonly tick?: Duration.DurationInput | undefined
 }
 

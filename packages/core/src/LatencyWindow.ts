@@ -63,16 +63,16 @@ export interface LatencyWindow extends Pipeable {
   readonly subWindows: number
   readonly relativeAccuracy: number
   /** Records a latency in milliseconds at the given clock reading (epoch millis). */
-  unsafeRecord(nowMillis: number, millis: number): void
+  readonly unsafeRecord: (nowMillis: number, millis: number) => void
   /**
    * The `q`-quantile (`q` clamped to `[0, 1]`) over the window ending at the given
    * clock reading; `undefined` when the window is empty or `q` is `NaN`.
    */
-  unsafeQuantile(nowMillis: number, q: number): number | undefined
+  readonly unsafeQuantile: (nowMillis: number, q: number) => number | undefined
   /** How many latencies the window holds at the given clock reading. */
-  unsafeCount(nowMillis: number): number
+  readonly unsafeCount: (nowMillis: number) => number
   /** Forgets everything. */
-  unsafeReset(): void
+  readonly unsafeReset: () => void
 }
 
 /**
@@ -81,6 +81,7 @@ export interface LatencyWindow extends Pipeable {
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link LatencyWindowOptions} object.
  */
 export const LatencyWindowOptions = internal.LatencyWindowOptions
 
@@ -88,7 +89,13 @@ export const LatencyWindowOptions = internal.LatencyWindowOptions
  * @since 0.1.0
  * @category models
  */
-export type LatencyWindowOptions = typeof LatencyWindowOptions.Encoded
+export interface LatencyWindowOptions {
+  readonly window: Duration.DurationInput
+  /** Default 6. */
+  readonly subWindows?: number | undefined
+  /** Default 0.01. */
+  readonly relativeAccuracy?: number | undefined
+}
 
 /**
  * Makes a latency window, failing with `InvalidOptions` naming the bad field.

@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import type * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
@@ -27,21 +28,31 @@ import * as internal from "./internal/options.js"
  * @since 0.1.0
  * @category schemas
  */
-export const InvalidOptions: Schema.TaggedErrorClass<
-  InvalidOptions,
-  "InvalidOptions",
-  {
-    readonly _tag: Schema.tag<"InvalidOptions">
-    readonly module: typeof Schema.String
-    readonly message: typeof Schema.String
-  }
-> = internal.InvalidOptions
+export const InvalidOptions: InvalidOptionsConstructor = internal.InvalidOptions
 
 /**
+ * The error: `_tag` `"InvalidOptions"`, the `module` that rejected the options and a
+ * `message` naming the field. Yieldable in `Effect.gen` like every tagged error.
+ *
  * @since 0.1.0
  * @category errors
  */
-export interface InvalidOptions extends internal.InvalidOptions {}
+export interface InvalidOptions extends Cause.YieldableError {
+  readonly _tag: "InvalidOptions"
+  readonly module: string
+  readonly message: string
+}
+
+/**
+ * The constructor of {@link InvalidOptions} (also usable with `instanceof`).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export interface InvalidOptionsConstructor {
+  new (args: { readonly module: string; readonly message: string }): InvalidOptions
+  readonly prototype: InvalidOptions
+}
 
 /**
  * A duration given as milliseconds, a `Duration`, or a string such as `"2 minutes"`,

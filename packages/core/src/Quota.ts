@@ -34,11 +34,14 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import type { QuotaExceeded } from "./Errors.js"
 import * as internal from "./internal/quota.js"
 import type { InvalidOptions } from "./Options.js"
@@ -120,6 +123,7 @@ export interface WaitOptions extends CheckOptions {
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link QuotaOptions} object.
  */
 export const QuotaOptions: Schema.Schema<any, internal.QuotaOptions> = internal.QuotaOptions
 
@@ -128,6 +132,42 @@ export const QuotaOptions: Schema.Schema<any, internal.QuotaOptions> = internal.
  * @category models
  */
 export type QuotaOptions = internal.QuotaOptions
+
+/**
+ * A quota event, published on the service's `events` stream: `Denied` when a check
+ * denies a client (the tier with the longest wait, the wait, what decided, when).
+ * Admissions publish nothing. Beside the metrics `sluice_quota_denied_total` (by tier).
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ * import { Effect, Stream } from "effect"
+ *
+ * const logDenials = Effect.flatMap(Quota.Quota, (quota) =>
+ *   quota.events.pipe(Stream.runForEach((event) => Effect.log(`${event.client} denied by ${event.tier}`)))
+ * )
+ * ```
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = Denied
+
+/**
+ * A check denied `client`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Denied {
+  readonly _tag: "Denied"
+  readonly client: string
+  /** The tier that denied (the one with the longest wait). */
+  readonly tier: string
+  readonly retryAfterMs: number
+  readonly source: DecisionSource
+  /** Epoch millis from Effect's `Clock`. */
+  readonly at: number
+}
 
 /**
  * The quota service.
@@ -169,9 +209,11 @@ export interface Service {
   }
   /** The id a client is stored under: itself, or (above `maxClientIdLength`) a prefix and its SHA-256. */
   readonly storedId: (client: string) => string
-  readonly breaker: CircuitBreaker.CircuitBreaker | undefined
+  readonly breaker: CircuitBreaker.Service | undefined
   readonly mode: FailureMode
   readonly deadline: Duration.Duration
+  /** Denials from the moment the stream is run (a subscriber more than 256 behind loses the oldest). */
+  readonly events: Stream.Stream<Event>
 }
 
 /**
@@ -217,6 +259,27 @@ export const make = (
 export const layer = (
   options: QuotaOptions = {}
 ): Layer.Layer<Quota, InvalidOptions, QuotaStore | QuotaConfig> => Layer.scoped(Quota, make(options))
+
+/**
+ * {@link layer} with the options read from a `Config` (fails with `ConfigError` or
+ * `InvalidOptions`).
+ *
+ * @example
+ * ```ts
+ * import { Quota } from "@sluice/core"
+ * import { Config } from "effect"
+ *
+ * const QuotaLive = Quota.layerConfig(
+ *   Config.all({ mode: Config.literal("fallback", "fail-open", "fail-closed")("QUOTA_MODE") })
+ * )
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<QuotaOptions>
+): Layer.Layer<Quota, InvalidOptions | ConfigError.ConfigError, QuotaStore | QuotaConfig> =>
+  Layer.scoped(Quota, Effect.flatMap(config, make))
 
 /**
  * Counts a request (or `cost` units) against every tier of the client's plan.

@@ -21,7 +21,9 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import * as internal from "./internal/quotaConfig.js"
@@ -219,3 +221,15 @@ export const make: (options: QuotaConfigOptions) => Effect.Effect<Service, Inval
  */
 export const layer = (options: QuotaConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions> =>
   Layer.effect(QuotaConfig, internal.make(options))
+
+/**
+ * {@link layer} with the options read from a `Config` (fails with `ConfigError` or
+ * `InvalidOptions`), e.g. a default plan from JSON with `Schema.Config("PLAN", QuotaConfig.PlanFromJson)`.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<QuotaConfigOptions>
+): Layer.Layer<QuotaConfig, InvalidOptions | ConfigError.ConfigError> =>
+  Layer.effect(QuotaConfig, Effect.flatMap(config, internal.make))

@@ -9,7 +9,9 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import * as plan from "./internal/quotaPlan.js"
@@ -149,13 +151,22 @@ export class QuotaStore extends Context.Tag("@sluice/core/QuotaStore")<QuotaStor
  * current one fills up the older one is dropped, so the least recently seen go
  * first. A client whose tiers are all full again is forgotten at once.
  *
+ * @since 0.2.0
+ * @category models
+ */
+export interface MemoryStoreOptions {
+  readonly maxClients?: number | undefined
+}
+
+/**
+ * The Schema of {@link MemoryStoreOptions}.
+ *
+ * @deprecated since 0.2.0: option Schemas are internal; use {@link MemoryStoreOptions}.
  * @since 0.1.0
  * @category schemas
  */
-export const MemoryOptions: Schema.Schema<
-  { readonly maxClients: number },
-  { readonly maxClients?: number | undefined }
-> = internal.MemoryOptions as any
+export const MemoryOptions: Schema.Schema<{ readonly maxClients: number }, MemoryStoreOptions> =
+  internal.MemoryOptions as any
 
 /**
  * Makes a memory store. Time comes from Effect's `Clock`, so `TestClock` drives it.
@@ -169,9 +180,8 @@ export const MemoryOptions: Schema.Schema<
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory: (options?: {
-  readonly maxClients?: number | undefined
-}) => Effect.Effect<MemoryStore, InvalidOptions> = internal.makeMemory
+export const makeMemory: (options?: MemoryStoreOptions) => Effect.Effect<MemoryStore, InvalidOptions> =
+  internal.makeMemory
 
 /**
  * A layer with the memory store.
@@ -185,6 +195,24 @@ export const makeMemory: (options?: {
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory = (options?: {
-  readonly maxClients?: number | undefined
-}): Layer.Layer<QuotaStore, InvalidOptions> => Layer.effect(QuotaStore, internal.makeMemory(options))
+export const layerMemory = (options?: MemoryStoreOptions): Layer.Layer<QuotaStore, InvalidOptions> =>
+  Layer.effect(QuotaStore, internal.makeMemory(options))
+
+/**
+ * {@link layerMemory} with the options read from a `Config` (fails with `ConfigError`
+ * or `InvalidOptions`).
+ *
+ * @example
+ * ```ts
+ * import { QuotaStore } from "@sluice/core"
+ * import { Config } from "effect"
+ *
+ * const StoreLive = QuotaStore.layerMemoryConfig(Config.all({ maxClients: Config.integer("QUOTA_MAX_CLIENTS") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerMemoryConfig = (
+  config: Config.Config<MemoryStoreOptions>
+): Layer.Layer<QuotaStore, InvalidOptions | ConfigError.ConfigError> =>
+  Layer.effect(QuotaStore, Effect.flatMap(config, internal.makeMemory))

@@ -1,7 +1,7 @@
 /**
  * Redis for Sluice quotas, in one import: the shared client ({@link RedisClient}), the quota
  * store ({@link RedisQuotaStore}) and the plan source ({@link RedisQuotaConfig}), each also a
- * module of its own. `layerRedis` and `layerConfig` here take an optional connection and open
+ * module of its own. `layerStore` and `layerPlanStore` here take an optional connection and open
  * their own client when given one (or none); to share one connection, use the modules above
  * with `RedisClient.layer` provided once.
  *
@@ -89,7 +89,7 @@ export const makeStore = (
  * import { Layer } from "effect"
  *
  * const QuotaLive = Quota.layer({ deadline: "15 millis" }).pipe(
- *   Layer.provide(Redis.layerRedis({ url: "redis://127.0.0.1:6379" })),
+ *   Layer.provide(Redis.layerStore({ url: "redis://127.0.0.1:6379" })),
  *   Layer.provide(
  *     QuotaConfig.layer({
  *       default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
@@ -100,8 +100,15 @@ export const makeStore = (
  * @since 0.1.0
  * @category layers
  */
-export const layerRedis = (options: StoreOptions = {}): Layer.Layer<QuotaStore> =>
+export const layerStore = (options: StoreOptions = {}): Layer.Layer<QuotaStore> =>
   RedisQuotaStore.layerStore(options).pipe(Layer.provide(clientLayer(options)))
+
+/**
+ * @deprecated since 0.2.0: use {@link layerStore}.
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerRedis: (options?: StoreOptions) => Layer.Layer<QuotaStore> = layerStore
 
 /**
  * Makes the Redis plan source with its own client.
@@ -121,13 +128,22 @@ export const makeConfig = (
   )
 
 /**
- * The Redis plan source with its own client.
+ * The Redis plan source (a `QuotaConfig` whose plans are stored in Redis) with its own client.
  *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerPlanStore = (options: ConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions> =>
+  RedisQuotaConfig.layerPlanStore(options).pipe(Layer.provide(clientLayer(options)))
+
+/**
+ * @deprecated since 0.2.0: use {@link layerPlanStore} (`layerConfig` names layers whose
+ * options are read from Effect `Config`).
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig = (options: ConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions> =>
-  RedisQuotaConfig.layerConfig(options).pipe(Layer.provide(clientLayer(options)))
+export const layerConfig: (options: ConfigOptions) => Layer.Layer<QuotaConfig, InvalidOptions> =
+  layerPlanStore
 
 /**
  * A plan as JSON (periods in milliseconds), as the plan source stores it.

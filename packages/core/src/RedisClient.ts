@@ -95,7 +95,7 @@ export const client = (options: ConnectionOptions = {}): Effect.Effect<Client, n
  * // one connection, shared by the store and the plan source
  * const QuotaLive = Quota.layer().pipe(
  *   Layer.provide(RedisQuotaStore.layerStore({ prefix: "myapp:quota:" })),
- *   Layer.provide(RedisQuotaConfig.layerConfig({ default: plan })),
+ *   Layer.provide(RedisQuotaConfig.layerPlanStore({ default: plan })),
  *   Layer.provide(RedisClient.layer({ url: "redis://127.0.0.1:6379" }))
  * )
  * ```

@@ -69,7 +69,7 @@ const redisError = (error: unknown) =>
  * import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
  * import { Layer } from "effect"
  *
- * const ConfigLive = RedisQuotaConfig.layerConfig({
+ * const ConfigLive = RedisQuotaConfig.layerPlanStore({
  *   key: "sluice:quota:plans",
  *   refresh: "5 seconds",
  *   default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
@@ -140,10 +140,20 @@ export const makeConfig = (
   })
 
 /**
- * The Redis plan source as a layer.
+ * The Redis plan source as a layer: a `QuotaConfig` whose plans are stored in Redis.
  *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerPlanStore = (
+  options: ConfigOptions
+): Layer.Layer<QuotaConfig, InvalidOptions, RedisClient> => Layer.scoped(QuotaConfig, makeConfig(options))
+
+/**
+ * @deprecated since 0.2.0: use {@link layerPlanStore} (`layerConfig` names layers whose
+ * options are read from Effect `Config`).
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig = (options: ConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions, RedisClient> =>
-  Layer.scoped(QuotaConfig, makeConfig(options))
+export const layerConfig: (options: ConfigOptions) => Layer.Layer<QuotaConfig, InvalidOptions, RedisClient> =
+  layerPlanStore

@@ -41,11 +41,11 @@ export interface RollingCounter extends Pipeable {
   readonly window: Duration.Duration
   readonly buckets: number
   /** Adds `amount` (default 1) at the given clock reading (epoch millis). */
-  unsafeAdd(nowMillis: number, amount?: number): void
+  readonly unsafeAdd: (nowMillis: number, amount?: number) => void
   /** The total over the window ending at the given clock reading. */
-  unsafeTotal(nowMillis: number): number
+  readonly unsafeTotal: (nowMillis: number) => number
   /** Forgets everything. */
-  unsafeReset(): void
+  readonly unsafeReset: () => void
 }
 
 /**
@@ -54,6 +54,7 @@ export interface RollingCounter extends Pipeable {
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link RollingCounterOptions} object.
  */
 export const RollingCounterOptions = internal.RollingCounterOptions
 
@@ -61,7 +62,11 @@ export const RollingCounterOptions = internal.RollingCounterOptions
  * @since 0.1.0
  * @category models
  */
-export type RollingCounterOptions = typeof RollingCounterOptions.Encoded
+export interface RollingCounterOptions {
+  readonly window: Duration.DurationInput
+  /** Default 10. */
+  readonly buckets?: number | undefined
+}
 
 /**
  * Makes a counter, failing with `InvalidOptions` on a bad window or bucket count.

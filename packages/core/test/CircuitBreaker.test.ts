@@ -28,7 +28,7 @@ class NotFound {
 const ok = Effect.succeed("ok")
 const boom = Effect.fail(new Boom())
 
-const call = <A, E>(breaker: CircuitBreaker.CircuitBreaker, effect: Effect.Effect<A, E>) =>
+const call = <A, E>(breaker: CircuitBreaker.Service, effect: Effect.Effect<A, E>) =>
   Effect.either(breaker.withBreaker(effect))
 
 const isOpenError = (e: Either.Either<unknown, unknown>) =>

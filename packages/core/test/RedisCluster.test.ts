@@ -50,7 +50,7 @@ describe("Redis quota store on a three-master Redis Cluster", () => {
   it.live("checks for many clients pass through an ioredis Cluster client, with no CROSSSLOT", () =>
     Effect.gen(function* () {
       const layer = Quota.layer({ deadline: "2 seconds" }).pipe(
-        Layer.provide(Redis.layerRedis({ client: cluster })),
+        Layer.provide(Redis.layerStore({ client: cluster })),
         Layer.provide(
           QuotaConfig.layer({
             default: {

@@ -125,7 +125,7 @@ describe("Redis quota store (real Redis)", () => {
     Effect.gen(function* () {
       // a generous deadline: these tests are about decisions, not about the failure mode
       const layer = Quota.layer({ deadline: "2 seconds" }).pipe(
-        Layer.provide(Redis.layerRedis({ url: REDIS_URL, prefix: unique("guard") + ":" })),
+        Layer.provide(Redis.layerStore({ url: REDIS_URL, prefix: unique("guard") + ":" })),
         Layer.provide(
           QuotaConfig.layer({
             default: {
@@ -171,7 +171,7 @@ describe("Redis quota store (real Redis)", () => {
             Effect.provide(
               Quota.layer({ mode }).pipe(
                 Layer.provide(
-                  Redis.layerRedis({
+                  Redis.layerStore({
                     url: `redis://127.0.0.1:${port}`,
                     redisOptions: { connectTimeout: 200 }
                   })
@@ -255,7 +255,7 @@ describe("Redis quota store (real Redis)", () => {
     Effect.gen(function* () {
       // a generous deadline: these tests are about decisions, not about the failure mode
       const layer = Quota.layer({ deadline: "2 seconds" }).pipe(
-        Layer.provide(Redis.layerRedis({ url: REDIS_URL, prefix: unique("conc") + ":" })),
+        Layer.provide(Redis.layerStore({ url: REDIS_URL, prefix: unique("conc") + ":" })),
         Layer.provide(
           QuotaConfig.layer({
             default: { tiers: [{ name: "n", algorithm: "sliding-window", limit: 50, period: "1 hour" }] }

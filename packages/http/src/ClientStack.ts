@@ -57,7 +57,7 @@ export type ClientStackError<E> = Retry.PolicyError<AttemptError<E>>
 
 /**
  * Options of {@link make}: the backend `key` (the throttle and limiter key, e.g.
- * the host), the retry options (`Retry.make`: `maxAttempts`, `schedule`, a
+ * the host), the retry options (`Retry.unsafeMake`: `maxAttempts`, `schedule`, a
  * `RetryBudget.Budget` handle, `isRetryable`, `maxRetryAfter`, `name`), and the
  * throttle and limiter services, the same instances their Layers provide.
  *

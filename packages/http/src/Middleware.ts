@@ -335,7 +335,7 @@ export interface RetryGuardOptions extends internal.RetryGuardOptions {}
  */
 export const retryGuard: {
   (
-    options: RetryGuardOptions & { readonly histogram: RetryHistogram.Histogram }
+    options: RetryGuardOptions & { readonly histogram: RetryHistogram.Service }
   ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E | Errors.DontRetry, R>
   (
     options?: RetryGuardOptions

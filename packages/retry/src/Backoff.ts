@@ -5,15 +5,20 @@
  *
  * Every schedule here is an ordinary `Schedule`, so it composes with Effect's own
  * combinators (`Schedule.intersect`, `Schedule.upTo`, `Schedule.whileInput`, …) and
- * works with `Effect.retry` as well as with `Retry.policy`. Jitter draws from Effect's
+ * works with `Effect.retry` as well as with `Retry.withRetry`. Jitter draws from Effect's
  * `Random` service, so `Effect.withRandom(Random.make(seed))` makes a run reproducible.
  *
- * Constructors validate their options and throw `InvalidOptions` naming the field
- * (a negative delay, a factor below 1, a maximum below the base).
+ * Constructors never throw. Invalid options (a negative delay, a factor below 1, a
+ * maximum below the base) give a schedule that carries the `InvalidOptions` naming
+ * the field: `Retry.withRetry` and `Retry.make` report it as a typed failure before
+ * the first try; stepped by anything else (`Effect.retry`), the schedule dies with it.
+ * Check a schedule built from untrusted input with {@link validate}.
  *
  * @since 0.1.0
  */
+import type { Options } from "@sluice/core"
 import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type * as Schedule from "effect/Schedule"
 import * as internal from "./internal/backoff.js"
@@ -21,7 +26,7 @@ import * as internal from "./internal/backoff.js"
 /**
  * Exponential delays: `base × factor^n` for the n-th retry (n = 0 first), capped at
  * `max`. `factor` defaults to 2 and must be ≥ 1; `max` defaults to 30 seconds and must
- * not be below `base`. Recurs forever: cap the attempts with `Retry.policy`'s
+ * not be below `base`. Recurs forever: cap the attempts with `Retry.withRetry`'s
  * `maxAttempts` or `Schedule.recurs`. Outputs the delay.
  *
  * @example
@@ -170,10 +175,30 @@ export const retryAfterOf: (error: unknown) => Option.Option<Duration.Duration |
   internal.retryAfterOf
 
 /**
- * The schedule `Retry.policy` uses when none is given: exponential from 100 ms,
+ * The schedule `Retry.withRetry` uses when none is given: exponential from 100 ms,
  * factor 2, capped at 5 s, with full jitter.
  *
  * @since 0.1.0
  * @category constants
  */
 export const defaultSchedule: Schedule.Schedule<Duration.Duration> = internal.defaultSchedule
+
+/**
+ * Succeeds with the schedule, or fails with the `InvalidOptions` a Backoff
+ * constructor in it was given (see the module notes).
+ *
+ * @example
+ * ```ts
+ * import { Backoff } from "@sluice/retry"
+ *
+ * const checked = Backoff.validate(Backoff.exponential({ base: "100 millis", factor: 0.5 })) // fails: factor
+ * ```
+ * @since 0.2.0
+ * @category constructors
+ */
+export const validate = <Out, In, R>(
+  schedule: Schedule.Schedule<Out, In, R>
+): Effect.Effect<Schedule.Schedule<Out, In, R>, Options.InvalidOptions> => {
+  const error = internal.invalidOptionsOf(schedule)
+  return error === undefined ? Effect.succeed(schedule) : Effect.fail(error)
+}

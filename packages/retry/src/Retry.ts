@@ -1,7 +1,7 @@
 /**
  * The retry policy: retries at exactly one layer.
  *
- * `Retry.policy` retries the retryable failures of the effect it wraps (by default
+ * `Retry.withRetry` retries the retryable failures of the effect it wraps (by default
  * `Errors.isRetryable`: `Overloaded`, `QuotaExceeded` within `maxRetryAfter`,
  * `TimeoutException`, errors marked with `Errors.markRetryable`) with a backoff
  * `Schedule`, at most `maxAttempts` times in all (first try included), within an
@@ -37,12 +37,15 @@
  *
  * @since 0.1.0
  */
-import type { Admission, Errors } from "@sluice/core"
+import type { Admission, Errors, Options } from "@sluice/core"
+import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as FiberRef from "effect/FiberRef"
+import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
 import type * as Schedule from "effect/Schedule"
+import type * as Stream from "effect/Stream"
 import * as internal from "./internal/retry.js"
 import type * as RetryBudget from "./RetryBudget.js"
 
@@ -65,7 +68,7 @@ export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
  * import { Effect } from "effect"
  *
  * const call = Effect.flatMap(Retry.attempt, (n) => Effect.log(`attempt ${n}`))
- * const retried = call.pipe(Retry.policy({ maxAttempts: 3 }))
+ * const retried = call.pipe(Retry.withRetry({ maxAttempts: 3 }))
  * ```
  * @since 0.1.0
  * @category utils
@@ -73,7 +76,7 @@ export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
 export const attempt: Effect.Effect<number> = internal.attempt
 
 /**
- * Options of {@link policy}.
+ * Options of {@link withRetry}.
  *
  * - `maxAttempts`: attempts in all, first try included (positive integer, default 3).
  * - `schedule`: the backoff between attempts, fed the failing error (default
@@ -86,7 +89,8 @@ export const attempt: Effect.Effect<number> = internal.attempt
  *   malformed hints are clamped to it, and a `QuotaExceeded` asking for more is not retried.
  * - `name`: tags metrics (`policy`) and spans.
  *
- * Bad values throw `InvalidOptions` naming the field when the policy is built.
+ * Bad values are an `InvalidOptions` naming the field: a typed failure of
+ * {@link withRetry} and {@link make} (the deprecated {@link policy} throws it).
  *
  * @since 0.1.0
  * @category models
@@ -130,8 +134,10 @@ export type PolicyContext<O> = O extends { readonly budget?: infer B }
   : never
 
 /**
- * Wraps an effect in a retry policy. Data-last (`effect.pipe(Retry.policy(options))`,
- * build the policy once and reuse it) or data-first (`Retry.policy(effect, options)`).
+ * Runs an effect under a retry policy. Data-first (`Retry.withRetry(effect, options)`)
+ * or data-last (`effect.pipe(Retry.withRetry(options))`: build it once and reuse it).
+ * Never throws: invalid options (including a `Backoff` schedule built from invalid
+ * options) make the returned effect fail with `InvalidOptions` before the first try.
  *
  * @example
  * ```ts
@@ -141,13 +147,34 @@ export type PolicyContext<O> = O extends { readonly budget?: infer B }
  *
  * declare const call: Effect.Effect<string, Errors.Overloaded | Errors.Throttled>
  *
- * const withRetries = Retry.policy({
+ * const withRetries = Retry.withRetry({
  *   maxAttempts: 3,
  *   schedule: Backoff.exponential({ base: "100 millis", max: "2 seconds" }).pipe(Backoff.jitter("full"))
  * })
- * // Effect<string, Errors.Throttled | Errors.DontRetry>
+ * // Effect<string, Errors.Throttled | Errors.DontRetry | Options.InvalidOptions>
  * const retried = withRetries(call)
  * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withRetry: {
+  <const O extends PolicyOptions = {}>(
+    options?: O
+  ): <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, PolicyError<E> | Options.InvalidOptions, R | PolicyContext<O>>
+  <A, E, R, const O extends PolicyOptions = {}>(
+    self: Effect.Effect<A, E, R>,
+    options?: O
+  ): Effect.Effect<A, PolicyError<E> | Options.InvalidOptions, R | PolicyContext<O>>
+} = internal.withRetry
+
+/**
+ * {@link withRetry} whose options are trusted: invalid options throw `InvalidOptions`
+ * when the policy is built, so the error type has no `InvalidOptions`. Prefer
+ * {@link make} (validated once, as an Effect) and `Policy.apply`.
+ *
+ * @deprecated since 0.2.0: use {@link withRetry}, or {@link make} and `Policy.apply`.
  * @since 0.1.0
  * @category combinators
  */
@@ -160,6 +187,99 @@ export const policy: {
     options?: O
   ): Effect.Effect<A, PolicyError<E>, R | PolicyContext<O>>
 } = internal.policy
+
+/**
+ * A retry event, beside the {@link metrics}: `RetryScheduled` when a policy schedules
+ * a retry (`attempt`: the number of the try about to run, 1 for the first retry;
+ * `delayMillis`: the wait before it; `error`: the failure retried), `GaveUp` when it
+ * turns a failure into `DontRetry` (`reason`, `attempts` made, `error`). `policy` is
+ * the policy's `name`; `at` epoch millis from Effect's `Clock`. Published only on the
+ * failure path, to the {@link RetryEvents} service when the policy's effect runs with
+ * one in its context (nothing is required otherwise).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = RetryScheduled | GaveUp
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export interface RetryScheduled {
+  readonly _tag: "RetryScheduled"
+  readonly policy: string | undefined
+  readonly attempt: number
+  readonly delayMillis: number
+  readonly error: unknown
+  readonly at: number
+}
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export interface GaveUp {
+  readonly _tag: "GaveUp"
+  readonly policy: string | undefined
+  readonly reason: Errors.DontRetryReason
+  readonly attempts: number
+  readonly error: unknown
+  readonly at: number
+}
+
+/**
+ * The events service: a bounded `PubSub.sliding` (a subscriber that falls behind
+ * loses the oldest events). `events` yields the events from the moment it is run.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface EventsService {
+  readonly events: Stream.Stream<Event>
+  readonly unsafePublish: (event: Event) => void
+}
+
+/**
+ * The tag of the retry events service. Retry policies look it up on their failure
+ * path; provide it (with {@link layerEvents}) around the effects whose retries you
+ * want to observe, and subscribe with {@link events}.
+ *
+ * @example
+ * ```ts
+ * import { Retry } from "@sluice/retry"
+ * import { Effect, Stream } from "effect"
+ *
+ * declare const call: Effect.Effect<string, Error>
+ * const program = Effect.gen(function* () {
+ *   yield* Retry.events.pipe(
+ *     Stream.runForEach((event) => Effect.log(event._tag, event.policy)),
+ *     Effect.forkScoped
+ *   )
+ *   return yield* call.pipe(Retry.withRetry({ name: "backend", maxAttempts: 3 }))
+ * }).pipe(Effect.scoped, Effect.provide(Retry.layerEvents()))
+ * ```
+ * @since 0.2.0
+ * @category tags
+ */
+export class RetryEvents extends Context.Tag("@sluice/retry/RetryEvents")<RetryEvents, EventsService>() {}
+
+/**
+ * A Layer providing {@link RetryEvents}, keeping at most `capacity` (default 256)
+ * events per subscriber.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerEvents: (capacity?: number) => Layer.Layer<RetryEvents> = internal.layerEvents
+
+/**
+ * The retry events of the {@link RetryEvents} service in context.
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const events: Stream.Stream<Event, never, RetryEvents> = internal.events
 
 /**
  * The policies' metrics, all tagged `policy` when the policy has a `name`:
@@ -189,7 +309,7 @@ export const metrics: {
 }
 
 /**
- * Options of {@link make}: those of {@link policy}, with the budget as a handle.
+ * Options of {@link make}: those of {@link withRetry}, with the budget as a handle.
  *
  * @since 0.1.0
  * @category models
@@ -199,7 +319,7 @@ export interface MakeOptions extends Omit<PolicyOptions, "budget"> {
 }
 
 /**
- * A retry policy built once. `apply(self)` is exactly `Retry.policy(options)(self)`.
+ * A retry policy built once. `apply(self)` is exactly `Retry.withRetry(options)(self)`.
  * `around(gates)` runs every attempt of `self` through admission gates
  * (`Admission.guard`): the first try's bookkeeping (budget request, attempt count)
  * is itself a gate, so the first try takes one step through all of them; each
@@ -221,18 +341,29 @@ export interface Policy {
 }
 
 /**
- * Builds a {@link Policy}; throws `InvalidOptions` naming the field on bad options.
+ * Builds a {@link Policy}, failing with `InvalidOptions` naming the field on bad options.
  *
  * @example
  * ```ts
  * import { Retry, RetryBudget } from "@sluice/retry"
  * import { Effect } from "effect"
  *
- * const budget = RetryBudget.unsafeMake().forKey("backend-a")
- * const retry = Retry.make({ maxAttempts: 3, budget })
- * const retried = retry.apply(Effect.succeed(1)) // same as Retry.policy({ maxAttempts: 3, budget })
+ * const program = Effect.gen(function* () {
+ *   const budget = yield* RetryBudget.forKey("backend-a")
+ *   const retry = yield* Retry.make({ maxAttempts: 3, budget })
+ *   return yield* retry.apply(Effect.succeed(1)) // same as Retry.withRetry({ maxAttempts: 3, budget })
+ * })
  * ```
  * @since 0.1.0
  * @category constructors
  */
-export const make: (options?: MakeOptions) => Policy = internal.make
+export const make: (options?: MakeOptions) => Effect.Effect<Policy, Options.InvalidOptions> = internal.make
+
+/**
+ * Builds a {@link Policy} synchronously; **throws** `InvalidOptions` naming the field
+ * on bad options (this was `Retry.make` before 0.2.0).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const unsafeMake: (options?: MakeOptions) => Policy = internal.unsafeMake

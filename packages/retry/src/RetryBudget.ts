@@ -14,16 +14,17 @@
  * computed exactly (the ratio as the decimal it is written as) when the floor
  * `minRetriesPerSecond × windowSeconds` is a whole number.
  *
- * The number of keys is bounded (`maxKeys`, default 10 000); the least recently
- * looked-up key is forgotten first. A handle already held keeps working, but a later
+ * The number of keys is bounded (`maxKeys`, default 10 000, a `BoundedMap`); a key not
+ * looked up recently is forgotten first (CLOCK). A handle already held keeps working, but a later
  * `forKey` of a forgotten key starts afresh: keep `maxKeys` above the live clients.
  *
  * @since 0.1.0
  */
 import type { Admission, Options } from "@sluice/core"
 import type * as Config from "effect/Config"
+import type * as Duration from "effect/Duration"
 import type * as ConfigError from "effect/ConfigError"
-import type * as Context from "effect/Context"
+import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
@@ -36,6 +37,7 @@ import * as internal from "./internal/retryBudget.js"
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link RetryBudgetOptions} object.
  */
 export const RetryBudgetOptions = internal.RetryBudgetOptions
 
@@ -43,7 +45,13 @@ export const RetryBudgetOptions = internal.RetryBudgetOptions
  * @since 0.1.0
  * @category models
  */
-export type RetryBudgetOptions = typeof RetryBudgetOptions.Encoded
+export interface RetryBudgetOptions {
+  readonly ratio?: number | undefined
+  readonly window?: Duration.DurationInput | undefined
+  readonly buckets?: number | undefined
+  readonly minRetriesPerSecond?: number | undefined
+  readonly maxKeys?: number | undefined
+}
 
 /**
  * Options after decoding, with defaults filled in.
@@ -51,7 +59,13 @@ export type RetryBudgetOptions = typeof RetryBudgetOptions.Encoded
  * @since 0.1.0
  * @category models
  */
-export type ResolvedOptions = typeof RetryBudgetOptions.Type
+export interface ResolvedOptions {
+  readonly ratio: number
+  readonly window: Duration.Duration
+  readonly buckets: number
+  readonly minRetriesPerSecond: number
+  readonly maxKeys: number
+}
 
 /**
  * What a budget currently holds: requests and retries in the window, retries
@@ -77,10 +91,10 @@ export interface BudgetStats {
 export interface Budget {
   readonly key: string
   /** Records one request (a first attempt). */
-  unsafeRecordRequest(nowMillis: number): void
+  readonly unsafeRecordRequest: (nowMillis: number) => void
   /** Grants and records one retry, or returns `false` when the budget is spent. */
-  unsafeTryWithdraw(nowMillis: number): boolean
-  unsafeStats(nowMillis: number): BudgetStats
+  readonly unsafeTryWithdraw: (nowMillis: number) => boolean
+  readonly unsafeStats: (nowMillis: number) => BudgetStats
   readonly recordRequest: Effect.Effect<void>
   /** Grants and records one retry now; updates the grant / denial metrics. */
   readonly tryWithdraw: Effect.Effect<boolean>
@@ -104,7 +118,7 @@ export interface Budget {
 export interface Service {
   readonly options: ResolvedOptions
   /** The budget of `key`, created on first use and shared afterwards. */
-  forKey(key: string): Budget
+  readonly forKey: (key: string) => Budget
   /** How many keys are held. */
   readonly size: number
 }
@@ -115,15 +129,7 @@ export interface Service {
  * @since 0.1.0
  * @category tags
  */
-export const RetryBudget: Context.Tag<RetryBudget, Service> = internal.RetryBudget
-
-/**
- * The identifier of the {@link RetryBudget} service in a context.
- *
- * @since 0.1.0
- * @category tags
- */
-export interface RetryBudget extends internal.RetryBudget {}
+export class RetryBudget extends Context.Tag("@sluice/retry/RetryBudget")<RetryBudget, Service>() {}
 
 /**
  * Builds the service, failing with `InvalidOptions` (naming the field) on bad options.
@@ -179,7 +185,7 @@ export const layer: (options?: RetryBudgetOptions) => Layer.Layer<RetryBudget, O
  */
 export const layerConfig: (
   config: Config.Config<RetryBudgetOptions>
-) => Layer.Layer<RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> = internal.layerConfig as any
+) => Layer.Layer<RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> = internal.layerConfig
 
 /**
  * The budget of `key` from the service in context. Look it up once (e.g. when a
@@ -188,7 +194,7 @@ export const layerConfig: (
  * @since 0.1.0
  * @category utils
  */
-export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> = internal.forKey as any
+export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> = internal.forKey
 
 /**
  * Budget metrics: `sluice_retry_budget_withdrawals` (retries granted) and

@@ -14,6 +14,7 @@
  */
 import type { Options } from "@sluice/core"
 import type * as Config from "effect/Config"
+import type * as Duration from "effect/Duration"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -29,6 +30,7 @@ import * as internal from "./internal/retryHistogram.js"
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link RetryHistogramOptions} object.
  */
 export const RetryHistogramOptions = internal.RetryHistogramOptions
 
@@ -36,13 +38,27 @@ export const RetryHistogramOptions = internal.RetryHistogramOptions
  * @since 0.1.0
  * @category models
  */
-export type RetryHistogramOptions = typeof RetryHistogramOptions.Encoded
+export interface RetryHistogramOptions {
+  readonly window?: Duration.DurationInput | undefined
+  readonly buckets?: number | undefined
+  readonly maxAttempt?: number | undefined
+  readonly threshold?: number | undefined
+  readonly minRequests?: number | undefined
+  readonly name?: string | undefined
+}
 
 /**
  * @since 0.1.0
  * @category models
  */
-export type ResolvedOptions = typeof RetryHistogramOptions.Type
+export interface ResolvedOptions {
+  readonly window: Duration.Duration
+  readonly buckets: number
+  readonly maxAttempt: number
+  readonly threshold: number
+  readonly minRequests: number
+  readonly name?: string | undefined
+}
 
 /**
  * The window's contents: requests by attempt number (`byAttempt[i]`, the last entry
@@ -81,15 +97,16 @@ export interface UntrustedCounts {
 
 /**
  * A retry histogram. The `unsafe*` methods take the clock reading (epoch millis
- * from Effect's `Clock`).
+ * from Effect's `Clock`). Every method works unbound (`Effect.forEach(xs, histogram.record)`).
  *
  * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
-export interface Histogram {
+export interface Service {
   readonly options: ResolvedOptions
   /** Records one incoming request with its attempt number (malformed values count as 0). */
-  unsafeRecord(nowMillis: number, attempt: number): void
+  readonly unsafeRecord: (nowMillis: number, attempt: number) => void
   /**
    * Records a request from a caller that is not trusted (see `@sluice/http`'s
    * `Trust`): kept apart (snapshot `untrusted`, metric tag `trusted=false`) and
@@ -97,10 +114,10 @@ export interface Histogram {
    * cannot make the server answer "don't retry" to others — nor, claiming first
    * tries, dilute the share of retries. @since 0.2.0
    */
-  unsafeRecordUntrusted(nowMillis: number, attempt: number): void
-  unsafeSnapshot(nowMillis: number): Snapshot
-  unsafeShouldRejectRetries(nowMillis: number): boolean
-  record(attempt: number): Effect.Effect<void>
+  readonly unsafeRecordUntrusted: (nowMillis: number, attempt: number) => void
+  readonly unsafeSnapshot: (nowMillis: number) => Snapshot
+  readonly unsafeShouldRejectRetries: (nowMillis: number) => boolean
+  readonly record: (attempt: number) => Effect.Effect<void>
   readonly snapshot: Effect.Effect<Snapshot>
   readonly shareOfRetries: Effect.Effect<number>
   /** Should the server answer "don't retry" now? Updates the share gauge. */
@@ -108,15 +125,19 @@ export interface Histogram {
 }
 
 /**
+ * @deprecated since 0.2.0: use {@link Service}.
+ * @since 0.1.0
+ * @category models
+ */
+export type Histogram = Service
+
+/**
  * The service tag of a server's retry histogram.
  *
  * @since 0.1.0
  * @category tags
  */
-export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<
-  RetryHistogram,
-  Histogram
->() {}
+export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<RetryHistogram, Service>() {}
 
 /**
  * Builds a histogram, failing with `InvalidOptions` (naming the field) on bad options.
@@ -124,7 +145,7 @@ export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<
  * @since 0.1.0
  * @category constructors
  */
-export const make: (options?: RetryHistogramOptions) => Effect.Effect<Histogram, Options.InvalidOptions> =
+export const make: (options?: RetryHistogramOptions) => Effect.Effect<Service, Options.InvalidOptions> =
   internal.make
 
 /**
@@ -133,7 +154,7 @@ export const make: (options?: RetryHistogramOptions) => Effect.Effect<Histogram,
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options?: RetryHistogramOptions) => Histogram = internal.unsafeMake
+export const unsafeMake: (options?: RetryHistogramOptions) => Service = internal.unsafeMake
 
 /**
  * A Layer providing {@link RetryHistogram}.

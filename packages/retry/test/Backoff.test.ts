@@ -1,5 +1,5 @@
 import { Errors, Options } from "@sluice/core"
-import { Backoff } from "@sluice/retry"
+import { Backoff, Retry } from "@sluice/retry"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, FastCheck as fc, Fiber, Random, Ref, Schedule, TestClock } from "effect"
 import { delaysOf } from "./helpers.js"
@@ -24,16 +24,33 @@ describe("Backoff.exponential", () => {
     })
   )
 
-  it("rejects bad options naming the field", () => {
-    expect(() => Backoff.exponential({ base: -5 })).toThrow(/base/)
-    expect(() => Backoff.exponential({ base: 0 })).toThrow(/base/)
-    expect(() => Backoff.exponential({ base: "1 second", max: "100 millis" })).toThrow(/max/)
-    expect(() => Backoff.exponential({ base: 100, factor: 0.5 })).toThrow(/factor/)
-    expect(() => Backoff.exponential({ base: 100, factor: Number.NaN })).toThrow(/factor/)
-    expect(() => Backoff.exponential({ base: 100, max: -1 })).toThrow(Options.InvalidOptions)
-    expect(() => Backoff.decorrelated({ base: 100, max: 50 })).toThrow(/max/)
-    expect(() => Backoff.honorRetryAfter(Schedule.spaced(10), { maxWait: Number.NaN })).toThrow(/maxWait/)
-  })
+  it.effect("never throws on bad options: validate, Retry.withRetry and Retry.make report them", () =>
+    Effect.gen(function* () {
+      const cases: Array<[Schedule.Schedule<unknown, any>, RegExp]> = [
+        [Backoff.exponential({ base: -5 }), /base/],
+        [Backoff.exponential({ base: 0 }), /base/],
+        [Backoff.exponential({ base: "1 second", max: "100 millis" }), /max/],
+        [Backoff.exponential({ base: 100, factor: 0.5 }), /factor/],
+        [Backoff.exponential({ base: 100, factor: Number.NaN }).pipe(Backoff.jitter("full")), /factor/],
+        [Backoff.exponential({ base: 100, max: -1 }), /max/],
+        [Backoff.decorrelated({ base: 100, max: 50 }), /max/],
+        [Backoff.honorRetryAfter(Schedule.spaced(10), { maxWait: Number.NaN }), /maxWait/],
+        [Backoff.exponential({ base: 100, factor: 0 }).pipe(Backoff.honorRetryAfter()), /factor/]
+      ]
+      for (const [schedule, field] of cases) {
+        const error = yield* Effect.flip(Backoff.validate(schedule))
+        expect(error).toBeInstanceOf(Options.InvalidOptions)
+        expect(error.message).toMatch(field)
+        const viaRetry = yield* Effect.flip(Retry.withRetry(Effect.succeed(1), { schedule }))
+        expect(viaRetry).toBeInstanceOf(Options.InvalidOptions)
+        expect((viaRetry as Options.InvalidOptions).message).toMatch(/schedule/)
+        const viaMake = yield* Effect.flip(Retry.make({ schedule }))
+        expect(viaMake.message).toMatch(field)
+      }
+      const good = Backoff.exponential({ base: 100 })
+      expect(yield* Backoff.validate(good)).toBe(good)
+    })
+  )
 
   it.effect("drives Effect.retry in virtual time", () =>
     Effect.gen(function* () {

@@ -1,7 +1,7 @@
 import { Errors, Options } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Fiber, Metric, Ref, Schedule, TestClock } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Metric, Ref, Schedule, Stream, TestClock } from "effect"
 
 const overloaded = (retryAfter?: Duration.DurationInput) =>
   new Errors.Overloaded(
@@ -376,3 +376,58 @@ describe("Retry.policy types", () => {
 })
 
 const TestClockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
+
+describe("Retry.withRetry (API 0.2)", () => {
+  it.effect("is data-first and data-last; invalid options are a typed failure, never a throw", () =>
+    Effect.gen(function* () {
+      expect(yield* Retry.withRetry(Effect.succeed(1), { maxAttempts: 2 })).toBe(1)
+      expect(yield* Effect.succeed(2).pipe(Retry.withRetry({ maxAttempts: 2 }))).toBe(2)
+      const cfg: { maxAttempts?: number | undefined } = {}
+      expect(yield* Effect.succeed(3).pipe(Retry.withRetry({ maxAttempts: cfg.maxAttempts }))).toBe(3)
+      for (const [options, field] of [
+        [{ maxAttempts: 0 }, /maxAttempts/],
+        [{ maxRetryAfter: -1 }, /maxRetryAfter/],
+        [{ maxRetryAfter: "-5 seconds" }, /maxRetryAfter/],
+        [{ budget: "" }, /budget/]
+      ] as const) {
+        const make = () => Retry.withRetry(options as Retry.PolicyOptions)
+        expect(make).not.toThrow()
+        const error = yield* Effect.flip(Effect.succeed(1).pipe(make()))
+        expect(error).toBeInstanceOf(Options.InvalidOptions)
+        expect((error as Options.InvalidOptions).message).toMatch(field)
+        const fromMake = yield* Effect.flip(Retry.make(options as Retry.MakeOptions))
+        expect(fromMake.message).toMatch(field)
+      }
+      expect(() => Retry.unsafeMake({ maxAttempts: 0 })).toThrow(Options.InvalidOptions)
+    }).pipe(Effect.provide(RetryBudget.layer()))
+  )
+})
+
+describe("Retry events (API 0.2 §8)", () => {
+  it.scoped("publishes RetryScheduled and GaveUp to RetryEvents in context", () =>
+    Effect.gen(function* () {
+      const collected = yield* Retry.events.pipe(Stream.take(3), Stream.runCollect, Effect.fork)
+      yield* Effect.yieldNow()
+      const fiber = yield* Effect.fork(
+        Effect.fail(overloaded()).pipe(
+          Retry.withRetry({ name: "api", maxAttempts: 3, schedule: Schedule.spaced("10 millis") })
+        )
+      )
+      yield* TestClock.adjust("1 second")
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      expect(error).toMatchObject({ _tag: "DontRetry", reason: "attempts", attempts: 3 })
+      const events = [...(yield* Fiber.join(collected))]
+      expect(events.map((e) => e._tag)).toEqual(["RetryScheduled", "RetryScheduled", "GaveUp"])
+      expect(events[0]).toMatchObject({ policy: "api", attempt: 1, delayMillis: 10 })
+      expect(events[1]).toMatchObject({ attempt: 2 })
+      expect(events[2]).toMatchObject({ _tag: "GaveUp", reason: "attempts", attempts: 3 })
+    }).pipe(Effect.provide(Retry.layerEvents()))
+  )
+
+  it.effect("without RetryEvents in context a policy needs nothing and publishes nothing", () =>
+    Effect.gen(function* () {
+      const exit = yield* Effect.exit(Effect.fail(overloaded()).pipe(Retry.withRetry({ maxAttempts: 1 })))
+      expect(Exit.isFailure(exit)).toBe(true)
+    })
+  )
+})

@@ -19,17 +19,18 @@ describe("README example", () => {
 
       const program = Effect.gen(function* () {
         const budget = yield* RetryBudget.forKey("backend-a")
-        const withRetries = Retry.policy({
+        const retry = yield* Retry.make({
           maxAttempts: 3,
           budget,
           schedule: Backoff.exponential({ base: "20 millis", max: "1 second" }).pipe(Backoff.jitter("full")),
           name: "backend-a"
         })
-        const call = withRetries(backend)
+        const call = retry.apply(backend)
         console.log(yield* call)
 
         const alwaysBusy = Effect.fail(new Errors.Overloaded({ reason: "busy" }))
-        const twoLayers = alwaysBusy.pipe(withRetries, Retry.policy({ maxAttempts: 3 }))
+        const outer = yield* Retry.make({ maxAttempts: 3 })
+        const twoLayers = alwaysBusy.pipe(retry.apply, outer.apply)
         const error = yield* Effect.flip(twoLayers)
         console.log(error._tag, error.reason, error.attempts) // DontRetry attempts 3
         console.log(yield* budget.stats)

@@ -115,7 +115,7 @@ class Ticket implements CB.Ticket {
   ) {}
 }
 
-class CircuitBreakerImpl implements CB.CircuitBreaker {
+class CircuitBreakerImpl implements CB.Service {
   readonly [TypeId]: CB.TypeId = TypeId
   readonly name: string
   private st: InternalState = CLOSED
@@ -206,9 +206,8 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
   readonly gate: Admission.Gate<CB.Ticket, CircuitOpen>
   private readonly guarded: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
 
-  pipe() {
-    // eslint-disable-next-line prefer-rest-params
-    return pipeArguments(this, arguments)
+  readonly pipe = (...args: ReadonlyArray<unknown>): unknown => {
+    return pipeArguments(this, args as unknown as IArguments)
   }
 
   // ---- transitions (synchronous) ----
@@ -357,20 +356,20 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
     return new CircuitOpen({ name: this.name, halfOpenAt, retryAfter }, true)
   }
 
-  withBreaker<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> {
+  readonly withBreaker = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> => {
     return this.guarded(self)
   }
 
-  unsafeState(nowMillis: number): CB.State {
+  readonly unsafeState = (nowMillis: number): CB.State => {
     this.poll(nowMillis)
     return publicState[this.st]!
   }
 
-  unsafeIsolate(nowMillis: number): void {
+  readonly unsafeIsolate = (nowMillis: number): void => {
     this.enter(ISOLATED, nowMillis)
   }
 
-  unsafeReset(nowMillis: number): void {
+  readonly unsafeReset = (nowMillis: number): void => {
     this.enter(CLOSED, nowMillis)
   }
 
@@ -406,23 +405,23 @@ class CircuitBreakerImpl implements CB.CircuitBreaker {
 }
 
 /** @internal */
-export const make = (options: CB.CircuitBreakerOptions): Effect.Effect<CB.CircuitBreaker, InvalidOptions> =>
+export const make = (options: CB.CircuitBreakerOptions): Effect.Effect<CB.Service, InvalidOptions> =>
   Effect.flatMap(decodeEffect(options), (config) =>
     Effect.flatMap(Effect.runtime<never>(), (runtime) =>
       Effect.map(
         PubSub.sliding<CB.StateChange>(256),
-        (pubsub) => new CircuitBreakerImpl(config, runtime, pubsub) as CB.CircuitBreaker
+        (pubsub) => new CircuitBreakerImpl(config, runtime, pubsub) as CB.Service
       )
     )
   )
 
 /** @internal */
-export const isCircuitBreaker = (u: unknown): u is CB.CircuitBreaker =>
+export const isCircuitBreaker = (u: unknown): u is CB.Service =>
   typeof u === "object" && u !== null && TypeId in u
 
 /** @internal */
 export const withBreaker = dual(
   2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, breaker: CB.CircuitBreaker): Effect.Effect<A, E | CircuitOpen, R> =>
+  <A, E, R>(self: Effect.Effect<A, E, R>, breaker: CB.Service): Effect.Effect<A, E | CircuitOpen, R> =>
     breaker.withBreaker(self)
 )

@@ -26,7 +26,7 @@ class EwmaImpl implements E.Ewma {
   constructor(readonly tau: Duration.Duration) {
     this.tauMillis = Duration.toMillis(tau)
   }
-  unsafeUpdate(nowMillis: number, sample: number): void {
+  readonly unsafeUpdate = (nowMillis: number, sample: number): void => {
     if (!Number.isFinite(sample)) return
     if (this.current === undefined) {
       this.current = sample
@@ -37,7 +37,7 @@ class EwmaImpl implements E.Ewma {
     }
     this.lastMillis = Math.max(this.lastMillis, nowMillis)
   }
-  unsafeValue(): number | undefined {
+  readonly unsafeValue = (): number | undefined => {
     return this.current
   }
 }
@@ -76,11 +76,11 @@ class EwmaRateImpl implements E.EwmaRate {
     if (elapsed > 1) this.ratePerMs *= Math.pow(1 - this.alpha, elapsed - 1)
     this.tickIndex = index
   }
-  unsafeMark(nowMillis: number, n = 1): void {
+  readonly unsafeMark = (nowMillis: number, n = 1): void => {
     this.catchUp(nowMillis)
     this.pending += n
   }
-  unsafeRate(nowMillis: number): number {
+  readonly unsafeRate = (nowMillis: number): number => {
     this.catchUp(nowMillis)
     return this.ratePerMs * 1000
   }

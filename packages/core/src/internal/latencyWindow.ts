@@ -101,9 +101,8 @@ class LatencyWindowImpl implements LW.LatencyWindow {
     this.slots = Array.from({ length: subWindows }, () => new Slot())
   }
 
-  pipe() {
-    // eslint-disable-next-line prefer-rest-params
-    return pipeArguments(this, arguments)
+  readonly pipe = (...args: ReadonlyArray<unknown>): unknown => {
+    return pipeArguments(this, args as unknown as IArguments)
   }
 
   private expire(slot: Slot): void {
@@ -126,7 +125,7 @@ class LatencyWindowImpl implements LW.LatencyWindow {
     return index
   }
 
-  unsafeRecord(nowMillis: number, millis: number): void {
+  readonly unsafeRecord = (nowMillis: number, millis: number): void => {
     if (!(millis >= 0) || millis === Infinity) return
     const index = this.advance(nowMillis)
     const n = this.subWindows
@@ -141,12 +140,12 @@ class LatencyWindowImpl implements LW.LatencyWindow {
     this.merged.add(bucket, 1)
   }
 
-  unsafeCount(nowMillis: number): number {
+  readonly unsafeCount = (nowMillis: number): number => {
     this.advance(nowMillis)
     return this.mergedZero + this.merged.total
   }
 
-  unsafeQuantile(nowMillis: number, q: number): number | undefined {
+  readonly unsafeQuantile = (nowMillis: number, q: number): number | undefined => {
     if (Number.isNaN(q)) return undefined
     this.advance(nowMillis)
     const count = this.mergedZero + this.merged.total
@@ -178,7 +177,7 @@ class LatencyWindowImpl implements LW.LatencyWindow {
     return (2 * Math.pow(this.gamma, index)) / (this.gamma + 1)
   }
 
-  unsafeReset(): void {
+  readonly unsafeReset = (): void => {
     for (const slot of this.slots) {
       slot.store.clear()
       slot.zero = 0

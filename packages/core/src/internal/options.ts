@@ -28,6 +28,16 @@ export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationIn
       if (typeof input === "number" && !Number.isFinite(input) && input !== Infinity) {
         return ParseResult.fail(new ParseResult.Type(ast, input, "expected a duration, got NaN"))
       }
+      // Effect reads a negative duration as zero; an option given one is a mistake, not "no wait".
+      if (
+        (typeof input === "number" && input < 0) ||
+        (typeof input === "bigint" && input < BigInt(0)) ||
+        (typeof input === "string" && input.trimStart().startsWith("-"))
+      ) {
+        return ParseResult.fail(
+          new ParseResult.Type(ast, input, `expected a non-negative duration, got ${String(input)}`)
+        )
+      }
       return Option.match(Duration.decodeUnknown(input), {
         onNone: () =>
           ParseResult.fail(new ParseResult.Type(ast, input, `expected a duration, got ${String(input)}`)),
@@ -105,4 +115,11 @@ export const decodeSync = <A, I>(module: string, schema: Schema.Schema<A, I>) =>
     if (Either.isLeft(result)) throw toInvalid(module, result.left)
     return result.right
   }
+}
+
+/** @internal decodes to an `Either`, never throwing */
+export const decodeEither = <A, I>(module: string, schema: Schema.Schema<A, I>) => {
+  const run = Schema.decodeEither(schema)
+  return (input: I): Either.Either<A, InvalidOptions> =>
+    Either.mapLeft(run(input), (e) => toInvalid(module, e))
 }

@@ -3,11 +3,14 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Metric from "effect/Metric"
+import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
 import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as CircuitBreaker from "../CircuitBreaker.js"
+import type * as Q from "../Quota.js"
 import { CircuitOpen, QuotaExceeded } from "../Errors.js"
 import * as RollingCounter from "../RollingCounter.js"
 import { clockMillis, DeadlineQueue } from "./deadlines.js"
@@ -146,10 +149,15 @@ export interface QuotaService {
   }
   /** The id a client is stored under: itself, or (above `maxClientIdLength`) a prefix and its SHA-256. */
   readonly storedId: (client: string) => string
-  readonly breaker: CircuitBreaker.CircuitBreaker | undefined
+  readonly breaker: CircuitBreaker.Service | undefined
   readonly mode: FailureMode
   readonly deadline: Duration.Duration
+  /** Denials from the moment the stream is run (a subscriber more than 256 behind loses the oldest). */
+  readonly events: Stream.Stream<QuotaEvent>
 }
+
+/** @internal */
+export type QuotaEvent = Q.Event
 
 // ---- metrics -------------------------------------------------------------
 
@@ -257,6 +265,7 @@ export const make = (
   Effect.gen(function* () {
     const options = yield* Options.decode("Quota", QuotaOptions)(input)
     const clock = yield* Effect.clock
+    const pubsub = yield* Effect.acquireRelease(PubSub.sliding<QuotaEvent>(256), PubSub.shutdown)
     const deadline = options.deadline
     const maxIdLength = options.maxClientIdLength
     const share = options.fallbackShare
@@ -344,6 +353,15 @@ export const make = (
       else {
         for (const tier of decision.tiers)
           if (!tier.allowed) deniedTotal.unsafeUpdate(1, tagsFor("tier", tier.tier))
+        // off the success path only: a denial publishes, an admission never does
+        pubsub.unsafeOffer({
+          _tag: "Denied",
+          client,
+          tier: (decision.deniedBy ?? decision.tiers[0])?.tier ?? "",
+          retryAfterMs: decision.retryAfterMs,
+          source,
+          at: nowMs()
+        })
       }
       latency.unsafeUpdate(nowMs() - start, noTags)
       return decision
@@ -725,7 +743,8 @@ export const make = (
       storedId,
       breaker,
       mode: options.mode,
-      deadline
+      deadline,
+      events: Stream.fromPubSub(pubsub)
     } satisfies QuotaService
   })
 

@@ -57,7 +57,7 @@ export const MemoryOptions = Schema.Struct({
 
 /** @internal */
 export const makeMemory = (
-  options: typeof MemoryOptions.Encoded = {}
+  options: { readonly maxClients?: number | undefined } = {}
 ): Effect.Effect<MemoryStore, Options.InvalidOptions> =>
   Effect.gen(function* () {
     const decoded = yield* Options.decode("QuotaStore.memory", MemoryOptions)(options)

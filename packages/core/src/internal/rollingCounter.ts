@@ -41,20 +41,19 @@ class RollingCounterImpl implements RC.RollingCounter {
     if (this.sum < 1e-9) this.sum = Math.max(0, this.sum)
     return index
   }
-  unsafeAdd(nowMillis: number, amount = 1): void {
+  readonly unsafeAdd = (nowMillis: number, amount = 1): void => {
     this.advance(nowMillis)
     this.counts[this.slot]! += amount
     this.sum += amount
   }
-  unsafeTotal(nowMillis: number): number {
+  readonly unsafeTotal = (nowMillis: number): number => {
     this.advance(nowMillis)
     return this.sum
   }
-  pipe() {
-    // eslint-disable-next-line prefer-rest-params
-    return pipeArguments(this, arguments)
+  readonly pipe = (...args: ReadonlyArray<unknown>): unknown => {
+    return pipeArguments(this, args as unknown as IArguments)
   }
-  unsafeReset(): void {
+  readonly unsafeReset = (): void => {
     this.counts.fill(0)
     this.sum = 0
     this.last = Number.NEGATIVE_INFINITY

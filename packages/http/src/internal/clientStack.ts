@@ -55,7 +55,7 @@ export const make = (options: CS.ClientStackOptions): CS.ClientStack => {
   if (!hasMethod(options.limiter, "unsafeGet")) {
     throw invalid("limiter", "expected a ConcurrencyLimiter.Service")
   }
-  return new ClientStackImpl(options.key, Retry.make(options.retry), options.throttle, options.limiter)
+  return new ClientStackImpl(options.key, Retry.unsafeMake(options.retry), options.throttle, options.limiter)
 }
 
 /** @internal */

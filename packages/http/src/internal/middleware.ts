@@ -358,7 +358,7 @@ export const loadShed =
 
 /** @internal */
 export interface RetryGuardOptions {
-  readonly histogram?: RetryHistogram.Histogram | undefined
+  readonly histogram?: RetryHistogram.Service | undefined
   readonly trust?: TrustPolicy | undefined
 }
 
@@ -376,7 +376,7 @@ export const retryGuard =
     app: HttpApp.Default<E, R>
   ): HttpApp.Default<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram> => {
     const trust = options.trust
-    const guarded = (histogram: RetryHistogram.Histogram) =>
+    const guarded = (histogram: RetryHistogram.Service) =>
       Effect.withFiberRuntime<
         HttpServerResponse.HttpServerResponse,
         E | Errors.DontRetry,

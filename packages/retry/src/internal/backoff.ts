@@ -52,24 +52,55 @@ const decodeExponential = Options.decodeSync("Backoff.exponential", ExponentialO
 const decodeDecorrelated = Options.decodeSync("Backoff.decorrelated", DecorrelatedOptions)
 const decodeHonor = Options.decodeSync("Backoff.honorRetryAfter", HonorOptions)
 
+const InvalidOptionsKey: unique symbol = Symbol.for("@sluice/retry/Backoff/InvalidOptions")
+
+/**
+ * A schedule built from invalid options: it carries the `InvalidOptions` (which
+ * `Retry.withRetry` / `Retry.make` report as a typed failure) and dies with it if stepped.
+ */
+const invalidSchedule = (error: Options.InvalidOptions): Schedule.Schedule<any, unknown> =>
+  Object.assign(
+    Schedule.makeWithState(undefined, () => Effect.die(error)),
+    { [InvalidOptionsKey]: error }
+  )
+
+/** @internal the `InvalidOptions` a Backoff schedule was built with, if its options were invalid */
+export const invalidOptionsOf = (schedule: unknown): Options.InvalidOptions | undefined =>
+  typeof schedule === "object" && schedule !== null && InvalidOptionsKey in schedule
+    ? (schedule as any)[InvalidOptionsKey]
+    : undefined
+
+const guarded =
+  <O, S>(build: (options: O) => S) =>
+  (options: O): S => {
+    try {
+      return build(options)
+    } catch (error) {
+      if (error instanceof Options.InvalidOptions) return invalidSchedule(error) as S
+      throw error
+    }
+  }
+
 const continueAfter = (now: number, delayMillis: number) =>
   ScheduleDecision.continueWith(Interval.after(now + delayMillis))
 
 /** @internal */
-export const exponential = (options: {
-  readonly base: Duration.DurationInput
-  readonly factor?: number | undefined
-  readonly max?: Duration.DurationInput | undefined
-}): Schedule.Schedule<Duration.Duration> => {
-  const { base, factor, max } = decodeExponential(options as any)
-  const baseMillis = Duration.toMillis(base)
-  const maxMillis = Duration.toMillis(max)
-  return Schedule.makeWithState(0, (now, _input: unknown, n: number) => {
-    // Math.pow overflows to Infinity for large n; the cap keeps the delay finite.
-    const millis = Math.min(maxMillis, baseMillis * Math.pow(factor, n))
-    return Effect.succeed([n + 1, Duration.millis(millis), continueAfter(now, millis)] as const)
-  })
-}
+export const exponential = guarded(
+  (options: {
+    readonly base: Duration.DurationInput
+    readonly factor?: number | undefined
+    readonly max?: Duration.DurationInput | undefined
+  }): Schedule.Schedule<Duration.Duration> => {
+    const { base, factor, max } = decodeExponential(options as any)
+    const baseMillis = Duration.toMillis(base)
+    const maxMillis = Duration.toMillis(max)
+    return Schedule.makeWithState(0, (now, _input: unknown, n: number) => {
+      // Math.pow overflows to Infinity for large n; the cap keeps the delay finite.
+      const millis = Math.min(maxMillis, baseMillis * Math.pow(factor, n))
+      return Effect.succeed([n + 1, Duration.millis(millis), continueAfter(now, millis)] as const)
+    })
+  }
+)
 
 /** @internal */
 export type JitterMode = "full" | "equal"
@@ -79,30 +110,35 @@ export const jitter = dual<
   (mode: JitterMode) => <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>,
   <Out, In, R>(self: Schedule.Schedule<Out, In, R>, mode: JitterMode) => Schedule.Schedule<Out, In, R>
 >(2, (self, mode) =>
-  Schedule.modifyDelayEffect(self, (_, delay) =>
-    Effect.map(Random.next, (r) => {
-      const d = Duration.toMillis(delay)
-      return Duration.millis(mode === "full" ? d * r : d / 2 + (d / 2) * r)
-    })
-  )
+  // a schedule built from invalid options stays itself, so `Retry` still reports them
+  invalidOptionsOf(self) !== undefined
+    ? self
+    : Schedule.modifyDelayEffect(self, (_, delay) =>
+        Effect.map(Random.next, (r) => {
+          const d = Duration.toMillis(delay)
+          return Duration.millis(mode === "full" ? d * r : d / 2 + (d / 2) * r)
+        })
+      )
 )
 
 /** @internal */
-export const decorrelated = (options: {
-  readonly base: Duration.DurationInput
-  readonly max?: Duration.DurationInput | undefined
-}): Schedule.Schedule<Duration.Duration> => {
-  const decoded = decodeDecorrelated(options as any)
-  const base = Duration.toMillis(decoded.base)
-  const max = Duration.toMillis(decoded.max)
-  return Schedule.makeWithState(base, (now, _input: unknown, previous: number) =>
-    Effect.map(Random.next, (r) => {
-      const upper = Math.max(base, previous * 3)
-      const millis = Math.min(max, base + (upper - base) * r)
-      return [millis, Duration.millis(millis), continueAfter(now, millis)] as const
-    })
-  )
-}
+export const decorrelated = guarded(
+  (options: {
+    readonly base: Duration.DurationInput
+    readonly max?: Duration.DurationInput | undefined
+  }): Schedule.Schedule<Duration.Duration> => {
+    const decoded = decodeDecorrelated(options as any)
+    const base = Duration.toMillis(decoded.base)
+    const max = Duration.toMillis(decoded.max)
+    return Schedule.makeWithState(base, (now, _input: unknown, previous: number) =>
+      Effect.map(Random.next, (r) => {
+        const upper = Math.max(base, previous * 3)
+        const millis = Math.min(max, base + (upper - base) * r)
+        return [millis, Duration.millis(millis), continueAfter(now, millis)] as const
+      })
+    )
+  }
+)
 
 /** @internal */
 export const clampRetryAfter = (
@@ -151,7 +187,14 @@ export const honorRetryAfter = dual<
     self: Schedule.Schedule<Out, In, R>,
     options?: { readonly maxWait?: Duration.DurationInput | undefined }
   ): Schedule.Schedule<Out, In, R> => {
-    const maxWaitMillis = Duration.toMillis(decodeHonor((options ?? {}) as any).maxWait)
+    if (invalidOptionsOf(self) !== undefined) return self
+    let maxWaitMillis: number
+    try {
+      maxWaitMillis = Duration.toMillis(decodeHonor((options ?? {}) as any).maxWait)
+    } catch (error) {
+      if (error instanceof Options.InvalidOptions) return invalidSchedule(error)
+      throw error
+    }
     return Schedule.makeWithState(self.initial, (now, input: In, state) =>
       Effect.map(self.step(now, input, state), ([state, out, decision]) => {
         if (ScheduleDecision.isDone(decision)) return [state, out, decision] as const

@@ -5,14 +5,19 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
+import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Predicate from "effect/Predicate"
+import * as PubSub from "effect/PubSub"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type * as R from "../Retry.js"
 import type * as RB from "../RetryBudget.js"
 import * as backoff from "./backoff.js"
@@ -72,8 +77,27 @@ interface Compiled {
   readonly reasonTags: Readonly<Record<Errors.DontRetryReason, ReadonlyArray<MetricLabel.MetricLabel>>>
 }
 
+/** Validates the options; never throws (an invalid option comes back as `InvalidOptions`). */
+const compileEither = (
+  options: R.PolicyOptions | undefined
+): Either.Either<Compiled, Options.InvalidOptions> => {
+  try {
+    return Either.right(compile(options))
+  } catch (error) {
+    if (error instanceof Options.InvalidOptions) return Either.left(error)
+    throw error
+  }
+}
+
 const compile = (options: R.PolicyOptions | undefined): Compiled => {
   const input = options ?? {}
+  const invalidSchedule = input.schedule !== undefined ? backoff.invalidOptionsOf(input.schedule) : undefined
+  if (invalidSchedule !== undefined) {
+    throw new Options.InvalidOptions({
+      module: "Retry.policy",
+      message: `Retry.policy: invalid options\n└─ ["schedule"]\n   └─ ${invalidSchedule.message}`
+    })
+  }
   const decoded = decodeOptions({
     ...(input.maxAttempts !== undefined ? { maxAttempts: input.maxAttempts } : {}),
     ...(input.maxRetryAfter !== undefined ? { maxRetryAfter: input.maxRetryAfter } : {}),
@@ -145,16 +169,55 @@ const classify = (error: unknown, config: Compiled): Verdict => {
   return Errors.isRetryable(error) ? NOT_RETRYABLE : PASS
 }
 
+/** @internal the public `Retry.RetryEvents` class has the same key, so they are one tag */
+export const RetryEvents = Context.GenericTag<R.RetryEvents, R.EventsService>("@sluice/retry/RetryEvents")
+
+/** @internal */
+export const makeEvents = (capacity = 256): Effect.Effect<R.EventsService, never, Scope.Scope> =>
+  Effect.map(Effect.acquireRelease(PubSub.sliding<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
+    events: Stream.fromPubSub(pubsub),
+    unsafePublish: (event: R.Event) => {
+      pubsub.unsafeOffer(event)
+    }
+  }))
+
+/** @internal */
+export const layerEvents = (capacity?: number): Layer.Layer<R.RetryEvents> =>
+  Layer.scoped(RetryEvents, makeEvents(capacity))
+
+/** @internal */
+export const events: Stream.Stream<R.Event, never, R.RetryEvents> = Stream.unwrap(
+  Effect.map(RetryEvents, (service) => service.events)
+)
+
+/** The `RetryEvents` service in the fiber's context, if any (read on the failure path only). */
+const eventsOf = (fiber: Fiber.RuntimeFiber<any, any>): R.EventsService | undefined => {
+  const found = Context.getOption(fiber.getFiberRef(FiberRef.currentContext), RetryEvents)
+  return found._tag === "Some" ? found.value : undefined
+}
+
 const giveUp = (
   reason: Errors.DontRetryReason,
   attempts: number,
   cause: unknown,
   config: Compiled
 ): Effect.Effect<never, Errors.DontRetry> =>
-  Effect.suspend(() => {
+  Effect.withFiberRuntime((fiber) => {
     giveUpsCounter.unsafeUpdate(1, config.reasonTags[reason])
     // Errors failed inside a span come back as proxies; keep the original instance.
-    return Effect.fail(new Errors.DontRetry({ reason, attempts, cause: Cause.originalError(cause) }))
+    const error = Cause.originalError(cause)
+    const sink = eventsOf(fiber)
+    if (sink !== undefined) {
+      sink.unsafePublish({
+        _tag: "GaveUp",
+        policy: config.name,
+        reason,
+        attempts,
+        error,
+        at: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+      })
+    }
+    return Effect.fail(new Errors.DontRetry({ reason, attempts, cause: error }))
   })
 
 const retryLoop = <A, E, R>(
@@ -170,6 +233,9 @@ const retryLoop = <A, E, R>(
   if (config.maxAttempts <= 1) return giveUp("attempts", 1, firstError, config)
   const schedule = config.schedule
   const loop = Effect.gen(function* () {
+    const sink: R.EventsService | undefined = yield* Effect.withFiberRuntime<R.EventsService | undefined>(
+      (fiber) => Effect.succeed(eventsOf(fiber))
+    )
     let error: unknown = firstError
     let attempts = 1
     let state = schedule.initial
@@ -197,6 +263,16 @@ const retryLoop = <A, E, R>(
       if (budget !== undefined) retryBudget.withdrawals.unsafeUpdate(1, config.tags)
       retriesCounter.unsafeUpdate(1, config.tags)
       const attemptNumber = attempts
+      if (sink !== undefined) {
+        sink.unsafePublish({
+          _tag: "RetryScheduled",
+          policy: config.name,
+          attempt: attemptNumber,
+          delayMillis: delay,
+          error: Cause.originalError(error),
+          at: now
+        })
+      }
       // A zero delay must not become a timer (the live clock's setTimeout takes at least 1 ms);
       // yielding keeps an immediate retry loop fair to other fibers.
       const wait = delay > 0 ? Effect.sleep(Duration.millis(delay)) : Effect.yieldNow()
@@ -247,6 +323,21 @@ const run = <A, E, R>(
 }
 
 /** @internal */
+export const withRetry: any = (...args: ReadonlyArray<any>) => {
+  if (Effect.isEffect(args[0])) {
+    const compiled = compileEither(args[1])
+    return Either.isLeft(compiled) ? Effect.fail(compiled.left) : apply(args[0], compiled.right)
+  }
+  const compiled = compileEither(args[0])
+  if (Either.isLeft(compiled)) {
+    const failure = Effect.fail(compiled.left)
+    return (_self: Effect.Effect<any, any, any>) => failure
+  }
+  const config = compiled.right
+  return (self: Effect.Effect<any, any, any>) => apply(self, config)
+}
+
+/** @internal */
 export const policy: any = (...args: ReadonlyArray<any>) => {
   if (Effect.isEffect(args[0])) {
     return apply(args[0], compile(args[1]))
@@ -278,7 +369,17 @@ const firstTryGate = (
 })
 
 /** @internal */
-export const make = (options?: R.MakeOptions): R.Policy => {
+export const make = (options?: R.MakeOptions): Effect.Effect<R.Policy, Options.InvalidOptions> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(unsafeMake(options))
+    } catch (error) {
+      return error instanceof Options.InvalidOptions ? Effect.fail(error) : Effect.die(error)
+    }
+  })
+
+/** @internal */
+export const unsafeMake = (options?: R.MakeOptions): R.Policy => {
   const config = compile(options)
   if (typeof config.budget === "string") {
     throw invalid(

@@ -1,4 +1,4 @@
-import { type Admission, Options, Ratio, RollingCounter } from "@sluice/core"
+import { type Admission, BoundedMap, Options, Ratio, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -63,17 +63,17 @@ class BudgetImpl implements RB.Budget {
     enter: () => Effect.succeed(true),
     settle: () => {}
   }
-  unsafeRecordRequest(nowMillis: number): void {
+  readonly unsafeRecordRequest = (nowMillis: number): void => {
     this.requests.unsafeAdd(nowMillis, 1)
   }
-  unsafeTryWithdraw(nowMillis: number): boolean {
+  readonly unsafeTryWithdraw = (nowMillis: number): boolean => {
     if (this.retries.unsafeTotal(nowMillis) + 1 > this.allowance(this.requests.unsafeTotal(nowMillis))) {
       return false
     }
     this.retries.unsafeAdd(nowMillis, 1)
     return true
   }
-  unsafeStats(nowMillis: number): RB.BudgetStats {
+  readonly unsafeStats = (nowMillis: number): RB.BudgetStats => {
     const requests = this.requests.unsafeTotal(nowMillis)
     const retries = this.retries.unsafeTotal(nowMillis)
     const allowed = this.ratio * requests + this.reserve
@@ -96,40 +96,22 @@ class BudgetImpl implements RB.Budget {
 }
 
 class ServiceImpl implements RB.Service {
-  private readonly budgets = new Map<string, BudgetImpl>()
+  private readonly budgets: BoundedMap.BoundedMap<string, BudgetImpl>
   private readonly reserve: number
   constructor(readonly options: RB.ResolvedOptions) {
     this.reserve = options.minRetriesPerSecond * Duration.toSeconds(options.window)
+    this.budgets = BoundedMap.make({ capacity: options.maxKeys })
   }
-  forKey(key: string): RB.Budget {
-    const existing = this.budgets.get(key)
-    if (existing !== undefined) {
-      // Re-insert so Map order is least-recently-used first, for eviction.
-      this.budgets.delete(key)
-      this.budgets.set(key, existing)
-      return existing
-    }
-    const created = new BudgetImpl(
-      key,
-      this.options.ratio,
-      this.reserve,
-      this.options.window,
-      this.options.buckets
-    )
-    this.budgets.set(key, created)
-    if (this.budgets.size > this.options.maxKeys) {
-      const oldest = this.budgets.keys().next()
-      if (oldest.done !== true) this.budgets.delete(oldest.value)
-    }
-    return created
-  }
+  private readonly create = (key: string): BudgetImpl =>
+    new BudgetImpl(key, this.options.ratio, this.reserve, this.options.window, this.options.buckets)
+  readonly forKey = (key: string): RB.Budget => this.budgets.getOrCreate(key, this.create)
   get size(): number {
     return this.budgets.size
   }
 }
 
-/** @internal */
-export class RetryBudget extends Context.Tag("@sluice/retry/RetryBudget")<RetryBudget, RB.Service>() {}
+/** @internal the public `RetryBudget.RetryBudget` class has the same key, so they are one tag */
+export const RetryBudget = Context.GenericTag<RB.RetryBudget, RB.Service>("@sluice/retry/RetryBudget")
 
 const decode = Options.decode("RetryBudget", RetryBudgetOptions)
 const decodeSync = Options.decodeSync("RetryBudget", RetryBudgetOptions)
@@ -147,14 +129,14 @@ export const unsafeMake = (options: RB.RetryBudgetOptions = {}): RB.Service =>
 /** @internal */
 export const layer = (
   options: RB.RetryBudgetOptions = {}
-): Layer.Layer<RetryBudget, Options.InvalidOptions> => Layer.effect(RetryBudget, make(options))
+): Layer.Layer<RB.RetryBudget, Options.InvalidOptions> => Layer.effect(RetryBudget, make(options))
 
 /** @internal */
-export const forKey = (key: string): Effect.Effect<RB.Budget, never, RetryBudget> =>
+export const forKey = (key: string): Effect.Effect<RB.Budget, never, RB.RetryBudget> =>
   Effect.map(RetryBudget, (service) => service.forKey(key))
 
 /** @internal */
 export const layerConfig = (
   config: Config.Config<RB.RetryBudgetOptions>
-): Layer.Layer<RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> =>
+): Layer.Layer<RB.RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> =>
   Layer.effect(RetryBudget, Effect.flatMap(config, make))

@@ -51,7 +51,7 @@ export const parseAttempt = (value: string | number | null | undefined): number 
   return Number.parseInt(trimmed, 10)
 }
 
-class HistogramImpl implements RH.Histogram {
+class HistogramImpl implements RH.Service {
   private readonly counters: ReadonlyArray<RollingCounter.RollingCounter>
   private readonly untrustedCounters: ReadonlyArray<RollingCounter.RollingCounter>
   private readonly untrustedTags: ReadonlyArray<ReadonlyArray<MetricLabel.MetricLabel>>
@@ -78,17 +78,17 @@ class HistogramImpl implements RH.Histogram {
       MetricLabel.make("trusted", "false")
     ])
   }
-  unsafeRecord(nowMillis: number, attempt: number): void {
+  readonly unsafeRecord = (nowMillis: number, attempt: number): void => {
     const index = Math.min(this.options.maxAttempt, parseAttempt(attempt))
     this.counters[index]!.unsafeAdd(nowMillis, 1)
     requestsCounter.unsafeUpdate(1, this.attemptTags[index]!)
   }
-  unsafeRecordUntrusted(nowMillis: number, attempt: number): void {
+  readonly unsafeRecordUntrusted = (nowMillis: number, attempt: number): void => {
     const index = Math.min(this.options.maxAttempt, parseAttempt(attempt))
     this.untrustedCounters[index]!.unsafeAdd(nowMillis, 1)
     requestsCounter.unsafeUpdate(1, this.untrustedTags[index]!)
   }
-  unsafeSnapshot(nowMillis: number): RH.Snapshot {
+  readonly unsafeSnapshot = (nowMillis: number): RH.Snapshot => {
     const byAttempt = this.counters.map((counter) => counter.unsafeTotal(nowMillis))
     const total = byAttempt.reduce((a, b) => a + b, 0)
     const retries = total - byAttempt[0]!
@@ -107,7 +107,7 @@ class HistogramImpl implements RH.Histogram {
       }
     }
   }
-  unsafeShouldRejectRetries(nowMillis: number): boolean {
+  readonly unsafeShouldRejectRetries = (nowMillis: number): boolean => {
     const { retries, shareOfRetries, total } = this.unsafeSnapshot(nowMillis)
     retryShareGauge.unsafeUpdate(shareOfRetries, this.tags)
     // Exact share: `retries / total > threshold` without a floating-point miss.
@@ -115,7 +115,7 @@ class HistogramImpl implements RH.Histogram {
     if (reject) rejectionsCounter.unsafeUpdate(1, this.tags)
     return reject
   }
-  record(attempt: number): Effect.Effect<void> {
+  readonly record = (attempt: number): Effect.Effect<void> => {
     return Effect.clockWith((clock) =>
       Effect.sync(() => this.unsafeRecord(clock.unsafeCurrentTimeMillis(), attempt))
     )
@@ -137,9 +137,9 @@ const decodeSync = Options.decodeSync("RetryHistogram", RetryHistogramOptions)
 /** @internal */
 export const make = (
   options: RH.RetryHistogramOptions = {}
-): Effect.Effect<RH.Histogram, Options.InvalidOptions> =>
+): Effect.Effect<RH.Service, Options.InvalidOptions> =>
   Effect.map(decode(options), (resolved) => new HistogramImpl(resolved))
 
 /** @internal */
-export const unsafeMake = (options: RH.RetryHistogramOptions = {}): RH.Histogram =>
+export const unsafeMake = (options: RH.RetryHistogramOptions = {}): RH.Service =>
   new HistogramImpl(decodeSync(options))
