@@ -285,8 +285,12 @@ describe("ConcurrencyLimiter", () => {
       const sheddable = <A, E, R>(self: Effect.Effect<A, E, R>) =>
         self.pipe(Criticality.withCriticality("SHEDDABLE"))
       const released = yield* Effect.fork(limiter.run(Deferred.await(first)))
-      const holders = yield* Effect.forEach(Array.from({ length: 99 }, (_, i) => i), (i) =>
-        Effect.fork(i < 7 ? sheddable(limiter.run(Deferred.await(gate))) : limiter.run(Deferred.await(gate)))
+      const holders = yield* Effect.forEach(
+        Array.from({ length: 99 }, (_, i) => i),
+        (i) =>
+          Effect.fork(
+            i < 7 ? sheddable(limiter.run(Deferred.await(gate))) : limiter.run(Deferred.await(gate))
+          )
       )
       yield* settle
       expect(limiter.inFlightOf("SHEDDABLE")).toBe(7)

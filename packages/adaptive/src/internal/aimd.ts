@@ -5,6 +5,7 @@ import * as Schema from "effect/Schema"
 import type * as A from "../Aimd.js"
 import type * as LA from "../LimitAlgorithm.js"
 import { checkBounds, OpenRatio, PositiveOrInfinity } from "./limitAlgorithm.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const AimdOptions = Schema.Struct({
@@ -28,6 +29,7 @@ const decodeSync = Options.decodeSync(module, AimdOptions)
 const decodeEffect = Options.decode(module, AimdOptions)
 
 class AimdImpl implements A.Aimd {
+  private readonly _bound = bindMethods(this, ["onSample"])
   readonly name = "aimd"
   limit: number
   private readonly timeoutMillis: number

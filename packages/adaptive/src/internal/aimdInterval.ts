@@ -9,6 +9,7 @@ import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Interval from "effect/ScheduleInterval"
 import * as Schema from "effect/Schema"
 import type * as A from "../AimdInterval.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const TypeId: typeof A.TypeId = Symbol.for("@sluice/adaptive/AimdInterval") as any
@@ -56,6 +57,13 @@ const signalCounter = Metric.counter("sluice_aimd_interval_signals", {
 })
 
 class AimdIntervalImpl implements A.AimdInterval {
+  private readonly _bound = bindMethods(this, [
+    "unsafeSignal",
+    "unsafeInterval",
+    "signal",
+    "scheduleFrom",
+    "pipe"
+  ])
   readonly [TypeId]: A.TypeId = TypeId
   private current: number
   private readonly minMs: number

@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import type * as CL from "../ConcurrencyLimiter.js"
 import type * as LA from "../LimitAlgorithm.js"
 import * as congestionWindow from "./congestionWindow.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const TypeId: typeof CL.TypeId = Symbol.for("@sluice/adaptive/ConcurrencyLimiter") as any
@@ -156,6 +157,7 @@ class Waiter {
 }
 
 class LimiterImpl implements CL.Limiter {
+  private readonly _bound = bindMethods(this, ["inFlightOf", "queuedOf", "pipe"])
   readonly [TypeId]: CL.TypeId = TypeId
   inFlight = 0
   queued = 0
@@ -171,6 +173,7 @@ class LimiterImpl implements CL.Limiter {
   private readonly rejectTags: Record<RejectReason, ReadonlyArray<MetricLabel.MetricLabel>>
   private reportedLimit: number
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
+  readonly run: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   private readonly guarded: <A, E, R>(
     self: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | Errors.Overloaded, R>
@@ -213,6 +216,8 @@ class LimiterImpl implements CL.Limiter {
       isDrop: config.isDrop
     }
     this.guarded = Admission.guard([this.gate])
+    // A closure, not a method: safe unbound, and no wrapper on the per-call path.
+    this.run = this.guarded
   }
 
   get limit(): number {
@@ -232,10 +237,6 @@ class LimiterImpl implements CL.Limiter {
   pipe() {
     // eslint-disable-next-line prefer-rest-params
     return pipeArguments(this, arguments)
-  }
-
-  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
-    return this.guarded(self)
   }
 
   private grant(
@@ -331,7 +332,8 @@ class LimiterImpl implements CL.Limiter {
     if (shares !== undefined) {
       const limit = this.algorithm.limit
       for (let i = 0; i < LEVELS; i++) {
-        if (this.heads[i] !== undefined && belowShare(this.inFlightBy[i]!, shares[i]!, limit)) return this.pick(i)
+        if (this.heads[i] !== undefined && belowShare(this.inFlightBy[i]!, shares[i]!, limit))
+          return this.pick(i)
       }
     }
     for (let i = 0; i < LEVELS; i++) {
@@ -468,6 +470,7 @@ export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter,
   Effect.flatMap(decodeLimiter(options), (config) => tryConstruct(() => makeLimiter(config)))
 
 class ServiceImpl implements CL.Service {
+  private readonly _bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "run"])
   private readonly limiters = new Map<string, LimiterImpl>()
   private readonly gates = new Map<string, Admission.Gate<CL.Permit, Errors.Overloaded>>()
   private readonly guards = new Map<

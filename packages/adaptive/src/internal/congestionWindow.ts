@@ -4,6 +4,7 @@ import * as Schema from "effect/Schema"
 import type * as CW from "../CongestionWindow.js"
 import type * as LA from "../LimitAlgorithm.js"
 import { checkBounds, OpenRatio, PositiveOrInfinity } from "./limitAlgorithm.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const CongestionWindowOptions = Schema.Struct({
@@ -28,6 +29,7 @@ const decodeSync = Options.decodeSync(module, CongestionWindowOptions)
 const decodeEffect = Options.decode(module, CongestionWindowOptions)
 
 class CongestionWindowImpl implements CW.CongestionWindow {
+  private readonly _bound = bindMethods(this, ["onSample"])
   readonly name: string
   /** The window counts requests, never time: its samples need no clock read. */
   readonly usesTime = false

@@ -11,6 +11,7 @@ import * as Schema from "effect/Schema"
 import type * as CL from "../ConcurrencyLimiter.js"
 import type * as LA from "../LimitAlgorithm.js"
 import type * as P from "../Pacer.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/Pacer") as any
@@ -92,6 +93,13 @@ const rejectedCounter = Metric.counter("sluice_pacer_rejected", {
 const queueFull = new Errors.Overloaded({ reason: "pacer queue full", origin: "local" })
 
 class PacerImpl implements P.Pacer {
+  private readonly _bound = bindMethods(this, [
+    "unsafeObserve",
+    "unsafeRelease",
+    "unsafeReserve",
+    "run",
+    "pipe"
+  ])
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   readonly options: Config
@@ -244,6 +252,7 @@ class Waiter {
  * the rate needs when the backlog is long.
  */
 class ScheduledPacerImpl implements P.Pacer {
+  private readonly _bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "run", "pipe"])
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   readonly options: Config

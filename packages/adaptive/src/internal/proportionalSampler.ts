@@ -13,6 +13,7 @@ import type * as Scope from "effect/Scope"
 import type * as P from "../ProportionalSampler.js"
 import type * as Q from "../QpsSensor.js"
 import { QpsSensorTag } from "../QpsSensor.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/ProportionalSampler") as any
@@ -68,6 +69,14 @@ const modeGauge = Metric.gauge("sluice_sampler_stale", {
 const isValid = (r: Q.Reading) => Number.isFinite(r.qps) && r.qps >= 0 && Number.isFinite(r.at)
 
 class ProportionalSamplerImpl implements P.ProportionalSampler {
+  private readonly _bound = bindMethods(this, [
+    "unsafeSample",
+    "unsafeRatio",
+    "unsafeStep",
+    "setGoal",
+    "sampled",
+    "pipe"
+  ])
   readonly [TypeId]: P.TypeId = TypeId
   readonly name: string
   private r: number

@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Q from "../QpsSensor.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const MemorySensorOptions = Schema.Struct({
@@ -17,6 +18,7 @@ export const MemorySensorOptions = Schema.Struct({
  * @internal
  */
 export class MemoryStoreImpl implements Q.MemoryStore {
+  private readonly _bound = bindMethods(this, ["unsafeIncrement", "unsafeSum"])
   private readonly counts = new Map<number, number>()
   constructor(readonly retainSeconds = 120) {}
   unsafeIncrement(second: number, n: number): void {
@@ -54,6 +56,7 @@ export const readableSeconds = (
 }
 
 class MemorySensor implements Q.QpsSensor {
+  private readonly _bound = bindMethods(this, ["unsafeRecord"])
   constructor(
     private readonly store: Q.MemoryStore,
     private readonly window: number,

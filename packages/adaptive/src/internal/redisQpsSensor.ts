@@ -9,6 +9,7 @@ import * as Schema from "effect/Schema"
 import type * as Q from "../QpsSensor.js"
 import type * as R from "../RedisQpsSensor.js"
 import { readableSeconds } from "./qpsSensor.js"
+import { bindMethods } from "./bind.js"
 
 const RedisQpsSensorOptions = Schema.Struct({
   key: Schema.NonEmptyString,
@@ -26,6 +27,7 @@ type Decoded = Schema.Schema.Type<typeof RedisQpsSensorOptions>
 export const keyFor = (prefix: string, key: string, second: number): string => `${prefix}{${key}}:${second}`
 
 class RedisSensor implements Q.QpsSensor {
+  private readonly _bound = bindMethods(this, ["unsafeRecord"])
   private pending = new Map<number, number>()
   private readonly ttlSeconds: number
   private readonly settleMillis: number

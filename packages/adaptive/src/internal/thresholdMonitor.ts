@@ -8,6 +8,7 @@ import * as MetricLabel from "effect/MetricLabel"
 import { pipeArguments } from "effect/Pipeable"
 import * as Schema from "effect/Schema"
 import type * as T from "../ThresholdMonitor.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const TypeId: typeof T.TypeId = Symbol.for("@sluice/adaptive/ThresholdMonitor") as any
@@ -96,6 +97,18 @@ class OperationState {
 }
 
 class ThresholdMonitorImpl implements T.ThresholdMonitor {
+  private readonly _bound = bindMethods(this, [
+    "unsafeRecord",
+    "unsafeStats",
+    "unsafeExceeded",
+    "record",
+    "exceeded",
+    "stats",
+    "track",
+    "setThresholds",
+    "setInstances",
+    "pipe"
+  ])
   readonly [TypeId]: T.TypeId = TypeId
   readonly name: string
   private readonly ops = new Map<string, OperationState>()

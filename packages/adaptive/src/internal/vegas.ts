@@ -4,6 +4,7 @@ import * as Schema from "effect/Schema"
 import type * as LA from "../LimitAlgorithm.js"
 import type * as V from "../Vegas.js"
 import { checkBounds, OpenRatio, PositiveOrInfinity } from "./limitAlgorithm.js"
+import { bindMethods } from "./bind.js"
 
 const Smoothing = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n > 0 && n <= 1, {
@@ -40,6 +41,7 @@ const decodeSync = Options.decodeSync(module, VegasOptions)
 const decodeEffect = Options.decode(module, VegasOptions)
 
 class VegasImpl implements V.Vegas {
+  private readonly _bound = bindMethods(this, ["onSample"])
   readonly name = "vegas"
   limit: number
   noLoadRtt: number | undefined = undefined
