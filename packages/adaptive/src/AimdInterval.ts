@@ -87,7 +87,7 @@ export const AimdIntervalOptions = internal.AimdIntervalOptions
  *
  * @since 0.1.0
  */
-export interface AimdInterval extends Pipeable {
+export interface Service extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
   readonly min: Duration.Duration
@@ -134,7 +134,7 @@ export interface AimdInterval extends Pipeable {
  * ```
  * @since 0.1.0
  */
-export const make: (options: AimdIntervalOptions) => Effect.Effect<AimdInterval, Options.InvalidOptions> =
+export const make: (options: AimdIntervalOptions) => Effect.Effect<Service, Options.InvalidOptions> =
   internal.make
 
 /**
@@ -142,14 +142,14 @@ export const make: (options: AimdIntervalOptions) => Effect.Effect<AimdInterval,
  *
  * @since 0.1.0
  */
-export const unsafeMake: (options: AimdIntervalOptions) => AimdInterval = internal.unsafeMake
+export const unsafeMake: (options: AimdIntervalOptions) => Service = internal.unsafeMake
 
 /**
- * Is this value an {@link AimdInterval}?
+ * Is this value an {@link Service}?
  *
  * @since 0.1.0
  */
-export const isAimdInterval: (u: unknown) => u is AimdInterval = internal.isAimdInterval
+export const isAimdInterval: (u: unknown) => u is Service = internal.isAimdInterval
 
 /**
  * The default service tag.
@@ -160,27 +160,38 @@ export const isAimdInterval: (u: unknown) => u is AimdInterval = internal.isAimd
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const aimd = yield* AimdInterval.AimdIntervalTag
+ *   const aimd = yield* AimdInterval.ServiceTag
  *   yield* aimd.signal(true)
  * }).pipe(Effect.provide(AimdInterval.layer({ min: "1 second", max: "1 minute", step: "1 second" })))
  * ```
  * @since 0.1.0
  */
-export class AimdIntervalTag extends Context.Tag("@sluice/adaptive/AimdInterval")<
-  AimdIntervalTag,
-  AimdInterval
->() {}
+export class AimdInterval extends Context.Tag("@sluice/adaptive/AimdInterval")<AimdInterval, Service>() {}
 
 /**
- * A Layer that builds a controller and provides it under {@link AimdIntervalTag},
+ * @deprecated since 0.2.0: use {@link AimdInterval} (the tag is named after the service).
+ * @since 0.1.0
+ * @category tags
+ */
+export const AimdIntervalTag = AimdInterval
+
+/**
+ * @deprecated since 0.2.0: use {@link AimdInterval}.
+ * @since 0.1.0
+ * @category tags
+ */
+export type AimdIntervalTag = AimdInterval
+
+/**
+ * A Layer that builds a controller and provides it under {@link AimdInterval},
  * or under the given tag.
  *
  * @since 0.1.0
  */
 export const layer: {
-  (options: AimdIntervalOptions): Layer.Layer<AimdIntervalTag, Options.InvalidOptions>
-  <I>(options: AimdIntervalOptions, tag: Context.Tag<I, AimdInterval>): Layer.Layer<I, Options.InvalidOptions>
+  (options: AimdIntervalOptions): Layer.Layer<AimdInterval, Options.InvalidOptions>
+  <I>(options: AimdIntervalOptions, tag: Context.Tag<I, Service>): Layer.Layer<I, Options.InvalidOptions>
 } = (
   options: AimdIntervalOptions,
-  tag?: Context.Tag<any, AimdInterval>
-): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? AimdIntervalTag, internal.make(options))
+  tag?: Context.Tag<any, Service>
+): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? AimdInterval, internal.make(options))

@@ -28,7 +28,7 @@
  * @since 0.1.0
  */
 import type { Admission, Criticality, Errors, Options } from "@sluice/core"
-import type * as Context from "effect/Context"
+import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
@@ -144,18 +144,16 @@ export interface Service {
 }
 
 /**
- * @since 0.1.0
- */
-export interface ConcurrencyLimiter {
-  readonly _: unique symbol
-}
-
-/**
- * The service tag.
+ * The service tag (a class since 0.2.0; the key is unchanged, so a layer built by an
+ * older call site still satisfies it).
  *
  * @since 0.1.0
+ * @category tags
  */
-export const ConcurrencyLimiter: Context.Tag<ConcurrencyLimiter, Service> = internal.ConcurrencyLimiter
+export class ConcurrencyLimiter extends Context.Tag("@sluice/adaptive/ConcurrencyLimiter")<
+  ConcurrencyLimiter,
+  Service
+>() {}
 
 /**
  * Makes a standalone limiter, failing with `InvalidOptions` on bad options.

@@ -50,7 +50,7 @@ import type { Pipeable } from "effect/Pipeable"
 import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/proportionalSampler.js"
-import type { QpsSensor, QpsSensorTag, Reading } from "./QpsSensor.js"
+import type { QpsSensor, Reading, Service as QpsSensorService } from "./QpsSensor.js"
 
 /**
  * @since 0.1.0
@@ -126,7 +126,7 @@ export interface SamplerState {
  *
  * @since 0.1.0
  */
-export interface ProportionalSampler extends Pipeable {
+export interface Service extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
   /** Decides for one call: `true` = send it (and count it in the sensor). */
@@ -149,7 +149,7 @@ export interface ProportionalSampler extends Pipeable {
 }
 
 /**
- * Makes a sampler reading the `QpsSensorTag` service and starts its update loop,
+ * Makes a sampler reading the `QpsSensor` service and starts its update loop,
  * which runs until the scope closes.
  *
  * @example
@@ -169,17 +169,17 @@ export interface ProportionalSampler extends Pipeable {
  */
 export const make: (
   options: ProportionalSamplerOptions
-) => Effect.Effect<ProportionalSampler, Options.InvalidOptions, Scope.Scope | QpsSensorTag> = internal.make
+) => Effect.Effect<Service, Options.InvalidOptions, Scope.Scope | QpsSensor> = internal.make
 
 /**
- * {@link make} with an explicit sensor instead of the `QpsSensorTag` service.
+ * {@link make} with an explicit sensor instead of the `QpsSensor` service.
  *
  * @since 0.1.0
  */
 export const makeWith: (
   options: ProportionalSamplerOptions,
-  sensor: QpsSensor
-) => Effect.Effect<ProportionalSampler, Options.InvalidOptions, Scope.Scope> = internal.makeWith
+  sensor: QpsSensorService
+) => Effect.Effect<Service, Options.InvalidOptions, Scope.Scope> = internal.makeWith
 
 /**
  * Runs an effect through a sampler (data-first or data-last).
@@ -189,19 +189,19 @@ export const makeWith: (
  * import { ProportionalSampler } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * declare const sampler: ProportionalSampler.ProportionalSampler
+ * declare const sampler: ProportionalSampler.Service
  * const work = Effect.succeed(42).pipe(ProportionalSampler.sampled(sampler, Effect.succeed(undefined)))
  * ```
  * @since 0.1.0
  */
 export const sampled: {
   <B, E2, R2>(
-    sampler: ProportionalSampler,
+    sampler: Service,
     onSkip: Effect.Effect<B, E2, R2>
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A | B, E | E2, R | R2>
   <A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
-    sampler: ProportionalSampler,
+    sampler: Service,
     onSkip: Effect.Effect<B, E2, R2>
   ): Effect.Effect<A | B, E | E2, R | R2>
 } = internal.sampled
@@ -211,14 +211,28 @@ export const sampled: {
  *
  * @since 0.1.0
  */
-export class ProportionalSamplerTag extends Context.Tag("@sluice/adaptive/ProportionalSampler")<
-  ProportionalSamplerTag,
-  ProportionalSampler
+export class ProportionalSampler extends Context.Tag("@sluice/adaptive/ProportionalSampler")<
+  ProportionalSampler,
+  Service
 >() {}
 
 /**
+ * @deprecated since 0.2.0: use {@link ProportionalSampler} (the tag is named after the service).
+ * @since 0.1.0
+ * @category tags
+ */
+export const ProportionalSamplerTag = ProportionalSampler
+
+/**
+ * @deprecated since 0.2.0: use {@link ProportionalSampler}.
+ * @since 0.1.0
+ * @category tags
+ */
+export type ProportionalSamplerTag = ProportionalSampler
+
+/**
  * A Layer that builds a sampler (its update loop lives as long as the Layer) and
- * provides it under {@link ProportionalSamplerTag}, or under the given tag.
+ * provides it under {@link ProportionalSampler}, or under the given tag.
  *
  * @example
  * ```ts
@@ -233,15 +247,13 @@ export class ProportionalSamplerTag extends Context.Tag("@sluice/adaptive/Propor
  * @since 0.1.0
  */
 export const layer: {
-  (
-    options: ProportionalSamplerOptions
-  ): Layer.Layer<ProportionalSamplerTag, Options.InvalidOptions, QpsSensorTag>
+  (options: ProportionalSamplerOptions): Layer.Layer<ProportionalSampler, Options.InvalidOptions, QpsSensor>
   <I>(
     options: ProportionalSamplerOptions,
-    tag: Context.Tag<I, ProportionalSampler>
-  ): Layer.Layer<I, Options.InvalidOptions, QpsSensorTag>
+    tag: Context.Tag<I, Service>
+  ): Layer.Layer<I, Options.InvalidOptions, QpsSensor>
 } = (
   options: ProportionalSamplerOptions,
-  tag?: Context.Tag<any, ProportionalSampler>
-): Layer.Layer<any, Options.InvalidOptions, QpsSensorTag> =>
-  Layer.scoped(tag ?? ProportionalSamplerTag, internal.make(options))
+  tag?: Context.Tag<any, Service>
+): Layer.Layer<any, Options.InvalidOptions, QpsSensor> =>
+  Layer.scoped(tag ?? ProportionalSampler, internal.make(options))

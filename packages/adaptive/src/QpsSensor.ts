@@ -42,7 +42,7 @@ export interface Reading {
  *
  * @since 0.1.0
  */
-export interface QpsSensor {
+export interface Service {
   /** Counts `n` calls sent at the given clock reading (synchronous, for the hot path). */
   unsafeRecord(nowMillis: number, n: number): void
   /** The smoothed QPS now, or `None` when there is no measurement. */
@@ -54,7 +54,21 @@ export interface QpsSensor {
  *
  * @since 0.1.0
  */
-export class QpsSensorTag extends Context.Tag("@sluice/adaptive/QpsSensor")<QpsSensorTag, QpsSensor>() {}
+export class QpsSensor extends Context.Tag("@sluice/adaptive/QpsSensor")<QpsSensor, Service>() {}
+
+/**
+ * @deprecated since 0.2.0: use {@link QpsSensor} (the tag is named after the service).
+ * @since 0.1.0
+ * @category tags
+ */
+export const QpsSensorTag = QpsSensor
+
+/**
+ * @deprecated since 0.2.0: use {@link QpsSensor}.
+ * @since 0.1.0
+ * @category tags
+ */
+export type QpsSensorTag = QpsSensor
 
 /**
  * Options of the in-memory sensors: `window`, how many complete seconds the
@@ -104,7 +118,7 @@ export const makeMemoryStore: (retainSeconds?: number) => MemoryStore = internal
  */
 export const makeMemory: (
   options?: MemorySensorOptions & { readonly store?: MemoryStore | undefined }
-) => Effect.Effect<QpsSensor, Options.InvalidOptions> = internal.makeMemory
+) => Effect.Effect<Service, Options.InvalidOptions> = internal.makeMemory
 
 /**
  * A sensor of this worker's own QPS.
@@ -113,10 +127,10 @@ export const makeMemory: (
  */
 export const makeLocal = (
   options: MemorySensorOptions = {}
-): Effect.Effect<QpsSensor, Options.InvalidOptions> => internal.makeMemory(options)
+): Effect.Effect<Service, Options.InvalidOptions> => internal.makeMemory(options)
 
 /**
- * A Layer providing a local sensor under {@link QpsSensorTag}.
+ * A Layer providing a local sensor under {@link QpsSensor}.
  *
  * @example
  * ```ts
@@ -129,16 +143,15 @@ export const makeLocal = (
  */
 export const layerLocal = (
   options: MemorySensorOptions = {}
-): Layer.Layer<QpsSensorTag, Options.InvalidOptions> =>
-  Layer.effect(QpsSensorTag, internal.makeMemory(options))
+): Layer.Layer<QpsSensor, Options.InvalidOptions> => Layer.effect(QpsSensor, internal.makeMemory(options))
 
 /**
- * A Layer providing a sensor on a shared {@link MemoryStore} under {@link QpsSensorTag}.
+ * A Layer providing a sensor on a shared {@link MemoryStore} under {@link QpsSensor}.
  *
  * @since 0.1.0
  */
 export const layerMemory = (
   store: MemoryStore,
   options: MemorySensorOptions = {}
-): Layer.Layer<QpsSensorTag, Options.InvalidOptions> =>
-  Layer.effect(QpsSensorTag, internal.makeMemory({ ...options, store }))
+): Layer.Layer<QpsSensor, Options.InvalidOptions> =>
+  Layer.effect(QpsSensor, internal.makeMemory({ ...options, store }))

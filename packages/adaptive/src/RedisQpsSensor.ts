@@ -34,8 +34,8 @@ import type { Options } from "@sluice/core"
 import type { ConnectionOptions } from "@sluice/core/Redis"
 import type * as RedisClient from "@sluice/core/RedisClient"
 import * as internal from "./internal/redisQpsSensor.js"
-import type { QpsSensor } from "./QpsSensor.js"
-import { QpsSensorTag } from "./QpsSensor.js"
+import { QpsSensor } from "./QpsSensor.js"
+import type { Service as QpsSensorService } from "./QpsSensor.js"
 
 /**
  * Options, validated by a Schema at construction, plus where the Redis client comes
@@ -79,20 +79,23 @@ export interface RedisQpsSensorOptions extends ConnectionOptions {
  */
 export const make: (
   options: RedisQpsSensorOptions
-) => Effect.Effect<QpsSensor, Options.InvalidOptions, Scope.Scope> = internal.make
+) => Effect.Effect<QpsSensorService, Options.InvalidOptions, Scope.Scope> = internal.make
 
 /**
- * A Layer providing a Redis sensor under `QpsSensorTag`, or under the given tag.
+ * A Layer providing a Redis sensor under `QpsSensor`, or under the given tag.
  *
  * @since 0.1.0
  */
 export const layer: {
-  (options: RedisQpsSensorOptions): Layer.Layer<QpsSensorTag, Options.InvalidOptions>
-  <I>(options: RedisQpsSensorOptions, tag: Context.Tag<I, QpsSensor>): Layer.Layer<I, Options.InvalidOptions>
+  (options: RedisQpsSensorOptions): Layer.Layer<QpsSensor, Options.InvalidOptions>
+  <I>(
+    options: RedisQpsSensorOptions,
+    tag: Context.Tag<I, QpsSensorService>
+  ): Layer.Layer<I, Options.InvalidOptions>
 } = (
   options: RedisQpsSensorOptions,
-  tag?: Context.Tag<any, QpsSensor>
-): Layer.Layer<any, Options.InvalidOptions> => Layer.scoped(tag ?? QpsSensorTag, internal.make(options))
+  tag?: Context.Tag<any, QpsSensorService>
+): Layer.Layer<any, Options.InvalidOptions> => Layer.scoped(tag ?? QpsSensor, internal.make(options))
 
 /**
  * The Redis key of one second's counter.
@@ -119,5 +122,5 @@ export const keyFor: (prefix: string, key: string, second: number) => string = i
  */
 export const layerShared = (
   options: RedisQpsSensorOptions
-): Layer.Layer<QpsSensorTag, Options.InvalidOptions, RedisClient.RedisClient> =>
-  Layer.scoped(QpsSensorTag, internal.makeShared(options))
+): Layer.Layer<QpsSensor, Options.InvalidOptions, RedisClient.RedisClient> =>
+  Layer.scoped(QpsSensor, internal.makeShared(options))

@@ -108,7 +108,7 @@ export interface Stats {
  *
  * @since 0.1.0
  */
-export interface ThresholdMonitor extends Pipeable {
+export interface Service extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
   /** Records one successful call of `operation` that took `latency`. */
@@ -153,16 +153,15 @@ export interface ThresholdMonitor extends Pipeable {
  * ```
  * @since 0.1.0
  */
-export const make: (
-  options: ThresholdMonitorOptions
-) => Effect.Effect<ThresholdMonitor, Options.InvalidOptions> = internal.make
+export const make: (options: ThresholdMonitorOptions) => Effect.Effect<Service, Options.InvalidOptions> =
+  internal.make
 
 /**
  * Synchronous {@link make}; throws `InvalidOptions`.
  *
  * @since 0.1.0
  */
-export const unsafeMake: (options: ThresholdMonitorOptions) => ThresholdMonitor = internal.unsafeMake
+export const unsafeMake: (options: ThresholdMonitorOptions) => Service = internal.unsafeMake
 
 /**
  * Times an effect and records it as a success of `operation` (data-first or data-last).
@@ -172,21 +171,14 @@ export const unsafeMake: (options: ThresholdMonitorOptions) => ThresholdMonitor 
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * declare const monitor: ThresholdMonitor.ThresholdMonitor
+ * declare const monitor: ThresholdMonitor.Service
  * const handled = Effect.succeed("ok").pipe(ThresholdMonitor.track(monitor, "save"))
  * ```
  * @since 0.1.0
  */
 export const track: {
-  (
-    monitor: ThresholdMonitor,
-    operation: string
-  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  <A, E, R>(
-    self: Effect.Effect<A, E, R>,
-    monitor: ThresholdMonitor,
-    operation: string
-  ): Effect.Effect<A, E, R>
+  (monitor: Service, operation: string): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, monitor: Service, operation: string): Effect.Effect<A, E, R>
 } = internal.track
 
 /**
@@ -198,31 +190,41 @@ export const track: {
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const monitor = yield* ThresholdMonitor.ThresholdMonitorTag
+ *   const monitor = yield* ThresholdMonitor.ServiceTag
  *   return yield* monitor.exceeded("save")
  * }).pipe(Effect.provide(ThresholdMonitor.layer({ thresholds: { rate: 100 } })))
  * ```
  * @since 0.1.0
  */
-export class ThresholdMonitorTag extends Context.Tag("@sluice/adaptive/ThresholdMonitor")<
-  ThresholdMonitorTag,
-  ThresholdMonitor
+export class ThresholdMonitor extends Context.Tag("@sluice/adaptive/ThresholdMonitor")<
+  ThresholdMonitor,
+  Service
 >() {}
 
 /**
- * A Layer that builds a monitor and provides it under {@link ThresholdMonitorTag},
+ * @deprecated since 0.2.0: use {@link ThresholdMonitor} (the tag is named after the service).
+ * @since 0.1.0
+ * @category tags
+ */
+export const ThresholdMonitorTag = ThresholdMonitor
+
+/**
+ * @deprecated since 0.2.0: use {@link ThresholdMonitor}.
+ * @since 0.1.0
+ * @category tags
+ */
+export type ThresholdMonitorTag = ThresholdMonitor
+
+/**
+ * A Layer that builds a monitor and provides it under {@link ThresholdMonitor},
  * or under the given tag.
  *
  * @since 0.1.0
  */
 export const layer: {
-  (options: ThresholdMonitorOptions): Layer.Layer<ThresholdMonitorTag, Options.InvalidOptions>
-  <I>(
-    options: ThresholdMonitorOptions,
-    tag: Context.Tag<I, ThresholdMonitor>
-  ): Layer.Layer<I, Options.InvalidOptions>
+  (options: ThresholdMonitorOptions): Layer.Layer<ThresholdMonitor, Options.InvalidOptions>
+  <I>(options: ThresholdMonitorOptions, tag: Context.Tag<I, Service>): Layer.Layer<I, Options.InvalidOptions>
 } = (
   options: ThresholdMonitorOptions,
-  tag?: Context.Tag<any, ThresholdMonitor>
-): Layer.Layer<any, Options.InvalidOptions> =>
-  Layer.effect(tag ?? ThresholdMonitorTag, internal.make(options))
+  tag?: Context.Tag<any, Service>
+): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? ThresholdMonitor, internal.make(options))

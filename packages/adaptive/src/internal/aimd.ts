@@ -29,7 +29,7 @@ const decodeSync = Options.decodeSync(module, AimdOptions)
 const decodeEffect = Options.decode(module, AimdOptions)
 
 class AimdImpl implements A.Aimd {
-  private readonly _bound = bindMethods(this, ["onSample"])
+  protected readonly bound = bindMethods(this, ["onSample"])
   readonly name = "aimd"
   limit: number
   private readonly timeoutMillis: number

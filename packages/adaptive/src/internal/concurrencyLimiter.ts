@@ -157,7 +157,7 @@ class Waiter {
 }
 
 class LimiterImpl implements CL.Limiter {
-  private readonly _bound = bindMethods(this, ["inFlightOf", "queuedOf", "pipe"])
+  protected readonly bound = bindMethods(this, ["inFlightOf", "queuedOf", "pipe"])
   readonly [TypeId]: CL.TypeId = TypeId
   inFlight = 0
   queued = 0
@@ -470,7 +470,7 @@ export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter,
   Effect.flatMap(decodeLimiter(options), (config) => tryConstruct(() => makeLimiter(config)))
 
 class ServiceImpl implements CL.Service {
-  private readonly _bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "run"])
+  protected readonly bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "run"])
   private readonly limiters = new Map<string, LimiterImpl>()
   private readonly gates = new Map<string, Admission.Gate<CL.Permit, Errors.Overloaded>>()
   private readonly guards = new Map<

@@ -29,7 +29,7 @@ const decodeSync = Options.decodeSync(module, CongestionWindowOptions)
 const decodeEffect = Options.decode(module, CongestionWindowOptions)
 
 class CongestionWindowImpl implements CW.CongestionWindow {
-  private readonly _bound = bindMethods(this, ["onSample"])
+  protected readonly bound = bindMethods(this, ["onSample"])
   readonly name: string
   /** The window counts requests, never time: its samples need no clock read. */
   readonly usesTime = false

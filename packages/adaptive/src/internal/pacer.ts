@@ -93,7 +93,7 @@ const rejectedCounter = Metric.counter("sluice_pacer_rejected", {
 const queueFull = new Errors.Overloaded({ reason: "pacer queue full", origin: "local" })
 
 class PacerImpl implements P.Pacer {
-  private readonly _bound = bindMethods(this, [
+  protected readonly bound = bindMethods(this, [
     "unsafeObserve",
     "unsafeRelease",
     "unsafeReserve",
@@ -252,7 +252,7 @@ class Waiter {
  * the rate needs when the backlog is long.
  */
 class ScheduledPacerImpl implements P.Pacer {
-  private readonly _bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "run", "pipe"])
+  protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "run", "pipe"])
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   readonly options: Config

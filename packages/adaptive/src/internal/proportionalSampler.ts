@@ -12,7 +12,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as P from "../ProportionalSampler.js"
 import type * as Q from "../QpsSensor.js"
-import { QpsSensorTag } from "../QpsSensor.js"
+import { QpsSensor } from "../QpsSensor.js"
 import { bindMethods } from "./bind.js"
 
 /** @internal */
@@ -68,8 +68,8 @@ const modeGauge = Metric.gauge("sluice_sampler_stale", {
 /** Validity of a reading: a finite, non-negative rate. NaN, ±Infinity and negatives are not measurements. */
 const isValid = (r: Q.Reading) => Number.isFinite(r.qps) && r.qps >= 0 && Number.isFinite(r.at)
 
-class ProportionalSamplerImpl implements P.ProportionalSampler {
-  private readonly _bound = bindMethods(this, [
+class ProportionalSamplerImpl implements P.Service {
+  protected readonly bound = bindMethods(this, [
     "unsafeSample",
     "unsafeRatio",
     "unsafeStep",
@@ -93,7 +93,7 @@ class ProportionalSamplerImpl implements P.ProportionalSampler {
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   constructor(
     private readonly o: Decoded,
-    private readonly sensor: Q.QpsSensor,
+    private readonly sensor: Q.Service,
     startMillis: number,
     credit: number
   ) {
@@ -231,8 +231,8 @@ const decode = Options.decode(
 /** @internal */
 export const makeWith = (
   options: P.ProportionalSamplerOptions,
-  sensor: Q.QpsSensor
-): Effect.Effect<P.ProportionalSampler, Options.InvalidOptions, Scope.Scope> =>
+  sensor: Q.Service
+): Effect.Effect<P.Service, Options.InvalidOptions, Scope.Scope> =>
   Effect.gen(function* () {
     const o = yield* decode(options)
     const now = yield* Clock.currentTimeMillis
@@ -247,15 +247,15 @@ export const makeWith = (
 /** @internal */
 export const make = (
   options: P.ProportionalSamplerOptions
-): Effect.Effect<P.ProportionalSampler, Options.InvalidOptions, Scope.Scope | QpsSensorTag> =>
-  Effect.flatMap(QpsSensorTag, (sensor) => makeWith(options, sensor))
+): Effect.Effect<P.Service, Options.InvalidOptions, Scope.Scope | QpsSensor> =>
+  Effect.flatMap(QpsSensor, (sensor) => makeWith(options, sensor))
 
 /** @internal */
 export const sampled = dual(
   3,
   <A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
-    sampler: P.ProportionalSampler,
+    sampler: P.Service,
     onSkip: Effect.Effect<B, E2, R2>
   ): Effect.Effect<A | B, E | E2, R | R2> => sampler.sampled(self, onSkip)
 )

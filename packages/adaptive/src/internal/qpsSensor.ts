@@ -18,7 +18,7 @@ export const MemorySensorOptions = Schema.Struct({
  * @internal
  */
 export class MemoryStoreImpl implements Q.MemoryStore {
-  private readonly _bound = bindMethods(this, ["unsafeIncrement", "unsafeSum"])
+  protected readonly bound = bindMethods(this, ["unsafeIncrement", "unsafeSum"])
   private readonly counts = new Map<number, number>()
   constructor(readonly retainSeconds = 120) {}
   unsafeIncrement(second: number, n: number): void {
@@ -55,8 +55,8 @@ export const readableSeconds = (
   return to < from ? undefined : [from, to]
 }
 
-class MemorySensor implements Q.QpsSensor {
-  private readonly _bound = bindMethods(this, ["unsafeRecord"])
+class MemorySensor implements Q.Service {
+  protected readonly bound = bindMethods(this, ["unsafeRecord"])
   constructor(
     private readonly store: Q.MemoryStore,
     private readonly window: number,
@@ -86,7 +86,7 @@ export const makeMemoryStore = (retainSeconds?: number): Q.MemoryStore => new Me
 /** @internal */
 export const makeMemory = (
   options: Q.MemorySensorOptions & { readonly store?: Q.MemoryStore | undefined } = {}
-): Effect.Effect<Q.QpsSensor, Options.InvalidOptions> =>
+): Effect.Effect<Q.Service, Options.InvalidOptions> =>
   Effect.gen(function* () {
     const { window } = yield* decode({ window: options.window })
     const now = yield* Clock.currentTimeMillis

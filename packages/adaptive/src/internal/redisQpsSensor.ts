@@ -26,8 +26,8 @@ type Decoded = Schema.Schema.Type<typeof RedisQpsSensorOptions>
 /** @internal */
 export const keyFor = (prefix: string, key: string, second: number): string => `${prefix}{${key}}:${second}`
 
-class RedisSensor implements Q.QpsSensor {
-  private readonly _bound = bindMethods(this, ["unsafeRecord"])
+class RedisSensor implements Q.Service {
+  protected readonly bound = bindMethods(this, ["unsafeRecord"])
   private pending = new Map<number, number>()
   private readonly ttlSeconds: number
   private readonly settleMillis: number
@@ -115,5 +115,5 @@ const start = (redis: Redis.Client, o: Decoded) =>
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(o.flushInterval), sensor.flush)))
     // what was counted but not yet sent goes out when the scope closes
     yield* Effect.addFinalizer(() => sensor.flush)
-    return sensor as Q.QpsSensor
+    return sensor as Q.Service
   })

@@ -43,7 +43,7 @@ interface Probe {
 }
 
 class TempoImpl implements T.Tempo {
-  private readonly _bound = bindMethods(this, ["onDeparture", "takeBurst", "onTimer", "onSample"])
+  protected readonly bound = bindMethods(this, ["onDeparture", "takeBurst", "onTimer", "onSample"])
   readonly name = "tempo"
   window: number
   phase: "startup" | "steady" = "startup"

@@ -96,8 +96,8 @@ class OperationState {
   }
 }
 
-class ThresholdMonitorImpl implements T.ThresholdMonitor {
-  private readonly _bound = bindMethods(this, [
+class ThresholdMonitorImpl implements T.Service {
+  protected readonly bound = bindMethods(this, [
     "unsafeRecord",
     "unsafeStats",
     "unsafeExceeded",
@@ -219,18 +219,14 @@ const decodeSync = Options.decodeSync(
 )
 
 /** @internal */
-export const make = (
-  options: T.ThresholdMonitorOptions
-): Effect.Effect<T.ThresholdMonitor, Options.InvalidOptions> =>
+export const make = (options: T.ThresholdMonitorOptions): Effect.Effect<T.Service, Options.InvalidOptions> =>
   Effect.map(decode(options), (o) => new ThresholdMonitorImpl(o))
 
 /** @internal */
-export const unsafeMake = (options: T.ThresholdMonitorOptions): T.ThresholdMonitor =>
+export const unsafeMake = (options: T.ThresholdMonitorOptions): T.Service =>
   new ThresholdMonitorImpl(decodeSync(options))
 
 /** @internal */
-export const track = dual(
-  3,
-  <A, E, R>(self: Effect.Effect<A, E, R>, monitor: T.ThresholdMonitor, operation: string) =>
-    monitor.track(operation, self)
+export const track = dual(3, <A, E, R>(self: Effect.Effect<A, E, R>, monitor: T.Service, operation: string) =>
+  monitor.track(operation, self)
 )

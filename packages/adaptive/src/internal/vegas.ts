@@ -41,7 +41,7 @@ const decodeSync = Options.decodeSync(module, VegasOptions)
 const decodeEffect = Options.decode(module, VegasOptions)
 
 class VegasImpl implements V.Vegas {
-  private readonly _bound = bindMethods(this, ["onSample"])
+  protected readonly bound = bindMethods(this, ["onSample"])
   readonly name = "vegas"
   limit: number
   noLoadRtt: number | undefined = undefined
