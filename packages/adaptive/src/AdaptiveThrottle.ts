@@ -70,10 +70,17 @@ import * as internal from "./internal/adaptiveThrottle.js"
  */
 export interface Service {
   /**
-   * Runs `effect` against the backend `key`, or fails it locally with
+   * Runs `self` against the backend `key`, or fails it locally with
    * `Throttled`. The success path is one synchronous step plus, only when the
    * probability is above zero, one draw from `Random`.
+   *
+   * @since 0.2.0
    */
+  readonly withThrottle: <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key: string
+  ) => Effect.Effect<A, E | Errors.Throttled, R>
+  /** @deprecated since 0.2.0: use `withThrottle(self, key)` (self first). */
   readonly run: <A, E, R>(
     key: string,
     effect: Effect.Effect<A, E, R>
@@ -243,20 +250,22 @@ export const layer = (
   Layer.effect(AdaptiveThrottle, internal.make(options))
 
 /**
- * Runs an effect through the throttle in context, for backend `key`.
+ * Runs an effect through the throttle in context, for backend `key`
+ * (data-first or data-last).
  *
  * @example
  * ```ts
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * const call = Effect.succeed("ok").pipe(AdaptiveThrottle.throttled("users-api"))
- * const same = AdaptiveThrottle.throttled(Effect.succeed("ok"), "users-api")
+ * const call = Effect.succeed("ok").pipe(AdaptiveThrottle.withThrottle("users-api"))
+ * const same = AdaptiveThrottle.withThrottle(Effect.succeed("ok"), "users-api")
  * const runnable = call.pipe(Effect.provide(AdaptiveThrottle.layer()))
  * ```
- * @since 0.1.0
+ * @since 0.2.0
+ * @category combinators
  */
-export const throttled: {
+export const withThrottle: {
   (
     key: string
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Throttled, R | AdaptiveThrottle>
@@ -270,5 +279,12 @@ export const throttled: {
     self: Effect.Effect<A, E, R>,
     key: string
   ): Effect.Effect<A, E | Errors.Throttled, R | AdaptiveThrottle> =>
-    Effect.flatMap(AdaptiveThrottle, (throttle) => throttle.run(key, self))
+    Effect.flatMap(AdaptiveThrottle, (throttle) => throttle.withThrottle(self, key))
 )
+
+/**
+ * @deprecated since 0.2.0: use {@link withThrottle}.
+ * @since 0.1.0
+ * @category combinators
+ */
+export const throttled: typeof withThrottle = withThrottle

@@ -104,8 +104,14 @@ export interface Limiter extends Pipeable {
   readonly nextId: number
   inFlightOf(level: Criticality.Criticality): number
   queuedOf(level: Criticality.Criticality): number
-  /** Waits for a permit, runs the effect, releases the permit and reports the outcome. */
-  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
+  /**
+   * Waits for a permit, runs the effect, releases the permit and reports the outcome.
+   *
+   * @since 0.2.0
+   */
+  readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  /** @deprecated since 0.2.0: use `withLimiter` (same function). */
+  readonly run: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   /**
    * The limiter's side of the admission protocol: a permit at once when nobody is
    * queued and in-flight is below the limit, a refusal when the queue is off
@@ -138,6 +144,13 @@ export interface Service {
   keys(): ReadonlyArray<string>
   get(key: string): Effect.Effect<Limiter>
   unsafeGet(key: string): Limiter
+  /**
+   * Runs `self` under the limiter of `key` (default `"default"`).
+   *
+   * @since 0.2.0
+   */
+  withLimiter<A, E, R>(self: Effect.Effect<A, E, R>, key?: string): Effect.Effect<A, E | Errors.Overloaded, R>
+  /** @deprecated since 0.2.0: use `withLimiter(self, key)` (self first). */
   run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
   /** The admission gate of the limiter of `key` (resolved per call, so eviction is safe). */
   gate(key: string): Admission.Gate<Permit, Errors.Overloaded>
@@ -208,18 +221,41 @@ export const layer: (options?: ServiceOptions) => Layer.Layer<ConcurrencyLimiter
   internal.layer
 
 /**
- * Runs an effect under the limiter of `key` (default `"default"`) of the
- * service in context.
+ * Runs an effect under a limiter, data-first or data-last: the limiter of `key`
+ * (default `"default"`) of the service in context, or a given standalone limiter.
  *
  * @example
  * ```ts
  * import { ConcurrencyLimiter } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * const limited = ConcurrencyLimiter.run(Effect.succeed(1), "db")
- * const same = Effect.succeed(1).pipe(ConcurrencyLimiter.run("db"))
+ * const limited = ConcurrencyLimiter.withLimiter(Effect.succeed(1), "db")
+ * const same = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter("db"))
+ *
+ * const limiter = ConcurrencyLimiter.unsafeMake({ maxQueue: 0 })
+ * const standalone = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter(limiter))
  * ```
  * @since 0.1.0
+ * @category combinators
+ */
+export const withLimiter: {
+  (limiter: Limiter): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  (
+    key?: string
+  ): <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
+  <A, E, R>(self: Effect.Effect<A, E, R>, limiter: Limiter): Effect.Effect<A, E | Errors.Overloaded, R>
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key?: string
+  ): Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
+} = internal.withLimiter as any
+
+/**
+ * @deprecated since 0.2.0: use {@link withLimiter} (`withLimiter(self, key)`).
+ * @since 0.1.0
+ * @category combinators
  */
 export const run: {
   (
@@ -231,25 +267,7 @@ export const run: {
     self: Effect.Effect<A, E, R>,
     key?: string
   ): Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
-} = internal.run as any
-
-/**
- * Runs an effect under a given limiter.
- *
- * @example
- * ```ts
- * import { ConcurrencyLimiter } from "@sluice/adaptive"
- * import { Effect } from "effect"
- *
- * const limiter = ConcurrencyLimiter.unsafeMake({ maxQueue: 0 })
- * const limited = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter(limiter))
- * ```
- * @since 0.1.0
- */
-export const withLimiter: {
-  (limiter: Limiter): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, limiter: Limiter): Effect.Effect<A, E | Errors.Overloaded, R>
-} = internal.withLimiter
+} = internal.withLimiter as any
 
 /**
  * How the limiter classifies an exit: success, dropped (`Overloaded`, a

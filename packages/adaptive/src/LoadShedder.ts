@@ -61,6 +61,7 @@ import type { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as internal from "./internal/loadShedder.js"
@@ -72,10 +73,14 @@ import * as internal from "./internal/loadShedder.js"
  */
 export interface Service {
   /**
-   * Runs `effect` if the current criticality is admitted, counting it as active
+   * Runs `self` if the current criticality is admitted, counting it as active
    * until it ends (success, failure or interruption); otherwise fails with
    * `Overloaded` (reason `"shed"`).
+   *
+   * @since 0.2.0
    */
+  readonly withShedder: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  /** @deprecated since 0.2.0: use `withShedder` (same function). */
   readonly run: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   /**
    * The shedder's side of the admission protocol, to compose with other gates in one
@@ -217,7 +222,8 @@ export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Opt
   Layer.scoped(LoadShedder, internal.make(options))
 
 /**
- * Guards an effect with the shedder in context.
+ * Runs an effect under a shedder: the one in context, or a given one
+ * (data-first or data-last).
  *
  * @example
  * ```ts
@@ -225,11 +231,34 @@ export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Opt
  * import { Criticality } from "@sluice/core"
  * import { Effect } from "effect"
  *
- * const handler = LoadShedder.guard(Effect.succeed("report")).pipe(Criticality.withCriticality("SHEDDABLE"))
+ * const handler = LoadShedder.withShedder(Effect.succeed("report")).pipe(Criticality.withCriticality("SHEDDABLE"))
+ * const same = Effect.succeed("report").pipe(LoadShedder.withShedder())
  * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withShedder: {
+  (shedder: Service): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  (): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder>
+  <A, E, R>(self: Effect.Effect<A, E, R>, shedder: Service): Effect.Effect<A, E | Errors.Overloaded, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder>
+} = dual(
+  (args) => Effect.isEffect(args[0]),
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    shedder?: Service
+  ): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder> =>
+    shedder === undefined
+      ? Effect.flatMap(LoadShedder, (s) => s.withShedder(self))
+      : shedder.withShedder(self)
+)
+
+/**
+ * @deprecated since 0.2.0: use {@link withShedder}.
  * @since 0.1.0
+ * @category combinators
  */
 export const guard = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder> =>
-  Effect.flatMap(LoadShedder, (shedder) => shedder.run(effect))
+  Effect.flatMap(LoadShedder, (shedder) => shedder.withShedder(effect))

@@ -44,7 +44,8 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import type * as Scope from "effect/Scope"
@@ -131,7 +132,16 @@ export interface Service extends Pipeable {
   readonly name: string
   /** Decides for one call: `true` = send it (and count it in the sensor). */
   readonly sample: Effect.Effect<boolean>
-  /** Runs `self` if the call is sampled in, `onSkip` otherwise. */
+  /**
+   * Runs `self` if the call is sampled in, `onSkip` otherwise.
+   *
+   * @since 0.2.0
+   */
+  withSampler<A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    onSkip: Effect.Effect<B, E2, R2>
+  ): Effect.Effect<A | B, E | E2, R | R2>
+  /** @deprecated since 0.2.0: use `withSampler` (same function). */
   sampled<A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
     onSkip: Effect.Effect<B, E2, R2>
@@ -182,17 +192,54 @@ export const makeWith: (
 ) => Effect.Effect<Service, Options.InvalidOptions, Scope.Scope> = internal.makeWith
 
 /**
- * Runs an effect through a sampler (data-first or data-last).
+ * Runs an effect through a sampler: `self` when the call is sampled in, `onSkip`
+ * otherwise. The sampler is the one in context unless `options.sampler` is given
+ * (data-first or data-last).
  *
  * @example
  * ```ts
  * import { ProportionalSampler } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
+ * const work = Effect.succeed(42).pipe(ProportionalSampler.withSampler({ onSkip: Effect.succeed(undefined) }))
  * declare const sampler: ProportionalSampler.Service
- * const work = Effect.succeed(42).pipe(ProportionalSampler.sampled(sampler, Effect.succeed(undefined)))
+ * const explicit = ProportionalSampler.withSampler(Effect.succeed(42), { onSkip: Effect.void, sampler })
  * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withSampler: {
+  <B, E2, R2>(options: {
+    readonly onSkip: Effect.Effect<B, E2, R2>
+    readonly sampler: Service
+  }): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A | B, E | E2, R | R2>
+  <B, E2, R2>(options: {
+    readonly onSkip: Effect.Effect<B, E2, R2>
+    readonly sampler?: undefined
+  }): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A | B, E | E2, R | R2 | ProportionalSampler>
+  <A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    options: { readonly onSkip: Effect.Effect<B, E2, R2>; readonly sampler: Service }
+  ): Effect.Effect<A | B, E | E2, R | R2>
+  <A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    options: { readonly onSkip: Effect.Effect<B, E2, R2>; readonly sampler?: undefined }
+  ): Effect.Effect<A | B, E | E2, R | R2 | ProportionalSampler>
+} = dual(
+  2,
+  <A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    options: { readonly onSkip: Effect.Effect<B, E2, R2>; readonly sampler?: Service | undefined }
+  ): Effect.Effect<A | B, E | E2, R | R2 | ProportionalSampler> =>
+    options.sampler === undefined
+      ? Effect.flatMap(ProportionalSampler, (sampler) => sampler.withSampler(self, options.onSkip))
+      : options.sampler.withSampler(self, options.onSkip)
+)
+
+/**
+ * @deprecated since 0.2.0: use {@link withSampler} (`withSampler(self, { onSkip, sampler })`).
  * @since 0.1.0
+ * @category combinators
  */
 export const sampled: {
   <B, E2, R2>(

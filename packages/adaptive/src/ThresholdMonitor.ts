@@ -26,7 +26,8 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import type { Options } from "@sluice/core"
@@ -113,7 +114,14 @@ export interface Service extends Pipeable {
   readonly name: string
   /** Records one successful call of `operation` that took `latency`. */
   record(operation: string, latency: Duration.DurationInput): Effect.Effect<void>
-  /** Runs `self`, timing it with the `Clock`; records it only if it succeeds. */
+  /**
+   * Runs `self`, timing it with the `Clock`; records it as a call of `operation`
+   * only if it succeeds.
+   *
+   * @since 0.2.0
+   */
+  withMonitor<A, E, R>(self: Effect.Effect<A, E, R>, operation: string): Effect.Effect<A, E, R>
+  /** @deprecated since 0.2.0: use `withMonitor(self, operation)` (self first). */
   track<A, E, R>(operation: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R>
   /** Is `operation` over one of its thresholds right now? */
   exceeded(operation: string): Effect.Effect<boolean>
@@ -164,17 +172,42 @@ export const make: (options: ThresholdMonitorOptions) => Effect.Effect<Service, 
 export const unsafeMake: (options: ThresholdMonitorOptions) => Service = internal.unsafeMake
 
 /**
- * Times an effect and records it as a success of `operation` (data-first or data-last).
+ * Times an effect and records it, if it succeeds, as a call of `operation` on a
+ * monitor: the one in context, or `monitor` (data-first or data-last).
  *
  * @example
  * ```ts
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
+ * const handled = Effect.succeed("ok").pipe(ThresholdMonitor.withMonitor("save"))
  * declare const monitor: ThresholdMonitor.Service
- * const handled = Effect.succeed("ok").pipe(ThresholdMonitor.track(monitor, "save"))
+ * const explicit = ThresholdMonitor.withMonitor(Effect.succeed("ok"), "save", monitor)
  * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withMonitor: {
+  (operation: string, monitor: Service): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  (operation: string): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R | ThresholdMonitor>
+  <A, E, R>(self: Effect.Effect<A, E, R>, operation: string, monitor: Service): Effect.Effect<A, E, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, operation: string): Effect.Effect<A, E, R | ThresholdMonitor>
+} = dual(
+  (args) => Effect.isEffect(args[0]),
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    operation: string,
+    monitor?: Service
+  ): Effect.Effect<A, E, R | ThresholdMonitor> =>
+    monitor === undefined
+      ? Effect.flatMap(ThresholdMonitor, (m) => m.withMonitor(self, operation))
+      : monitor.withMonitor(self, operation)
+)
+
+/**
+ * @deprecated since 0.2.0: use {@link withMonitor} (`withMonitor(self, operation, monitor)`).
  * @since 0.1.0
+ * @category combinators
  */
 export const track: {
   (monitor: Service, operation: string): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>

@@ -53,6 +53,7 @@ describe("unbound service functions", () => {
     Effect.gen(function* () {
       const throttle = yield* AdaptiveThrottle.make()
       yield* callAllUnbound("throttle", throttle, {
+        withThrottle: [Effect.succeed(1), "users"],
         run: ["users", Effect.succeed(1)],
         probability: ["users"],
         unsafeProbability: ["users"],
@@ -72,6 +73,7 @@ describe("unbound service functions", () => {
         gate: ["db"],
         unsafeGet: ["db"],
         get: ["db"],
+        withLimiter: [Effect.succeed(1), "db"],
         run: ["db", Effect.succeed(1)]
       })
       const limiter = yield* ConcurrencyLimiter.make()
@@ -79,10 +81,12 @@ describe("unbound service functions", () => {
         inFlightOf: ["CRITICAL"],
         queuedOf: ["CRITICAL"],
         pipe: [],
+        withLimiter: [Effect.succeed(1)],
         run: [Effect.succeed(1)]
       })
       // The reported crash: `call.pipe(limiter.run)`.
       expect(yield* Effect.succeed(1).pipe(limiter.run)).toBe(1)
+      expect(yield* Effect.succeed(1).pipe(limiter.withLimiter)).toBe(1)
       expect(yield* Effect.succeed(2).pipe(service.unsafeGet("db").run)).toBe(2)
     })
   )
@@ -91,6 +95,7 @@ describe("unbound service functions", () => {
     Effect.gen(function* () {
       const shedder = yield* LoadShedder.make({ capacity: 10 })
       yield* callAllUnbound("shedder", shedder, {
+        withShedder: [Effect.succeed(1)],
         run: [Effect.succeed(1)],
         unsafeUtilization: [],
         unsafeLevelUtilization: ["CRITICAL"],
@@ -99,7 +104,7 @@ describe("unbound service functions", () => {
         unsafeEventLoopUtilization: [],
         unsafeWouldShed: ["SHEDDABLE"]
       })
-      expect(yield* Effect.succeed(1).pipe(shedder.run)).toBe(1)
+      expect(yield* Effect.succeed(1).pipe(shedder.withShedder)).toBe(1)
     })
   )
 
@@ -107,12 +112,13 @@ describe("unbound service functions", () => {
     Effect.gen(function* () {
       const pacer = yield* Pacer.make({ limit: () => 10 })
       yield* callAllUnbound("pacer", pacer, {
+        withPacer: [Effect.succeed(1)],
         run: [Effect.succeed(1)],
         unsafeObserve: [5],
         unsafeRelease: [1, 0],
         pipe: []
       })
-      expect(yield* Effect.succeed(1).pipe(pacer.run)).toBe(1)
+      expect(yield* Effect.succeed(1).pipe(pacer.withPacer)).toBe(1)
     })
   )
 
@@ -124,6 +130,7 @@ describe("unbound service functions", () => {
       yield* callAllUnbound("sensor", sensor, { unsafeRecord: [1000, 1] })
       const sampler = yield* ProportionalSampler.makeWith({ goal: 10 }, sensor)
       yield* callAllUnbound("sampler", sampler, {
+        withSampler: [Effect.succeed(1), Effect.succeed(0)],
         sampled: [Effect.succeed(1), Effect.succeed(0)],
         setGoal: [20],
         unsafeSample: [1000],
@@ -140,6 +147,7 @@ describe("unbound service functions", () => {
       const monitor = yield* ThresholdMonitor.make({ thresholds: { rate: 5 } })
       yield* callAllUnbound("monitor", monitor, {
         record: ["save", "10 millis"],
+        withMonitor: [Effect.succeed(1), "save"],
         track: ["save", Effect.succeed(1)],
         exceeded: ["save"],
         stats: ["save"],

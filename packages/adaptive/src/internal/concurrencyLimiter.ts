@@ -174,6 +174,7 @@ class LimiterImpl implements CL.Limiter {
   private reportedLimit: number
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
   readonly run: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   private readonly guarded: <A, E, R>(
     self: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | Errors.Overloaded, R>
@@ -218,6 +219,7 @@ class LimiterImpl implements CL.Limiter {
     this.guarded = Admission.guard([this.gate])
     // A closure, not a method: safe unbound, and no wrapper on the per-call path.
     this.run = this.guarded
+    this.withLimiter = this.guarded
   }
 
   get limit(): number {
@@ -470,7 +472,7 @@ export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter,
   Effect.flatMap(decodeLimiter(options), (config) => tryConstruct(() => makeLimiter(config)))
 
 class ServiceImpl implements CL.Service {
-  protected readonly bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "run"])
+  protected readonly bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "run", "withLimiter"])
   private readonly limiters = new Map<string, LimiterImpl>()
   private readonly gates = new Map<string, Admission.Gate<CL.Permit, Errors.Overloaded>>()
   private readonly guards = new Map<
@@ -514,6 +516,12 @@ class ServiceImpl implements CL.Service {
   }
   get(key: string): Effect.Effect<CL.Limiter> {
     return Effect.sync(() => this.unsafeGet(key))
+  }
+  withLimiter<A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key = "default"
+  ): Effect.Effect<A, E | Errors.Overloaded, R> {
+    return this.run(key, self)
   }
   run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     let guarded = this.guards.get(key)
@@ -565,18 +573,13 @@ export const layer = (
   Layer.effect(ConcurrencyLimiter, makeService(options))
 
 /** @internal */
-export const run = dual(
+export const withLimiter = dual(
   (args) => Effect.isEffect(args[0]),
   <A, E, R>(
     self: Effect.Effect<A, E, R>,
-    key: string = "default"
+    keyOrLimiter: string | CL.Limiter = "default"
   ): Effect.Effect<A, E | Errors.Overloaded, R | CL.ConcurrencyLimiter> =>
-    Effect.flatMap(ConcurrencyLimiter, (service) => service.unsafeGet(key).run(self))
-)
-
-/** @internal */
-export const withLimiter = dual(
-  2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, limiter: CL.Limiter): Effect.Effect<A, E | Errors.Overloaded, R> =>
-    limiter.run(self)
+    typeof keyOrLimiter === "string"
+      ? Effect.flatMap(ConcurrencyLimiter, (service) => service.unsafeGet(keyOrLimiter).withLimiter(self))
+      : keyOrLimiter.withLimiter(self)
 )

@@ -279,6 +279,7 @@ export const make = (
     }
 
     return {
+      withShedder: run,
       run,
       gate,
       utilization: Effect.map(Clock.currentTimeMillis, unsafeUtilization),

@@ -98,6 +98,7 @@ class PacerImpl implements P.Pacer {
     "unsafeRelease",
     "unsafeReserve",
     "run",
+    "withPacer",
     "pipe"
   ])
   readonly [TypeId]: P.TypeId = TypeId
@@ -182,6 +183,10 @@ class PacerImpl implements P.Pacer {
     })
   }
 
+  withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
+    return this.run(self)
+  }
+
   run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
@@ -252,7 +257,7 @@ class Waiter {
  * the rate needs when the backlog is long.
  */
 class ScheduledPacerImpl implements P.Pacer {
-  protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "run", "pipe"])
+  protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "run", "withPacer", "pipe"])
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   readonly options: Config
@@ -393,6 +398,10 @@ class ScheduledPacerImpl implements P.Pacer {
     })
   }
 
+  withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
+    return this.run(self)
+  }
+
   run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
@@ -493,5 +502,5 @@ export const paced: {
 } = dual(
   2,
   <A, E, R>(self: Effect.Effect<A, E, R>, pacer: P.Pacer): Effect.Effect<A, E | Errors.Overloaded, R> =>
-    pacer.run(self)
+    pacer.withPacer(self)
 )

@@ -75,6 +75,7 @@ class ProportionalSamplerImpl implements P.Service {
     "unsafeStep",
     "setGoal",
     "sampled",
+    "withSampler",
     "pipe"
   ])
   readonly [TypeId]: P.TypeId = TypeId
@@ -123,6 +124,12 @@ class ProportionalSamplerImpl implements P.Service {
   }
   get sample(): Effect.Effect<boolean> {
     return Effect.clockWith((clock) => Effect.sync(() => this.unsafeSample(clock.unsafeCurrentTimeMillis())))
+  }
+  withSampler<A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    onSkip: Effect.Effect<B, E2, R2>
+  ): Effect.Effect<A | B, E | E2, R | R2> {
+    return this.sampled(self, onSkip)
   }
   sampled<A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,

@@ -105,6 +105,7 @@ class ThresholdMonitorImpl implements T.Service {
     "exceeded",
     "stats",
     "track",
+    "withMonitor",
     "setThresholds",
     "setInstances",
     "pipe"
@@ -175,6 +176,9 @@ class ThresholdMonitorImpl implements T.Service {
   }
   stats(operation: string): Effect.Effect<T.Stats> {
     return Effect.map(Clock.currentTimeMillis, (now) => this.unsafeStats(operation, now))
+  }
+  withMonitor<A, E, R>(self: Effect.Effect<A, E, R>, operation: string): Effect.Effect<A, E, R> {
+    return this.track(operation, self)
   }
   track<A, E, R>(operation: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
     return Effect.flatMap(Clock.currentTimeMillis, (start) =>
