@@ -62,6 +62,8 @@ import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as internal from "./internal/adaptiveThrottle.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 
 /**
  * The throttle service.
@@ -288,3 +290,23 @@ export const withThrottle: {
  * @category combinators
  */
 export const throttled: typeof withThrottle = withThrottle
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveThrottle } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = AdaptiveThrottle.layerConfig(Config.all({ k: Config.number("THROTTLE_K").pipe(Config.withDefault(2)) }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<AdaptiveThrottleOptions>
+): Layer.Layer<AdaptiveThrottle, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -33,12 +33,14 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import type * as Schedule from "effect/Schedule"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/aimdInterval.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 
 /**
  * @since 0.1.0
@@ -195,3 +197,23 @@ export const layer: {
   options: AimdIntervalOptions,
   tag?: Context.Tag<any, Service>
 ): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? AimdInterval, internal.make(options))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { AimdInterval } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = AimdInterval.layerConfig(Config.all({ min: Config.duration("SAVE_MIN"), max: Config.duration("SAVE_MAX"), step: Config.duration("SAVE_STEP") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<AimdIntervalOptions>
+): Layer.Layer<AimdInterval, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -29,12 +29,14 @@
  */
 import type { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
-import type * as Layer from "effect/Layer"
+import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import * as internal from "./internal/concurrencyLimiter.js"
 import type * as LimitAlgorithm from "./LimitAlgorithm.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 
 /**
  * @since 0.1.0
@@ -288,3 +290,23 @@ export const classify: (
   exit: Exit.Exit<unknown, unknown>,
   isDrop?: (error: unknown) => boolean
 ) => LimitAlgorithm.Outcome = internal.classify
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { ConcurrencyLimiter } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = ConcurrencyLimiter.layerConfig(Config.all({ maxQueue: Config.integer("LIMITER_MAX_QUEUE").pipe(Config.withDefault(100)) }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<ServiceOptions>
+): Layer.Layer<ConcurrencyLimiter, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -65,6 +65,8 @@ import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as internal from "./internal/loadShedder.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 
 /**
  * The shedder service.
@@ -262,3 +264,23 @@ export const guard = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder> =>
   Effect.flatMap(LoadShedder, (shedder) => shedder.withShedder(effect))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = LoadShedder.layerConfig(Config.all({ capacity: Config.number("SHEDDER_CAPACITY") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<LoadShedderOptions>
+): Layer.Layer<LoadShedder, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -52,6 +52,8 @@ import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/proportionalSampler.js"
 import type { QpsSensor, Reading, Service as QpsSensorService } from "./QpsSensor.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 
 /**
  * @since 0.1.0
@@ -304,3 +306,23 @@ export const layer: {
   tag?: Context.Tag<any, Service>
 ): Layer.Layer<any, Options.InvalidOptions, QpsSensor> =>
   Layer.scoped(tag ?? ProportionalSampler, internal.make(options))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { ProportionalSampler } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = ProportionalSampler.layerConfig(Config.all({ goal: Config.number("EXPORT_GOAL_QPS") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<ProportionalSamplerOptions>
+): Layer.Layer<ProportionalSampler, Options.InvalidOptions | ConfigError.ConfigError, QpsSensor> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

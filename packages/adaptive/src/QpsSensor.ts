@@ -21,11 +21,13 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/qpsSensor.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 
 /**
  * A measurement: `qps` calls per second, taken at `at` (epoch millis, Effect's `Clock`).
@@ -155,3 +157,33 @@ export const layerMemory = (
   options: MemorySensorOptions = {}
 ): Layer.Layer<QpsSensor, Options.InvalidOptions> =>
   Layer.effect(QpsSensor, internal.makeMemory({ ...options, store }))
+
+/**
+ * {@link layerLocal} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { QpsSensor } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = QpsSensor.layerConfig(Config.all({ window: Config.integer("QPS_WINDOW_SECONDS").pipe(Config.withDefault(2)) }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<MemorySensorOptions>
+): Layer.Layer<QpsSensor, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layerLocal(options)))
+
+/**
+ * The local sensor's layer under the conventional name (same as {@link layerLocal}).
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer: (options?: MemorySensorOptions) => Layer.Layer<QpsSensor, Options.InvalidOptions> = (
+  options
+) => layerLocal(options)

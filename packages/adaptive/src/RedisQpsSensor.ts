@@ -27,7 +27,6 @@
  */
 import type * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
@@ -36,6 +35,9 @@ import type * as RedisClient from "@sluice/core/RedisClient"
 import * as internal from "./internal/redisQpsSensor.js"
 import { QpsSensor } from "./QpsSensor.js"
 import type { Service as QpsSensorService } from "./QpsSensor.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 
 /**
  * Options, validated by a Schema at construction, plus where the Redis client comes
@@ -124,3 +126,23 @@ export const layerShared = (
   options: RedisQpsSensorOptions
 ): Layer.Layer<QpsSensor, Options.InvalidOptions, RedisClient.RedisClient> =>
   Layer.scoped(QpsSensor, internal.makeShared(options))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
+ * import { Config } from "effect"
+ *
+ * const Live = RedisQpsSensor.layerConfig(Config.all({ key: Config.string("QPS_KEY"), url: Config.string("REDIS_URL") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<RedisQpsSensorOptions>
+): Layer.Layer<QpsSensor, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -32,6 +32,8 @@ import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/thresholdMonitor.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 
 /**
  * @since 0.1.0
@@ -261,3 +263,23 @@ export const layer: {
   options: ThresholdMonitorOptions,
   tag?: Context.Tag<any, Service>
 ): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? ThresholdMonitor, internal.make(options))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { ThresholdMonitor } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = ThresholdMonitor.layerConfig(Config.all({ instances: Config.integer("INSTANCES").pipe(Config.withDefault(1)) }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<ThresholdMonitorOptions>
+): Layer.Layer<ThresholdMonitor, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))
