@@ -61,6 +61,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
+import type * as Stream from "effect/Stream"
 import * as internal from "./internal/adaptiveThrottle.js"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -118,6 +119,27 @@ export interface Service {
   readonly maxProbability: number
   readonly minRequestRate: number
   readonly window: Duration.Duration
+  /**
+   * Every local refusal, as it happens (published off the success path only; a
+   * subscriber that falls behind by more than 256 events loses the oldest).
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
+}
+
+/**
+ * What the throttle reports on {@link Service.events}: a request failed locally with
+ * `Throttled` (the same moment the `throttled` metric counts).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = {
+  readonly _tag: "Throttled"
+  readonly key: string
+  readonly criticality: Criticality.Criticality
+  readonly probability: number
 }
 
 /**

@@ -31,6 +31,7 @@ import type { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Context from "effect/Context"
 import type * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import type * as Stream from "effect/Stream"
 import type { Pipeable } from "effect/Pipeable"
 import * as internal from "./internal/concurrencyLimiter.js"
 import type * as LimitAlgorithm from "./LimitAlgorithm.js"
@@ -122,6 +123,27 @@ export interface Limiter extends Pipeable {
    * hears `success` and `dropped`; anything else is `ignored`.
    */
   readonly gate: Admission.Gate<Permit, Errors.Overloaded>
+  /**
+   * Every refusal of this limiter, as it happens (off the success path only; a
+   * subscriber that falls behind by more than 256 events loses the oldest).
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
+}
+
+/**
+ * What a limiter reports on its `events`: a call refused without running, with the
+ * reason the `rejected` metric counts (`"queue-full"`, `"queue-timeout"`, `"limit"`
+ * when the queue is off, `"displaced"` by more critical work).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = {
+  readonly _tag: "Rejected"
+  readonly key: string
+  readonly reason: RejectReason
 }
 
 /**
@@ -156,6 +178,12 @@ export interface Service {
   run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
   /** The admission gate of the limiter of `key` (resolved per call, so eviction is safe). */
   gate(key: string): Admission.Gate<Permit, Errors.Overloaded>
+  /**
+   * The refusals of every key's limiter.
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
 }
 
 /**

@@ -64,6 +64,7 @@ import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import * as internal from "./internal/loadShedder.js"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -120,6 +121,27 @@ export interface Service {
   readonly thresholds: Readonly<Record<Criticality.Criticality, number>>
   readonly capacity: number
   readonly retryAfter: Duration.Duration
+  /**
+   * Every shed request, as it happens (published off the success path only; a
+   * subscriber that falls behind by more than 256 events loses the oldest).
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
+}
+
+/**
+ * What the shedder reports on {@link Service.events}: a request was shed with
+ * `Overloaded` (reason `"shed"`), at the utilization it was judged by.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = {
+  readonly _tag: "Shed"
+  readonly shedder: string
+  readonly criticality: Criticality.Criticality
+  readonly utilization: number
 }
 
 /**

@@ -30,6 +30,7 @@ import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
+import type * as Stream from "effect/Stream"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/thresholdMonitor.js"
 import type * as Config from "effect/Config"
@@ -139,6 +140,31 @@ export interface Service extends Pipeable {
   unsafeExceeded(operation: string, nowMillis: number): boolean
   /** {@link ThresholdMonitor.stats} at the given clock reading. */
   unsafeStats(operation: string, nowMillis: number): Stats
+  /**
+   * Threshold crossings: an operation going over one of its thresholds, or back under
+   * all of them. A crossing is seen when the monitor evaluates the operation
+   * (`exceeded`, `stats`, the back-pressure middleware on each response), so it is
+   * reported at the first evaluation after it happens. A subscriber that falls behind
+   * by more than 256 events loses the oldest.
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
+}
+
+/**
+ * What the monitor reports on {@link Service.events}: `exceeded` is the new state of
+ * `operation` (`true`: responses now carry the throttle signal), with the stats that
+ * decided it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = {
+  readonly _tag: "Crossing"
+  readonly operation: string
+  readonly exceeded: boolean
+  readonly stats: Stats
 }
 
 /**

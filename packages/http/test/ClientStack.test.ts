@@ -209,6 +209,7 @@ describe("ClientStack", () => {
       }
       const limiters: ConcurrencyLimiter.Service = {
         size: built.limiters.size,
+        events: built.limiters.events,
         keys: () => built.limiters.keys(),
         get: (key) => built.limiters.get(key),
         unsafeGet: (key) => built.limiters.unsafeGet(key),

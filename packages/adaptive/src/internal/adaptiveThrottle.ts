@@ -7,6 +7,8 @@ import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { makeHub } from "./events.js"
 import type * as AT from "../AdaptiveThrottle.js"
 
 type Level = Criticality.Criticality
@@ -232,6 +234,8 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     return state
   }
 
+  const hub = makeHub<AT.Event>()
+
   const kMin = Math.min(...Criticality.levels.map((level) => kOf[level]))
 
   const probabilityOf = (state: KeyState, level: Level, now: number): number => {
@@ -272,6 +276,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     // counts them): that is what keeps `p` from running away.
     count(state, false)
     throttledMetric.unsafeUpdate(1, state.levelTags[level])
+    hub.unsafeOffer({ _tag: "Throttled", key: state.key, criticality: level, probability: p })
     return Effect.fail(new Errors.Throttled({ key: state.key, probability: p })).pipe(
       Effect.withSpan("sluice.adaptive_throttle.throttled", {
         captureStackTrace: false,
@@ -367,6 +372,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     k: (criticality) => kOf[criticality],
     maxProbability,
     minRequestRate: decoded.minRequestRate,
-    window
+    window,
+    events: Stream.fromPubSub(hub)
   }
 }

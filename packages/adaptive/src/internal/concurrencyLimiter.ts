@@ -15,6 +15,9 @@ import type * as CL from "../ConcurrencyLimiter.js"
 import type * as LA from "../LimitAlgorithm.js"
 import * as congestionWindow from "./congestionWindow.js"
 import { bindMethods } from "./bind.js"
+import type * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
+import { makeHub } from "./events.js"
 
 /** @internal */
 export const TypeId: typeof CL.TypeId = Symbol.for("@sluice/adaptive/ConcurrencyLimiter") as any
@@ -173,6 +176,7 @@ class LimiterImpl implements CL.Limiter {
   private readonly rejectTags: Record<RejectReason, ReadonlyArray<MetricLabel.MetricLabel>>
   private reportedLimit: number
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
+  readonly events: Stream.Stream<CL.Event>
   readonly run: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   private readonly guarded: <A, E, R>(
@@ -182,8 +186,10 @@ class LimiterImpl implements CL.Limiter {
   constructor(
     readonly key: string,
     readonly algorithm: LA.LimitAlgorithm,
-    private readonly config: Config
+    private readonly config: Config,
+    private readonly hub: PubSub.PubSub<CL.Event> = makeHub<CL.Event>()
   ) {
+    this.events = Stream.fromPubSub(hub)
     const p = config.partitions
     this.shares =
       p === undefined
@@ -379,6 +385,7 @@ class LimiterImpl implements CL.Limiter {
 
   private rejection(reason: RejectReason): Errors.Overloaded {
     rejectedCounter.unsafeUpdate(1, this.rejectTags[reason])
+    this.hub.unsafeOffer({ _tag: "Rejected", key: this.key, reason })
     return new Errors.Overloaded({ reason: `concurrency limit: ${reason}`, origin: "local" })
   }
 
@@ -446,8 +453,8 @@ const decodeService = Options.decode("ConcurrencyLimiter", ServiceOptions)
 
 const defaultFactory: LA.Factory = () => congestionWindow.unsafeMake()
 
-const makeLimiter = (config: typeof LimiterOptions.Type): LimiterImpl =>
-  new LimiterImpl(config.key, (config.algorithm ?? defaultFactory)(config.key), config)
+const makeLimiter = (config: typeof LimiterOptions.Type, hub?: PubSub.PubSub<CL.Event>): LimiterImpl =>
+  new LimiterImpl(config.key, (config.algorithm ?? defaultFactory)(config.key), config, hub)
 
 /** @internal */
 export const unsafeMake = (options: CL.LimiterOptions = {}): CL.Limiter =>
@@ -480,6 +487,8 @@ class ServiceImpl implements CL.Service {
     <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   >()
   private tick = 0
+  private readonly hub = makeHub<CL.Event>()
+  readonly events: Stream.Stream<CL.Event> = Stream.fromPubSub(this.hub)
   constructor(private readonly config: typeof ServiceOptions.Type) {}
   get size(): number {
     return this.limiters.size
@@ -508,7 +517,7 @@ class ServiceImpl implements CL.Service {
     let limiter = this.limiters.get(key)
     if (limiter === undefined) {
       if (this.limiters.size >= this.config.maxKeys) this.evict()
-      limiter = makeLimiter({ ...this.config, key })
+      limiter = makeLimiter({ ...this.config, key }, this.hub)
       this.limiters.set(key, limiter)
     }
     limiter.lastUsed = ++this.tick

@@ -9,6 +9,8 @@ import { pipeArguments } from "effect/Pipeable"
 import * as Schema from "effect/Schema"
 import type * as T from "../ThresholdMonitor.js"
 import { bindMethods } from "./bind.js"
+import * as Stream from "effect/Stream"
+import { makeHub } from "./events.js"
 
 /** @internal */
 export const TypeId: typeof T.TypeId = Symbol.for("@sluice/adaptive/ThresholdMonitor") as any
@@ -69,6 +71,8 @@ class OperationState {
   readonly latencies: LatencyWindow.LatencyWindow
   readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   gaugesAt = Number.NEGATIVE_INFINITY
+  /** The state last reported on `events`. */
+  exceeded = false
   private cachedMedian: number | undefined = undefined
   private medianAt = Number.NEGATIVE_INFINITY
   private unseen = false
@@ -112,6 +116,8 @@ class ThresholdMonitorImpl implements T.Service {
   ])
   readonly [TypeId]: T.TypeId = TypeId
   readonly name: string
+  private readonly hub = makeHub<T.Event>()
+  readonly events: Stream.Stream<T.Event> = Stream.fromPubSub(this.hub)
   private readonly ops = new Map<string, OperationState>()
   private defaults: Limits
   private readonly overrides = new Map<string, Limits>()
@@ -153,7 +159,7 @@ class ThresholdMonitorImpl implements T.Service {
       if (median !== undefined) medianGauge.unsafeUpdate(median, s.tags)
       exceededGauge.unsafeUpdate(exceeded ? 1 : 0, s.tags)
     }
-    return {
+    const stats: T.Stats = {
       operation,
       rate,
       medianMillis: median,
@@ -162,6 +168,11 @@ class ThresholdMonitorImpl implements T.Service {
       instances: this.instanceCount,
       exceeded
     }
+    if (exceeded !== s.exceeded) {
+      s.exceeded = exceeded
+      this.hub.unsafeOffer({ _tag: "Crossing", operation, exceeded, stats })
+    }
+    return stats
   }
   unsafeExceeded(operation: string, nowMillis: number): boolean {
     return this.unsafeStats(operation, nowMillis).exceeded
