@@ -1,4 +1,4 @@
-import { Admission, Criticality, Errors, Options, Outcome, Ratio } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Options, Outcome, Ratio } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import type * as DefaultServices from "effect/DefaultServices"
@@ -165,7 +165,6 @@ class LimiterImpl implements CL.Limiter {
   inFlight = 0
   queued = 0
   nextId = 0
-  lastUsed = 0
   private readonly inFlightBy: Array<number> = new Array(LEVELS).fill(0)
   private readonly heads: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
   private readonly tails: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
@@ -480,16 +479,25 @@ export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter,
 
 class ServiceImpl implements CL.Service {
   protected readonly bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "run", "withLimiter"])
-  private readonly limiters = new Map<string, LimiterImpl>()
-  private readonly gates = new Map<string, Admission.Gate<CL.Permit, Errors.Overloaded>>()
-  private readonly guards = new Map<
+  // Per key: the limiter (least recently used evicted, idle ones first: work still running
+  // keeps its own limiter), its gate and its guard.
+  private readonly limiters: BoundedMap.BoundedMap<string, LimiterImpl>
+  private readonly gates: BoundedMap.BoundedMap<string, Admission.Gate<CL.Permit, Errors.Overloaded>>
+  private readonly guards: BoundedMap.BoundedMap<
     string,
     <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  >()
-  private tick = 0
+  >
   private readonly hub = makeHub<CL.Event>()
   readonly events: Stream.Stream<CL.Event> = Stream.fromPubSub(this.hub)
-  constructor(private readonly config: typeof ServiceOptions.Type) {}
+  constructor(private readonly config: typeof ServiceOptions.Type) {
+    const capacity = config.maxKeys
+    this.limiters = BoundedMap.make({
+      capacity,
+      canEvict: (_, limiter) => limiter.inFlight === 0 && limiter.queued === 0
+    })
+    this.gates = BoundedMap.make({ capacity })
+    this.guards = BoundedMap.make({ capacity })
+  }
   get size(): number {
     return this.limiters.size
   }
@@ -499,7 +507,6 @@ class ServiceImpl implements CL.Service {
   gate(key: string): Admission.Gate<CL.Permit, Errors.Overloaded> {
     let found = this.gates.get(key)
     if (found === undefined) {
-      if (this.gates.size >= this.config.maxKeys) this.gates.delete(this.gates.keys().next().value!)
       found = {
         tryEnter: (entry) => this.unsafeGet(key).gate.tryEnter(entry),
         enter: (entry) => this.unsafeGet(key).gate.enter(entry),
@@ -513,15 +520,9 @@ class ServiceImpl implements CL.Service {
     }
     return found
   }
+  private readonly newLimiter = (key: string): LimiterImpl => makeLimiter({ ...this.config, key }, this.hub)
   unsafeGet(key: string): CL.Limiter {
-    let limiter = this.limiters.get(key)
-    if (limiter === undefined) {
-      if (this.limiters.size >= this.config.maxKeys) this.evict()
-      limiter = makeLimiter({ ...this.config, key }, this.hub)
-      this.limiters.set(key, limiter)
-    }
-    limiter.lastUsed = ++this.tick
-    return limiter
+    return this.limiters.getOrCreate(key, this.newLimiter)
   }
   get(key: string): Effect.Effect<CL.Limiter> {
     return Effect.sync(() => this.unsafeGet(key))
@@ -535,25 +536,11 @@ class ServiceImpl implements CL.Service {
   run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     let guarded = this.guards.get(key)
     if (guarded === undefined) {
-      if (this.guards.size >= this.config.maxKeys) this.guards.delete(this.guards.keys().next().value!)
       // The key's gate finds its limiter per call, so eviction of the limiter is safe.
       guarded = Admission.guard([this.gate(key)])
       this.guards.set(key, guarded)
     }
     return guarded(self) as Effect.Effect<A, E | Errors.Overloaded, R>
-  }
-  /** Forgets the least recently used key, idle ones first; work still running keeps its own limiter. */
-  private evict(): void {
-    let victim: LimiterImpl | undefined
-    let idleVictim: LimiterImpl | undefined
-    for (const limiter of this.limiters.values()) {
-      if (victim === undefined || limiter.lastUsed < victim.lastUsed) victim = limiter
-      if (limiter.inFlight === 0 && limiter.queued === 0) {
-        if (idleVictim === undefined || limiter.lastUsed < idleVictim.lastUsed) idleVictim = limiter
-      }
-    }
-    const chosen = idleVictim ?? victim
-    if (chosen !== undefined) this.limiters.delete(chosen.key)
   }
 }
 
