@@ -508,8 +508,9 @@ class ServiceImpl implements CL.Service {
     let found = this.gates.get(key)
     if (found === undefined) {
       found = {
-        tryEnter: (entry) => this.unsafeGet(key).gate.tryEnter(entry),
-        enter: (entry) => this.unsafeGet(key).gate.enter(entry),
+        // Straight to the map (not through the bound `unsafeGet`): this is the per-call path.
+        tryEnter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.tryEnter(entry),
+        enter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.enter(entry),
         settle: (permit, outcome) => {
           const owner = (permit as Permit).limiter
           owner.gate.settle(permit as Permit, outcome)
