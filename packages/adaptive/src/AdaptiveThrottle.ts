@@ -160,6 +160,7 @@ export class AdaptiveThrottle extends Context.Tag("@sluice/adaptive/AdaptiveThro
  * (default: `Overloaded`, `QuotaExceeded`, or a `DontRetry` wrapping one).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; use the `AdaptiveThrottleOptions` type.
  */
 export const AdaptiveThrottleOptions = internal.AdaptiveThrottleOptions
 

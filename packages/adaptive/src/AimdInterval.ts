@@ -81,6 +81,7 @@ export interface AimdIntervalOptions {
  * The options Schema.
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; use the `AimdIntervalOptions` type.
  */
 export const AimdIntervalOptions = internal.AimdIntervalOptions
 

@@ -58,6 +58,7 @@ export type TypeId = typeof TypeId
  * and `key` (the metric tag, for standalone limiters).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; use the `LimiterOptions` type.
  */
 export const LimiterOptions = internal.LimiterOptions
 
@@ -72,6 +73,7 @@ export type LimiterOptions = typeof LimiterOptions.Encoded
  * idle keys first.
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; use the `ServiceOptions` type.
  */
 export const ServiceOptions = internal.ServiceOptions
 

@@ -168,6 +168,7 @@ export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<Loa
  * source? }`, omitted: event-loop utilization is not used), `name` (metric tag).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; use the `LoadShedderOptions` type.
  */
 export const LoadShedderOptions = internal.LoadShedderOptions
 

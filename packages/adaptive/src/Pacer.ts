@@ -73,6 +73,7 @@ export type TypeId = typeof TypeId
  * and `key` (the metric tag).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; use the `PacerTuning` type.
  */
 export const PacerTuning = internal.PacerTuning
 
@@ -88,6 +89,7 @@ export type PacerTuning = typeof PacerTuning.Encoded
  * that declares `pacingInterval` drives the pacing itself (since 0.2.0).
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; use the `PacerOptions` type.
  */
 export const PacerOptions = internal.PacerOptions
 

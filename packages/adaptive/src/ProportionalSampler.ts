@@ -98,6 +98,7 @@ export interface ProportionalSamplerOptions {
  * The options Schema.
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; use the `ProportionalSamplerOptions` type.
  */
 export const ProportionalSamplerOptions = internal.ProportionalSamplerOptions
 

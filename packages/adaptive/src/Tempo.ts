@@ -20,6 +20,7 @@ import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  *
  * @since 0.2.0
  * @category options
+ * @deprecated since 0.2.0: option Schemas become internal; use the `TempoOptions` type.
  */
 export const TempoOptions = internal.TempoOptions
 

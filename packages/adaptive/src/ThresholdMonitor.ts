@@ -86,6 +86,7 @@ export interface ThresholdMonitorOptions {
  * The options Schema.
  *
  * @since 0.1.0
+ * @deprecated since 0.2.0: option Schemas become internal; use the `ThresholdMonitorOptions` type.
  */
 export const ThresholdMonitorOptions = internal.ThresholdMonitorOptions
 
