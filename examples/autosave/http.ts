@@ -79,7 +79,7 @@ export const demoHttp = (
 
     // ---- the three instances ----
     const perInstance = Array.from({ length: INSTANCES }, () => 0)
-    const monitors: Array<ThresholdMonitor.ThresholdMonitor> = []
+    const monitors: Array<ThresholdMonitor.Service> = []
     const urls: Array<string> = []
     for (let i = 0; i < INSTANCES; i++) {
       const monitor = yield* ThresholdMonitor.make({

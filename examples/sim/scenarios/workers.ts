@@ -100,7 +100,7 @@ export const runWorkers = (
       const countSent = recorder.unsafeCounter("sent")
       const countSkipped = recorder.unsafeCounter("skipped")
       const store = QpsSensor.makeMemoryStore()
-      const samplers: Array<ProportionalSampler.ProportionalSampler> = []
+      const samplers: Array<ProportionalSampler.Service> = []
       recorder.unsafeGauge("meanRatio", () =>
         samplers.length === 0 ? 0 : samplers.reduce((a, s) => a + s.unsafeRatio(), 0) / samplers.length
       )

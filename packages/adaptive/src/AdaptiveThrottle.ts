@@ -62,7 +62,10 @@ import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
+import type * as Stream from "effect/Stream"
 import * as internal from "./internal/adaptiveThrottle.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 
 /**
  * The throttle service.
@@ -72,10 +75,17 @@ import * as internal from "./internal/adaptiveThrottle.js"
  */
 export interface Service {
   /**
-   * Runs `effect` against the backend `key`, or fails it locally with
+   * Runs `self` against the backend `key`, or fails it locally with
    * `Throttled`. The success path is one synchronous step plus, only when the
    * probability is above zero, one draw from `Random`.
+   *
+   * @since 0.2.0
    */
+  readonly withThrottle: <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key: string
+  ) => Effect.Effect<A, E | Errors.Throttled, R>
+  /** @deprecated since 0.2.0: use `withThrottle(self, key)` (self first). */
   readonly run: <A, E, R>(
     key: string,
     effect: Effect.Effect<A, E, R>
@@ -111,6 +121,27 @@ export interface Service {
   readonly maxProbability: number
   readonly minRequestRate: number
   readonly window: Duration.Duration
+  /**
+   * Every local refusal, as it happens (published off the success path only; a
+   * subscriber that falls behind by more than 256 events loses the oldest).
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
+}
+
+/**
+ * What the throttle reports on {@link Service.events}: a request failed locally with
+ * `Throttled` (the same moment the `throttled` metric counts).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = {
+  readonly _tag: "Throttled"
+  readonly key: string
+  readonly criticality: Criticality.Criticality
+  readonly probability: number
 }
 
 /**
@@ -133,6 +164,7 @@ export class AdaptiveThrottle extends Context.Tag("@sluice/adaptive/AdaptiveThro
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; use the `AdaptiveThrottleOptions` type.
  */
 export const AdaptiveThrottleOptions = internal.AdaptiveThrottleOptions
 
@@ -275,21 +307,23 @@ export const layer = (
   Layer.effect(AdaptiveThrottle, internal.make(options))
 
 /**
- * Runs an effect through the throttle in context, for backend `key`.
+ * Runs an effect through the throttle in context, for backend `key`
+ * (data-first or data-last).
  *
  * @example
  * ```ts
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * const call = Effect.succeed("ok").pipe(AdaptiveThrottle.throttled("users-api"))
- * const same = AdaptiveThrottle.throttled(Effect.succeed("ok"), "users-api")
+ * const call = Effect.succeed("ok").pipe(AdaptiveThrottle.withThrottle("users-api"))
+ * const same = AdaptiveThrottle.withThrottle(Effect.succeed("ok"), "users-api")
  * const runnable = call.pipe(Effect.provide(AdaptiveThrottle.layer()))
  * ```
  * @since 0.1.0
+ * @since 0.2.0
  * @category combinators
  */
-export const throttled: {
+export const withThrottle: {
   (
     key: string
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Throttled, R | AdaptiveThrottle>
@@ -303,5 +337,32 @@ export const throttled: {
     self: Effect.Effect<A, E, R>,
     key: string
   ): Effect.Effect<A, E | Errors.Throttled, R | AdaptiveThrottle> =>
-    Effect.flatMap(AdaptiveThrottle, (throttle) => throttle.run(key, self))
+    Effect.flatMap(AdaptiveThrottle, (throttle) => throttle.withThrottle(self, key))
 )
+
+/**
+ * @deprecated since 0.2.0: use {@link withThrottle}.
+ * @since 0.1.0
+ * @category combinators
+ */
+export const throttled: typeof withThrottle = withThrottle
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveThrottle } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = AdaptiveThrottle.layerConfig(Config.all({ k: Config.number("THROTTLE_K").pipe(Config.withDefault(2)) }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<AdaptiveThrottleOptions>
+): Layer.Layer<AdaptiveThrottle, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -11,30 +11,33 @@
 import type * as Effect from "effect/Effect"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/aimd.js"
-import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
+import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
+import type * as Duration from "effect/Duration"
 
 /**
- * Options: `initial` (20), `minLimit` (1), `maxLimit` (1000), `backoffRatio` in
- * (0, 1) (0.9), and an optional `timeout` above which a success counts as a drop.
+ * Options: the shared bounds ({@link BoundsOptions}: `initial` 20, `minLimit` 1,
+ * `maxLimit` 1000), `backoffRatio` in (0, 1) (0.9) applied on a drop, and an optional
+ * `timeout` above which a success counts as a drop.
  *
  * @since 0.1.0
  * @category schemas
- */
-export const AimdOptions = internal.AimdOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
-export type AimdOptions = typeof AimdOptions.Encoded
+export interface AimdOptions extends BoundsOptions {
+  readonly backoffRatio?: number | undefined
+  readonly timeout?: Duration.DurationInput | undefined
+}
 
 /**
- * Decoded options.
+ * Options after defaults (what the algorithm runs with).
  *
  * @since 0.1.0
  * @category models
  */
-export type AimdConfig = typeof AimdOptions.Type
+export interface AimdConfig extends Bounds {
+  readonly backoffRatio: number
+  readonly timeout?: Duration.Duration | undefined
+}
 
 /**
  * An AIMD limit.

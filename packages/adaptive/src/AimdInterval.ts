@@ -33,12 +33,14 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import type * as Schedule from "effect/Schedule"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/aimdInterval.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 
 /**
  * @since 0.1.0
@@ -83,6 +85,7 @@ export interface AimdIntervalOptions {
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; use the `AimdIntervalOptions` type.
  */
 export const AimdIntervalOptions = internal.AimdIntervalOptions
 
@@ -92,7 +95,7 @@ export const AimdIntervalOptions = internal.AimdIntervalOptions
  * @since 0.1.0
  * @category models
  */
-export interface AimdInterval extends Pipeable {
+export interface Service extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
   readonly min: Duration.Duration
@@ -143,7 +146,7 @@ export interface AimdInterval extends Pipeable {
  * @since 0.1.0
  * @category constructors
  */
-export const make: (options: AimdIntervalOptions) => Effect.Effect<AimdInterval, Options.InvalidOptions> =
+export const make: (options: AimdIntervalOptions) => Effect.Effect<Service, Options.InvalidOptions> =
   internal.make
 
 /**
@@ -152,15 +155,15 @@ export const make: (options: AimdIntervalOptions) => Effect.Effect<AimdInterval,
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options: AimdIntervalOptions) => AimdInterval = internal.unsafeMake
+export const unsafeMake: (options: AimdIntervalOptions) => Service = internal.unsafeMake
 
 /**
- * Is this value an {@link AimdInterval}?
+ * Is this value an {@link Service}?
  *
  * @since 0.1.0
  * @category guards
  */
-export const isAimdInterval: (u: unknown) => u is AimdInterval = internal.isAimdInterval
+export const isAimdInterval: (u: unknown) => u is Service = internal.isAimdInterval
 
 /**
  * The default service tag.
@@ -171,29 +174,60 @@ export const isAimdInterval: (u: unknown) => u is AimdInterval = internal.isAimd
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const aimd = yield* AimdInterval.AimdIntervalTag
+ *   const aimd = yield* AimdInterval.ServiceTag
  *   yield* aimd.signal(true)
  * }).pipe(Effect.provide(AimdInterval.layer({ min: "1 second", max: "1 minute", step: "1 second" })))
  * ```
  * @since 0.1.0
  * @category tags
  */
-export class AimdIntervalTag extends Context.Tag("@sluice/adaptive/AimdInterval")<
-  AimdIntervalTag,
-  AimdInterval
->() {}
+export class AimdInterval extends Context.Tag("@sluice/adaptive/AimdInterval")<AimdInterval, Service>() {}
 
 /**
- * A Layer that builds a controller and provides it under {@link AimdIntervalTag},
+ * @deprecated since 0.2.0: use {@link AimdInterval} (the tag is named after the service).
+ * @since 0.1.0
+ * @category tags
+ */
+export const AimdIntervalTag = AimdInterval
+
+/**
+ * @deprecated since 0.2.0: use {@link AimdInterval}.
+ * @since 0.1.0
+ * @category tags
+ */
+export type AimdIntervalTag = AimdInterval
+
+/**
+ * A Layer that builds a controller and provides it under {@link AimdInterval},
  * or under the given tag.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer: {
-  (options: AimdIntervalOptions): Layer.Layer<AimdIntervalTag, Options.InvalidOptions>
-  <I>(options: AimdIntervalOptions, tag: Context.Tag<I, AimdInterval>): Layer.Layer<I, Options.InvalidOptions>
+  (options: AimdIntervalOptions): Layer.Layer<AimdInterval, Options.InvalidOptions>
+  <I>(options: AimdIntervalOptions, tag: Context.Tag<I, Service>): Layer.Layer<I, Options.InvalidOptions>
 } = (
   options: AimdIntervalOptions,
-  tag?: Context.Tag<any, AimdInterval>
-): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? AimdIntervalTag, internal.make(options))
+  tag?: Context.Tag<any, Service>
+): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? AimdInterval, internal.make(options))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { AimdInterval } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = AimdInterval.layerConfig(Config.all({ min: Config.duration("SAVE_MIN"), max: Config.duration("SAVE_MAX"), step: Config.duration("SAVE_STEP") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<AimdIntervalOptions>
+): Layer.Layer<AimdInterval, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -28,13 +28,16 @@
  * @since 0.1.0
  */
 import type { Admission, Criticality, Errors, Options } from "@sluice/core"
-import type * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Context from "effect/Context"
 import type * as Exit from "effect/Exit"
-import type * as Layer from "effect/Layer"
+import * as Layer from "effect/Layer"
+import type * as Stream from "effect/Stream"
 import type { Pipeable } from "effect/Pipeable"
 import * as internal from "./internal/concurrencyLimiter.js"
 import type * as LimitAlgorithm from "./LimitAlgorithm.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 
 /**
  * @since 0.1.0
@@ -58,6 +61,7 @@ export type TypeId = typeof TypeId
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; use the `LimiterOptions` type.
  */
 export const LimiterOptions = internal.LimiterOptions
 
@@ -74,6 +78,7 @@ export type LimiterOptions = typeof LimiterOptions.Encoded
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; use the `ServiceOptions` type.
  */
 export const ServiceOptions = internal.ServiceOptions
 
@@ -112,8 +117,14 @@ export interface Limiter extends Pipeable {
   readonly nextId: number
   inFlightOf(level: Criticality.Criticality): number
   queuedOf(level: Criticality.Criticality): number
-  /** Waits for a permit, runs the effect, releases the permit and reports the outcome. */
-  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
+  /**
+   * Waits for a permit, runs the effect, releases the permit and reports the outcome.
+   *
+   * @since 0.2.0
+   */
+  readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  /** @deprecated since 0.2.0: use `withLimiter` (same function). */
+  readonly run: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   /**
    * The limiter's side of the admission protocol: a permit at once when nobody is
    * queued and in-flight is below the limit, a refusal when the queue is off
@@ -122,6 +133,27 @@ export interface Limiter extends Pipeable {
    * hears `success` and `dropped`; anything else is `ignored`.
    */
   readonly gate: Admission.Gate<Permit, Errors.Overloaded>
+  /**
+   * Every refusal of this limiter, as it happens (off the success path only; a
+   * subscriber that falls behind by more than 256 events loses the oldest).
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
+}
+
+/**
+ * What a limiter reports on its `events`: a call refused without running, with the
+ * reason the `rejected` metric counts (`"queue-full"`, `"queue-timeout"`, `"limit"`
+ * when the queue is off, `"displaced"` by more critical work).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = {
+  readonly _tag: "Rejected"
+  readonly key: string
+  readonly reason: RejectReason
 }
 
 /**
@@ -148,26 +180,35 @@ export interface Service {
   keys(): ReadonlyArray<string>
   get(key: string): Effect.Effect<Limiter>
   unsafeGet(key: string): Limiter
+  /**
+   * Runs `self` under the limiter of `key` (default `"default"`).
+   *
+   * @since 0.2.0
+   */
+  withLimiter<A, E, R>(self: Effect.Effect<A, E, R>, key?: string): Effect.Effect<A, E | Errors.Overloaded, R>
+  /** @deprecated since 0.2.0: use `withLimiter(self, key)` (self first). */
   run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
   /** The admission gate of the limiter of `key` (resolved per call, so eviction is safe). */
   gate(key: string): Admission.Gate<Permit, Errors.Overloaded>
+  /**
+   * The refusals of every key's limiter.
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
 }
 
 /**
- * @since 0.1.0
- * @category tags
- */
-export interface ConcurrencyLimiter {
-  readonly _: unique symbol
-}
-
-/**
- * The service tag.
+ * The service tag (a class since 0.2.0; the key is unchanged, so a layer built by an
+ * older call site still satisfies it).
  *
  * @since 0.1.0
  * @category tags
  */
-export const ConcurrencyLimiter: Context.Tag<ConcurrencyLimiter, Service> = internal.ConcurrencyLimiter
+export class ConcurrencyLimiter extends Context.Tag("@sluice/adaptive/ConcurrencyLimiter")<
+  ConcurrencyLimiter,
+  Service
+>() {}
 
 /**
  * Makes a standalone limiter, failing with `InvalidOptions` on bad options.
@@ -226,19 +267,41 @@ export const layer: (options?: ServiceOptions) => Layer.Layer<ConcurrencyLimiter
   internal.layer
 
 /**
- * Runs an effect under the limiter of `key` (default `"default"`) of the
- * service in context.
+ * Runs an effect under a limiter, data-first or data-last: the limiter of `key`
+ * (default `"default"`) of the service in context, or a given standalone limiter.
  *
  * @example
  * ```ts
  * import { ConcurrencyLimiter } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * const limited = ConcurrencyLimiter.run(Effect.succeed(1), "db")
- * const same = Effect.succeed(1).pipe(ConcurrencyLimiter.run("db"))
+ * const limited = ConcurrencyLimiter.withLimiter(Effect.succeed(1), "db")
+ * const same = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter("db"))
+ *
+ * const limiter = ConcurrencyLimiter.unsafeMake({ maxQueue: 0 })
+ * const standalone = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter(limiter))
  * ```
  * @since 0.1.0
- * @category utils
+ * @category combinators
+ */
+export const withLimiter: {
+  (limiter: Limiter): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  (
+    key?: string
+  ): <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
+  <A, E, R>(self: Effect.Effect<A, E, R>, limiter: Limiter): Effect.Effect<A, E | Errors.Overloaded, R>
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key?: string
+  ): Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
+} = internal.withLimiter as any
+
+/**
+ * @deprecated since 0.2.0: use {@link withLimiter} (`withLimiter(self, key)`).
+ * @since 0.1.0
+ * @category combinators
  */
 export const run: {
   (
@@ -250,26 +313,7 @@ export const run: {
     self: Effect.Effect<A, E, R>,
     key?: string
   ): Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
-} = internal.run as any
-
-/**
- * Runs an effect under a given limiter.
- *
- * @example
- * ```ts
- * import { ConcurrencyLimiter } from "@sluice/adaptive"
- * import { Effect } from "effect"
- *
- * const limiter = ConcurrencyLimiter.unsafeMake({ maxQueue: 0 })
- * const limited = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter(limiter))
- * ```
- * @since 0.1.0
- * @category combinators
- */
-export const withLimiter: {
-  (limiter: Limiter): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, limiter: Limiter): Effect.Effect<A, E | Errors.Overloaded, R>
-} = internal.withLimiter
+} = internal.withLimiter as any
 
 /**
  * How the limiter classifies an exit: success, dropped (`Overloaded`, a
@@ -291,3 +335,23 @@ export const classify: (
   exit: Exit.Exit<unknown, unknown>,
   isDrop?: (error: unknown) => boolean
 ) => LimitAlgorithm.Outcome = internal.classify
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { ConcurrencyLimiter } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = ConcurrencyLimiter.layerConfig(Config.all({ maxQueue: Config.integer("LIMITER_MAX_QUEUE").pipe(Config.withDefault(100)) }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<ServiceOptions>
+): Layer.Layer<ConcurrencyLimiter, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -16,31 +16,37 @@
 import type * as Effect from "effect/Effect"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/congestionWindow.js"
-import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
+import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
 
 /**
- * Options: `initial` window (20), `ssthresh` (1024), `factor` in (0, 1) applied
- * on a drop (0.5 classic; 0.9 for a stable capacity), `variant` `"tahoe"` or
- * `"reno"` (default), and bounds `minLimit` (1) / `maxLimit` (unbounded).
+ * Options: the shared bounds ({@link BoundsOptions}: `initial` window 20, `minLimit` 1,
+ * `maxLimit` 1000 — was unbounded before 0.2.0), `ssthresh` (1024), `backoffRatio` in
+ * (0, 1) applied on a drop (default 0.5 classic; 0.9 for a stable capacity; `factor` is
+ * its deprecated name, still accepted), `variant` `"tahoe"` or `"reno"` (default).
  *
  * @since 0.1.0
  * @category schemas
- */
-export const CongestionWindowOptions = internal.CongestionWindowOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
-export type CongestionWindowOptions = typeof CongestionWindowOptions.Encoded
+export interface CongestionWindowOptions extends BoundsOptions {
+  readonly ssthresh?: number | undefined
+  readonly backoffRatio?: number | undefined
+  /** @deprecated since 0.2.0: use `backoffRatio` (the same ratio under the name every algorithm uses). */
+  readonly factor?: number | undefined
+  readonly variant?: "tahoe" | "reno" | undefined
+}
 
 /**
- * Decoded options.
+ * Options after defaults (what the algorithm runs with).
  *
  * @since 0.1.0
  * @category models
  */
-export type CongestionWindowConfig = typeof CongestionWindowOptions.Type
+export interface CongestionWindowConfig extends Bounds {
+  readonly ssthresh: number
+  readonly backoffRatio: number
+  readonly variant: "tahoe" | "reno"
+}
 
 /**
  * A congestion window. `limit` is `cwnd`; `ignoreBelow` is the ignored set as a

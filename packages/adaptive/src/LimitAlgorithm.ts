@@ -168,6 +168,34 @@ export interface LimitAlgorithm {
 export type Factory = (key: string) => LimitAlgorithm
 
 /**
+ * The bounds every limit algorithm shares (`Aimd`, `CongestionWindow`, `Vegas`), all
+ * integers: `initial` (default 20, clamped into `[minLimit, maxLimit]` when not given;
+ * an explicit `initial` outside them is an `InvalidOptions`), `minLimit` (default 1),
+ * `maxLimit` (default 1000, `Infinity` allowed: a finite default, so a limit that never
+ * hears a drop cannot grow without bound).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface BoundsOptions {
+  readonly initial?: number | undefined
+  readonly minLimit?: number | undefined
+  readonly maxLimit?: number | undefined
+}
+
+/**
+ * {@link BoundsOptions} after defaults.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Bounds {
+  readonly initial: number
+  readonly minLimit: number
+  readonly maxLimit: number
+}
+
+/**
  * A fixed limit that never changes: a plain semaphore with the limiter's queue,
  * partitions and metrics. Throws `InvalidOptions` unless `limit` is a positive integer.
  *

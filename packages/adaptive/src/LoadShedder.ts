@@ -63,10 +63,14 @@ import type { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import * as internal from "./internal/loadShedder.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 
 /**
  * The shedder service.
@@ -76,10 +80,14 @@ import * as internal from "./internal/loadShedder.js"
  */
 export interface Service {
   /**
-   * Runs `effect` if the current criticality is admitted, counting it as active
+   * Runs `self` if the current criticality is admitted, counting it as active
    * until it ends (success, failure or interruption); otherwise fails with
    * `Overloaded` (reason `"shed"`).
+   *
+   * @since 0.2.0
    */
+  readonly withShedder: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  /** @deprecated since 0.2.0: use `withShedder` (same function). */
   readonly run: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   /**
    * The shedder's side of the admission protocol, to compose with other gates in one
@@ -117,6 +125,27 @@ export interface Service {
   readonly thresholds: Readonly<Record<Criticality.Criticality, number>>
   readonly capacity: number
   readonly retryAfter: Duration.Duration
+  /**
+   * Every shed request, as it happens (published off the success path only; a
+   * subscriber that falls behind by more than 256 events loses the oldest).
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
+}
+
+/**
+ * What the shedder reports on {@link Service.events}: a request was shed with
+ * `Overloaded` (reason `"shed"`), at the utilization it was judged by.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = {
+  readonly _tag: "Shed"
+  readonly shedder: string
+  readonly criticality: Criticality.Criticality
+  readonly utilization: number
 }
 
 /**
@@ -145,6 +174,7 @@ export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<Loa
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; use the `LoadShedderOptions` type.
  */
 export const LoadShedderOptions = internal.LoadShedderOptions
 
@@ -253,7 +283,8 @@ export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Opt
   Layer.scoped(LoadShedder, internal.make(options))
 
 /**
- * Guards an effect with the shedder in context.
+ * Runs an effect under a shedder: the one in context, or a given one
+ * (data-first or data-last).
  *
  * @example
  * ```ts
@@ -261,12 +292,54 @@ export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Opt
  * import { Criticality } from "@sluice/core"
  * import { Effect } from "effect"
  *
- * const handler = LoadShedder.guard(Effect.succeed("report")).pipe(Criticality.withCriticality("SHEDDABLE"))
+ * const handler = LoadShedder.withShedder(Effect.succeed("report")).pipe(Criticality.withCriticality("SHEDDABLE"))
+ * const same = Effect.succeed("report").pipe(LoadShedder.withShedder())
  * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withShedder: {
+  (shedder: Service): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  (): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder>
+  <A, E, R>(self: Effect.Effect<A, E, R>, shedder: Service): Effect.Effect<A, E | Errors.Overloaded, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder>
+} = dual(
+  (args) => Effect.isEffect(args[0]),
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    shedder?: Service
+  ): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder> =>
+    shedder === undefined
+      ? Effect.flatMap(LoadShedder, (s) => s.withShedder(self))
+      : shedder.withShedder(self)
+)
+
+/**
+ * @deprecated since 0.2.0: use {@link withShedder}.
  * @since 0.1.0
  * @category combinators
  */
 export const guard = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder> =>
-  Effect.flatMap(LoadShedder, (shedder) => shedder.run(effect))
+  Effect.flatMap(LoadShedder, (shedder) => shedder.withShedder(effect))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = LoadShedder.layerConfig(Config.all({ capacity: Config.number("SHEDDER_CAPACITY") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<LoadShedderOptions>
+): Layer.Layer<LoadShedder, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

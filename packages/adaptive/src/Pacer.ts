@@ -76,6 +76,7 @@ export type TypeId = typeof TypeId
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; use the `PacerTuning` type.
  */
 export const PacerTuning = internal.PacerTuning
 
@@ -93,6 +94,7 @@ export type PacerTuning = typeof PacerTuning.Encoded
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; use the `PacerOptions` type.
  */
 export const PacerOptions = internal.PacerOptions
 
@@ -119,7 +121,13 @@ export interface Pacer extends Pipeable {
   readonly gain: number
   readonly queued: number
   readonly nextDeparture: number
-  /** Waits for the next paced departure, then runs the effect and measures its round trip. */
+  /**
+   * Waits for the next paced departure, then runs the effect and measures its round trip.
+   *
+   * @since 0.2.0
+   */
+  withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
+  /** @deprecated since 0.2.0: use `withPacer` (same function). */
   run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
   /** Feeds a round-trip sample (millis) measured elsewhere. */
   unsafeObserve(rttMillis: number): void
@@ -209,8 +217,19 @@ export const forLimiter: (
  * import { Effect } from "effect"
  *
  * const pacer = Pacer.unsafeMake({ limit: () => 20 })
- * const paced = Effect.succeed(1).pipe(Pacer.paced(pacer))
+ * const paced = Effect.succeed(1).pipe(Pacer.withPacer(pacer))
+ * const same = Pacer.withPacer(Effect.succeed(1), pacer)
  * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withPacer: {
+  (pacer: Pacer): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, pacer: Pacer): Effect.Effect<A, E | Errors.Overloaded, R>
+} = internal.paced
+
+/**
+ * @deprecated since 0.2.0: use {@link withPacer}.
  * @since 0.1.0
  * @category combinators
  */

@@ -44,13 +44,16 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
 import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/proportionalSampler.js"
-import type { QpsSensor, QpsSensorTag, Reading } from "./QpsSensor.js"
+import type { QpsSensor, Reading, Service as QpsSensorService } from "./QpsSensor.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 
 /**
  * @since 0.1.0
@@ -99,6 +102,7 @@ export interface ProportionalSamplerOptions {
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; use the `ProportionalSamplerOptions` type.
  */
 export const ProportionalSamplerOptions = internal.ProportionalSamplerOptions
 
@@ -133,12 +137,21 @@ export interface SamplerState {
  * @since 0.1.0
  * @category models
  */
-export interface ProportionalSampler extends Pipeable {
+export interface Service extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
   /** Decides for one call: `true` = send it (and count it in the sensor). */
   readonly sample: Effect.Effect<boolean>
-  /** Runs `self` if the call is sampled in, `onSkip` otherwise. */
+  /**
+   * Runs `self` if the call is sampled in, `onSkip` otherwise.
+   *
+   * @since 0.2.0
+   */
+  withSampler<A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    onSkip: Effect.Effect<B, E2, R2>
+  ): Effect.Effect<A | B, E | E2, R | R2>
+  /** @deprecated since 0.2.0: use `withSampler` (same function). */
   sampled<A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
     onSkip: Effect.Effect<B, E2, R2>
@@ -156,7 +169,7 @@ export interface ProportionalSampler extends Pipeable {
 }
 
 /**
- * Makes a sampler reading the `QpsSensorTag` service and starts its update loop,
+ * Makes a sampler reading the `QpsSensor` service and starts its update loop,
  * which runs until the scope closes.
  *
  * @example
@@ -177,41 +190,77 @@ export interface ProportionalSampler extends Pipeable {
  */
 export const make: (
   options: ProportionalSamplerOptions
-) => Effect.Effect<ProportionalSampler, Options.InvalidOptions, Scope.Scope | QpsSensorTag> = internal.make
+) => Effect.Effect<Service, Options.InvalidOptions, Scope.Scope | QpsSensor> = internal.make
 
 /**
- * {@link make} with an explicit sensor instead of the `QpsSensorTag` service.
+ * {@link make} with an explicit sensor instead of the `QpsSensor` service.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const makeWith: (
   options: ProportionalSamplerOptions,
-  sensor: QpsSensor
-) => Effect.Effect<ProportionalSampler, Options.InvalidOptions, Scope.Scope> = internal.makeWith
+  sensor: QpsSensorService
+) => Effect.Effect<Service, Options.InvalidOptions, Scope.Scope> = internal.makeWith
 
 /**
- * Runs an effect through a sampler (data-first or data-last).
+ * Runs an effect through a sampler: `self` when the call is sampled in, `onSkip`
+ * otherwise. The sampler is the one in context unless `options.sampler` is given
+ * (data-first or data-last).
  *
  * @example
  * ```ts
  * import { ProportionalSampler } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * declare const sampler: ProportionalSampler.ProportionalSampler
- * const work = Effect.succeed(42).pipe(ProportionalSampler.sampled(sampler, Effect.succeed(undefined)))
+ * const work = Effect.succeed(42).pipe(ProportionalSampler.withSampler({ onSkip: Effect.succeed(undefined) }))
+ * declare const sampler: ProportionalSampler.Service
+ * const explicit = ProportionalSampler.withSampler(Effect.succeed(42), { onSkip: Effect.void, sampler })
  * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withSampler: {
+  <B, E2, R2>(options: {
+    readonly onSkip: Effect.Effect<B, E2, R2>
+    readonly sampler: Service
+  }): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A | B, E | E2, R | R2>
+  <B, E2, R2>(options: {
+    readonly onSkip: Effect.Effect<B, E2, R2>
+    readonly sampler?: undefined
+  }): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A | B, E | E2, R | R2 | ProportionalSampler>
+  <A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    options: { readonly onSkip: Effect.Effect<B, E2, R2>; readonly sampler: Service }
+  ): Effect.Effect<A | B, E | E2, R | R2>
+  <A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    options: { readonly onSkip: Effect.Effect<B, E2, R2>; readonly sampler?: undefined }
+  ): Effect.Effect<A | B, E | E2, R | R2 | ProportionalSampler>
+} = dual(
+  2,
+  <A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    options: { readonly onSkip: Effect.Effect<B, E2, R2>; readonly sampler?: Service | undefined }
+  ): Effect.Effect<A | B, E | E2, R | R2 | ProportionalSampler> =>
+    options.sampler === undefined
+      ? Effect.flatMap(ProportionalSampler, (sampler) => sampler.withSampler(self, options.onSkip))
+      : options.sampler.withSampler(self, options.onSkip)
+)
+
+/**
+ * @deprecated since 0.2.0: use {@link withSampler} (`withSampler(self, { onSkip, sampler })`).
  * @since 0.1.0
  * @category combinators
  */
 export const sampled: {
   <B, E2, R2>(
-    sampler: ProportionalSampler,
+    sampler: Service,
     onSkip: Effect.Effect<B, E2, R2>
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A | B, E | E2, R | R2>
   <A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
-    sampler: ProportionalSampler,
+    sampler: Service,
     onSkip: Effect.Effect<B, E2, R2>
   ): Effect.Effect<A | B, E | E2, R | R2>
 } = internal.sampled
@@ -222,14 +271,28 @@ export const sampled: {
  * @since 0.1.0
  * @category tags
  */
-export class ProportionalSamplerTag extends Context.Tag("@sluice/adaptive/ProportionalSampler")<
-  ProportionalSamplerTag,
-  ProportionalSampler
+export class ProportionalSampler extends Context.Tag("@sluice/adaptive/ProportionalSampler")<
+  ProportionalSampler,
+  Service
 >() {}
 
 /**
+ * @deprecated since 0.2.0: use {@link ProportionalSampler} (the tag is named after the service).
+ * @since 0.1.0
+ * @category tags
+ */
+export const ProportionalSamplerTag = ProportionalSampler
+
+/**
+ * @deprecated since 0.2.0: use {@link ProportionalSampler}.
+ * @since 0.1.0
+ * @category tags
+ */
+export type ProportionalSamplerTag = ProportionalSampler
+
+/**
  * A Layer that builds a sampler (its update loop lives as long as the Layer) and
- * provides it under {@link ProportionalSamplerTag}, or under the given tag.
+ * provides it under {@link ProportionalSampler}, or under the given tag.
  *
  * @example
  * ```ts
@@ -245,15 +308,33 @@ export class ProportionalSamplerTag extends Context.Tag("@sluice/adaptive/Propor
  * @category layers
  */
 export const layer: {
-  (
-    options: ProportionalSamplerOptions
-  ): Layer.Layer<ProportionalSamplerTag, Options.InvalidOptions, QpsSensorTag>
+  (options: ProportionalSamplerOptions): Layer.Layer<ProportionalSampler, Options.InvalidOptions, QpsSensor>
   <I>(
     options: ProportionalSamplerOptions,
-    tag: Context.Tag<I, ProportionalSampler>
-  ): Layer.Layer<I, Options.InvalidOptions, QpsSensorTag>
+    tag: Context.Tag<I, Service>
+  ): Layer.Layer<I, Options.InvalidOptions, QpsSensor>
 } = (
   options: ProportionalSamplerOptions,
-  tag?: Context.Tag<any, ProportionalSampler>
-): Layer.Layer<any, Options.InvalidOptions, QpsSensorTag> =>
-  Layer.scoped(tag ?? ProportionalSamplerTag, internal.make(options))
+  tag?: Context.Tag<any, Service>
+): Layer.Layer<any, Options.InvalidOptions, QpsSensor> =>
+  Layer.scoped(tag ?? ProportionalSampler, internal.make(options))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { ProportionalSampler } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = ProportionalSampler.layerConfig(Config.all({ goal: Config.number("EXPORT_GOAL_QPS") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<ProportionalSamplerOptions>
+): Layer.Layer<ProportionalSampler, Options.InvalidOptions | ConfigError.ConfigError, QpsSensor> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

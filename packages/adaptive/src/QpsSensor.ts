@@ -21,11 +21,13 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/qpsSensor.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 
 /**
  * A measurement: `qps` calls per second, taken at `at` (epoch millis, Effect's `Clock`).
@@ -44,7 +46,7 @@ export interface Reading {
  * @since 0.1.0
  * @category models
  */
-export interface QpsSensor {
+export interface Service {
   /** Counts `n` calls sent at the given clock reading (synchronous, for the hot path). */
   unsafeRecord(nowMillis: number, n: number): void
   /** The smoothed QPS now, or `None` when there is no measurement. */
@@ -57,7 +59,21 @@ export interface QpsSensor {
  * @since 0.1.0
  * @category tags
  */
-export class QpsSensorTag extends Context.Tag("@sluice/adaptive/QpsSensor")<QpsSensorTag, QpsSensor>() {}
+export class QpsSensor extends Context.Tag("@sluice/adaptive/QpsSensor")<QpsSensor, Service>() {}
+
+/**
+ * @deprecated since 0.2.0: use {@link QpsSensor} (the tag is named after the service).
+ * @since 0.1.0
+ * @category tags
+ */
+export const QpsSensorTag = QpsSensor
+
+/**
+ * @deprecated since 0.2.0: use {@link QpsSensor}.
+ * @since 0.1.0
+ * @category tags
+ */
+export type QpsSensorTag = QpsSensor
 
 /**
  * Options of the in-memory sensors: `window`, how many complete seconds the
@@ -111,7 +127,7 @@ export const makeMemoryStore: (retainSeconds?: number) => MemoryStore = internal
  */
 export const makeMemory: (
   options?: MemorySensorOptions & { readonly store?: MemoryStore | undefined }
-) => Effect.Effect<QpsSensor, Options.InvalidOptions> = internal.makeMemory
+) => Effect.Effect<Service, Options.InvalidOptions> = internal.makeMemory
 
 /**
  * A sensor of this worker's own QPS.
@@ -121,10 +137,10 @@ export const makeMemory: (
  */
 export const makeLocal = (
   options: MemorySensorOptions = {}
-): Effect.Effect<QpsSensor, Options.InvalidOptions> => internal.makeMemory(options)
+): Effect.Effect<Service, Options.InvalidOptions> => internal.makeMemory(options)
 
 /**
- * A Layer providing a local sensor under {@link QpsSensorTag}.
+ * A Layer providing a local sensor under {@link QpsSensor}.
  *
  * @example
  * ```ts
@@ -138,11 +154,10 @@ export const makeLocal = (
  */
 export const layerLocal = (
   options: MemorySensorOptions = {}
-): Layer.Layer<QpsSensorTag, Options.InvalidOptions> =>
-  Layer.effect(QpsSensorTag, internal.makeMemory(options))
+): Layer.Layer<QpsSensor, Options.InvalidOptions> => Layer.effect(QpsSensor, internal.makeMemory(options))
 
 /**
- * A Layer providing a sensor on a shared {@link MemoryStore} under {@link QpsSensorTag}.
+ * A Layer providing a sensor on a shared {@link MemoryStore} under {@link QpsSensor}.
  *
  * @since 0.1.0
  * @category layers
@@ -150,5 +165,35 @@ export const layerLocal = (
 export const layerMemory = (
   store: MemoryStore,
   options: MemorySensorOptions = {}
-): Layer.Layer<QpsSensorTag, Options.InvalidOptions> =>
-  Layer.effect(QpsSensorTag, internal.makeMemory({ ...options, store }))
+): Layer.Layer<QpsSensor, Options.InvalidOptions> =>
+  Layer.effect(QpsSensor, internal.makeMemory({ ...options, store }))
+
+/**
+ * {@link layerLocal} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { QpsSensor } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = QpsSensor.layerConfig(Config.all({ window: Config.integer("QPS_WINDOW_SECONDS").pipe(Config.withDefault(2)) }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<MemorySensorOptions>
+): Layer.Layer<QpsSensor, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layerLocal(options)))
+
+/**
+ * The local sensor's layer under the conventional name (same as {@link layerLocal}).
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer: (options?: MemorySensorOptions) => Layer.Layer<QpsSensor, Options.InvalidOptions> = (
+  options
+) => layerLocal(options)

@@ -27,15 +27,17 @@
  */
 import type * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
 import type { ConnectionOptions } from "@sluice/core/Redis"
 import type * as RedisClient from "@sluice/core/RedisClient"
 import * as internal from "./internal/redisQpsSensor.js"
-import type { QpsSensor } from "./QpsSensor.js"
-import { QpsSensorTag } from "./QpsSensor.js"
+import { QpsSensor } from "./QpsSensor.js"
+import type { Service as QpsSensorService } from "./QpsSensor.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 
 /**
  * Options, validated by a Schema at construction, plus where the Redis client comes
@@ -81,21 +83,24 @@ export interface RedisQpsSensorOptions extends ConnectionOptions {
  */
 export const make: (
   options: RedisQpsSensorOptions
-) => Effect.Effect<QpsSensor, Options.InvalidOptions, Scope.Scope> = internal.make
+) => Effect.Effect<QpsSensorService, Options.InvalidOptions, Scope.Scope> = internal.make
 
 /**
- * A Layer providing a Redis sensor under `QpsSensorTag`, or under the given tag.
+ * A Layer providing a Redis sensor under `QpsSensor`, or under the given tag.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer: {
-  (options: RedisQpsSensorOptions): Layer.Layer<QpsSensorTag, Options.InvalidOptions>
-  <I>(options: RedisQpsSensorOptions, tag: Context.Tag<I, QpsSensor>): Layer.Layer<I, Options.InvalidOptions>
+  (options: RedisQpsSensorOptions): Layer.Layer<QpsSensor, Options.InvalidOptions>
+  <I>(
+    options: RedisQpsSensorOptions,
+    tag: Context.Tag<I, QpsSensorService>
+  ): Layer.Layer<I, Options.InvalidOptions>
 } = (
   options: RedisQpsSensorOptions,
-  tag?: Context.Tag<any, QpsSensor>
-): Layer.Layer<any, Options.InvalidOptions> => Layer.scoped(tag ?? QpsSensorTag, internal.make(options))
+  tag?: Context.Tag<any, QpsSensorService>
+): Layer.Layer<any, Options.InvalidOptions> => Layer.scoped(tag ?? QpsSensor, internal.make(options))
 
 /**
  * The Redis key of one second's counter.
@@ -123,5 +128,25 @@ export const keyFor: (prefix: string, key: string, second: number) => string = i
  */
 export const layerShared = (
   options: RedisQpsSensorOptions
-): Layer.Layer<QpsSensorTag, Options.InvalidOptions, RedisClient.RedisClient> =>
-  Layer.scoped(QpsSensorTag, internal.makeShared(options))
+): Layer.Layer<QpsSensor, Options.InvalidOptions, RedisClient.RedisClient> =>
+  Layer.scoped(QpsSensor, internal.makeShared(options))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
+ * import { Config } from "effect"
+ *
+ * const Live = RedisQpsSensor.layerConfig(Config.all({ key: Config.string("QPS_KEY"), url: Config.string("REDIS_URL") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<RedisQpsSensorOptions>
+): Layer.Layer<QpsSensor, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -20,6 +20,8 @@ import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  *
  * @since 0.2.0
  * @category models
+ * @category options
+ * @deprecated since 0.2.0: option Schemas become internal; use the `TempoOptions` type.
  */
 export const TempoOptions = internal.TempoOptions
 

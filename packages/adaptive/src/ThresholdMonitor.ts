@@ -26,11 +26,15 @@
  */
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
+import type * as Stream from "effect/Stream"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/thresholdMonitor.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 
 /**
  * @since 0.1.0
@@ -87,6 +91,7 @@ export interface ThresholdMonitorOptions {
  *
  * @since 0.1.0
  * @category schemas
+ * @deprecated since 0.2.0: option Schemas become internal; use the `ThresholdMonitorOptions` type.
  */
 export const ThresholdMonitorOptions = internal.ThresholdMonitorOptions
 
@@ -115,12 +120,19 @@ export interface Stats {
  * @since 0.1.0
  * @category models
  */
-export interface ThresholdMonitor extends Pipeable {
+export interface Service extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
   /** Records one successful call of `operation` that took `latency`. */
   record(operation: string, latency: Duration.DurationInput): Effect.Effect<void>
-  /** Runs `self`, timing it with the `Clock`; records it only if it succeeds. */
+  /**
+   * Runs `self`, timing it with the `Clock`; records it as a call of `operation`
+   * only if it succeeds.
+   *
+   * @since 0.2.0
+   */
+  withMonitor<A, E, R>(self: Effect.Effect<A, E, R>, operation: string): Effect.Effect<A, E, R>
+  /** @deprecated since 0.2.0: use `withMonitor(self, operation)` (self first). */
   track<A, E, R>(operation: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R>
   /** Is `operation` over one of its thresholds right now? */
   exceeded(operation: string): Effect.Effect<boolean>
@@ -136,6 +148,31 @@ export interface ThresholdMonitor extends Pipeable {
   unsafeExceeded(operation: string, nowMillis: number): boolean
   /** {@link ThresholdMonitor.stats} at the given clock reading. */
   unsafeStats(operation: string, nowMillis: number): Stats
+  /**
+   * Threshold crossings: an operation going over one of its thresholds, or back under
+   * all of them. A crossing is seen when the monitor evaluates the operation
+   * (`exceeded`, `stats`, the back-pressure middleware on each response), so it is
+   * reported at the first evaluation after it happens. A subscriber that falls behind
+   * by more than 256 events loses the oldest.
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
+}
+
+/**
+ * What the monitor reports on {@link Service.events}: `exceeded` is the new state of
+ * `operation` (`true`: responses now carry the throttle signal), with the stats that
+ * decided it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = {
+  readonly _tag: "Crossing"
+  readonly operation: string
+  readonly exceeded: boolean
+  readonly stats: Stats
 }
 
 /**
@@ -161,9 +198,8 @@ export interface ThresholdMonitor extends Pipeable {
  * @since 0.1.0
  * @category constructors
  */
-export const make: (
-  options: ThresholdMonitorOptions
-) => Effect.Effect<ThresholdMonitor, Options.InvalidOptions> = internal.make
+export const make: (options: ThresholdMonitorOptions) => Effect.Effect<Service, Options.InvalidOptions> =
+  internal.make
 
 /**
  * Synchronous {@link make}; throws `InvalidOptions`.
@@ -171,32 +207,50 @@ export const make: (
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options: ThresholdMonitorOptions) => ThresholdMonitor = internal.unsafeMake
+export const unsafeMake: (options: ThresholdMonitorOptions) => Service = internal.unsafeMake
 
 /**
- * Times an effect and records it as a success of `operation` (data-first or data-last).
+ * Times an effect and records it, if it succeeds, as a call of `operation` on a
+ * monitor: the one in context, or `monitor` (data-first or data-last).
  *
  * @example
  * ```ts
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * declare const monitor: ThresholdMonitor.ThresholdMonitor
- * const handled = Effect.succeed("ok").pipe(ThresholdMonitor.track(monitor, "save"))
+ * const handled = Effect.succeed("ok").pipe(ThresholdMonitor.withMonitor("save"))
+ * declare const monitor: ThresholdMonitor.Service
+ * const explicit = ThresholdMonitor.withMonitor(Effect.succeed("ok"), "save", monitor)
  * ```
+ * @since 0.1.0
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withMonitor: {
+  (operation: string, monitor: Service): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  (operation: string): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R | ThresholdMonitor>
+  <A, E, R>(self: Effect.Effect<A, E, R>, operation: string, monitor: Service): Effect.Effect<A, E, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, operation: string): Effect.Effect<A, E, R | ThresholdMonitor>
+} = dual(
+  (args) => Effect.isEffect(args[0]),
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    operation: string,
+    monitor?: Service
+  ): Effect.Effect<A, E, R | ThresholdMonitor> =>
+    monitor === undefined
+      ? Effect.flatMap(ThresholdMonitor, (m) => m.withMonitor(self, operation))
+      : monitor.withMonitor(self, operation)
+)
+
+/**
+ * @deprecated since 0.2.0: use {@link withMonitor} (`withMonitor(self, operation, monitor)`).
  * @since 0.1.0
  * @category combinators
  */
 export const track: {
-  (
-    monitor: ThresholdMonitor,
-    operation: string
-  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  <A, E, R>(
-    self: Effect.Effect<A, E, R>,
-    monitor: ThresholdMonitor,
-    operation: string
-  ): Effect.Effect<A, E, R>
+  (monitor: Service, operation: string): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, monitor: Service, operation: string): Effect.Effect<A, E, R>
 } = internal.track
 
 /**
@@ -208,33 +262,63 @@ export const track: {
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const monitor = yield* ThresholdMonitor.ThresholdMonitorTag
+ *   const monitor = yield* ThresholdMonitor.ServiceTag
  *   return yield* monitor.exceeded("save")
  * }).pipe(Effect.provide(ThresholdMonitor.layer({ thresholds: { rate: 100 } })))
  * ```
  * @since 0.1.0
  * @category tags
  */
-export class ThresholdMonitorTag extends Context.Tag("@sluice/adaptive/ThresholdMonitor")<
-  ThresholdMonitorTag,
-  ThresholdMonitor
+export class ThresholdMonitor extends Context.Tag("@sluice/adaptive/ThresholdMonitor")<
+  ThresholdMonitor,
+  Service
 >() {}
 
 /**
- * A Layer that builds a monitor and provides it under {@link ThresholdMonitorTag},
+ * @deprecated since 0.2.0: use {@link ThresholdMonitor} (the tag is named after the service).
+ * @since 0.1.0
+ * @category tags
+ */
+export const ThresholdMonitorTag = ThresholdMonitor
+
+/**
+ * @deprecated since 0.2.0: use {@link ThresholdMonitor}.
+ * @since 0.1.0
+ * @category tags
+ */
+export type ThresholdMonitorTag = ThresholdMonitor
+
+/**
+ * A Layer that builds a monitor and provides it under {@link ThresholdMonitor},
  * or under the given tag.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer: {
-  (options: ThresholdMonitorOptions): Layer.Layer<ThresholdMonitorTag, Options.InvalidOptions>
-  <I>(
-    options: ThresholdMonitorOptions,
-    tag: Context.Tag<I, ThresholdMonitor>
-  ): Layer.Layer<I, Options.InvalidOptions>
+  (options: ThresholdMonitorOptions): Layer.Layer<ThresholdMonitor, Options.InvalidOptions>
+  <I>(options: ThresholdMonitorOptions, tag: Context.Tag<I, Service>): Layer.Layer<I, Options.InvalidOptions>
 } = (
   options: ThresholdMonitorOptions,
-  tag?: Context.Tag<any, ThresholdMonitor>
-): Layer.Layer<any, Options.InvalidOptions> =>
-  Layer.effect(tag ?? ThresholdMonitorTag, internal.make(options))
+  tag?: Context.Tag<any, Service>
+): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? ThresholdMonitor, internal.make(options))
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { ThresholdMonitor } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = ThresholdMonitor.layerConfig(Config.all({ instances: Config.integer("INSTANCES").pipe(Config.withDefault(1)) }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<ThresholdMonitorOptions>
+): Layer.Layer<ThresholdMonitor, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

@@ -26,32 +26,39 @@
 import type * as Effect from "effect/Effect"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/vegas.js"
-import type { Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
+import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
 
 /**
- * Options: `initial` (20), `minLimit` (1), `maxLimit` (1000), `alpha` (3) and
- * `beta` (6) in units of `log10(limit)` with `alpha < beta`, `smoothing` in
- * (0, 1] (1 = no smoothing), `backoffRatio` in (0, 1) on a drop (0.9), and
- * `probeMultiplier` (30).
+ * Options: the shared bounds ({@link BoundsOptions}: `initial` 20, `minLimit` 1,
+ * `maxLimit` 1000; a default `initial` above `maxLimit` is clamped), `alpha` (3) and
+ * `beta` (6) in units of `log10(limit)` with `alpha < beta`, `smoothing` in (0, 1]
+ * (1 = no smoothing), `backoffRatio` in (0, 1) on a drop (0.9), and `probeMultiplier` (30).
  *
  * @since 0.1.0
  * @category schemas
- */
-export const VegasOptions = internal.VegasOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
-export type VegasOptions = typeof VegasOptions.Encoded
+export interface VegasOptions extends BoundsOptions {
+  readonly alpha?: number | undefined
+  readonly beta?: number | undefined
+  readonly smoothing?: number | undefined
+  readonly backoffRatio?: number | undefined
+  readonly probeMultiplier?: number | undefined
+}
 
 /**
- * Decoded options.
+ * Options after defaults (what the algorithm runs with).
  *
  * @since 0.1.0
  * @category models
  */
-export type VegasConfig = typeof VegasOptions.Type
+export interface VegasConfig extends Bounds {
+  readonly alpha: number
+  readonly beta: number
+  readonly smoothing: number
+  readonly backoffRatio: number
+  readonly probeMultiplier: number
+}
 
 /**
  * A Vegas limit. `noLoadRtt` is the learned no-load latency in milliseconds.

@@ -27,7 +27,7 @@ describe("CongestionWindow", () => {
     expect(cw.cwnd).toBe(20)
     expect(cw.limit).toBe(20)
     expect(cw.ssthresh).toBe(1024)
-    expect(cw.options.factor).toBe(0.5)
+    expect(cw.options.backoffRatio).toBe(0.5)
     expect(cw.options.variant).toBe("reno")
   })
 
@@ -112,7 +112,9 @@ describe("CongestionWindow", () => {
           expect(exit.cause.error).toBeInstanceOf(Options.InvalidOptions)
           expect(exit.cause.error.message).toMatch(field)
         }
-        expect(() => CongestionWindow.factory(bad)).toThrow(field)
+        // a factory never throws when made; it reports the bad options when the limiter uses it
+        expect(() => CongestionWindow.factory(bad)).not.toThrow()
+        expect(() => CongestionWindow.factory(bad)("k")).toThrow(field)
       }
     })
   )

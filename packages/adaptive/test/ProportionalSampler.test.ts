@@ -5,11 +5,7 @@ import { Duration, Effect, Exit, FastCheck as fc, Layer, Option, TestClock } fro
 import { metricValue } from "./metricSnapshot.js"
 
 /** Offers `perSecond` calls per second to every sampler for `seconds`, in 250 ms slices. */
-const offer = (
-  samplers: ReadonlyArray<ProportionalSampler.ProportionalSampler>,
-  perSecond: number,
-  seconds: number
-) =>
+const offer = (samplers: ReadonlyArray<ProportionalSampler.Service>, perSecond: number, seconds: number) =>
   Effect.gen(function* () {
     const perSlice = perSecond / 4
     let sent = 0
@@ -28,7 +24,7 @@ const scriptedSensor = () => {
   let next: Option.Option<QpsSensor.Reading> | ((now: number) => Option.Option<QpsSensor.Reading>) =
     Option.none()
   let recorded = 0
-  const sensor: QpsSensor.QpsSensor = {
+  const sensor: QpsSensor.Service = {
     unsafeRecord: (_now, n) => {
       recorded += n
     },
@@ -119,7 +115,7 @@ describe("ProportionalSampler", () => {
         const { sensor } = scriptedSensor()
         const samples = yield* Effect.scoped(
           Effect.gen(function* () {
-            const out: Array<ProportionalSampler.ProportionalSampler> = []
+            const out: Array<ProportionalSampler.Service> = []
             for (const r of [0.05, 0.25, 0.5, 0.9, 1]) {
               out.push(yield* ProportionalSampler.makeWith({ goal: 1, initialRatio: r }, sensor))
             }
@@ -168,7 +164,7 @@ describe("ProportionalSampler", () => {
   it.scoped("updates every period with per-worker jitter", () =>
     Effect.gen(function* () {
       const times: Array<number> = []
-      const sensor: QpsSensor.QpsSensor = {
+      const sensor: QpsSensor.Service = {
         unsafeRecord: () => {},
         measure: Effect.clockWith((clock) =>
           Effect.sync(() => {

@@ -5,7 +5,7 @@ import { metricValue } from "./metricSnapshot.js"
 
 /** `perSecond` successful calls of `latencyMs` each, for `seconds`, advancing the clock `step` seconds at a time. */
 const drive = (
-  monitor: ThresholdMonitor.ThresholdMonitor,
+  monitor: ThresholdMonitor.Service,
   op: string,
   perSecond: number,
   seconds: number,

@@ -171,7 +171,7 @@ export const quota: (
 
 /**
  * Options of {@link backpressure}: the `operation` name (or a function of the
- * request), an explicit `monitor` (default: `ThresholdMonitorTag` from context),
+ * request), an explicit `monitor` (default: `ThresholdMonitor.ThresholdMonitor` from context),
  * and `json` to also set the throttle attribute in JSON object bodies.
  *
  * @since 0.1.0
@@ -201,15 +201,15 @@ export interface BackpressureOptions extends internal.BackpressureOptions {}
  */
 export const backpressure: {
   (
-    options: BackpressureOptions & { readonly monitor: ThresholdMonitor.ThresholdMonitor }
+    options: BackpressureOptions & { readonly monitor: ThresholdMonitor.Service }
   ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
   (
     options: BackpressureOptions
-  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ThresholdMonitor.ThresholdMonitorTag>
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ThresholdMonitor.ThresholdMonitor>
 } = internal.backpressure as any
 
 /**
- * Sheds optional work: a `ProportionalSampler` (given, or `ProportionalSamplerTag`
+ * Sheds optional work: a `ProportionalSampler` (given, or `ProportionalSampler.ProportionalSampler`
  * from context) decides per request; sampled-out requests get `204 No Content`
  * without running the handler.
  *
@@ -227,10 +227,8 @@ export const backpressure: {
  * @category utils
  */
 export const sample: {
-  (
-    sampler: ProportionalSampler.ProportionalSampler
-  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
-  (): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ProportionalSampler.ProportionalSamplerTag>
+  (sampler: ProportionalSampler.Service): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  (): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ProportionalSampler.ProportionalSampler>
 } = internal.sample as any
 
 /**

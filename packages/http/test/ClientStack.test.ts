@@ -195,6 +195,11 @@ describe("ClientStack", () => {
       })
       const throttle: AdaptiveThrottle.Service = {
         ...built.throttle,
+        withThrottle: (effect, key) =>
+          Effect.zipRight(
+            Effect.sync(() => combinatorRuns++),
+            built.throttle.withThrottle(effect, key)
+          ),
         run: (key, effect) =>
           Effect.zipRight(
             Effect.sync(() => combinatorRuns++),
@@ -204,9 +209,15 @@ describe("ClientStack", () => {
       }
       const limiters: ConcurrencyLimiter.Service = {
         size: built.limiters.size,
+        events: built.limiters.events,
         keys: () => built.limiters.keys(),
         get: (key) => built.limiters.get(key),
         unsafeGet: (key) => built.limiters.unsafeGet(key),
+        withLimiter: (effect, key) =>
+          Effect.zipRight(
+            Effect.sync(() => combinatorRuns++),
+            built.limiters.withLimiter(effect, key)
+          ),
         run: (key, effect) =>
           Effect.zipRight(
             Effect.sync(() => combinatorRuns++),

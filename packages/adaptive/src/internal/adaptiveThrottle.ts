@@ -1,4 +1,4 @@
-import { Admission, Criticality, Errors, Options, Outcome } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Options, Outcome } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -7,6 +7,8 @@ import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { makeHub } from "./events.js"
 import type * as AT from "../AdaptiveThrottle.js"
 
 type Level = Criticality.Criticality
@@ -205,7 +207,8 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
   const { buckets, maxKeys, maxProbability, window } = decoded
   const kOf: Readonly<Record<Level, number>> = decoded.kByCriticality ?? defaultKByCriticality(decoded.k)
   const minRequests = decoded.minRequestRate * Duration.toSeconds(window)
-  const states = new Map<string, KeyState>()
+  // Per-key state, gates and guards: bounded, least recently used key evicted (CLOCK).
+  const states = BoundedMap.make<string, KeyState>({ capacity: maxKeys })
   const labelled = new Set<string>()
 
   const stateFor = (key: string, now: number): KeyState => {
@@ -213,14 +216,6 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     if (state !== undefined) {
       state.lastUsed = now
       return state
-    }
-    if (states.size >= maxKeys) {
-      // Evict the least recently used key; O(maxKeys), but only when a new key arrives at the bound.
-      let victim: KeyState | undefined
-      for (const candidate of states.values()) {
-        if (victim === undefined || candidate.lastUsed < victim.lastUsed) victim = candidate
-      }
-      if (victim !== undefined) states.delete(victim.key)
     }
     let label = key
     if (!labelled.has(key)) {
@@ -231,6 +226,8 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     states.set(key, state)
     return state
   }
+
+  const hub = makeHub<AT.Event>()
 
   const kMin = Math.min(...Criticality.levels.map((level) => kOf[level]))
 
@@ -272,6 +269,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     // counts them): that is what keeps `p` from running away.
     count(state, false)
     throttledMetric.unsafeUpdate(1, state.levelTags[level])
+    hub.unsafeOffer({ _tag: "Throttled", key: state.key, criticality: level, probability: p })
     return Effect.fail(new Errors.Throttled({ key: state.key, probability: p })).pipe(
       Effect.withSpan("sluice.adaptive_throttle.throttled", {
         captureStackTrace: false,
@@ -309,46 +307,31 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     isDrop: decoded.isRejection
   })
 
-  const gates = new Map<string, Admission.Gate<AT.Ticket, Errors.Throttled>>()
-  const gate = (key: string): Admission.Gate<AT.Ticket, Errors.Throttled> => {
-    let found = gates.get(key)
-    if (found === undefined) {
-      if (gates.size >= maxKeys) gates.delete(gates.keys().next().value!)
-      found = makeGate(key)
-      gates.set(key, found)
-    }
-    return found
-  }
+  const gates = BoundedMap.make<string, Admission.Gate<AT.Ticket, Errors.Throttled>>({ capacity: maxKeys })
+  const gate = (key: string): Admission.Gate<AT.Ticket, Errors.Throttled> => gates.getOrCreate(key, makeGate)
 
-  const guards = new Map<
+  const guards = BoundedMap.make<
     string,
     <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Throttled, R>
-  >()
+  >({ capacity: maxKeys })
+  const makeGuard = (key: string) => Admission.guard([gate(key)])
   const run = <A, E, R>(
     key: string,
     effect: Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E | Errors.Throttled, R> => {
-    let guarded = guards.get(key)
-    if (guarded === undefined) {
-      if (guards.size >= maxKeys) guards.delete(guards.keys().next().value!)
-      guarded = Admission.guard([gate(key)])
-      guards.set(key, guarded)
-    }
-    return guarded(effect)
-  }
+  ): Effect.Effect<A, E | Errors.Throttled, R> => guards.getOrCreate(key, makeGuard)(effect)
 
   const unsafeProbability = (
     key: string,
     criticality: Level = Criticality.defaultLevel,
     nowMillis?: number
   ) => {
-    const state = states.get(key)
+    const state = states.peek(key)
     if (state === undefined) return 0
     return probabilityOf(state, criticality, nowMillis ?? peekClock.unsafeCurrentTimeMillis())
   }
 
   const unsafeStats = (key: string, nowMillis?: number) => {
-    const state = states.get(key)
+    const state = states.peek(key)
     if (state === undefined) return { requests: 0, accepts: 0 }
     const now = nowMillis ?? peekClock.unsafeCurrentTimeMillis()
     state.window.advance(now)
@@ -356,6 +339,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
   }
 
   return {
+    withThrottle: (self, key) => run(key, self),
     run,
     probability: (key, criticality) =>
       Effect.map(Clock.currentTimeMillis, (now) => unsafeProbability(key, criticality, now)),
@@ -366,6 +350,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     k: (criticality) => kOf[criticality],
     maxProbability,
     minRequestRate: decoded.minRequestRate,
-    window
+    window,
+    events: Stream.fromPubSub(hub)
   }
 }

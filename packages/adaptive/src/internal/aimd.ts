@@ -1,33 +1,20 @@
 import { Options, Ratio } from "@sluice/core"
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as A from "../Aimd.js"
 import type * as LA from "../LimitAlgorithm.js"
-import { checkBounds, OpenRatio, PositiveOrInfinity } from "./limitAlgorithm.js"
+import { algorithm, boundsFields, boundsIssues, OpenRatio } from "./limitAlgorithm.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const AimdOptions = Schema.Struct({
-  initial: Schema.optionalWith(Options.PositiveInt, { default: () => 20 }),
-  minLimit: Schema.optionalWith(Options.PositiveInt, { default: () => 1 }),
-  maxLimit: Schema.optionalWith(PositiveOrInfinity, { default: () => 1000 }),
+  ...boundsFields,
   backoffRatio: Schema.optionalWith(OpenRatio, { default: () => 0.9 }),
   timeout: Schema.optional(Options.PositiveDuration)
-}).pipe(
-  Schema.filter((o) =>
-    checkBounds([
-      ["minLimit", o.minLimit],
-      ["initial", o.initial],
-      ["maxLimit", o.maxLimit]
-    ])
-  )
-)
-
-const module = "Aimd"
-const decodeSync = Options.decodeSync(module, AimdOptions)
-const decodeEffect = Options.decode(module, AimdOptions)
+}).pipe(Schema.filter(boundsIssues))
 
 class AimdImpl implements A.Aimd {
+  protected readonly bound = bindMethods(this, ["onSample"])
   readonly name = "aimd"
   limit: number
   private readonly timeoutMillis: number
@@ -50,15 +37,15 @@ class AimdImpl implements A.Aimd {
   }
 }
 
-/** @internal */
-export const unsafeMake = (options: A.AimdOptions = {}): A.Aimd => new AimdImpl(decodeSync(options))
+const aimd = algorithm<A.AimdOptions, typeof AimdOptions.Type, A.Aimd>(
+  "Aimd",
+  AimdOptions,
+  (config) => new AimdImpl(config)
+)
 
 /** @internal */
-export const make = (options: A.AimdOptions = {}): Effect.Effect<A.Aimd, Options.InvalidOptions> =>
-  Effect.map(decodeEffect(options), (config) => new AimdImpl(config))
-
+export const unsafeMake = aimd.unsafeMake
 /** @internal */
-export const factory = (options: A.AimdOptions = {}): LA.Factory => {
-  const config = decodeSync(options)
-  return () => new AimdImpl(config)
-}
+export const make = aimd.make
+/** @internal */
+export const factory = aimd.factory

@@ -9,6 +9,7 @@ import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Interval from "effect/ScheduleInterval"
 import * as Schema from "effect/Schema"
 import type * as A from "../AimdInterval.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const TypeId: typeof A.TypeId = Symbol.for("@sluice/adaptive/AimdInterval") as any
@@ -55,7 +56,14 @@ const signalCounter = Metric.counter("sluice_aimd_interval_signals", {
   incremental: true
 })
 
-class AimdIntervalImpl implements A.AimdInterval {
+class AimdIntervalImpl implements A.Service {
+  protected readonly bound = bindMethods(this, [
+    "unsafeSignal",
+    "unsafeInterval",
+    "signal",
+    "scheduleFrom",
+    "pipe"
+  ])
   readonly [TypeId]: A.TypeId = TypeId
   private current: number
   private readonly minMs: number
@@ -145,16 +153,16 @@ const decode = Options.decode(
   AimdIntervalOptions as Schema.Schema<any, A.AimdIntervalOptions>
 )
 
-const build = (o: Schema.Schema.Type<typeof AimdIntervalOptions>): A.AimdInterval =>
+const build = (o: Schema.Schema.Type<typeof AimdIntervalOptions>): A.Service =>
   new AimdIntervalImpl(o.name, o.min, o.max, o.step, o.rateStep, o.factor, o.initial ?? o.min)
 
 /** @internal */
-export const unsafeMake = (options: A.AimdIntervalOptions): A.AimdInterval => build(decodeSync(options))
+export const unsafeMake = (options: A.AimdIntervalOptions): A.Service => build(decodeSync(options))
 
 /** @internal */
-export const make = (options: A.AimdIntervalOptions): Effect.Effect<A.AimdInterval, Options.InvalidOptions> =>
+export const make = (options: A.AimdIntervalOptions): Effect.Effect<A.Service, Options.InvalidOptions> =>
   Effect.map(decode(options), build)
 
 /** @internal */
-export const isAimdInterval = (u: unknown): u is A.AimdInterval =>
+export const isAimdInterval = (u: unknown): u is A.Service =>
   typeof u === "object" && u !== null && TypeId in u

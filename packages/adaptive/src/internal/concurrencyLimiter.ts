@@ -1,4 +1,4 @@
-import { Admission, Criticality, Errors, Options, Outcome, Ratio } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Options, Outcome, Ratio } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import type * as DefaultServices from "effect/DefaultServices"
@@ -14,6 +14,10 @@ import * as Schema from "effect/Schema"
 import type * as CL from "../ConcurrencyLimiter.js"
 import type * as LA from "../LimitAlgorithm.js"
 import * as congestionWindow from "./congestionWindow.js"
+import { bindMethods } from "./bind.js"
+import type * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
+import { makeHub } from "./events.js"
 
 /** @internal */
 export const TypeId: typeof CL.TypeId = Symbol.for("@sluice/adaptive/ConcurrencyLimiter") as any
@@ -156,11 +160,11 @@ class Waiter {
 }
 
 class LimiterImpl implements CL.Limiter {
+  protected readonly bound = bindMethods(this, ["inFlightOf", "queuedOf", "pipe"])
   readonly [TypeId]: CL.TypeId = TypeId
   inFlight = 0
   queued = 0
   nextId = 0
-  lastUsed = 0
   private readonly inFlightBy: Array<number> = new Array(LEVELS).fill(0)
   private readonly heads: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
   private readonly tails: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
@@ -171,6 +175,9 @@ class LimiterImpl implements CL.Limiter {
   private readonly rejectTags: Record<RejectReason, ReadonlyArray<MetricLabel.MetricLabel>>
   private reportedLimit: number
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
+  readonly events: Stream.Stream<CL.Event>
+  readonly run: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   private readonly guarded: <A, E, R>(
     self: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | Errors.Overloaded, R>
@@ -178,8 +185,10 @@ class LimiterImpl implements CL.Limiter {
   constructor(
     readonly key: string,
     readonly algorithm: LA.LimitAlgorithm,
-    private readonly config: Config
+    private readonly config: Config,
+    private readonly hub: PubSub.PubSub<CL.Event> = makeHub<CL.Event>()
   ) {
+    this.events = Stream.fromPubSub(hub)
     const p = config.partitions
     this.shares =
       p === undefined
@@ -213,6 +222,9 @@ class LimiterImpl implements CL.Limiter {
       isDrop: config.isDrop
     }
     this.guarded = Admission.guard([this.gate])
+    // A closure, not a method: safe unbound, and no wrapper on the per-call path.
+    this.run = this.guarded
+    this.withLimiter = this.guarded
   }
 
   get limit(): number {
@@ -232,10 +244,6 @@ class LimiterImpl implements CL.Limiter {
   pipe() {
     // eslint-disable-next-line prefer-rest-params
     return pipeArguments(this, arguments)
-  }
-
-  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
-    return this.guarded(self)
   }
 
   private grant(
@@ -376,6 +384,7 @@ class LimiterImpl implements CL.Limiter {
 
   private rejection(reason: RejectReason): Errors.Overloaded {
     rejectedCounter.unsafeUpdate(1, this.rejectTags[reason])
+    this.hub.unsafeOffer({ _tag: "Rejected", key: this.key, reason })
     return new Errors.Overloaded({ reason: `concurrency limit: ${reason}`, origin: "local" })
   }
 
@@ -443,8 +452,8 @@ const decodeService = Options.decode("ConcurrencyLimiter", ServiceOptions)
 
 const defaultFactory: LA.Factory = () => congestionWindow.unsafeMake()
 
-const makeLimiter = (config: typeof LimiterOptions.Type): LimiterImpl =>
-  new LimiterImpl(config.key, (config.algorithm ?? defaultFactory)(config.key), config)
+const makeLimiter = (config: typeof LimiterOptions.Type, hub?: PubSub.PubSub<CL.Event>): LimiterImpl =>
+  new LimiterImpl(config.key, (config.algorithm ?? defaultFactory)(config.key), config, hub)
 
 /** @internal */
 export const unsafeMake = (options: CL.LimiterOptions = {}): CL.Limiter =>
@@ -469,14 +478,26 @@ export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter,
   Effect.flatMap(decodeLimiter(options), (config) => tryConstruct(() => makeLimiter(config)))
 
 class ServiceImpl implements CL.Service {
-  private readonly limiters = new Map<string, LimiterImpl>()
-  private readonly gates = new Map<string, Admission.Gate<CL.Permit, Errors.Overloaded>>()
-  private readonly guards = new Map<
+  protected readonly bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "run", "withLimiter"])
+  // Per key: the limiter (least recently used evicted, idle ones first: work still running
+  // keeps its own limiter), its gate and its guard.
+  private readonly limiters: BoundedMap.BoundedMap<string, LimiterImpl>
+  private readonly gates: BoundedMap.BoundedMap<string, Admission.Gate<CL.Permit, Errors.Overloaded>>
+  private readonly guards: BoundedMap.BoundedMap<
     string,
     <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  >()
-  private tick = 0
-  constructor(private readonly config: typeof ServiceOptions.Type) {}
+  >
+  private readonly hub = makeHub<CL.Event>()
+  readonly events: Stream.Stream<CL.Event> = Stream.fromPubSub(this.hub)
+  constructor(private readonly config: typeof ServiceOptions.Type) {
+    const capacity = config.maxKeys
+    this.limiters = BoundedMap.make({
+      capacity,
+      canEvict: (_, limiter) => limiter.inFlight === 0 && limiter.queued === 0
+    })
+    this.gates = BoundedMap.make({ capacity })
+    this.guards = BoundedMap.make({ capacity })
+  }
   get size(): number {
     return this.limiters.size
   }
@@ -486,10 +507,10 @@ class ServiceImpl implements CL.Service {
   gate(key: string): Admission.Gate<CL.Permit, Errors.Overloaded> {
     let found = this.gates.get(key)
     if (found === undefined) {
-      if (this.gates.size >= this.config.maxKeys) this.gates.delete(this.gates.keys().next().value!)
       found = {
-        tryEnter: (entry) => this.unsafeGet(key).gate.tryEnter(entry),
-        enter: (entry) => this.unsafeGet(key).gate.enter(entry),
+        // Straight to the map (not through the bound `unsafeGet`): this is the per-call path.
+        tryEnter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.tryEnter(entry),
+        enter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.enter(entry),
         settle: (permit, outcome) => {
           const owner = (permit as Permit).limiter
           owner.gate.settle(permit as Permit, outcome)
@@ -500,41 +521,27 @@ class ServiceImpl implements CL.Service {
     }
     return found
   }
+  private readonly newLimiter = (key: string): LimiterImpl => makeLimiter({ ...this.config, key }, this.hub)
   unsafeGet(key: string): CL.Limiter {
-    let limiter = this.limiters.get(key)
-    if (limiter === undefined) {
-      if (this.limiters.size >= this.config.maxKeys) this.evict()
-      limiter = makeLimiter({ ...this.config, key })
-      this.limiters.set(key, limiter)
-    }
-    limiter.lastUsed = ++this.tick
-    return limiter
+    return this.limiters.getOrCreate(key, this.newLimiter)
   }
   get(key: string): Effect.Effect<CL.Limiter> {
     return Effect.sync(() => this.unsafeGet(key))
   }
+  withLimiter<A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    key = "default"
+  ): Effect.Effect<A, E | Errors.Overloaded, R> {
+    return this.run(key, self)
+  }
   run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     let guarded = this.guards.get(key)
     if (guarded === undefined) {
-      if (this.guards.size >= this.config.maxKeys) this.guards.delete(this.guards.keys().next().value!)
       // The key's gate finds its limiter per call, so eviction of the limiter is safe.
       guarded = Admission.guard([this.gate(key)])
       this.guards.set(key, guarded)
     }
     return guarded(self) as Effect.Effect<A, E | Errors.Overloaded, R>
-  }
-  /** Forgets the least recently used key, idle ones first; work still running keeps its own limiter. */
-  private evict(): void {
-    let victim: LimiterImpl | undefined
-    let idleVictim: LimiterImpl | undefined
-    for (const limiter of this.limiters.values()) {
-      if (victim === undefined || limiter.lastUsed < victim.lastUsed) victim = limiter
-      if (limiter.inFlight === 0 && limiter.queued === 0) {
-        if (idleVictim === undefined || limiter.lastUsed < idleVictim.lastUsed) idleVictim = limiter
-      }
-    }
-    const chosen = idleVictim ?? victim
-    if (chosen !== undefined) this.limiters.delete(chosen.key)
   }
 }
 
@@ -563,18 +570,13 @@ export const layer = (
   Layer.effect(ConcurrencyLimiter, makeService(options))
 
 /** @internal */
-export const run = dual(
+export const withLimiter = dual(
   (args) => Effect.isEffect(args[0]),
   <A, E, R>(
     self: Effect.Effect<A, E, R>,
-    key: string = "default"
+    keyOrLimiter: string | CL.Limiter = "default"
   ): Effect.Effect<A, E | Errors.Overloaded, R | CL.ConcurrencyLimiter> =>
-    Effect.flatMap(ConcurrencyLimiter, (service) => service.unsafeGet(key).run(self))
-)
-
-/** @internal */
-export const withLimiter = dual(
-  2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, limiter: CL.Limiter): Effect.Effect<A, E | Errors.Overloaded, R> =>
-    limiter.run(self)
+    typeof keyOrLimiter === "string"
+      ? Effect.flatMap(ConcurrencyLimiter, (service) => service.unsafeGet(keyOrLimiter).withLimiter(self))
+      : keyOrLimiter.withLimiter(self)
 )

@@ -1,33 +1,33 @@
 import { Options } from "@sluice/core"
-import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as CW from "../CongestionWindow.js"
 import type * as LA from "../LimitAlgorithm.js"
-import { checkBounds, OpenRatio, PositiveOrInfinity } from "./limitAlgorithm.js"
+import { algorithm, boundsFields, boundsIssues, OpenRatio } from "./limitAlgorithm.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const CongestionWindowOptions = Schema.Struct({
-  initial: Schema.optionalWith(Options.PositiveNumber, { default: () => 20 }),
+  ...boundsFields,
   ssthresh: Schema.optionalWith(Options.PositiveNumber, { default: () => 1024 }),
-  factor: Schema.optionalWith(OpenRatio, { default: () => 0.5 }),
-  variant: Schema.optionalWith(Schema.Literal("tahoe", "reno"), { default: () => "reno" as const }),
-  minLimit: Schema.optionalWith(Options.PositiveNumber, { default: () => 1 }),
-  maxLimit: Schema.optionalWith(PositiveOrInfinity, { default: () => Infinity })
+  backoffRatio: Schema.optional(OpenRatio),
+  /** Deprecated name of `backoffRatio`. */
+  factor: Schema.optional(OpenRatio),
+  variant: Schema.optionalWith(Schema.Literal("tahoe", "reno"), { default: () => "reno" as const })
 }).pipe(
-  Schema.filter((o) =>
-    checkBounds([
-      ["minLimit", o.minLimit],
-      ["initial", o.initial],
-      ["maxLimit", o.maxLimit]
-    ])
-  )
+  Schema.filter((o) => {
+    const issues = boundsIssues(o)
+    if (o.backoffRatio !== undefined && o.factor !== undefined && o.backoffRatio !== o.factor) {
+      issues.push({
+        path: ["factor"],
+        message: `factor (${o.factor}) is the deprecated name of backoffRatio (${o.backoffRatio}): give one`
+      })
+    }
+    return issues
+  })
 )
 
-const module = "CongestionWindow"
-const decodeSync = Options.decodeSync(module, CongestionWindowOptions)
-const decodeEffect = Options.decode(module, CongestionWindowOptions)
-
 class CongestionWindowImpl implements CW.CongestionWindow {
+  protected readonly bound = bindMethods(this, ["onSample"])
   readonly name: string
   /** The window counts requests, never time: its samples need no clock read. */
   readonly usesTime = false
@@ -53,8 +53,8 @@ class CongestionWindowImpl implements CW.CongestionWindow {
       )
       if (grown > cwnd) this.cwnd = grown
     } else if (sample.outcome === "dropped" && sample.id >= this.ignoreBelow) {
-      const { factor, initial, maxLimit, minLimit, variant } = this.options
-      this.ssthresh = Math.max(minLimit, this.cwnd * factor)
+      const { backoffRatio, initial, maxLimit, minLimit, variant } = this.options
+      this.ssthresh = Math.max(minLimit, this.cwnd * backoffRatio)
       this.cwnd = Math.min(maxLimit, Math.max(minLimit, variant === "tahoe" ? initial : this.ssthresh))
       // Everything in flight now belongs to the same burst: its errors count once.
       this.ignoreBelow = sample.nextId
@@ -63,18 +63,20 @@ class CongestionWindowImpl implements CW.CongestionWindow {
   }
 }
 
-/** @internal */
-export const unsafeMake = (options: CW.CongestionWindowOptions = {}): CW.CongestionWindow =>
-  new CongestionWindowImpl(decodeSync(options))
+const congestionWindow = algorithm<
+  CW.CongestionWindowOptions,
+  typeof CongestionWindowOptions.Type,
+  CW.CongestionWindow
+>(
+  "CongestionWindow",
+  CongestionWindowOptions,
+  ({ factor, ...config }) =>
+    new CongestionWindowImpl({ ...config, backoffRatio: config.backoffRatio ?? factor ?? 0.5 })
+)
 
 /** @internal */
-export const make = (
-  options: CW.CongestionWindowOptions = {}
-): Effect.Effect<CW.CongestionWindow, Options.InvalidOptions> =>
-  Effect.map(decodeEffect(options), (config) => new CongestionWindowImpl(config))
-
+export const unsafeMake = congestionWindow.unsafeMake
 /** @internal */
-export const factory = (options: CW.CongestionWindowOptions = {}): LA.Factory => {
-  const config = decodeSync(options)
-  return () => new CongestionWindowImpl(config)
-}
+export const make = congestionWindow.make
+/** @internal */
+export const factory = congestionWindow.factory

@@ -10,6 +10,8 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { performance } from "node:perf_hooks"
 import type * as LS from "../LoadShedder.js"
+import * as Stream from "effect/Stream"
+import { makeHub } from "./events.js"
 
 type Level = Criticality.Criticality
 
@@ -133,6 +135,7 @@ export const make = (
     const peekClock = yield* Effect.clock
     const { capacity, name, retryAfter, thresholds } = decoded
     const tauMillis = Duration.toMillis(decoded.smoothing)
+    const hub = makeHub<LS.Event>()
     const nameLabel = MetricLabel.make("shedder", name)
     const nameTags: ReadonlyArray<MetricLabel.MetricLabel> = [nameLabel]
     const levelTags = {} as Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
@@ -221,6 +224,7 @@ export const make = (
 
     const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
       shedMetric.unsafeUpdate(1, levelTags[level])
+      hub.unsafeOffer({ _tag: "Shed", shedder: name, criticality: level, utilization: u })
       return Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" })).pipe(
         Effect.withSpan("sluice.load_shedder.shed", {
           captureStackTrace: false,
@@ -291,6 +295,7 @@ export const make = (
     }
 
     return {
+      withShedder: run,
       run,
       gate,
       utilization: Effect.map(Clock.currentTimeMillis, unsafeUtilization),
@@ -303,6 +308,7 @@ export const make = (
         unsafeLevelUtilization(level, nowMillis) >= thresholds[level],
       thresholds,
       capacity,
-      retryAfter
+      retryAfter,
+      events: Stream.fromPubSub(hub)
     } satisfies LS.Service
   })

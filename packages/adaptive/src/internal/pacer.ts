@@ -11,6 +11,7 @@ import * as Schema from "effect/Schema"
 import type * as CL from "../ConcurrencyLimiter.js"
 import type * as LA from "../LimitAlgorithm.js"
 import type * as P from "../Pacer.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/Pacer") as any
@@ -92,6 +93,14 @@ const rejectedCounter = Metric.counter("sluice_pacer_rejected", {
 const queueFull = new Errors.Overloaded({ reason: "pacer queue full", origin: "local" })
 
 class PacerImpl implements P.Pacer {
+  protected readonly bound = bindMethods(this, [
+    "unsafeObserve",
+    "unsafeRelease",
+    "unsafeReserve",
+    "run",
+    "withPacer",
+    "pipe"
+  ])
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   readonly options: Config
@@ -174,6 +183,10 @@ class PacerImpl implements P.Pacer {
     })
   }
 
+  withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
+    return this.run(self)
+  }
+
   run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
@@ -244,6 +257,7 @@ class Waiter {
  * the rate needs when the backlog is long.
  */
 class ScheduledPacerImpl implements P.Pacer {
+  protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "run", "withPacer", "pipe"])
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   readonly options: Config
@@ -384,6 +398,10 @@ class ScheduledPacerImpl implements P.Pacer {
     })
   }
 
+  withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
+    return this.run(self)
+  }
+
   run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
@@ -484,5 +502,5 @@ export const paced: {
 } = dual(
   2,
   <A, E, R>(self: Effect.Effect<A, E, R>, pacer: P.Pacer): Effect.Effect<A, E | Errors.Overloaded, R> =>
-    pacer.run(self)
+    pacer.withPacer(self)
 )

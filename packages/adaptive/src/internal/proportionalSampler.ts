@@ -12,7 +12,8 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as P from "../ProportionalSampler.js"
 import type * as Q from "../QpsSensor.js"
-import { QpsSensorTag } from "../QpsSensor.js"
+import { QpsSensor } from "../QpsSensor.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/ProportionalSampler") as any
@@ -67,7 +68,16 @@ const modeGauge = Metric.gauge("sluice_sampler_stale", {
 /** Validity of a reading: a finite, non-negative rate. NaN, ±Infinity and negatives are not measurements. */
 const isValid = (r: Q.Reading) => Number.isFinite(r.qps) && r.qps >= 0 && Number.isFinite(r.at)
 
-class ProportionalSamplerImpl implements P.ProportionalSampler {
+class ProportionalSamplerImpl implements P.Service {
+  protected readonly bound = bindMethods(this, [
+    "unsafeSample",
+    "unsafeRatio",
+    "unsafeStep",
+    "setGoal",
+    "sampled",
+    "withSampler",
+    "pipe"
+  ])
   readonly [TypeId]: P.TypeId = TypeId
   readonly name: string
   private r: number
@@ -84,7 +94,7 @@ class ProportionalSamplerImpl implements P.ProportionalSampler {
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   constructor(
     private readonly o: Decoded,
-    private readonly sensor: Q.QpsSensor,
+    private readonly sensor: Q.Service,
     startMillis: number,
     credit: number
   ) {
@@ -114,6 +124,12 @@ class ProportionalSamplerImpl implements P.ProportionalSampler {
   }
   get sample(): Effect.Effect<boolean> {
     return Effect.clockWith((clock) => Effect.sync(() => this.unsafeSample(clock.unsafeCurrentTimeMillis())))
+  }
+  withSampler<A, E, R, B, E2, R2>(
+    self: Effect.Effect<A, E, R>,
+    onSkip: Effect.Effect<B, E2, R2>
+  ): Effect.Effect<A | B, E | E2, R | R2> {
+    return this.sampled(self, onSkip)
   }
   sampled<A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
@@ -222,8 +238,8 @@ const decode = Options.decode(
 /** @internal */
 export const makeWith = (
   options: P.ProportionalSamplerOptions,
-  sensor: Q.QpsSensor
-): Effect.Effect<P.ProportionalSampler, Options.InvalidOptions, Scope.Scope> =>
+  sensor: Q.Service
+): Effect.Effect<P.Service, Options.InvalidOptions, Scope.Scope> =>
   Effect.gen(function* () {
     const o = yield* decode(options)
     const now = yield* Clock.currentTimeMillis
@@ -238,15 +254,15 @@ export const makeWith = (
 /** @internal */
 export const make = (
   options: P.ProportionalSamplerOptions
-): Effect.Effect<P.ProportionalSampler, Options.InvalidOptions, Scope.Scope | QpsSensorTag> =>
-  Effect.flatMap(QpsSensorTag, (sensor) => makeWith(options, sensor))
+): Effect.Effect<P.Service, Options.InvalidOptions, Scope.Scope | QpsSensor> =>
+  Effect.flatMap(QpsSensor, (sensor) => makeWith(options, sensor))
 
 /** @internal */
 export const sampled = dual(
   3,
   <A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
-    sampler: P.ProportionalSampler,
+    sampler: P.Service,
     onSkip: Effect.Effect<B, E2, R2>
   ): Effect.Effect<A | B, E | E2, R | R2> => sampler.sampled(self, onSkip)
 )

@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Q from "../QpsSensor.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const MemorySensorOptions = Schema.Struct({
@@ -17,6 +18,7 @@ export const MemorySensorOptions = Schema.Struct({
  * @internal
  */
 export class MemoryStoreImpl implements Q.MemoryStore {
+  protected readonly bound = bindMethods(this, ["unsafeIncrement", "unsafeSum"])
   private readonly counts = new Map<number, number>()
   constructor(readonly retainSeconds = 120) {}
   unsafeIncrement(second: number, n: number): void {
@@ -53,7 +55,8 @@ export const readableSeconds = (
   return to < from ? undefined : [from, to]
 }
 
-class MemorySensor implements Q.QpsSensor {
+class MemorySensor implements Q.Service {
+  protected readonly bound = bindMethods(this, ["unsafeRecord"])
   constructor(
     private readonly store: Q.MemoryStore,
     private readonly window: number,
@@ -83,7 +86,7 @@ export const makeMemoryStore = (retainSeconds?: number): Q.MemoryStore => new Me
 /** @internal */
 export const makeMemory = (
   options: Q.MemorySensorOptions & { readonly store?: Q.MemoryStore | undefined } = {}
-): Effect.Effect<Q.QpsSensor, Options.InvalidOptions> =>
+): Effect.Effect<Q.Service, Options.InvalidOptions> =>
   Effect.gen(function* () {
     const { window } = yield* decode({ window: options.window })
     const now = yield* Clock.currentTimeMillis

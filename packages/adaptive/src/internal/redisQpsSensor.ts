@@ -9,6 +9,7 @@ import * as Schema from "effect/Schema"
 import type * as Q from "../QpsSensor.js"
 import type * as R from "../RedisQpsSensor.js"
 import { readableSeconds } from "./qpsSensor.js"
+import { bindMethods } from "./bind.js"
 
 const RedisQpsSensorOptions = Schema.Struct({
   key: Schema.NonEmptyString,
@@ -25,7 +26,8 @@ type Decoded = Schema.Schema.Type<typeof RedisQpsSensorOptions>
 /** @internal */
 export const keyFor = (prefix: string, key: string, second: number): string => `${prefix}{${key}}:${second}`
 
-class RedisSensor implements Q.QpsSensor {
+class RedisSensor implements Q.Service {
+  protected readonly bound = bindMethods(this, ["unsafeRecord"])
   private pending = new Map<number, number>()
   private readonly ttlSeconds: number
   private readonly settleMillis: number
@@ -113,5 +115,5 @@ const start = (redis: Redis.Client, o: Decoded) =>
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(o.flushInterval), sensor.flush)))
     // what was counted but not yet sent goes out when the scope closes
     yield* Effect.addFinalizer(() => sensor.flush)
-    return sensor as Q.QpsSensor
+    return sensor as Q.Service
   })

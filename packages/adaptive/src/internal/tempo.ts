@@ -4,6 +4,7 @@ import * as Schema from "effect/Schema"
 import type * as LA from "../LimitAlgorithm.js"
 import type * as T from "../Tempo.js"
 import { checkBounds, OpenRatio, PositiveOrInfinity } from "./limitAlgorithm.js"
+import { bindMethods } from "./bind.js"
 
 /** @internal */
 export const TempoOptions = Schema.Struct({
@@ -42,6 +43,7 @@ interface Probe {
 }
 
 class TempoImpl implements T.Tempo {
+  protected readonly bound = bindMethods(this, ["onDeparture", "takeBurst", "onTimer", "onSample"])
   readonly name = "tempo"
   window: number
   phase: "startup" | "steady" = "startup"

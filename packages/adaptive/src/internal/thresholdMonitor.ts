@@ -8,6 +8,9 @@ import * as MetricLabel from "effect/MetricLabel"
 import { pipeArguments } from "effect/Pipeable"
 import * as Schema from "effect/Schema"
 import type * as T from "../ThresholdMonitor.js"
+import { bindMethods } from "./bind.js"
+import * as Stream from "effect/Stream"
+import { makeHub } from "./events.js"
 
 /** @internal */
 export const TypeId: typeof T.TypeId = Symbol.for("@sluice/adaptive/ThresholdMonitor") as any
@@ -68,6 +71,8 @@ class OperationState {
   readonly latencies: LatencyWindow.LatencyWindow
   readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   gaugesAt = Number.NEGATIVE_INFINITY
+  /** The state last reported on `events`. */
+  exceeded = false
   private cachedMedian: number | undefined = undefined
   private medianAt = Number.NEGATIVE_INFINITY
   private unseen = false
@@ -95,9 +100,24 @@ class OperationState {
   }
 }
 
-class ThresholdMonitorImpl implements T.ThresholdMonitor {
+class ThresholdMonitorImpl implements T.Service {
+  protected readonly bound = bindMethods(this, [
+    "unsafeRecord",
+    "unsafeStats",
+    "unsafeExceeded",
+    "record",
+    "exceeded",
+    "stats",
+    "track",
+    "withMonitor",
+    "setThresholds",
+    "setInstances",
+    "pipe"
+  ])
   readonly [TypeId]: T.TypeId = TypeId
   readonly name: string
+  private readonly hub = makeHub<T.Event>()
+  readonly events: Stream.Stream<T.Event> = Stream.fromPubSub(this.hub)
   private readonly ops = new Map<string, OperationState>()
   private defaults: Limits
   private readonly overrides = new Map<string, Limits>()
@@ -139,7 +159,7 @@ class ThresholdMonitorImpl implements T.ThresholdMonitor {
       if (median !== undefined) medianGauge.unsafeUpdate(median, s.tags)
       exceededGauge.unsafeUpdate(exceeded ? 1 : 0, s.tags)
     }
-    return {
+    const stats: T.Stats = {
       operation,
       rate,
       medianMillis: median,
@@ -148,6 +168,11 @@ class ThresholdMonitorImpl implements T.ThresholdMonitor {
       instances: this.instanceCount,
       exceeded
     }
+    if (exceeded !== s.exceeded) {
+      s.exceeded = exceeded
+      this.hub.unsafeOffer({ _tag: "Crossing", operation, exceeded, stats })
+    }
+    return stats
   }
   unsafeExceeded(operation: string, nowMillis: number): boolean {
     return this.unsafeStats(operation, nowMillis).exceeded
@@ -162,6 +187,9 @@ class ThresholdMonitorImpl implements T.ThresholdMonitor {
   }
   stats(operation: string): Effect.Effect<T.Stats> {
     return Effect.map(Clock.currentTimeMillis, (now) => this.unsafeStats(operation, now))
+  }
+  withMonitor<A, E, R>(self: Effect.Effect<A, E, R>, operation: string): Effect.Effect<A, E, R> {
+    return this.track(operation, self)
   }
   track<A, E, R>(operation: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
     return Effect.flatMap(Clock.currentTimeMillis, (start) =>
@@ -206,18 +234,14 @@ const decodeSync = Options.decodeSync(
 )
 
 /** @internal */
-export const make = (
-  options: T.ThresholdMonitorOptions
-): Effect.Effect<T.ThresholdMonitor, Options.InvalidOptions> =>
+export const make = (options: T.ThresholdMonitorOptions): Effect.Effect<T.Service, Options.InvalidOptions> =>
   Effect.map(decode(options), (o) => new ThresholdMonitorImpl(o))
 
 /** @internal */
-export const unsafeMake = (options: T.ThresholdMonitorOptions): T.ThresholdMonitor =>
+export const unsafeMake = (options: T.ThresholdMonitorOptions): T.Service =>
   new ThresholdMonitorImpl(decodeSync(options))
 
 /** @internal */
-export const track = dual(
-  3,
-  <A, E, R>(self: Effect.Effect<A, E, R>, monitor: T.ThresholdMonitor, operation: string) =>
-    monitor.track(operation, self)
+export const track = dual(3, <A, E, R>(self: Effect.Effect<A, E, R>, monitor: T.Service, operation: string) =>
+  monitor.track(operation, self)
 )

@@ -1,9 +1,9 @@
 import { Options } from "@sluice/core"
-import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as LA from "../LimitAlgorithm.js"
 import type * as V from "../Vegas.js"
-import { checkBounds, OpenRatio, PositiveOrInfinity } from "./limitAlgorithm.js"
+import { algorithm, boundsFields, boundsIssues, OpenRatio } from "./limitAlgorithm.js"
+import { bindMethods } from "./bind.js"
 
 const Smoothing = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n > 0 && n <= 1, {
@@ -13,9 +13,7 @@ const Smoothing = Schema.Number.pipe(
 
 /** @internal */
 export const VegasOptions = Schema.Struct({
-  initial: Schema.optionalWith(Options.PositiveNumber, { default: () => 20 }),
-  minLimit: Schema.optionalWith(Options.PositiveNumber, { default: () => 1 }),
-  maxLimit: Schema.optionalWith(PositiveOrInfinity, { default: () => 1000 }),
+  ...boundsFields,
   alpha: Schema.optionalWith(Options.PositiveNumber, { default: () => 3 }),
   beta: Schema.optionalWith(Options.PositiveNumber, { default: () => 6 }),
   smoothing: Schema.optionalWith(Smoothing, { default: () => 1 }),
@@ -23,11 +21,7 @@ export const VegasOptions = Schema.Struct({
   probeMultiplier: Schema.optionalWith(Options.PositiveInt, { default: () => 30 })
 }).pipe(
   Schema.filter((o) => {
-    const issues = checkBounds([
-      ["minLimit", o.minLimit],
-      ["initial", o.initial],
-      ["maxLimit", o.maxLimit]
-    ])
+    const issues = boundsIssues(o)
     if (o.alpha >= o.beta) {
       issues.push({ path: ["alpha"], message: `alpha (${o.alpha}) must be below beta (${o.beta})` })
     }
@@ -35,11 +29,8 @@ export const VegasOptions = Schema.Struct({
   })
 )
 
-const module = "Vegas"
-const decodeSync = Options.decodeSync(module, VegasOptions)
-const decodeEffect = Options.decode(module, VegasOptions)
-
 class VegasImpl implements V.Vegas {
+  protected readonly bound = bindMethods(this, ["onSample"])
   readonly name = "vegas"
   limit: number
   noLoadRtt: number | undefined = undefined
@@ -120,15 +111,15 @@ class VegasImpl implements V.Vegas {
   }
 }
 
-/** @internal */
-export const unsafeMake = (options: V.VegasOptions = {}): V.Vegas => new VegasImpl(decodeSync(options))
+const vegas = algorithm<V.VegasOptions, typeof VegasOptions.Type, V.Vegas>(
+  "Vegas",
+  VegasOptions,
+  (config) => new VegasImpl(config)
+)
 
 /** @internal */
-export const make = (options: V.VegasOptions = {}): Effect.Effect<V.Vegas, Options.InvalidOptions> =>
-  Effect.map(decodeEffect(options), (config) => new VegasImpl(config))
-
+export const unsafeMake = vegas.unsafeMake
 /** @internal */
-export const factory = (options: V.VegasOptions = {}): LA.Factory => {
-  const config = decodeSync(options)
-  return () => new VegasImpl(config)
-}
+export const make = vegas.make
+/** @internal */
+export const factory = vegas.factory

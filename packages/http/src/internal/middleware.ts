@@ -241,7 +241,7 @@ export const quota =
 /** @internal */
 export interface BackpressureOptions {
   readonly operation: string | ((request: HttpServerRequest.HttpServerRequest) => string)
-  readonly monitor?: ThresholdMonitor.ThresholdMonitor | undefined
+  readonly monitor?: ThresholdMonitor.Service | undefined
   readonly json?: boolean | undefined
 }
 
@@ -267,10 +267,10 @@ export const addJsonAttribute = (
 /** @internal */
 export const backpressure =
   (options: BackpressureOptions) =>
-  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | ThresholdMonitor.ThresholdMonitorTag> => {
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | ThresholdMonitor.ThresholdMonitor> => {
     const operationOf =
       typeof options.operation === "string" ? () => options.operation as string : options.operation
-    const withMonitor = (monitor: ThresholdMonitor.ThresholdMonitor) =>
+    const withMonitor = (monitor: ThresholdMonitor.Service) =>
       Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, WireProtocol), ([request, settings]) => {
         let operation: string
         try {
@@ -291,7 +291,7 @@ export const backpressure =
         )
       })
     if (options.monitor !== undefined) return withMonitor(options.monitor)
-    return Effect.flatMap(ThresholdMonitor.ThresholdMonitorTag, withMonitor)
+    return Effect.flatMap(ThresholdMonitor.ThresholdMonitor, withMonitor)
   }
 
 // ---- sample --------------------------------------------------------------------
@@ -303,11 +303,11 @@ const noContent = Effect.sync(() => {
 
 /** @internal */
 export const sample =
-  (sampler?: ProportionalSampler.ProportionalSampler) =>
-  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | ProportionalSampler.ProportionalSamplerTag> =>
+  (sampler?: ProportionalSampler.Service) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | ProportionalSampler.ProportionalSampler> =>
     sampler !== undefined
       ? sampler.sampled(app, noContent)
-      : Effect.flatMap(ProportionalSampler.ProportionalSamplerTag, (s) => s.sampled(app, noContent))
+      : Effect.flatMap(ProportionalSampler.ProportionalSampler, (s) => s.sampled(app, noContent))
 
 // ---- loadShed -------------------------------------------------------------------
 
