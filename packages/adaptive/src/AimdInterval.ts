@@ -174,7 +174,7 @@ export const isAimdInterval: (u: unknown) => u is Service = internal.isAimdInter
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const aimd = yield* AimdInterval.ServiceTag
+ *   const aimd = yield* AimdInterval.AimdInterval
  *   yield* aimd.signal(true)
  * }).pipe(Effect.provide(AimdInterval.layer({ min: "1 second", max: "1 minute", step: "1 second" })))
  * ```

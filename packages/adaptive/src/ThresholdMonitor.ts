@@ -262,7 +262,7 @@ export const track: {
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const monitor = yield* ThresholdMonitor.ServiceTag
+ *   const monitor = yield* ThresholdMonitor.ThresholdMonitor
  *   return yield* monitor.exceeded("save")
  * }).pipe(Effect.provide(ThresholdMonitor.layer({ thresholds: { rate: 100 } })))
  * ```
