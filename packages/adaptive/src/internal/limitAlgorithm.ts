@@ -4,6 +4,13 @@ import * as Schema from "effect/Schema"
 import type * as LA from "../LimitAlgorithm.js"
 
 /** @internal a number strictly between 0 and 1 */
+/** @internal A smoothing factor in (0, 1]: 1 keeps only the latest sample. */
+export const Smoothing = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n > 0 && n <= 1, {
+    message: (issue) => `expected a number in (0, 1], got ${String(issue.actual)}`
+  })
+)
+
 export const OpenRatio = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n > 0 && n < 1, {
     message: (issue) => `expected a number strictly between 0 and 1, got ${String(issue.actual)}`

@@ -12,6 +12,7 @@ import type * as CL from "../ConcurrencyLimiter.js"
 import type * as LA from "../LimitAlgorithm.js"
 import type * as P from "../Pacer.js"
 import { bindMethods } from "./bind.js"
+import { Smoothing } from "./limitAlgorithm.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/Pacer") as any
@@ -25,13 +26,6 @@ const BooleanThunk = Schema.declare((u: unknown): u is () => boolean => typeof u
   identifier: "SlowStartFunction",
   message: () => "expected a function () => boolean"
 })
-
-/** A smoothing factor in (0, 1]: 1 keeps only the latest sample. */
-const Smoothing = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n > 0 && n <= 1, {
-    message: (issue) => `expected a number in (0, 1], got ${String(issue.actual)}`
-  })
-)
 
 const tuningFields = {
   gain: Schema.optionalWith(Options.PositiveNumber, { default: () => 1 }),

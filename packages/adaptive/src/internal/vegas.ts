@@ -2,14 +2,8 @@ import { Options } from "@sluice/core"
 import * as Schema from "effect/Schema"
 import type * as LA from "../LimitAlgorithm.js"
 import type * as V from "../Vegas.js"
-import { algorithm, boundsFields, boundsIssues, OpenRatio } from "./limitAlgorithm.js"
+import { algorithm, boundsFields, boundsIssues, OpenRatio, Smoothing } from "./limitAlgorithm.js"
 import { bindMethods } from "./bind.js"
-
-const Smoothing = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n > 0 && n <= 1, {
-    message: (issue) => `expected a number in (0, 1], got ${String(issue.actual)}`
-  })
-)
 
 /** @internal */
 export const VegasOptions = Schema.Struct({
