@@ -16,31 +16,24 @@ const hasMethod = (u: unknown, name: string): boolean =>
   Predicate.isObject(u) && typeof (u as Record<string, unknown>)[name] === "function"
 
 class ClientStackImpl implements CS.ClientStack {
-  private readonly fused: <A, E, R>(
-    effect: Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, CS.ClientStackError<E>, R>
+  /** The fused path: one step through the retry's first-try bookkeeping, the throttle and the limiter. */
+  readonly run: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, CS.ClientStackError<E>, R>
   constructor(
     readonly key: string,
     readonly retry: Retry.Policy,
     readonly throttle: AdaptiveThrottle.Service,
     readonly limiters: ConcurrencyLimiter.Service
   ) {
-    // One step through the retry's first-try bookkeeping, the throttle and the limiter.
-    this.fused = retry.around([throttle.gate(key), limiters.gate(key)]) as any
+    // Safe to pass unbound (`call.pipe(stack.run)`): the guard is the function itself.
+    this.run = retry.around([throttle.gate(key), limiters.gate(key)]) as any
   }
 
   /** One attempt through the throttle and the limiter, as the composed combinators run it. */
-  attempt<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CS.AttemptError<E>, R> {
-    return this.throttle.run(this.key, this.limiters.run(this.key, effect))
-  }
+  readonly attempt = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CS.AttemptError<E>, R> =>
+    this.throttle.withThrottle(this.limiters.withLimiter(effect, this.key), this.key)
 
-  composed<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CS.ClientStackError<E>, R> {
-    return this.retry.apply(this.attempt(effect))
-  }
-
-  run<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CS.ClientStackError<E>, R> {
-    return this.fused(effect)
-  }
+  readonly composed = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CS.ClientStackError<E>, R> =>
+    this.retry.apply(this.attempt(effect))
 }
 
 /** @internal */
