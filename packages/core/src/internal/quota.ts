@@ -85,24 +85,13 @@ export type QuotaOptions = typeof QuotaOptions.Encoded
 export type DecisionSource = "store" | "fail-open" | "fail-closed" | "fallback"
 
 /** @internal */
-export interface Decision {
-  readonly client: string
-  readonly allowed: boolean
-  readonly tiers: ReadonlyArray<TierDecision>
-  readonly deniedBy: TierDecision | undefined
-  readonly retryAfterMs: number
-  readonly source: DecisionSource
-}
+export type Decision = Q.Decision
 
 /** @internal */
-export interface CheckOptions {
-  readonly cost?: number | undefined
-}
+export type CheckOptions = Q.CheckOptions
 
 /** @internal */
-export interface WaitOptions extends CheckOptions {
-  readonly maxWait?: Duration.DurationInput | undefined
-}
+export type WaitOptions = Q.WaitOptions
 
 /** @internal */
 export interface QuotaService {

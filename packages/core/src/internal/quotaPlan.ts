@@ -1,6 +1,8 @@
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import * as Options from "./options.js"
+import type * as QC from "../QuotaConfig.js"
+import type * as QS from "../QuotaStore.js"
 
 /** @internal */
 export const Algorithm = Schema.Literal("gcra", "sliding-window")
@@ -99,26 +101,7 @@ export type PlanInput = typeof Plan.Encoded
 export const PlanFromJson = Schema.parseJson(Plan)
 
 /** A tier flattened to plain integers, ready for the hot path. @internal */
-export interface CompiledTier {
-  readonly name: string
-  readonly algorithm: Algorithm
-  /** gcra: burst (bucket size); sliding-window: the limit. */
-  readonly capacity: number
-  readonly limit: number
-  /** whole milliseconds */
-  readonly periodMs: number
-  /** capacity × period */
-  readonly capacityPeriod: number
-  /**
-   * The window the tier's `limit` (capacity) is counted over, as `RateLimit-Policy`'s `w`:
-   * sliding-window its period; gcra the time to refill the whole bucket, `ceil(burst × period /
-   * limit)`, so that q / w is the rate and `remaining` never exceeds q.
-   */
-  readonly windowMs: number
-  readonly index: number
-  /** where the tier's state starts in a client's flat state (gcra: 2 numbers, sliding-window: 3) */
-  readonly offset: number
-}
+export type CompiledTier = QC.CompiledTier
 
 /**
  * Numbers of state per tier. gcra: the theoretical arrival time `tat = t + r / limit` ms as its
@@ -131,24 +114,7 @@ export interface CompiledTier {
 export const stateSize = (algorithm: Algorithm): number => (algorithm === "gcra" ? 2 : 3)
 
 /** @internal */
-export interface CompiledPlan {
-  readonly plan: Plan
-  readonly tiers: ReadonlyArray<CompiledTier>
-  /** identifies the shape of the plan (tier names and algorithms) */
-  readonly shape: string
-  /** how many numbers of state a client holds for this plan */
-  readonly stateSize: number
-  /** the smallest capacity: a cost above it can never be admitted */
-  readonly maxCost: number
-  /** milliseconds a client is blocked after a denial (0: never) */
-  readonly blockForMs: number
-  /**
-   * The Redis script's arguments after `numkeys` and the key: cost (a placeholder at index 0,
-   * overwritten per call), the block duration, then per tier its capacity, period (ms) and
-   * limit.
-   */
-  readonly redisArgs: ReadonlyArray<string>
-}
+export type CompiledPlan = QC.CompiledPlan
 
 /** @internal */
 export const compile = (plan: Plan): CompiledPlan => {
@@ -188,27 +154,10 @@ export const compile = (plan: Plan): CompiledPlan => {
 }
 
 /** @internal */
-export interface TierDecision {
-  readonly tier: string
-  readonly algorithm: Algorithm
-  readonly allowed: boolean
-  readonly limit: number
-  readonly remaining: number
-  readonly resetMs: number
-  readonly retryAfterMs: number
-  /** the window `limit` is counted over (see `CompiledTier.windowMs`) */
-  readonly windowMs: number
-}
+export type TierDecision = QS.TierDecision
 
 /** What a store answers for one check. @internal */
-export interface StoreResult {
-  readonly allowed: boolean
-  readonly tiers: ReadonlyArray<TierDecision>
-  /** the store's clock at decision time, epoch milliseconds (whole) */
-  readonly now: number
-  /** when the client is blocked: milliseconds until the block ends (else 0) */
-  readonly blockedMs?: number | undefined
-}
+export type StoreResult = QS.StoreResult
 
 /**
  * `floor(a / b)` for integers (b > 0) whose magnitudes, and `|a| + b`, are below 2^53: the
