@@ -32,8 +32,9 @@ class ClientStackImpl implements CS.ClientStack {
   readonly attempt = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CS.AttemptError<E>, R> =>
     this.throttle.withThrottle(this.limiters.withLimiter(effect, this.key), this.key)
 
-  readonly composed = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CS.ClientStackError<E>, R> =>
-    this.retry.apply(this.attempt(effect))
+  readonly composed = <A, E, R>(
+    effect: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, CS.ClientStackError<E>, R> => this.retry.apply(this.attempt(effect))
 }
 
 /** @internal */
