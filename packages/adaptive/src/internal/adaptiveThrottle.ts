@@ -1,4 +1,4 @@
-import { Admission, BoundedMap, Criticality, Errors, Options, Outcome } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Options, Outcome, RollingCounter } from "@sluice/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -114,58 +114,11 @@ export const metrics = {
 /** The label used for keys beyond the first `maxKeys` distinct ones, so metric cardinality stays bounded. */
 const OTHER_KEY = "_other"
 
-/**
- * Requests and accepts over one rolling window: the two counts share their buckets'
- * clock, so a call advances the window once for both.
- */
-class RequestWindow {
-  private readonly requestCounts: Float64Array
-  private readonly acceptCounts: Float64Array
-  private readonly width: number
-  private last = Number.NEGATIVE_INFINITY
-  /** The slot of bucket `last`. */
-  private slot = 0
-  requests = 0
-  accepts = 0
-  constructor(
-    window: Duration.Duration,
-    private readonly buckets: number
-  ) {
-    this.requestCounts = new Float64Array(buckets)
-    this.acceptCounts = new Float64Array(buckets)
-    this.width = Duration.toMillis(window) / buckets
-  }
-  /** Moves the window to `now` (an earlier time counts in the current bucket). */
-  advance(now: number): void {
-    const index = Math.floor(now / this.width)
-    const buckets = this.buckets
-    if (index <= this.last) return
-    const steps = this.last === Number.NEGATIVE_INFINITY ? buckets : Math.min(index - this.last, buckets)
-    for (let k = 1; k <= steps; k++) {
-      const slot = (((index - steps + k) % buckets) + buckets) % buckets
-      this.requests -= this.requestCounts[slot]!
-      this.accepts -= this.acceptCounts[slot]!
-      this.requestCounts[slot] = 0
-      this.acceptCounts[slot] = 0
-    }
-    this.last = index
-    this.slot = ((index % buckets) + buckets) % buckets
-  }
-  add(now: number, accepted: boolean): void {
-    this.advance(now)
-    this.requestCounts[this.slot]!++
-    this.requests++
-    if (accepted) {
-      this.acceptCounts[this.slot]!++
-      this.accepts++
-    }
-  }
-}
-
 class KeyState {
   /** Clock reading of the latest request to this key. */
   lastUsed: number
-  readonly window: RequestWindow
+  readonly requests: RollingCounter.RollingCounter
+  readonly accepts: RollingCounter.RollingCounter
   readonly keyTags: ReadonlyArray<MetricLabel.MetricLabel>
   readonly levelTags: Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
   readonly lastProbability: Record<Level, number> = {
@@ -184,7 +137,8 @@ class KeyState {
     now: number
   ) {
     this.lastUsed = now
-    this.window = new RequestWindow(window, buckets)
+    this.requests = RollingCounter.unsafeMake({ window, buckets })
+    this.accepts = RollingCounter.unsafeMake({ window, buckets })
     const keyLabel = MetricLabel.make("key", label)
     this.keyTags = [keyLabel]
     const levelTags = {} as Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
@@ -232,24 +186,23 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
   const kMin = Math.min(...Criticality.levels.map((level) => kOf[level]))
 
   const probabilityOf = (state: KeyState, level: Level, now: number): number => {
-    state.window.advance(now)
-    const { accepts, requests } = state.window
+    const requests = state.requests.unsafeTotal(now)
     if (requests === 0 || requests < minRequests) return 0
-    const p = (requests - kOf[level] * accepts) / (requests + 1)
+    const p = (requests - kOf[level] * state.accepts.unsafeTotal(now)) / (requests + 1)
     return p <= 0 ? 0 : p > maxProbability ? maxProbability : p
   }
 
   /** True when no level can be throttled now: the success path then never reads the criticality. */
   const allClear = (state: KeyState, now: number): boolean => {
-    state.window.advance(now)
-    const { accepts, requests } = state.window
-    return requests === 0 || requests < minRequests || requests <= kMin * accepts
+    const requests = state.requests.unsafeTotal(now)
+    return requests === 0 || requests < minRequests || requests <= kMin * state.accepts.unsafeTotal(now)
   }
 
   // Recorded at the latest request time of the key, so a call reads the Clock once;
-  // the rolling window files an earlier time into its current bucket.
+  // a rolling counter files an earlier time into its current bucket.
   const count = (state: KeyState, accepted: boolean) => {
-    state.window.add(state.lastUsed, accepted)
+    state.requests.unsafeAdd(state.lastUsed)
+    if (accepted) state.accepts.unsafeAdd(state.lastUsed)
     requestsMetric.unsafeUpdate(1, state.keyTags)
     if (accepted) acceptsMetric.unsafeUpdate(1, state.keyTags)
   }
@@ -334,8 +287,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     const state = states.peek(key)
     if (state === undefined) return { requests: 0, accepts: 0 }
     const now = nowMillis ?? peekClock.unsafeCurrentTimeMillis()
-    state.window.advance(now)
-    return { requests: state.window.requests, accepts: state.window.accepts }
+    return { requests: state.requests.unsafeTotal(now), accepts: state.accepts.unsafeTotal(now) }
   }
 
   return {
