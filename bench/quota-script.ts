@@ -8,7 +8,7 @@ import { Options, QuotaConfig } from "@sluice/core"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import { Redis } from "ioredis"
-import { scriptFor } from "../packages/core/src/internal/redisQuotaStore.js"
+import { scriptFor, tierSpecArgs } from "../packages/core/src/internal/redisQuotaStore.js"
 
 const STATIC = `
 local t = redis.call('TIME')
@@ -117,18 +117,8 @@ const main = async () => {
   const genSha = sha1(generated)
   const staticSha = sha1(STATIC)
   const genArgs = (i: number) => [`${run}:{c${i % 1000}}`, "1", ...plan.redisArgs.slice(1)]
-  const staticArgs = (i: number) => {
-    const args = [`${run}:{c${i % 1000}}`, "1", "0"]
-    for (const tier of plan.tiers)
-      args.push(
-        tier.algorithm === "gcra" ? "g" : "s",
-        tier.name,
-        String(tier.capacity),
-        String(tier.periodMs),
-        String(tier.limit)
-      )
-    return args
-  }
+  const tiers = tierSpecArgs(plan)
+  const staticArgs = (i: number) => [`${run}:{c${i % 1000}}`, "1", "0", ...tiers]
   // the two agree on a check
   const a = await redis.evalsha(genSha, 1, `${run}:{agree1}`, ...genArgs(0).slice(1))
   const b = await redis.evalsha(staticSha, 1, `${run}:{agree2}`, ...staticArgs(0).slice(1))

@@ -22,6 +22,25 @@ const luaString = (text: string): string => {
 }
 
 /**
+ * The tiers spelled out for a script that loops over them (the adjust script): per tier
+ * its kind (`g`/`s`), name, capacity, period (ms) and limit.
+ *
+ * @internal
+ */
+export const tierSpecArgs = (plan: CompiledPlan): Array<string> => {
+  const args: Array<string> = []
+  for (const tier of plan.tiers)
+    args.push(
+      tier.algorithm === "gcra" ? "g" : "s",
+      tier.name,
+      String(tier.capacity),
+      String(tier.periodMs),
+      String(tier.limit)
+    )
+  return args
+}
+
+/**
  * The Lua script that decides every tier of a plan at once, on ONE hash per client. It is
  * generated for the plan's shape (tier names and algorithms, in order): straight-line code with
  * the hash fields written in, so Redis runs no loop and parses no more arguments than the
@@ -409,18 +428,14 @@ export const makeStoreFromClient = (
     })
   }
 
-  const adjustArgs = (client: string, plan: CompiledPlan, units: number, blockMs: number) => {
-    const args: Array<string> = ["", "1", keyOf(client), String(units), String(blockMs)]
-    for (const tier of plan.tiers)
-      args.push(
-        tier.algorithm === "gcra" ? "g" : "s",
-        tier.name,
-        String(tier.capacity),
-        String(tier.periodMs),
-        String(tier.limit)
-      )
-    return args
-  }
+  const adjustArgs = (client: string, plan: CompiledPlan, units: number, blockMs: number): Array<string> => [
+    "",
+    "1",
+    keyOf(client),
+    String(units),
+    String(blockMs),
+    ...tierSpecArgs(plan)
+  ]
   const adjustCall = (client: string, plan: CompiledPlan, units: number, blockMs: number) =>
     Effect.async<void, QuotaStoreError>((resume) => {
       run(ADJUST_SHA, ADJUST_SCRIPT, adjustArgs(client, plan, units, blockMs), (error) =>
