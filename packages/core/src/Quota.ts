@@ -16,8 +16,13 @@
  * memory and Redis stores. Client ids longer than `maxClientIdLength` (256) are
  * stored as a prefix, `#` and their SHA-256, so no id grows the store unboundedly.
  *
- * A remote store (Redis) is called with a deadline (15 ms by default). When the
- * call misses the deadline, fails, or the breaker is open, the `mode` decides:
+ * A remote store (Redis) is called with a deadline (15 ms by default). A store
+ * that answers in call order (one Redis connection) and keeps answering other
+ * checks is slow, not gone: a check then waits for its own answer up to
+ * `maxDeadline` (1 second), so a saturated host does not hand quota decisions to
+ * the failure mode; a store silent for the whole deadline fails the check at its
+ * deadline. When the call misses its deadline, fails, or the breaker is open, the
+ * `mode` decides:
  * `fallback` (the default: decide with a per-instance memory store on the same
  * plans scaled by `fallbackShare`, like rate-limiter-flexible's insurance
  * limiter), `fail-open` (allow) or `fail-closed` (deny). A store failure never
@@ -104,8 +109,15 @@ export interface WaitOptions extends CheckOptions {
  * Options:
  *
  * - `mode` (default `"fallback"`): what decides when the store fails.
- * - `deadline` of a store call (default 15 ms; it bounds the whole check, so its
- *   timer fires up to 1 ms early and the failure mode decides by the deadline).
+ * - `deadline` of a store call (default 15 ms): how long the store may stay
+ *   silent. A check sent while the store answers nothing fails at its deadline
+ *   (the timer fires up to 1 ms early, so the failure mode decides by then).
+ * - `maxDeadline` (default 1 second, never below `deadline`): for a store whose
+ *   answers come in call order (`QuotaStore.Store.ordered`: Redis on one
+ *   connection, not a cluster), a check waits past its deadline while the store
+ *   keeps answering other checks — it is working through a backlog, as on a
+ *   saturated host — until a whole `deadline` passes without an answer, or
+ *   `maxDeadline` after the check began. Set it to `deadline` for a hard bound.
  * - `breaker`: opens on sustained failure only — a failure share of at least
  *   `failureRatio` (0.5) over `window` (1 second) with at least `minimumCalls`
  *   (20), or `consecutiveFailures` (5) in a row spread over at least
@@ -212,6 +224,8 @@ export interface Service {
   readonly breaker: CircuitBreaker.Service | undefined
   readonly mode: FailureMode
   readonly deadline: Duration.Duration
+  /** The longest a check waits for a store that is still answering other checks (never below `deadline`). */
+  readonly maxDeadline: Duration.Duration
   /** Denials from the moment the stream is run (a subscriber more than 256 behind loses the oldest). */
   readonly events: Stream.Stream<Event>
 }

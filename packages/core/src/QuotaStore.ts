@@ -110,6 +110,12 @@ export interface Store {
         callback: (error: QuotaStoreError | undefined, result: StoreResult | undefined) => void
       ) => void)
     | undefined
+  /**
+   * Answers come back in call order (one connection to one server): an answer to any call
+   * shows the store is working through the calls before it — slow, not gone. `Quota` then
+   * lets a check wait past its `deadline` while answers keep coming, up to `maxDeadline`.
+   */
+  readonly ordered?: boolean | undefined
   /** Adds `units` to every tier's count (a penalty), or gives them back when negative (a reward), clamped to [0, capacity]. */
   readonly adjust: (client: string, plan: CompiledPlan, units: number) => Effect.Effect<void, QuotaStoreError>
   /** Blocks a client for `durationMs` (a longer block in force stays). */

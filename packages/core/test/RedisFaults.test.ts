@@ -196,7 +196,8 @@ describe("Redis quota store against a private redis-server", () => {
       return { states, sources, spanning }
     })
 
-  it.live("a 20 ms stall of Redis, five times, does not open the breaker (library defaults)", () =>
+  // The stall tests use a 15 ms deadline, shorter than a 20 ms stall (the default, 50 ms, outlasts it)
+  it.live("a 20 ms stall of Redis, five times, does not open the breaker (15 ms deadline)", () =>
     Effect.gen(function* () {
       const { sources, states } = yield* underStalls(
         Effect.promise(async () => {
@@ -211,7 +212,7 @@ describe("Redis quota store against a private redis-server", () => {
       )
       expect([...states]).toEqual(["closed"])
       expect(sources["store"]).toBeGreaterThan(100)
-    }).pipe(Effect.provide(quotaLayer({})))
+    }).pipe(Effect.provide(quotaLayer({ deadline: `${DEADLINE_MS} millis` })))
   )
 
   it.live(
@@ -240,7 +241,7 @@ describe("Redis quota store against a private redis-server", () => {
         const spanned = (spanning["store"] ?? 0) + (spanning["fallback"] ?? 0)
         expect(spanned).toBeGreaterThanOrEqual(40)
         expect(spanning["fallback"] ?? 0).toBeLessThanOrEqual(spanned / 2)
-      }).pipe(Effect.provide(quotaLayer({})))
+      }).pipe(Effect.provide(quotaLayer({ deadline: `${DEADLINE_MS} millis` })))
   )
 
   it.live("paused: fail-closed and fallback give every check its mode within deadline + 2 ms", () =>
@@ -264,7 +265,7 @@ describe("Redis quota store against a private redis-server", () => {
           withinDeadline(slowest, `paused, ${mode}`)
           expect([...sources]).toEqual([mode])
           yield* Effect.sleep(Duration.millis(200))
-        }).pipe(Effect.provide(quotaLayer({ mode })))
+        }).pipe(Effect.provide(quotaLayer({ mode, deadline: `${DEADLINE_MS} millis` })))
       }
     })
   )

@@ -14,6 +14,8 @@ interface Result {
   readonly storeAdmitted: number
   readonly otherAdmitted: number
   readonly breakerOpened: boolean
+  /** p50, p90, p99 and max latency of the process's checks (ms) */
+  readonly latencyMs: ReadonlyArray<number>
   readonly reasons: Record<string, number>
   readonly startedAt: number
   readonly endedAt: number
@@ -81,7 +83,7 @@ describe("Redis quota across OS processes", () => {
     }
   }, 90_000)
 
-  it("8 processes × one key under CPU load, library defaults (fallback, 15 ms): Redis stays exact, the fallback only adds its share", async () => {
+  it("8 processes × one key under CPU load, library defaults: exactly the limit is admitted", async () => {
     const children: Array<ChildProcess> = []
     try {
       const prefix = `test:procs8:${process.pid}:${Date.now()}:`
@@ -124,19 +126,13 @@ describe("Redis quota across OS processes", () => {
       console.log(
         `8 processes: admitted ${admitted} (store ${storeAdmitted}, fallback ${otherAdmitted}), ` +
           `decided without the store ${failures}, Redis counted ${counted}, breaker opened in ${results.filter((r) => r.breakerOpened).length}, ` +
-          `reasons ${JSON.stringify(results.map((r) => r.reasons))}`
+          `reasons ${JSON.stringify(results.map((r) => r.reasons))}, ` +
+          `latency p50/p90/p99/max ms ${JSON.stringify(results.map((r) => r.latencyMs))}`
       )
-      // Redis stays exact: its script never admits beyond the limit, every unit it counted went to
-      // a caller that was admitted (a check it counted after the deadline, for a caller the
-      // fallback denied, is refunded), and every store admission is among them
-      expect(counted).toBeLessThanOrEqual(1000)
-      expect(storeAdmitted).toBeLessThanOrEqual(counted)
-      expect(counted).toBeLessThanOrEqual(admitted)
-      // What the fallback admits on top (checks that missed the 15 ms deadline on a saturated
-      // machine, before this process learnt from a denial that the quota is spent) is bounded by
-      // its share of the plan per process; it is printed above and in the README.
-      expect(admitted - counted).toBeLessThanOrEqual(otherAdmitted)
-      expect(otherAdmitted).toBeLessThanOrEqual(8 * 1000)
+      // Redis kept answering, however slowly, so the checks waited for it rather than handing
+      // their decision to the fallback: exactly the limit was admitted across the 8 processes
+      expect(admitted).toBe(1000)
+      expect(counted).toBe(1000)
     } finally {
       for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
     }

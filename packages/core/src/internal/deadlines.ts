@@ -5,13 +5,15 @@ import type * as Scope from "effect/Scope"
 
 /** A registered call: a node of the queue's doubly linked list. @internal */
 export interface Entry {
-  /** milliseconds (fractional, from the Clock's nanoseconds) */
-  readonly expiresAt: number
+  /** the start on the queue's own time (the Clock's, less the time the process was seen stalled) */
+  readonly start: number
+  /** the start plus the longest deadline, on the Clock (milliseconds, fractional) */
+  readonly capAt: number
   settled: boolean
   /**
-   * Dropped when settled, so nothing is retained by a settled call. `stalled`: the deadline
-   * fired late because this process did not run (a CPU stall, a long synchronous task), so the
-   * store cannot be blamed for the missed deadline.
+   * Dropped when settled, so nothing is retained by a settled call. `stalled`: the call
+   * expired on a wake that came late because this process did not run (a CPU stall, a long
+   * synchronous task), so the store cannot be blamed for the missed deadline.
    */
   onExpire: ((stalled: boolean) => void) | undefined
   prev: Entry | undefined
@@ -30,12 +32,21 @@ export interface Entry {
 const SLACK_MS = 1
 
 /**
- * A deadline timer that fires more than this late means the process itself was not running.
- * Then replies may already sit in the socket, unread: the queue first lets the event loop read
- * them (one `Clock.sleep(0)`: a timer turn, after the I/O poll), and what is still unsettled
- * after that expires as `stalled`.
+ * A deadline timer that fires more than this late means the process itself was not running:
+ * the time it fired late is not counted against the calls (see `DeadlineQueue`).
  */
 const STALL_MS = 3
+
+/**
+ * One turn of the event loop's I/O: a `setImmediate` callback runs after the poll phase, so
+ * answers already in the socket have been read (and their calls settled) when it resumes. Not
+ * a timer and not time (`Clock.sleep(0)` is a 1 ms timer in Node): the decision after it reads
+ * the Clock again.
+ */
+const ioTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
 
 /**
  * The Clock's time in fractional milliseconds: one read of its nanoseconds, no BigInt
@@ -59,30 +70,62 @@ export const clockMillis = (clock: Clock.Clock): number => Number(clock.unsafeCu
  * when nothing is in flight it waits on a latch. A call registers with one
  * allocation and settles with an unlink.
  *
+ * What is not the store's fault is not counted against it:
+ * - Answers already received: before expiring anything the queue gives the event loop one
+ *   I/O turn, so a reply sitting in the socket settles its call first.
+ * - A stalled process: when the fiber wakes late (more than `STALL_MS`), the process was not
+ *   running; the time it woke late is added to the queue's `stalled` total, and deadlines are
+ *   measured on the queue's own time, the Clock's less that total.
+ * - A backlog: an `ordered` queue serves calls whose answers come back in call order (one
+ *   connection to one server); an answer to any call (`progress`) shows the server is working
+ *   through the calls before the others — slow, not gone. A call then expires once the server
+ *   has been silent for the whole timeout, at `max(start, last answer) + timeout`.
+ * Every call expires by `start + maxTimeout` on the Clock in any case (`maxTimeout` defaults to
+ * the timeout, which makes it a hard bound).
+ *
  * @internal
  */
 export class DeadlineQueue {
   private head: Entry | undefined = undefined
   private tail: Entry | undefined = undefined
   private idle = true
-  /** the time the fiber meant to wake at (-1: woke from the latch) */
+  /** the Clock time the fiber meant to wake at (-1: woke from the latch or an I/O turn) */
   private wakeAt = -1
-  /** after a late wake: the I/O turn was given, expire now (as stalled) */
+  /** the I/O turn was given for what is due now: expire what is still due */
   private graced = false
+  /** whether the wake that found calls due came late */
+  private lateWake = false
+  /** milliseconds this process was seen not running while calls were in flight */
+  private stalled = 0
+  /** the last answer, on the queue's time (for an `ordered` queue) */
+  private lastProgress = -Infinity
+  private readonly capMs: number
 
   private constructor(
     private readonly clock: Clock.Clock,
     readonly timeoutMs: number,
+    maxTimeoutMs: number,
+    private readonly ordered: boolean,
     private readonly latch: Effect.Latch
-  ) {}
+  ) {
+    this.capMs = Math.max(timeoutMs, maxTimeoutMs)
+  }
 
   static make(
     clock: Clock.Clock,
-    timeout: Duration.Duration
+    timeout: Duration.Duration,
+    options: { readonly ordered?: boolean; readonly maxTimeout?: Duration.Duration } = {}
   ): Effect.Effect<DeadlineQueue, never, Scope.Scope> {
     return Effect.gen(function* () {
       const latch = yield* Effect.makeLatch(false)
-      const queue = new DeadlineQueue(clock, Duration.toMillis(timeout), latch)
+      const timeoutMs = Duration.toMillis(timeout)
+      const queue = new DeadlineQueue(
+        clock,
+        timeoutMs,
+        options.maxTimeout === undefined ? timeoutMs : Duration.toMillis(options.maxTimeout),
+        options.ordered === true,
+        latch
+      )
       yield* Effect.forkScoped(
         Effect.forever(
           Effect.zipRight(
@@ -100,13 +143,19 @@ export class DeadlineQueue {
     return clockMillis(this.clock)
   }
 
+  /** Milliseconds this process was seen not running while calls were in flight (for tests and logs). */
+  get stalledMs(): number {
+    return this.stalled
+  }
+
   /**
    * Registers a call that started at `startMs` (see `nowMs`); `onExpire` runs if
    * `settle` was not called before its deadline.
    */
   register(startMs: number, onExpire: (stalled: boolean) => void): Entry {
     const entry: Entry = {
-      expiresAt: startMs + this.timeoutMs,
+      start: startMs - this.stalled,
+      capAt: startMs + this.capMs,
       settled: false,
       onExpire,
       prev: this.tail,
@@ -120,6 +169,24 @@ export class DeadlineQueue {
       this.latch.unsafeOpen()
     }
     return entry
+  }
+
+  /** An answer came at `nowMs` (any call's, in time or late): the server is working. */
+  progress(nowMs: number): void {
+    const at = nowMs - this.stalled
+    if (at > this.lastProgress) this.lastProgress = at
+  }
+
+  /**
+   * When an entry expires, on the Clock, if the process runs from now on: a timeout after its
+   * start (for an ordered queue: after its start or the last answer, whichever is later) on the
+   * queue's time, but never after `capAt`. Non-decreasing along the list (entries are in start
+   * order), so the head expires first.
+   */
+  private dueAt(entry: Entry): number {
+    const from = this.ordered && this.lastProgress > entry.start ? this.lastProgress : entry.start
+    const due = from + this.timeoutMs + this.stalled
+    return due < entry.capAt ? due : entry.capAt
   }
 
   /** Marks an entry settled and unlinks it; true if it was not settled yet. */
@@ -137,19 +204,23 @@ export class DeadlineQueue {
   }
 
   private step(): Effect.Effect<void> {
-    const now = this.nowMs()
+    let now = this.nowMs()
+    if (!this.graced && this.wakeAt >= 0 && now - this.wakeAt > STALL_MS) {
+      // woke late: the process did not run meanwhile, and that time is not the calls'
+      this.stalled += now - this.wakeAt
+      this.lateWake = true
+    }
     let head = this.head
-    if (head !== undefined && head.expiresAt - now <= SLACK_MS) {
-      const late = this.wakeAt >= 0 && now - this.wakeAt > STALL_MS
-      if (late && !this.graced) {
-        // the process was not running: let the event loop read replies already received
+    if (head !== undefined && this.dueAt(head) - now <= SLACK_MS) {
+      if (!this.graced) {
+        // answers may already sit in the socket: let the event loop read them first
         this.graced = true
         this.wakeAt = -1
-        return this.clock.sleep(Duration.zero)
+        return ioTurn
       }
-      const stalled = late || this.graced
-      this.graced = false
-      while (head !== undefined && head.expiresAt - now <= SLACK_MS) {
+      now = this.nowMs()
+      const stalled = this.lateWake
+      while (head !== undefined && this.dueAt(head) - now <= SLACK_MS) {
         const onExpire = head.onExpire!
         this.settle(head)
         onExpire(stalled)
@@ -157,13 +228,15 @@ export class DeadlineQueue {
       }
     }
     this.graced = false
+    this.lateWake = false
     if (head === undefined) {
       this.idle = true
       this.wakeAt = -1
       this.latch.unsafeClose()
       return Effect.void
     }
-    this.wakeAt = head.expiresAt - SLACK_MS
-    return this.clock.sleep(Duration.millis(head.expiresAt - now - SLACK_MS))
+    const due = this.dueAt(head)
+    this.wakeAt = due - SLACK_MS
+    return this.clock.sleep(Duration.millis(Math.max(0, due - now - SLACK_MS)))
   }
 }

@@ -48,7 +48,8 @@ const breakerDefaults = {
 /** @internal */
 export const QuotaOptions = Schema.Struct({
   mode: Schema.optionalWith(FailureMode, { default: () => "fallback" as const }),
-  deadline: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.millis(15) }),
+  deadline: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.millis(50) }),
+  maxDeadline: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) }),
   breaker: Schema.optionalWith(
     Schema.Struct({
       failureRatio: Schema.optionalWith(Share, { default: () => breakerDefaults.failureRatio }),
@@ -141,6 +142,7 @@ export interface QuotaService {
   readonly breaker: CircuitBreaker.Service | undefined
   readonly mode: FailureMode
   readonly deadline: Duration.Duration
+  readonly maxDeadline: Duration.Duration
   /** Denials from the moment the stream is run (a subscriber more than 256 behind loses the oldest). */
   readonly events: Stream.Stream<QuotaEvent>
 }
@@ -336,7 +338,13 @@ export const make = (
       return episodeCalls >= b.minimumCalls && failureRatio.atLeast(failures.unsafeTotal(now), episodeCalls)
     }
 
-    const finish = (client: string, result: StoreResult, source: DecisionSource, start: number): Decision => {
+    const finish = (
+      client: string,
+      result: StoreResult,
+      source: DecisionSource,
+      start: number,
+      end = nowMs()
+    ): Decision => {
       const decision = toDecision(client, result, source)
       if (decision.allowed) allowedTotal.unsafeUpdate(1, noTags)
       else {
@@ -349,10 +357,10 @@ export const make = (
           tier: (decision.deniedBy ?? decision.tiers[0])?.tier ?? "",
           retryAfterMs: decision.retryAfterMs,
           source,
-          at: nowMs()
+          at: end
         })
       }
-      latency.unsafeUpdate(nowMs() - start, noTags)
+      latency.unsafeUpdate(end - start, noTags)
       return decision
     }
 
@@ -416,7 +424,16 @@ export const make = (
 
     const unsafeCheck = store.unsafeCheck
     const checkCallback = store.checkCallback
-    const deadlines = checkCallback !== undefined ? yield* DeadlineQueue.make(clock, deadline) : undefined
+    // An ordered store (one connection: answers in call order) that answers other checks is
+    // working through a backlog, not gone: a check then waits past `deadline` while answers keep
+    // coming, up to `maxDeadline` (a saturated host, not a failed store: see DeadlineQueue).
+    const deadlines =
+      checkCallback !== undefined
+        ? yield* DeadlineQueue.make(clock, deadline, {
+            ordered: store.ordered === true,
+            maxTimeout: options.maxDeadline
+          })
+        : undefined
     // One value for every missed deadline: an error carries no per-call data here, and building
     // one (an Error, with its stack trace) on a CPU that sat idle for the whole deadline cost a
     // tenth of a millisecond or more, all of it past the deadline (bench/quota.ts, failOpenMaxMs).
@@ -527,15 +544,20 @@ export const make = (
         // what the failure mode told the caller, if the deadline passed first
         let toldAllowed = true
         checkCallback!(id, plan, cost, (error, result) => {
-          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, toldAllowed)
+          if (!queue.settle(entry)) {
+            if (result !== undefined) queue.progress(nowMs())
+            return lateReply(id, plan, cost, result, toldAllowed)
+          }
           if (error !== undefined) return resume(failed(client, id, plan, cost, start, error))
+          const end = nowMs()
+          queue.progress(end)
           recordSuccess()
           if (lastState !== "closed") recordBreaker()
           if (fallback !== undefined) {
             if (!result!.allowed) learn(id, plan, result!)
             else if (cost > 0) learnEmpty(id, plan, result!)
           }
-          resume(Effect.succeed(finish(client, result!, "store", start)))
+          resume(Effect.succeed(finish(client, result!, "store", start, end)))
         })
       })
 
@@ -553,8 +575,12 @@ export const make = (
         const entry = queue.register(start, (stalled) => resume(Effect.fail(stalled ? stalledOut : timedOut)))
         checkCallback!(id, plan, cost, (error, result) => {
           // the failure mode's verdict is not known here: a late admission is refunded unless fail-open
-          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, options.mode === "fail-open")
+          if (!queue.settle(entry)) {
+            if (result !== undefined) queue.progress(nowMs())
+            return lateReply(id, plan, cost, result, options.mode === "fail-open")
+          }
           if (error !== undefined) return resume(Effect.fail(error))
+          queue.progress(nowMs())
           recordSuccess()
           if (!result!.allowed) learn(id, plan, result!)
           if (lastState !== "closed") recordBreaker()
@@ -733,6 +759,7 @@ export const make = (
       breaker,
       mode: options.mode,
       deadline,
+      maxDeadline: Duration.max(deadline, options.maxDeadline),
       events: Stream.fromPubSub(pubsub)
     } satisfies QuotaService
   })

@@ -446,6 +446,8 @@ export const makeStoreFromClient = (
   return {
     name,
     remote: true,
+    // a cluster answers from one connection per node: one node's answers say nothing of another
+    ordered: (redis as { isCluster?: boolean }).isCluster !== true,
     checkCallback,
     check: (client, plan, cost) =>
       Effect.async<StoreResult, QuotaStoreError>((resume) => {

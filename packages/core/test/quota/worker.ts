@@ -44,9 +44,19 @@ const program = Effect.gen(function* () {
   process.stdout.write("ready\n")
   yield* waitForGo
   const startedAt = Date.now()
-  const decisions = yield* Effect.forEach(Array.from({ length: attempts }), () => quota.check(client), {
-    concurrency
+  // each check's latency (ms), to report p50/p90/p99/max
+  const latencies: Array<number> = []
+  const timedCheck = Effect.suspend(() => {
+    const start = performance.now()
+    return Effect.tap(quota.check(client), () => {
+      latencies.push(performance.now() - start)
+    })
   })
+  const decisions = yield* Effect.forEach(Array.from({ length: attempts }), () => timedCheck, { concurrency })
+  latencies.sort((a, b) => a - b)
+  const latencyMs = [0.5, 0.9, 0.99, 1].map((p) =>
+    Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!)
+  )
   const endedAt = Date.now()
   const admitted = decisions.filter((d) => d.allowed).length
   const storeFailures = decisions.filter((d) => d.source !== "store").length
@@ -70,6 +80,7 @@ const program = Effect.gen(function* () {
       storeAdmitted,
       otherAdmitted,
       breakerOpened,
+      latencyMs,
       reasons,
       startedAt,
       endedAt

@@ -1,0 +1,157 @@
+import { Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, Layer, TestClock } from "effect"
+
+const plan: QuotaConfig.PlanInput = {
+  tiers: [{ name: "rate", algorithm: "gcra", limit: 1000, period: "1 second", burst: 1000 }]
+}
+
+type Pending = {
+  readonly client: string
+  readonly answer: () => void
+}
+
+/**
+ * A remote store that answers only when the test says so (decided by a memory store), like Redis
+ * working through a backlog. `ordered`: its answers come in call order on one connection.
+ */
+const slowStore = (ordered: boolean) =>
+  Effect.gen(function* () {
+    const memory = yield* QuotaStore.makeMemory()
+    const pending: Array<Pending> = []
+    const store: QuotaStore.Store = {
+      name: "slow",
+      remote: true,
+      ordered,
+      check: () => Effect.never,
+      checkCallback: (client, compiled, cost, callback) => {
+        pending.push({
+          client,
+          answer: () => callback(undefined, memory.unsafeCheck(client, compiled, cost))
+        })
+      },
+      adjust: () => Effect.void,
+      block: () => Effect.void,
+      reset: () => Effect.void
+    }
+    /** answers the oldest pending call of `client`, once it has been sent */
+    const answer = (client: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const i = pending.findIndex((p) => p.client === client)
+        if (i < 0) return Effect.zipRight(Effect.yieldNow(), answer(client))
+        pending.splice(i, 1)[0]!.answer()
+        return Effect.void
+      })
+    return { store, answer }
+  })
+
+const withQuota = <A, E>(
+  ordered: boolean,
+  options: Quota.QuotaOptions,
+  body: (quota: Quota.Service, answer: (client: string) => Effect.Effect<void>) => Effect.Effect<A, E>
+) =>
+  Effect.gen(function* () {
+    const { answer, store } = yield* slowStore(ordered)
+    const layer = Quota.layer({ mode: "fail-closed", ...options }).pipe(
+      Layer.provide(Layer.succeed(QuotaStore.QuotaStore, store)),
+      Layer.provide(QuotaConfig.layer({ default: plan }))
+    )
+    return yield* Effect.flatMap(Quota.Quota, (quota) => body(quota, answer)).pipe(Effect.provide(layer))
+  })
+
+const at = (ms: number) => TestClock.setTime(ms)
+
+describe("Quota deadlines (TestClock)", () => {
+  it.effect(
+    "an ordered store that keeps answering: a check waits until the store is silent for a deadline",
+    () =>
+      withQuota(true, { deadline: "50 millis", maxDeadline: "1 second" }, (quota, answer) =>
+        Effect.gen(function* () {
+          const a = yield* Effect.fork(quota.check("a"))
+          const b = yield* Effect.fork(quota.check("b"))
+          yield* at(40)
+          yield* answer("a")
+          expect((yield* Fiber.join(a)).source).toBe("store")
+          // b is past its own deadline (50), but the store answered at 40: silent for 45 ms only
+          yield* at(85)
+          expect(b.unsafePoll()).toBeNull()
+          yield* answer("b")
+          expect((yield* Fiber.join(b)).source).toBe("store")
+          // a check sent while the store then stays silent fails at its deadline (up to 1 ms early)
+          const c = yield* Effect.fork(quota.check("c"))
+          yield* at(85 + 48.9)
+          expect(c.unsafePoll()).toBeNull()
+          yield* at(85 + 49)
+          expect(yield* Fiber.join(c)).toMatchObject({ allowed: false, source: "fail-closed" })
+        })
+      )
+  )
+
+  it.effect("the store silent after its last answer: every check in flight fails a deadline after it", () =>
+    withQuota(true, { deadline: "50 millis" }, (quota, answer) =>
+      Effect.gen(function* () {
+        const fibers = []
+        for (let t = 0; t <= 30; t += 10) {
+          yield* at(t)
+          fibers.push(yield* Effect.fork(quota.check(`k${t}`)))
+        }
+        yield* at(35)
+        yield* answer("k0")
+        expect((yield* Fiber.join(fibers[0]!)).source).toBe("store")
+        // silent from 35: k10, k20, k30 (deadlines 60, 70, 80) all fail at 35 + 50 - 1
+        yield* at(83.9)
+        for (const f of fibers.slice(1)) expect(f.unsafePoll()).toBeNull()
+        yield* at(84)
+        for (const f of fibers.slice(1)) expect((yield* Fiber.join(f)).source).toBe("fail-closed")
+      })
+    )
+  )
+
+  it.effect("maxDeadline bounds the wait however long the store keeps answering others", () =>
+    withQuota(true, { deadline: "50 millis", maxDeadline: "120 millis" }, (quota, answer) =>
+      Effect.gen(function* () {
+        const stuck = yield* Effect.fork(quota.check("stuck"))
+        for (let t = 10; t < 118; t += 10) {
+          yield* at(t)
+          const other = yield* Effect.fork(quota.check(`other${t}`))
+          yield* answer(`other${t}`)
+          expect((yield* Fiber.join(other)).source).toBe("store")
+          expect(stuck.unsafePoll()).toBeNull()
+        }
+        yield* at(119)
+        expect((yield* Fiber.join(stuck)).source).toBe("fail-closed")
+        expect(quota.maxDeadline).toEqual(Duration.millis(120))
+      })
+    )
+  )
+
+  it.effect(
+    "a store whose answers are not ordered (a cluster): answers to others do not extend a deadline",
+    () =>
+      withQuota(false, { deadline: "50 millis" }, (quota, answer) =>
+        Effect.gen(function* () {
+          const a = yield* Effect.fork(quota.check("a"))
+          const b = yield* Effect.fork(quota.check("b"))
+          yield* at(40)
+          yield* answer("a")
+          expect((yield* Fiber.join(a)).source).toBe("store")
+          yield* at(49)
+          expect((yield* Fiber.join(b)).source).toBe("fail-closed")
+        })
+      )
+  )
+
+  it.effect("defaults: 50 ms deadline, 1 second maxDeadline (never below the deadline)", () =>
+    Effect.gen(function* () {
+      yield* withQuota(true, {}, (quota) =>
+        Effect.sync(() => {
+          expect(quota.deadline).toEqual(Duration.millis(50))
+          expect(quota.maxDeadline).toEqual(Duration.seconds(1))
+        })
+      )
+      yield* withQuota(true, { deadline: "2 seconds" }, (quota) =>
+        Effect.sync(() => expect(quota.maxDeadline).toEqual(Duration.seconds(2)))
+      )
+    })
+  )
+})
