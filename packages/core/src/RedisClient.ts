@@ -42,7 +42,8 @@ export interface ConnectionOptions {
 /**
  * Options of a client built here. A quota check must never wait behind a dead connection:
  * commands fail at once while disconnected (no offline queue, no retries), a command the
- * server never answers is dropped after `commandTimeout`, and reconnection is quick so
+ * server never answers is dropped after `commandTimeout` (quota checks skip that timer: their
+ * deadline is `Quota`'s), and reconnection is quick so
  * recovery is seen within one breaker probe interval. No auto-pipelining (it delays every
  * command by an event-loop turn).
  *
