@@ -21,15 +21,14 @@ export interface Entry {
 }
 
 /**
- * The fiber wakes this much before the oldest deadline and expires it then: Node's
- * timers count whole milliseconds from the start of the event-loop turn, so a timer
- * for the exact remainder fires up to a millisecond late, and a second sleep for
- * what is left would cost another; the failure mode's decision then still has to
- * run (measured at 0.2 to 1 ms on these shared machines after the process sat idle
- * for the whole deadline). A deadline thus fires at most this much early instead
- * of a timer tick and a decision late: the deadline bounds the whole check.
+ * The fiber wakes this much before the oldest deadline and expires it then, so that the
+ * deadline bounds the whole check: a Node timer fires late — up to a millisecond by its
+ * granularity, and on these shared VMs a 1 ms sleep of an otherwise idle process came back up
+ * to 3.4–3.8 ms late at least once a second — and the failure mode's decision then still has
+ * to run. A fifth of the timeout, between 0.5 and 3 ms: 3 ms for the 15 ms and 50 ms
+ * deadlines, 1 ms for a 5 ms one.
  */
-const SLACK_MS = 1
+const slackFor = (timeoutMs: number): number => Math.min(3, Math.max(0.5, timeoutMs / 5))
 
 /**
  * A deadline timer that fires more than this late means the process itself was not running:
@@ -100,6 +99,7 @@ export class DeadlineQueue {
   /** the last answer, on the queue's time (for an `ordered` queue) */
   private lastProgress = -Infinity
   private readonly capMs: number
+  private readonly slackMs: number
 
   private constructor(
     private readonly clock: Clock.Clock,
@@ -109,6 +109,7 @@ export class DeadlineQueue {
     private readonly latch: Effect.Latch
   ) {
     this.capMs = Math.max(timeoutMs, maxTimeoutMs)
+    this.slackMs = slackFor(timeoutMs)
   }
 
   static make(
@@ -211,7 +212,7 @@ export class DeadlineQueue {
       this.lateWake = true
     }
     let head = this.head
-    if (head !== undefined && this.dueAt(head) - now <= SLACK_MS) {
+    if (head !== undefined && this.dueAt(head) - now <= this.slackMs) {
       if (!this.graced) {
         // answers may already sit in the socket: let the event loop read them first
         this.graced = true
@@ -220,7 +221,7 @@ export class DeadlineQueue {
       }
       now = this.nowMs()
       const stalled = this.lateWake
-      while (head !== undefined && this.dueAt(head) - now <= SLACK_MS) {
+      while (head !== undefined && this.dueAt(head) - now <= this.slackMs) {
         const onExpire = head.onExpire!
         this.settle(head)
         onExpire(stalled)
@@ -236,7 +237,7 @@ export class DeadlineQueue {
       return Effect.void
     }
     const due = this.dueAt(head)
-    this.wakeAt = due - SLACK_MS
-    return this.clock.sleep(Duration.millis(Math.max(0, due - now - SLACK_MS)))
+    this.wakeAt = due - this.slackMs
+    return this.clock.sleep(Duration.millis(Math.max(0, due - now - this.slackMs)))
   }
 }
