@@ -117,7 +117,8 @@ export interface WaitOptions extends CheckOptions {
  *   answers come in call order (`QuotaStore.Store.ordered`: Redis on one
  *   connection, not a cluster), a check waits past its deadline while the store
  *   keeps answering other checks — it is working through a backlog, as on a
- *   saturated host — until a whole `deadline` passes without an answer, or
+ *   saturated host — until it has been silent for `deadline` (or for twice the
+ *   longest silence it answered after in the last 5–10 seconds, if longer), or
  *   `maxDeadline` after the check began. Set it to `deadline` for a hard bound.
  * - `breaker`: opens on sustained failure only — a failure share of at least
  *   `failureRatio` (0.5) over `window` (1 second) with at least `minimumCalls`

@@ -63,7 +63,7 @@ const at = (ms: number) => TestClock.setTime(ms)
 
 describe("Quota deadlines (TestClock)", () => {
   it.effect(
-    "an ordered store that keeps answering: a check waits until the store is silent for a deadline",
+    "an ordered store that keeps answering: a check waits past its deadline until the store falls silent",
     () =>
       withQuota(true, { deadline: "50 millis", maxDeadline: "1 second" }, (quota, answer) =>
         Effect.gen(function* () {
@@ -77,11 +77,12 @@ describe("Quota deadlines (TestClock)", () => {
           expect(b.unsafePoll()).toBeNull()
           yield* answer("b")
           expect((yield* Fiber.join(b)).source).toBe("store")
-          // a check sent while the store then stays silent fails at its deadline (3 ms early)
+          // a check sent while the store then stays silent fails once the store has been silent
+          // for twice the longest silence it came back from (b's, 45 ms: 90 ms), 3 ms early
           const c = yield* Effect.fork(quota.check("c"))
-          yield* at(85 + 46.9)
+          yield* at(85 + 86.9)
           expect(c.unsafePoll()).toBeNull()
-          yield* at(85 + 47)
+          yield* at(85 + 87)
           expect(yield* Fiber.join(c)).toMatchObject({ allowed: false, source: "fail-closed" })
         })
       )
@@ -98,10 +99,11 @@ describe("Quota deadlines (TestClock)", () => {
         yield* at(35)
         yield* answer("k0")
         expect((yield* Fiber.join(fibers[0]!)).source).toBe("store")
-        // silent from 35: k10, k20, k30 (deadlines 60, 70, 80) all fail at 35 + 50 - 3
-        yield* at(81.9)
+        // silent from 35 (k0's answer ended a 35 ms silence: 70 ms are allowed now): k10, k20, k30
+        // (deadlines 60, 70, 80) all fail at 35 + 70 - 3
+        yield* at(101.9)
         for (const f of fibers.slice(1)) expect(f.unsafePoll()).toBeNull()
-        yield* at(82)
+        yield* at(102)
         for (const f of fibers.slice(1)) expect((yield* Fiber.join(f)).source).toBe("fail-closed")
       })
     )
@@ -137,6 +139,42 @@ describe("Quota deadlines (TestClock)", () => {
           expect((yield* Fiber.join(a)).source).toBe("store")
           yield* at(47)
           expect((yield* Fiber.join(b)).source).toBe("fail-closed")
+        })
+      )
+  )
+
+  it.effect(
+    "a silence the store came back from is allowed twice over for a while; a late answer teaches nothing",
+    () =>
+      withQuota(true, { deadline: "50 millis", maxDeadline: "1 second" }, (quota, answer) =>
+        Effect.gen(function* () {
+          const a = yield* Effect.fork(quota.check("a"))
+          yield* at(40)
+          yield* answer("a")
+          expect((yield* Fiber.join(a)).source).toBe("store")
+          // the store came back after 40 ms: a later check may wait 80 ms of silence (less 3 ms)
+          yield* at(100)
+          const b = yield* Effect.fork(quota.check("b"))
+          yield* at(176.9)
+          expect(b.unsafePoll()).toBeNull()
+          yield* at(177)
+          expect((yield* Fiber.join(b)).source).toBe("fail-closed")
+          // b's answer comes late: it teaches nothing (the allowed silence stays 80 ms, not 200)
+          yield* at(300)
+          yield* answer("b")
+          const c = yield* Effect.fork(quota.check("c"))
+          yield* at(376.9)
+          expect(c.unsafePoll()).toBeNull()
+          yield* at(377)
+          expect((yield* Fiber.join(c)).source).toBe("fail-closed")
+          // two windows of 5 seconds later the lesson is forgotten: the deadline again
+          yield* at(11_000)
+          yield* answer("c")
+          const d = yield* Effect.fork(quota.check("d"))
+          yield* at(11_046.9)
+          expect(d.unsafePoll()).toBeNull()
+          yield* at(11_047)
+          expect((yield* Fiber.join(d)).source).toBe("fail-closed")
         })
       )
   )

@@ -36,6 +36,9 @@ const slackFor = (timeoutMs: number): number => Math.min(3, Math.max(0.5, timeou
  */
 const STALL_MS = 3
 
+/** Silences heard are kept for one such window and the next (see `DeadlineQueue.progress`). */
+const HEARD_WINDOW_MS = 5000
+
 /**
  * One turn of the event loop's I/O: a `setImmediate` callback runs after the poll phase, so
  * answers already in the socket have been read (and their calls settled) when it resumes. Not
@@ -78,7 +81,8 @@ export const clockMillis = (clock: Clock.Clock): number => Number(clock.unsafeCu
  * - A backlog: an `ordered` queue serves calls whose answers come back in call order (one
  *   connection to one server); an answer to any call (`progress`) shows the server is working
  *   through the calls before the others — slow, not gone. A call then expires once the server
- *   has been silent for the whole timeout, at `max(start, last answer) + timeout`.
+ *   has been silent long enough, at `max(start, last answer) + allowed silence`: the timeout, or
+ *   twice the longest silence the server came back from lately if that is longer (`progress`).
  * Every call expires by `start + maxTimeout` on the Clock in any case (`maxTimeout` defaults to
  * the timeout, which makes it a hard bound).
  *
@@ -98,6 +102,12 @@ export class DeadlineQueue {
   private stalled = 0
   /** the last answer, on the queue's time (for an `ordered` queue) */
   private lastProgress = -Infinity
+  /** how long the server may stay silent (an `ordered` queue learns it: see `progress`) */
+  private silenceMs: number
+  /** the longest silence that ended in an answer in time, in this window and the one before */
+  private heard = 0
+  private heardBefore = 0
+  private heardSince = -Infinity
   private readonly capMs: number
   private readonly slackMs: number
 
@@ -110,6 +120,7 @@ export class DeadlineQueue {
   ) {
     this.capMs = Math.max(timeoutMs, maxTimeoutMs)
     this.slackMs = slackFor(timeoutMs)
+    this.silenceMs = timeoutMs
   }
 
   static make(
@@ -172,10 +183,44 @@ export class DeadlineQueue {
     return entry
   }
 
-  /** An answer came at `nowMs` (any call's, in time or late): the server is working. */
-  progress(nowMs: number): void {
+  /**
+   * An answer came at `nowMs`: the server is working. `answered`: the call it answered, if in
+   * time. Then the silence it ended — from the later of the call's start and the previous
+   * answer — is one the server came back from, so an ordered queue lets later calls wait twice
+   * the longest such silence of the last 5 to 10 seconds (at least the timeout, at most
+   * `maxTimeout`): a server that a saturated host starves for 40 ms now and then is not given
+   * up on at 50 ms. A late answer (its call expired) teaches nothing.
+   */
+  progress(nowMs: number, answered?: Entry): void {
     const at = nowMs - this.stalled
+    if (this.ordered && answered !== undefined) {
+      const gap = at - (this.lastProgress > answered.start ? this.lastProgress : answered.start)
+      if (nowMs - this.heardSince >= HEARD_WINDOW_MS) this.age(nowMs)
+      if (gap > this.heard) {
+        this.heard = gap
+        this.allow()
+      }
+    }
     if (at > this.lastProgress) this.lastProgress = at
+  }
+
+  /** Starts a new window of silences heard (the last one is kept for one more window). */
+  private age(nowMs: number): void {
+    this.heardBefore = nowMs - this.heardSince >= 2 * HEARD_WINDOW_MS ? 0 : this.heard
+    this.heard = 0
+    this.heardSince = nowMs
+    this.allow()
+  }
+
+  /** The silence allowed: twice the longest heard, at least the timeout, at most the cap. */
+  private allow(): void {
+    const heard = this.heard > this.heardBefore ? this.heard : this.heardBefore
+    this.silenceMs = Math.min(this.capMs, Math.max(this.timeoutMs, 2 * heard))
+  }
+
+  /** How long the server may stay silent now (for tests and logs). */
+  get allowedSilenceMs(): number {
+    return this.silenceMs
   }
 
   /**
@@ -185,8 +230,12 @@ export class DeadlineQueue {
    * order), so the head expires first.
    */
   private dueAt(entry: Entry): number {
-    const from = this.ordered && this.lastProgress > entry.start ? this.lastProgress : entry.start
-    const due = from + this.timeoutMs + this.stalled
+    if (!this.ordered) {
+      const due = entry.start + this.timeoutMs + this.stalled
+      return due < entry.capAt ? due : entry.capAt
+    }
+    const from = this.lastProgress > entry.start ? this.lastProgress : entry.start
+    const due = from + this.silenceMs + this.stalled
     return due < entry.capAt ? due : entry.capAt
   }
 
@@ -206,6 +255,7 @@ export class DeadlineQueue {
 
   private step(): Effect.Effect<void> {
     let now = this.nowMs()
+    if (this.ordered && now - this.heardSince >= HEARD_WINDOW_MS) this.age(now)
     if (!this.graced && this.wakeAt >= 0 && now - this.wakeAt > STALL_MS) {
       // woke late: the process did not run meanwhile, and that time is not the calls'
       this.stalled += now - this.wakeAt

@@ -550,7 +550,7 @@ export const make = (
           }
           if (error !== undefined) return resume(failed(client, id, plan, cost, start, error))
           const end = nowMs()
-          queue.progress(end)
+          queue.progress(end, entry)
           recordSuccess()
           if (lastState !== "closed") recordBreaker()
           if (fallback !== undefined) {
@@ -580,7 +580,7 @@ export const make = (
             return lateReply(id, plan, cost, result, options.mode === "fail-open")
           }
           if (error !== undefined) return resume(Effect.fail(error))
-          queue.progress(nowMs())
+          queue.progress(nowMs(), entry)
           recordSuccess()
           if (!result!.allowed) learn(id, plan, result!)
           if (lastState !== "closed") recordBreaker()
