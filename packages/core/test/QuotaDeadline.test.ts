@@ -61,17 +61,35 @@ const withQuota = <A, E>(
 
 const at = (ms: number) => TestClock.setTime(ms)
 
+/** Checks "a" and "b" sent at 0, the store answers "a" at 40: returns the fiber of "b". */
+const answerFirstAt40 = (quota: Quota.Service, answer: (client: string) => Effect.Effect<void>) =>
+  Effect.gen(function* () {
+    const a = yield* Effect.fork(quota.check("a"))
+    const b = yield* Effect.fork(quota.check("b"))
+    yield* at(40)
+    yield* answer("a")
+    expect((yield* Fiber.join(a)).source).toBe("store")
+    return b
+  })
+
+/** A check of `client` sent at `sentAt` is still waiting at `failsAt` - 0.1 and failed closed at `failsAt`. */
+const failsAt = (quota: Quota.Service, client: string, sentAt: number, failsAt: number) =>
+  Effect.gen(function* () {
+    yield* at(sentAt)
+    const fiber = yield* Effect.fork(quota.check(client))
+    yield* at(failsAt - 0.1)
+    expect(fiber.unsafePoll()).toBeNull()
+    yield* at(failsAt)
+    expect((yield* Fiber.join(fiber)).source).toBe("fail-closed")
+  })
+
 describe("Quota deadlines (TestClock)", () => {
   it.effect(
     "an ordered store that keeps answering: a check waits past its deadline until the store falls silent",
     () =>
       withQuota(true, { deadline: "50 millis", maxDeadline: "1 second" }, (quota, answer) =>
         Effect.gen(function* () {
-          const a = yield* Effect.fork(quota.check("a"))
-          const b = yield* Effect.fork(quota.check("b"))
-          yield* at(40)
-          yield* answer("a")
-          expect((yield* Fiber.join(a)).source).toBe("store")
+          const b = yield* answerFirstAt40(quota, answer)
           // b is past its own deadline (50), but the store answered at 40: silent for 45 ms only
           yield* at(85)
           expect(b.unsafePoll()).toBeNull()
@@ -79,11 +97,7 @@ describe("Quota deadlines (TestClock)", () => {
           expect((yield* Fiber.join(b)).source).toBe("store")
           // a check sent while the store then stays silent fails once the store has been silent
           // for twice the longest silence it came back from (b's, 45 ms: 90 ms), 3 ms early
-          const c = yield* Effect.fork(quota.check("c"))
-          yield* at(85 + 86.9)
-          expect(c.unsafePoll()).toBeNull()
-          yield* at(85 + 87)
-          expect(yield* Fiber.join(c)).toMatchObject({ allowed: false, source: "fail-closed" })
+          yield* failsAt(quota, "c", 85, 85 + 87)
         })
       )
   )
@@ -132,11 +146,7 @@ describe("Quota deadlines (TestClock)", () => {
     () =>
       withQuota(false, { deadline: "50 millis" }, (quota, answer) =>
         Effect.gen(function* () {
-          const a = yield* Effect.fork(quota.check("a"))
-          const b = yield* Effect.fork(quota.check("b"))
-          yield* at(40)
-          yield* answer("a")
-          expect((yield* Fiber.join(a)).source).toBe("store")
+          const b = yield* answerFirstAt40(quota, answer)
           yield* at(47)
           expect((yield* Fiber.join(b)).source).toBe("fail-closed")
         })
@@ -153,28 +163,15 @@ describe("Quota deadlines (TestClock)", () => {
           yield* answer("a")
           expect((yield* Fiber.join(a)).source).toBe("store")
           // the store came back after 40 ms: a later check may wait 80 ms of silence (less 3 ms)
-          yield* at(100)
-          const b = yield* Effect.fork(quota.check("b"))
-          yield* at(176.9)
-          expect(b.unsafePoll()).toBeNull()
-          yield* at(177)
-          expect((yield* Fiber.join(b)).source).toBe("fail-closed")
+          yield* failsAt(quota, "b", 100, 177)
           // b's answer comes late: it teaches nothing (the allowed silence stays 80 ms, not 200)
           yield* at(300)
           yield* answer("b")
-          const c = yield* Effect.fork(quota.check("c"))
-          yield* at(376.9)
-          expect(c.unsafePoll()).toBeNull()
-          yield* at(377)
-          expect((yield* Fiber.join(c)).source).toBe("fail-closed")
+          yield* failsAt(quota, "c", 300, 377)
           // two windows of 5 seconds later the lesson is forgotten: the deadline again
           yield* at(11_000)
           yield* answer("c")
-          const d = yield* Effect.fork(quota.check("d"))
-          yield* at(11_046.9)
-          expect(d.unsafePoll()).toBeNull()
-          yield* at(11_047)
-          expect((yield* Fiber.join(d)).source).toBe("fail-closed")
+          yield* failsAt(quota, "d", 11_000, 11_047)
         })
       )
   )
