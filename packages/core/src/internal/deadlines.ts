@@ -36,6 +36,13 @@ const slackFor = (timeoutMs: number): number => Math.min(3, Math.max(0.5, timeou
  */
 const STALL_MS = 3
 
+/**
+ * A stall at least this long is a saturated host, not the hiccups of a busy VM (an idle Node
+ * process here saw a 1 ms timer come back 2.9–4.0 ms late at least once per 1.2 s; eight
+ * processes and two busy loops on two cores stall for tens of ms): it is given to the calls twice.
+ */
+const LONG_STALL_MS = 10
+
 /** Silences heard are kept for one such window and the next (see `DeadlineQueue.progress`). */
 const HEARD_WINDOW_MS = 5000
 
@@ -75,9 +82,11 @@ export const clockMillis = (clock: Clock.Clock): number => Number(clock.unsafeCu
  * What is not the store's fault is not counted against it:
  * - Answers already received: before expiring anything the queue gives the event loop one
  *   I/O turn, so a reply sitting in the socket settles its call first.
- * - A stalled process: when the fiber wakes late (more than `STALL_MS`), the process was not
- *   running; the time it woke late is added to the queue's `stalled` total, and deadlines are
- *   measured on the queue's own time, the Clock's less that total.
+ * - A stalled process: when the fiber wakes late (more than `STALL_MS` after the later of the
+ *   wake it meant and the last answer it read) while calls are in flight, the process was not
+ *   running; that time is added to the queue's `stalled` total, and deadlines are measured on
+ *   the queue's own time, the Clock's less that total. After a stall of `LONG_STALL_MS` or more
+ *   no call expires for as long again, for a store starved with this process to answer.
  * - A backlog: an `ordered` queue serves calls whose answers come back in call order (one
  *   connection to one server); an answer to any call (`progress`) shows the server is working
  *   through the calls before the others — slow, not gone. A call then expires once the server
@@ -100,6 +109,10 @@ export class DeadlineQueue {
   private lateWake = false
   /** milliseconds this process was seen not running while calls were in flight */
   private stalled = 0
+  /** no call expires before this (on the Clock): the grace after a long stall */
+  private graceUntil = -Infinity
+  /** the last answer, on the Clock */
+  private lastAnswerAt = -Infinity
   /** the last answer, on the queue's time (for an `ordered` queue) */
   private lastProgress = -Infinity
   /** how long the server may stay silent (an `ordered` queue learns it: see `progress`) */
@@ -192,6 +205,7 @@ export class DeadlineQueue {
    * up on at 50 ms. A late answer (its call expired) teaches nothing.
    */
   progress(nowMs: number, answered?: Entry): void {
+    this.lastAnswerAt = nowMs
     const at = nowMs - this.stalled
     if (this.ordered && answered !== undefined) {
       const gap = at - (this.lastProgress > answered.start ? this.lastProgress : answered.start)
@@ -231,11 +245,13 @@ export class DeadlineQueue {
    */
   private dueAt(entry: Entry): number {
     if (!this.ordered) {
-      const due = entry.start + this.timeoutMs + this.stalled
+      let due = entry.start + this.timeoutMs + this.stalled
+      if (due < this.graceUntil) due = this.graceUntil
       return due < entry.capAt ? due : entry.capAt
     }
     const from = this.lastProgress > entry.start ? this.lastProgress : entry.start
-    const due = from + this.silenceMs + this.stalled
+    let due = from + this.silenceMs + this.stalled
+    if (due < this.graceUntil) due = this.graceUntil
     return due < entry.capAt ? due : entry.capAt
   }
 
@@ -256,9 +272,16 @@ export class DeadlineQueue {
   private step(): Effect.Effect<void> {
     let now = this.nowMs()
     if (this.ordered && now - this.heardSince >= HEARD_WINDOW_MS) this.age(now)
-    if (!this.graced && this.wakeAt >= 0 && now - this.wakeAt > STALL_MS) {
-      // woke late: the process did not run meanwhile, and that time is not the calls'
-      this.stalled += now - this.wakeAt
+    // Woke late: the process did not run meanwhile, and that time is not the calls'. Only the time
+    // since it last ran is counted — the later of the wake it meant and the last answer it read — so
+    // a busy event loop that read answers meanwhile is not a stall. A long stall (a saturated
+    // host, not the few ms a busy VM takes now and then) is given once more to the calls then in
+    // flight (`graceUntil`), for a store starved with this process to answer once both run again.
+    const ran = this.lastAnswerAt > this.wakeAt ? this.lastAnswerAt : this.wakeAt
+    if (!this.graced && this.wakeAt >= 0 && this.head !== undefined && now - ran > STALL_MS) {
+      const late = now - ran
+      this.stalled += late
+      if (late >= LONG_STALL_MS) this.graceUntil = now + late
       this.lateWake = true
     }
     let head = this.head
