@@ -115,7 +115,7 @@ export class DeadlineQueue {
   private lastAnswerAt = -Infinity
   /** the last answer, on the queue's time (for an `ordered` queue) */
   private lastProgress = -Infinity
-  /** how long the server may stay silent (an `ordered` queue learns it: see `progress`) */
+  /** how long the server may stay silent: the timeout, or what an `ordered` queue learnt (`progress`) */
   private silenceMs: number
   /** the longest silence that ended in an answer in time, in this window and the one before */
   private heard = 0
@@ -166,11 +166,6 @@ export class DeadlineQueue {
   /** The Clock's time in fractional milliseconds. */
   nowMs(): number {
     return clockMillis(this.clock)
-  }
-
-  /** Milliseconds this process was seen not running while calls were in flight (for tests and logs). */
-  get stalledMs(): number {
-    return this.stalled
   }
 
   /**
@@ -232,11 +227,6 @@ export class DeadlineQueue {
     this.silenceMs = Math.min(this.capMs, Math.max(this.timeoutMs, 2 * heard))
   }
 
-  /** How long the server may stay silent now (for tests and logs). */
-  get allowedSilenceMs(): number {
-    return this.silenceMs
-  }
-
   /**
    * When an entry expires, on the Clock, if the process runs from now on: a timeout after its
    * start (for an ordered queue: after its start or the last answer, whichever is later) on the
@@ -244,12 +234,8 @@ export class DeadlineQueue {
    * order), so the head expires first.
    */
   private dueAt(entry: Entry): number {
-    if (!this.ordered) {
-      let due = entry.start + this.timeoutMs + this.stalled
-      if (due < this.graceUntil) due = this.graceUntil
-      return due < entry.capAt ? due : entry.capAt
-    }
-    const from = this.lastProgress > entry.start ? this.lastProgress : entry.start
+    // only an ordered queue learns a longer silence, so `silenceMs` is the timeout otherwise
+    const from = this.ordered && this.lastProgress > entry.start ? this.lastProgress : entry.start
     let due = from + this.silenceMs + this.stalled
     if (due < this.graceUntil) due = this.graceUntil
     return due < entry.capAt ? due : entry.capAt

@@ -258,6 +258,7 @@ export const make = (
     const clock = yield* Effect.clock
     const pubsub = yield* Effect.acquireRelease(PubSub.sliding<QuotaEvent>(256), PubSub.shutdown)
     const deadline = options.deadline
+    const maxDeadline = Duration.max(deadline, options.maxDeadline)
     const maxIdLength = options.maxClientIdLength
     const share = options.fallbackShare
     const fallback =
@@ -431,7 +432,7 @@ export const make = (
       checkCallback !== undefined
         ? yield* DeadlineQueue.make(clock, deadline, {
             ordered: store.ordered === true,
-            maxTimeout: options.maxDeadline
+            maxTimeout: maxDeadline
           })
         : undefined
     // One value for every missed deadline: an error carries no per-call data here, and building
@@ -580,11 +581,12 @@ export const make = (
             return lateReply(id, plan, cost, result, options.mode === "fail-open")
           }
           if (error !== undefined) return resume(Effect.fail(error))
-          queue.progress(nowMs(), entry)
+          const end = nowMs()
+          queue.progress(end, entry)
           recordSuccess()
           if (!result!.allowed) learn(id, plan, result!)
           if (lastState !== "closed") recordBreaker()
-          resume(Effect.succeed(finish(client, result!, "store", start)))
+          resume(Effect.succeed(finish(client, result!, "store", start, end)))
         })
         return Effect.sync(() => {
           queue.settle(entry)
@@ -759,7 +761,7 @@ export const make = (
       breaker,
       mode: options.mode,
       deadline,
-      maxDeadline: Duration.max(deadline, options.maxDeadline),
+      maxDeadline,
       events: Stream.fromPubSub(pubsub)
     } satisfies QuotaService
   })
