@@ -18,8 +18,9 @@
  * samples. Each block begins with one untimed check, for every contender: the first
  * check after a switch of contenders took about twice as long as the rest (0.19 vs
  * 0.08 ms for the Effect contenders, 0.11 vs 0.07 ms for rate-limiter-flexible), and
- * at one in 25 those switches, not the checks, made the p99. `npm run bench:quota` measures the built packages (`npm run build`), as
- * an application runs them, like the peers' published JavaScript.
+ * at one in 25 those switches, not the checks, made the p99. `npm run bench:quota`
+ * measures the built packages (`npm run build`), as an application runs them, like
+ * the peers' published JavaScript.
  *
  * Prints one JSON object (with --json, nothing else on stdout).
  */

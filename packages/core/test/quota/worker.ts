@@ -53,11 +53,11 @@ const program = Effect.gen(function* () {
     })
   })
   const decisions = yield* Effect.forEach(Array.from({ length: attempts }), () => timedCheck, { concurrency })
+  const endedAt = Date.now()
   latencies.sort((a, b) => a - b)
   const latencyMs = [0.5, 0.9, 0.99, 1].map((p) =>
     Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!)
   )
-  const endedAt = Date.now()
   const admitted = decisions.filter((d) => d.allowed).length
   const storeFailures = decisions.filter((d) => d.source !== "store").length
   const storeAdmitted = decisions.filter((d) => d.allowed && d.source === "store").length
