@@ -1,8 +1,8 @@
 import { Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, FastCheck as fc, Layer, TestClock } from "effect"
+import { makeStore as makeRedisStore } from "../src/internal/redisQuotaStore.js"
 import { type ExactTier, ExactReference } from "./quota/exactReference.js"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
@@ -194,7 +194,10 @@ describe("Quota arithmetic is exact (BigInt reference, epoch-scale clocks)", () 
 
   it.live("Redis store: random plans agree with the reference and with the memory store replayed", () =>
     Effect.gen(function* () {
-      const store = yield* RedisQuotaStore.makeStore({ prefix: unique("exact") + ":" })
+      // the first 30 plans get scripts with their numbers written in, the other 30 share the
+      // per-shape scripts that take them as arguments: both kinds are held to the reference
+      const { client } = yield* RedisClient.RedisClient
+      const store = yield* makeRedisStore(client, unique("exact") + ":", 30)
       const samples = fc.sample(
         fc.tuple(
           arbPlan,
@@ -250,6 +253,74 @@ describe("Quota arithmetic is exact (BigInt reference, epoch-scale clocks)", () 
       expect(checks).toBeGreaterThan(300)
       expect(denied).toBeGreaterThan(50)
     }).pipe(Effect.scoped, Effect.provide(RedisClient.layer({ url: REDIS_URL })))
+  )
+})
+
+describe("Redis store: a client whose plan changes", () => {
+  const plans: ReadonlyArray<QuotaConfig.PlanInput> = [
+    {
+      tiers: [
+        { name: "spike", algorithm: "gcra", limit: 5, period: 1000, burst: 4 },
+        { name: "count", algorithm: "sliding-window", limit: 9, period: "1 day" }
+      ]
+    },
+    // spike dropped, count's numbers changed, a new tier
+    {
+      tiers: [
+        { name: "count", algorithm: "sliding-window", limit: 12, period: "1 day" },
+        { name: "minute", algorithm: "sliding-window", limit: 4, period: "1 minute" }
+      ]
+    },
+    // spike back with other numbers (its state was dropped with plan 1), count as in plan 0
+    {
+      tiers: [
+        { name: "spike", algorithm: "gcra", limit: 7, period: 1000, burst: 5 },
+        { name: "count", algorithm: "sliding-window", limit: 9, period: "1 day" }
+      ]
+    },
+    // a tier that kept its name but not its algorithm starts anew
+    { tiers: [{ name: "count", algorithm: "gcra", limit: 3, period: 1000, burst: 3 }] }
+  ]
+
+  it.live(
+    "keeps the state of tiers that kept name and algorithm, decision for decision as the memory store",
+    () =>
+      Effect.gen(function* () {
+        const { client } = yield* RedisClient.RedisClient
+        // plan 0's script has its numbers written in, the others take them as arguments
+        const store = yield* makeRedisStore(client, unique("reshape") + ":", 1)
+        const compiled = yield* Effect.forEach(plans, (plan) =>
+          Effect.orDie(
+            Options.decode("test", QuotaConfig.Plan)(plan as typeof QuotaConfig.Plan.Encoded)
+          ).pipe(Effect.map(QuotaConfig.compile))
+        )
+        const steps = [0, 0, 0, 1, 1, 0, 2, 2, 2, 2, 1, 1, 1, 3, 3, 3, 3, 0, 0, 2, 1, 0, 0, 0, 0]
+        const seen: Array<{ plan: number; now: number; result: QuotaStore.StoreResult }> = []
+        for (const plan of steps) {
+          const result = yield* store.check("p", compiled[plan]!, 1)
+          seen.push({ plan, now: result.now, result })
+        }
+        const clock = manualClock()
+        const memory = yield* Effect.withClock(QuotaStore.makeMemory(), clock)
+        for (const { now, plan, result } of seen) {
+          clock.now = now
+          const local = memory.unsafeCheck("p", compiled[plan]!, 1)
+          expect(local, `plan ${plan} at ${now}`).toEqual({ ...result, now: local.now })
+        }
+        // the daily count carried across plans 0, 1 and 2 (it started anew under plan 3)
+        expect(seen.filter((s) => s.result.allowed).length).toBeGreaterThan(10)
+        expect(seen.some((s) => !s.result.allowed)).toBe(true)
+
+        // a penalty under one plan is seen under another that shares the tier
+        const before = yield* store.check("q", compiled[1]!, 0)
+        yield* store.adjust("q", compiled[0]!, 5)
+        const after = yield* store.check("q", compiled[1]!, 0)
+        expect(Math.floor(before.now / 86_400_000)).toBe(Math.floor(after.now / 86_400_000))
+        expect(after.tiers.map((t) => t.remaining)).toEqual([7, 4])
+        // and a reward under the second plan gives it back to the first
+        yield* store.adjust("q", compiled[1]!, -2)
+        expect((yield* store.check("q", compiled[0]!, 0)).tiers.map((t) => t.remaining)).toEqual([4, 6])
+      }).pipe(Effect.scoped, Effect.provide(RedisClient.layer({ url: REDIS_URL })))
   )
 })
 

@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import { fileURLToPath } from "node:url"
+import { decodeState, tierId } from "../src/internal/redisQuotaStore.js"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const worker = path.join(path.dirname(fileURLToPath(import.meta.url)), "quota", "worker.ts")
@@ -38,11 +39,15 @@ const spawnWorker = (env: Record<string, string>) => {
   return { child, ready, result }
 }
 
-const redisCount = async (key: string, field: string): Promise<number> => {
+/** the current window's count of a client's sliding-window tier, as Redis holds it */
+const redisCount = async (key: string, tier: string): Promise<number> => {
   const { Redis } = await import("ioredis")
   const redis = new Redis(REDIS_URL)
   try {
-    return Number((await redis.hget(key, field)) ?? "0")
+    const value = await redis.getBuffer(key)
+    return value === null
+      ? 0
+      : (decodeState(value).tiers.get(tierId({ name: tier, algorithm: "sliding-window" }))?.[1] ?? 0)
   } finally {
     await redis.quit()
   }
@@ -122,7 +127,7 @@ describe("Redis quota across OS processes", () => {
       const storeAdmitted = results.reduce((sum, r) => sum + r.storeAdmitted, 0)
       const otherAdmitted = results.reduce((sum, r) => sum + r.otherAdmitted, 0)
       const failures = results.reduce((sum, r) => sum + r.storeFailures, 0)
-      const counted = await redisCount(`${prefix}{shared}`, "count|c")
+      const counted = await redisCount(`${prefix}{shared}`, "count")
       console.log(
         `8 processes: admitted ${admitted} (store ${storeAdmitted}, fallback ${otherAdmitted}), ` +
           `decided without the store ${failures}, Redis counted ${counted}, breaker opened in ${results.filter((r) => r.breakerOpened).length}, ` +

@@ -3,6 +3,7 @@ import * as Redis from "@sluice/core/Redis"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, FastCheck as fc, Layer, Logger } from "effect"
 import { Redis as IORedis } from "ioredis"
+import { decodeState, tierId } from "../src/internal/redisQuotaStore.js"
 import { freePort } from "./quota/redisServer.js"
 import { Reference } from "./quota/reference.js"
 
@@ -64,7 +65,7 @@ describe("Redis quota store (real Redis)", () => {
     }).pipe(Effect.scoped)
   )
 
-  it.live("one hash per client under its hash tag, with a TTL; a denied request writes nothing", () =>
+  it.live("one key per client under its hash tag, with a TTL; a denied request writes nothing", () =>
     Effect.gen(function* () {
       const prefix = unique("keys") + ":"
       const store = yield* Redis.makeStore({ url: REDIS_URL, prefix })
@@ -75,11 +76,16 @@ describe("Redis quota store (real Redis)", () => {
           { name: "minute", algorithm: "sliding-window", limit: 100, period: "1 minute" }
         ]
       })
+      const times: Array<number> = []
       for (const client of ["alpha", "beta:1", "gamma/x"]) {
-        for (let i = 0; i < 3; i++) expect((yield* store.check(client, plan, 1)).allowed).toBe(true)
+        for (let i = 0; i < 3; i++) {
+          const result = yield* store.check(client, plan, 1)
+          expect(result.allowed).toBe(true)
+          if (client === "alpha") times.push(result.now)
+        }
       }
       const keys = yield* withAdmin((redis) => redis.keys(`${prefix}*`))
-      // one hash per client holds every tier
+      // one key per client holds every tier
       expect(keys.sort()).toEqual([`${prefix}{alpha}`, `${prefix}{beta:1}`, `${prefix}{gamma/x}`])
       for (const key of keys) {
         expect(key).toMatch(/^[^{}]*\{(alpha|beta:1|gamma\/x)\}$/)
@@ -89,36 +95,70 @@ describe("Redis quota store (real Redis)", () => {
         // one), with a slack of half as long again
         expect(ttl).toBeLessThanOrEqual(1.5 * 2 * 3_600_000 + 1)
       }
-      const fields = yield* withAdmin((redis) => redis.hgetall(`${prefix}{alpha}`))
-      expect(Object.keys(fields).sort()).toEqual(
-        [
-          "count|c",
-          "count|p",
-          "count|w",
-          "minute|c",
-          "minute|p",
-          "minute|w",
-          "spike|t",
-          "spike|r",
-          "|e"
-        ].sort()
+      // a string of doubles: expiry, block, then per tier its id and numbers
+      const [value, ttl] = yield* withAdmin((redis) =>
+        Promise.all([redis.getBuffer(`${prefix}{alpha}`), redis.pttl(`${prefix}{alpha}`)])
       )
-      expect(fields["count|c"]).toBe("3")
+      expect(value!.length).toBe(8 * (2 + 3 + 2 + 3 + 3))
+      const state = decodeState(value!)
+      expect(state.blockedUntil).toBe(0)
+      // the expiry kept in the value is the key's TTL
+      expect(Math.abs(state.expiresAt - (Date.now() + ttl))).toBeLessThan(1000)
+      const [spike, count, minute] = plan.tiers.map((tier) => state.tiers.get(tierId(tier))!)
+      const last = times[2]!
+      // sliding windows: the window number, 3 in it (none before: a new client)
+      expect(count).toEqual([Math.floor(last / 3_600_000), 3, 0])
+      expect(minute![0]).toBe(Math.floor(last / 60_000))
+      expect(minute![1]).toBe(3)
+      // gcra (20 a minute: 3,000 ms a unit): the theoretical arrival time, 3 units past the first
+      // check (as whole ms and a remainder in 1/20 ms), at most 3 units past the last
+      expect(spike![0] + spike![1]! / 20).toBeGreaterThanOrEqual(times[0]! + 3000)
+      expect(spike![0] + spike![1]! / 20).toBeLessThanOrEqual(last + 9000)
       // a denied request writes nothing
       const strict = yield* decodePlan({
         tiers: [{ name: "n", algorithm: "sliding-window", limit: 1, period: "1 hour" }]
       })
       expect((yield* store.check("delta", strict, 1)).allowed).toBe(true)
       const before = yield* withAdmin((redis) =>
-        Promise.all([redis.hgetall(`${prefix}{delta}`), redis.pttl(`${prefix}{delta}`)])
+        Promise.all([redis.getBuffer(`${prefix}{delta}`), redis.pttl(`${prefix}{delta}`)])
       )
       expect((yield* store.check("delta", strict, 1)).allowed).toBe(false)
       const after = yield* withAdmin((redis) =>
-        Promise.all([redis.hgetall(`${prefix}{delta}`), redis.pttl(`${prefix}{delta}`)])
+        Promise.all([redis.getBuffer(`${prefix}{delta}`), redis.pttl(`${prefix}{delta}`)])
       )
-      expect(after[0]).toEqual(before[0])
+      expect(after[0]!.equals(before[0]!)).toBe(true)
       expect(after[1]).toBeLessThanOrEqual(before[1])
     }).pipe(Effect.scoped)
+  )
+
+  it.live(
+    "a key of another type (0.1 kept a hash) or a string that is no state is read as a new client and replaced",
+    () =>
+      Effect.gen(function* () {
+        const prefix = unique("old") + ":"
+        const store = yield* Redis.makeStore({ url: REDIS_URL, prefix })
+        const plan = yield* decodePlan({
+          tiers: [{ name: "count", algorithm: "sliding-window", limit: 2, period: "1 hour" }]
+        })
+        const key = `${prefix}{old}`
+        yield* withAdmin((redis) => redis.hset(key, "count|c", "2", "count|w", "0"))
+        const first = yield* store.check("old", plan, 1)
+        expect(first.allowed).toBe(true)
+        expect(first.tiers[0]!.remaining).toBe(1)
+        expect(yield* withAdmin((redis) => redis.type(key))).toBe("string")
+        expect((yield* store.check("old", plan, 1)).allowed).toBe(true)
+        expect((yield* store.check("old", plan, 1)).allowed).toBe(false)
+        // a string that is not a state (NaN where an id would be, a ragged length, text) likewise
+        const nans = Buffer.alloc(48)
+        for (let at = 0; at < 48; at += 8) nans.writeDoubleLE(NaN, at)
+        for (const junk of [nans, Buffer.from("not a quota state"), Buffer.alloc(8 * 5000)]) {
+          yield* withAdmin((redis) => redis.set(key, junk))
+          expect((yield* store.check("old", plan, 1)).tiers[0]!.remaining).toBe(1)
+          yield* store.adjust("old", plan, 1)
+          expect((yield* store.check("old", plan, 0)).tiers[0]!.remaining).toBe(0)
+          expect(yield* withAdmin((redis) => redis.pttl(key))).toBeGreaterThan(0)
+        }
+      }).pipe(Effect.scoped)
   )
 
   it.live("Quota over Redis: guard, denial consumes nothing, cost", () =>
