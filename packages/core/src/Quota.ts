@@ -109,10 +109,10 @@ export interface WaitOptions extends CheckOptions {
  * Options:
  *
  * - `mode` (default `"fallback"`): what decides when the store fails.
- * - `deadline` of a store call (default 15 ms): how long the store may stay
+ * - `deadline` of a store call (default 50 ms): how long the store may stay
  *   silent. A check sent while the store answers nothing fails at its deadline
- *   (the timer fires up to a fifth of the deadline, at most 3 ms, early, so the
- *   failure mode decides by then).
+ *   (the timer fires a third of the deadline, at most 5 ms, early, so the
+ *   failure mode decides by then even when the timer comes back a few ms late).
  * - `maxDeadline` (default 1 second, never below `deadline`): for a store whose
  *   answers come in call order (`QuotaStore.Store.ordered`: Redis on one
  *   connection, not a cluster), a check waits past its deadline while the store

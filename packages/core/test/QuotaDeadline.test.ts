@@ -90,14 +90,15 @@ describe("Quota deadlines (TestClock)", () => {
       withQuota(true, { deadline: "50 millis", maxDeadline: "1 second" }, (quota, answer) =>
         Effect.gen(function* () {
           const b = yield* answerFirstAt40(quota, answer)
-          // b is past its own deadline (50), but the store answered at 40: silent for 45 ms only
-          yield* at(85)
+          // b is past its own deadline (50, fired 5 ms early), but the store answered at 40:
+          // silent for 44 ms only
+          yield* at(84)
           expect(b.unsafePoll()).toBeNull()
           yield* answer("b")
           expect((yield* Fiber.join(b)).source).toBe("store")
           // a check sent while the store then stays silent fails once the store has been silent
-          // for twice the longest silence it came back from (b's, 45 ms: 90 ms), 3 ms early
-          yield* failsAt(quota, "c", 85, 85 + 87)
+          // for twice the longest silence it came back from (b's, 44 ms: 88 ms), 5 ms early
+          yield* failsAt(quota, "c", 84, 84 + 83)
         })
       )
   )
@@ -114,10 +115,10 @@ describe("Quota deadlines (TestClock)", () => {
         yield* answer("k0")
         expect((yield* Fiber.join(fibers[0]!)).source).toBe("store")
         // silent from 35 (k0's answer ended a 35 ms silence: 70 ms are allowed now): k10, k20, k30
-        // (deadlines 60, 70, 80) all fail at 35 + 70 - 3
-        yield* at(101.9)
+        // (deadlines 60, 70, 80) all fail at 35 + 70 - 5
+        yield* at(99.9)
         for (const f of fibers.slice(1)) expect(f.unsafePoll()).toBeNull()
-        yield* at(102)
+        yield* at(100)
         for (const f of fibers.slice(1)) expect((yield* Fiber.join(f)).source).toBe("fail-closed")
       })
     )
@@ -134,7 +135,10 @@ describe("Quota deadlines (TestClock)", () => {
           expect((yield* Fiber.join(other)).source).toBe("store")
           expect(stuck.unsafePoll()).toBeNull()
         }
-        yield* at(117)
+        // 5 ms early, as every deadline
+        yield* at(114.9)
+        expect(stuck.unsafePoll()).toBeNull()
+        yield* at(115)
         expect((yield* Fiber.join(stuck)).source).toBe("fail-closed")
         expect(quota.maxDeadline).toEqual(Duration.millis(120))
       })
@@ -147,7 +151,9 @@ describe("Quota deadlines (TestClock)", () => {
       withQuota(false, { deadline: "50 millis" }, (quota, answer) =>
         Effect.gen(function* () {
           const b = yield* answerFirstAt40(quota, answer)
-          yield* at(47)
+          yield* at(44.9)
+          expect(b.unsafePoll()).toBeNull()
+          yield* at(45)
           expect((yield* Fiber.join(b)).source).toBe("fail-closed")
         })
       )
@@ -162,16 +168,16 @@ describe("Quota deadlines (TestClock)", () => {
           yield* at(40)
           yield* answer("a")
           expect((yield* Fiber.join(a)).source).toBe("store")
-          // the store came back after 40 ms: a later check may wait 80 ms of silence (less 3 ms)
-          yield* failsAt(quota, "b", 100, 177)
+          // the store came back after 40 ms: a later check may wait 80 ms of silence (less 5 ms)
+          yield* failsAt(quota, "b", 100, 175)
           // b's answer comes late: it teaches nothing (the allowed silence stays 80 ms, not 200)
           yield* at(300)
           yield* answer("b")
-          yield* failsAt(quota, "c", 300, 377)
+          yield* failsAt(quota, "c", 300, 375)
           // two windows of 5 seconds later the lesson is forgotten: the deadline again
           yield* at(11_000)
           yield* answer("c")
-          yield* failsAt(quota, "d", 11_000, 11_047)
+          yield* failsAt(quota, "d", 11_000, 11_045)
         })
       )
   )

@@ -23,12 +23,14 @@ export interface Entry {
 /**
  * The fiber wakes this much before the oldest deadline and expires it then, so that the
  * deadline bounds the whole check: a Node timer fires late — up to a millisecond by its
- * granularity, and on these shared VMs a 1 ms sleep of an otherwise idle process came back up
- * to 3.4–3.8 ms late at least once a second — and the failure mode's decision then still has
- * to run. A fifth of the timeout, between 0.5 and 3 ms: 3 ms for the 15 ms and 50 ms
- * deadlines, 1 ms for a 5 ms one.
+ * granularity, and on these shared VMs an otherwise idle process saw its timers come back 4–7 ms
+ * late once or twice a second (\`monitorEventLoopDelay\`) — and the failure mode's decision then
+ * still has to run. A third of the timeout, between 0.5 and 5 ms: 5 ms for the 15 ms and 50 ms
+ * deadlines, 1.7 ms for a 5 ms one. (With 3 ms, the slowest of the checks a 1.2 s pause of
+ * Redis sent to the failure mode took more than the 15 ms deadline + 2 ms in about one run in
+ * three, up to 21.9 ms; with 5 ms, 11.6–15.8 ms in eight runs out of eight.)
  */
-const slackFor = (timeoutMs: number): number => Math.min(3, Math.max(0.5, timeoutMs / 5))
+const slackFor = (timeoutMs: number): number => Math.min(5, Math.max(0.5, timeoutMs / 3))
 
 /**
  * A deadline timer that fires more than this late means the process itself was not running:
