@@ -3,9 +3,13 @@
  *
  * Every tier of a plan is checked and updated in ONE round trip: a single Lua script run with
  * `EVALSHA` (sent again with `EVAL` when Redis answers `NOSCRIPT`), reading the time from Redis
- * (`TIME`, no client clock), on ONE hash per client, `prefix{client}` (Redis Cluster routes it
- * by the client's hash tag), which always carries a TTL. The arithmetic is the memory store's,
- * in whole milliseconds and integers, so both stores decide alike, decision for decision.
+ * (`TIME`, no client clock), on ONE key per client, `prefix{client}` (Redis Cluster routes it
+ * by the client's hash tag), which always carries a TTL: a string of little-endian doubles
+ * (expiry, block, then per tier an id and its numbers) read with one `GET` and written with one
+ * `SET`. The arithmetic is the memory store's, in whole milliseconds and integers, so both
+ * stores decide alike, decision for decision. When a client's plan changes, the tiers that keep
+ * their name and algorithm keep their state, as in the memory store. Keys of 0.1 (a hash) are
+ * read as new clients and replaced on their next write.
  *
  * The client comes from {@link RedisClient} (one connection for the app).
  *

@@ -108,11 +108,22 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
   const initial: Array<string> = []
   const fresh: Array<string> = []
   const adopt: Array<string> = []
+  /** each tier's decision, after the state is read */
+  const decide: Array<string> = []
+  const state: Array<string> = []
+  const oks: Array<string> = []
+  const consume: Array<string> = []
+  /** the numbers written after e and b when the request is admitted */
+  const written: Array<string> = []
+  /** the numbers written after e and b when only a block starts */
+  const kept: Array<string> = []
+  const fulls: Array<string> = []
   plan.tiers.forEach((tier, i) => {
     const n = i + 1
     const a = 3 + 3 * i
     const id = String(tierId(tier))
     ids.push(id)
+    oks.push(`ok${n}`)
     const value = (literal: number, arg: number) => (baked ? String(literal) : `num(ARGV[${arg}])`)
     lines.push(`local cap${n}, per${n} = ${value(tier.capacity, a)}, ${value(tier.periodMs, a + 1)}`)
     if (tier.algorithm === "gcra") {
@@ -121,11 +132,36 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
       initial.push("nil", "0", "0")
       fresh.push(`t${n}, r${n} = 0, 0`)
       adopt.push(`x = s[${id}]; if x then t${n}, r${n} = x[1], x[2] end`)
+      decide.push(
+        `if t${n} < now then t${n} = now; r${n} = 0 end`,
+        `local d${n} = (t${n} - now) * lim${n} + r${n}`,
+        `local ok${n} = cost <= cap${n} and d${n} <= (cap${n} - cost) * per${n}`
+      )
+      state.push(`d${n}`)
+      consume.push(
+        `local D${n} = d${n} + cost * per${n}`,
+        `local q${n} = floor(D${n} / lim${n})`,
+        `local m${n} = D${n} - q${n} * lim${n}`,
+        `if m${n} < 0 then q${n} = q${n} - 1; m${n} = m${n} + lim${n} elseif m${n} >= lim${n} then q${n} = q${n} + 1; m${n} = m${n} - lim${n} end`
+      )
+      written.push(id, `now + q${n}`, `m${n}`)
+      kept.push(id, `t${n}`, `r${n}`)
+      fulls.push(`now + q${n} + (m${n} > 0 and 1 or 0)`)
     } else {
       stored.push(`x${n}`, `sw${n}`, `c${n}`, `p${n}`)
       initial.push("nil", "nil", "0", "0")
       fresh.push(`sw${n}, c${n}, p${n} = nil, 0, 0`)
       adopt.push(`x = s[${id}]; if x then sw${n}, c${n}, p${n} = x[1], x[2], x[3] end`)
+      decide.push(
+        `local w${n} = floor(now / per${n})`,
+        `if sw${n} ~= w${n} then if sw${n} == w${n} - 1 then p${n} = c${n} else p${n} = 0 end; c${n} = 0 end`,
+        `local room${n} = cap${n} - c${n} - cost`,
+        `local ok${n} = room${n} >= 0 and p${n} * (per${n} - (now - w${n} * per${n})) <= room${n} * per${n}`
+      )
+      state.push(`c${n}`, `p${n}`)
+      written.push(id, `w${n}`, `c${n} + cost`, `p${n}`)
+      kept.push(id, `w${n}`, `c${n}`, `p${n}`)
+      fulls.push(`(w${n} + 2) * per${n}`)
     }
   })
   lines.push(
@@ -140,48 +176,9 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
     "    local x",
     ...adopt.map((line) => `    ${line}`),
     "  end",
-    "end"
+    "end",
+    ...decide
   )
-  const state: Array<string> = []
-  const oks: Array<string> = []
-  const consume: Array<string> = []
-  /** the numbers written after e and b when the request is admitted */
-  const written: Array<string> = []
-  /** the numbers written after e and b when only a block starts */
-  const kept: Array<string> = []
-  const fulls: Array<string> = []
-  plan.tiers.forEach((tier, i) => {
-    const n = i + 1
-    if (tier.algorithm === "gcra") {
-      lines.push(
-        `if t${n} < now then t${n} = now; r${n} = 0 end`,
-        `local d${n} = (t${n} - now) * lim${n} + r${n}`,
-        `local ok${n} = cost <= cap${n} and d${n} <= (cap${n} - cost) * per${n}`
-      )
-      state.push(`d${n}`)
-      consume.push(
-        `local D${n} = d${n} + cost * per${n}`,
-        `local q${n} = floor(D${n} / lim${n})`,
-        `local m${n} = D${n} - q${n} * lim${n}`,
-        `if m${n} < 0 then q${n} = q${n} - 1; m${n} = m${n} + lim${n} elseif m${n} >= lim${n} then q${n} = q${n} + 1; m${n} = m${n} - lim${n} end`
-      )
-      written.push(ids[i]!, `now + q${n}`, `m${n}`)
-      kept.push(ids[i]!, `t${n}`, `r${n}`)
-      fulls.push(`now + q${n} + (m${n} > 0 and 1 or 0)`)
-    } else {
-      lines.push(
-        `local w${n} = floor(now / per${n})`,
-        `if sw${n} ~= w${n} then if sw${n} == w${n} - 1 then p${n} = c${n} else p${n} = 0 end; c${n} = 0 end`,
-        `local room${n} = cap${n} - c${n} - cost`,
-        `local ok${n} = room${n} >= 0 and p${n} * (per${n} - (now - w${n} * per${n})) <= room${n} * per${n}`
-      )
-      state.push(`c${n}`, `p${n}`)
-      written.push(ids[i]!, `w${n}`, `c${n} + cost`, `p${n}`)
-      kept.push(ids[i]!, `w${n}`, `c${n}`, `p${n}`)
-      fulls.push(`(w${n} + 2) * per${n}`)
-    }
-    oks.push(`ok${n}`)
-  })
   const all = oks.join(" and ")
   const okList = oks.map((ok) => `${ok} and 1 or 0`).join(", ")
   const set = (numbers: Array<string>, ttl: string) =>
