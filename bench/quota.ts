@@ -33,7 +33,13 @@ import { Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { RateLimiterRedis as FlexibleRedis } from "rate-limiter-flexible"
-import { commandCalls, redisCli, startRedis, stopAll } from "../packages/core/test/quota/redisServer.js"
+import {
+  commandCalls,
+  redisCli,
+  roundTrips,
+  startRedis,
+  stopAll
+} from "../packages/core/test/quota/redisServer.js"
 
 const args = process.argv.slice(2)
 const jsonOnly = args.includes("--json")
@@ -248,11 +254,7 @@ const privateServer = Effect.gen(function* () {
     for (let i = 0; i < n; i++) yield* quota.check(`client-${i % 8}`)
     const calls = yield* Effect.promise(() => commandCalls(server.port))
     // INFO commandstats also counts what scripts run inside Redis; only what clients sent is a round trip
-    const inScript = new Set(["time", "get", "set", "config|resetstat"])
-    const sent = Object.entries(calls)
-      .filter(([name]) => !inScript.has(name))
-      .reduce((sum, [, count]) => sum + count, 0)
-    return sent / n
+    return roundTrips(calls) / n
   }).pipe(Effect.provide(quotaLayer(twoTier, server.url, `${run}:rt:`)))
 
   const failOpenMaxMs = yield* Effect.gen(function* () {

@@ -4,7 +4,14 @@ import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { commandCalls, type RedisServer, redisCli, startRedis, stopAll } from "./quota/redisServer.js"
+import {
+  commandCalls,
+  type RedisServer,
+  redisCli,
+  roundTrips,
+  startRedis,
+  stopAll
+} from "./quota/redisServer.js"
 
 const plan: QuotaConfig.PlanInput = {
   tiers: [
@@ -43,13 +50,6 @@ describe("Redis quota store against a private redis-server", () => {
       Layer.provide(QuotaConfig.layer({ default: plan })),
       Layer.provide(RedisClient.layer({ url: server.url }))
     )
-
-  // INFO commandstats also counts the commands a script runs; those never cross the network
-  const scriptCommands = /^(time|get|set)$/
-  const roundTrips = (calls: Record<string, number>) =>
-    Object.entries(calls)
-      .filter(([name]) => !scriptCommands.test(name) && !/^(info|config\|resetstat)$/.test(name))
-      .reduce((sum, [, n]) => sum + n, 0)
 
   it.live("a two-tier check is ONE round trip (INFO commandstats); NOSCRIPT reloads with EVAL", () =>
     Effect.gen(function* () {

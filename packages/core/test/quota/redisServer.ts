@@ -121,6 +121,18 @@ export const stopAll = async (): Promise<void> => {
   )
 }
 
+/**
+ * What `INFO commandstats` counts but no client sent over the network: the commands the quota
+ * scripts run inside Redis, and the test's own admin commands.
+ */
+const notRoundTrips = /^(time|get|set|info|config\|resetstat)$/
+
+/** The commands clients sent (round trips), from `commandCalls`. */
+export const roundTrips = (calls: Record<string, number>): number =>
+  Object.entries(calls)
+    .filter(([name]) => !notRoundTrips.test(name))
+    .reduce((sum, [, n]) => sum + n, 0)
+
 /** INFO commandstats as `{ command: calls }` */
 export const commandCalls = async (port: number): Promise<Record<string, number>> => {
   const info = await redisCli(port, "INFO", "commandstats")
