@@ -24,8 +24,9 @@ const tierIds = new WeakMap<Pick<CompiledTier, "name" | "algorithm">, number>()
 export const tierId = (tier: Pick<CompiledTier, "name" | "algorithm">): number => {
   let id = tierIds.get(tier)
   if (id === undefined) {
-    const hash = createHash("sha1").update(`${tier.algorithm}\u0000${tier.name}`).digest()
-    id = hash.readUIntBE(0, 6) * 2 + (tier.algorithm === "gcra" ? 0 : 1)
+    id =
+      parseInt(sha1(`${tier.algorithm}\u0000${tier.name}`).slice(0, 12), 16) * 2 +
+      (tier.algorithm === "gcra" ? 0 : 1)
     tierIds.set(tier, id)
   }
   return id
@@ -90,8 +91,8 @@ const READ_ANY = `
  * @internal
  */
 export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
-  const format = `'<${"d".repeat(stateDoubles(plan))}'`
-  const length = 8 * stateDoubles(plan)
+  const doubles = stateDoubles(plan)
+  const format = `'<${"d".repeat(doubles)}'`
   const lines: Array<string> = [
     "local t = redis.call('TIME')",
     "local now = t[1] * 1000 + math.floor(t[2] / 1000)",
@@ -106,7 +107,6 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
   const ids: Array<string> = []
   /** a new client's values of `stored` */
   const initial: Array<string> = []
-  const fresh: Array<string> = []
   const adopt: Array<string> = []
   /** each tier's decision, after the state is read */
   const decide: Array<string> = []
@@ -130,7 +130,6 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
       lines.push(`local lim${n} = ${value(tier.limit, a + 2)}`)
       stored.push(`x${n}`, `t${n}`, `r${n}`)
       initial.push("nil", "0", "0")
-      fresh.push(`t${n}, r${n} = 0, 0`)
       adopt.push(`x = s[${id}]; if x then t${n}, r${n} = x[1], x[2] end`)
       decide.push(
         `if t${n} < now then t${n} = now; r${n} = 0 end`,
@@ -150,7 +149,6 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
     } else {
       stored.push(`x${n}`, `sw${n}`, `c${n}`, `p${n}`)
       initial.push("nil", "nil", "0", "0")
-      fresh.push(`sw${n}, c${n}, p${n} = nil, 0, 0`)
       adopt.push(`x = s[${id}]; if x then sw${n}, c${n}, p${n} = x[1], x[2], x[3] end`)
       decide.push(
         `local w${n} = floor(now / per${n})`,
@@ -164,13 +162,14 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
       fulls.push(`(w${n} + 2) * per${n}`)
     }
   })
+  const newClient = `e, b, ${stored.join(", ")} = 0, 0, ${initial.join(", ")}`
   lines.push(
-    `local e, b, ${stored.join(", ")} = 0, 0, ${initial.join(", ")}`,
+    `local ${newClient}`,
     "local v = redis.pcall('GET', k)",
     "if type(v) == 'string' then",
-    `  if #v == ${length} then e, b, ${stored.join(", ")} = struct.unpack(${format}, v) end`,
+    `  if #v == ${8 * doubles} then e, b, ${stored.join(", ")} = struct.unpack(${format}, v) end`,
     `  if ${ids.map((id, i) => `x${i + 1} ~= ${id}`).join(" or ")} then`,
-    `    e, b = 0, 0; ${fresh.join("; ")}`,
+    `    ${newClient}`,
     "    local s = {}",
     READ_ANY.replace(/^\n/, "").replace(/^/gm, "  "),
     "    local x",
