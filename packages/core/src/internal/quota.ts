@@ -462,7 +462,10 @@ export const make = (
       result: StoreResult | undefined,
       toldAllowed: boolean
     ) => {
-      if (result === undefined || cost === 0) return
+      if (result === undefined) return
+      // a late answer still shows the store is working (it teaches no silence: no entry)
+      deadlines!.progress(nowMs())
+      if (cost === 0) return
       if (result.allowed) {
         if (!toldAllowed && store.refund !== undefined) {
           refundsTotal.unsafeUpdate(cost, noTags)
@@ -545,10 +548,7 @@ export const make = (
         // what the failure mode told the caller, if the deadline passed first
         let toldAllowed = true
         checkCallback!(id, plan, cost, (error, result) => {
-          if (!queue.settle(entry)) {
-            if (result !== undefined) queue.progress(nowMs())
-            return lateReply(id, plan, cost, result, toldAllowed)
-          }
+          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, toldAllowed)
           if (error !== undefined) return resume(failed(client, id, plan, cost, start, error))
           const end = nowMs()
           queue.progress(end, entry)
@@ -576,10 +576,7 @@ export const make = (
         const entry = queue.register(start, (stalled) => resume(Effect.fail(stalled ? stalledOut : timedOut)))
         checkCallback!(id, plan, cost, (error, result) => {
           // the failure mode's verdict is not known here: a late admission is refunded unless fail-open
-          if (!queue.settle(entry)) {
-            if (result !== undefined) queue.progress(nowMs())
-            return lateReply(id, plan, cost, result, options.mode === "fail-open")
-          }
+          if (!queue.settle(entry)) return lateReply(id, plan, cost, result, options.mode === "fail-open")
           if (error !== undefined) return resume(Effect.fail(error))
           const end = nowMs()
           queue.progress(end, entry)
