@@ -16,7 +16,7 @@
  * memory and Redis stores. Client ids longer than `maxClientIdLength` (256) are
  * stored as a prefix, `#` and their SHA-256, so no id grows the store unboundedly.
  *
- * A remote store (Redis) is called with a deadline (15 ms by default). A store
+ * A remote store (Redis) is called with a deadline (50 ms by default). A store
  * that answers in call order (one Redis connection) and keeps answering other
  * checks is slow, not gone: a check then waits for its own answer up to
  * `maxDeadline` (1 second), so a saturated host does not hand quota decisions to

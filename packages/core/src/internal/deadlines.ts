@@ -24,7 +24,7 @@ export interface Entry {
  * The fiber wakes this much before the oldest deadline and expires it then, so that the
  * deadline bounds the whole check: a Node timer fires late — up to a millisecond by its
  * granularity, and on these shared VMs an otherwise idle process saw its timers come back 4–7 ms
- * late once or twice a second (\`monitorEventLoopDelay\`) — and the failure mode's decision then
+ * late once or twice a second (`monitorEventLoopDelay`) — and the failure mode's decision then
  * still has to run. A third of the timeout, between 0.5 and 5 ms: 5 ms for the 15 ms and 50 ms
  * deadlines, 1.7 ms for a 5 ms one. (With 3 ms, the slowest of the checks a 1.2 s pause of
  * Redis sent to the failure mode took more than the 15 ms deadline + 2 ms in about one run in
@@ -41,7 +41,8 @@ const STALL_MS = 3
 /**
  * A stall at least this long is a saturated host, not the hiccups of a busy VM (an idle Node
  * process here saw a 1 ms timer come back 2.9–4.0 ms late at least once per 1.2 s; eight
- * processes and two busy loops on two cores stall for tens of ms): it is given to the calls twice.
+ * processes and two busy loops on two cores stall for tens of ms): after one, no call expires for
+ * as long again (see `DeadlineQueue`).
  */
 const LONG_STALL_MS = 10
 
