@@ -6,7 +6,9 @@
  * `queued = limit × (1 − noLoadRtt / rtt)`. With `step = max(1, log10(limit))`:
  * no queueing (`queued ≤ step`) grows the limit by `beta × step`, a small queue
  * (`queued < alpha × step`) by `step`, a long one (`queued > beta × step`)
- * shrinks it by `step`, and in between it holds. So it settles where a little
+ * shrinks it by `step`, and in between it holds. A success that sets a new
+ * minimum only moves the baseline and leaves the limit unchanged, as Netflix's
+ * `VegasLimit` does: it is the reference, not a measurement against it. So it settles where a little
  * queueing shows up, before errors do. It decides at most once per round trip
  * (a request sent before the last change measures the old limit), and only a
  * limit that is used (in-flight ≥ limit / 2) grows.

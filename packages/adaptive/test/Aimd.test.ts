@@ -37,10 +37,12 @@ describe("Aimd", () => {
     expect(aimd.onSample(sample("success", 3))).toBe(3)
   })
 
-  it("a success slower than the timeout counts as a drop", () => {
+  it("a success slower than the timeout counts as a drop; one that takes exactly the timeout does not", () => {
+    // Netflix's AIMDLimit drops at `rtt > timeout`.
     const aimd = Aimd.unsafeMake({ initial: 10, timeout: "100 millis" })
     expect(aimd.onSample(sample("success", 10, 99))).toBe(11)
-    expect(aimd.onSample(sample("success", 10, 100))).toBe(9)
+    expect(aimd.onSample(sample("success", 11, 100))).toBe(12)
+    expect(aimd.onSample(sample("success", 12, 100.001))).toBe(10)
   })
 
   it.effect("rejects bad options naming the field", () =>

@@ -15,12 +15,14 @@ describe("Vegas", () => {
   it("grows while there is no queueing, holds in the band, shrinks as queueing builds; once per round trip", () => {
     const vegas = Vegas.unsafeMake()
     expect(vegas.limit).toBe(20)
-    // learns 100 ms; no queueing (queued = 0 ≤ log10 20): fast growth, + beta × log10(20)
-    const l1 = 20 + 6 * Math.log10(20)
-    expect(vegas.onSample(at(0, 20, "success", 100, 20))).toBeCloseTo(l1, 12)
+    // learns 100 ms: a new baseline, the limit stays
+    expect(vegas.onSample(at(0, 20, "success", 100, 20))).toBe(20)
     expect(vegas.noLoadRtt).toBe(100)
-    // sent before that decision (id < 20): measures the old limit, no second decision
+    // no queueing (queued = 0 ≤ log10 20): fast growth, + beta × log10(20)
+    const l1 = 20 + 6 * Math.log10(20)
     expect(vegas.onSample(at(1, 20, "success", 100, 20))).toBeCloseTo(l1, 12)
+    // sent before that decision (id < 20): measures the old limit, no second decision
+    expect(vegas.onSample(at(2, 20, "success", 100, 20))).toBeCloseTo(l1, 12)
     // rtt doubled: queued = l1 × 0.5 ≈ 13.9 > beta × log10(l1) ≈ 8.67 → − log10(l1)
     const l2 = l1 - Math.log10(l1)
     expect(vegas.onSample(at(20, 40, "success", 200, 27))).toBeCloseTo(l2, 12)
@@ -32,6 +34,46 @@ describe("Vegas", () => {
     // a faster success lowers the no-load latency
     expect(vegas.onSample(at(42, 60, "success", 80, 26))).toBeCloseTo(l3, 12)
     expect(vegas.noLoadRtt).toBe(80)
+  })
+
+  it("a success that sets a new minimum only takes the baseline: the limit is unchanged", () => {
+    const vegas = Vegas.unsafeMake({ initial: 20 })
+    expect(vegas.onSample(at(0, 1, "success", 100, 20))).toBe(20)
+    const l1 = 20 + 6 * Math.log10(20)
+    expect(vegas.onSample(at(1, 2, "success", 100, 20))).toBeCloseTo(l1, 12)
+    // faster than any before, and a decision is due (id ≥ the last decision's nextId):
+    // the baseline moves to 50 ms, the limit does not
+    expect(vegas.onSample(at(2, 3, "success", 50, 20))).toBeCloseTo(l1, 12)
+    expect(vegas.noLoadRtt).toBe(50)
+    // judged against the new baseline: 100 ms is queued = l1 × 0.5 > beta × log10(l1) → − log10(l1)
+    expect(vegas.onSample(at(3, 4, "success", 100, 20))).toBeCloseTo(l1 - Math.log10(l1), 12)
+  })
+
+  describe("Netflix VegasLimitTest cases (alpha 3, beta 6, smoothing 1, initial 10, max 20)", () => {
+    const create = () => Vegas.unsafeMake({ alpha: 3, beta: 6, smoothing: 1, initial: 10, maxLimit: 20 })
+    it("increaseLimit: 10 ms takes the baseline (10), 10 ms again with 11 in flight gives 16", () => {
+      const limit = create()
+      expect(limit.onSample(at(0, 1, "success", 10, 10))).toBe(10)
+      expect(limit.onSample(at(1, 2, "success", 10, 11))).toBe(16)
+    })
+    it("decreaseLimit: 10 ms (10), then 50 ms with 11 in flight gives 9", () => {
+      const limit = create()
+      expect(limit.onSample(at(0, 1, "success", 10, 10))).toBe(10)
+      expect(limit.onSample(at(1, 2, "success", 50, 11))).toBe(9)
+    })
+    it("noChangeIfWithinThresholds: 10 ms (10), then 15 ms with 14 in flight holds at 10", () => {
+      // Netflix's test uses 14 ms: its queue estimate is rounded up (ceil(2.86) = 3, not below
+      // alpha, so it holds); Sluice keeps the estimate exact (2.86 < alpha: +1). At 15 ms both
+      // estimates (3.33, ceil 4) lie between alpha and beta.
+      const limit = create()
+      expect(limit.onSample(at(0, 1, "success", 10, 10))).toBe(10)
+      expect(limit.onSample(at(1, 2, "success", 15, 14))).toBe(10)
+    })
+    it("testLimitIncrease: initial 10000, 10 s with 5000 in flight (10000), 6000 in flight gives 10024", () => {
+      const limit = Vegas.unsafeMake({ initial: 10000, maxLimit: 20000 })
+      expect(limit.onSample(at(0, 1, "success", 10_000, 5000))).toBe(10000)
+      expect(limit.onSample(at(1, 2, "success", 10_000, 6000))).toBe(10024)
+    })
   })
 
   it("does not grow an unused limit", () => {
@@ -111,8 +153,9 @@ describe("Vegas", () => {
 
   it("smoothing moves part of the way", () => {
     const vegas = Vegas.unsafeMake({ initial: 10, smoothing: 0.5 })
+    expect(vegas.onSample(at(0, 1, "success", 100, 10))).toBe(10)
     // no queueing: the target is 10 + 6 × log10(10) = 16, smoothing moves halfway
-    expect(vegas.onSample(at(0, 1, "success", 100, 10))).toBeCloseTo(13, 12)
+    expect(vegas.onSample(at(1, 2, "success", 100, 10))).toBeCloseTo(13, 12)
   })
 
   it.effect("rejects bad options naming the field", () =>

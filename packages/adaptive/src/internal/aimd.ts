@@ -26,7 +26,7 @@ class AimdImpl implements A.Aimd {
   }
   onSample(sample: LA.Sample): number {
     const { maxLimit, minLimit } = this.options
-    if (sample.outcome === "dropped" || (sample.outcome === "success" && sample.rtt >= this.timeoutMillis)) {
+    if (sample.outcome === "dropped" || (sample.outcome === "success" && sample.rtt > this.timeoutMillis)) {
       // Exact: 30 × 0.9 is 27 (26.999999999999996 in floating point).
       this.limit = Math.max(minLimit, this.backoff.floorTimes(this.limit))
     } else if (sample.outcome === "success" && sample.inFlight * 2 >= this.limit) {

@@ -62,7 +62,9 @@ class VegasImpl implements V.Vegas {
     }
     if (sample.outcome !== "success" || !(sample.rtt > 0)) return this.limit
     const rtt = sample.rtt
-    if (this.noLoadRtt === undefined || rtt < this.noLoadRtt) this.noLoadRtt = rtt
+    const newMinimum = this.noLoadRtt === undefined || rtt < this.noLoadRtt
+    const noLoadRtt = newMinimum ? rtt : this.noLoadRtt!
+    this.noLoadRtt = noLoadRtt
     if (this.probing) return this.probe(sample)
     // A queue that never drains would hide the true no-load latency forever (and a
     // backend may become slower for good): every probeMultiplier × limit successes,
@@ -77,12 +79,15 @@ class VegasImpl implements V.Vegas {
       this.limit = this.clamp(this.limit / 2)
       return this.limit
     }
+    // A new minimum is a new baseline, not a measurement against the old one: like
+    // Netflix's VegasLimit, take it and leave the limit for the next sample to judge.
+    if (newMinimum) return this.limit
     // An unused limit says nothing about capacity.
     if (sample.inFlight * 2 < this.limit) return this.limit
     // One decision per round trip: requests sent before the last change measure the old limit.
     if (sample.id < this.decidedBelow) return this.limit
     const step = Math.max(1, Math.log10(this.limit))
-    const queued = this.limit * (1 - this.noLoadRtt / rtt)
+    const queued = this.limit * (1 - noLoadRtt / rtt)
     const { alpha, beta } = this.options
     let target: number
     if (queued <= step) target = this.limit + beta * step
