@@ -1,4 +1,4 @@
-import { HttpClient, HttpRouter, HttpServerResponse } from "@effect/platform"
+import { HttpClient, HttpClientRequest, HttpRouter, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -9,7 +9,7 @@ import * as QpsSensor from "@sluice/adaptive/QpsSensor"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import { CircuitBreaker, Criticality, Errors, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import { RetryHistogram } from "@sluice/retry"
-import { Middleware, Protocol, Trust } from "@sluice/http"
+import { Middleware, Protocol, SluiceHttpClient, Trust } from "@sluice/http"
 import { performance } from "node:perf_hooks"
 import { serve } from "./utils.js"
 
@@ -262,6 +262,32 @@ describe("server middleware over a real NodeHttpServer", () => {
   )
 
   const SECRET = "a long random secret shared by our own tiers"
+
+  it.scopedLive("trust: a SluiceHttpClient over a platform client that adds the secret is believed", () =>
+    Effect.gen(function* () {
+      const trust = yield* Trust.sharedSecret({ secret: Redacted.make(SECRET) })
+      const app = HttpRouter.empty.pipe(
+        HttpRouter.get(
+          "/level",
+          Effect.map(Criticality.current, (level) => HttpServerResponse.text(level))
+        ),
+        Middleware.criticality({ trust, ceiling: "CRITICAL" })
+      )
+      const base = yield* serve(app)
+      // As the README shows: the secret goes on at the platform client, under the Sluice client.
+      const platform = yield* HttpClient.HttpClient
+      const ownTiers = HttpClient.mapRequest(platform, HttpClientRequest.setHeader("x-sluice-trust", SECRET))
+      const levelVia = (client: HttpClient.HttpClient) =>
+        SluiceHttpClient.makeDefault().pipe(
+          Effect.provideService(HttpClient.HttpClient, client),
+          Effect.flatMap((sluice) => sluice.get(base + "/level")),
+          Effect.flatMap((r) => r.text),
+          Criticality.withCriticality("CRITICAL_PLUS")
+        )
+      expect(yield* levelVia(ownTiers)).toBe("CRITICAL_PLUS")
+      expect(yield* levelVia(platform)).toBe("CRITICAL")
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  )
 
   it.scopedLive(
     "trust: a spoofing caller gets neither CRITICAL_PLUS nor the power to switch retries off",
