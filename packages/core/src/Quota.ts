@@ -377,7 +377,7 @@ export const penalty = (
 /**
  * Blocks a client for a duration (whole milliseconds, rounded up): every check is denied with
  * the time left as `retryAfter`, and nothing is counted. A plan's `blockFor` does the same
- * automatically after each denial.
+ * automatically after a denial, and that denial already reports the block as its `retryAfter`.
  *
  * @example
  * ```ts
