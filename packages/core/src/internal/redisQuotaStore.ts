@@ -340,7 +340,8 @@ export const decodeState = (
  */
 const WRITE_BATCH = 16
 
-const errorReason = (error: Error): "unavailable" | "error" | "timeout" =>
+/** What a failed Redis command says of Redis: timed out, not reachable, or any other error. @internal */
+export const errorReason = (error: Error): "unavailable" | "error" | "timeout" =>
   /timed out/i.test(error.message)
     ? "timeout"
     : /writeable|closed|ECONNREFUSED|ECONNRESET|EPIPE|not connected|Connection is closed|LOADING|MasterDown|CLUSTERDOWN/i.test(
