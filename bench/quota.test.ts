@@ -1,5 +1,25 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Redis as IORedis } from "ioredis"
 import { runScript } from "./runScript.js"
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+
+/** the keys of the shared Redis under `prefix` */
+const keysUnder = async (prefix: string) => {
+  const redis = new IORedis(REDIS_URL)
+  try {
+    const found: Array<string> = []
+    let cursor = "0"
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000)
+      found.push(...keys)
+      cursor = next
+    } while (cursor !== "0")
+    return found
+  } finally {
+    await redis.quit()
+  }
+}
 
 const stats = (value: any) => {
   expect(Object.keys(value).sort()).toEqual(["p50Ms", "p99Ms", "throughputPerSec"])
@@ -8,7 +28,11 @@ const stats = (value: any) => {
 
 describe("bench/quota.ts", () => {
   it("prints the JSON the issue specifies (short mode; speed is not checked)", async () => {
-    const { stdout } = await runScript("bench/quota.ts", ["--json", "--quick"], 150_000)
+    const prefix = `test:bench-quota:${process.pid}:${Math.random().toString(36).slice(2)}`
+    const { stdout } = await runScript("bench/quota.ts", ["--json", "--quick", "--prefix", prefix], 150_000)
+    // it leaves nothing behind in the shared Redis: its own keys, rate-limiter-flexible's and
+    // @effect/experimental's (which set no TTL)
+    expect(await keysUnder(`${prefix}:`)).toEqual([])
     const lines = stdout.trim().split("\n")
     expect(lines).toHaveLength(1)
     const result = JSON.parse(lines[0]!)

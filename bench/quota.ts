@@ -1,5 +1,5 @@
 /**
- * Quota benchmark: `npm run bench:quota -- --json [--quick]`.
+ * Quota benchmark: `npm run bench:quota -- --json [--quick] [--prefix <key prefix>]`.
  *
  * Against the local Redis (REDIS_URL, default redis://127.0.0.1:6379), in one run:
  * - latency (p50, p99) of 20,000 sequential checks and throughput with 100 checks in
@@ -21,6 +21,9 @@
  * at one in 25 those switches, not the checks, made the p99. `npm run bench:quota`
  * measures the built packages (`npm run build`), as an application runs them, like
  * the peers' published JavaScript.
+ *
+ * Every key it makes in the shared Redis starts with the run's prefix (`--prefix`, default
+ * `bench:<pid>:<time>`) and is deleted when the measurements end.
  *
  * Prints one JSON object (with --json, nothing else on stdout).
  */
@@ -58,7 +61,9 @@ const ROUNDS = quick ? 1 : 10
 const CONC_PER_ROUND = CONCURRENT / ROUNDS
 const WARM_UP = quick ? 100 : 200
 const DEADLINE_MS = 15
-const run = `bench:${process.pid}:${Date.now()}`
+const prefixArg = args.indexOf("--prefix")
+/** every key this run makes (its own, rate-limiter-flexible's, @effect/experimental's) starts with `${run}:` */
+const run = prefixArg >= 0 ? args[prefixArg + 1]! : `bench:${process.pid}:${Date.now()}`
 const log = (...parts: Array<unknown>) => {
   if (!jsonOnly) console.error(...parts)
 }
@@ -299,6 +304,28 @@ const privateServer = Effect.gen(function* () {
   return { roundTripsPerCheck, failOpenMaxMs }
 })
 
+/**
+ * Deletes every key of this run from the shared Redis: the quota keys and rate-limiter-flexible's
+ * expire on their own (in up to two hours), but @effect/experimental's token-bucket keys have no
+ * TTL and would stay for good.
+ */
+const removeRunKeys = async () => {
+  const redis = new IORedis(REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: 1 })
+  try {
+    const pattern = `${run.replace(/[*?[\]\\]/g, "\\$&")}:*`
+    let removed = 0
+    let cursor = "0"
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000)
+      if (keys.length > 0) removed += await redis.unlink(...keys)
+      cursor = next
+    } while (cursor !== "0")
+    log(`removed the run's ${removed} keys from ${REDIS_URL}`)
+  } finally {
+    redis.disconnect()
+  }
+}
+
 /** the contenders take turns: `turn` runs one of them once, the first of each cycle rotating */
 const rotate = async (
   contenders: ReadonlyArray<Contender>,
@@ -338,6 +365,7 @@ const measure = async () => {
     })
   } finally {
     for (const c of contenders) await c.close()
+    await removeRunKeys()
   }
   const [flexible, one, two, experimental] = contenders.map((c) => samples.get(c)!.stats())
   log({ flexible, one, two, experimental })

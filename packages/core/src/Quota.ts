@@ -14,7 +14,8 @@
  * `Infinity` (`QuotaExceeded.retryAfter` is `Duration.infinity`: "never").
  * Decisions are exact: integer arithmetic in whole milliseconds, the same in the
  * memory and Redis stores. Client ids longer than `maxClientIdLength` (256) are
- * stored as a prefix, `#` and their SHA-256, so no id grows the store unboundedly.
+ * stored as a prefix, `#` and their SHA-256 (a string of its own, which keeps nothing
+ * of the caller's id alive), so no id grows the store unboundedly.
  *
  * A remote store (Redis) is called with a deadline (50 ms by default). A store
  * that answers in call order (one Redis connection) and keeps answering other
@@ -377,7 +378,7 @@ export const penalty = (
 /**
  * Blocks a client for a duration (whole milliseconds, rounded up): every check is denied with
  * the time left as `retryAfter`, and nothing is counted. A plan's `blockFor` does the same
- * automatically after each denial.
+ * automatically after a denial, and that denial already reports the block as its `retryAfter`.
  *
  * @example
  * ```ts

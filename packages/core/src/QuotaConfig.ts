@@ -29,6 +29,7 @@ import type * as Schema from "effect/Schema"
 import * as internal from "./internal/quotaConfig.js"
 import * as plan from "./internal/quotaPlan.js"
 import type { InvalidOptions } from "./Options.js"
+import type { QuotaStoreError } from "./QuotaStore.js"
 
 /**
  * The algorithm of a tier.
@@ -162,21 +163,26 @@ export const compile: (plan: Plan) => CompiledPlan = plan.compile
  * The plans in force. `planFor` is synchronous because it sits on the hot path of
  * every check; updates take effect on the client's next check.
  *
+ * `E` is how a write fails to reach where the plans are stored: `never` for plans held in
+ * this process ({@link make}); `QuotaStoreError` for plans stored in Redis
+ * (`RedisQuotaConfig`), and for the service behind the {@link QuotaConfig} tag, which may be
+ * either. A write that fails takes effect nowhere, not even here.
+ *
  * @since 0.1.0
  * @category models
  */
-export interface Service {
+export interface Service<E = QuotaStoreError> {
   /** The compiled plan of a client (its override, or the default). */
   readonly planFor: (client: string) => CompiledPlan
   readonly plan: (client: string) => Effect.Effect<Plan>
   readonly defaultPlan: Effect.Effect<Plan>
   readonly overrides: Effect.Effect<ReadonlyMap<string, Plan>>
-  /** Replaces the default plan; an invalid plan fails and the previous one stays. */
-  readonly setDefault: (plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions>
+  /** Replaces the default plan (of every instance, when stored in Redis); an invalid plan fails and the previous one stays. */
+  readonly setDefault: (plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions | E>
   /** Sets a client's plan; an invalid plan fails and the previous one stays. */
-  readonly setPlan: (client: string, plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions>
+  readonly setPlan: (client: string, plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions | E>
   /** Removes a client's override: it falls back to the default plan. */
-  readonly removePlan: (client: string) => Effect.Effect<void>
+  readonly removePlan: (client: string) => Effect.Effect<void, E>
 }
 
 /**
@@ -211,7 +217,8 @@ export interface QuotaConfigOptions extends internal.QuotaConfigOptions {}
  * @since 0.1.0
  * @category constructors
  */
-export const make: (options: QuotaConfigOptions) => Effect.Effect<Service, InvalidOptions> = internal.make
+export const make: (options: QuotaConfigOptions) => Effect.Effect<Service<never>, InvalidOptions> =
+  internal.make
 
 /**
  * A layer holding plans in this process.

@@ -1,6 +1,7 @@
 /**
- * Quota plans in Redis: a {@link QuotaConfig} whose per-client overrides live in a Redis hash,
- * so every instance sees the same plans. The client comes from {@link RedisClient}.
+ * Quota plans in Redis: a {@link QuotaConfig} whose per-client overrides live in a Redis hash
+ * and whose default, once set, in a key beside it, so every instance sees the same plans. The
+ * client comes from {@link RedisClient}.
  *
  * @since 0.2.0
  */
@@ -10,6 +11,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as configInternal from "./internal/quotaConfig.js"
+import { errorReason } from "./internal/redisQuotaStore.js"
 import type { CompiledPlan, Plan, PlanInput } from "./QuotaConfig.js"
 import { QuotaStoreError } from "./QuotaStore.js"
 import type { InvalidOptions } from "./Options.js"
@@ -38,7 +40,8 @@ export const planToJson = (plan: Plan): string =>
 /**
  * Options of the Redis plan source: a hash `key` (default `sluice:quota:plans`)
  * mapping client → plan JSON, the default plan, and how often to refresh the
- * local cache (default 5 seconds).
+ * local cache (default 5 seconds). `default` is the default plan until one is stored
+ * in Redis (`setDefault` stores it at `${key}:default`, as JSON).
  *
  * @since 0.1.0
  * @category models
@@ -49,19 +52,30 @@ export interface ConfigOptions {
   readonly refresh?: Duration.DurationInput | undefined
 }
 
-const redisError = (error: unknown) =>
-  new QuotaStoreError({
-    store: "redis",
-    reason: "error",
-    message: error instanceof Error ? error.message : String(error)
-  })
+const redisError = (error: unknown) => {
+  const e = error instanceof Error ? error : new Error(String(error))
+  return new QuotaStoreError({ store: "redis", reason: errorReason(e), message: e.message })
+}
+
+/** A stored plan: JSON, or (not JSON) the string itself, for the decoder to name what is wrong. */
+const parseJson = (json: string): unknown => {
+  try {
+    return JSON.parse(json)
+  } catch {
+    return json
+  }
+}
 
 /**
- * A {@link QuotaConfig} whose overrides live in a Redis hash, so every instance
- * sees the same plans. Reads are served from a local cache refreshed in the
- * background; a plan in Redis that does not decode is logged (naming the field)
- * and the previous plan for that client stays. `setPlan` validates, writes the
- * hash, and takes effect here at once.
+ * A {@link QuotaConfig} whose plans live in Redis, so every instance sees the same
+ * plans: the overrides in a hash at `key`, and the default, once `setDefault` has
+ * stored one, at `${key}:default` (until then, and whenever that key is deleted, each
+ * instance uses its `default` option). Reads are served from a local cache refreshed in
+ * the background; a plan in Redis that does not decode is logged (naming the field)
+ * and the previous plan stays. `setPlan`, `removePlan` and `setDefault` validate,
+ * write Redis, and take effect here at once and on every other instance at its next
+ * refresh; when Redis cannot be written they fail with `QuotaStoreError` (`reason`
+ * `"unavailable"`, `"timeout"` or `"error"`) and take effect nowhere.
  *
  * @example
  * ```ts
@@ -81,29 +95,33 @@ const redisError = (error: unknown) =>
 export const makeConfig = (
   options: ConfigOptions
 ): Effect.Effect<
-  QuotaConfigNs.Service & { readonly refresh: Effect.Effect<void, QuotaStoreError> },
+  QuotaConfigNs.Service<QuotaStoreError> & { readonly refresh: Effect.Effect<void, QuotaStoreError> },
   InvalidOptions,
   RedisClient | Scope.Scope
 > =>
   Effect.gen(function* () {
     const redis = (yield* RedisClient).client
     const key = options.key ?? "sluice:quota:plans"
+    // a key of its own: any field of the hash could be a client's id
+    const defaultKey = `${key}:default`
     const table = yield* configInternal.makeTable({ default: options.default })
+    const configured = table.defaultCompiled
     const refresh: Effect.Effect<void, QuotaStoreError> = Effect.tryPromise({
-      try: () => redis.hgetall(key),
+      // two commands, not a pipeline: in a cluster the two keys may live on different nodes
+      try: () => Promise.all([redis.hgetall(key), redis.get(defaultKey)]),
       catch: redisError
     }).pipe(
-      Effect.flatMap((hash) =>
+      Effect.flatMap(([hash, storedDefault]) =>
         Effect.gen(function* () {
+          if (storedDefault === null) table.defaultCompiled = configured
+          else {
+            const decoded = configInternal.decodePlan(parseJson(storedDefault), `default (${defaultKey})`)
+            if (Either.isRight(decoded)) table.defaultCompiled = decoded.right
+            else yield* Effect.logWarning(`${decoded.left.message}\n(the previous default stays in force)`)
+          }
           const next = new Map<string, CompiledPlan>()
           for (const [clientId, json] of Object.entries(hash)) {
-            let parsed: unknown
-            try {
-              parsed = JSON.parse(json)
-            } catch {
-              parsed = json
-            }
-            const decoded = configInternal.decodePlan(parsed, `client ${JSON.stringify(clientId)}`)
+            const decoded = configInternal.decodePlan(parseJson(json), `client ${JSON.stringify(clientId)}`)
             if (Either.isRight(decoded)) next.set(clientId, decoded.right)
             else {
               const previous = table.table.get(clientId)
@@ -124,17 +142,12 @@ export const makeConfig = (
       Effect.forever,
       Effect.forkScoped
     )
-    const service = configInternal.serviceFromTable(table, {
-      onSet: (clientId, plan) =>
-        Effect.tryPromise({
-          try: () => redis.hset(key, clientId, planToJson(plan.plan)),
-          catch: redisError
-        }).pipe(Effect.asVoid, Effect.orDie),
-      onRemove: (clientId) =>
-        Effect.tryPromise({ try: () => redis.hdel(key, clientId), catch: redisError }).pipe(
-          Effect.asVoid,
-          Effect.orDie
-        )
+    const write = (command: () => Promise<unknown>): Effect.Effect<void, QuotaStoreError> =>
+      Effect.asVoid(Effect.tryPromise({ try: command, catch: redisError }))
+    const service = configInternal.serviceFromTable<QuotaStoreError>(table, {
+      onSetDefault: (plan) => write(() => redis.set(defaultKey, planToJson(plan.plan))),
+      onSet: (clientId, plan) => write(() => redis.hset(key, clientId, planToJson(plan.plan))),
+      onRemove: (clientId) => write(() => redis.hdel(key, clientId))
     })
     return { ...service, refresh }
   })

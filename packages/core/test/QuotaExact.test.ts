@@ -36,6 +36,9 @@ const arbWindow = (name: string) =>
     )
     .map((base): ExactTier => ({ name, algorithm: "sliding-window", ...base }))
 
+/** a plan's blockFor (ms): short ones end within a run's steps, long ones outlast several */
+const arbBlock = fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 3000 }))
+
 const arbPlan = fc
   .integer({ min: 1, max: 3 })
   .chain((n) =>
@@ -87,16 +90,17 @@ const manualClock = (): Clock.Clock & { now: number } => {
 
 const capacityOf = (tier: ExactTier) => (tier.algorithm === "gcra" ? (tier.burst ?? tier.limit) : tier.limit)
 
-const planInput = (tiers: ReadonlyArray<ExactTier>): QuotaConfig.PlanInput => ({
+const planInput = (tiers: ReadonlyArray<ExactTier>, blockForMs = 0): QuotaConfig.PlanInput => ({
   tiers: tiers.map((t) =>
     t.algorithm === "gcra"
       ? { name: t.name, algorithm: "gcra", limit: t.limit, period: t.periodMs, burst: t.burst! }
       : { name: t.name, algorithm: "sliding-window", limit: t.limit, period: t.periodMs }
-  )
+  ),
+  ...(blockForMs > 0 ? { blockFor: blockForMs } : {})
 })
 
-const compile = (tiers: ReadonlyArray<ExactTier>) =>
-  Effect.orDie(Options.decode("test", QuotaConfig.Plan)(planInput(tiers))).pipe(
+const compile = (tiers: ReadonlyArray<ExactTier>, blockForMs = 0) =>
+  Effect.orDie(Options.decode("test", QuotaConfig.Plan)(planInput(tiers, blockForMs))).pipe(
     Effect.map(QuotaConfig.compile)
   )
 
@@ -106,7 +110,7 @@ const expectExact = (
   reference: ExactReference,
   now: number,
   cost: number,
-  result: { readonly allowed: boolean; readonly tiers: ReadonlyArray<QuotaStore.TierDecision> },
+  result: QuotaStore.StoreResult,
   expected: ReturnType<ExactReference["check"]>
 ) => {
   expect(result.allowed, context).toBe(expected.allowed)
@@ -114,6 +118,7 @@ const expectExact = (
     result.tiers.map((t) => [t.allowed, t.remaining, t.resetMs, t.retryAfterMs]),
     context
   ).toEqual(expected.tiers.map((t) => [t.allowed, t.remaining, t.resetMs, t.retryAfterMs]))
+  expect(result.blockedMs ?? 0, context).toBe(expected.blockedMs)
   if (!result.allowed) {
     const retry = Math.max(...result.tiers.filter((t) => !t.allowed).map((t) => t.retryAfterMs))
     if (Number.isFinite(retry)) {
@@ -192,69 +197,144 @@ describe("Quota arithmetic is exact (BigInt reference, epoch-scale clocks)", () 
     })
   )
 
+  it.effect(
+    "memory store with blockFor: random plans and steps agree with the reference, field for field",
+    () =>
+      Effect.gen(function* () {
+        const samples = fc.sample(
+          fc.tuple(
+            arbPlan,
+            arbBlock,
+            fc.array(fc.record({ dt: arbDt, cost: arbCost }), { minLength: 1, maxLength: 60 }),
+            fc.integer({ min: 0, max: 1_000_000_000 })
+          ),
+          { numRuns: 300, seed: 17 }
+        )
+        let blocks = 0
+        let blockedDenials = 0
+        let allowed = 0
+        for (const [tiers, blockForMs, steps, offset] of samples) {
+          const plan = yield* compile(tiers, blockForMs)
+          const store = yield* QuotaStore.makeMemory()
+          const reference = new ExactReference(tiers, blockForMs)
+          const minCap = Math.min(...tiers.map(capacityOf))
+          let now = 1_800_000_000_000 + offset
+          const history: Array<[number, number]> = []
+          let blockedUntil = -Infinity
+          for (const step of steps) {
+            now += step.dt
+            yield* TestClock.setTime(now)
+            const cost = costOf(step.cost, minCap)
+            history.push([step.dt, cost])
+            const result = store.unsafeCheck("c", plan, cost)
+            const expected = reference.check(now, cost)
+            expectExact(
+              JSON.stringify({ tiers, blockForMs, history }),
+              reference,
+              now,
+              cost,
+              result,
+              expected
+            )
+            if (result.allowed) allowed++
+            else if (blockedUntil > now) blockedDenials++
+            else if (cost > 0) {
+              blocks++
+              blockedUntil = now + blockForMs
+            }
+          }
+        }
+        // blocks start, deny while in force, and end
+        expect(blocks).toBeGreaterThan(300)
+        expect(blockedDenials).toBeGreaterThan(100)
+        expect(allowed).toBeGreaterThan(500)
+      })
+  )
+
   it.live("Redis store: random plans agree with the reference and with the memory store replayed", () =>
-    Effect.gen(function* () {
-      // the first 30 plans get scripts with their numbers written in, the other 30 share the
-      // per-shape scripts that take them as arguments: both kinds are held to the reference
-      const { client } = yield* RedisClient.RedisClient
-      const store = yield* makeRedisStore(client, unique("exact") + ":", 30)
-      const samples = fc.sample(
-        fc.tuple(
-          arbPlan,
-          fc.array(
-            fc.record({
-              sleep: fc.oneof(
-                { weight: 8, arbitrary: fc.integer({ min: 0, max: 2 }) },
-                { weight: 1, arbitrary: fc.integer({ min: 20, max: 200 }) }
-              ),
-              cost: arbCost
-            }),
-            { minLength: 1, maxLength: 40 }
-          )
-        ),
-        { numRuns: 60, seed: 16 }
-      )
-      let checks = 0
-      let denied = 0
-      for (const [index, [tiers, steps]] of samples.entries()) {
-        const plan = yield* compile(tiers)
-        const reference = new ExactReference(tiers)
-        const minCap = Math.min(...tiers.map(capacityOf))
-        const seen: Array<{ now: number; cost: number; result: QuotaStore.StoreResult }> = []
-        for (const step of steps) {
-          if (step.sleep > 0) yield* Effect.sleep(Duration.millis(step.sleep))
-          const cost = costOf(step.cost, minCap)
-          const result = yield* store.check(`c${index}`, plan, cost)
-          // Redis' TIME, floored to the ms: an epoch-scale clock
-          expect(Number.isInteger(result.now) && result.now > 1.7e12).toBe(true)
-          const expected = reference.check(result.now, cost)
-          expectExact(
-            JSON.stringify({ tiers, seen: seen.map((s) => [s.now, s.cost]) }),
-            reference,
-            result.now,
-            cost,
-            result,
-            expected
-          )
-          seen.push({ now: result.now, cost, result })
-          checks++
-          if (!result.allowed) denied++
-        }
-        // the memory store, fed the same checks at the same instants, decides exactly alike
-        const clock = manualClock()
-        const memory = yield* Effect.withClock(QuotaStore.makeMemory(), clock)
-        for (const { cost, now, result } of seen) {
-          clock.now = now
-          const local = memory.unsafeCheck("c", plan, cost)
-          expect(local.allowed).toBe(result.allowed)
-          expect(local.tiers).toEqual(result.tiers)
-        }
-      }
-      expect(checks).toBeGreaterThan(300)
-      expect(denied).toBeGreaterThan(50)
-    }).pipe(Effect.scoped, Effect.provide(RedisClient.layer({ url: REDIS_URL })))
+    redisAgainstReference(fc.constant(0), 60, 16, 30)
+  )
+
+  it.live("Redis store with blockFor: random plans agree with the reference and the memory store", () =>
+    // blocks short enough to end within a run's sleeps
+    redisAgainstReference(fc.integer({ min: 1, max: 150 }), 30, 18, 15)
   )
 })
+
+/**
+ * Random plans and steps on the Redis store (server time), each decision held to the reference
+ * and, replayed at the same instants, to the memory store. The first `baked` plans get scripts
+ * with their numbers written in, the others share the per-shape scripts that take them as
+ * arguments: both kinds are held to the reference.
+ */
+const redisAgainstReference = (
+  arbBlockFor: fc.Arbitrary<number>,
+  numRuns: number,
+  seed: number,
+  baked: number
+) =>
+  Effect.gen(function* () {
+    const { client } = yield* RedisClient.RedisClient
+    const store = yield* makeRedisStore(client, unique("exact") + ":", baked)
+    const samples = fc.sample(
+      fc.tuple(
+        arbPlan,
+        arbBlockFor,
+        fc.array(
+          fc.record({
+            sleep: fc.oneof(
+              { weight: 8, arbitrary: fc.integer({ min: 0, max: 2 }) },
+              { weight: 1, arbitrary: fc.integer({ min: 20, max: 200 }) }
+            ),
+            cost: arbCost
+          }),
+          { minLength: 1, maxLength: 40 }
+        )
+      ),
+      { numRuns, seed }
+    )
+    let checks = 0
+    let denied = 0
+    let blocked = 0
+    for (const [index, [tiers, blockForMs, steps]] of samples.entries()) {
+      const plan = yield* compile(tiers, blockForMs)
+      const reference = new ExactReference(tiers, blockForMs)
+      const minCap = Math.min(...tiers.map(capacityOf))
+      const seen: Array<{ now: number; cost: number; result: QuotaStore.StoreResult }> = []
+      for (const step of steps) {
+        if (step.sleep > 0) yield* Effect.sleep(Duration.millis(step.sleep))
+        const cost = costOf(step.cost, minCap)
+        const result = yield* store.check(`c${index}`, plan, cost)
+        // Redis' TIME, floored to the ms: an epoch-scale clock
+        expect(Number.isInteger(result.now) && result.now > 1.7e12).toBe(true)
+        const expected = reference.check(result.now, cost)
+        expectExact(
+          JSON.stringify({ tiers, blockForMs, seen: seen.map((s) => [s.now, s.cost]) }),
+          reference,
+          result.now,
+          cost,
+          result,
+          expected
+        )
+        seen.push({ now: result.now, cost, result })
+        checks++
+        if (!result.allowed) denied++
+        if ((result.blockedMs ?? 0) > 0) blocked++
+      }
+      // the memory store, fed the same checks at the same instants, decides exactly alike
+      const clock = manualClock()
+      const memory = yield* Effect.withClock(QuotaStore.makeMemory(), clock)
+      for (const { cost, now, result } of seen) {
+        clock.now = now
+        const local = memory.unsafeCheck("c", plan, cost)
+        expect(local).toEqual(result)
+      }
+    }
+    expect(checks).toBeGreaterThan(numRuns * 5)
+    expect(denied).toBeGreaterThan((numRuns * 5) / 6)
+    if (blocked === 0) expect(samples.every(([, blockForMs]) => blockForMs === 0)).toBe(true)
+    else expect(blocked).toBeGreaterThan(numRuns)
+  }).pipe(Effect.scoped, Effect.provide(RedisClient.layer({ url: REDIS_URL })))
 
 describe("Redis store: a client whose plan changes", () => {
   const plans: ReadonlyArray<QuotaConfig.PlanInput> = [

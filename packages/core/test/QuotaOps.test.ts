@@ -73,7 +73,9 @@ const blockAfterDenial = Effect.gen(function* () {
   for (let i = 0; i < 5; i++) expect((yield* Quota.check("c")).allowed).toBe(true)
   const denied = yield* Quota.check("c")
   expect(denied.allowed).toBe(false)
-  expect(denied.retryAfterMs).toBeLessThanOrEqual(100)
+  // the denial that starts the block reports the block, not the tier's own 100 ms
+  expect(denied.retryAfterMs).toBe(60_000)
+  expect(denied.deniedBy!.tier).toBe("spike")
   const next = yield* Quota.check("c")
   expect(next.allowed).toBe(false)
   expect(next.retryAfterMs).toBeGreaterThan(59_000)
@@ -92,6 +94,50 @@ describe("Quota operations (rate-limiter-flexible's get, reward, penalty, block,
   )
   it.live("Redis store: blockFor blocks after a denial", () =>
     blockAfterDenial.pipe(Effect.provide(redisLayer(blocking)))
+  )
+})
+
+/** 1 per second, blocked 5 s after a denial (the block outlasts either tier's own wait) */
+const perSecond = (algorithm: "gcra" | "sliding-window"): QuotaConfig.PlanInput => ({
+  tiers: [{ name: "rate", algorithm, limit: 1, period: "1 second" }],
+  blockFor: "5 seconds"
+})
+
+describe("the denial that starts a block reports the block", () => {
+  for (const algorithm of ["gcra", "sliding-window"] as const) {
+    it.effect(`memory store, ${algorithm}: a client that waits the reported time is admitted`, () =>
+      Effect.gen(function* () {
+        expect((yield* Quota.check("k")).allowed).toBe(true)
+        const denied = yield* Quota.check("k")
+        expect(denied).toMatchObject({ allowed: false, retryAfterMs: 5000 })
+        const error = yield* Effect.flip(Effect.void.pipe(Quota.guard("k")))
+        expect(error._tag === "QuotaExceeded" && Duration.toMillis(error.retryAfter)).toBe(5000)
+        yield* TestClock.adjust(Duration.millis(4999))
+        expect(yield* Quota.check("k")).toMatchObject({ allowed: false, retryAfterMs: 1 })
+        yield* TestClock.adjust(Duration.millis(1))
+        expect((yield* Quota.check("k")).allowed).toBe(true)
+      }).pipe(Effect.provide(memoryLayer(perSecond(algorithm))))
+    )
+  }
+
+  // Redis counts time with its own clock: the block is shortened so the test waits it out for real
+  it.live("Redis store: reports the block exactly; a client that waits that long is admitted", () =>
+    Effect.gen(function* () {
+      for (const [algorithm, blockMs] of [
+        ["gcra", 1300],
+        ["sliding-window", 2300]
+      ] as const) {
+        const client = `k-${algorithm}`
+        const layer = redisLayer({ ...perSecond(algorithm), blockFor: blockMs })
+        yield* Effect.gen(function* () {
+          expect((yield* Quota.check(client)).allowed).toBe(true)
+          const denied = yield* Quota.check(client)
+          expect(denied).toMatchObject({ allowed: false, retryAfterMs: blockMs, source: "store" })
+          yield* Effect.sleep(Duration.millis(denied.retryAfterMs))
+          expect(yield* Quota.check(client)).toMatchObject({ allowed: true, source: "store" })
+        }).pipe(Effect.provide(layer))
+      }
+    })
   )
 })
 

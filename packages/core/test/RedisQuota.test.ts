@@ -1,5 +1,7 @@
-import { Errors, Options, Quota, QuotaConfig } from "@sluice/core"
+import { Errors, Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import * as Redis from "@sluice/core/Redis"
+import * as RedisClient from "@sluice/core/RedisClient"
+import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, FastCheck as fc, Layer, Logger } from "effect"
 import { Redis as IORedis } from "ioredis"
@@ -287,6 +289,84 @@ describe("Redis quota store (real Redis)", () => {
       yield* a.removePlan("acme")
       yield* b.refresh
       expect(b.planFor("acme").tiers[0]!.name).toBe("spike")
+      yield* withAdmin((r) => r.del(key))
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("plans in Redis: writes to an unreachable Redis fail typed, and the plans in force stay", () =>
+    Effect.gen(function* () {
+      const defaultPlan: QuotaConfig.PlanInput = {
+        tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
+      }
+      const other: QuotaConfig.PlanInput = {
+        tiers: [{ name: "count", algorithm: "sliding-window", limit: 5000, period: "1 hour" }]
+      }
+      // a port nothing listens on
+      const port = yield* Effect.promise(() => freePort())
+      const down = yield* Redis.makeConfig({
+        url: `redis://127.0.0.1:${port}`,
+        key: unique("plans-down"),
+        default: defaultPlan,
+        refresh: "1 hour"
+      })
+      for (const write of [down.setPlan("acme", other), down.removePlan("acme"), down.setDefault(other)]) {
+        const exit = yield* Effect.exit(write)
+        // a failure, not a defect
+        expect(Exit.isFailure(exit) && exit.cause._tag).toBe("Fail")
+        const error = yield* Effect.flip(write)
+        expect(error).toBeInstanceOf(QuotaStore.QuotaStoreError)
+        expect(error).toMatchObject({ _tag: "QuotaStoreError", store: "redis", reason: "unavailable" })
+      }
+      // nothing took effect here either: a write is stored before it is applied
+      expect(down.planFor("acme").tiers[0]!.name).toBe("spike")
+      expect((yield* down.defaultPlan).tiers[0]!.name).toBe("spike")
+
+      // a client already quit
+      const quit = new IORedis(REDIS_URL)
+      yield* Effect.promise(() => quit.quit())
+      const closed = yield* Effect.provideService(
+        RedisQuotaConfig.makeConfig({ key: unique("plans-quit"), default: defaultPlan, refresh: "1 hour" }),
+        RedisClient.RedisClient,
+        { client: quit }
+      )
+      for (const write of [
+        closed.setPlan("acme", other),
+        closed.removePlan("acme"),
+        closed.setDefault(other)
+      ])
+        expect(yield* Effect.flip(write)).toMatchObject({ _tag: "QuotaStoreError", reason: "unavailable" })
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("plans in Redis: the default set on one instance is the default of every instance", () =>
+    Effect.gen(function* () {
+      const key = unique("plans-default")
+      const configured: QuotaConfig.PlanInput = {
+        tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
+      }
+      const shared: QuotaConfig.PlanInput = {
+        tiers: [{ name: "count", algorithm: "sliding-window", limit: 7, period: "1 minute" }],
+        blockFor: "2 seconds"
+      }
+      const a = yield* Redis.makeConfig({ url: REDIS_URL, key, default: configured, refresh: "1 hour" })
+      const b = yield* Redis.makeConfig({ url: REDIS_URL, key, default: configured, refresh: "1 hour" })
+      yield* a.setDefault(shared)
+      // at once here, after a refresh there
+      expect(a.planFor("anyone").tiers[0]).toMatchObject({ name: "count", limit: 7 })
+      yield* b.refresh
+      expect(b.planFor("anyone").tiers[0]).toMatchObject({ name: "count", limit: 7, periodMs: 60_000 })
+      expect((yield* b.defaultPlan).blockFor).toEqual(Duration.seconds(2))
+      // an instance started later begins with it
+      const c = yield* Redis.makeConfig({ url: REDIS_URL, key, default: configured, refresh: "1 hour" })
+      expect(c.planFor("anyone").tiers[0]).toMatchObject({ name: "count", limit: 7 })
+      // an override still wins over the shared default
+      yield* a.setPlan("acme", configured)
+      yield* c.refresh
+      expect(c.planFor("acme").tiers[0]!.name).toBe("spike")
+      // deleted from Redis: every instance goes back to the default it was configured with
+      yield* withAdmin((r) => r.del(`${key}:default`))
+      yield* b.refresh
+      expect(b.planFor("anyone").tiers[0]!.name).toBe("spike")
       yield* withAdmin((r) => r.del(key))
     }).pipe(Effect.scoped)
   )

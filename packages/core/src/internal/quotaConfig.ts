@@ -3,7 +3,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { InvalidOptions } from "./options.js"
-import type { CompiledPlan, Plan, PlanInput } from "./quotaPlan.js"
+import type { CompiledPlan, Plan, PlanInput, QuotaStoreError } from "./quotaPlan.js"
 import { Plan as PlanSchema, compile } from "./quotaPlan.js"
 
 const decodePlanEither = Schema.decodeUnknownEither(PlanSchema)
@@ -22,15 +22,15 @@ export const decodePlan = (input: unknown, label: string): Either.Either<Compile
   return Either.right(compile(result.right))
 }
 
-/** @internal */
-export interface QuotaConfigService {
+/** `E`: how a write fails to reach where the plans are stored (never, in this process). @internal */
+export interface QuotaConfigService<E = QuotaStoreError> {
   readonly planFor: (client: string) => CompiledPlan
   readonly plan: (client: string) => Effect.Effect<Plan>
   readonly defaultPlan: Effect.Effect<Plan>
   readonly overrides: Effect.Effect<ReadonlyMap<string, Plan>>
-  readonly setDefault: (plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions>
-  readonly setPlan: (client: string, plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions>
-  readonly removePlan: (client: string) => Effect.Effect<void>
+  readonly setDefault: (plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions | E>
+  readonly setPlan: (client: string, plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions | E>
+  readonly removePlan: (client: string) => Effect.Effect<void, E>
 }
 
 /** @internal */
@@ -64,10 +64,17 @@ export class PlanTable {
   }
 }
 
-/** @internal */
-export interface PlanHooks {
-  readonly onSet?: (client: string, plan: CompiledPlan) => Effect.Effect<void, InvalidOptions>
-  readonly onRemove?: (client: string) => Effect.Effect<void>
+/** Writes to where the plans are stored, made before they take effect here. @internal */
+export interface PlanHooks<E> {
+  readonly onSetDefault: (plan: CompiledPlan) => Effect.Effect<void, E>
+  readonly onSet: (client: string, plan: CompiledPlan) => Effect.Effect<void, E>
+  readonly onRemove: (client: string) => Effect.Effect<void, E>
+}
+
+const inProcess: PlanHooks<never> = {
+  onSetDefault: () => Effect.void,
+  onSet: () => Effect.void,
+  onRemove: () => Effect.void
 }
 
 const fromEither = <A>(either: Either.Either<A, InvalidOptions>): Effect.Effect<A, InvalidOptions> =>
@@ -84,21 +91,27 @@ export const makeTable = (options: QuotaConfigOptions): Effect.Effect<PlanTable,
   })
 
 /** @internal */
-export const serviceFromTable = (table: PlanTable, hooks: PlanHooks = {}): QuotaConfigService => ({
+export const serviceFromTable = <E = never>(
+  table: PlanTable,
+  hooks: PlanHooks<E> = inProcess as PlanHooks<E>
+): QuotaConfigService<E> => ({
   planFor: (client) => table.planFor(client),
   plan: (client) => Effect.sync(() => table.planFor(client).plan),
   defaultPlan: Effect.sync(() => table.defaultCompiled.plan),
   overrides: Effect.sync(() => new Map(Array.from(table.table, ([k, v]) => [k, v.plan] as const))),
   setDefault: (input) =>
     Effect.flatMap(fromEither(decodePlan(input, "default")), (plan) =>
-      Effect.sync(() => {
-        table.defaultCompiled = plan
-      })
+      Effect.zipRight(
+        hooks.onSetDefault(plan),
+        Effect.sync(() => {
+          table.defaultCompiled = plan
+        })
+      )
     ),
   setPlan: (client, input) =>
     Effect.flatMap(fromEither(decodePlan(input, `client ${JSON.stringify(client)}`)), (plan) =>
       Effect.zipRight(
-        hooks.onSet ? hooks.onSet(client, plan) : Effect.void,
+        hooks.onSet(client, plan),
         Effect.sync(() => {
           table.table.set(client, plan)
         })
@@ -106,7 +119,7 @@ export const serviceFromTable = (table: PlanTable, hooks: PlanHooks = {}): Quota
     ),
   removePlan: (client) =>
     Effect.zipRight(
-      hooks.onRemove ? hooks.onRemove(client) : Effect.void,
+      hooks.onRemove(client),
       Effect.sync(() => {
         table.table.delete(client)
       })
@@ -114,5 +127,5 @@ export const serviceFromTable = (table: PlanTable, hooks: PlanHooks = {}): Quota
 })
 
 /** @internal */
-export const make = (options: QuotaConfigOptions): Effect.Effect<QuotaConfigService, InvalidOptions> =>
+export const make = (options: QuotaConfigOptions): Effect.Effect<QuotaConfigService<never>, InvalidOptions> =>
   Effect.map(makeTable(options), (table) => serviceFromTable(table))

@@ -1,5 +1,5 @@
 import type { CompiledPlan, StoreResult } from "./quotaPlan.js"
-import { adjustTier, checkState, fullAt, initState, stateSize } from "./quotaPlan.js"
+import { adjustTier, checkState, fullAt, initState, startBlock, stateSize } from "./quotaPlan.js"
 
 interface ClientState {
   shape: string
@@ -122,9 +122,11 @@ export class MemoryQuotaState {
   /** A check at `now` (whole ms); cost 0 peeks. */
   check(client: string, plan: CompiledPlan, cost: number, now: number): StoreResult {
     const { inCurrent, state } = this.enter(client, plan, now)
-    const result = checkState(state.state, plan, cost, now, state.blockedUntil)
-    if (!result.allowed && cost > 0 && plan.blockForMs > 0 && state.blockedUntil <= now)
+    let result = checkState(state.state, plan, cost, now, state.blockedUntil)
+    if (!result.allowed && cost > 0 && plan.blockForMs > 0 && state.blockedUntil <= now) {
       state.blockedUntil = now + plan.blockForMs
+      result = startBlock(result, plan.blockForMs)
+    }
     this.leave(client, plan, state, inCurrent, now)
     return result
   }

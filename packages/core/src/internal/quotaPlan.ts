@@ -86,7 +86,8 @@ export const Plan = Schema.Struct({
   ),
   /**
    * When a request is denied, the client is blocked (every check denied, nothing counted) for
-   * this long, like rate-limiter-flexible's `blockDuration`. Whole milliseconds.
+   * this long, like rate-limiter-flexible's `blockDuration`. Whole milliseconds. The denial that
+   * starts the block reports at least the block as its wait.
    */
   blockFor: Schema.optional(WholeMillis)
 })
@@ -421,6 +422,23 @@ export const checkState = (
     ? { allowed: false, tiers: blockTiers(decisions, blockedUntil - now), now, blockedMs: blockedUntil - now }
     : { allowed: all, tiers: decisions, now }
 }
+
+/**
+ * The denial that starts a block of `blockMs` (a plan's `blockFor`): the tiers that denied it
+ * report at least the block, so a client that waits what it is told is past the block (the
+ * tier's own wait would end inside it and be refused again); the tiers that admitted it keep
+ * their verdict, so the decision still names the tier that refused.
+ *
+ * @internal
+ */
+export const startBlock = (result: StoreResult, blockMs: number): StoreResult => ({
+  allowed: false,
+  tiers: result.tiers.map((d) =>
+    d.allowed || d.retryAfterMs >= blockMs ? d : { ...d, retryAfterMs: blockMs }
+  ),
+  now: result.now,
+  blockedMs: blockMs
+})
 
 /** While blocked, every tier denies until the block ends (or later, if the tier says so). @internal */
 export const blockTiers = (decisions: ReadonlyArray<TierDecision>, blockedMs: number): Array<TierDecision> =>

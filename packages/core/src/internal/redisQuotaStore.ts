@@ -4,7 +4,7 @@ import { createHash } from "node:crypto"
 import type { Cluster, Redis as IORedis } from "ioredis"
 import { Command } from "ioredis"
 import type { CompiledPlan, CompiledTier, StoreResult, TierDecision, TierView } from "./quotaPlan.js"
-import { blockTiers, decideTier, QuotaStoreError } from "./quotaPlan.js"
+import { blockTiers, decideTier, QuotaStoreError, startBlock } from "./quotaPlan.js"
 import type { Store } from "./quotaStore.js"
 
 /** @internal */
@@ -83,7 +83,8 @@ const READ_ANY = `
  *
  * ARGV: cost (0: a peek, decided as one unit, nothing written), then unless baked the block
  * duration (ms, 0: none) and per tier capacity, period (ms), limit. Reply: time (ms), allowed
- * (1/0), blocked for (ms, 0 when not blocked), the state before consumption rolled to that
+ * (1/0), blocked for (ms: 0 when not blocked, negated when this denial starts the block, whose
+ * denying tiers then report at least the block: `startBlock`), the state before consumption rolled to that
  * time (gcra: the debt `(tat − time) × limit`; sliding-window: current, previous), then, when
  * not allowed, per tier 1/0 whether it admits. The client derives remaining, reset and
  * retry-after from it with the memory store's functions.
@@ -205,6 +206,7 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
           "    else",
           `      ${set(kept, "'KEEPTTL'")}`,
           "    end",
+          `    return { now, 0, -block, ${state.join(", ")}, ${okList} }`,
           "  end"
         ]),
     `  return { now, 0, 0, ${state.join(", ")}, ${okList} }`,
@@ -338,7 +340,8 @@ export const decodeState = (
  */
 const WRITE_BATCH = 16
 
-const errorReason = (error: Error): "unavailable" | "error" | "timeout" =>
+/** What a failed Redis command says of Redis: timed out, not reachable, or any other error. @internal */
+export const errorReason = (error: Error): "unavailable" | "error" | "timeout" =>
   /timed out/i.test(error.message)
     ? "timeout"
     : /writeable|closed|ECONNREFUSED|ECONNRESET|EPIPE|not connected|Connection is closed|LOADING|MasterDown|CLUSTERDOWN/i.test(
@@ -378,7 +381,9 @@ export const parseReply = (reply: ReadonlyArray<number>, plan: CompiledPlan, cos
   }
   return blockedMs > 0
     ? { allowed: false, tiers: blockTiers(decisions, blockedMs), now, blockedMs }
-    : { allowed, tiers: decisions, now }
+    : blockedMs < 0
+      ? startBlock({ allowed, tiers: decisions, now }, -blockedMs)
+      : { allowed, tiers: decisions, now }
 }
 
 /**

@@ -12,6 +12,11 @@
  *   current fixed window plus those of the previous one weighted by the share of it the moving
  *   window still covers.
  *
+ * - A block (a plan's `blockFor`, rate-limiter-flexible's `blockDuration`): a denial of a request
+ *   (not a peek) while the client is not blocked blocks it for `blockFor`, and its reported wait is
+ *   at least the block; while blocked every tier denies, nothing is consumed, and every tier's wait
+ *   is at least the time left.
+ *
  * Times are integer milliseconds. A cost of 0 peeks (decided as one unit, nothing consumed).
  */
 export interface ExactTier {
@@ -31,6 +36,13 @@ export interface ExactTierDecision {
   readonly retryAfterMs: number
 }
 
+export interface ExactResult {
+  readonly allowed: boolean
+  readonly tiers: Array<ExactTierDecision>
+  /** the time left of the block in force after this check (0: none) */
+  readonly blockedMs: number
+}
+
 const big = BigInt
 const max = (a: bigint, b: bigint) => (a > b ? a : b)
 const floorDiv = (a: bigint, b: bigint) => {
@@ -43,8 +55,18 @@ export class ExactReference {
   /** per gcra tier: TAT × limit, or undefined before the first admission */
   private readonly tat: Array<bigint | undefined>
   private readonly log: Array<{ t: bigint; cost: bigint }> = []
-  constructor(readonly tiers: ReadonlyArray<ExactTier>) {
+  /** blocked until (ms), or undefined */
+  private blockedUntil: bigint | undefined = undefined
+  constructor(
+    readonly tiers: ReadonlyArray<ExactTier>,
+    /** the plan's `blockFor` in ms (0: none) */
+    readonly blockForMs = 0
+  ) {
     this.tat = tiers.map(() => undefined)
+  }
+
+  private blockedAt(now: bigint): boolean {
+    return this.blockedUntil !== undefined && this.blockedUntil > now
   }
 
   private capacity(tier: ExactTier): bigint {
@@ -77,10 +99,11 @@ export class ExactReference {
     return { P, w, cur, prev, elapsed, C: this.capacity(tier) }
   }
 
-  /** whether every tier admits `cost` at `now` (no consumption) */
+  /** whether the client is not blocked and every tier admits `cost` at `now` (no consumption) */
   passes(nowMs: number, costUnits: number): boolean {
     const now = big(nowMs)
     const cost = big(costUnits)
+    if (this.blockedAt(now)) return false
     return this.tiers.every((tier, i) => {
       if (tier.algorithm === "gcra") return this.gcra(i, now, cost).allowed
       const { C, P, cur, elapsed, prev } = this.window(i, now)
@@ -88,7 +111,7 @@ export class ExactReference {
     })
   }
 
-  check(nowMs: number, costUnits: number): { allowed: boolean; tiers: Array<ExactTierDecision> } {
+  check(nowMs: number, costUnits: number): ExactResult {
     const now = big(nowMs)
     const peek = costUnits === 0
     const cost = big(peek ? 1 : costUnits)
@@ -97,7 +120,8 @@ export class ExactReference {
       const { C, P, cur, elapsed, prev } = this.window(i, now)
       return cur + cost <= C && prev * (P - elapsed) + (cur + cost) * P <= C * P
     })
-    const allowed = verdicts.every((v) => v)
+    const blocked = this.blockedAt(now)
+    const allowed = !blocked && verdicts.every((v) => v)
     const consume = allowed && !peek
     const tiers = this.tiers.map((tier, i): ExactTierDecision => {
       if (tier.algorithm === "gcra") {
@@ -137,7 +161,27 @@ export class ExactReference {
       })
       this.log.push({ t: now, cost })
     }
-    return { allowed, tiers }
+    if (blocked) {
+      // every tier denies until the block ends (or later, if the tier itself says so)
+      const left = Number(this.blockedUntil! - now)
+      return {
+        allowed: false,
+        tiers: tiers.map((t) => ({ ...t, allowed: false, retryAfterMs: Math.max(t.retryAfterMs, left) })),
+        blockedMs: left
+      }
+    }
+    if (!allowed && !peek && this.blockForMs > 0) {
+      // the denial that starts a block: whoever waits what it reports is past the block
+      this.blockedUntil = now + big(this.blockForMs)
+      return {
+        allowed,
+        tiers: tiers.map((t) =>
+          t.allowed ? t : { ...t, retryAfterMs: Math.max(t.retryAfterMs, this.blockForMs) }
+        ),
+        blockedMs: this.blockForMs
+      }
+    }
+    return { allowed, tiers, blockedMs: 0 }
   }
 
   /** The sliding-window tier's first admitting millisecond after `now`, by bisection (the estimate only falls). */
