@@ -119,7 +119,8 @@ export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.
  *   drop the limiter and throttle learn from, retried while the deadline leaves
  *   room. An exchange cut off sooner, because the call's deadline was spent
  *   waiting here (for a permit, in a backoff), is ignored like a cancellation: no
- *   limit falls, the throttle counts nothing, nothing is retried,
+ *   limit falls, the throttle counts nothing, nothing is retried (a first try that
+ *   waited for nothing had the whole call, so it is bounded by the deadline),
  * - `retryableStatuses` (default `[408, 502, 503, 504]`, as `HttpClient.retryTransient`
  *   minus `500` and `429`: a `500` is an application error, retried only when listed;
  *   a `429` always follows its `Retry-After`): these statuses fail the attempt with
