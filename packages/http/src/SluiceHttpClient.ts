@@ -24,7 +24,7 @@
  *    for or hold a permit, and still counts as a request in the throttle's formula.
  * 4. **Concurrency limiter** per host (default: the congestion window). Its
  *    permit covers only the network exchange and the decoding.
- * 5. **Send** (with the optional per-attempt `timeout`) and **decode**: `429` →
+ * 5. **Send** (bounded by `attemptTimeout`) and **decode**: `429` →
  *    `QuotaExceeded`, `503` → `Overloaded`, `x-sluice-dont-retry` → `DontRetry`,
  *    transport errors marked retryable. Innermost, so the limiter sees a `503` as
  *    a drop and the throttle as a rejection. A throttle flag does not fail the
@@ -111,10 +111,16 @@ export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.
  *   10 s; a `429` asking for longer is not retried),
  * - `timeout`: the deadline of the whole call — the wait for a limiter permit,
  *   every attempt, the backoff between them, and reading any error body; a call
- *   that runs out of time fails with `DontRetry` (reason `"timeout"`), and an
- *   exchange cut off by it is a timeout the limiter and throttle learn from,
- * - `attemptTimeout`: a bound on each attempt (send and error body); an attempt
- *   that exceeds it fails with a `TimeoutException`, which is retried,
+ *   that runs out of time fails with `DontRetry` (reason `"timeout"`). No retry is
+ *   scheduled, and no budget spent, that could not start before it,
+ * - `attemptTimeout` (default: `timeout`): the bound on each attempt (send and
+ *   error body), measured from its send, and the only one that says the backend
+ *   was too slow: an attempt that exceeds it fails with a `TimeoutException`, a
+ *   drop the limiter and throttle learn from, retried while the deadline leaves
+ *   room. An exchange cut off sooner, because the call's deadline was spent
+ *   waiting here (for a permit, in a backoff), is ignored like a cancellation: no
+ *   limit falls, the throttle counts nothing, nothing is retried (a first try that
+ *   waited for nothing had the whole call, so it is bounded by the deadline),
  * - `retryableStatuses` (default `[408, 502, 503, 504]`, as `HttpClient.retryTransient`
  *   minus `500` and `429`: a `500` is an application error, retried only when listed;
  *   a `429` always follows its `Retry-After`): these statuses fail the attempt with

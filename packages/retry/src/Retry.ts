@@ -18,7 +18,9 @@
  *    `DontRetry { reason: "not-retryable" }`: the quota resets later than we wait.
  * 3. If the predicate (`isRetryable`, default `Errors.isRetryable`) accepts `e`, it is
  *    retried while attempts, schedule and budget allow; then `DontRetry { reason:
- *    "attempts" | "budget" }`.
+ *    "attempts" | "budget" }`. A retry whose wait would end at or after the caller's
+ *    deadline ({@link currentDeadline}) is not scheduled and spends no budget:
+ *    `DontRetry { reason: "timeout" }`.
  * 4. Otherwise a member of `Errors.Retryable` (which the output type removed) becomes
  *    `DontRetry { reason: "not-retryable" }`; anything else passes through untouched.
  *
@@ -58,6 +60,35 @@ import type * as RetryBudget from "./RetryBudget.js"
  * @category getters
  */
 export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
+
+/**
+ * The Clock time (epoch milliseconds) by which the caller needs the work done;
+ * `Infinity` (the default) when it set none. A policy reads it before each retry: a
+ * retry that could not start before it would be cut off unsent, so it is not
+ * scheduled, withdraws nothing from the budget, and the policy gives up with
+ * `DontRetry { reason: "timeout" }`. Setting it bounds nothing by itself: whoever
+ * sets it also ends the work then (`SluiceHttpClient`'s `timeout` sets both).
+ *
+ * @example
+ * ```ts
+ * import { Errors } from "@sluice/core"
+ * import { Retry } from "@sluice/retry"
+ * import { Clock, Effect } from "effect"
+ *
+ * const call = Effect.fail(new Errors.Overloaded({ reason: "busy" }))
+ * // Retries fit in the 2 seconds left; past them the policy gives up with "timeout".
+ * const bounded = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+ *   call.pipe(
+ *     Retry.withRetry({ maxAttempts: 5 }),
+ *     Effect.locally(Retry.currentDeadline, now + 2_000),
+ *     Effect.timeout("2 seconds")
+ *   )
+ * )
+ * ```
+ * @since 0.2.0
+ * @category getters
+ */
+export const currentDeadline: FiberRef.FiberRef<number> = internal.currentDeadline
 
 /**
  * Reads {@link currentAttempt}.

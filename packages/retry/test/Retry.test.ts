@@ -1,7 +1,7 @@
 import { Errors, Options } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Fiber, Metric, Ref, Schedule, Stream, TestClock } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Metric, Ref, Schedule, Stream, TestClock } from "effect"
 
 const overloaded = (retryAfter?: Duration.DurationInput) =>
   new Errors.Overloaded(
@@ -299,6 +299,39 @@ describe("Retry.policy", () => {
         )
         expect(yield* Ref.get(refused.calls)).toBe(1)
         expect(failureOf(refusedExit)).toMatchObject({ _tag: "DontRetry", reason: "not-retryable" })
+      })
+  )
+
+  it.effect(
+    "schedules no retry that could not start before the caller's deadline, and spends no budget on it",
+    () =>
+      Effect.gen(function* () {
+        const budget = RetryBudget.unsafeMake({ minRetriesPerSecond: 1000 }).forKey("deadline")
+        // Within the budget's window: the clock moves one second per run.
+        const run = <A, E>(effect: Effect.Effect<A, E>) =>
+          Effect.flatMap(Effect.fork(effect), (fiber) =>
+            Effect.zipRight(TestClock.adjust("1 second"), Fiber.await(fiber))
+          )
+        const failing = yield* failingWith(overloaded())
+        // Attempts at 0, 100 and 200 ms; the next would start at 300 ms, the deadline.
+        const exit = yield* run(
+          failing.effect.pipe(
+            Retry.withRetry({ maxAttempts: 10, schedule: Schedule.spaced("100 millis"), budget }),
+            Effect.locally(Retry.currentDeadline, 300)
+          )
+        )
+        expect(failureOf(exit)).toMatchObject({ _tag: "DontRetry", reason: "timeout", attempts: 3 })
+        expect(yield* Ref.get(failing.calls)).toBe(3)
+        expect((yield* budget.stats).retries).toBe(2)
+        // A retry hint that ends past the deadline is not waited for either.
+        const now = yield* Clock.currentTimeMillis
+        const hinted = yield* failingWith(overloaded("1 second"))
+        const hintedExit = yield* run(
+          hinted.effect.pipe(Retry.withRetry({ budget }), Effect.locally(Retry.currentDeadline, now + 500))
+        )
+        expect(failureOf(hintedExit)).toMatchObject({ _tag: "DontRetry", reason: "timeout", attempts: 1 })
+        expect(yield* Ref.get(hinted.calls)).toBe(1)
+        expect((yield* budget.stats).retries).toBe(2)
       })
   )
 

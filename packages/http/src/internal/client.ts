@@ -3,7 +3,7 @@ import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
-import { Criticality, Errors, Options } from "@sluice/core"
+import { Admission, Criticality, Errors, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -16,7 +16,7 @@ import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
-import * as ClientStack from "../ClientStack.js"
+import type * as ClientStack from "../ClientStack.js"
 import type * as C from "../SluiceHttpClient.js"
 import { ThrottleSignal } from "../ThrottleSignal.js"
 import * as decoder from "./responseDecoder.js"
@@ -43,11 +43,37 @@ export const allowRetries: FiberRef.FiberRef<boolean | undefined> = FiberRef.uns
 
 const MAX_STACKS = 1024
 
-/** The epoch millisecond by which the current call must end (set when `timeout` is). */
-const callDeadline: FiberRef.FiberRef<number> = FiberRef.unsafeMake(Infinity)
-
 /** How much later than the exchange's own timer the whole call's timer fires. */
 const DEADLINE_GRACE_MILLIS = 2
+
+/**
+ * The Clock time the current call began, as long as it has not waited for a limiter
+ * permit; `Infinity` once it has, and outside a call with a deadline.
+ */
+const unwaitedSince: FiberRef.FiberRef<number> = FiberRef.unsafeMake(Infinity)
+
+const noteWait = FiberRef.set(unwaitedSince, Infinity)
+
+/**
+ * A limiter's gate that notes on the calling fiber when the call queues for its permit
+ * (the waiting path only: the uncontended path is the gate's own).
+ */
+const noticingWaits = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E> => ({
+  tryEnter: gate.tryEnter,
+  enter: (entry) => Effect.zipRight(noteWait, gate.enter(entry)),
+  settle: gate.settle,
+  isDrop: gate.isDrop
+})
+
+/** The guards of one host. */
+interface HostGuards {
+  /** Retry ∘ throttle ∘ limiter in one step (both policies on), for retried requests. */
+  readonly stack:
+    | (<A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, ClientStack.ClientStackError<E>, R>)
+    | undefined
+  /** The limiter alone. */
+  readonly limit: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+}
 
 /** @internal */
 export const IDEMPOTENT: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
@@ -172,7 +198,7 @@ const build = (
     const names = settings.headers
     const timeout = config.timeout === undefined ? undefined : Duration.toMillis(config.timeout)
     const attemptTimeout =
-      config.attemptTimeout === undefined ? Infinity : Duration.toMillis(config.attemptTimeout)
+      config.attemptTimeout !== undefined ? Duration.toMillis(config.attemptTimeout) : (timeout ?? Infinity)
     const retryable: ReadonlySet<number> = new Set(config.retryableStatuses)
     const errorBodyTimeout = config.errorBodyTimeout
     const json = config.throttleFromJson
@@ -184,23 +210,32 @@ const build = (
       ...(budget !== undefined ? { budget } : {})
     }
     const retrying = Retry.policy(policyOptions)
-    // With both the throttle and the limiter, a retried request runs through the fused
-    // ClientStack of its host: the same composition (retry ∘ throttle ∘ limiter, same
-    // service instances), with a first try that does its bookkeeping in one step.
-    const stacks = new Map<string, ClientStack.ClientStack>()
-    const stackFor = (key: string): ClientStack.ClientStack | undefined => {
-      if (throttle === undefined || limiters === undefined) return undefined
-      let stack = stacks.get(key)
-      if (stack !== undefined) {
+    // With both the throttle and the limiter, a retried request runs through its host's
+    // fused stack, as a `ClientStack` composes it (retry ∘ throttle ∘ limiter, same
+    // service instances), with a first try that does its bookkeeping in one step. The
+    // limiter's gate notes a wait for a permit, which the exchange's bound depends on.
+    const fused =
+      throttle !== undefined && limiters !== undefined ? Retry.unsafeMake(policyOptions) : undefined
+    const hosts = new Map<string, HostGuards>()
+    const hostFor = (limiter: ConcurrencyLimiter.Service, key: string): HostGuards => {
+      let host = hosts.get(key)
+      if (host !== undefined) {
         // least recently used first: re-insert on use
-        stacks.delete(key)
-        stacks.set(key, stack)
-        return stack
+        hosts.delete(key)
+        hosts.set(key, host)
+        return host
       }
-      stack = ClientStack.make({ key, retry: policyOptions, throttle, limiter: limiters })
-      if (stacks.size >= MAX_STACKS) stacks.delete(stacks.keys().next().value!)
-      stacks.set(key, stack)
-      return stack
+      const gate = noticingWaits(limiter.gate(key))
+      host = {
+        stack:
+          fused !== undefined && throttle !== undefined
+            ? fused.around([throttle.gate(key), gate])
+            : undefined,
+        limit: Admission.guard([gate]) as HostGuards["limit"]
+      }
+      if (hosts.size >= MAX_STACKS) hosts.delete(hosts.keys().next().value!)
+      hosts.set(key, host)
+      return host
     }
     // Requests that are not retried still count as requests in the budget's ratio.
     const notRetrying = Retry.policy({
@@ -267,14 +302,26 @@ const build = (
           Effect.mapError(platform.execute(outgoing), markTransport),
           (response) => decode(key, response)
         )
-        // The attempt's own bound, and what is left of the call's deadline, bound this
-        // exchange, error body included: a backend too slow to answer in time is a
-        // timeout (dropped) the limiter and the throttle learn from, not an interruption
-        // they would ignore.
-        const deadline = fiber.getFiberRef(callDeadline)
-        if (deadline === Infinity && attemptTimeout === Infinity) return send
-        const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-        return Effect.timeout(send, Duration.millis(Math.max(1, Math.min(attemptTimeout, deadline - now))))
+        // Only the attempt's own bound, measured from this send, says the backend was too
+        // slow: it fails the exchange (error body included) with a timeout, a drop the
+        // limiter, the throttle and the retry policy learn from. When less than that is
+        // left of the caller's deadline, the rest went on waiting (for a permit, in a
+        // backoff, an earlier try, an enclosing caller): the exchange is not bounded, and
+        // the deadline's own timer interrupts it, an outcome every policy ignores.
+        if (attemptTimeout === Infinity) return send
+        const deadline = fiber.getFiberRef(Retry.currentDeadline)
+        if (deadline === Infinity) return Effect.timeout(send, Duration.millis(attemptTimeout))
+        const left =
+          deadline - Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+        if (left >= attemptTimeout) return Effect.timeout(send, Duration.millis(attemptTimeout))
+        // A first try that waited for nothing here had the whole call for its bound (only
+        // the call's own steps stand between its start and this send): the deadline ends
+        // it as the attempt's bound would have.
+        const whole = deadline - fiber.getFiberRef(unwaitedSince)
+        if (whole >= attemptTimeout && fiber.getFiberRef(Retry.currentAttempt) === 0) {
+          return Effect.timeout(send, Duration.millis(Math.max(1, left)))
+        }
+        return send
       })
 
     const attempt = (
@@ -282,15 +329,15 @@ const build = (
       key: string
     ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> => {
       let guarded = exchange(request, key)
-      if (limiters !== undefined) guarded = limiters.run(key, guarded)
+      if (limiters !== undefined) guarded = hostFor(limiters, key).limit(guarded)
       if (throttle !== undefined) guarded = throttle.run(key, guarded)
       return guarded
     }
 
     const guarded = (request: HttpClientRequest.HttpClientRequest, retry: boolean, key: string) => {
       if (!retry) return notRetrying(attempt(request, key))
-      const stack = stackFor(key)
-      return stack !== undefined ? stack.run(exchange(request, key)) : retrying(attempt(request, key))
+      const stack = limiters !== undefined ? hostFor(limiters, key).stack : undefined
+      return stack !== undefined ? stack(exchange(request, key)) : retrying(attempt(request, key))
     }
 
     const execute = (request: HttpClientRequest.HttpClientRequest) =>
@@ -301,15 +348,25 @@ const build = (
         const call = guarded(request, retry, key)
         if (timeout === undefined) return call
         // `timeout` bounds the whole call: the wait for a permit, every attempt, the backoff
-        // between them and any error body. The exchange's own timer fires at the deadline;
-        // this one, a little later, ends whatever is still waiting then.
+        // between them and any error body. An exchange given its whole attempt bound times
+        // out at the deadline itself; this timer, a little later, interrupts whatever is
+        // still waiting or was sent with less time than that. The deadline is also the
+        // retry policy's: no retry is scheduled that could not start before it. An
+        // enclosing caller's earlier deadline stays the one that counts.
         const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-        return Effect.timeoutFail(Effect.locally(call, callDeadline, now + timeout), {
-          duration: Duration.millis(timeout + DEADLINE_GRACE_MILLIS),
+        const deadline = Math.min(fiber.getFiberRef(Retry.currentDeadline), now + timeout)
+        const left = Math.max(0, deadline - now)
+        const bounded = Effect.locally(
+          Effect.locally(call, unwaitedSince, now),
+          Retry.currentDeadline,
+          deadline
+        )
+        return Effect.timeoutFail(bounded, {
+          duration: Duration.millis(left + DEADLINE_GRACE_MILLIS),
           onTimeout: () =>
             new Errors.DontRetry({
               reason: "timeout",
-              cause: new Errors.Overloaded({ reason: `deadline of ${timeout} ms`, origin: "local" })
+              cause: new Errors.Overloaded({ reason: `deadline of ${left} ms`, origin: "local" })
             })
         })
       })

@@ -30,6 +30,9 @@ export const currentAttempt: FiberRef.FiberRef<number> = FiberRef.unsafeMake(0)
 export const attempt: Effect.Effect<number> = FiberRef.get(currentAttempt)
 
 /** @internal */
+export const currentDeadline: FiberRef.FiberRef<number> = FiberRef.unsafeMake(Infinity)
+
+/** @internal */
 export const PolicyOptionsSchema = Schema.Struct({
   maxAttempts: Schema.optionalWith(Options.PositiveInt, { default: () => 3 }),
   maxRetryAfter: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(30) }),
@@ -233,8 +236,8 @@ const retryLoop = <A, E, R>(
   if (config.maxAttempts <= 1) return giveUp("attempts", 1, firstError, config)
   const schedule = config.schedule
   const loop = Effect.gen(function* () {
-    const sink: R.EventsService | undefined = yield* Effect.withFiberRuntime<R.EventsService | undefined>(
-      (fiber) => Effect.succeed(eventsOf(fiber))
+    const [sink, deadline] = yield* Effect.withFiberRuntime<readonly [R.EventsService | undefined, number]>(
+      (fiber) => Effect.succeed([eventsOf(fiber), fiber.getFiberRef(currentDeadline)])
     )
     let error: unknown = firstError
     let attempts = 1
@@ -256,6 +259,9 @@ const retryLoop = <A, E, R>(
         Intervals.start(decision.intervals) - now,
         backoff.hintMillis(error, config.maxRetryAfterMillis)
       )
+      // A retry that could not start before the caller's deadline would only be cut off
+      // unsent: it is not scheduled and spends no budget.
+      if (now + delay >= deadline) return yield* giveUp("timeout", attempts, error, config)
       if (budget !== undefined && !budget.unsafeTryWithdraw(now)) {
         retryBudget.denials.unsafeUpdate(1, config.tags)
         return yield* giveUp("budget", attempts, error, config)
