@@ -112,7 +112,11 @@ export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.
  * - `timeout`: the deadline of the whole call — the wait for a limiter permit,
  *   every attempt, the backoff between them, and reading any error body; a call
  *   that runs out of time fails with `DontRetry` (reason `"timeout"`). No retry is
- *   scheduled, and no budget spent, that could not start before it,
+ *   scheduled, and no budget spent, that could not start before it. It ends when
+ *   a response the client returns (a 2xx, or any status it does not fail) has
+ *   its headers: reading that body (`response.json`, `.text`, `.stream`) is the
+ *   caller's and not bounded by it; wrap the read in `Effect.timeout` where a body
+ *   may stall,
  * - `attemptTimeout` (default: `timeout`): the bound on each attempt (send and
  *   error body), measured from its send, and the only one that says the backend
  *   was too slow: an attempt that exceeds it fails with a `TimeoutException`, a

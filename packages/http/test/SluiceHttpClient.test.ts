@@ -1,7 +1,7 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Layer, Option, Schedule, Stream } from "effect"
 import { AimdInterval } from "@sluice/adaptive"
 import { Criticality, Errors, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import { Middleware, SluiceHttpClient, ThrottleSignal } from "@sluice/http"
@@ -102,6 +102,16 @@ const makeBackend = () => {
     HttpRouter.get(
       "/hang",
       route("hang", () => Effect.never)
+    ),
+    HttpRouter.get(
+      "/stalled-body",
+      route("stalled-body", () =>
+        Effect.succeed(
+          HttpServerResponse.stream(Stream.concat(Stream.make(new TextEncoder().encode("[")), Stream.never), {
+            contentType: "application/json"
+          })
+        )
+      )
     ),
     Middleware.mapErrors,
     Middleware.criticality({ trust: () => true })
@@ -252,7 +262,21 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
         expect(hang._tag === "DontRetry" && hang.reason).toBe("timeout")
         // the one attempt that was cut off is what the call spent its deadline on
         expect(hits.get("hang")).toBe(1)
-      }).pipe(Effect.provide(clientLayer({ timeout: "80 millis", throttle: false })))
+      }).pipe(Effect.provide(clientLayer({ timeout: "1 second", throttle: false })))
+  )
+
+  it.scopedLive("timeout ends with a returned response's headers: reading its body is the caller's", () =>
+    Effect.gen(function* () {
+      const { app } = makeBackend()
+      const base = yield* serve(app)
+      const client = yield* SluiceHttpClient.SluiceHttpClient
+      const response = yield* client.get(`${base}/stalled-body`)
+      expect(response.status).toBe(200)
+      // the call's 300 ms are long gone while the body still stalls: the read is bounded
+      // only by the caller's own timeout
+      const read = yield* Effect.either(Effect.timeout(response.text, "600 millis"))
+      expect(Either.isLeft(read) && Cause.isTimeoutException(read.left)).toBe(true)
+    }).pipe(Effect.provide(clientLayer({ timeout: "300 millis", throttle: false })))
   )
 
   it.effect("rejects bad options naming the field", () =>
