@@ -267,18 +267,25 @@ export const make = (
  *
  * @example
  * ```ts
- * import { Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+ * import { Quota, QuotaConfig } from "@sluice/core"
+ * import * as RedisClient from "@sluice/core/RedisClient"
+ * import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
  * import { Layer } from "effect"
  *
- * // fail open when the store has not answered in 15 ms (the default deadline, a hard bound)
+ * // Redis has 15 ms to decide a check, a hard bound (`maxDeadline` defaults to the deadline);
+ * // a check it has not decided by then is allowed
  * const QuotaLive = Quota.layer({ mode: "fail-open", deadline: "15 millis" }).pipe(
- *   Layer.provide(QuotaStore.layerMemory()),
+ *   Layer.provide(RedisQuotaStore.layerStore()),
  *   Layer.provide(
  *     QuotaConfig.layer({
  *       default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
  *     })
- *   )
+ *   ),
+ *   Layer.provide(RedisClient.layer())
  * )
+ *
+ * // or the learned deadline: wait for a Redis that keeps answering other checks, up to 1 second
+ * const ExactQuota = Quota.layer({ deadline: "50 millis", maxDeadline: "1 second" })
  * ```
  * @since 0.1.0
  * @category layers
