@@ -51,8 +51,9 @@ const blackholeProxy = async (port: number) => {
     },
     set on(value: boolean) {
       on = value
-      for (const socket of sockets) if (value) socket.pause()
-      else socket.resume()
+      for (const socket of sockets)
+        if (value) socket.pause()
+        else socket.resume()
     }
   }
   const server = net.createServer((inbound) => {
@@ -142,7 +143,9 @@ const main = Effect.gen(function* () {
     loopDelayMaxMs: results.map((r) => r.loopDelayMaxMs),
     load1: results.map((r) => r.load1),
     // the hard bound's promise, per run: slowest ≤ deadline + 2 ms + the loop delay beside it
-    worstOverLoopDelayMs: Math.max(...results.map((r) => Math.round((r.slowestMs - r.loopDelayMaxMs) * 100) / 100))
+    worstOverLoopDelayMs: Math.max(
+      ...results.map((r) => Math.round((r.slowestMs - r.loopDelayMaxMs) * 100) / 100)
+    )
   }
   console.log(JSON.stringify(summary))
 })
