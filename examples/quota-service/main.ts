@@ -57,9 +57,9 @@ const bound = (plan: QuotaConfig.PlanInput, ms: number) => {
   return Math.min(spike!.burst! + Math.floor((spike!.limit * ms) / 1000), count!.limit)
 }
 
-// fail-open: if Redis is down the API keeps serving. The deadline (how long Redis may stay
-// silent) is raised from the 50 ms default because this example runs several processes on what
-// may be a busy machine.
+// fail-open: if Redis is down the API keeps serving. The deadline (a hard bound on how long a
+// check waits for Redis) is raised from the 15 ms default because this example runs several
+// processes on what may be a busy machine; what fails open is counted and reported.
 // The store and the plan source share the process' one Redis connection.
 const quotaLayer = Quota.layer({ mode: "fail-open", deadline: "100 millis" }).pipe(
   Layer.provide(RedisQuotaStore.layerStore({ prefix })),

@@ -17,12 +17,14 @@
  * stored as a prefix, `#` and their SHA-256 (a string of its own, which keeps nothing
  * of the caller's id alive), so no id grows the store unboundedly.
  *
- * A remote store (Redis) is called with a deadline (50 ms by default). A store
+ * A remote store (Redis) is called with a deadline: 15 ms by default, a hard
+ * bound (Quota Minder's: a check never adds more than the deadline to a request,
+ * beyond how late this process's own timers run). Opt in to the learned deadline
+ * by setting `maxDeadline` above `deadline` (e.g. 50 ms and 1 second): a store
  * that answers in call order (one Redis connection) and keeps answering other
- * checks is slow, not gone: a check then waits for its own answer up to
- * `maxDeadline` (1 second), so a saturated host does not hand quota decisions to
- * the failure mode; a store silent for the whole deadline fails the check at its
- * deadline. When the call misses its deadline, fails, or the breaker is open, the
+ * checks is slow, not gone, and a check then waits for its own answer up to
+ * `maxDeadline`, so a saturated host does not hand quota decisions to the failure
+ * mode. When the call misses its deadline, fails, or the breaker is open, the
  * `mode` decides:
  * `fallback` (the default: decide with a per-instance memory store on the same
  * plans scaled by `fallbackShare`, like rate-limiter-flexible's insurance
@@ -110,17 +112,22 @@ export interface WaitOptions extends CheckOptions {
  * Options:
  *
  * - `mode` (default `"fallback"`): what decides when the store fails.
- * - `deadline` of a store call (default 50 ms): how long the store may stay
- *   silent. A check sent while the store answers nothing fails at its deadline
- *   (the timer fires a third of the deadline, at most 5 ms, early, so the
- *   failure mode decides by then even when the timer comes back a few ms late).
- * - `maxDeadline` (default 1 second, never below `deadline`): for a store whose
- *   answers come in call order (`QuotaStore.Store.ordered`: Redis on one
- *   connection, not a cluster), a check waits past its deadline while the store
- *   keeps answering other checks — it is working through a backlog, as on a
- *   saturated host — until it has been silent for `deadline` (or for twice the
- *   longest silence it answered after in the last 5–10 seconds, if longer), or
- *   `maxDeadline` after the check began. Set it to `deadline` for a hard bound.
+ * - `deadline` of a store call (default 15 ms): with the default `maxDeadline`,
+ *   a hard bound — every check is decided by then (the timer fires a third of
+ *   the deadline, at most 5 ms, early, so the failure mode decides by the
+ *   deadline even when the timer comes back a few ms late; a process that does
+ *   not run cannot fire its timer: the bound is the deadline plus that delay).
+ * - `maxDeadline` (default: `deadline`, never below it): set it above `deadline`
+ *   to opt in to the learned deadline. For a store whose answers come in call
+ *   order (`QuotaStore.Store.ordered`: Redis on one connection, not a cluster),
+ *   a check then waits past its deadline while the store keeps answering other
+ *   checks — it is working through a backlog, as on a saturated host — until it
+ *   has been silent for `deadline` (or for twice the longest silence it answered
+ *   after in the last 5–10 seconds, if longer), or `maxDeadline` after the check
+ *   began; and after this process stalls for 10 ms or more, no check in flight
+ *   expires for as long again. `{ deadline: "50 millis", maxDeadline: "1 second" }`
+ *   kept eight saturated processes exact where the hard 15 ms bound let the
+ *   failure mode decide (the package README, "Choosing a deadline").
  * - `breaker`: opens on sustained failure only — a failure share of at least
  *   `failureRatio` (0.5) over `window` (1 second) with at least `minimumCalls`
  *   (20), or `consecutiveFailures` (5) in a row spread over at least
@@ -227,7 +234,10 @@ export interface Service {
   readonly breaker: CircuitBreaker.Service | undefined
   readonly mode: FailureMode
   readonly deadline: Duration.Duration
-  /** The longest a check waits for a store that is still answering other checks (never below `deadline`). */
+  /**
+   * The longest a check waits for a store that is still answering other checks: `deadline` (a
+   * hard bound) unless the learned deadline was opted in to.
+   */
   readonly maxDeadline: Duration.Duration
   /** Denials from the moment the stream is run (a subscriber more than 256 behind loses the oldest). */
   readonly events: Stream.Stream<Event>
@@ -258,17 +268,25 @@ export const make = (
  *
  * @example
  * ```ts
- * import { Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+ * import { Quota, QuotaConfig } from "@sluice/core"
+ * import * as RedisClient from "@sluice/core/RedisClient"
+ * import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
  * import { Layer } from "effect"
  *
+ * // Redis has 15 ms to decide a check, a hard bound (`maxDeadline` defaults to the deadline);
+ * // a check it has not decided by then is allowed
  * const QuotaLive = Quota.layer({ mode: "fail-open", deadline: "15 millis" }).pipe(
- *   Layer.provide(QuotaStore.layerMemory()),
+ *   Layer.provide(RedisQuotaStore.layerStore()),
  *   Layer.provide(
  *     QuotaConfig.layer({
  *       default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
  *     })
- *   )
+ *   ),
+ *   Layer.provide(RedisClient.layer())
  * )
+ *
+ * // or the learned deadline: wait for a Redis that keeps answering other checks, up to 1 second
+ * const ExactQuota = Quota.layer({ deadline: "50 millis", maxDeadline: "1 second" })
  * ```
  * @since 0.1.0
  * @category layers

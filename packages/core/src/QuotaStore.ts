@@ -112,8 +112,9 @@ export interface Store {
     | undefined
   /**
    * Answers come back in call order (one connection to one server): an answer to any call
-   * shows the store is working through the calls before it — slow, not gone. `Quota` then
-   * lets a check wait past its `deadline` while answers keep coming, up to `maxDeadline`.
+   * shows the store is working through the calls before it — slow, not gone. With the learned
+   * deadline opted in (`maxDeadline` above `deadline`), `Quota` then lets a check wait past its
+   * `deadline` while answers keep coming, up to `maxDeadline`.
    */
   readonly ordered?: boolean | undefined
   /** Adds `units` to every tier's count (a penalty), or gives them back when negative (a reward), clamped to [0, capacity]. */

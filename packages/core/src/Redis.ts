@@ -88,6 +88,8 @@ export const makeStore = (
  * import * as Redis from "@sluice/core/Redis"
  * import { Layer } from "effect"
  *
+ * // every check decided within 15 ms (a hard bound: `maxDeadline` defaults to the deadline);
+ * // while Redis does not answer, a per-instance fallback quota decides
  * const QuotaLive = Quota.layer({ deadline: "15 millis" }).pipe(
  *   Layer.provide(Redis.layerStore({ url: "redis://127.0.0.1:6379" })),
  *   Layer.provide(

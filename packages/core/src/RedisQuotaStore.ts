@@ -54,6 +54,7 @@ export const makeStore = (
  * import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
  * import { Layer } from "effect"
  *
+ * // every check decided within 15 ms (a hard bound: `maxDeadline` defaults to the deadline)
  * const QuotaLive = Quota.layer({ deadline: "15 millis" }).pipe(
  *   Layer.provide(RedisQuotaStore.layerStore()),
  *   Layer.provide(

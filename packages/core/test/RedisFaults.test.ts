@@ -4,8 +4,10 @@ import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
+import * as net from "node:net"
 import {
   commandCalls,
+  freePort,
   type RedisServer,
   redisCli,
   roundTrips,
@@ -20,21 +22,61 @@ const plan: QuotaConfig.PlanInput = {
   ]
 }
 
+// the library's default deadline, a hard bound: these tests pass no `deadline`
 const DEADLINE_MS = 15
 const OPEN_FOR_MS = 500
 
 // This machine is shared: when the OS does not schedule the process, no timer can fire on time.
 // The event-loop delay (how late a 1 ms timer fires, measured alongside) is what the process lost
-// to the scheduler. A check can lose it twice (when its deadline fires, and when its fiber
-// resumes), so twice the worst delay is added to the allowance; both figures are printed. On an
-// idle machine the delay is ~0 and this is the plain "deadline + 2 ms".
+// to the scheduler, and what the bound allows beyond the deadline and 2 ms (the deadline timer
+// wakes 5 ms early, which covers a second, shorter loss while the decision is made); both figures
+// are printed. On an idle machine the delay is ~0 and this is the plain "deadline + 2 ms".
 const loopDelay = monitorEventLoopDelay({ resolution: 1 })
 loopDelay.enable()
 const withinDeadline = (slowest: number, phase: string) => {
   const lost = loopDelay.max / 1e6
   loopDelay.reset()
   console.log(`${phase}: slowest check ${slowest.toFixed(2)} ms, event-loop delay max ${lost.toFixed(2)} ms`)
-  expect(slowest).toBeLessThanOrEqual(DEADLINE_MS + 2 + 2 * lost)
+  expect(slowest).toBeLessThanOrEqual(DEADLINE_MS + 2 + lost)
+}
+
+/**
+ * A TCP proxy to `port` that forwards nothing, either way, while `blackholed` (a network that
+ * drops every packet: nothing is refused or closed, TCP delivers the bytes once it heals).
+ */
+const blackholeProxy = async (port: number) => {
+  const sockets = new Set<net.Socket>()
+  let on = false
+  const server = net.createServer((inbound) => {
+    const outbound = net.connect(port, "127.0.0.1")
+    for (const socket of [inbound, outbound]) {
+      sockets.add(socket)
+      socket.on("close", () => sockets.delete(socket))
+      socket.on("error", () => {
+        inbound.destroy()
+        outbound.destroy()
+      })
+      if (on) socket.pause()
+    }
+    inbound.on("data", (chunk) => outbound.write(chunk))
+    outbound.on("data", (chunk) => inbound.write(chunk))
+  })
+  const proxyPort = await freePort()
+  await new Promise<void>((resolve) => server.listen(proxyPort, "127.0.0.1", resolve))
+  return {
+    url: `redis://127.0.0.1:${proxyPort}`,
+    blackholed: (value: boolean) => {
+      on = value
+      for (const socket of sockets) {
+        if (value) socket.pause()
+        else socket.resume()
+      }
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy()
+      server.close()
+    }
+  }
 }
 
 describe("Redis quota store against a private redis-server", () => {
@@ -44,11 +86,11 @@ describe("Redis quota store against a private redis-server", () => {
   })
   afterAll(() => stopAll())
 
-  const quotaLayer = (options: Quota.QuotaOptions) =>
+  const quotaLayer = (options: Quota.QuotaOptions, url = server.url) =>
     Quota.layer(options).pipe(
       Layer.provide(RedisQuotaStore.layerStore({ prefix: `faults:${Math.random()}:` })),
       Layer.provide(QuotaConfig.layer({ default: plan })),
-      Layer.provide(RedisClient.layer({ url: server.url }))
+      Layer.provide(RedisClient.layer({ url }))
     )
 
   it.live("a two-tier check is ONE round trip (INFO commandstats); NOSCRIPT reloads with EVAL", () =>
@@ -74,10 +116,11 @@ describe("Redis quota store against a private redis-server", () => {
   )
 
   it.live(
-    "paused, killed, restarted: fail-open within deadline + 2 ms, the breaker stops calling Redis and recovers within a probe interval",
+    "paused, killed, restarted: fail-open within the default deadline + 2 ms, the breaker stops calling Redis and recovers within a probe interval",
     () =>
       Effect.gen(function* () {
         const quota = yield* Quota.Quota
+        expect(Duration.toMillis(quota.maxDeadline)).toBe(DEADLINE_MS)
         const breaker = quota.breaker!
         let slowest = 0
         const timed = Effect.suspend(() => {
@@ -154,7 +197,6 @@ describe("Redis quota store against a private redis-server", () => {
         Effect.provide(
           quotaLayer({
             mode: "fail-open",
-            deadline: `${DEADLINE_MS} millis`,
             breaker: { openFor: `${OPEN_FOR_MS} millis` }
           })
         )
@@ -196,7 +238,7 @@ describe("Redis quota store against a private redis-server", () => {
       return { states, sources, spanning }
     })
 
-  // The stall tests use a 15 ms deadline, shorter than a 20 ms stall (the default, 50 ms, outlasts it)
+  // The stall tests use the default deadline, 15 ms, shorter than a 20 ms stall
   it.live("a 20 ms stall of Redis, five times, does not open the breaker (15 ms deadline)", () =>
     Effect.gen(function* () {
       const { sources, states } = yield* underStalls(
@@ -212,7 +254,7 @@ describe("Redis quota store against a private redis-server", () => {
       )
       expect([...states]).toEqual(["closed"])
       expect(sources["store"]).toBeGreaterThan(100)
-    }).pipe(Effect.provide(quotaLayer({ deadline: `${DEADLINE_MS} millis` })))
+    }).pipe(Effect.provide(quotaLayer({})))
   )
 
   it.live(
@@ -241,7 +283,7 @@ describe("Redis quota store against a private redis-server", () => {
         const spanned = (spanning["store"] ?? 0) + (spanning["fallback"] ?? 0)
         expect(spanned).toBeGreaterThanOrEqual(40)
         expect(spanning["fallback"] ?? 0).toBeLessThanOrEqual(spanned / 2)
-      }).pipe(Effect.provide(quotaLayer({ deadline: `${DEADLINE_MS} millis` })))
+      }).pipe(Effect.provide(quotaLayer({})))
   )
 
   it.live("paused: fail-closed and fallback give every check its mode within deadline + 2 ms", () =>
@@ -265,8 +307,44 @@ describe("Redis quota store against a private redis-server", () => {
           withinDeadline(slowest, `paused, ${mode}`)
           expect([...sources]).toEqual([mode])
           yield* Effect.sleep(Duration.millis(200))
-        }).pipe(Effect.provide(quotaLayer({ mode, deadline: `${DEADLINE_MS} millis` })))
+        }).pipe(Effect.provide(quotaLayer({ mode })))
       }
     })
+  )
+
+  it.live(
+    "blackholed (nothing answers, nothing is refused): the default mode decides every check within deadline + 2 ms",
+    () =>
+      Effect.gen(function* () {
+        const proxy = yield* Effect.acquireRelease(
+          Effect.promise(() => blackholeProxy(server.port)),
+          (p) => Effect.sync(() => p.close())
+        )
+        yield* Effect.gen(function* () {
+          const quota = yield* Quota.Quota
+          // a first check on a new connection may miss 15 ms on this busy machine: warm up until Redis decides
+          let fromStore = 0
+          for (let i = 0; i < 50 && fromStore < 10; i++) {
+            if ((yield* quota.check("warm")).source === "store") fromStore++
+            else yield* Effect.sleep(Duration.millis(20))
+          }
+          expect(fromStore).toBe(10)
+          loopDelay.reset()
+          proxy.blackholed(true)
+          const from = performance.now()
+          let slowest = 0
+          const sources = new Set<string>()
+          while (performance.now() - from < 700) {
+            const start = performance.now()
+            const decision = yield* quota.check("blackholed")
+            slowest = Math.max(slowest, performance.now() - start)
+            sources.add(decision.source)
+            yield* Effect.sleep(Duration.millis(2))
+          }
+          withinDeadline(slowest, "blackholed, fallback")
+          expect([...sources]).toEqual(["fallback"])
+          proxy.blackholed(false)
+        }).pipe(Effect.provide(quotaLayer({}, proxy.url)))
+      }).pipe(Effect.scoped)
   )
 })

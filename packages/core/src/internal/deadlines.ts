@@ -41,8 +41,8 @@ const STALL_MS = 3
 /**
  * A stall at least this long is a saturated host, not the hiccups of a busy VM (an idle Node
  * process here saw a 1 ms timer come back 2.9–4.0 ms late at least once per 1.2 s; eight
- * processes and two busy loops on two cores stall for tens of ms): after one, no call expires for
- * as long again (see `DeadlineQueue`).
+ * processes and two busy loops on two cores stall for tens of ms): after one, a queue with a
+ * `maxTimeout` above its timeout expires no call for as long again (see `DeadlineQueue`).
  */
 const LONG_STALL_MS = 10
 
@@ -82,21 +82,26 @@ export const clockMillis = (clock: Clock.Clock): number => Number(clock.unsafeCu
  * when nothing is in flight it waits on a latch. A call registers with one
  * allocation and settles with an unlink.
  *
- * What is not the store's fault is not counted against it:
- * - Answers already received: before expiring anything the queue gives the event loop one
- *   I/O turn, so a reply sitting in the socket settles its call first.
- * - A stalled process: when the fiber wakes late (more than `STALL_MS` after the later of the
- *   wake it meant and the last answer it read) while calls are in flight, the process was not
- *   running; that time is added to the queue's `stalled` total, and deadlines are measured on
- *   the queue's own time, the Clock's less that total. After a stall of `LONG_STALL_MS` or more
- *   no call expires for as long again, for a store starved with this process to answer.
+ * `maxTimeout` (default: the timeout) bounds every call: it expires by `start + maxTimeout` on
+ * the Clock (its wake `slackFor` early, then one I/O turn), whatever happened meanwhile. With
+ * `maxTimeout` equal to the timeout that is all there is — a hard bound: a call is decided by
+ * its timeout plus however late this process's own timers run; nothing below extends it.
+ *
+ * Before expiring anything the queue gives the event loop one I/O turn, so a reply already
+ * sitting in the socket settles its call first. A wake that comes late while calls are in flight
+ * (more than `STALL_MS` after the later of the wake it meant and the last answer it read) means
+ * the process was not running: the calls it expires are marked `stalled` (not the store's
+ * fault). With a `maxTimeout` above the timeout, calls may also wait past the timeout for what
+ * is not the store's fault:
+ * - A stalled process: the time it did not run is added to the queue's `stalled` total, and
+ *   deadlines are measured on the queue's own time, the Clock's less that total. After a stall
+ *   of `LONG_STALL_MS` or more no call expires for as long again, for a store starved with this
+ *   process to answer.
  * - A backlog: an `ordered` queue serves calls whose answers come back in call order (one
  *   connection to one server); an answer to any call (`progress`) shows the server is working
  *   through the calls before the others — slow, not gone. A call then expires once the server
  *   has been silent long enough, at `max(start, last answer) + allowed silence`: the timeout, or
  *   twice the longest silence the server came back from lately if that is longer (`progress`).
- * Every call expires by `start + maxTimeout` on the Clock in any case (`maxTimeout` defaults to
- * the timeout, which makes it a hard bound).
  *
  * @internal
  */
@@ -126,6 +131,8 @@ export class DeadlineQueue {
   private heardSince = -Infinity
   private readonly capMs: number
   private readonly slackMs: number
+  /** `maxTimeout` is the timeout: every call expires at `capAt`, nothing is learnt or granted */
+  private readonly hard: boolean
 
   private constructor(
     private readonly clock: Clock.Clock,
@@ -137,6 +144,7 @@ export class DeadlineQueue {
     this.capMs = Math.max(timeoutMs, maxTimeoutMs)
     this.slackMs = slackFor(timeoutMs)
     this.silenceMs = timeoutMs
+    this.hard = this.capMs === timeoutMs
   }
 
   static make(
@@ -204,6 +212,7 @@ export class DeadlineQueue {
    */
   progress(nowMs: number, answered?: Entry): void {
     this.lastAnswerAt = nowMs
+    if (this.hard) return
     const at = nowMs - this.stalled
     if (this.ordered && answered !== undefined) {
       const gap = at - (this.lastProgress > answered.start ? this.lastProgress : answered.start)
@@ -237,6 +246,7 @@ export class DeadlineQueue {
    * order), so the head expires first.
    */
   private dueAt(entry: Entry): number {
+    if (this.hard) return entry.capAt
     // only an ordered queue learns a longer silence, so `silenceMs` is the timeout otherwise
     const from = this.ordered && this.lastProgress > entry.start ? this.lastProgress : entry.start
     let due = from + this.silenceMs + this.stalled
@@ -260,17 +270,18 @@ export class DeadlineQueue {
 
   private step(): Effect.Effect<void> {
     let now = this.nowMs()
-    if (this.ordered && now - this.heardSince >= HEARD_WINDOW_MS) this.age(now)
+    if (this.ordered && !this.hard && now - this.heardSince >= HEARD_WINDOW_MS) this.age(now)
     // Woke late: the process did not run meanwhile, and that time is not the calls'. Only the time
     // since it last ran is counted — the later of the wake it meant and the last answer it read — so
     // a busy event loop that read answers meanwhile is not a stall. A long stall (a saturated
     // host, not the few ms a busy VM takes now and then) is given once more to the calls then in
-    // flight (`graceUntil`), for a store starved with this process to answer once both run again.
+    // flight (`graceUntil`), for a store starved with this process to answer once both run again;
+    // not under a hard bound, which promises the caller its decision by the timeout.
     const ran = this.lastAnswerAt > this.wakeAt ? this.lastAnswerAt : this.wakeAt
     if (!this.graced && this.wakeAt >= 0 && this.head !== undefined && now - ran > STALL_MS) {
       const late = now - ran
       this.stalled += late
-      if (late >= LONG_STALL_MS) this.graceUntil = now + late
+      if (late >= LONG_STALL_MS && !this.hard) this.graceUntil = now + late
       this.lateWake = true
     }
     let head = this.head

@@ -48,8 +48,9 @@ const breakerDefaults = {
 /** @internal */
 export const QuotaOptions = Schema.Struct({
   mode: Schema.optionalWith(FailureMode, { default: () => "fallback" as const }),
-  deadline: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.millis(50) }),
-  maxDeadline: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) }),
+  deadline: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.millis(15) }),
+  // no default: it is the deadline unless set above it (the learned deadline is opt-in)
+  maxDeadline: Schema.optional(Options.PositiveDuration),
   breaker: Schema.optionalWith(
     Schema.Struct({
       failureRatio: Schema.optionalWith(Share, { default: () => breakerDefaults.failureRatio }),
@@ -275,7 +276,8 @@ export const make = (
     const clock = yield* Effect.clock
     const pubsub = yield* Effect.acquireRelease(PubSub.sliding<QuotaEvent>(256), PubSub.shutdown)
     const deadline = options.deadline
-    const maxDeadline = Duration.max(deadline, options.maxDeadline)
+    const maxDeadline =
+      options.maxDeadline === undefined ? deadline : Duration.max(deadline, options.maxDeadline)
     const maxIdLength = options.maxClientIdLength
     const share = options.fallbackShare
     const fallback =
@@ -442,9 +444,11 @@ export const make = (
 
     const unsafeCheck = store.unsafeCheck
     const checkCallback = store.checkCallback
-    // An ordered store (one connection: answers in call order) that answers other checks is
-    // working through a backlog, not gone: a check then waits past `deadline` while answers keep
-    // coming, up to `maxDeadline` (a saturated host, not a failed store: see DeadlineQueue).
+    // With `maxDeadline` at the deadline (the default) every check is decided by its deadline,
+    // whatever the store or the process did meanwhile. Above it (opted in), an ordered store (one
+    // connection: answers in call order) that answers other checks is working through a backlog,
+    // not gone: a check then waits past `deadline` while answers keep coming, up to `maxDeadline`
+    // (a saturated host, not a failed store: see DeadlineQueue).
     const deadlines =
       checkCallback !== undefined
         ? yield* DeadlineQueue.make(clock, deadline, {
