@@ -22,7 +22,8 @@ describe("three-tier example (frontend → middle → backend over real HTTP)", 
       expect(counts.backendHitsPerRequest[0]).toBe(3)
       // the frontend does not retry the middle's don't-retry answer
       expect(counts.middleHitsPerRequest).toEqual([1, 1, 1, 1, 1])
-      expect(counts.outcomes).toEqual({ "DontRetry(server)": 5 })
+      // the user reads the middle tier's own words: it gave up after its attempts
+      expect(counts.outcomes).toEqual({ "DontRetry(attempts)": 5 })
       // the backend saw attempt numbers 0, 1, 2 only: the middle's own retries
       for (const attempt of Object.keys(counts.backendAttempts)) expect(["0", "1", "2"]).toContain(attempt)
       expect(counts.backendAttempts["0"]).toBe(5)

@@ -76,8 +76,13 @@ export const criticality: (
  * delay (an open breaker: the time until it half-opens), and with
  * `x-sluice-dont-retry: 1` instead when the delay is infinite (a breaker isolated
  * by hand): never `Retry-After: 0`; `QuotaExceeded` → `429` + `Retry-After` +
- * `RateLimit`.
- * The body is the error encoded with `Errors.SluiceError`: `{ "error": ... }`.
+ * `RateLimit-Policy` + `RateLimit` (a quota that never resets: no `Retry-After`,
+ * `x-sluice-dont-retry: 1`). A `DontRetry` keeps the status and hint of what it
+ * gave up on: wrapping a `QuotaExceeded` it is a `429` with the quota's headers,
+ * wrapping an `Overloaded` or `CircuitOpen` a `503` with its `Retry-After`, both
+ * with `x-sluice-dont-retry: 1`.
+ * The body is the error in Sluice's own JSON encoding (`Protocol.formatErrorBody`),
+ * which `SluiceHttpClient` and `ResponseDecoder` read back into the same typed error.
  *
  * @example
  * ```ts

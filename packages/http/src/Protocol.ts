@@ -11,6 +11,11 @@
  * | response | `429` + `Retry-After` + `RateLimit-Policy` / `RateLimit` |
  * | response | `503` (+ `Retry-After`) |
  * | response | `204` (sampled out) |
+ * | response body | `{ "error": { "_tag": "Overloaded", "reason": "…", "retryAfterMs": 1500 } }` |
+ *
+ * Error bodies use Sluice's own JSON encoding ({@link formatErrorBody},
+ * {@link parseErrorBody}): durations are plain milliseconds, never a Schema's
+ * encoded form, so the bytes are the same whatever Effect version wrote them.
  *
  * Every parser here is total: a malformed or hostile value is ignored or clamped,
  * never thrown.
@@ -23,7 +28,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
-import { Criticality } from "@sluice/core"
+import { Criticality, type Errors } from "@sluice/core"
 import * as internal from "./internal/protocol.js"
 
 /**
@@ -304,3 +309,108 @@ export const parseRateLimit: (value: string | null | undefined) => ReadonlyArray
  */
 export const headerValue: (value: string | ReadonlyArray<string> | null | undefined) => string | undefined =
   internal.headerValue
+
+/**
+ * A number in an error body: JSON cannot hold `Infinity`, `-Infinity` or `NaN`,
+ * so they are these strings.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type PortableNumber = number | "Infinity" | "-Infinity" | "NaN"
+
+/**
+ * What a `DontRetry` in an error body may wrap: any Sluice error but another
+ * `DontRetry`. Durations are plain milliseconds in fields named `…Ms`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ErrorBodyCause =
+  | { readonly _tag: "Overloaded"; readonly reason: string; readonly retryAfterMs?: PortableNumber }
+  | {
+      readonly _tag: "QuotaExceeded"
+      readonly tier: string
+      readonly limit: PortableNumber
+      readonly remaining: PortableNumber
+      readonly retryAfterMs: PortableNumber
+    }
+  | { readonly _tag: "Throttled"; readonly key: string; readonly probability?: PortableNumber }
+  | {
+      readonly _tag: "CircuitOpen"
+      readonly name: string
+      /** epoch milliseconds */
+      readonly halfOpenAt: PortableNumber
+      readonly retryAfterMs: PortableNumber
+    }
+
+/**
+ * The JSON of an error response, as {@link formatErrorBody} writes it:
+ * `{ "error": { "_tag": ..., ...fields } }`. Durations are plain milliseconds in
+ * fields named `…Ms` (`retryAfterMs`); a number JSON cannot hold (an infinite
+ * `retryAfterMs` or `halfOpenAt`) is the string `"Infinity"`. Per tag:
+ *
+ * | `_tag` | fields |
+ * |---|---|
+ * | `Overloaded` | `reason`, `retryAfterMs?` |
+ * | `QuotaExceeded` | `tier`, `limit`, `remaining`, `retryAfterMs` |
+ * | `Throttled` | `key`, `probability?` |
+ * | `CircuitOpen` | `name`, `halfOpenAt` (epoch ms), `retryAfterMs` |
+ * | `DontRetry` | `reason`, `attempts?`, `cause?` (one of the four above) |
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ErrorBody {
+  readonly error:
+    | ErrorBodyCause
+    | {
+        readonly _tag: "DontRetry"
+        readonly reason: string
+        readonly attempts?: number
+        readonly cause?: ErrorBodyCause
+      }
+}
+
+/**
+ * Encodes a Sluice error as the body of its error response (what
+ * `Middleware.errorResponse` sends). Not sent: `origin` (to the reader every
+ * error in a response is the server's), `QuotaExceeded.client` (the caller knows
+ * who it is, and the id a tier is known by at the tier below must not travel to
+ * the tiers above), and a `DontRetry` cause that is not a Sluice error, which is
+ * sent as an `Overloaded` whose reason is its tag (a timeout, a transport error:
+ * its message may name the tiers behind the server).
+ *
+ * @example
+ * ```ts
+ * import { Errors } from "@sluice/core"
+ * import { Protocol } from "@sluice/http"
+ * import { Duration } from "effect"
+ *
+ * JSON.stringify(Protocol.formatErrorBody(new Errors.Overloaded({ reason: "busy", retryAfter: Duration.millis(1500) })))
+ * // {"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}
+ * ```
+ * @since 0.2.0
+ * @category utils
+ */
+export const formatErrorBody: (error: Errors.SluiceError) => ErrorBody = internal.formatErrorBody
+
+/**
+ * Decodes an error body written by {@link formatErrorBody} (its text, or the
+ * parsed JSON) into the same typed error; `None` for any other body (a foreign
+ * server's, an unknown tag, a missing or mistyped field). Total: never throws.
+ * Strings longer than 1024 characters are cut; a `DontRetry` reason this version
+ * does not know reads as `"server"`.
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * Protocol.parseErrorBody(`{"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}`)
+ * // Some(Overloaded { reason: "busy", retryAfter: 1500 millis })
+ * Protocol.parseErrorBody("Service Unavailable") // None
+ * ```
+ * @since 0.2.0
+ * @category utils
+ */
+export const parseErrorBody: (body: unknown) => Option.Option<Errors.SluiceError> = internal.parseErrorBody

@@ -37,15 +37,19 @@ describe("Middleware (over a real NodeHttpServer)", () => {
 
   it.scopedLive("mapErrors: every Sluice error becomes its wire response and decodes back", () =>
     Effect.gen(function* () {
+      const quota = new Errors.QuotaExceeded({
+        tier: "spike",
+        limit: 20,
+        remaining: 0,
+        retryAfter: Duration.seconds(3)
+      })
+      const busy = new Errors.Overloaded({ reason: "db busy", retryAfter: Duration.millis(1500) })
       const errors: Record<string, Errors.SluiceError> = {
         overloaded: new Errors.Overloaded({ reason: "busy", retryAfter: Duration.seconds(2) }),
-        quota: new Errors.QuotaExceeded({
-          tier: "spike",
-          limit: 20,
-          remaining: 0,
-          retryAfter: Duration.seconds(3)
-        }),
+        quota,
         dontretry: new Errors.DontRetry({ reason: "attempts", attempts: 3 }),
+        "dontretry-overloaded": new Errors.DontRetry({ reason: "attempts", attempts: 3, cause: busy }),
+        "dontretry-quota": new Errors.DontRetry({ reason: "not-retryable", attempts: 1, cause: quota }),
         throttled: new Errors.Throttled({ key: "backend" }),
         circuit: new Errors.CircuitOpen({ name: "db", halfOpenAt: 0, retryAfter: Duration.seconds(4) })
       }
@@ -58,29 +62,50 @@ describe("Middleware (over a real NodeHttpServer)", () => {
       )
       const base = yield* serve(app)
       const client = yield* HttpClient.HttpClient
+      const get = (name: string) => client.execute(HttpClientRequest.get(`${base}/${name}`))
       const decode = (name: string) =>
-        client.execute(HttpClientRequest.get(`${base}/${name}`)).pipe(
+        get(name).pipe(
           Effect.flatMap((r) => ResponseDecoder.decode(r, settings, false)),
           Effect.either
         )
-      const overloaded = yield* decode("overloaded")
-      expect(overloaded).toEqual(
-        Either.left(new Errors.Overloaded({ reason: "server", retryAfter: Duration.seconds(2) }))
-      )
-      const quota = yield* decode("quota")
-      expect(quota).toEqual(
+      // Sluice's own errors come back as they were sent: reason, hint, quota fields.
+      expect(yield* decode("overloaded")).toEqual(Either.left(errors.overloaded))
+      expect(yield* decode("quota")).toEqual(Either.left(quota))
+      expect(yield* decode("dontretry-overloaded")).toEqual(Either.left(errors["dontretry-overloaded"]))
+      expect(yield* decode("dontretry-quota")).toEqual(Either.left(errors["dontretry-quota"]))
+      // A DontRetry that names no cause keeps the one its status says (a 503: the server refused).
+      expect(yield* decode("dontretry")).toEqual(
         Either.left(
-          new Errors.QuotaExceeded({ tier: "spike", limit: 0, remaining: 0, retryAfter: Duration.seconds(3) })
+          new Errors.DontRetry({
+            reason: "attempts",
+            attempts: 3,
+            cause: new Errors.Overloaded({ reason: "server" })
+          })
         )
       )
-      for (const name of ["dontretry", "throttled"]) {
-        const r = yield* decode(name)
-        expect(Either.isLeft(r) && r.left._tag).toBe("DontRetry")
-      }
-      const circuit = yield* decode("circuit")
-      expect(circuit).toEqual(
-        Either.left(new Errors.Overloaded({ reason: "server", retryAfter: Duration.seconds(4) }))
+      // The server's own throttle and breaker are, to its caller, the server refusing the work.
+      expect(yield* decode("throttled")).toEqual(
+        Either.left(
+          new Errors.DontRetry({
+            reason: "server",
+            cause: new Errors.Overloaded({ reason: "throttled: backend" })
+          })
+        )
       )
+      expect(yield* decode("circuit")).toEqual(
+        Either.left(new Errors.Overloaded({ reason: "circuit open: db", retryAfter: Duration.seconds(4) }))
+      )
+      // What a DontRetry gave up on keeps its status and hint on the wire.
+      const quotaBelow = yield* get("dontretry-quota")
+      expect(quotaBelow.status).toBe(429)
+      expect(quotaBelow.headers["retry-after"]).toBe("3")
+      expect(quotaBelow.headers["x-sluice-dont-retry"]).toBe("1")
+      expect(quotaBelow.headers["ratelimit-policy"]).toBe(`"spike";q=20`)
+      expect(quotaBelow.headers["ratelimit"]).toBe(`"spike";r=0;t=3`)
+      const busyBelow = yield* get("dontretry-overloaded")
+      expect(busyBelow.status).toBe(503)
+      expect(busyBelow.headers["retry-after"]).toBe("2")
+      expect(busyBelow.headers["x-sluice-dont-retry"]).toBe("1")
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 })

@@ -1,9 +1,9 @@
 import { HttpClient, HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { Quota, QuotaConfig, QuotaStore } from "@sluice/core"
-import { Middleware, Protocol } from "@sluice/http"
+import { Duration, Effect, Layer } from "effect"
+import { Errors, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { Middleware, Protocol, ResponseDecoder } from "@sluice/http"
 import { serve } from "./utils.js"
 
 // No QuotaConfig in the app's context: the windows come from the decisions
@@ -60,4 +60,37 @@ describe("quota headers", () => {
         ])
       }).pipe(Effect.provide(Layer.mergeAll(QuotaLive, NodeHttpClient.layerUndici)))
   )
+
+  it("errorResponse sends RateLimit-Policy beside RateLimit: its 429 read from the headers alone has the limit", () => {
+    const settings = Protocol.make()
+    const quota = new Errors.QuotaExceeded({
+      tier: "per-key",
+      limit: 5,
+      remaining: 0,
+      retryAfter: Duration.millis(1500)
+    })
+    for (const error of [quota, new Errors.DontRetry({ reason: "attempts", attempts: 2, cause: quota })]) {
+      const response = Middleware.errorResponse(error, settings)
+      expect(response.status).toBe(429)
+      expect(response.headers["retry-after"]).toBe("2")
+      expect(response.headers["ratelimit-policy"]).toBe(`"per-key";q=5`)
+      expect(response.headers["ratelimit"]).toBe(`"per-key";r=0;t=2`)
+      // what a client that reads only headers makes of it
+      const { error: decoded } = ResponseDecoder.verdict(response, 0, settings)
+      const read = decoded?._tag === "DontRetry" ? decoded.cause : decoded
+      expect(read).toEqual(
+        new Errors.QuotaExceeded({ tier: "per-key", limit: 5, remaining: 0, retryAfter: Duration.seconds(2) })
+      )
+      expect(decoded?._tag).toBe(error._tag)
+    }
+    // a quota that never resets gives no date: "don't retry", and no `t` in RateLimit
+    const never = Middleware.errorResponse(
+      new Errors.QuotaExceeded({ tier: "per-key", limit: 5, remaining: 5, retryAfter: Duration.infinity }),
+      settings
+    )
+    expect(never.status).toBe(429)
+    expect(never.headers["retry-after"]).toBeUndefined()
+    expect(never.headers["x-sluice-dont-retry"]).toBe("1")
+    expect(never.headers["ratelimit"]).toBe(`"per-key";r=5`)
+  })
 })

@@ -250,19 +250,16 @@ const build = (
       if (signals !== undefined) signals.unsafePublish(key, throttled)
     }
 
-    // The error body is read for the server's reason, bounded in time (a body that
+    // The error body is read for the server's error, bounded in time (a body that
     // never comes must not hold the permit), then the connection can be reused.
-    const readReason = (response: HttpClientResponse.HttpClientResponse) =>
-      Effect.map(
-        Effect.timeoutTo(
-          Effect.orElseSucceed(response.text, () => ""),
-          {
-            duration: errorBodyTimeout,
-            onTimeout: () => "",
-            onSuccess: (text) => text
-          }
-        ),
-        decoder.reasonOf
+    const readBody = (response: HttpClientResponse.HttpClientResponse) =>
+      Effect.timeoutTo(
+        Effect.orElseSucceed(response.text, () => ""),
+        {
+          duration: errorBodyTimeout,
+          onTimeout: () => "",
+          onSuccess: (text) => text
+        }
       )
 
     const decode = (
@@ -274,8 +271,8 @@ const build = (
         if (v.error !== undefined) {
           publish(key, v.throttled)
           const error = v.error
-          return Effect.flatMap(readReason(response), (reason) =>
-            Effect.fail(decoder.withReason(error, reason))
+          return Effect.flatMap(readBody(response), (body) =>
+            Effect.fail(decoder.withBody(error, body, settings))
           )
         }
         if (v.throttled || !json) {

@@ -14,11 +14,9 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as MetricLabel from "effect/MetricLabel"
-import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
 import type { TrustPolicy } from "../Trust.js"
 import * as protocol from "./protocol.js"
@@ -32,13 +30,8 @@ export const isSluiceError = (u: unknown): u is Errors.SluiceError =>
   u instanceof Errors.CircuitOpen ||
   u instanceof Errors.DontRetry
 
-const encodeError = Schema.encodeEither(Errors.SluiceError)
-
-const body = (error: Errors.SluiceError): unknown =>
-  Either.match(encodeError(error), {
-    onLeft: () => ({ error: { _tag: error._tag } }),
-    onRight: (encoded) => ({ error: encoded })
-  })
+/** The body of an error response: Sluice's own encoding (`Protocol.formatErrorBody`). @internal */
+export const body = (error: Errors.SluiceError): unknown => protocol.formatErrorBody(error)
 
 const rejected = Metric.counter("sluice_http_server_rejected", {
   description: "requests the Sluice middleware answered with a refusal, by reason",
@@ -64,33 +57,30 @@ export const errorResponse = (
   const headers: Record<string, string> = {}
   let status = 503
   countRejection(error._tag)
-  switch (error._tag) {
-    case "DontRetry":
-    case "Throttled": {
-      // A lower layer already retried, or we refused locally: the caller must not retry.
-      headers[names.dontRetry] = "1"
-      break
-    }
-    case "Overloaded":
-    case "CircuitOpen": {
-      // A delay the caller can wait out is sent as whole seconds, at least 1 (a
-      // `Retry-After: 0` would invite an immediate retry); a breaker isolated by hand
-      // (infinite delay) has no date to give, so it says "don't retry" instead.
-      const retryAfter = error.retryAfter
-      if (retryAfter === undefined) break
-      const millis = Duration.toMillis(retryAfter)
-      if (millis === Infinity) headers[names.dontRetry] = "1"
-      else if (millis > 0) headers[names.retryAfter] = protocol.formatRetryAfter(retryAfter)
-      break
-    }
-    case "QuotaExceeded": {
-      status = 429
-      headers[names.retryAfter] = protocol.formatRetryAfter(error.retryAfter)
-      headers[names.rateLimit] = protocol.formatRateLimit([
-        { name: error.tier, limit: error.limit, remaining: error.remaining, reset: error.retryAfter }
-      ])
-      break
-    }
+  // A lower layer already retried, or we refused locally: the caller must not retry.
+  if (error._tag === "DontRetry" || error._tag === "Throttled") headers[names.dontRetry] = "1"
+  // What a DontRetry gave up on keeps its status and its hint: a quota below stays a quota
+  // (429, `Retry-After`, the RateLimit fields) one tier up, with "don't retry" beside it.
+  const cause = error._tag === "DontRetry" ? error.cause : error
+  if (cause instanceof Errors.QuotaExceeded) {
+    status = 429
+    const millis = Duration.toMillis(cause.retryAfter)
+    // a quota that never resets has no date to give: "don't retry" instead
+    if (millis === Infinity) headers[names.dontRetry] = "1"
+    else headers[names.retryAfter] = protocol.formatRetryAfter(cause.retryAfter)
+    const tier = { name: cause.tier, limit: cause.limit, remaining: cause.remaining }
+    headers[names.rateLimitPolicy] = protocol.formatRateLimitPolicy([tier])
+    headers[names.rateLimit] = protocol.formatRateLimit([
+      Number.isFinite(millis) ? { ...tier, reset: cause.retryAfter } : tier
+    ])
+  } else if (cause instanceof Errors.Overloaded || cause instanceof Errors.CircuitOpen) {
+    // A delay the caller can wait out is sent as whole seconds, at least 1 (a
+    // `Retry-After: 0` would invite an immediate retry); a breaker isolated by hand
+    // (infinite delay) has no date to give, so it says "don't retry" instead.
+    const retryAfter = cause.retryAfter
+    const millis = retryAfter === undefined ? 0 : Duration.toMillis(retryAfter)
+    if (millis === Infinity) headers[names.dontRetry] = "1"
+    else if (millis > 0) headers[names.retryAfter] = protocol.formatRetryAfter(retryAfter!)
   }
   return HttpServerResponse.unsafeJson(body(error), { status, headers })
 }
@@ -211,15 +201,8 @@ export const quota =
             const headers = withHeaders ? rateLimitHeaders(decision, settings) : {}
             if (!decision.allowed) {
               const error = Quota.toQuotaExceeded(decision)
-              // a cost no tier can ever hold: no Retry-After can be right; the caller must not retry
-              const response = Number.isFinite(decision.retryAfterMs)
-                ? errorResponse(error, settings)
-                : (countRejection("QuotaExceeded"),
-                  HttpServerResponse.unsafeJson(body(error), {
-                    status: 429,
-                    headers: { [settings.headers.dontRetry]: "1" }
-                  }))
-              const denied = HttpServerResponse.setHeaders(response, headers)
+              // a cost no tier can ever hold has an infinite retryAfter: no Retry-After, "don't retry"
+              const denied = HttpServerResponse.setHeaders(errorResponse(error, settings), headers)
               return Effect.succeed(denied).pipe(
                 Effect.withSpan("sluice.http.quota_denied", {
                   captureStackTrace: false,

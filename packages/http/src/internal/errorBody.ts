@@ -1,0 +1,231 @@
+// Sluice's own JSON encoding of its errors in response bodies. Plain data and plain functions,
+// no `effect` import: the encoding must not change with a Schema version (durations are plain
+// milliseconds, never a Schema's encoded `Duration`), so both Effect lines, and any client in
+// any language, read the same bytes.
+
+/** A number as JSON carries it: `Infinity`, `-Infinity` and `NaN` as strings. @internal */
+export type PortableNumber = number | "Infinity" | "-Infinity" | "NaN"
+
+/** @internal */
+export interface OverloadedJson {
+  readonly _tag: "Overloaded"
+  readonly reason: string
+  readonly retryAfterMs?: PortableNumber
+}
+
+/** @internal */
+export interface QuotaExceededJson {
+  readonly _tag: "QuotaExceeded"
+  readonly tier: string
+  readonly limit: PortableNumber
+  readonly remaining: PortableNumber
+  readonly retryAfterMs: PortableNumber
+}
+
+/** @internal */
+export interface ThrottledJson {
+  readonly _tag: "Throttled"
+  readonly key: string
+  readonly probability?: PortableNumber
+}
+
+/** @internal */
+export interface CircuitOpenJson {
+  readonly _tag: "CircuitOpen"
+  readonly name: string
+  readonly halfOpenAt: PortableNumber
+  readonly retryAfterMs: PortableNumber
+}
+
+/** @internal */
+export type CauseJson = OverloadedJson | QuotaExceededJson | ThrottledJson | CircuitOpenJson
+
+/** @internal */
+export interface DontRetryJson {
+  readonly _tag: "DontRetry"
+  readonly reason: string
+  readonly attempts?: number
+  readonly cause?: CauseJson
+}
+
+/** @internal */
+export type ErrorJson = CauseJson | DontRetryJson
+
+/** The body of an error response: `{ "error": { "_tag": ..., ... } }`. @internal */
+export interface ErrorBody {
+  readonly error: ErrorJson
+}
+
+/** @internal */
+export const portable = (n: number): PortableNumber =>
+  Number.isNaN(n) ? "NaN" : n === Infinity ? "Infinity" : n === -Infinity ? "-Infinity" : n
+
+// Bounds for what a body may make a reader hold: longer strings are cut, like any text a
+// server sends; a Sluice server's own reasons stay far below them.
+/** @internal */
+export const MAX_STRING = 1024
+
+const str = (u: unknown): string | undefined => {
+  if (typeof u !== "string") return undefined
+  return u.length > MAX_STRING ? `${u.slice(0, MAX_STRING)}…` : u
+}
+
+const num = (u: unknown): number | undefined => {
+  if (typeof u === "number") return Number.isFinite(u) ? u : undefined
+  if (u === "Infinity") return Infinity
+  if (u === "-Infinity") return -Infinity
+  if (u === "NaN") return NaN
+  return undefined
+}
+
+const nonNegative = (u: unknown): number | undefined => {
+  const n = num(u)
+  return n !== undefined && n >= 0 ? n : undefined
+}
+
+/** The fields of a decoded error, numbers as numbers (`Infinity` included). @internal */
+export type Decoded =
+  | { readonly _tag: "Overloaded"; readonly reason: string; readonly retryAfterMs?: number }
+  | {
+      readonly _tag: "QuotaExceeded"
+      readonly tier: string
+      readonly limit: number
+      readonly remaining: number
+      readonly retryAfterMs: number
+    }
+  | { readonly _tag: "Throttled"; readonly key: string; readonly probability?: number }
+  | {
+      readonly _tag: "CircuitOpen"
+      readonly name: string
+      readonly halfOpenAt: number
+      readonly retryAfterMs: number
+    }
+  | {
+      readonly _tag: "DontRetry"
+      readonly reason: string
+      readonly attempts?: number
+      readonly cause?: DecodedCause
+    }
+
+/** @internal */
+export type DecodedCause = Exclude<Decoded, { readonly _tag: "DontRetry" }>
+
+const cause = (u: unknown): DecodedCause | undefined => {
+  if (typeof u !== "object" || u === null || Array.isArray(u)) return undefined
+  const o = u as Record<string, unknown>
+  switch (o._tag) {
+    case "Overloaded": {
+      const reason = str(o.reason)
+      if (reason === undefined) return undefined
+      const retryAfterMs = nonNegative(o.retryAfterMs)
+      return retryAfterMs === undefined
+        ? { _tag: "Overloaded", reason }
+        : { _tag: "Overloaded", reason, retryAfterMs }
+    }
+    case "QuotaExceeded": {
+      const tier = str(o.tier)
+      const limit = nonNegative(o.limit)
+      const remaining = nonNegative(o.remaining)
+      const retryAfterMs = nonNegative(o.retryAfterMs)
+      if (tier === undefined || limit === undefined || remaining === undefined || retryAfterMs === undefined)
+        return undefined
+      return { _tag: "QuotaExceeded", tier, limit, remaining, retryAfterMs }
+    }
+    case "Throttled": {
+      const key = str(o.key)
+      if (key === undefined) return undefined
+      const probability = num(o.probability)
+      return probability === undefined || Number.isNaN(probability)
+        ? { _tag: "Throttled", key }
+        : { _tag: "Throttled", key, probability }
+    }
+    case "CircuitOpen": {
+      const name = str(o.name)
+      const halfOpenAt = num(o.halfOpenAt)
+      const retryAfterMs = nonNegative(o.retryAfterMs)
+      if (name === undefined || halfOpenAt === undefined || retryAfterMs === undefined) return undefined
+      return { _tag: "CircuitOpen", name, halfOpenAt, retryAfterMs }
+    }
+  }
+  return undefined
+}
+
+/**
+ * Reads Sluice's encoding from a parsed body; `undefined` for anything else (a foreign body,
+ * an unknown tag, a missing or mistyped field). Never throws. A `DontRetry` reason this
+ * version does not know is kept as it is: the reader decides what to make of it.
+ *
+ * @internal
+ */
+export const decode = (body: unknown): Decoded | undefined => {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined
+  const error = (body as Record<string, unknown>).error
+  if (typeof error !== "object" || error === null || Array.isArray(error)) return undefined
+  const o = error as Record<string, unknown>
+  if (o._tag !== "DontRetry") return cause(o)
+  const reason = str(o.reason)
+  if (reason === undefined) return undefined
+  const attempts = nonNegative(o.attempts)
+  const inner = cause(o.cause)
+  return {
+    _tag: "DontRetry",
+    reason,
+    ...(attempts !== undefined && Number.isSafeInteger(attempts) ? { attempts } : {}),
+    ...(inner !== undefined ? { cause: inner } : {})
+  }
+}
+
+/** The longest body text parsed as Sluice's: a server's own error bodies are far shorter. @internal */
+export const MAX_BODY = 64 * 1024
+
+/** Parses a body's text; a text longer than `MAX_BODY` is not Sluice's. @internal */
+export const parse = (text: string): Decoded | undefined => {
+  const trimmed = text.trim()
+  if (!trimmed.startsWith("{") || trimmed.length > MAX_BODY) return undefined
+  try {
+    return decode(JSON.parse(trimmed))
+  } catch {
+    return undefined
+  }
+}
+
+const causeJson = (e: DecodedCause): CauseJson => {
+  switch (e._tag) {
+    case "Overloaded":
+      return e.retryAfterMs === undefined
+        ? { _tag: "Overloaded", reason: e.reason }
+        : { _tag: "Overloaded", reason: e.reason, retryAfterMs: portable(e.retryAfterMs) }
+    case "QuotaExceeded":
+      return {
+        _tag: "QuotaExceeded",
+        tier: e.tier,
+        limit: portable(e.limit),
+        remaining: portable(e.remaining),
+        retryAfterMs: portable(e.retryAfterMs)
+      }
+    case "Throttled":
+      return e.probability === undefined
+        ? { _tag: "Throttled", key: e.key }
+        : { _tag: "Throttled", key: e.key, probability: portable(e.probability) }
+    case "CircuitOpen":
+      return {
+        _tag: "CircuitOpen",
+        name: e.name,
+        halfOpenAt: portable(e.halfOpenAt),
+        retryAfterMs: portable(e.retryAfterMs)
+      }
+  }
+}
+
+/** The body for an error (JSON-ready: `JSON.stringify` keeps every field). @internal */
+export const encode = (e: Decoded): ErrorBody => {
+  if (e._tag !== "DontRetry") return { error: causeJson(e) }
+  return {
+    error: {
+      _tag: "DontRetry",
+      reason: e.reason,
+      ...(e.attempts !== undefined ? { attempts: e.attempts } : {}),
+      ...(e.cause !== undefined ? { cause: causeJson(e.cause) } : {})
+    }
+  }
+}
