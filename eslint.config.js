@@ -22,6 +22,31 @@ export default tseslint.config(
     }
   },
   {
+    // The kernel has no runtime dependency: time and randomness are parameters, failures values.
+    files: ["packages/kernel/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: [
+                "effect",
+                "effect/*",
+                "@effect/*",
+                "ioredis",
+                "@sluice/*",
+                "!@sluice/kernel",
+                "!@sluice/kernel/*"
+              ],
+              message: "The kernel imports nothing of Effect, ioredis or the bindings."
+            }
+          ]
+        }
+      ]
+    }
+  },
+  {
     // Plain JavaScript scripts run on Node; TypeScript files are checked by tsc instead.
     files: ["**/*.js", "**/*.mjs", "**/*.cjs"],
     languageOptions: {

@@ -20,6 +20,14 @@ export default defineConfig({
     hookTimeout: 30_000,
     projects: [
       {
+        // The kernel's own tests: plain vitest, nothing of Effect (`npm run test:kernel`).
+        extends: true,
+        test: {
+          name: "kernel",
+          include: ["packages/kernel/test/**/*.test.ts"]
+        }
+      },
+      {
         extends: true,
         test: {
           name: "sluice",
@@ -29,7 +37,7 @@ export default defineConfig({
             "bench/**/*.test.ts",
             "test/**/*.test.ts"
           ],
-          exclude: ["**/node_modules/**", "**/dist/**", ...alone]
+          exclude: ["**/node_modules/**", "**/dist/**", "packages/kernel/**", ...alone]
         }
       },
       {

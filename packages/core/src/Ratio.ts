@@ -8,7 +8,7 @@
  *
  * @since 0.2.0
  */
-import * as internal from "./internal/ratio.js"
+import * as Ratio from "@sluice/kernel/stats/Ratio"
 
 /**
  * A ratio compiled for exact comparisons. `part` and `whole` must be
@@ -17,18 +17,7 @@ import * as internal from "./internal/ratio.js"
  * @since 0.2.0
  * @category models
  */
-export interface ExactRatio {
-  /** The ratio as given. */
-  readonly value: number
-  /** The sign of `part / whole − ratio`, exactly. */
-  readonly compare: (part: number, whole: number) => -1 | 0 | 1
-  /** `part / whole ≥ ratio`, exactly. */
-  readonly atLeast: (part: number, whole: number) => boolean
-  /** `part / whole > ratio`, exactly. */
-  readonly above: (part: number, whole: number) => boolean
-  /** `⌊ratio × whole⌋` for a non-negative integer `whole`, exactly (throws a `RangeError` otherwise). */
-  readonly floorTimes: (whole: number) => number
-}
+export interface ExactRatio extends Ratio.ExactRatio {}
 
 /**
  * Compiles a ratio (finite, non-negative; throws a `RangeError` otherwise —
@@ -46,7 +35,7 @@ export interface ExactRatio {
  * @since 0.2.0
  * @category constructors
  */
-export const make: (ratio: number) => ExactRatio = internal.make
+export const make: (ratio: number) => ExactRatio = Ratio.make
 
 /**
  * Whether ratios written as decimals add up to at most `bound`, exactly
@@ -63,4 +52,4 @@ export const make: (ratio: number) => ExactRatio = internal.make
  * @since 0.2.0
  * @category utils
  */
-export const sumAtMost: (ratios: ReadonlyArray<number>, bound: number) => boolean = internal.sumAtMost
+export const sumAtMost: (ratios: ReadonlyArray<number>, bound: number) => boolean = Ratio.sumAtMost

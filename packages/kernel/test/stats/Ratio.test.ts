@@ -1,6 +1,6 @@
-import { Ratio } from "@sluice/core"
-import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
+import * as Ratio from "@sluice/kernel/stats/Ratio"
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
 
 // Reference: the ratio as the decimal its shortest round-trip form spells, compared by
 // cross-multiplication in BigInt, written from scratch (no shared code with the module).

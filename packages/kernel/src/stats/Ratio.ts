@@ -1,4 +1,30 @@
-import type * as R from "../Ratio.js"
+/**
+ * Exact comparisons of a share of counts (`part / whole`) against a configured ratio.
+ * `failures >= ratio * calls` in floating point misses exact shares (`0.55 * 100` is
+ * `55.00000000000001`, so 55 failures of 100 do not reach 0.55): the ratio is read as the
+ * decimal it is written as (its shortest round-trip form: `0.55` is 55/100) and compared by
+ * integer cross-multiplication, with `BigInt` only where a product would pass 2^53.
+ *
+ * @since 0.2.0
+ */
+
+/**
+ * A ratio compiled for exact comparisons. `part` and `whole` must be non-negative integers.
+ *
+ * @since 0.2.0
+ */
+export interface ExactRatio {
+  /** The ratio as given. */
+  readonly value: number
+  /** The sign of `part / whole − ratio`, exactly. */
+  readonly compare: (part: number, whole: number) => -1 | 0 | 1
+  /** `part / whole ≥ ratio`, exactly. */
+  readonly atLeast: (part: number, whole: number) => boolean
+  /** `part / whole > ratio`, exactly. */
+  readonly above: (part: number, whole: number) => boolean
+  /** `⌊ratio × whole⌋` for a non-negative integer `whole`, exactly (throws a `RangeError` otherwise). */
+  readonly floorTimes: (whole: number) => number
+}
 
 const LIMIT = 2 ** 53
 
@@ -18,7 +44,7 @@ const decimal = (ratio: number): { readonly p: bigint; readonly q: bigint } => {
   return { p, q: 10n ** BigInt(k) }
 }
 
-class ExactRatio implements R.ExactRatio {
+class ExactRatioImpl implements ExactRatio {
   readonly p: bigint
   readonly q: bigint
   private readonly pn: number
@@ -57,7 +83,13 @@ class ExactRatio implements R.ExactRatio {
   }
 }
 
-/** @internal */
+/**
+ * Whether ratios written as decimals add up to at most `bound`, exactly (`0.33 + 0.56 + 0.11`
+ * is `1.0000000000000002` in floating point). Throws a `RangeError` for a negative or
+ * non-finite value.
+ *
+ * @since 0.2.0
+ */
 export const sumAtMost = (ratios: ReadonlyArray<number>, bound: number): boolean => {
   const parts = [...ratios, bound].map((ratio) => {
     if (!Number.isFinite(ratio) || ratio < 0)
@@ -71,9 +103,13 @@ export const sumAtMost = (ratios: ReadonlyArray<number>, bound: number): boolean
   return scaled.reduce((sum, p) => sum + p, 0n) <= limit
 }
 
-/** @internal */
-export const make = (ratio: number): R.ExactRatio => {
+/**
+ * Compiles a ratio (finite, non-negative; throws a `RangeError` otherwise).
+ *
+ * @since 0.2.0
+ */
+export const make = (ratio: number): ExactRatio => {
   if (!Number.isFinite(ratio) || ratio < 0)
     throw new RangeError(`expected a finite, non-negative ratio, got ${ratio}`)
-  return new ExactRatio(ratio)
+  return new ExactRatioImpl(ratio)
 }

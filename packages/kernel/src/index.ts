@@ -1,0 +1,14 @@
+/**
+ * Sluice's rules without a runtime. Every module is plain TypeScript: time comes in as a
+ * parameter (`now`, epoch milliseconds), randomness as a `() => number` in [0, 1), and a
+ * failure is a value. The Effect packages (`@sluice/core`, `@sluice/retry`, `@sluice/adaptive`,
+ * `@sluice/http`) bind these rules to Effect's Clock, Random, Metrics and errors.
+ *
+ * Modules live by area (`stats/`, `limit/`, `retry/`, `wire/`, `quota/`, …), one rule per file;
+ * import them as `@sluice/kernel/<area>/<Rule>` or through the namespaces below.
+ *
+ * @since 0.2.0
+ */
+
+/** @since 0.2.0 */
+export * as Ratio from "./stats/Ratio.js"
