@@ -12,3 +12,15 @@
 
 /** @since 0.2.0 */
 export * as Ratio from "./stats/Ratio.js"
+
+/** @since 0.2.0 */
+export * as RollingCounter from "./stats/RollingCounter.js"
+
+/** @since 0.2.0 */
+export * as Ewma from "./stats/Ewma.js"
+
+/** @since 0.2.0 */
+export * as LatencyWindow from "./stats/LatencyWindow.js"
+
+/** @since 0.2.0 */
+export * as BoundedMap from "./stats/BoundedMap.js"
