@@ -13,7 +13,7 @@ import { Options, QuotaConfig } from "@sluice/core"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import { Redis } from "ioredis"
-import { scriptFor, tierSpecArgs } from "../packages/core/src/internal/redisQuotaStore.js"
+import { scriptFor, tierSpecArgs } from "@sluice/kernel/quota/RedisScript"
 
 /** the check over the packed state, looping over ARGV's tiers: id, capacity, period, limit */
 const STATIC = `

@@ -28,6 +28,7 @@ import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import * as internal from "./internal/quotaConfig.js"
 import * as plan from "./internal/quotaPlan.js"
+import type * as QuotaPlan from "@sluice/kernel/quota/Plan"
 import type { InvalidOptions } from "./Options.js"
 import type { QuotaStoreError } from "./QuotaStore.js"
 
@@ -102,54 +103,26 @@ export type PlanInput = plan.PlanInput
 export const PlanFromJson = plan.PlanFromJson
 
 /**
- * A plan flattened for the stores' hot path.
+ * A plan flattened for the stores' hot path (the kernel's `quota/Plan` compiled plan, with the
+ * plan as decoded).
  *
  * @since 0.1.0
  * @category models
  */
-export interface CompiledPlan {
+export interface CompiledPlan extends QuotaPlan.CompiledPlan {
   readonly plan: Plan
   readonly tiers: ReadonlyArray<CompiledTier>
-  /** identifies the shape of the plan (tier names and algorithms) */
-  readonly shape: string
-  /** how many numbers of state a client holds for this plan */
-  readonly stateSize: number
-  /** the smallest capacity: a cost above it can never be admitted */
-  readonly maxCost: number
-  /** milliseconds a client is blocked after a denial (0: never) */
-  readonly blockForMs: number
-  /**
-   * The Redis script's arguments after `numkeys` and the key: cost (a placeholder at index 0,
-   * overwritten per call), the block duration, then per tier its capacity, period (ms) and
-   * limit.
-   */
-  readonly redisArgs: ReadonlyArray<string>
 }
 
 /**
+ * A tier flattened to plain integers (see the kernel's `quota/Plan`): `capacity` (gcra: burst;
+ * sliding-window: the limit), `periodMs`, `capacityPeriod`, `windowMs` (the window the limit is
+ * counted over, as `RateLimit-Policy`'s `w`), and where its state starts in a client's state.
+ *
  * @since 0.1.0
  * @category models
  */
-export interface CompiledTier {
-  readonly name: string
-  readonly algorithm: Algorithm
-  /** gcra: burst (bucket size); sliding-window: the limit. */
-  readonly capacity: number
-  readonly limit: number
-  /** whole milliseconds */
-  readonly periodMs: number
-  /** capacity × period */
-  readonly capacityPeriod: number
-  /**
-   * The window the tier's `limit` (capacity) is counted over, as `RateLimit-Policy`'s `w`:
-   * sliding-window its period; gcra the time to refill the whole bucket, `ceil(burst × period /
-   * limit)`, so that q / w is the rate and `remaining` never exceeds q.
-   */
-  readonly windowMs: number
-  readonly index: number
-  /** where the tier's state starts in a client's flat state (gcra: 2 numbers, sliding-window: 3) */
-  readonly offset: number
-}
+export interface CompiledTier extends QuotaPlan.CompiledTier {}
 
 /**
  * Flattens a decoded plan for the stores.

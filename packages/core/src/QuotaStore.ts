@@ -15,9 +15,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import * as plan from "./internal/quotaPlan.js"
+import type * as QuotaPlan from "@sluice/kernel/quota/Plan"
 import * as internal from "./internal/quotaStore.js"
 import type { InvalidOptions } from "./Options.js"
-import type { Algorithm, CompiledPlan } from "./QuotaConfig.js"
+import type { CompiledPlan } from "./QuotaConfig.js"
 
 /**
  * The answer of one tier: whether it admits the request, its limit (the bucket
@@ -30,32 +31,16 @@ import type { Algorithm, CompiledPlan } from "./QuotaConfig.js"
  * @since 0.1.0
  * @category models
  */
-export interface TierDecision {
-  readonly tier: string
-  readonly algorithm: Algorithm
-  readonly allowed: boolean
-  readonly limit: number
-  readonly remaining: number
-  readonly resetMs: number
-  readonly retryAfterMs: number
-  /** the window `limit` is counted over (see `QuotaConfig.CompiledTier.windowMs`) */
-  readonly windowMs: number
-}
+export interface TierDecision extends QuotaPlan.TierDecision {}
 
 /**
- * The answer of a store: all tiers, and the store's clock (epoch ms) at decision time.
+ * The answer of a store: all tiers, and the store's clock (epoch ms) at decision time, with
+ * `blockedMs` while the client is blocked.
  *
  * @since 0.1.0
  * @category models
  */
-export interface StoreResult {
-  readonly allowed: boolean
-  readonly tiers: ReadonlyArray<TierDecision>
-  /** the store's clock at decision time, epoch milliseconds (whole) */
-  readonly now: number
-  /** when the client is blocked: milliseconds until the block ends (else 0) */
-  readonly blockedMs?: number | undefined
-}
+export interface StoreResult extends QuotaPlan.StoreResult {}
 
 /**
  * A store call failed or missed its deadline.

@@ -1,74 +1,13 @@
 import { Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
 import * as RedisClient from "@sluice/core/RedisClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, FastCheck as fc, Layer, TestClock } from "effect"
+import { Clock, Duration, Effect, FastCheck as fc, Layer } from "effect"
 import { makeStore as makeRedisStore } from "../src/internal/redisQuotaStore.js"
-import { type ExactTier, ExactReference } from "./quota/exactReference.js"
+import { arbCost, arbPlan, capacityOf, costOf, expectExact } from "../../kernel/test/quota/ExactCases.js"
+import { type ExactTier, ExactReference } from "../../kernel/test/quota/ExactReference.js"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const unique = (name: string) => `test:${name}:${process.pid}:${Math.random().toString(36).slice(2)}`
-const MAX_PRODUCT = 2 ** 52
-
-// rates whose emission interval is not exact in binary, a huge one, and random ones
-const arbGcra = (name: string) =>
-  fc
-    .oneof(
-      fc.constantFrom(
-        { limit: 7, periodMs: 1000 },
-        { limit: 6, periodMs: 1000 },
-        { limit: 3, periodMs: 1000 },
-        { limit: 1_000_000_000, periodMs: 3_600_000 },
-        { limit: 1000, periodMs: 60_000 }
-      ),
-      fc.record({ limit: fc.integer({ min: 1, max: 50 }), periodMs: fc.integer({ min: 1, max: 10_000 }) })
-    )
-    .chain((base) =>
-      fc
-        .integer({ min: 1, max: Math.min(2 * base.limit, Math.floor(MAX_PRODUCT / base.periodMs)) })
-        .map((burst): ExactTier => ({ name, algorithm: "gcra", ...base, burst }))
-    )
-
-const arbWindow = (name: string) =>
-  fc
-    .oneof(
-      fc.constantFrom({ limit: 7, periodMs: 1000 }, { limit: 1_000_000_000, periodMs: 3_600_000 }),
-      fc.record({ limit: fc.integer({ min: 1, max: 20 }), periodMs: fc.integer({ min: 1, max: 5000 }) })
-    )
-    .map((base): ExactTier => ({ name, algorithm: "sliding-window", ...base }))
-
-/** a plan's blockFor (ms): short ones end within a run's steps, long ones outlast several */
-const arbBlock = fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 3000 }))
-
-const arbPlan = fc
-  .integer({ min: 1, max: 3 })
-  .chain((n) =>
-    fc.tuple(...Array.from({ length: n }, (_, i) => fc.oneof(arbGcra(`t${i}`), arbWindow(`t${i}`))))
-  )
-
-/** a cost choice, made concrete against the plan's smallest capacity */
-const arbCost = fc.oneof(
-  { weight: 1, arbitrary: fc.constant({ kind: "peek" as const }) },
-  { weight: 6, arbitrary: fc.integer({ min: 1, max: 3 }).map((n) => ({ kind: "units" as const, n })) },
-  { weight: 2, arbitrary: fc.constantFrom(0.3, 0.5, 1).map((f) => ({ kind: "share" as const, f })) },
-  { weight: 1, arbitrary: fc.constant({ kind: "over" as const }) }
-)
-type CostChoice = typeof arbCost extends fc.Arbitrary<infer A> ? A : never
-const costOf = (choice: CostChoice, minCap: number) =>
-  choice.kind === "peek"
-    ? 0
-    : choice.kind === "units"
-      ? Math.min(choice.n, minCap)
-      : choice.kind === "share"
-        ? Math.max(1, Math.floor(minCap * choice.f))
-        : minCap + 1
-
-const arbDt = fc.oneof(
-  fc.constant(0),
-  fc.integer({ min: 0, max: 5 }),
-  fc.integer({ min: 0, max: 400 }),
-  fc.integer({ min: 0, max: 5000 })
-)
-
 /** a Clock whose time the test sets (the memory store reads it per check) */
 const manualClock = (): Clock.Clock & { now: number } => {
   const state = { now: 0 }
@@ -88,8 +27,6 @@ const manualClock = (): Clock.Clock & { now: number } => {
   }) as unknown as Clock.Clock & { now: number }
 }
 
-const capacityOf = (tier: ExactTier) => (tier.algorithm === "gcra" ? (tier.burst ?? tier.limit) : tier.limit)
-
 const planInput = (tiers: ReadonlyArray<ExactTier>, blockForMs = 0): QuotaConfig.PlanInput => ({
   tiers: tiers.map((t) =>
     t.algorithm === "gcra"
@@ -104,153 +41,7 @@ const compile = (tiers: ReadonlyArray<ExactTier>, blockForMs = 0) =>
     Effect.map(QuotaConfig.compile)
   )
 
-/** every field of every tier equals the reference; retry-after is the first admitting ms */
-const expectExact = (
-  context: string,
-  reference: ExactReference,
-  now: number,
-  cost: number,
-  result: QuotaStore.StoreResult,
-  expected: ReturnType<ExactReference["check"]>
-) => {
-  expect(result.allowed, context).toBe(expected.allowed)
-  expect(
-    result.tiers.map((t) => [t.allowed, t.remaining, t.resetMs, t.retryAfterMs]),
-    context
-  ).toEqual(expected.tiers.map((t) => [t.allowed, t.remaining, t.resetMs, t.retryAfterMs]))
-  expect(result.blockedMs ?? 0, context).toBe(expected.blockedMs)
-  if (!result.allowed) {
-    const retry = Math.max(...result.tiers.filter((t) => !t.allowed).map((t) => t.retryAfterMs))
-    if (Number.isFinite(retry)) {
-      const units = cost === 0 ? 1 : cost
-      expect(reference.passes(now + retry, units), context).toBe(true)
-      expect(reference.passes(now + retry - 1, units), context).toBe(false)
-    }
-  }
-}
-
 describe("Quota arithmetic is exact (BigInt reference, epoch-scale clocks)", () => {
-  it.effect(
-    "full bursts at 7/s and 6/s are admitted at epoch magnitude; remaining and retry-after exact",
-    () =>
-      Effect.gen(function* () {
-        const store = yield* QuotaStore.makeMemory()
-        yield* TestClock.setTime(1_800_000_000_123)
-        const seven = yield* compile([{ name: "s", algorithm: "gcra", limit: 7, periodMs: 1000, burst: 5 }])
-        const results = Array.from({ length: 6 }, () => store.unsafeCheck("c", seven, 1))
-        expect(results.map((r) => r.allowed)).toEqual([true, true, true, true, true, false])
-        expect(results.map((r) => r.tiers[0]!.remaining)).toEqual([4, 3, 2, 1, 0, 0])
-        // the 6th: one emission interval (1000 / 7 ms) after the first, rounded up to a whole ms
-        expect(results[5]!.tiers[0]!.retryAfterMs).toBe(143)
-        expect(results[4]!.tiers[0]!.resetMs).toBe(715) // 5 × 1000/7 = 714.28…
-        const six = yield* compile([{ name: "s", algorithm: "gcra", limit: 6, periodMs: 1000, burst: 2 }])
-        expect([store.unsafeCheck("d", six, 1).allowed, store.unsafeCheck("d", six, 1).allowed]).toEqual([
-          true,
-          true
-        ])
-        const hourly = yield* compile([
-          { name: "h", algorithm: "gcra", limit: 1_000_000_000, periodMs: 3_600_000, burst: 1_000_000_000 }
-        ])
-        expect(store.unsafeCheck("e", hourly, 1_000_000_000).allowed).toBe(true)
-        const next = store.unsafeCheck("e", hourly, 1)
-        expect(next).toMatchObject({ allowed: false })
-        expect(next.tiers[0]!.retryAfterMs).toBe(1) // 3.6 µs per unit: the next whole ms
-      })
-  )
-
-  it.effect("memory store: random plans and steps agree with the reference, field for field", () =>
-    Effect.gen(function* () {
-      const samples = fc.sample(
-        fc.tuple(
-          arbPlan,
-          fc.array(fc.record({ dt: arbDt, cost: arbCost }), { minLength: 1, maxLength: 60 }),
-          fc.integer({ min: 0, max: 1_000_000_000 })
-        ),
-        { numRuns: 300, seed: 15 }
-      )
-      let denied = 0
-      let allowed = 0
-      for (const [tiers, steps, offset] of samples) {
-        const plan = yield* compile(tiers)
-        const store = yield* QuotaStore.makeMemory()
-        const reference = new ExactReference(tiers)
-        const minCap = Math.min(...tiers.map(capacityOf))
-        let now = 1_800_000_000_000 + offset
-        yield* TestClock.setTime(now)
-        const history: Array<[number, number]> = []
-        for (const step of steps) {
-          now += step.dt
-          yield* TestClock.setTime(now)
-          const cost = costOf(step.cost, minCap)
-          history.push([step.dt, cost])
-          const result = store.unsafeCheck("c", plan, cost)
-          expect(result.now).toBe(now)
-          const expected = reference.check(now, cost)
-          expectExact(JSON.stringify({ tiers, history }), reference, now, cost, result, expected)
-          if (result.allowed) allowed++
-          else denied++
-        }
-      }
-      // both outcomes are exercised
-      expect(denied).toBeGreaterThan(500)
-      expect(allowed).toBeGreaterThan(500)
-    })
-  )
-
-  it.effect(
-    "memory store with blockFor: random plans and steps agree with the reference, field for field",
-    () =>
-      Effect.gen(function* () {
-        const samples = fc.sample(
-          fc.tuple(
-            arbPlan,
-            arbBlock,
-            fc.array(fc.record({ dt: arbDt, cost: arbCost }), { minLength: 1, maxLength: 60 }),
-            fc.integer({ min: 0, max: 1_000_000_000 })
-          ),
-          { numRuns: 300, seed: 17 }
-        )
-        let blocks = 0
-        let blockedDenials = 0
-        let allowed = 0
-        for (const [tiers, blockForMs, steps, offset] of samples) {
-          const plan = yield* compile(tiers, blockForMs)
-          const store = yield* QuotaStore.makeMemory()
-          const reference = new ExactReference(tiers, blockForMs)
-          const minCap = Math.min(...tiers.map(capacityOf))
-          let now = 1_800_000_000_000 + offset
-          const history: Array<[number, number]> = []
-          let blockedUntil = -Infinity
-          for (const step of steps) {
-            now += step.dt
-            yield* TestClock.setTime(now)
-            const cost = costOf(step.cost, minCap)
-            history.push([step.dt, cost])
-            const result = store.unsafeCheck("c", plan, cost)
-            const expected = reference.check(now, cost)
-            expectExact(
-              JSON.stringify({ tiers, blockForMs, history }),
-              reference,
-              now,
-              cost,
-              result,
-              expected
-            )
-            if (result.allowed) allowed++
-            else if (blockedUntil > now) blockedDenials++
-            else if (cost > 0) {
-              blocks++
-              blockedUntil = now + blockForMs
-            }
-          }
-        }
-        // blocks start, deny while in force, and end
-        expect(blocks).toBeGreaterThan(300)
-        expect(blockedDenials).toBeGreaterThan(100)
-        expect(allowed).toBeGreaterThan(500)
-      })
-  )
-
   it.live("Redis store: random plans agree with the reference and with the memory store replayed", () =>
     redisAgainstReference(fc.constant(0), 60, 16, 30)
   )

@@ -5,7 +5,7 @@ import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, FastCheck as fc, Layer, Logger } from "effect"
 import { Redis as IORedis } from "ioredis"
-import { decodeState, tierId } from "../src/internal/redisQuotaStore.js"
+import { decodeState, tierId } from "@sluice/kernel/quota/RedisScript"
 import { freePort } from "./quota/redisServer.js"
 import { Reference } from "./quota/reference.js"
 

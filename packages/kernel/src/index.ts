@@ -24,3 +24,21 @@ export * as LatencyWindow from "./stats/LatencyWindow.js"
 
 /** @since 0.2.0 */
 export * as BoundedMap from "./stats/BoundedMap.js"
+/** @since 0.2.0 */
+export * as Utf8 from "./hash/Utf8.js"
+/** @since 0.2.0 */
+export * as Sha1 from "./hash/Sha1.js"
+/** @since 0.2.0 */
+export * as Sha256 from "./hash/Sha256.js"
+/** @since 0.2.0 */
+export * as QuotaPlan from "./quota/Plan.js"
+/** @since 0.2.0 */
+export * as QuotaDecision from "./quota/Decision.js"
+/** @since 0.2.0 */
+export * as ClientKey from "./quota/ClientKey.js"
+/** @since 0.2.0 */
+export * as MemoryStore from "./quota/MemoryStore.js"
+/** @since 0.2.0 */
+export * as RedisScript from "./quota/RedisScript.js"
+/** @since 0.2.0 */
+export * as Deadlines from "./quota/Deadlines.js"

@@ -2,52 +2,13 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Clock from "effect/Clock"
 import type * as Scope from "effect/Scope"
+import * as Deadlines from "@sluice/kernel/quota/Deadlines"
 
-/** A registered call: a node of the queue's doubly linked list. @internal */
-export interface Entry {
-  /** the start on the queue's own time (the Clock's, less the time the process was seen stalled) */
-  readonly start: number
-  /** the start plus the longest deadline, on the Clock (milliseconds, fractional) */
-  readonly capAt: number
-  settled: boolean
-  /**
-   * Dropped when settled, so nothing is retained by a settled call. `stalled`: the call
-   * expired on a wake that came late because this process did not run (a CPU stall, a long
-   * synchronous task), so the store cannot be blamed for the missed deadline.
-   */
-  onExpire: ((stalled: boolean) => void) | undefined
-  prev: Entry | undefined
-  next: Entry | undefined
-}
+/** @internal */
+export type Entry = Deadlines.Entry
 
-/**
- * The fiber wakes this much before the oldest deadline and expires it then, so that the
- * deadline bounds the whole check: a Node timer fires late — up to a millisecond by its
- * granularity, and on these shared VMs an otherwise idle process saw its timers come back 4–7 ms
- * late once or twice a second (`monitorEventLoopDelay`) — and the failure mode's decision then
- * still has to run. A third of the timeout, between 0.5 and 5 ms: 5 ms for the 15 ms and 50 ms
- * deadlines, 1.7 ms for a 5 ms one. (With 3 ms, the slowest of the checks a 1.2 s pause of
- * Redis sent to the failure mode took more than the 15 ms deadline + 2 ms in about one run in
- * three, up to 21.9 ms; with 5 ms, 11.6–15.8 ms in eight runs out of eight.)
- */
-const slackFor = (timeoutMs: number): number => Math.min(5, Math.max(0.5, timeoutMs / 3))
-
-/**
- * A deadline timer that fires more than this late means the process itself was not running:
- * the time it fired late is not counted against the calls (see `DeadlineQueue`).
- */
-const STALL_MS = 3
-
-/**
- * A stall at least this long is a saturated host, not the hiccups of a busy VM (an idle Node
- * process here saw a 1 ms timer come back 2.9–4.0 ms late at least once per 1.2 s; eight
- * processes and two busy loops on two cores stall for tens of ms): after one, a queue with a
- * `maxTimeout` above its timeout expires no call for as long again (see `DeadlineQueue`).
- */
-const LONG_STALL_MS = 10
-
-/** Silences heard are kept for one such window and the next (see `DeadlineQueue.progress`). */
-const HEARD_WINDOW_MS = 5000
+/** @internal */
+export type DeadlineQueue = Deadlines.DeadlineQueue
 
 /**
  * One turn of the event loop's I/O: a `setImmediate` callback runs after the poll phase, so
@@ -69,248 +30,39 @@ const ioTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
 export const clockMillis = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos()) / 1e6
 
 /**
- * Deadlines for many concurrent calls with the same timeout, driven by Effect's
- * `Clock`, without a timer or a fiber per call.
- *
- * `Effect.timeout` races two fibers and arms a timer for every call — tens of
- * microseconds each, more than a Redis round trip on loopback. Because every call
- * gets the same timeout, deadlines expire in arrival order: outstanding calls sit
- * in a linked list (a call that settles unlinks itself, so the list holds only
- * calls in flight however long the timeout), and one fiber sleeps (through
- * `Clock.sleep`, so `TestClock` drives it) until the oldest outstanding deadline,
- * measured on the Clock's nanosecond time, expires what is due, and sleeps again;
- * when nothing is in flight it waits on a latch. A call registers with one
- * allocation and settles with an unlink.
- *
- * `maxTimeout` (default: the timeout) bounds every call: it expires by `start + maxTimeout` on
- * the Clock (its wake `slackFor` early, then one I/O turn), whatever happened meanwhile. With
- * `maxTimeout` equal to the timeout that is all there is — a hard bound: a call is decided by
- * its timeout plus however late this process's own timers run; nothing below extends it.
- *
- * Before expiring anything the queue gives the event loop one I/O turn, so a reply already
- * sitting in the socket settles its call first. A wake that comes late while calls are in flight
- * (more than `STALL_MS` after the later of the wake it meant and the last answer it read) means
- * the process was not running: the calls it expires are marked `stalled` (not the store's
- * fault). With a `maxTimeout` above the timeout, calls may also wait past the timeout for what
- * is not the store's fault:
- * - A stalled process: the time it did not run is added to the queue's `stalled` total, and
- *   deadlines are measured on the queue's own time, the Clock's less that total. After a stall
- *   of `LONG_STALL_MS` or more no call expires for as long again, for a store starved with this
- *   process to answer.
- * - A backlog: an `ordered` queue serves calls whose answers come back in call order (one
- *   connection to one server); an answer to any call (`progress`) shows the server is working
- *   through the calls before the others — slow, not gone. A call then expires once the server
- *   has been silent long enough, at `max(start, last answer) + allowed silence`: the timeout, or
- *   twice the longest silence the server came back from lately if that is longer (`progress`).
+ * The kernel's deadline queue driven by Effect's `Clock`: one fiber sleeps (through
+ * `Clock.sleep`, so `TestClock` drives it) until the oldest outstanding deadline, on the Clock's
+ * nanosecond time, lets the queue expire what is due, and sleeps again; when nothing is in flight
+ * it waits on a latch, which a call registered on the idle queue opens.
  *
  * @internal
  */
-export class DeadlineQueue {
-  private head: Entry | undefined = undefined
-  private tail: Entry | undefined = undefined
-  private idle = true
-  /** the Clock time the fiber meant to wake at (-1: woke from the latch or an I/O turn) */
-  private wakeAt = -1
-  /** the I/O turn was given for what is due now: expire what is still due */
-  private graced = false
-  /** whether the wake that found calls due came late */
-  private lateWake = false
-  /** milliseconds this process was seen not running while calls were in flight */
-  private stalled = 0
-  /** no call expires before this (on the Clock): the grace after a long stall */
-  private graceUntil = -Infinity
-  /** the last answer, on the Clock */
-  private lastAnswerAt = -Infinity
-  /** the last answer, on the queue's time (for an `ordered` queue) */
-  private lastProgress = -Infinity
-  /** how long the server may stay silent: the timeout, or what an `ordered` queue learnt (`progress`) */
-  private silenceMs: number
-  /** the longest silence that ended in an answer in time, in this window and the one before */
-  private heard = 0
-  private heardBefore = 0
-  private heardSince = -Infinity
-  private readonly capMs: number
-  private readonly slackMs: number
-  /** `maxTimeout` is the timeout: every call expires at `capAt`, nothing is learnt or granted */
-  private readonly hard: boolean
-
-  private constructor(
-    private readonly clock: Clock.Clock,
-    readonly timeoutMs: number,
-    maxTimeoutMs: number,
-    private readonly ordered: boolean,
-    private readonly latch: Effect.Latch
-  ) {
-    this.capMs = Math.max(timeoutMs, maxTimeoutMs)
-    this.slackMs = slackFor(timeoutMs)
-    this.silenceMs = timeoutMs
-    this.hard = this.capMs === timeoutMs
-  }
-
-  static make(
-    clock: Clock.Clock,
-    timeout: Duration.Duration,
-    options: { readonly ordered?: boolean; readonly maxTimeout?: Duration.Duration } = {}
-  ): Effect.Effect<DeadlineQueue, never, Scope.Scope> {
-    return Effect.gen(function* () {
-      const latch = yield* Effect.makeLatch(false)
-      const timeoutMs = Duration.toMillis(timeout)
-      const queue = new DeadlineQueue(
-        clock,
-        timeoutMs,
-        options.maxTimeout === undefined ? timeoutMs : Duration.toMillis(options.maxTimeout),
-        options.ordered === true,
-        latch
-      )
-      yield* Effect.forkScoped(
-        Effect.forever(
-          Effect.zipRight(
-            latch.await,
-            Effect.suspend(() => queue.step())
-          )
-        )
-      )
-      return queue
+export const make = (
+  clock: Clock.Clock,
+  timeout: Duration.Duration,
+  options: { readonly ordered?: boolean; readonly maxTimeout?: Duration.Duration } = {}
+): Effect.Effect<DeadlineQueue, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const latch = yield* Effect.makeLatch(false)
+    const timeoutMs = Duration.toMillis(timeout)
+    const queue = new Deadlines.DeadlineQueue({
+      timeoutMs,
+      maxTimeoutMs: options.maxTimeout === undefined ? timeoutMs : Duration.toMillis(options.maxTimeout),
+      ordered: options.ordered === true,
+      onBusy: () => latch.unsafeOpen()
     })
-  }
-
-  /** The Clock's time in fractional milliseconds. */
-  nowMs(): number {
-    return clockMillis(this.clock)
-  }
-
-  /**
-   * Registers a call that started at `startMs` (see `nowMs`); `onExpire` runs if
-   * `settle` was not called before its deadline.
-   */
-  register(startMs: number, onExpire: (stalled: boolean) => void): Entry {
-    const entry: Entry = {
-      start: startMs - this.stalled,
-      capAt: startMs + this.capMs,
-      settled: false,
-      onExpire,
-      prev: this.tail,
-      next: undefined
-    }
-    if (this.tail === undefined) this.head = entry
-    else this.tail.next = entry
-    this.tail = entry
-    if (this.idle) {
-      this.idle = false
-      this.latch.unsafeOpen()
-    }
-    return entry
-  }
-
-  /**
-   * An answer came at `nowMs`: the server is working. `answered`: the call it answered, if in
-   * time. Then the silence it ended — from the later of the call's start and the previous
-   * answer — is one the server came back from, so an ordered queue lets later calls wait twice
-   * the longest such silence of the last 5 to 10 seconds (at least the timeout, at most
-   * `maxTimeout`): a server that a saturated host starves for 40 ms now and then is not given
-   * up on at 50 ms. A late answer (its call expired) teaches nothing.
-   */
-  progress(nowMs: number, answered?: Entry): void {
-    this.lastAnswerAt = nowMs
-    if (this.hard) return
-    const at = nowMs - this.stalled
-    if (this.ordered && answered !== undefined) {
-      const gap = at - (this.lastProgress > answered.start ? this.lastProgress : answered.start)
-      if (nowMs - this.heardSince >= HEARD_WINDOW_MS) this.age(nowMs)
-      if (gap > this.heard) {
-        this.heard = gap
-        this.allow()
+    const step = (): Effect.Effect<void> => {
+      const next = queue.step(clockMillis(clock))
+      switch (next._tag) {
+        case "IoTurn":
+          return ioTurn
+        case "Idle":
+          latch.unsafeClose()
+          return Effect.void
+        case "Sleep":
+          return clock.sleep(Duration.millis(next.ms))
       }
     }
-    if (at > this.lastProgress) this.lastProgress = at
-  }
-
-  /** Starts a new window of silences heard (the last one is kept for one more window). */
-  private age(nowMs: number): void {
-    this.heardBefore = nowMs - this.heardSince >= 2 * HEARD_WINDOW_MS ? 0 : this.heard
-    this.heard = 0
-    this.heardSince = nowMs
-    this.allow()
-  }
-
-  /** The silence allowed: twice the longest heard, at least the timeout, at most the cap. */
-  private allow(): void {
-    const heard = this.heard > this.heardBefore ? this.heard : this.heardBefore
-    this.silenceMs = Math.min(this.capMs, Math.max(this.timeoutMs, 2 * heard))
-  }
-
-  /**
-   * When an entry expires, on the Clock, if the process runs from now on: a timeout after its
-   * start (for an ordered queue: after its start or the last answer, whichever is later) on the
-   * queue's time, but never after `capAt`. Non-decreasing along the list (entries are in start
-   * order), so the head expires first.
-   */
-  private dueAt(entry: Entry): number {
-    if (this.hard) return entry.capAt
-    // only an ordered queue learns a longer silence, so `silenceMs` is the timeout otherwise
-    const from = this.ordered && this.lastProgress > entry.start ? this.lastProgress : entry.start
-    let due = from + this.silenceMs + this.stalled
-    if (due < this.graceUntil) due = this.graceUntil
-    return due < entry.capAt ? due : entry.capAt
-  }
-
-  /** Marks an entry settled and unlinks it; true if it was not settled yet. */
-  settle(entry: Entry): boolean {
-    if (entry.settled) return false
-    entry.settled = true
-    entry.onExpire = undefined
-    const { prev, next } = entry
-    if (prev === undefined) this.head = next
-    else prev.next = next
-    if (next === undefined) this.tail = prev
-    else next.prev = prev
-    entry.prev = entry.next = undefined
-    return true
-  }
-
-  private step(): Effect.Effect<void> {
-    let now = this.nowMs()
-    if (this.ordered && !this.hard && now - this.heardSince >= HEARD_WINDOW_MS) this.age(now)
-    // Woke late: the process did not run meanwhile, and that time is not the calls'. Only the time
-    // since it last ran is counted — the later of the wake it meant and the last answer it read — so
-    // a busy event loop that read answers meanwhile is not a stall. A long stall (a saturated
-    // host, not the few ms a busy VM takes now and then) is given once more to the calls then in
-    // flight (`graceUntil`), for a store starved with this process to answer once both run again;
-    // not under a hard bound, which promises the caller its decision by the timeout.
-    const ran = this.lastAnswerAt > this.wakeAt ? this.lastAnswerAt : this.wakeAt
-    if (!this.graced && this.wakeAt >= 0 && this.head !== undefined && now - ran > STALL_MS) {
-      const late = now - ran
-      this.stalled += late
-      if (late >= LONG_STALL_MS && !this.hard) this.graceUntil = now + late
-      this.lateWake = true
-    }
-    let head = this.head
-    if (head !== undefined && this.dueAt(head) - now <= this.slackMs) {
-      if (!this.graced) {
-        // answers may already sit in the socket: let the event loop read them first
-        this.graced = true
-        this.wakeAt = -1
-        return ioTurn
-      }
-      now = this.nowMs()
-      const stalled = this.lateWake
-      while (head !== undefined && this.dueAt(head) - now <= this.slackMs) {
-        const onExpire = head.onExpire!
-        this.settle(head)
-        onExpire(stalled)
-        head = this.head
-      }
-    }
-    this.graced = false
-    this.lateWake = false
-    if (head === undefined) {
-      this.idle = true
-      this.wakeAt = -1
-      this.latch.unsafeClose()
-      return Effect.void
-    }
-    const due = this.dueAt(head)
-    this.wakeAt = due - this.slackMs
-    return this.clock.sleep(Duration.millis(Math.max(0, due - now - this.slackMs)))
-  }
-}
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(latch.await, Effect.suspend(step))))
+    return queue
+  })

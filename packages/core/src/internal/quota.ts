@@ -13,15 +13,17 @@ import * as CircuitBreaker from "../CircuitBreaker.js"
 import type * as Q from "../Quota.js"
 import { CircuitOpen, QuotaExceeded } from "../Errors.js"
 import * as RollingCounter from "../RollingCounter.js"
-import { clockMillis, DeadlineQueue } from "./deadlines.js"
+import * as Deadlines from "./deadlines.js"
 import * as Options from "./options.js"
+import * as ClientKey from "@sluice/kernel/quota/ClientKey"
+import * as QuotaDecision from "@sluice/kernel/quota/Decision"
+import { MemoryQuotaState } from "@sluice/kernel/quota/MemoryStore"
+import * as QuotaPlan from "@sluice/kernel/quota/Plan"
 import * as ratio from "@sluice/kernel/stats/Ratio"
 import type { QuotaConfigService } from "./quotaConfig.js"
-import { MemoryQuotaState } from "./quotaMemory.js"
-import type { CompiledPlan, CompiledTier, StoreResult, TierDecision } from "./quotaPlan.js"
+import type { CompiledPlan, StoreResult } from "./quotaPlan.js"
 import { QuotaStoreError } from "./quotaPlan.js"
 import type { Store } from "./quotaStore.js"
-import { sha256Hex } from "./sha256.js"
 
 /** @internal */
 export const FailureMode = Schema.Literal("fail-open", "fail-closed", "fallback")
@@ -201,61 +203,15 @@ const toDecision = (client: string, result: StoreResult, source: DecisionSource)
   if (result.allowed) {
     return { client, allowed: true, tiers: result.tiers, deniedBy: undefined, retryAfterMs: 0, source }
   }
-  let deniedBy: TierDecision | undefined
-  let retryAfterMs = 0
-  for (const tier of result.tiers) {
-    if (!tier.allowed) {
-      if (deniedBy === undefined) deniedBy = tier
-      if (tier.retryAfterMs > retryAfterMs) retryAfterMs = tier.retryAfterMs
-    }
+  const tiers = result.tiers
+  return {
+    client,
+    allowed: false,
+    tiers,
+    deniedBy: QuotaDecision.deniedBy(tiers),
+    retryAfterMs: QuotaDecision.retryAfterMs(tiers),
+    source
   }
-  return { client, allowed: false, tiers: result.tiers, deniedBy, retryAfterMs, source }
-}
-
-const unknownTiers = (plan: CompiledPlan, allowed: boolean, retryAfterMs: number): Array<TierDecision> =>
-  plan.tiers.map((tier) => ({
-    tier: tier.name,
-    algorithm: tier.algorithm,
-    allowed,
-    limit: tier.capacity,
-    windowMs: tier.windowMs,
-    remaining: allowed ? tier.capacity : 0,
-    resetMs: 0,
-    retryAfterMs: allowed ? 0 : retryAfterMs
-  }))
-
-/** A plan scaled by a share (each tier's limit and burst, at least 1), for the local fallback. */
-const scalePlan = (plan: CompiledPlan, share: number): CompiledPlan => {
-  if (share === 1) return plan
-  // Exact: 100 × 0.29 is 29 as written (28.999999999999996 in floating point).
-  const exact = ratio.make(share)
-  let maxCost = Infinity
-  const tiers = plan.tiers.map((tier): CompiledTier => {
-    const capacity = Math.max(1, exact.floorTimes(tier.capacity))
-    const limit = Math.max(1, exact.floorTimes(tier.limit))
-    if (capacity < maxCost) maxCost = capacity
-    const capacityPeriod = capacity * tier.periodMs
-    const windowMs = tier.algorithm === "gcra" ? Math.ceil(capacityPeriod / limit) : tier.periodMs
-    return { ...tier, capacity, limit, capacityPeriod, windowMs }
-  })
-  return { ...plan, tiers, maxCost }
-}
-
-/**
- * The key of an id above `maxClientIdLength`: its first `prefixLength` UTF-16 code units, `#`
- * and the SHA-256 of the whole id, as a string of its own. A substring in V8 may be a view into
- * the string it was cut from, so a key made with `slice` kept the caller's whole id alive as
- * long as the client was stored (20,000 ids of 10 KB: 10,979 bytes per client in the memory
- * store and 10,999 in the fallback, against 476 and 493 with this key); a string built from
- * character codes shares nothing with the id.
- */
-const longIdKey = (client: string, prefixLength: number): string => {
-  const hash = sha256Hex(client)
-  const codes: Array<number> = new Array(prefixLength + 1 + hash.length)
-  for (let i = 0; i < prefixLength; i++) codes[i] = client.charCodeAt(i)
-  codes[prefixLength] = 35 // "#"
-  for (let i = 0; i < hash.length; i++) codes[prefixLength + 1 + i] = hash.charCodeAt(i)
-  return String.fromCharCode(...codes)
 }
 
 const invalid = (message: string) => new Options.InvalidOptions({ module: "Quota", message })
@@ -288,7 +244,7 @@ export const make = (
     const fallbackPlan = (plan: CompiledPlan) => {
       let s = scaled.get(plan)
       if (s === undefined) {
-        s = scalePlan(plan, share)
+        s = QuotaPlan.scale(plan, share)
         scaled.set(plan, s)
       }
       return s
@@ -320,8 +276,7 @@ export const make = (
     /** the breaker has something to learn: every call goes through it until it closes again */
     let suspectBreaker = false
 
-    const storedId = (client: string): string =>
-      client.length <= maxIdLength ? client : longIdKey(client, maxIdLength - 65)
+    const storedId = (client: string): string => ClientKey.storedId(client, maxIdLength)
 
     const recordBreaker = () => {
       if (breaker === undefined) return
@@ -332,7 +287,7 @@ export const make = (
       }
     }
 
-    const nowMs = () => clockMillis(clock)
+    const nowMs = () => Deadlines.clockMillis(clock)
 
     /** A store call answered: the failure run ends. */
     const recordSuccess = () => {
@@ -408,20 +363,28 @@ export const make = (
         recordBreaker()
         // a cost no tier can hold is denied whatever the mode
         if (cost > plan.maxCost) {
-          const result: StoreResult = { allowed: false, tiers: unknownTiers(plan, false, Infinity), now: 0 }
+          const result: StoreResult = {
+            allowed: false,
+            tiers: QuotaDecision.unknownTiers(plan, false, Infinity),
+            now: 0
+          }
           return Effect.as(annotate, finish(client, result, "store", start))
         }
         switch (options.mode) {
           case "fail-open": {
             failOpenTotal.unsafeUpdate(1, noTags)
-            const result: StoreResult = { allowed: true, tiers: unknownTiers(plan, true, 0), now: 0 }
+            const result: StoreResult = {
+              allowed: true,
+              tiers: QuotaDecision.unknownTiers(plan, true, 0),
+              now: 0
+            }
             return Effect.as(annotate, finish(client, result, "fail-open", start))
           }
           case "fail-closed": {
             failClosedTotal.unsafeUpdate(1, noTags)
             const result: StoreResult = {
               allowed: false,
-              tiers: unknownTiers(plan, false, retryAfterMs),
+              tiers: QuotaDecision.unknownTiers(plan, false, retryAfterMs),
               now: 0
             }
             return Effect.as(annotate, finish(client, result, "fail-closed", start))
@@ -451,7 +414,7 @@ export const make = (
     // (a saturated host, not a failed store: see DeadlineQueue).
     const deadlines =
       checkCallback !== undefined
-        ? yield* DeadlineQueue.make(clock, deadline, {
+        ? yield* Deadlines.make(clock, deadline, {
             ordered: store.ordered === true,
             maxTimeout: maxDeadline
           })
@@ -500,14 +463,7 @@ export const make = (
     // An admission that left a gcra tier empty says the same a little earlier: the next unit is
     // at most one emission interval away, so the fallback denies the client for that long.
     const learnEmpty = (id: string, plan: CompiledPlan, result: StoreResult) => {
-      const tiers = result.tiers
-      let wait = 0
-      for (let i = 0; i < tiers.length; i++) {
-        if (tiers[i]!.remaining !== 0 || tiers[i]!.algorithm !== "gcra") continue
-        const tier = plan.tiers[i]!
-        const interval = Math.ceil(tier.periodMs / tier.limit)
-        if (interval > wait) wait = interval
-      }
+      const wait = QuotaDecision.emptyWaitMs(plan, result)
       if (wait > 0) {
         const now = Math.floor(clock.unsafeCurrentTimeMillis())
         fallback!.block(id, fallbackPlan(plan), now + wait, now)
@@ -515,8 +471,7 @@ export const make = (
     }
     const learn = (id: string, plan: CompiledPlan, result: StoreResult) => {
       if (fallback === undefined) return
-      let wait = 0
-      for (const tier of result.tiers) if (!tier.allowed && tier.retryAfterMs > wait) wait = tier.retryAfterMs
+      const wait = QuotaDecision.retryAfterMs(result.tiers)
       if (wait > 0 && Number.isFinite(wait)) {
         const now = Math.floor(clock.unsafeCurrentTimeMillis())
         fallback.block(id, fallbackPlan(plan), now + wait, now)

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as QS from "../QuotaStore.js"
 import * as Options from "./options.js"
-import { MemoryQuotaState } from "./quotaMemory.js"
+import { MemoryQuotaState } from "@sluice/kernel/quota/MemoryStore"
 import type { CompiledPlan } from "./quotaPlan.js"
 
 /** @internal */
@@ -24,7 +24,7 @@ export const makeMemory = (
     const decoded = yield* Options.decode("QuotaStore.memory", MemoryOptions)(options)
     const clock = yield* Effect.clock
     const state = new MemoryQuotaState(decoded)
-    // decisions are made in whole milliseconds (see quotaPlan): exact at any clock magnitude
+    // decisions are made in whole milliseconds (see the kernel's quota/Plan): exact at any clock magnitude
     const now = () => Math.floor(clock.unsafeCurrentTimeMillis())
     const unsafeCheck = (client: string, plan: CompiledPlan, cost: number) =>
       state.check(client, plan, cost, now())

@@ -9,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import { fileURLToPath } from "node:url"
-import { decodeState, tierId } from "../../src/internal/redisQuotaStore.js"
+import { decodeState, tierId } from "@sluice/kernel/quota/RedisScript"
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const worker = path.join(path.dirname(fileURLToPath(import.meta.url)), "worker.ts")

@@ -1,5 +1,14 @@
-import type { CompiledPlan, StoreResult } from "./quotaPlan.js"
-import { adjustTier, checkState, fullAt, initState, startBlock, stateSize } from "./quotaPlan.js"
+/**
+ * The in-process quota store's state: per client the flat numbers of its plan's tiers and its
+ * block, bounded in memory without timers or scans (two generations of clients, the least
+ * recently seen dropped first, a client forgotten as soon as every tier is full again). Time is
+ * the caller's `now` in whole milliseconds: the binding floors its clock, so decisions are
+ * those of the Redis script and the exact reference.
+ *
+ * @since 0.2.0
+ */
+import type { CompiledPlan, StoreResult } from "./Plan.js"
+import { adjustTier, checkState, fullAt, initState, startBlock, stateSize } from "./Plan.js"
 
 interface ClientState {
   shape: string
@@ -31,7 +40,11 @@ const reshape = (client: ClientState, plan: CompiledPlan): Array<number> => {
   return state
 }
 
-/** @internal */
+/**
+ * `maxClients`: at most this many clients hold state.
+ *
+ * @since 0.2.0
+ */
 export interface MemoryOptions {
   readonly maxClients: number
 }
@@ -51,7 +64,7 @@ class Generation {
  * one, so it is forgotten at once, and a whole generation is dropped as soon as
  * all its clients are idle. No per-call scan, no timers.
  *
- * @internal
+ * @since 0.2.0
  */
 export class MemoryQuotaState {
   private current = new Generation()

@@ -1,8 +1,12 @@
-/*
- * SHA-256 (FIPS 180-4) of a string's UTF-8 bytes, in plain JavaScript: the quota service hashes
- * client ids above a length bound in any runtime (no `node:crypto` in `@sluice/core`'s index).
- * Only over-long ids pay for it.
+/**
+ * SHA-256 (FIPS 180-4) of a string's UTF-8 bytes, in plain TypeScript: the quota service keys a
+ * client id above its length bound by a prefix and the id's SHA-256 in any runtime (no
+ * `node:crypto`, no `TextEncoder`). Only over-long ids pay for it.
+ *
+ * @since 0.2.0
  */
+import { encode } from "./Utf8.js"
+
 const K = new Uint32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
   0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
@@ -16,9 +20,13 @@ const K = new Uint32Array([
 
 const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n))
 
-/** @internal */
-export const sha256Hex = (text: string): string => {
-  const bytes = new TextEncoder().encode(text)
+/**
+ * The SHA-256 of `text`'s UTF-8 bytes, as 64 lowercase hex digits.
+ *
+ * @since 0.2.0
+ */
+export const hex = (text: string): string => {
+  const bytes = encode(text)
   const bitLength = bytes.length * 8
   const padded = new Uint8Array(((bytes.length + 9 + 63) >> 6) << 6)
   padded.set(bytes)

@@ -1,0 +1,72 @@
+import * as ClientKey from "@sluice/kernel/quota/ClientKey"
+import * as Decision from "@sluice/kernel/quota/Decision"
+import * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import fc from "fast-check"
+import { createHash } from "node:crypto"
+import { describe, expect, it } from "vitest"
+
+describe("ClientKey", () => {
+  it("an id above the bound is keyed by its first code units, `#` and its SHA-256, whatever the characters", () => {
+    const ids = fc.sample(fc.string({ unit: "binary", minLength: 101, maxLength: 400 }), {
+      numRuns: 200,
+      seed: 8
+    })
+    ids.push("é".repeat(300), "😀".repeat(150), "\ud800".repeat(120))
+    for (const id of ids) {
+      const key = ClientKey.storedId(id, 100)
+      expect(key).toBe(`${id.slice(0, 35)}#${createHash("sha256").update(id).digest("hex")}`)
+      expect(key).toHaveLength(100)
+    }
+    expect(ClientKey.storedId("short", 100)).toBe("short")
+    expect(ClientKey.storedId("k".repeat(100), 100)).toBe("k".repeat(100))
+  })
+})
+
+describe("Decision", () => {
+  const plan = QuotaPlan.compile({
+    tiers: [
+      { name: "spike", algorithm: "gcra", limit: 3, periodMs: 1000 },
+      { name: "count", algorithm: "sliding-window", limit: 10, periodMs: 60_000 }
+    ]
+  })
+
+  it("the refusing tier is the first that denies; the wait the longest of those that deny", () => {
+    const tiers = Decision.unknownTiers(plan, false, 700)
+    expect(tiers.map((t) => [t.tier, t.allowed, t.remaining, t.retryAfterMs])).toEqual([
+      ["spike", false, 0, 700],
+      ["count", false, 0, 700]
+    ])
+    const mixed = [
+      { ...tiers[0]!, allowed: true, retryAfterMs: 0 },
+      { ...tiers[1]!, retryAfterMs: 900 }
+    ]
+    expect(Decision.deniedBy(mixed)?.tier).toBe("count")
+    expect(Decision.retryAfterMs(mixed)).toBe(900)
+    const open = Decision.unknownTiers(plan, true, 700)
+    expect(open.map((t) => [t.allowed, t.remaining, t.retryAfterMs])).toEqual([
+      [true, 3, 0],
+      [true, 10, 0]
+    ])
+    expect(Decision.deniedBy(open)).toBeUndefined()
+    expect(Decision.retryAfterMs(open)).toBe(0)
+  })
+
+  it("an admission that empties a gcra tier: a fallback denies for one emission interval", () => {
+    const empty = { allowed: true, now: 0, tiers: Decision.unknownTiers(plan, false, 0) }
+    expect(Decision.emptyWaitMs(plan, empty)).toBe(334) // ceil(1000 / 3)
+    expect(Decision.emptyWaitMs(plan, { ...empty, tiers: Decision.unknownTiers(plan, true, 0) })).toBe(0)
+  })
+
+  it("a plan scaled by a share keeps exact decimal shares and at least one unit", () => {
+    const scaled = QuotaPlan.scale(
+      QuotaPlan.compile({
+        tiers: [{ name: "t", algorithm: "gcra", limit: 100, periodMs: 1000, burst: 100 }]
+      }),
+      0.29
+    )
+    expect(scaled.tiers[0]).toMatchObject({ capacity: 29, limit: 29, capacityPeriod: 29_000, windowMs: 1000 })
+    expect(scaled.maxCost).toBe(29)
+    expect(QuotaPlan.scale(plan, 0.01).tiers.map((t) => t.capacity)).toEqual([1, 1])
+    expect(QuotaPlan.scale(plan, 1)).toBe(plan)
+  })
+})
