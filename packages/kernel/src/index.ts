@@ -12,3 +12,17 @@
 
 /** @since 0.2.0 */
 export * as Ratio from "./stats/Ratio.js"
+/** @since 0.2.0 */
+export * as Limit from "./limit/Limit.js"
+/** @since 0.2.0 */
+export * as Fixed from "./limit/Fixed.js"
+/** @since 0.2.0 */
+export * as CongestionWindow from "./limit/CongestionWindow.js"
+/** @since 0.2.0 */
+export * as Aimd from "./limit/Aimd.js"
+/** @since 0.2.0 */
+export * as Vegas from "./limit/Vegas.js"
+/** @since 0.2.0 */
+export * as Tempo from "./limit/Tempo.js"
+/** @since 0.2.0 */
+export * as Pacer from "./limit/Pacer.js"
