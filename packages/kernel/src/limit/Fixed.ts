@@ -5,7 +5,7 @@
  *
  * @since 0.2.0
  */
-import type { Limit } from "./Limit.js"
+import type { Limit, Sample } from "./Limit.js"
 
 /**
  * A limit of `limit` permits, whatever the samples say. It reads neither latency nor time.
@@ -17,7 +17,7 @@ export class Fixed implements Limit {
   /** Its samples need no clock read. */
   readonly usesTime = false
   constructor(readonly limit: number) {}
-  onSample(): number {
+  onSample(_sample: Sample): number {
     return this.limit
   }
 }

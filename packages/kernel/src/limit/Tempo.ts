@@ -135,7 +135,7 @@ export class Tempo implements Limit {
     return 0
   }
 
-  takeBurst(): number {
+  takeBurst(_now: number): number {
     const k = this.pendingBurst
     this.pendingBurst = 0
     return k
