@@ -1,5 +1,6 @@
 import * as CongestionWindow from "@sluice/kernel/limit/CongestionWindow"
 import type * as Limit from "@sluice/kernel/limit/Limit"
+import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
 const make = (config: Partial<CongestionWindow.Config> = {}) =>
@@ -101,5 +102,34 @@ describe("CongestionWindow", () => {
     expect(cw.onSample(success(10))).toBe(3)
     expect(cw.onSample(drop(5, 6))).toBe(2)
     expect(cw.onSample(drop(6, 7))).toBe(2)
+  })
+})
+
+describe("CongestionWindow properties", () => {
+  const outcome = fc.constantFrom<Limit.Outcome>("success", "dropped", "ignored")
+  it("the window stays in [minLimit, maxLimit], a success never grows it past in-flight + 1, a burst counts once", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom<"tahoe" | "reno">("tahoe", "reno"),
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 10, max: 200 }),
+        fc.array(fc.tuple(outcome, fc.integer({ min: 1, max: 300 }), fc.nat(5)), { maxLength: 200 }),
+        (variant, minLimit, maxLimit, steps) => {
+          const cw = make({ variant, minLimit, maxLimit, initial: minLimit })
+          let nextId = 0
+          for (const [result, inFlight, sent] of steps) {
+            nextId += sent
+            const id = Math.max(0, nextId - 1)
+            const before = cw.cwnd
+            const ignoreBelow = cw.ignoreBelow
+            const after = cw.onSample({ id, nextId, outcome: result, rtt: 1, inFlight, now: 0 })
+            expect(after).toBeGreaterThanOrEqual(minLimit)
+            expect(after).toBeLessThanOrEqual(maxLimit)
+            if (result === "success") expect(after === before || after <= inFlight + 1).toBe(true)
+            if (result === "ignored" || (result === "dropped" && id < ignoreBelow)) expect(after).toBe(before)
+          }
+        }
+      )
+    )
   })
 })

@@ -1,5 +1,6 @@
 import type * as Limit from "@sluice/kernel/limit/Limit"
 import * as Vegas from "@sluice/kernel/limit/Vegas"
+import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
 /** A Vegas with the defaults the binding fills in, overridden by `config`. */
@@ -188,6 +189,42 @@ describe("Vegas options", () => {
     expect(Vegas.issues({ ...base, alpha: 6, beta: 6 }).map((i) => i.path[0])).toEqual(["alpha"])
     expect(Vegas.issues({ ...base, minLimit: 10, maxLimit: 5, initial: 7 }).map((i) => i.path[0])).toContain(
       "minLimit"
+    )
+  })
+})
+
+describe("Vegas properties", () => {
+  it("the limit stays in [minLimit, maxLimit], and a drop's latency never becomes the no-load latency", () => {
+    const outcome = fc.constantFrom<Limit.Outcome>("success", "dropped", "ignored")
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 10, max: 500 }),
+        fc.array(
+          fc.tuple(
+            outcome,
+            fc.double({ min: 0.01, max: 1000, noNaN: true }),
+            fc.integer({ min: 1, max: 600 })
+          ),
+          {
+            maxLength: 300
+          }
+        ),
+        (minLimit, maxLimit, steps) => {
+          const vegas = make({ minLimit, maxLimit, initial: minLimit, probeMultiplier: 1 })
+          let id = 0
+          let fastestSuccess = Infinity
+          for (const [result, rtt, inFlight] of steps) {
+            const limit = vegas.onSample({ id, nextId: id + 1, outcome: result, rtt, inFlight, now: 0 })
+            id++
+            if (result === "success") fastestSuccess = Math.min(fastestSuccess, rtt)
+            expect(limit).toBeGreaterThanOrEqual(minLimit)
+            expect(limit).toBeLessThanOrEqual(maxLimit)
+            if (vegas.noLoadRtt !== undefined) expect(vegas.noLoadRtt).toBeGreaterThanOrEqual(fastestSuccess)
+            else expect(fastestSuccess).toBe(Infinity)
+          }
+        }
+      )
     )
   })
 })
