@@ -9,6 +9,7 @@
  *
  * @since 0.1.0
  */
+import type * as Limit from "@sluice/kernel/limit/Limit"
 import * as internal from "./internal/limitAlgorithm.js"
 
 /**
@@ -21,7 +22,7 @@ import * as internal from "./internal/limitAlgorithm.js"
  * @since 0.1.0
  * @category models
  */
-export type Outcome = "success" | "dropped" | "ignored"
+export type Outcome = Limit.Outcome
 
 /**
  * One measurement, reported once per request that held a permit.
@@ -34,33 +35,7 @@ export type Outcome = "success" | "dropped" | "ignored"
  * @since 0.1.0
  * @category models
  */
-export interface Sample {
-  /** The id of the permit this request held. */
-  readonly id: number
-  /** The id the next permit will get: every id below it has been granted. */
-  readonly nextId: number
-  readonly outcome: Outcome
-  /** Milliseconds between the permit being granted and the request ending (queue wait excluded). */
-  readonly rtt: number
-  /** Requests in flight when the sample is reported, this one included. */
-  readonly inFlight: number
-  /** The clock reading (epoch millis) when the sample is reported. */
-  readonly now: number
-  /**
-   * When the request left (Clock millis): the grant of its permit. Present when the
-   * algorithm implements {@link LimitAlgorithm.onDeparture}.
-   *
-   * @since 0.2.0
-   */
-  readonly departedAt?: number | undefined
-  /**
-   * What {@link LimitAlgorithm.onDeparture} returned for this request (for example a
-   * probe number), handed back with its outcome.
-   *
-   * @since 0.2.0
-   */
-  readonly mark?: number | undefined
-}
+export interface Sample extends Limit.Sample {}
 
 /**
  * A request leaving: its permit `id`, the requests in flight with it (`inFlight`,
@@ -72,17 +47,16 @@ export interface Sample {
  * @since 0.2.0
  * @category models
  */
-export interface Departure {
-  readonly id: number
-  readonly inFlight: number
-  readonly now: number
-}
+export interface Departure extends Limit.Departure {}
 
 /**
  * A limit algorithm. `limit` may be fractional; the limiter grants a permit
  * only while `inFlight < limit`. `onSample` updates the state and returns the
  * new limit. The limiter owns one instance per key and calls it synchronously;
- * the sample object must not be retained.
+ * the sample object must not be retained. The members are the kernel's `Limit`
+ * (`@sluice/kernel/limit/Limit`), whose optional hooks (`onDeparture`,
+ * `pacingInterval`, `takeBurst`, `nextTimer` / `onTimer`) drive a pacer made by
+ * `Pacer.forLimiter`.
  *
  * @example
  * ```ts
@@ -104,60 +78,7 @@ export interface Departure {
  * @since 0.1.0
  * @category models
  */
-export interface LimitAlgorithm {
-  readonly name: string
-  readonly limit: number
-  onSample(sample: Sample): number
-  /**
-   * `false` declares that `onSample` reads neither `rtt` nor `now` (the congestion
-   * window, a fixed limit): the limiter then skips the clock read when a request
-   * settles, and such samples carry `rtt` 0 and the admission time as `now`.
-   * Absent or `true`, every sample is timed.
-   */
-  readonly usesTime?: boolean | undefined
-  /**
-   * Optional: called when a request departs (its permit is granted), with the number
-   * in flight with it. The returned number comes back as {@link Sample.mark} with the
-   * request's outcome (BBR's per-packet delivery state, Netflix concurrency-limits'
-   * `inflight` at start). `CongestionWindow`, `Aimd` and `Vegas` do not implement it.
-   *
-   * @since 0.2.0
-   */
-  onDeparture?(departure: Departure): number | undefined
-  /**
-   * Optional: the spacing (millis) the algorithm wants between departures. A pacer
-   * made by `Pacer.forLimiter` follows it instead of its own `srtt / (gain × limit)`
-   * rule; `undefined` means "do not pace now". BBR's pacing rate, as an interval.
-   *
-   * @since 0.2.0
-   */
-  readonly pacingInterval?: number | undefined
-  /**
-   * Optional: asked by the pacer before it releases departures. A positive `k`
-   * releases the next `k` waiting departures at once and pushes the rest of the
-   * schedule back by `k` intervals (a burst probe at the same average rate); a
-   * negative `-m` pauses the schedule by `m` intervals. Each call consumes the request.
-   *
-   * @since 0.2.0
-   */
-  takeBurst?(now: number): number
-  /**
-   * Optional: the Clock millis at which the algorithm wants {@link onTimer} called
-   * (`undefined`: no timer). Lets an algorithm act on the absence of an outcome, e.g.
-   * "no rejection came back within a deadline". The pacer of `Pacer.forLimiter`
-   * runs it (from its timer fiber, while it has departures waiting, and on every
-   * departure).
-   *
-   * @since 0.2.0
-   */
-  readonly nextTimer?: number | undefined
-  /**
-   * Optional: called at (or after) {@link nextTimer}.
-   *
-   * @since 0.2.0
-   */
-  onTimer?(now: number): void
-}
+export interface LimitAlgorithm extends Limit.Limit {}
 
 /**
  * Makes a fresh algorithm for a limiter key (one instance per key, e.g. per host).
@@ -189,11 +110,7 @@ export interface BoundsOptions {
  * @since 0.2.0
  * @category models
  */
-export interface Bounds {
-  readonly initial: number
-  readonly minLimit: number
-  readonly maxLimit: number
-}
+export interface Bounds extends Limit.Bounds {}
 
 /**
  * A fixed limit that never changes: a plain semaphore with the limiter's queue,

@@ -46,6 +46,10 @@
  * `sluice_pacer_srtt_ms` (gauges) and `sluice_pacer_rejected` (counter);
  * span `sluice.pacer.wait` around each wait (none when a departure leaves at once).
  *
+ * The arithmetic (slots, smoothing, bursts, the algorithm's schedule) is the kernel's
+ * `@sluice/kernel/limit/Pacer`; this module sleeps with the Clock, holds the waiters and
+ * reports the metrics.
+ *
  * @since 0.1.0
  */
 import type { Errors, Options } from "@sluice/core"

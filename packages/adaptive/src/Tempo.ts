@@ -1,7 +1,8 @@
 /**
  * Tempo: a rate-paced limit algorithm that runs a backend near its physical limit.
  *
- * (Documented in full below, at {@link Tempo}.)
+ * Its rules are in the adaptive README ("Tempo") and in the kernel's
+ * `@sluice/kernel/limit/Tempo`, which this module binds.
  *
  * @since 0.2.0
  */
@@ -12,11 +13,12 @@ import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
 
 /**
  * Options (one default set):
- * `initial` window (20), `minLimit` (1), `maxLimit` (∞), `startupGain` (2: start-up
- * paces at twice the window per round trip), `cut` (0.6: when most outcomes of a round
- * trip are errors), `probeSize` (2), `probeEvery` (4 round trips after a failed probe
- * or a counted error), `probeDeadline` (2 × the shortest rejection round trip),
- * `headroom` (1.25: the limiter's cap over the window).
+ * `initial` window (20), `minLimit` (1), `maxLimit` (∞), `startupGain` (1.25: start-up
+ * paces at 1.25 × the window per round trip), `cut` (0.6: when most outcomes of a round
+ * trip are errors), `probeSize` (2), `firstProbe` (5 round trips after start-up),
+ * `probeEvery` (8 round trips after a failed probe or a counted error), `probeDeadline`
+ * (1.5 × the shortest rejection round trip), `headroom` (1.25: the limiter's cap over
+ * the window). The rules are the kernel's (`@sluice/kernel/limit/Tempo`).
  *
  * @since 0.2.0
  * @category models

@@ -3,13 +3,14 @@ import { Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
 
 describe("LimitAlgorithm", () => {
-  it("fixed never changes its limit", () => {
+  // The fixed limit's rule is tested in the kernel (limit/Fixed).
+  it("fixed is a limit of `limit` that needs no clock, callable unbound", () => {
     const fixed = LimitAlgorithm.fixed(3)
     expect(fixed.limit).toBe(3)
-    for (const outcome of ["success", "dropped", "ignored"] as const) {
-      expect(fixed.onSample({ id: 0, nextId: 1, outcome, rtt: 1, inFlight: 3, now: 0 })).toBe(3)
-    }
-    expect(fixed.limit).toBe(3)
+    expect(fixed.name).toBe("fixed")
+    expect(fixed.usesTime).toBe(false)
+    const onSample = fixed.onSample
+    expect(onSample({ id: 0, nextId: 1, outcome: "dropped", rtt: 1, inFlight: 3, now: 0 })).toBe(3)
   })
 
   it("fixed rejects a limit that is not a positive integer, naming the field", () => {

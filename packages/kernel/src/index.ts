@@ -42,3 +42,17 @@ export * as MemoryStore from "./quota/MemoryStore.js"
 export * as RedisScript from "./quota/RedisScript.js"
 /** @since 0.2.0 */
 export * as Deadlines from "./quota/Deadlines.js"
+/** @since 0.2.0 */
+export * as Limit from "./limit/Limit.js"
+/** @since 0.2.0 */
+export * as Fixed from "./limit/Fixed.js"
+/** @since 0.2.0 */
+export * as CongestionWindow from "./limit/CongestionWindow.js"
+/** @since 0.2.0 */
+export * as Aimd from "./limit/Aimd.js"
+/** @since 0.2.0 */
+export * as Vegas from "./limit/Vegas.js"
+/** @since 0.2.0 */
+export * as Tempo from "./limit/Tempo.js"
+/** @since 0.2.0 */
+export * as Pacer from "./limit/Pacer.js"

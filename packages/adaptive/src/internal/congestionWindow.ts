@@ -1,8 +1,9 @@
 import { Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/limit/CongestionWindow"
+import * as Limit from "@sluice/kernel/limit/Limit"
 import * as Schema from "effect/Schema"
 import type * as CW from "../CongestionWindow.js"
-import type * as LA from "../LimitAlgorithm.js"
-import { algorithm, boundsFields, boundsIssues, OpenRatio } from "./limitAlgorithm.js"
+import { algorithm, boundsFields, OpenRatio } from "./limitAlgorithm.js"
 import { bindMethods } from "./bind.js"
 
 /** @internal */
@@ -15,7 +16,7 @@ export const CongestionWindowOptions = Schema.Struct({
   variant: Schema.optionalWith(Schema.Literal("tahoe", "reno"), { default: () => "reno" as const })
 }).pipe(
   Schema.filter((o) => {
-    const issues = boundsIssues(o)
+    const issues = Limit.boundsIssues(o)
     if (o.backoffRatio !== undefined && o.factor !== undefined && o.backoffRatio !== o.factor) {
       issues.push({
         path: ["factor"],
@@ -26,40 +27,10 @@ export const CongestionWindowOptions = Schema.Struct({
   })
 )
 
-class CongestionWindowImpl implements CW.CongestionWindow {
+class CongestionWindowImpl extends Kernel.CongestionWindow implements CW.CongestionWindow {
   protected readonly bound = bindMethods(this, ["onSample"])
-  readonly name: string
-  /** The window counts requests, never time: its samples need no clock read. */
-  readonly usesTime = false
-  cwnd: number
-  ssthresh: number
-  ignoreBelow = 0
   constructor(readonly options: CW.CongestionWindowConfig) {
-    this.name = `congestion-window(${options.variant})`
-    this.cwnd = options.initial
-    this.ssthresh = options.ssthresh
-  }
-  get limit(): number {
-    return this.cwnd
-  }
-  onSample(sample: LA.Sample): number {
-    if (sample.outcome === "success") {
-      const cwnd = this.cwnd
-      // Idle capacity must not inflate the window: growth stops at in-flight + 1.
-      const grown = Math.min(
-        cwnd + (cwnd < this.ssthresh ? 1 : 1 / cwnd),
-        sample.inFlight + 1,
-        this.options.maxLimit
-      )
-      if (grown > cwnd) this.cwnd = grown
-    } else if (sample.outcome === "dropped" && sample.id >= this.ignoreBelow) {
-      const { backoffRatio, initial, maxLimit, minLimit, variant } = this.options
-      this.ssthresh = Math.max(minLimit, this.cwnd * backoffRatio)
-      this.cwnd = Math.min(maxLimit, Math.max(minLimit, variant === "tahoe" ? initial : this.ssthresh))
-      // Everything in flight now belongs to the same burst: its errors count once.
-      this.ignoreBelow = sample.nextId
-    }
-    return this.cwnd
+    super(options)
   }
 }
 

@@ -1,9 +1,11 @@
 import { Options } from "@sluice/core"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Fixed from "@sluice/kernel/limit/Fixed"
+import * as Limit from "@sluice/kernel/limit/Limit"
 import type * as LA from "../LimitAlgorithm.js"
+import { bindMethods } from "./bind.js"
 
-/** @internal a number strictly between 0 and 1 */
 /** @internal A smoothing factor in (0, 1]: 1 keeps only the latest sample. */
 export const Smoothing = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n > 0 && n <= 1, {
@@ -11,6 +13,7 @@ export const Smoothing = Schema.Number.pipe(
   })
 )
 
+/** @internal a number strictly between 0 and 1 */
 export const OpenRatio = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n > 0 && n < 1, {
     message: (issue) => `expected a number strictly between 0 and 1, got ${String(issue.actual)}`
@@ -24,87 +27,27 @@ export const PositiveOrInfinity = Schema.Number.pipe(
   })
 )
 
-/** @internal */
-export const checkBounds = (
-  fields: ReadonlyArray<readonly [name: string, value: number]>
-): Array<{ path: Array<string>; message: string }> => {
-  // fields are [min, initial, max] in order: report the first pair out of order by field name
-  const issues: Array<{ path: Array<string>; message: string }> = []
-  for (let i = 0; i + 1 < fields.length; i++) {
-    const [lowName, low] = fields[i]!
-    for (let j = i + 1; j < fields.length; j++) {
-      const [highName, high] = fields[j]!
-      if (low > high) {
-        issues.push({ path: [lowName], message: `${lowName} (${low}) must not exceed ${highName} (${high})` })
-      }
-    }
-  }
-  return issues
-}
-
 const FixedLimit = Options.PositiveInt
 const decodeFixed = Options.decodeSync("LimitAlgorithm.fixed", Schema.Struct({ limit: FixedLimit }))
 
 /** @internal */
 export const fixed = (limit: number): LA.LimitAlgorithm => {
   decodeFixed({ limit })
-  return {
-    name: "fixed",
-    limit,
-    onSample: () => limit,
-    usesTime: false
-  }
+  return bindMethods(new Fixed.Fixed(limit), ["onSample"])
 }
 
 // ---------------------------------------------------------------------------
 // Shared scaffolding of the limit algorithms (Aimd, CongestionWindow, Vegas): one
-// bounds schema, one default rule, one lazily validating factory.
-
-/** @internal The default `initial` limit, clamped into `[minLimit, maxLimit]` when not given. */
-export const DEFAULT_INITIAL = 20
-
-/**
- * @internal The default `maxLimit` of every algorithm: finite, so that a limit that only
- * ever hears successes (a backend that never pushes back) cannot grow without bound.
- */
-export const DEFAULT_MAX_LIMIT = 1000
+// bounds schema and one lazily validating factory; the bounds rule is the kernel's.
 
 /** @internal The bounds every algorithm shares: integers, `maxLimit` may be `Infinity`. */
 export const boundsFields = {
   initial: Schema.optional(Options.PositiveInt),
   minLimit: Schema.optionalWith(Options.PositiveInt, { default: () => 1 }),
-  maxLimit: Schema.optionalWith(PositiveOrInfinity, { default: () => DEFAULT_MAX_LIMIT })
+  maxLimit: Schema.optionalWith(PositiveOrInfinity, { default: () => Limit.DEFAULT_MAX_LIMIT })
 }
 
-interface Bounds {
-  readonly initial?: number | undefined
-  readonly minLimit: number
-  readonly maxLimit: number
-}
-
-/**
- * @internal Issues of the bounds: an explicit `initial` outside `[minLimit, maxLimit]` is
- * an error; a default one is clamped by {@link resolveBounds} instead.
- */
-export const boundsIssues = (o: Bounds): Array<{ path: Array<string>; message: string }> =>
-  checkBounds(
-    o.initial === undefined
-      ? [
-          ["minLimit", o.minLimit],
-          ["maxLimit", o.maxLimit]
-        ]
-      : [
-          ["minLimit", o.minLimit],
-          ["initial", o.initial],
-          ["maxLimit", o.maxLimit]
-        ]
-  )
-
-/** @internal Fills in the default `initial`, clamped so the defaults agree with the user's bounds. */
-export const resolveBounds = <O extends Bounds>(o: O): O & { readonly initial: number } =>
-  o.initial !== undefined
-    ? (o as O & { readonly initial: number })
-    : { ...o, initial: Math.min(o.maxLimit, Math.max(o.minLimit, DEFAULT_INITIAL)) }
+type Bounds = Parameters<typeof Limit.boundsIssues>[0]
 
 /**
  * @internal The decoders and constructors of one algorithm. `factory(options)` never throws
@@ -120,13 +63,13 @@ export const algorithm = <I, C extends Bounds, A>(
   const decodeSync = Options.decodeSync(module, schema)
   const decodeEffect = Options.decode(module, schema)
   return {
-    unsafeMake: (options: I = {} as I): A => build(resolveBounds(decodeSync(options))),
+    unsafeMake: (options: I = {} as I): A => build(Limit.resolveBounds(decodeSync(options))),
     make: (options: I = {} as I): Effect.Effect<A, Options.InvalidOptions> =>
-      Effect.map(decodeEffect(options), (config) => build(resolveBounds(config))),
+      Effect.map(decodeEffect(options), (config) => build(Limit.resolveBounds(config))),
     factory: (options: I = {} as I): LA.Factory => {
       let config: (C & { readonly initial: number }) | undefined
       return () => {
-        if (config === undefined) config = resolveBounds(decodeSync(options))
+        if (config === undefined) config = Limit.resolveBounds(decodeSync(options))
         return build(config) as unknown as LA.LimitAlgorithm
       }
     }

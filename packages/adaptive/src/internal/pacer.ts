@@ -1,4 +1,5 @@
 import { Errors, Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/limit/Pacer"
 import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -98,73 +99,57 @@ class PacerImpl implements P.Pacer {
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   readonly options: Config
-  private readonly limitOf: () => number
-  private readonly slowStartOf: (() => boolean) | undefined
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
-  private readonly initialRtt: number | undefined
-  /** Earliest time the next departure may leave. */
-  nextDeparture = Number.NEGATIVE_INFINITY
-  queued = 0
-  srtt: number | undefined = undefined
+  private readonly pacer: Kernel.ReservationPacer
 
   constructor(config: Config) {
     this.options = config
     this.key = config.key
-    this.limitOf = config.limit
-    this.slowStartOf = config.slowStart
     this.tags = [MetricLabel.make("key", config.key)]
-    this.initialRtt = config.initialRtt === undefined ? undefined : Duration.toMillis(config.initialRtt)
+    this.pacer = new Kernel.ReservationPacer({
+      gain: config.gain,
+      slowStartGain: config.slowStartGain,
+      smoothing: config.smoothing,
+      initialRtt: config.initialRtt === undefined ? undefined : Duration.toMillis(config.initialRtt),
+      maxQueue: config.maxQueue,
+      limit: config.limit,
+      slowStart: config.slowStart
+    })
   }
 
+  get nextDeparture(): number {
+    return this.pacer.nextDeparture
+  }
+  get queued(): number {
+    return this.pacer.queued
+  }
+  get srtt(): number | undefined {
+    return this.pacer.srtt
+  }
   get gain(): number {
-    return this.slowStartOf !== undefined && this.slowStartOf()
-      ? this.options.slowStartGain
-      : this.options.gain
+    return this.pacer.gain
   }
-
   get interval(): number {
-    const rtt = this.srtt ?? this.initialRtt
-    if (rtt === undefined) return 0
-    const limit = this.limitOf()
-    // No usable limit (0, negative, NaN, unbounded): nothing to spread, do not pace.
-    if (!(limit > 0) || !Number.isFinite(limit)) return 0
-    return rtt / (this.gain * limit)
+    return this.pacer.interval
   }
 
-  /** RFC 6298 smoothing: the first sample is taken as is. */
   unsafeObserve(rttMillis: number): void {
-    if (!(rttMillis >= 0) || !Number.isFinite(rttMillis)) return
-    const srtt = this.srtt
-    this.srtt = srtt === undefined ? rttMillis : srtt + this.options.smoothing * (rttMillis - srtt)
-    srttGauge.unsafeUpdate(this.srtt, this.tags)
+    if (this.pacer.observe(rttMillis)) srttGauge.unsafeUpdate(this.pacer.srtt!, this.tags)
   }
-
-  /** Departures that leave at once, granted by {@link unsafeRelease}. */
-  private burstCredit = 0
 
   unsafeRelease(k: number, now: number): void {
-    if (!Number.isFinite(k) || k === 0) return
-    const from = this.nextDeparture > now ? this.nextDeparture : now
-    if (k > 0) this.burstCredit += Math.floor(k)
-    this.nextDeparture = from + Math.abs(k) * this.interval
+    this.pacer.release(k, now)
   }
 
   /** Reserves the next departure slot; returns how long to wait, or -1 when the queue is full. */
   unsafeReserve(now: number): number {
-    if (this.burstCredit > 0) {
-      this.burstCredit--
-      delayHistogram.unsafeUpdate(0, this.tags)
-      return 0
-    }
-    const depart = this.nextDeparture > now ? this.nextDeparture : now
-    const delay = depart - now
-    if (delay > 0 && this.queued >= this.options.maxQueue) {
+    const delay = this.pacer.reserve(now)
+    if (delay === Kernel.QUEUE_FULL) {
       rejectedCounter.unsafeUpdate(1, this.tags)
-      return -1
+      return delay
     }
-    const interval = this.interval
-    this.nextDeparture = depart + interval
-    intervalGauge.unsafeUpdate(interval, this.tags)
+    const interval = this.pacer.reservedInterval
+    if (interval !== undefined) intervalGauge.unsafeUpdate(interval, this.tags)
     delayHistogram.unsafeUpdate(delay, this.tags)
     return delay
   }
@@ -187,16 +172,12 @@ class PacerImpl implements P.Pacer {
       const delay = this.unsafeReserve(now)
       if (delay === 0) return this.timed(self, clock)
       if (delay < 0) return Effect.fail(queueFull)
-      const slotEnd = this.nextDeparture
+      const pacer = this.pacer
+      const slotEnd = pacer.nextDeparture
       const slotStart = now + delay
-      this.queued++
-      queuedGauge.unsafeUpdate(this.queued, this.tags)
+      pacer.enter()
+      queuedGauge.unsafeUpdate(pacer.queued, this.tags)
       let waiting = true
-      const leave = () => {
-        waiting = false
-        this.queued--
-        queuedGauge.unsafeUpdate(this.queued, this.tags)
-      }
       return Effect.sleep(Duration.millis(delay)).pipe(
         // a span per wait (the slow path); an undelayed departure has none
         Effect.withSpan("sluice.pacer.wait", {
@@ -205,17 +186,18 @@ class PacerImpl implements P.Pacer {
         }),
         Effect.zipRight(
           Effect.suspend(() => {
-            leave()
+            waiting = false
+            pacer.leave()
+            queuedGauge.unsafeUpdate(pacer.queued, this.tags)
             return this.timed(self, clock)
           })
         ),
         Effect.onInterrupt(() =>
           Effect.sync(() => {
             if (!waiting) return
-            leave()
-            // The last reservation gives its slot back; earlier ones leave a gap that later
-            // departures do not close (they keep their reserved times).
-            if (this.nextDeparture === slotEnd) this.nextDeparture = slotStart
+            waiting = false
+            pacer.cancel(slotStart, slotEnd)
+            queuedGauge.unsafeUpdate(pacer.queued, this.tags)
           })
         )
       )
@@ -231,13 +213,6 @@ class PacerImpl implements P.Pacer {
 // ---------------------------------------------------------------------------
 // the algorithm-driven pacer
 
-/** Whether an algorithm drives pacing itself (declares `pacingInterval`). */
-const drivesPacing = (algorithm: LA.LimitAlgorithm | undefined): algorithm is LA.LimitAlgorithm =>
-  algorithm !== undefined && "pacingInterval" in algorithm
-
-/** Millis below which a departure counts as due (floating-point slack of the schedule). */
-const EPSILON = 1e-6
-
 class Waiter {
   resume: ((effect: Effect.Effect<void>) => void) | undefined = undefined
   released = false
@@ -248,7 +223,8 @@ class Waiter {
  * Departures wait in one FIFO and a single timer fiber releases the head every
  * `algorithm.pacingInterval`: unlike the reservation pacer, a change of rate, a
  * burst or a pause applies to every waiter at once, which an algorithm that sets
- * the rate needs when the backlog is long.
+ * the rate needs when the backlog is long. The kernel's schedule says how many
+ * heads leave; this binding holds the waiters and the timer fiber.
  */
 class ScheduledPacerImpl implements P.Pacer {
   protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "run", "withPacer", "pipe"])
@@ -256,70 +232,55 @@ class ScheduledPacerImpl implements P.Pacer {
   readonly key: string
   readonly options: Config
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
+  private readonly pacer: Kernel.ScheduledPacer
   private readonly waiters: Array<Waiter> = []
   private head = 0
   private armed = false
-  private burstCredit = 0
-  nextDeparture = Number.NEGATIVE_INFINITY
-  queued = 0
-  srtt: number | undefined = undefined
 
-  constructor(
-    config: Config,
-    private readonly algorithm: LA.LimitAlgorithm
-  ) {
+  constructor(config: Config, algorithm: LA.LimitAlgorithm) {
     this.options = config
     this.key = config.key
     this.tags = [MetricLabel.make("key", config.key)]
+    this.pacer = new Kernel.ScheduledPacer(
+      { smoothing: config.smoothing, maxQueue: config.maxQueue },
+      algorithm
+    )
   }
 
   get gain(): number {
     return 1
   }
-
-  /** The algorithm's spacing: 0 when it does not pace, `Infinity` while it holds departures. */
   get interval(): number {
-    const interval = this.algorithm.pacingInterval
-    return interval !== undefined && interval > 0 ? interval : 0
+    return this.pacer.interval
+  }
+  get nextDeparture(): number {
+    return this.pacer.nextDeparture
+  }
+  get queued(): number {
+    return this.pacer.queued
+  }
+  get srtt(): number | undefined {
+    return this.pacer.srtt
   }
 
   unsafeObserve(rttMillis: number): void {
-    if (!(rttMillis >= 0) || !Number.isFinite(rttMillis)) return
-    const srtt = this.srtt
-    this.srtt = srtt === undefined ? rttMillis : srtt + this.options.smoothing * (rttMillis - srtt)
-    srttGauge.unsafeUpdate(this.srtt, this.tags)
+    if (this.pacer.observe(rttMillis)) srttGauge.unsafeUpdate(this.pacer.srtt!, this.tags)
   }
 
   unsafeRelease(k: number, now: number): void {
-    if (!Number.isFinite(k) || k === 0) return
-    const interval = this.interval
-    if (Number.isFinite(interval)) {
-      const from = this.nextDeparture > now ? this.nextDeparture : now
-      this.nextDeparture = from + Math.abs(k) * interval
-    }
-    if (k > 0) {
-      let n = Math.floor(k)
-      while (n > 0 && this.releaseHead()) n--
-      this.burstCredit += n
-    }
+    this.releaseHeads(this.pacer.release(k, now))
   }
 
-  private releaseHead(): boolean {
-    while (this.head < this.waiters.length) {
+  /** Resumes the next `n` waiters still waiting, in arrival order. */
+  private releaseHeads(n: number): void {
+    while (n > 0 && this.head < this.waiters.length) {
       const waiter = this.waiters[this.head]!
       this.waiters[this.head++] = undefined as any
       if (waiter.gone) continue
       waiter.released = true
-      this.queued--
       if (waiter.resume !== undefined) waiter.resume(Effect.void)
-      this.compact()
-      return true
+      n--
     }
-    this.compact()
-    return false
-  }
-
-  private compact(): void {
     if (this.head > 1024 && this.head * 2 > this.waiters.length) {
       this.waiters.splice(0, this.head)
       this.head = 0
@@ -331,31 +292,9 @@ class ScheduledPacerImpl implements P.Pacer {
 
   /** Runs due algorithm timers, applies a burst or pause, releases every departure due by `now`. */
   private tick(now: number): void {
-    const algorithm = this.algorithm
-    const timer = algorithm.nextTimer
-    if (timer !== undefined && timer <= now + EPSILON && algorithm.onTimer !== undefined) {
-      algorithm.onTimer(timer > now ? timer : now)
-    }
-    if (algorithm.takeBurst !== undefined) {
-      const k = algorithm.takeBurst(now)
-      if (k !== 0) this.unsafeRelease(k, now)
-    }
-    // `now + EPSILON`: a sleep of `nextDeparture - now` may land a rounding error short.
-    const interval = this.interval
-    // Holding (`Infinity`): nothing leaves but bursts; when pacing resumes it starts now.
-    if (!Number.isFinite(interval)) return this.report()
-    if (!Number.isFinite(this.nextDeparture)) this.nextDeparture = now
-    while (this.queued > 0 && this.nextDeparture <= now + EPSILON) {
-      this.releaseHead()
-      const from = this.nextDeparture > now - interval ? this.nextDeparture : now
-      this.nextDeparture = from + interval
-    }
-    this.report()
-  }
-
-  private report(): void {
-    queuedGauge.unsafeUpdate(this.queued, this.tags)
-    intervalGauge.unsafeUpdate(this.interval, this.tags)
+    this.releaseHeads(this.pacer.tick(now))
+    queuedGauge.unsafeUpdate(this.pacer.queued, this.tags)
+    intervalGauge.unsafeUpdate(this.pacer.interval, this.tags)
   }
 
   /**
@@ -366,11 +305,9 @@ class ScheduledPacerImpl implements P.Pacer {
     return Effect.suspend(() => {
       const now = clock.unsafeCurrentTimeMillis()
       this.tick(now)
-      const timer = this.algorithm.nextTimer
-      const departure = Number.isFinite(this.interval) ? this.nextDeparture : Number.POSITIVE_INFINITY
-      const wake = timer !== undefined && timer > now + EPSILON && timer < departure ? timer : departure
+      const wake = this.pacer.wakeAt(now)
       // Nothing waits, or everything is held with no timer: the next arrival or outcome re-arms.
-      if (this.queued === 0 || wake === Number.POSITIVE_INFINITY) {
+      if (wake === Number.POSITIVE_INFINITY) {
         this.armed = false
         return Effect.void
       }
@@ -388,7 +325,7 @@ class ScheduledPacerImpl implements P.Pacer {
       const now = clock.unsafeCurrentTimeMillis()
       if (exit._tag === "Success") this.unsafeObserve(now - start)
       this.tick(now)
-      return this.queued > 0 && !this.armed ? this.arm(clock, Effect.void) : Effect.void
+      return this.pacer.queued > 0 && !this.armed ? this.arm(clock, Effect.void) : Effect.void
     })
   }
 
@@ -400,36 +337,27 @@ class ScheduledPacerImpl implements P.Pacer {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
       this.tick(now)
-      if (this.queued === 0) {
-        if (this.burstCredit > 0) {
-          this.burstCredit--
-          delayHistogram.unsafeUpdate(0, this.tags)
-          return this.timed(self, clock)
-        }
-        const interval = this.interval
-        if (Number.isFinite(interval) && this.nextDeparture <= now + EPSILON) {
-          const from = this.nextDeparture > now - interval ? this.nextDeparture : now
-          this.nextDeparture = from + interval
-          delayHistogram.unsafeUpdate(0, this.tags)
-          return this.timed(self, clock)
-        }
+      const pacer = this.pacer
+      const admission = pacer.depart(now)
+      if (admission === "depart") {
+        delayHistogram.unsafeUpdate(0, this.tags)
+        return this.timed(self, clock)
       }
-      if (this.queued >= this.options.maxQueue) {
+      if (admission === "full") {
         rejectedCounter.unsafeUpdate(1, this.tags)
         return Effect.fail(queueFull)
       }
       const waiter = new Waiter()
       this.waiters.push(waiter)
-      this.queued++
-      queuedGauge.unsafeUpdate(this.queued, this.tags)
+      queuedGauge.unsafeUpdate(pacer.queued, this.tags)
       const wait = Effect.async<void>((resume) => {
         if (waiter.released) return resume(Effect.void)
         waiter.resume = resume
         return Effect.sync(() => {
           if (waiter.released || waiter.gone) return
           waiter.gone = true
-          this.queued--
-          queuedGauge.unsafeUpdate(this.queued, this.tags)
+          pacer.leave()
+          queuedGauge.unsafeUpdate(pacer.queued, this.tags)
         })
       })
       return this.arm(
@@ -459,7 +387,9 @@ class ScheduledPacerImpl implements P.Pacer {
 }
 
 const makeFrom = (config: Config): P.Pacer =>
-  drivesPacing(config.algorithm) ? new ScheduledPacerImpl(config, config.algorithm) : new PacerImpl(config)
+  Kernel.drivesPacing(config.algorithm)
+    ? new ScheduledPacerImpl(config, config.algorithm)
+    : new PacerImpl(config)
 
 /** @internal */
 export const unsafeMake = (options: P.PacerOptions): P.Pacer => makeFrom(decodeSync(options))
@@ -484,7 +414,7 @@ export const forLimiter = (
     key: limiter.key,
     ...options,
     limit: () => limiter.limit,
-    ...(drivesPacing(algorithm) ? { algorithm } : {}),
+    ...(Kernel.drivesPacing(algorithm) ? { algorithm } : {}),
     ...(isSlowStartAware(algorithm) ? { slowStart: () => algorithm.cwnd < algorithm.ssthresh } : {})
   })
 }

@@ -1,0 +1,310 @@
+/**
+ * The pacer's arithmetic: when the next departure may leave. A concurrency limit says *how
+ * many* requests may be in flight; on its own a limiter sends them as fast as permits free
+ * up, so a whole window reaches the backend within milliseconds, finds it full, and the
+ * excess is rejected while the backend idles later in the round trip. TCP answers this with
+ * pacing (Linux's `sch_fq`, BBR's pacing rate), and so does this module.
+ *
+ * Two schedules, both plain state over counts (the binding holds the waiters themselves and
+ * does the sleeping):
+ *
+ * - {@link ReservationPacer}: departures leave at most every `srtt / (gain × limit)`, where
+ *   `srtt` is the smoothed round trip of successes (RFC 6298 smoothing) and `gain` follows
+ *   Linux TCP (`slowStartGain` while the window still doubles). Each arrival reserves the
+ *   next slot in arrival order; an idle pacer banks no credit.
+ * - {@link ScheduledPacer}: an algorithm that declares `pacingInterval` (see `Limit`) sets
+ *   the spacing; departures wait in one FIFO whose head is released every interval, so a
+ *   change of rate, a burst or a pause applies to the whole backlog at once.
+ *
+ * @since 0.2.0
+ */
+import type { Limit } from "./Limit.js"
+
+/**
+ * RFC 6298 smoothing of a round-trip estimate: the first sample is taken as is, then
+ * `srtt + smoothing × (rtt − srtt)`.
+ *
+ * @since 0.2.0
+ */
+export const smooth = (srtt: number | undefined, rtt: number, smoothing: number): number =>
+  srtt === undefined ? rtt : srtt + smoothing * (rtt - srtt)
+
+/**
+ * Whether a round trip is a measurement: negative, NaN or infinite ones are not.
+ *
+ * @since 0.2.0
+ */
+export const isRoundTrip = (rtt: number): boolean => rtt >= 0 && Number.isFinite(rtt)
+
+/**
+ * What {@link ReservationPacer.reserve} answers when the queue is full.
+ *
+ * @since 0.2.0
+ */
+export const QUEUE_FULL = -1
+
+/**
+ * A resolved configuration of the reservation pacer: `gain` in congestion avoidance,
+ * `slowStartGain`, `smoothing` in (0, 1], `initialRtt` (millis, paces before the first
+ * measured success; `undefined`: do not pace until then), `maxQueue` (waiters; 0 = never
+ * wait), `limit` (the window to spread over a round trip, read at each departure) and
+ * optionally `slowStart` (whether `slowStartGain` applies).
+ *
+ * @since 0.2.0
+ */
+export interface ReservationConfig {
+  readonly gain: number
+  readonly slowStartGain: number
+  readonly smoothing: number
+  readonly initialRtt: number | undefined
+  readonly maxQueue: number
+  readonly limit: () => number
+  readonly slowStart?: (() => boolean) | undefined
+}
+
+/**
+ * The reservation pacer: departures are spaced by {@link interval}, reserved in arrival
+ * order. A caller whose slot is in the future waits (bounded by `maxQueue`); one that
+ * gives up early frees its place, and the last reservation also gives its slot back.
+ *
+ * @since 0.2.0
+ */
+export class ReservationPacer {
+  /** Earliest time the next departure may leave. */
+  nextDeparture = Number.NEGATIVE_INFINITY
+  /** Departures waiting for their slot. */
+  queued = 0
+  srtt: number | undefined = undefined
+  /**
+   * The spacing applied by the last {@link reserve} that took a slot; `undefined` when it
+   * left on a burst credit (no slot taken).
+   */
+  reservedInterval: number | undefined = undefined
+  /** Departures that leave at once, granted by {@link release}. */
+  private burstCredit = 0
+
+  constructor(readonly config: ReservationConfig) {}
+
+  get gain(): number {
+    const slowStart = this.config.slowStart
+    return slowStart !== undefined && slowStart() ? this.config.slowStartGain : this.config.gain
+  }
+
+  /** The current spacing in millis: `srtt / (gain × limit)`, 0 when there is nothing to pace with. */
+  get interval(): number {
+    const rtt = this.srtt ?? this.config.initialRtt
+    if (rtt === undefined) return 0
+    const limit = this.config.limit()
+    // No usable limit (0, negative, NaN, unbounded): nothing to spread, do not pace.
+    if (!(limit > 0) || !Number.isFinite(limit)) return 0
+    return rtt / (this.gain * limit)
+  }
+
+  /** Takes the round trip of a success into the estimate; `true` when it counted. */
+  observe(rttMillis: number): boolean {
+    if (!isRoundTrip(rttMillis)) return false
+    this.srtt = smooth(this.srtt, rttMillis, this.config.smoothing)
+    return true
+  }
+
+  /**
+   * A positive `k` lets the next `k` departures leave at once and pushes the schedule back by
+   * `k` intervals (a burst at the same average rate); a negative `-m` pauses it by `m`.
+   */
+  release(k: number, now: number): void {
+    if (!Number.isFinite(k) || k === 0) return
+    const from = this.nextDeparture > now ? this.nextDeparture : now
+    if (k > 0) this.burstCredit += Math.floor(k)
+    this.nextDeparture = from + Math.abs(k) * this.interval
+  }
+
+  /**
+   * Reserves the next departure slot: how long to wait (0: leave now), or
+   * {@link QUEUE_FULL}. A caller told to wait counts itself with {@link enter}.
+   */
+  reserve(now: number): number {
+    if (this.burstCredit > 0) {
+      this.burstCredit--
+      this.reservedInterval = undefined
+      return 0
+    }
+    const depart = this.nextDeparture > now ? this.nextDeparture : now
+    const delay = depart - now
+    if (delay > 0 && this.queued >= this.config.maxQueue) return QUEUE_FULL
+    const interval = this.interval
+    this.nextDeparture = depart + interval
+    this.reservedInterval = interval
+    return delay
+  }
+
+  /** A caller starts waiting for its reserved slot. */
+  enter(): void {
+    this.queued++
+  }
+
+  /** A caller stops waiting (it departs, or gives up). */
+  leave(): void {
+    this.queued--
+  }
+
+  /**
+   * A caller gives up the slot `[slotStart, slotEnd)` it reserved before it came: the last
+   * reservation gives its slot back; earlier ones leave a gap that later departures do not
+   * close (they keep their reserved times).
+   */
+  cancel(slotStart: number, slotEnd: number): void {
+    this.leave()
+    if (this.nextDeparture === slotEnd) this.nextDeparture = slotStart
+  }
+}
+
+/** Millis below which a departure counts as due (floating-point slack of the schedule). */
+const EPSILON = 1e-6
+
+/**
+ * What {@link ScheduledPacer.depart} answers.
+ *
+ * @since 0.2.0
+ */
+export type Admission = "depart" | "wait" | "full"
+
+/**
+ * A resolved configuration of the scheduled pacer: `smoothing` of the round-trip estimate
+ * (reported, not used for spacing) and `maxQueue`.
+ *
+ * @since 0.2.0
+ */
+export interface ScheduledConfig {
+  readonly smoothing: number
+  readonly maxQueue: number
+}
+
+/**
+ * Whether an algorithm drives pacing itself (declares `pacingInterval`).
+ *
+ * @since 0.2.0
+ */
+export const drivesPacing = (algorithm: Limit | undefined): algorithm is Limit =>
+  algorithm !== undefined && "pacingInterval" in algorithm
+
+/**
+ * The pacer an algorithm drives: it follows `algorithm.pacingInterval` (0 when the
+ * algorithm does not pace, `Infinity` while it holds departures), runs the algorithm's
+ * timer (`nextTimer` / `onTimer`) and takes its bursts and pauses (`takeBurst`). The caller
+ * keeps the waiters in FIFO order and releases as many heads as the methods answer.
+ *
+ * @since 0.2.0
+ */
+export class ScheduledPacer {
+  nextDeparture = Number.NEGATIVE_INFINITY
+  /** Departures waiting in the FIFO. */
+  queued = 0
+  srtt: number | undefined = undefined
+  private burstCredit = 0
+
+  constructor(
+    readonly config: ScheduledConfig,
+    readonly algorithm: Limit
+  ) {}
+
+  /** The algorithm's spacing: 0 when it does not pace, `Infinity` while it holds departures. */
+  get interval(): number {
+    const interval = this.algorithm.pacingInterval
+    return interval !== undefined && interval > 0 ? interval : 0
+  }
+
+  /** Takes the round trip of a success into the estimate; `true` when it counted. */
+  observe(rttMillis: number): boolean {
+    if (!isRoundTrip(rttMillis)) return false
+    this.srtt = smooth(this.srtt, rttMillis, this.config.smoothing)
+    return true
+  }
+
+  /**
+   * A burst of `k > 0` (or a pause of `-k`): moves the schedule back by `|k|` intervals and
+   * answers how many waiting heads leave now; what is left of a burst becomes credit for
+   * the next arrivals.
+   */
+  release(k: number, now: number): number {
+    if (!Number.isFinite(k) || k === 0) return 0
+    const interval = this.interval
+    if (Number.isFinite(interval)) {
+      const from = this.nextDeparture > now ? this.nextDeparture : now
+      this.nextDeparture = from + Math.abs(k) * interval
+    }
+    if (k <= 0) return 0
+    const n = Math.floor(k)
+    const heads = Math.min(n, this.queued)
+    this.queued -= heads
+    this.burstCredit += n - heads
+    return heads
+  }
+
+  /**
+   * Runs a due algorithm timer, applies a burst or a pause, and answers how many waiting
+   * heads are due by `now` (they leave, in order).
+   */
+  tick(now: number): number {
+    const algorithm = this.algorithm
+    const timer = algorithm.nextTimer
+    if (timer !== undefined && timer <= now + EPSILON && algorithm.onTimer !== undefined) {
+      algorithm.onTimer(timer > now ? timer : now)
+    }
+    let heads = 0
+    if (algorithm.takeBurst !== undefined) {
+      const k = algorithm.takeBurst(now)
+      if (k !== 0) heads += this.release(k, now)
+    }
+    // `now + EPSILON`: a sleep of `nextDeparture - now` may land a rounding error short.
+    const interval = this.interval
+    // Holding (`Infinity`): nothing leaves but bursts; when pacing resumes it starts now.
+    if (!Number.isFinite(interval)) return heads
+    if (!Number.isFinite(this.nextDeparture)) this.nextDeparture = now
+    while (this.queued > 0 && this.nextDeparture <= now + EPSILON) {
+      this.queued--
+      heads++
+      const from = this.nextDeparture > now - interval ? this.nextDeparture : now
+      this.nextDeparture = from + interval
+    }
+    return heads
+  }
+
+  /**
+   * When to wake next to release waiters: the next departure or the algorithm's timer,
+   * whichever is first; `Infinity` when nothing waits or everything is held with no timer
+   * (the next arrival or outcome re-arms).
+   */
+  wakeAt(now: number): number {
+    if (this.queued === 0) return Number.POSITIVE_INFINITY
+    const timer = this.algorithm.nextTimer
+    const departure = Number.isFinite(this.interval) ? this.nextDeparture : Number.POSITIVE_INFINITY
+    return timer !== undefined && timer > now + EPSILON && timer < departure ? timer : departure
+  }
+
+  /**
+   * An arrival, after {@link tick}: it departs now (nothing waits and a burst credit or a
+   * due slot is there), waits at the tail of the FIFO (counted), or is refused (full).
+   */
+  depart(now: number): Admission {
+    if (this.queued === 0) {
+      if (this.burstCredit > 0) {
+        this.burstCredit--
+        return "depart"
+      }
+      const interval = this.interval
+      if (Number.isFinite(interval) && this.nextDeparture <= now + EPSILON) {
+        const from = this.nextDeparture > now - interval ? this.nextDeparture : now
+        this.nextDeparture = from + interval
+        return "depart"
+      }
+    }
+    if (this.queued >= this.config.maxQueue) return "full"
+    this.queued++
+    return "wait"
+  }
+
+  /** A waiter gives up before it was released. */
+  leave(): void {
+    this.queued--
+  }
+}
