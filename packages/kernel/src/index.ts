@@ -12,3 +12,21 @@
 
 /** @since 0.2.0 */
 export * as Ratio from "./stats/Ratio.js"
+
+/** @since 0.2.0 */
+export * as ErrorBody from "./wire/ErrorBody.js"
+
+/** @since 0.2.0 */
+export * as Headers from "./wire/Headers.js"
+
+/** @since 0.2.0 */
+export * as HttpDate from "./wire/HttpDate.js"
+
+/** @since 0.2.0 */
+export * as RateLimit from "./wire/RateLimit.js"
+
+/** @since 0.2.0 */
+export * as RetryAfter from "./wire/RetryAfter.js"
+
+/** @since 0.2.0 */
+export * as Verdict from "./wire/Verdict.js"
