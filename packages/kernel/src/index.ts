@@ -14,6 +14,9 @@
 export * as Ratio from "./stats/Ratio.js"
 
 /** @since 0.2.0 */
+export * as Backoff from "./retry/Backoff.js"
+
+/** @since 0.2.0 */
 export * as ErrorBody from "./wire/ErrorBody.js"
 
 /** @since 0.2.0 */
