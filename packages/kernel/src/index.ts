@@ -29,6 +29,12 @@ export * as BoundedMap from "./stats/BoundedMap.js"
 export * as Backoff from "./retry/Backoff.js"
 
 /** @since 0.2.0 */
+export * as Budget from "./retry/Budget.js"
+
+/** @since 0.2.0 */
+export * as Histogram from "./retry/Histogram.js"
+
+/** @since 0.2.0 */
 export * as ErrorBody from "./wire/ErrorBody.js"
 
 /** @since 0.2.0 */
