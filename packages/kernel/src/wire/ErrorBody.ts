@@ -22,14 +22,14 @@
 /** A number as JSON carries it: `Infinity`, `-Infinity` and `NaN` as strings. @since 0.2.0 */
 export type PortableNumber = number | "Infinity" | "-Infinity" | "NaN"
 
-/** @since 0.2.0 */
+/** An `Overloaded` as JSON: the backend refused the work because it is busy. @since 0.2.0 */
 export interface OverloadedJson {
   readonly _tag: "Overloaded"
   readonly reason: string
   readonly retryAfterMs?: PortableNumber
 }
 
-/** @since 0.2.0 */
+/** A `QuotaExceeded` as JSON: the caller is over a quota tier. @since 0.2.0 */
 export interface QuotaExceededJson {
   readonly _tag: "QuotaExceeded"
   readonly tier: string
@@ -38,14 +38,14 @@ export interface QuotaExceededJson {
   readonly retryAfterMs: PortableNumber
 }
 
-/** @since 0.2.0 */
+/** A `Throttled` as JSON: refused by a client-side throttle. @since 0.2.0 */
 export interface ThrottledJson {
   readonly _tag: "Throttled"
   readonly key: string
   readonly probability?: PortableNumber
 }
 
-/** @since 0.2.0 */
+/** A `CircuitOpen` as JSON: a breaker is open; `halfOpenAt` in epoch milliseconds. @since 0.2.0 */
 export interface CircuitOpenJson {
   readonly _tag: "CircuitOpen"
   readonly name: string
@@ -53,10 +53,10 @@ export interface CircuitOpenJson {
   readonly retryAfterMs: PortableNumber
 }
 
-/** @since 0.2.0 */
+/** What a `DontRetry` may wrap: any error of the encoding but another `DontRetry`. @since 0.2.0 */
 export type CauseJson = OverloadedJson | QuotaExceededJson | ThrottledJson | CircuitOpenJson
 
-/** @since 0.2.0 */
+/** A `DontRetry` as JSON: terminal, with why and after how many attempts, and what it gave up on. @since 0.2.0 */
 export interface DontRetryJson {
   readonly _tag: "DontRetry"
   readonly reason: string
@@ -64,7 +64,7 @@ export interface DontRetryJson {
   readonly cause?: CauseJson
 }
 
-/** @since 0.2.0 */
+/** Any error of the encoding, as JSON. @since 0.2.0 */
 export type ErrorJson = CauseJson | DontRetryJson
 
 /** The body of an error response: `{ "error": { "_tag": ..., ... } }`. @since 0.2.0 */
@@ -72,13 +72,13 @@ export interface ErrorBody {
   readonly error: ErrorJson
 }
 
-/** @since 0.2.0 */
+/** A number as JSON can carry it (`Infinity`, `-Infinity`, `NaN` as strings). @since 0.2.0 */
 export const portable = (n: number): PortableNumber =>
   Number.isNaN(n) ? "NaN" : n === Infinity ? "Infinity" : n === -Infinity ? "-Infinity" : n
 
-// Bounds for what a body may make a reader hold: longer strings are cut, like any text a
-// server sends; a Sluice server's own reasons stay far below them.
-/** @since 0.2.0 */
+// A bound for what a body may make a reader hold: like any text a server sends, a longer
+// string is cut; a Sluice server's own reasons stay far below it.
+/** The longest string read from a body; longer ones are cut (an ellipsis marks the cut). @since 0.2.0 */
 export const MAX_STRING = 1024
 
 const str = (u: unknown): string | undefined => {
@@ -123,7 +123,7 @@ export type Decoded =
       readonly cause?: DecodedCause
     }
 
-/** @since 0.2.0 */
+/** A decoded error that a `DontRetry` may wrap. @since 0.2.0 */
 export type DecodedCause = Exclude<Decoded, { readonly _tag: "DontRetry" }>
 
 const cause = (u: unknown): DecodedCause | undefined => {
