@@ -56,3 +56,30 @@ export * as Vegas from "./limit/Vegas.js"
 export * as Tempo from "./limit/Tempo.js"
 /** @since 0.2.0 */
 export * as Pacer from "./limit/Pacer.js"
+
+/** @since 0.2.0 */
+export * as Backoff from "./retry/Backoff.js"
+
+/** @since 0.2.0 */
+export * as Budget from "./retry/Budget.js"
+
+/** @since 0.2.0 */
+export * as Histogram from "./retry/Histogram.js"
+
+/** @since 0.2.0 */
+export * as ErrorBody from "./wire/ErrorBody.js"
+
+/** @since 0.2.0 */
+export * as Headers from "./wire/Headers.js"
+
+/** @since 0.2.0 */
+export * as HttpDate from "./wire/HttpDate.js"
+
+/** @since 0.2.0 */
+export * as RateLimit from "./wire/RateLimit.js"
+
+/** @since 0.2.0 */
+export * as RetryAfter from "./wire/RetryAfter.js"
+
+/** @since 0.2.0 */
+export * as Verdict from "./wire/Verdict.js"

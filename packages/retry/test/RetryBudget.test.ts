@@ -7,7 +7,6 @@ import {
   ConfigProvider,
   Effect,
   Exit,
-  FastCheck as fc,
   Fiber,
   Layer,
   Metric,
@@ -245,30 +244,6 @@ describe("RetryBudget", () => {
       }
     })
   )
-
-  it("never grants more than ratio × requests + floor × window within any window", () => {
-    fc.assert(
-      fc.property(
-        fc.double({ min: 0, max: 1, noNaN: true }),
-        fc.double({ min: 0, max: 5, noNaN: true }),
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 700 }), fc.boolean()), { maxLength: 300 }),
-        (ratio, floor, steps) => {
-          const budget = RetryBudget.unsafeMake({ ratio, minRetriesPerSecond: floor, window: 5000 }).forKey(
-            "p"
-          )
-          let now = 0
-          for (const [dt, isRetry] of steps) {
-            now += dt
-            if (isRetry) budget.unsafeTryWithdraw(now)
-            else budget.unsafeRecordRequest(now)
-            const stats = budget.unsafeStats(now)
-            expect(stats.retries).toBeLessThanOrEqual(ratio * stats.requests + floor * 5 + 1e-6)
-          }
-        }
-      ),
-      { numRuns: 200 }
-    )
-  })
 })
 
 describe("RetryBudget gate", () => {

@@ -1,4 +1,5 @@
 import { Options } from "@sluice/core"
+import * as Backoff from "@sluice/kernel/retry/Backoff"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
@@ -95,8 +96,7 @@ export const exponential = guarded(
     const baseMillis = Duration.toMillis(base)
     const maxMillis = Duration.toMillis(max)
     return Schedule.makeWithState(0, (now, _input: unknown, n: number) => {
-      // Math.pow overflows to Infinity for large n; the cap keeps the delay finite.
-      const millis = Math.min(maxMillis, baseMillis * Math.pow(factor, n))
+      const millis = Backoff.exponential(baseMillis, factor, maxMillis, n)
       return Effect.succeed([n + 1, Duration.millis(millis), continueAfter(now, millis)] as const)
     })
   }
@@ -114,10 +114,7 @@ export const jitter = dual<
   invalidOptionsOf(self) !== undefined
     ? self
     : Schedule.modifyDelayEffect(self, (_, delay) =>
-        Effect.map(Random.next, (r) => {
-          const d = Duration.toMillis(delay)
-          return Duration.millis(mode === "full" ? d * r : d / 2 + (d / 2) * r)
-        })
+        Effect.map(Random.next, (r) => Duration.millis(Backoff.jitter(mode, Duration.toMillis(delay), r)))
       )
 )
 
@@ -132,8 +129,7 @@ export const decorrelated = guarded(
     const max = Duration.toMillis(decoded.max)
     return Schedule.makeWithState(base, (now, _input: unknown, previous: number) =>
       Effect.map(Random.next, (r) => {
-        const upper = Math.max(base, previous * 3)
-        const millis = Math.min(max, base + (upper - base) * r)
+        const millis = Backoff.decorrelated(base, max, previous, r)
         return [millis, Duration.millis(millis), continueAfter(now, millis)] as const
       })
     )
@@ -147,10 +143,7 @@ export const clampRetryAfter = (
 ): Duration.Duration => {
   const max = Duration.decode(maxWait)
   const millis = typeof hint === "number" ? hint : Duration.toMillis(hint)
-  // A malformed hint (negative, NaN, infinite) or one beyond the cap means "wait the maximum":
-  // waiting less than a confused server asked for is the riskier mistake.
-  if (!Number.isFinite(millis) || millis < 0 || millis > Duration.toMillis(max)) return max
-  return Duration.millis(millis)
+  return Backoff.isUsableRetryAfter(millis, Duration.toMillis(max)) ? Duration.millis(millis) : max
 }
 
 /** @internal */
@@ -169,7 +162,9 @@ export const retryAfterOf = (error: unknown): Option.Option<Duration.Duration | 
 export const hintMillis = (error: unknown, maxWaitMillis: number): number => {
   const hint = retryAfterOf(error)
   if (Option.isNone(hint)) return 0
-  return Duration.toMillis(clampRetryAfter(hint.value, maxWaitMillis))
+  const millis = typeof hint.value === "number" ? hint.value : Duration.toMillis(hint.value)
+  // through a Duration, as every delay is slept: whole nanoseconds
+  return Duration.toMillis(Duration.millis(Backoff.clampRetryAfter(millis, maxWaitMillis)))
 }
 
 /** @internal */
@@ -198,10 +193,10 @@ export const honorRetryAfter = dual<
     return Schedule.makeWithState(self.initial, (now, input: In, state) =>
       Effect.map(self.step(now, input, state), ([state, out, decision]) => {
         if (ScheduleDecision.isDone(decision)) return [state, out, decision] as const
-        const hinted = hintMillis(input, maxWaitMillis)
         const computed = Intervals.start(decision.intervals) - now
-        if (hinted <= computed) return [state, out, decision] as const
-        return [state, out, continueAfter(now, hinted)] as const
+        const delay = Backoff.honorRetryAfter(computed, hintMillis(input, maxWaitMillis))
+        if (delay === computed) return [state, out, decision] as const
+        return [state, out, continueAfter(now, delay)] as const
       })
     )
   }

@@ -1,4 +1,5 @@
-import { type Admission, BoundedMap, Options, Ratio, RollingCounter } from "@sluice/core"
+import { type Admission, BoundedMap, Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/retry/Budget"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -32,28 +33,17 @@ export const withdrawals = Metric.counter("sluice_retry_budget_withdrawals", {
 })
 
 class BudgetImpl implements RB.Budget {
-  private readonly requests: RollingCounter.RollingCounter
-  private readonly retries: RollingCounter.RollingCounter
-  private readonly exactRatio: Ratio.ExactRatio
+  private readonly budget: Kernel.Budget
   constructor(
     readonly key: string,
-    private readonly ratio: number,
-    private readonly reserve: number,
-    window: Duration.Duration,
-    buckets: number
+    options: RB.ResolvedOptions
   ) {
-    this.requests = RollingCounter.unsafeMake({ window, buckets })
-    this.retries = RollingCounter.unsafeMake({ window, buckets })
-    this.exactRatio = Ratio.make(ratio)
-  }
-  /**
-   * Whole retries the window allows, `⌊ratio × requests + reserve⌋`: exact for a whole
-   * reserve (`0.1 × 30` is 3 here, 3.0000000000000004 in floating point).
-   */
-  private allowance(requests: number): number {
-    return Number.isSafeInteger(this.reserve) && Number.isSafeInteger(requests)
-      ? this.exactRatio.floorTimes(requests) + this.reserve
-      : Math.floor(this.ratio * requests + this.reserve)
+    this.budget = new Kernel.Budget({
+      ratio: options.ratio,
+      windowMillis: Duration.toMillis(options.window),
+      buckets: options.buckets,
+      minRetriesPerSecond: options.minRetriesPerSecond
+    })
   }
   readonly gate: Admission.Gate<true, never> = {
     tryEnter: (entry) => {
@@ -63,22 +53,9 @@ class BudgetImpl implements RB.Budget {
     enter: () => Effect.succeed(true),
     settle: () => {}
   }
-  readonly unsafeRecordRequest = (nowMillis: number): void => {
-    this.requests.unsafeAdd(nowMillis, 1)
-  }
-  readonly unsafeTryWithdraw = (nowMillis: number): boolean => {
-    if (this.retries.unsafeTotal(nowMillis) + 1 > this.allowance(this.requests.unsafeTotal(nowMillis))) {
-      return false
-    }
-    this.retries.unsafeAdd(nowMillis, 1)
-    return true
-  }
-  readonly unsafeStats = (nowMillis: number): RB.BudgetStats => {
-    const requests = this.requests.unsafeTotal(nowMillis)
-    const retries = this.retries.unsafeTotal(nowMillis)
-    const allowed = this.ratio * requests + this.reserve
-    return { requests, retries, allowed, available: Math.max(0, this.allowance(requests) - retries) }
-  }
+  readonly unsafeRecordRequest = (nowMillis: number): void => this.budget.recordRequest(nowMillis)
+  readonly unsafeTryWithdraw = (nowMillis: number): boolean => this.budget.tryWithdraw(nowMillis)
+  readonly unsafeStats = (nowMillis: number): RB.BudgetStats => this.budget.stats(nowMillis)
   get recordRequest(): Effect.Effect<void> {
     return Effect.clockWith((clock) =>
       Effect.sync(() => this.unsafeRecordRequest(clock.unsafeCurrentTimeMillis()))
@@ -97,13 +74,10 @@ class BudgetImpl implements RB.Budget {
 
 class ServiceImpl implements RB.Service {
   private readonly budgets: BoundedMap.BoundedMap<string, BudgetImpl>
-  private readonly reserve: number
   constructor(readonly options: RB.ResolvedOptions) {
-    this.reserve = options.minRetriesPerSecond * Duration.toSeconds(options.window)
     this.budgets = BoundedMap.make({ capacity: options.maxKeys })
   }
-  private readonly create = (key: string): BudgetImpl =>
-    new BudgetImpl(key, this.options.ratio, this.reserve, this.options.window, this.options.buckets)
+  private readonly create = (key: string): BudgetImpl => new BudgetImpl(key, this.options)
   readonly forKey = (key: string): RB.Budget => this.budgets.getOrCreate(key, this.create)
   get size(): number {
     return this.budgets.size

@@ -1,4 +1,5 @@
-import { Options, Ratio, RollingCounter } from "@sluice/core"
+import { Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/retry/Histogram"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -40,33 +41,23 @@ export const rejectionsCounter = Metric.counter("sluice_retry_histogram_reject_d
   incremental: true
 })
 
-const MAX_HEADER_LENGTH = 8
-
 /** @internal */
-export const parseAttempt = (value: string | number | null | undefined): number => {
-  if (typeof value === "number") return Number.isInteger(value) && value > 0 ? value : 0
-  if (typeof value !== "string" || value.length === 0 || value.length > MAX_HEADER_LENGTH) return 0
-  const trimmed = value.trim()
-  if (!/^\d+$/.test(trimmed)) return 0
-  return Number.parseInt(trimmed, 10)
-}
+export const parseAttempt: (value: string | number | null | undefined) => number = Kernel.parseAttempt
 
 class HistogramImpl implements RH.Service {
-  private readonly counters: ReadonlyArray<RollingCounter.RollingCounter>
-  private readonly untrustedCounters: ReadonlyArray<RollingCounter.RollingCounter>
+  private readonly histogram: Kernel.Histogram
   private readonly untrustedTags: ReadonlyArray<ReadonlyArray<MetricLabel.MetricLabel>>
-  private readonly threshold: Ratio.ExactRatio
   private readonly attemptTags: ReadonlyArray<ReadonlyArray<MetricLabel.MetricLabel>>
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   constructor(readonly options: RH.ResolvedOptions) {
-    const { buckets, maxAttempt, window } = options
-    this.counters = Array.from({ length: maxAttempt + 1 }, () =>
-      RollingCounter.unsafeMake({ window, buckets })
-    )
-    this.untrustedCounters = Array.from({ length: maxAttempt + 1 }, () =>
-      RollingCounter.unsafeMake({ window, buckets })
-    )
-    this.threshold = Ratio.make(options.threshold)
+    const { maxAttempt } = options
+    this.histogram = new Kernel.Histogram({
+      windowMillis: Duration.toMillis(options.window),
+      buckets: options.buckets,
+      maxAttempt,
+      threshold: options.threshold,
+      minRequests: options.minRequests
+    })
     this.tags = options.name === undefined ? [] : [MetricLabel.make("histogram", options.name)]
     this.attemptTags = Array.from({ length: maxAttempt + 1 }, (_, i) => [
       ...this.tags,
@@ -79,39 +70,15 @@ class HistogramImpl implements RH.Service {
     ])
   }
   readonly unsafeRecord = (nowMillis: number, attempt: number): void => {
-    const index = Math.min(this.options.maxAttempt, parseAttempt(attempt))
-    this.counters[index]!.unsafeAdd(nowMillis, 1)
-    requestsCounter.unsafeUpdate(1, this.attemptTags[index]!)
+    requestsCounter.unsafeUpdate(1, this.attemptTags[this.histogram.record(nowMillis, attempt)]!)
   }
   readonly unsafeRecordUntrusted = (nowMillis: number, attempt: number): void => {
-    const index = Math.min(this.options.maxAttempt, parseAttempt(attempt))
-    this.untrustedCounters[index]!.unsafeAdd(nowMillis, 1)
-    requestsCounter.unsafeUpdate(1, this.untrustedTags[index]!)
+    requestsCounter.unsafeUpdate(1, this.untrustedTags[this.histogram.recordUntrusted(nowMillis, attempt)]!)
   }
-  readonly unsafeSnapshot = (nowMillis: number): RH.Snapshot => {
-    const byAttempt = this.counters.map((counter) => counter.unsafeTotal(nowMillis))
-    const total = byAttempt.reduce((a, b) => a + b, 0)
-    const retries = total - byAttempt[0]!
-    const shareOfRetries = total === 0 ? 0 : retries / total
-    const untrustedByAttempt = this.untrustedCounters.map((counter) => counter.unsafeTotal(nowMillis))
-    const untrustedTotal = untrustedByAttempt.reduce((a, b) => a + b, 0)
-    return {
-      total,
-      retries,
-      shareOfRetries,
-      byAttempt,
-      untrusted: {
-        total: untrustedTotal,
-        retries: untrustedTotal - untrustedByAttempt[0]!,
-        byAttempt: untrustedByAttempt
-      }
-    }
-  }
+  readonly unsafeSnapshot = (nowMillis: number): RH.Snapshot => this.histogram.snapshot(nowMillis)
   readonly unsafeShouldRejectRetries = (nowMillis: number): boolean => {
-    const { retries, shareOfRetries, total } = this.unsafeSnapshot(nowMillis)
+    const { reject, shareOfRetries } = this.histogram.decide(nowMillis)
     retryShareGauge.unsafeUpdate(shareOfRetries, this.tags)
-    // Exact share: `retries / total > threshold` without a floating-point miss.
-    const reject = total >= this.options.minRequests && this.threshold.above(retries, total)
     if (reject) rejectionsCounter.unsafeUpdate(1, this.tags)
     return reject
   }

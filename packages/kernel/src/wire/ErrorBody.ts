@@ -1,19 +1,35 @@
-// Sluice's own JSON encoding of its errors in response bodies. Plain data and plain functions,
-// no `effect` import: the encoding must not change with a Schema version (durations are plain
-// milliseconds, never a Schema's encoded `Duration`), so both Effect lines, and any client in
-// any language, read the same bytes.
+/**
+ * Sluice's own JSON encoding of its errors in response bodies: `{ "error": { "_tag": ...,
+ * ...fields } }`, durations as plain milliseconds in fields named `…Ms`, numbers JSON
+ * cannot hold (`Infinity`, `-Infinity`, `NaN`) as those strings. What crosses a process
+ * boundary must not depend on which Effect line (or which Schema version) encoded it,
+ * so the encoding is plain data and plain functions: both Effect lines, and any client in
+ * any language, read the same bytes. Reading is total and bounded: a foreign body, an
+ * unknown tag, a missing or mistyped field is `undefined`, never a throw; long strings are
+ * cut.
+ *
+ * | `_tag` | fields |
+ * |---|---|
+ * | `Overloaded` | `reason`, `retryAfterMs?` |
+ * | `QuotaExceeded` | `tier`, `limit`, `remaining`, `retryAfterMs` |
+ * | `Throttled` | `key`, `probability?` |
+ * | `CircuitOpen` | `name`, `halfOpenAt` (epoch ms), `retryAfterMs` |
+ * | `DontRetry` | `reason`, `attempts?`, `cause?` (one of the four above) |
+ *
+ * @since 0.2.0
+ */
 
-/** A number as JSON carries it: `Infinity`, `-Infinity` and `NaN` as strings. @internal */
+/** A number as JSON carries it: `Infinity`, `-Infinity` and `NaN` as strings. @since 0.2.0 */
 export type PortableNumber = number | "Infinity" | "-Infinity" | "NaN"
 
-/** @internal */
+/** An `Overloaded` as JSON: the backend refused the work because it is busy. @since 0.2.0 */
 export interface OverloadedJson {
   readonly _tag: "Overloaded"
   readonly reason: string
   readonly retryAfterMs?: PortableNumber
 }
 
-/** @internal */
+/** A `QuotaExceeded` as JSON: the caller is over a quota tier. @since 0.2.0 */
 export interface QuotaExceededJson {
   readonly _tag: "QuotaExceeded"
   readonly tier: string
@@ -22,14 +38,14 @@ export interface QuotaExceededJson {
   readonly retryAfterMs: PortableNumber
 }
 
-/** @internal */
+/** A `Throttled` as JSON: refused by a client-side throttle. @since 0.2.0 */
 export interface ThrottledJson {
   readonly _tag: "Throttled"
   readonly key: string
   readonly probability?: PortableNumber
 }
 
-/** @internal */
+/** A `CircuitOpen` as JSON: a breaker is open; `halfOpenAt` in epoch milliseconds. @since 0.2.0 */
 export interface CircuitOpenJson {
   readonly _tag: "CircuitOpen"
   readonly name: string
@@ -37,10 +53,10 @@ export interface CircuitOpenJson {
   readonly retryAfterMs: PortableNumber
 }
 
-/** @internal */
+/** What a `DontRetry` may wrap: any error of the encoding but another `DontRetry`. @since 0.2.0 */
 export type CauseJson = OverloadedJson | QuotaExceededJson | ThrottledJson | CircuitOpenJson
 
-/** @internal */
+/** A `DontRetry` as JSON: terminal, with why and after how many attempts, and what it gave up on. @since 0.2.0 */
 export interface DontRetryJson {
   readonly _tag: "DontRetry"
   readonly reason: string
@@ -48,21 +64,21 @@ export interface DontRetryJson {
   readonly cause?: CauseJson
 }
 
-/** @internal */
+/** Any error of the encoding, as JSON. @since 0.2.0 */
 export type ErrorJson = CauseJson | DontRetryJson
 
-/** The body of an error response: `{ "error": { "_tag": ..., ... } }`. @internal */
+/** The body of an error response: `{ "error": { "_tag": ..., ... } }`. @since 0.2.0 */
 export interface ErrorBody {
   readonly error: ErrorJson
 }
 
-/** @internal */
+/** A number as JSON can carry it (`Infinity`, `-Infinity`, `NaN` as strings). @since 0.2.0 */
 export const portable = (n: number): PortableNumber =>
   Number.isNaN(n) ? "NaN" : n === Infinity ? "Infinity" : n === -Infinity ? "-Infinity" : n
 
-// Bounds for what a body may make a reader hold: longer strings are cut, like any text a
-// server sends; a Sluice server's own reasons stay far below them.
-/** @internal */
+// A bound for what a body may make a reader hold: like any text a server sends, a longer
+// string is cut; a Sluice server's own reasons stay far below it.
+/** The longest string read from a body; longer ones are cut (an ellipsis marks the cut). @since 0.2.0 */
 export const MAX_STRING = 1024
 
 const str = (u: unknown): string | undefined => {
@@ -83,7 +99,7 @@ const nonNegative = (u: unknown): number | undefined => {
   return n !== undefined && n >= 0 ? n : undefined
 }
 
-/** The fields of a decoded error, numbers as numbers (`Infinity` included). @internal */
+/** The fields of a decoded error, numbers as numbers (`Infinity` included). @since 0.2.0 */
 export type Decoded =
   | { readonly _tag: "Overloaded"; readonly reason: string; readonly retryAfterMs?: number }
   | {
@@ -107,7 +123,7 @@ export type Decoded =
       readonly cause?: DecodedCause
     }
 
-/** @internal */
+/** A decoded error that a `DontRetry` may wrap. @since 0.2.0 */
 export type DecodedCause = Exclude<Decoded, { readonly _tag: "DontRetry" }>
 
 const cause = (u: unknown): DecodedCause | undefined => {
@@ -155,7 +171,7 @@ const cause = (u: unknown): DecodedCause | undefined => {
  * an unknown tag, a missing or mistyped field). Never throws. A `DontRetry` reason this
  * version does not know is kept as it is: the reader decides what to make of it.
  *
- * @internal
+ * @since 0.2.0
  */
 export const decode = (body: unknown): Decoded | undefined => {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined
@@ -175,10 +191,10 @@ export const decode = (body: unknown): Decoded | undefined => {
   }
 }
 
-/** The longest body text parsed as Sluice's: a server's own error bodies are far shorter. @internal */
+/** The longest body text parsed as Sluice's: a server's own error bodies are far shorter. @since 0.2.0 */
 export const MAX_BODY = 64 * 1024
 
-/** Parses a body's text; a text longer than `MAX_BODY` is not Sluice's. @internal */
+/** Parses a body's text; a text longer than `MAX_BODY` is not Sluice's. @since 0.2.0 */
 export const parse = (text: string): Decoded | undefined => {
   const trimmed = text.trim()
   if (!trimmed.startsWith("{") || trimmed.length > MAX_BODY) return undefined
@@ -217,7 +233,7 @@ const causeJson = (e: DecodedCause): CauseJson => {
   }
 }
 
-/** The body for an error (JSON-ready: `JSON.stringify` keeps every field). @internal */
+/** The body for an error (JSON-ready: `JSON.stringify` keeps every field). @since 0.2.0 */
 export const encode = (e: Decoded): ErrorBody => {
   if (e._tag !== "DontRetry") return { error: causeJson(e) }
   return {

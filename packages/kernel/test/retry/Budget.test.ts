@@ -1,0 +1,91 @@
+import * as Budget from "@sluice/kernel/retry/Budget"
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+
+const make = (ratio: number, minRetriesPerSecond: number, windowMillis = 10_000, buckets = 10) =>
+  new Budget.Budget({ ratio, minRetriesPerSecond, windowMillis, buckets })
+
+describe("Budget", () => {
+  it("retries are at most ratio × requests + the floor over the window, to the last one", () => {
+    const budget = make(0.1, 1)
+    for (let i = 0; i < 1000; i++) budget.recordRequest(i)
+    let granted = 0
+    while (budget.tryWithdraw(1000)) granted++
+    expect(granted).toBe(0.1 * 1000 + 1 * 10)
+    expect(budget.stats(1000)).toEqual({ requests: 1000, retries: 110, allowed: 110, available: 0 })
+  })
+
+  it("slides: spent budget comes back once the window has passed; a quiet client keeps its floor", () => {
+    const budget = make(0.1, 0.1) // reserve = 1 retry per window
+    expect(budget.reserve).toBe(1)
+    budget.recordRequest(0)
+    expect(budget.tryWithdraw(0)).toBe(true)
+    expect(budget.tryWithdraw(0)).toBe(false)
+    expect(budget.stats(11_000)).toEqual({ requests: 0, retries: 0, allowed: 1, available: 1 })
+    expect(budget.tryWithdraw(11_000)).toBe(true)
+    expect(budget.tryWithdraw(11_000)).toBe(false)
+    // Ten requests earn one more retry.
+    for (let i = 0; i < 10; i++) budget.recordRequest(11_000)
+    expect(budget.tryWithdraw(11_000)).toBe(true)
+    expect(budget.tryWithdraw(11_000)).toBe(false)
+  })
+
+  it("the reserve is the floor per second over the window", () => {
+    expect(Budget.reserveOf(0.5, 10_000)).toBe(5)
+    expect(Budget.reserveOf(1, 2500)).toBe(2.5)
+    expect(Budget.reserveOf(0, 10_000)).toBe(0)
+    const budget = make(0, 0.5) // 5 retries per window, whatever the traffic
+    let n = 0
+    while (budget.tryWithdraw(0)) n++
+    expect(n).toBe(5)
+  })
+
+  it("exact allowance: 0.1 × 30 requests allows 3 retries, 0.1 × 29 allows 2 (no floating-point miss)", () => {
+    const budget = make(0.1, 0)
+    for (let i = 0; i < 29; i++) budget.recordRequest(0)
+    expect(budget.stats(0).available).toBe(2)
+    budget.recordRequest(0)
+    // 0.1 * 30 is 3.0000000000000004 in floating point; the allowance is exactly 3
+    expect(budget.stats(0).available).toBe(3)
+    expect([budget.tryWithdraw(0), budget.tryWithdraw(0), budget.tryWithdraw(0)]).toEqual([true, true, true])
+    expect(budget.tryWithdraw(0)).toBe(false)
+    // 0.7 × 10 is 7.000000000000001: 7 retries, not 8 or 6
+    const seven = make(0.7, 0)
+    for (let i = 0; i < 10; i++) seven.recordRequest(0)
+    let n = 0
+    while (seven.tryWithdraw(0)) n++
+    expect(n).toBe(7)
+    // a fractional reserve: ⌊0.1 × 10 + 2.5⌋ = 3
+    const fractional = make(0.1, 1, 2500)
+    for (let i = 0; i < 10; i++) fractional.recordRequest(0)
+    expect(fractional.stats(0)).toEqual({ requests: 10, retries: 0, allowed: 3.5, available: 3 })
+  })
+
+  it("rejects a ratio or window it cannot use", () => {
+    expect(() => make(-0.1, 0)).toThrow(RangeError)
+    expect(() => make(Number.NaN, 0)).toThrow(RangeError)
+    expect(() => make(0.1, 0, 0)).toThrow(RangeError)
+  })
+
+  it("never grants more than ratio × requests + floor × window within any window", () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 5, noNaN: true }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 700 }), fc.boolean()), { maxLength: 300 }),
+        (ratio, floor, steps) => {
+          const budget = make(ratio, floor, 5000)
+          let now = 0
+          for (const [dt, isRetry] of steps) {
+            now += dt
+            if (isRetry) budget.tryWithdraw(now)
+            else budget.recordRequest(now)
+            const stats = budget.stats(now)
+            expect(stats.retries).toBeLessThanOrEqual(ratio * stats.requests + floor * 5 + 1e-6)
+          }
+        }
+      ),
+      { numRuns: 200 }
+    )
+  })
+})
