@@ -24,3 +24,6 @@ export * as LatencyWindow from "./stats/LatencyWindow.js"
 
 /** @since 0.2.0 */
 export * as BoundedMap from "./stats/BoundedMap.js"
+
+/** @since 0.2.0 */
+export * as Breaker from "./breaker/Breaker.js"
