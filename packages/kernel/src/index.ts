@@ -27,3 +27,9 @@ export * as BoundedMap from "./stats/BoundedMap.js"
 
 /** @since 0.2.0 */
 export * as Breaker from "./breaker/Breaker.js"
+
+/** @since 0.2.0 */
+export * as Outcome from "./outcome/Outcome.js"
+
+/** @since 0.2.0 */
+export * as Criticality from "./criticality/Criticality.js"
