@@ -6,6 +6,9 @@
  * follows the work through forks and is copied onto outgoing requests. Throttles,
  * quotas and shedders consult it: under pressure the least critical work goes first.
  *
+ * Ranking, parsing and clamping are `@sluice/kernel/criticality/Criticality`; this module
+ * adds the Schema, the `Order` and the `FiberRef`.
+ *
  * @since 0.1.0
  */
 import type * as Effect from "effect/Effect"
@@ -42,7 +45,7 @@ export const levels: ReadonlyArray<Criticality> = internal.levels
  * @since 0.1.0
  * @category constants
  */
-export const defaultLevel: Criticality = "CRITICAL"
+export const defaultLevel: Criticality = internal.defaultLevel
 
 /**
  * The importance of a level as a number: `SHEDDABLE` = 0 … `CRITICAL_PLUS` = 3.

@@ -17,10 +17,14 @@
  * from its type: a concurrency limiter's own refusal is `Overloaded` with
  * `origin: "local"`, a 503 decoded from a response is `origin: "remote"`.
  *
+ * The rules are `@sluice/kernel/outcome/Outcome`; this module reads them from an
+ * `Exit` or a `Cause`.
+ *
  * @since 0.2.0
  */
 import type * as Cause from "effect/Cause"
 import type * as Exit from "effect/Exit"
+import * as Kernel from "@sluice/kernel/outcome/Outcome"
 import * as internal from "./internal/outcome.js"
 
 /**
@@ -29,7 +33,7 @@ import * as internal from "./internal/outcome.js"
  * @since 0.2.0
  * @category models
  */
-export type Outcome = "success" | "dropped" | "refused" | "ignored" | "failed"
+export type Outcome = Kernel.Outcome
 
 /**
  * Options of the classifier. `isDrop` names extra errors (or defects) that mean
@@ -38,9 +42,7 @@ export type Outcome = "success" | "dropped" | "refused" | "ignored" | "failed"
  * @since 0.2.0
  * @category models
  */
-export interface ClassifyOptions {
-  readonly isDrop?: ((error: unknown) => boolean) | undefined
-}
+export interface ClassifyOptions extends Kernel.ClassifyOptions {}
 
 /**
  * The outcome of a call that failed with `error`.
@@ -121,4 +123,4 @@ export const isRetryable: (outcome: Outcome, error: unknown) => boolean = intern
  * @since 0.2.0
  * @category classifying
  */
-export const isEvidence = (outcome: Outcome): boolean => outcome === "success" || outcome === "dropped"
+export const isEvidence: (outcome: Outcome) => boolean = Kernel.isEvidence

@@ -83,3 +83,12 @@ export * as RetryAfter from "./wire/RetryAfter.js"
 
 /** @since 0.2.0 */
 export * as Verdict from "./wire/Verdict.js"
+
+/** @since 0.2.0 */
+export * as Breaker from "./breaker/Breaker.js"
+
+/** @since 0.2.0 */
+export * as Outcome from "./outcome/Outcome.js"
+
+/** @since 0.2.0 */
+export * as Criticality from "./criticality/Criticality.js"

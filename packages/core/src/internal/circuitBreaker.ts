@@ -22,25 +22,20 @@ import { CircuitOpen } from "../Errors.js"
 import * as admission from "./admission.js"
 import * as Options from "./options.js"
 import type * as Outcome from "./outcome.js"
-import * as Ratio from "@sluice/kernel/stats/Ratio"
-import type * as R from "../Ratio.js"
+import { Breaker, type State as KernelState } from "@sluice/kernel/breaker/Breaker"
 import type { InvalidOptions } from "./options.js"
-import type * as RC from "../RollingCounter.js"
-import * as RollingCounter from "./rollingCounter.js"
 
 /** @internal */
 export const TypeId: typeof CB.TypeId = Symbol.for("@sluice/core/CircuitBreaker") as any
 
-// Internal states. ISOLATED is reported as "open" but never half-opens by itself.
-const CLOSED = 0
-const HALF_OPEN = 1
-const OPEN = 2
-const ISOLATED = 3
-type InternalState = typeof CLOSED | typeof HALF_OPEN | typeof OPEN | typeof ISOLATED
-
-const publicState: ReadonlyArray<CB.State> = ["closed", "half-open", "open", "open"]
-// Gauge values: 0 closed, 1 half-open, 2 open (isolated included).
-const gaugeValue: ReadonlyArray<number> = [0, 1, 2, 2]
+// An isolated breaker reports "open". Gauge values: 0 closed, 1 half-open, 2 open.
+const publicState: Record<KernelState, CB.State> = {
+  closed: "closed",
+  "half-open": "half-open",
+  open: "open",
+  isolated: "open"
+}
+const gaugeValue: Record<CB.State, number> = { closed: 0, "half-open": 1, open: 2 }
 
 const PositiveRatio = Options.Ratio.pipe(
   Schema.filter((n) => n > 0, { message: () => "expected a ratio in (0, 1]" })
@@ -99,8 +94,6 @@ const rejectedCounter = Metric.counter("sluice_circuit_breaker_rejected", {
   incremental: true
 })
 
-const DEFAULT_CONSECUTIVE = 5
-
 /**
  * A call the breaker admitted. One ticket serves every call admitted under the same
  * generation (state) from the same fiber services, so the closed path allocates nothing.
@@ -113,33 +106,19 @@ class Ticket implements CB.Ticket {
     /** The clock of the admitting fiber: settling reads it only when the outcome needs a time. */
     readonly clock: Clock.Clock
   ) {}
+  readonly now = (): number => this.clock.unsafeCurrentTimeMillis()
 }
 
 class CircuitBreakerImpl implements CB.Service {
   readonly [TypeId]: CB.TypeId = TypeId
   readonly name: string
-  private st: InternalState = CLOSED
-  // Bumped on every transition; an outcome of a call admitted under another
-  // generation belongs to a state that is gone and is ignored.
-  private gen = 0
+  private readonly breaker: Breaker
   private ticket: Ticket | undefined = undefined
-  private consecutive = 0
-  private readonly threshold: number
-  private readonly ratio: R.ExactRatio | undefined
-  private readonly minimumCalls: number
-  private readonly calls: RC.RollingCounter | undefined
-  private readonly failures: RC.RollingCounter | undefined
-  private readonly probes: number
   private readonly isFailure: ((error: unknown) => boolean) | undefined
   private readonly onStateChange: ((change: CB.StateChange) => void) | undefined
-  private readonly fixedOpenMillis: number
   private readonly schedule: Schedule.Schedule<unknown, unknown, never> | undefined
   private scheduleState: unknown
-  private lastOpenMillis: number
-  private trips = 0
-  private halfOpenAt = 0
-  private probesStarted = 0
-  private probesSucceeded = 0
+  private lastOpenMillis = 5_000
   private readonly gauge: Metric.Metric.Gauge<number>
   private readonly transitions: Metric.Metric.Counter<number>
   private readonly rejected: Metric.Metric.Counter<number>
@@ -151,33 +130,31 @@ class CircuitBreakerImpl implements CB.Service {
     private readonly pubsub: PubSub.PubSub<CB.StateChange>
   ) {
     this.name = config.name
-    this.threshold =
-      config.consecutiveFailures ?? (config.failureRatio === undefined ? DEFAULT_CONSECUTIVE : Infinity)
-    if (config.failureRatio !== undefined) {
-      const { buckets, minimumCalls, ratio, window } = config.failureRatio
-      this.ratio = Ratio.make(ratio)
-      this.minimumCalls = minimumCalls
-      this.calls = RollingCounter.unsafeMake({ window, buckets })
-      this.failures = RollingCounter.unsafeMake({ window, buckets })
-    } else {
-      this.ratio = undefined
-      this.minimumCalls = Infinity
-      this.calls = undefined
-      this.failures = undefined
-    }
-    this.probes = config.halfOpenProbes
     this.isFailure = config.isFailure
     this.onStateChange = config.onStateChange
-    if (Schedule.isSchedule(config.openFor)) {
-      this.schedule = config.openFor as Schedule.Schedule<unknown, unknown, never>
-      this.scheduleState = this.schedule.initial
-      this.fixedOpenMillis = -1
-      this.lastOpenMillis = 5_000
-    } else {
-      this.schedule = undefined
-      this.fixedOpenMillis = Duration.toMillis(config.openFor as Duration.Duration)
-      this.lastOpenMillis = this.fixedOpenMillis
-    }
+    this.schedule = Schedule.isSchedule(config.openFor)
+      ? (config.openFor as Schedule.Schedule<unknown, unknown, never>)
+      : undefined
+    this.scheduleState = this.schedule?.initial
+    const ratio = config.failureRatio
+    this.breaker = new Breaker({
+      consecutiveFailures: config.consecutiveFailures,
+      failureRatio:
+        ratio === undefined
+          ? undefined
+          : {
+              ratio: ratio.ratio,
+              windowMillis: Duration.toMillis(ratio.window),
+              minimumCalls: ratio.minimumCalls,
+              buckets: ratio.buckets
+            },
+      openFor:
+        this.schedule === undefined
+          ? Duration.toMillis(config.openFor as Duration.Duration)
+          : (now, trips) => this.nextOpenMillis(now, trips),
+      halfOpenProbes: config.halfOpenProbes,
+      onTransition: (from, to, now) => this.transitioned(from, to, now)
+    })
     this.runSync = Runtime.runSync(runtime)
     const nameTag = MetricLabel.make("name", this.name)
     this.gauge = Metric.taggedWithLabels(stateGauge, [nameTag])
@@ -185,16 +162,14 @@ class CircuitBreakerImpl implements CB.Service {
     this.rejected = Metric.taggedWithLabels(rejectedCounter, [nameTag])
     this.gauge.unsafeUpdate(0, [])
     this.gate = {
-      tryEnter: (entry) => {
-        const admitted = this.admit(entry)
-        return admitted instanceof Ticket ? admitted : admission.refuse(admitted)
-      },
+      tryEnter: (entry) =>
+        this.breaker.admissible(entry.now) ? this.take(entry) : admission.refuse(this.reject(entry.now)),
       // `tryEnter` never waits; this path only serves callers that use the gate by hand. The
       // ticket is taken in one synchronous step that hands it straight to the caller's
       // continuation, so no interruption can fall between taking a probe slot and returning it.
       enter: (entry) =>
         Effect.suspend(() =>
-          this.admissible(entry.now)
+          this.breaker.admissible(entry.now)
             ? Effect.sync(() => this.take(entry))
             : Effect.fail(this.reject(entry.now))
         ),
@@ -210,26 +185,14 @@ class CircuitBreakerImpl implements CB.Service {
     return pipeArguments(this, args as unknown as IArguments)
   }
 
-  // ---- transitions (synchronous) ----
+  // ---- transitions: metrics, events, the open-duration Schedule ----
 
-  private enter(to: InternalState, now: number): void {
-    const from = this.st
-    this.st = to
-    this.gen++
-    this.ticket = undefined
-    this.consecutive = 0
-    this.probesStarted = 0
-    this.probesSucceeded = 0
-    if (to === CLOSED) {
-      this.calls?.unsafeReset()
-      this.failures?.unsafeReset()
-      this.trips = 0
-      if (this.schedule !== undefined) this.scheduleState = this.schedule.initial
-    }
-    const fromName = publicState[from]!
-    const toName = publicState[to]!
+  private transitioned(from: KernelState, to: KernelState, now: number): void {
+    if (to === "closed" && this.schedule !== undefined) this.scheduleState = this.schedule.initial
+    const fromName = publicState[from]
+    const toName = publicState[to]
     if (fromName === toName) return
-    this.gauge.unsafeUpdate(gaugeValue[to]!, [])
+    this.gauge.unsafeUpdate(gaugeValue[toName], [])
     this.transitions.unsafeUpdate(1, [MetricLabel.make("from", fromName), MetricLabel.make("to", toName)])
     const change: CB.StateChange = { name: this.name, from: fromName, to: toName, at: now }
     this.pubsub.unsafeOffer(change)
@@ -242,10 +205,11 @@ class CircuitBreakerImpl implements CB.Service {
     }
   }
 
-  private nextOpenMillis(now: number): number {
-    if (this.schedule === undefined) return this.fixedOpenMillis
+  // The open duration of a trip from the Schedule's next delay (input: the trips since the
+  // breaker last closed); when the Schedule is done, the last delay is reused.
+  private nextOpenMillis(now: number, trips: number): number {
     try {
-      const [state, , decision] = this.runSync(this.schedule.step(now, this.trips, this.scheduleState))
+      const [state, , decision] = this.runSync(this.schedule!.step(now, trips, this.scheduleState))
       if (ScheduleDecision.isDone(decision)) return this.lastOpenMillis
       this.scheduleState = state
       const start = Intervals.start(decision.intervals)
@@ -254,32 +218,6 @@ class CircuitBreakerImpl implements CB.Service {
       // A schedule that cannot step synchronously keeps the previous open duration.
     }
     return this.lastOpenMillis
-  }
-
-  private trip(now: number): void {
-    const openMillis = this.nextOpenMillis(now)
-    const trips = this.trips + 1
-    this.enter(OPEN, now)
-    this.trips = trips
-    this.halfOpenAt = now + openMillis
-  }
-
-  private poll(now: number): void {
-    if (this.st === OPEN && now >= this.halfOpenAt) this.enter(HALF_OPEN, now)
-  }
-
-  private closedFailure(now: number): void {
-    this.consecutive++
-    let tripped = this.consecutive >= this.threshold
-    if (this.calls !== undefined) {
-      this.calls.unsafeAdd(now)
-      this.failures!.unsafeAdd(now)
-      const calls = this.calls.unsafeTotal(now)
-      // Exact: `failures >= ratio * calls` in floating point misses 55 of 100 at 0.55.
-      if (calls >= this.minimumCalls && this.ratio!.atLeast(this.failures!.unsafeTotal(now), calls))
-        tripped = true
-    }
-    if (tripped) this.trip(now)
   }
 
   /**
@@ -300,24 +238,15 @@ class CircuitBreakerImpl implements CB.Service {
 
   // ---- the admission protocol ----
 
-  private admissible(now: number): boolean {
-    if (this.st === CLOSED) return true
-    this.poll(now)
-    return this.st === HALF_OPEN && this.probesStarted < this.probes
-  }
-
-  private admit(entry: Admission.Entry): Ticket | CircuitOpen {
-    return this.st === CLOSED || this.admissible(entry.now) ? this.take(entry) : this.reject(entry.now)
-  }
-
   /** A ticket under the current state (taking a probe slot when half-open). */
   private take(entry: Admission.Entry): Ticket {
-    if (this.st === HALF_OPEN) this.probesStarted++
+    const generation = this.breaker.take()
     const ticket = this.ticket
-    if (ticket !== undefined && ticket.services === entry.services) return ticket
+    if (ticket !== undefined && ticket.generation === generation && ticket.services === entry.services)
+      return ticket
     return (this.ticket = new Ticket(
-      this.gen,
-      this.st === HALF_OPEN,
+      generation,
+      this.breaker.isProbe(generation),
       entry.services,
       Context.get(entry.services, Clock.Clock)
     ))
@@ -328,49 +257,38 @@ class CircuitBreakerImpl implements CB.Service {
   // `refused` (the breaker or a gate inside it said no) or `ignored` (the caller gave up,
   // a 4xx) nothing at all. Tickets of a generation that is gone are ignored.
   private settle(ticket: Ticket, outcome: Outcome.Outcome, cause: Cause.Cause<unknown> | undefined): void {
-    if (ticket.generation !== this.gen) return
-    if (outcome === "refused" || outcome === "ignored") {
-      // A probe that never reached the dependency gives its slot back.
-      if (ticket.probe) this.probesStarted--
-      return
-    }
-    const failed = outcome !== "success" && this.counts(cause)
-    if (ticket.probe) {
-      const now = ticket.clock.unsafeCurrentTimeMillis()
-      if (failed) this.trip(now)
-      else if (++this.probesSucceeded >= this.probes) this.enter(CLOSED, now)
-    } else if (failed) {
-      this.closedFailure(ticket.clock.unsafeCurrentTimeMillis())
-    } else {
-      this.consecutive = 0
-      // A Clock read only when a failure ratio is configured.
-      this.calls?.unsafeAdd(ticket.clock.unsafeCurrentTimeMillis())
-    }
+    if (ticket.generation !== this.breaker.generation) return
+    if (outcome === "refused" || outcome === "ignored") this.breaker.onIgnored(ticket.generation)
+    else if (outcome !== "success" && this.counts(cause))
+      this.breaker.onFailure(ticket.generation, ticket.now)
+    else this.breaker.onSuccess(ticket.generation, ticket.now)
   }
 
   private reject(now: number): CircuitOpen {
     this.rejected.unsafeUpdate(1, [])
-    const halfOpenAt = this.st === ISOLATED ? Infinity : this.halfOpenAt
-    const retryAfter =
-      halfOpenAt === Infinity ? Duration.infinity : Duration.millis(Math.max(0, halfOpenAt - now))
-    return new CircuitOpen({ name: this.name, halfOpenAt, retryAfter }, true)
+    const retryAfter = this.breaker.retryAfterMillis(now)
+    return new CircuitOpen(
+      {
+        name: this.name,
+        halfOpenAt: this.breaker.halfOpenAt,
+        retryAfter: retryAfter === Infinity ? Duration.infinity : Duration.millis(retryAfter)
+      },
+      true
+    )
   }
 
   readonly withBreaker = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> => {
     return this.guarded(self)
   }
 
-  readonly unsafeState = (nowMillis: number): CB.State => {
-    this.poll(nowMillis)
-    return publicState[this.st]!
-  }
+  readonly unsafeState = (nowMillis: number): CB.State => publicState[this.breaker.state(nowMillis)]
 
   readonly unsafeIsolate = (nowMillis: number): void => {
-    this.enter(ISOLATED, nowMillis)
+    this.breaker.isolate(nowMillis)
   }
 
   readonly unsafeReset = (nowMillis: number): void => {
-    this.enter(CLOSED, nowMillis)
+    this.breaker.reset(nowMillis)
   }
 
   get state(): Effect.Effect<CB.State> {

@@ -1,27 +1,26 @@
+import * as Kernel from "@sluice/kernel/criticality/Criticality"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
-import * as Order_ from "effect/Order"
+import type * as Order_ from "effect/Order"
 import type { Criticality } from "../Criticality.js"
 
 /** @internal */
-export const levels: ReadonlyArray<Criticality> = ["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE"]
-
-const ranks: Record<Criticality, number> = {
-  CRITICAL_PLUS: 3,
-  CRITICAL: 2,
-  SHEDDABLE_PLUS: 1,
-  SHEDDABLE: 0
-}
+export const levels: ReadonlyArray<Criticality> = Kernel.levels
 
 /** @internal */
-export const rank = (level: Criticality): number => ranks[level]
+export const defaultLevel: Criticality = Kernel.defaultLevel
 
 /** @internal */
-export const Order: Order_.Order<Criticality> = Order_.mapInput(Order_.number, rank)
+export const rank: (level: Criticality) => number = Kernel.rank
 
 /** @internal */
-export const currentCriticality: FiberRef.FiberRef<Criticality> = FiberRef.unsafeMake<Criticality>("CRITICAL")
+export const Order: Order_.Order<Criticality> = Kernel.compare
+
+/** @internal */
+export const currentCriticality: FiberRef.FiberRef<Criticality> = FiberRef.unsafeMake<Criticality>(
+  Kernel.defaultLevel
+)
 
 /** @internal */
 export const current: Effect.Effect<Criticality> = FiberRef.get(currentCriticality)
@@ -32,23 +31,17 @@ export const withCriticality = dual<
   <A, E, R>(self: Effect.Effect<A, E, R>, level: Criticality) => Effect.Effect<A, E, R>
 >(2, (self, level) => Effect.locally(self, currentCriticality, level))
 
-const MAX_HEADER_LENGTH = 32
-
 /** @internal */
-export const parse = (value: string | null | undefined, fallback: Criticality = "CRITICAL"): Criticality => {
-  if (typeof value !== "string" || value.length === 0 || value.length > MAX_HEADER_LENGTH) return fallback
-  const normalized = value.trim().toUpperCase().replace(/-/g, "_")
-  return Object.prototype.hasOwnProperty.call(ranks, normalized) ? (normalized as Criticality) : fallback
-}
+export const parse: (value: string | null | undefined, fallback?: Criticality) => Criticality = Kernel.parse
 
 /** @internal */
 export const clamp = dual<
   (ceiling: Criticality) => (level: Criticality) => Criticality,
   (level: Criticality, ceiling: Criticality) => Criticality
->(2, (level, ceiling) => (ranks[level] > ranks[ceiling] ? ceiling : level))
+>(2, Kernel.clamp)
 
 /** @internal */
 export const isAtLeast = dual<
   (that: Criticality) => (self: Criticality) => boolean,
   (self: Criticality, that: Criticality) => boolean
->(2, (self, that) => ranks[self] >= ranks[that])
+>(2, Kernel.isAtLeast)
