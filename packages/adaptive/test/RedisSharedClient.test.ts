@@ -22,7 +22,9 @@ describe("one Redis connection for the quota store, the plan source and the QPS 
         tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
       }
       const live = Layer.mergeAll(
-        Quota.layer().pipe(
+        // about the connection, not the deadline: the first check loads the script, which on a
+        // loaded machine can take longer than the default 15 ms
+        Quota.layer({ deadline: "1 second" }).pipe(
           Layer.provide(RedisQuotaStore.layerStore({ prefix: "shared:" })),
           Layer.provide(RedisQuotaConfig.layerConfig({ default: plan, refresh: "1 hour" }))
         ),
