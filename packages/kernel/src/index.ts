@@ -12,3 +12,9 @@
 
 /** @since 0.2.0 */
 export * as Ratio from "./stats/Ratio.js"
+
+/** @since 0.2.0 */
+export * as AimdInterval from "./interval/AimdInterval.js"
+
+/** @since 0.2.0 */
+export * as ProportionalSampler from "./sample/ProportionalSampler.js"
