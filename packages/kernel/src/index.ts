@@ -18,3 +18,6 @@ export * as AimdInterval from "./interval/AimdInterval.js"
 
 /** @since 0.2.0 */
 export * as ProportionalSampler from "./sample/ProportionalSampler.js"
+
+/** @since 0.2.0 */
+export * as LoadShedder from "./shed/LoadShedder.js"
