@@ -21,3 +21,6 @@ export * as ProportionalSampler from "./sample/ProportionalSampler.js"
 
 /** @since 0.2.0 */
 export * as LoadShedder from "./shed/LoadShedder.js"
+
+/** @since 0.2.0 */
+export * as AdaptiveThrottle from "./throttle/AdaptiveThrottle.js"
