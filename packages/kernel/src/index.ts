@@ -24,3 +24,6 @@ export * as LoadShedder from "./shed/LoadShedder.js"
 
 /** @since 0.2.0 */
 export * as AdaptiveThrottle from "./throttle/AdaptiveThrottle.js"
+
+/** @since 0.2.0 */
+export * as ThresholdMonitor from "./monitor/ThresholdMonitor.js"

@@ -1,4 +1,5 @@
 import { Ewma, LatencyWindow, Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/monitor/ThresholdMonitor"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -56,14 +57,9 @@ const exceededGauge = Metric.gauge("sluice_threshold_monitor_exceeded", {
 const GAUGE_REFRESH_MILLIS = 1000
 const MEDIAN_REFRESH_MILLIS = 1000
 
-interface Limits {
-  rate: number | undefined
-  latencyMillis: number | undefined
-}
-
-const toLimits = (t: DecodedThresholds): Limits => ({
+const toLimits = (t: DecodedThresholds): Kernel.Limits => ({
   rate: t.rate,
-  latencyMillis: t.latency === undefined ? undefined : Duration.toMillis(t.latency)
+  latency: t.latency === undefined ? undefined : Duration.toMillis(t.latency)
 })
 
 class OperationState {
@@ -119,14 +115,17 @@ class ThresholdMonitorImpl implements T.Service {
   private readonly hub = makeHub<T.Event>()
   readonly events: Stream.Stream<T.Event> = Stream.fromPubSub(this.hub)
   private readonly ops = new Map<string, OperationState>()
-  private defaults: Limits
-  private readonly overrides = new Map<string, Limits>()
-  private instanceCount: number
+  private readonly rule: Kernel.ThresholdMonitor
   constructor(private readonly options: Decoded) {
     this.name = options.name
-    this.defaults = toLimits(options.thresholds)
-    for (const [op, t] of Object.entries(options.operations)) this.overrides.set(op, toLimits(t))
-    this.instanceCount = options.instances
+    const operations = Object.fromEntries(
+      Object.entries(options.operations).map(([op, t]) => [op, toLimits(t)] as const)
+    )
+    this.rule = Kernel.make({
+      thresholds: toLimits(options.thresholds),
+      operations,
+      instances: options.instances
+    })
   }
   private state(operation: string): OperationState {
     let s = this.ops.get(operation)
@@ -136,9 +135,6 @@ class ThresholdMonitorImpl implements T.Service {
     }
     return s
   }
-  private limits(operation: string): Limits {
-    return this.overrides.get(operation) ?? this.defaults
-  }
   unsafeRecord(operation: string, nowMillis: number, latencyMillis: number): void {
     const s = this.state(operation)
     s.rate.unsafeMark(nowMillis, 1)
@@ -146,13 +142,9 @@ class ThresholdMonitorImpl implements T.Service {
   }
   unsafeStats(operation: string, nowMillis: number): T.Stats {
     const s = this.state(operation)
-    const limits = this.limits(operation)
     const rate = s.rate.unsafeRate(nowMillis)
     const median = s.median(nowMillis)
-    const rateThreshold = limits.rate === undefined ? undefined : limits.rate / this.instanceCount
-    const exceeded =
-      (rateThreshold !== undefined && rate > rateThreshold) ||
-      (limits.latencyMillis !== undefined && median !== undefined && median > limits.latencyMillis)
+    const { exceeded, instances, latencyThreshold, rateThreshold } = this.rule.judge(operation, rate, median)
     if (nowMillis - s.gaugesAt >= GAUGE_REFRESH_MILLIS) {
       s.gaugesAt = nowMillis
       rateGauge.unsafeUpdate(rate, s.tags)
@@ -164,8 +156,8 @@ class ThresholdMonitorImpl implements T.Service {
       rate,
       medianMillis: median,
       rateThreshold,
-      latencyThresholdMillis: limits.latencyMillis,
-      instances: this.instanceCount,
+      latencyThresholdMillis: latencyThreshold,
+      instances,
       exceeded
     }
     if (exceeded !== s.exceeded) {
@@ -199,18 +191,13 @@ class ThresholdMonitorImpl implements T.Service {
     )
   }
   setThresholds(thresholds: T.Thresholds, operation?: string): Effect.Effect<void, Options.InvalidOptions> {
-    return Effect.map(decodeThresholds(thresholds), (t) => {
-      if (operation === undefined) this.defaults = toLimits(t)
-      else this.overrides.set(operation, toLimits(t))
-    })
+    return Effect.map(decodeThresholds(thresholds), (t) => this.rule.setThresholds(toLimits(t), operation))
   }
   setInstances(instances: number): Effect.Effect<void, Options.InvalidOptions> {
-    return Effect.map(decodeInstances(instances), (n) => {
-      this.instanceCount = n
-    })
+    return Effect.map(decodeInstances(instances), (n) => this.rule.setInstances(n))
   }
   get instances(): Effect.Effect<number> {
-    return Effect.sync(() => this.instanceCount)
+    return Effect.sync(() => this.rule.instances)
   }
   pipe() {
     // eslint-disable-next-line prefer-rest-params

@@ -1,0 +1,88 @@
+import * as ThresholdMonitor from "@sluice/kernel/monitor/ThresholdMonitor"
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+
+describe("ThresholdMonitor", () => {
+  it("exceeded when the rate passes the rate threshold", () => {
+    const monitor = ThresholdMonitor.make({ thresholds: { rate: 10 } })
+    expect(monitor.judge("save", 8, 10).exceeded).toBe(false)
+    expect(monitor.judge("save", 10, 10).exceeded).toBe(false) // passes it, not reaches it
+    expect(monitor.judge("save", 13.5, 10).exceeded).toBe(true)
+    expect(monitor.judge("save", 13.5, 10).rateThreshold).toBe(10)
+  })
+
+  it("exceeded when the median latency of successes passes the latency threshold", () => {
+    const monitor = ThresholdMonitor.make({ thresholds: { latency: 100 } })
+    expect(monitor.judge("q", 0, 50)).toEqual({
+      rateThreshold: undefined,
+      latencyThreshold: 100,
+      instances: 1,
+      exceeded: false
+    })
+    expect(monitor.judge("q", 0, 500).exceeded).toBe(true)
+    // without samples there is no median: never exceeded
+    expect(monitor.judge("q", 0, undefined).exceeded).toBe(false)
+    // an absent threshold is never exceeded
+    expect(ThresholdMonitor.make().judge("q", 1e9, 1e9).exceeded).toBe(false)
+  })
+
+  it("thresholds change at run time and the rate threshold is divided by instances", () => {
+    const monitor = ThresholdMonitor.make({ thresholds: { rate: 6 }, instances: 3 })
+    const rate = 3 // 3/s on this instance
+    let stats = monitor.judge("save", rate, 10)
+    expect(stats.rateThreshold).toBe(2)
+    expect(stats.exceeded).toBe(true)
+    monitor.setInstances(1)
+    expect(monitor.judge("save", rate, 10).exceeded).toBe(false)
+    monitor.setInstances(2)
+    monitor.setThresholds({ rate: 5 }) // 2.5 each
+    expect(monitor.judge("save", rate, 10).exceeded).toBe(true)
+    monitor.setThresholds({ rate: 100 }, "save") // per-operation override
+    stats = monitor.judge("save", rate, 10)
+    expect(stats.rateThreshold).toBe(50)
+    expect(stats.exceeded).toBe(false)
+    expect(monitor.judge("other", rate, 10).rateThreshold).toBe(2.5)
+    expect(() => monitor.setInstances(0)).toThrow(RangeError)
+    expect(() => monitor.setThresholds({ rate: -1 })).toThrow(/rate/)
+    expect(monitor.instances).toBe(2)
+    expect(monitor.limits("save")).toEqual({ rate: 100, latency: undefined })
+  })
+
+  it("per-operation thresholds from options", () => {
+    const monitor = ThresholdMonitor.make({ thresholds: { rate: 100 }, operations: { export: { rate: 1 } } })
+    expect(monitor.judge("export", 2, 10).exceeded).toBe(true)
+    expect(monitor.judge("save", 2, 10).exceeded).toBe(false)
+  })
+
+  it("judge: exceeded exactly when rate > rate / instances or median > latency (property)", () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.double({ min: 0.1, max: 1000, noNaN: true }), { nil: undefined }),
+        fc.option(fc.double({ min: 0.1, max: 1000, noNaN: true }), { nil: undefined }),
+        fc.integer({ min: 1, max: 64 }),
+        fc.double({ min: 0, max: 2000, noNaN: true }),
+        fc.option(fc.double({ min: 0, max: 2000, noNaN: true }), { nil: undefined }),
+        (rateLimit, latency, instances, rate, median) => {
+          const j = ThresholdMonitor.judge({ rate: rateLimit, latency }, instances, rate, median)
+          const byRate = rateLimit !== undefined && rate * instances > rateLimit * (1 + 1e-12)
+          const byLatency = latency !== undefined && median !== undefined && median > latency
+          if (byRate || byLatency) expect(j.exceeded).toBe(true)
+          const underRate = rateLimit === undefined || rate * instances < rateLimit * (1 - 1e-12)
+          const underLatency = latency === undefined || median === undefined || median <= latency
+          if (underRate && underLatency) expect(j.exceeded).toBe(false)
+        }
+      )
+    )
+  })
+
+  it("bad options throw a RangeError", () => {
+    const cases: Array<ThresholdMonitor.Options> = [
+      { thresholds: { rate: 0 } },
+      { thresholds: { latency: -5 } },
+      { instances: 0 },
+      { instances: 1.5 },
+      { operations: { save: { rate: Number.NaN } } }
+    ]
+    for (const options of cases) expect(() => ThresholdMonitor.make(options)).toThrow(RangeError)
+  })
+})
