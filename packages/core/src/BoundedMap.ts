@@ -10,45 +10,23 @@
  * idle one can go, and `onEvict` is told about every eviction.
  *
  * The map is plain mutable state: keep it inside a service built by a Layer.
+ * It is `@sluice/kernel/stats/BoundedMap`, re-exported.
  *
  * @since 0.2.0
  */
-import * as internal from "./internal/boundedMap.js"
+import * as BoundedMapKernel from "@sluice/kernel/stats/BoundedMap"
 
 /**
  * @since 0.2.0
  * @category models
  */
-export interface BoundedMap<K, V> {
-  readonly capacity: number
-  readonly size: number
-  /** The value, marking the key as recently used. */
-  get(key: K): V | undefined
-  /** The value, without marking the key. */
-  peek(key: K): V | undefined
-  has(key: K): boolean
-  /** Inserts or replaces; a new key past `capacity` evicts another first. */
-  set(key: K, value: V): void
-  /** The value for `key`, created (and inserted) by `create` when missing. */
-  getOrCreate(key: K, create: (key: K) => V): V
-  delete(key: K): boolean
-  clear(): void
-  keys(): IterableIterator<K>
-  values(): IterableIterator<V>
-}
+export interface BoundedMap<K, V> extends BoundedMapKernel.BoundedMap<K, V> {}
 
 /**
  * @since 0.2.0
  * @category models
  */
-export interface BoundedMapOptions<K, V> {
-  /** The most entries held: a positive integer, or `Infinity`. */
-  readonly capacity: number
-  /** Called after an entry is evicted (not on `delete`). */
-  readonly onEvict?: ((key: K, value: V) => void) | undefined
-  /** Entries for which this returns `false` are evicted only when no other can be. */
-  readonly canEvict?: ((key: K, value: V) => boolean) | undefined
-}
+export interface BoundedMapOptions<K, V> extends BoundedMapKernel.BoundedMapOptions<K, V> {}
 
 /**
  * Makes a bounded map; throws a `RangeError` for a capacity that is not a
@@ -69,4 +47,4 @@ export interface BoundedMapOptions<K, V> {
  * @since 0.2.0
  * @category constructors
  */
-export const make: <K, V>(options: BoundedMapOptions<K, V>) => BoundedMap<K, V> = internal.make
+export const make: <K, V>(options: BoundedMapOptions<K, V>) => BoundedMap<K, V> = BoundedMapKernel.make

@@ -8,6 +8,7 @@
  *   per tick (default 5 s) with weight `1 - exp(-tick / window)`.
  *
  * The `unsafe*` methods take the clock reading (epoch millis) explicitly, for hot paths.
+ * The arithmetic is `@sluice/kernel/stats/Ewma`; this module binds it to the `Clock`.
  *
  * @since 0.1.0
  */

@@ -17,7 +17,8 @@
  * value recorded at `t` counts at `now` while `floor(t / w) > floor(now / w) − subWindows`.
  * Memory: each sub-window stores only the range of buckets it has seen, about
  * `ln(max / min) / ln(γ)` numbers (≈ 350 for latencies spanning 1 ms to 1 s at 1%).
- * Recording is O(1) amortised; a quantile scans the buckets in use.
+ * Recording is O(1) amortised; a quantile scans the buckets in use. The sketch is
+ * `@sluice/kernel/stats/LatencyWindow`; this module binds it to the `Clock`.
  *
  * Why the bound holds: a value `v` in `(γ^(i-1), γ^i]` is answered with
  * `r = 2γ^i / (γ + 1)`; the relative error `|r − v| / v` is largest at the two ends

@@ -8,7 +8,8 @@
  * `floor(t / width) > floor(now / width) - buckets`, where `width = window / buckets`.
  *
  * The `unsafe*` functions take the clock reading explicitly, for hot paths that
- * already read the `Clock` once per call.
+ * already read the `Clock` once per call. The counting rule is
+ * `@sluice/kernel/stats/RollingCounter`; this module binds it to the `Clock`.
  *
  * @since 0.1.0
  */

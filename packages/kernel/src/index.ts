@@ -14,6 +14,18 @@
 export * as Ratio from "./stats/Ratio.js"
 
 /** @since 0.2.0 */
+export * as RollingCounter from "./stats/RollingCounter.js"
+
+/** @since 0.2.0 */
+export * as Ewma from "./stats/Ewma.js"
+
+/** @since 0.2.0 */
+export * as LatencyWindow from "./stats/LatencyWindow.js"
+
+/** @since 0.2.0 */
+export * as BoundedMap from "./stats/BoundedMap.js"
+
+/** @since 0.2.0 */
 export * as AimdInterval from "./interval/AimdInterval.js"
 
 /** @since 0.2.0 */

@@ -1,3 +1,4 @@
+import * as Kernel from "@sluice/kernel/stats/Ewma"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -19,71 +20,23 @@ export const EwmaRateOptions = Schema.Struct({
   )
 )
 
-class EwmaImpl implements E.Ewma {
-  private readonly tauMillis: number
-  private current: number | undefined = undefined
-  private lastMillis = 0
+class EwmaImpl extends Kernel.Ewma implements E.Ewma {
   constructor(readonly tau: Duration.Duration) {
-    this.tauMillis = Duration.toMillis(tau)
+    super({ tauMillis: Duration.toMillis(tau) })
   }
-  readonly unsafeUpdate = (nowMillis: number, sample: number): void => {
-    if (!Number.isFinite(sample)) return
-    if (this.current === undefined) {
-      this.current = sample
-    } else {
-      const dt = Math.max(0, nowMillis - this.lastMillis)
-      const alpha = 1 - Math.exp(-dt / this.tauMillis)
-      this.current += alpha * (sample - this.current)
-    }
-    this.lastMillis = Math.max(this.lastMillis, nowMillis)
-  }
-  readonly unsafeValue = (): number | undefined => {
-    return this.current
-  }
+  readonly unsafeUpdate = (nowMillis: number, sample: number): void => this.update(nowMillis, sample)
+  readonly unsafeValue = (): number | undefined => this.value()
 }
 
-class EwmaRateImpl implements E.EwmaRate {
-  private readonly tickMillis: number
-  private readonly alpha: number
-  private pending = 0
-  private ratePerMs = 0
-  private initialized = false
-  private tickIndex: number | undefined = undefined
+class EwmaRateImpl extends Kernel.EwmaRate implements E.EwmaRate {
   constructor(
     readonly window: Duration.Duration,
     readonly tick: Duration.Duration
   ) {
-    this.tickMillis = Duration.toMillis(tick)
-    this.alpha = 1 - Math.exp(-this.tickMillis / Duration.toMillis(window))
+    super({ windowMillis: Duration.toMillis(window), tickMillis: Duration.toMillis(tick) })
   }
-  private catchUp(nowMillis: number): void {
-    const index = Math.floor(nowMillis / this.tickMillis)
-    if (this.tickIndex === undefined) {
-      this.tickIndex = index
-      return
-    }
-    const elapsed = index - this.tickIndex
-    if (elapsed <= 0) return
-    // The first elapsed tick folds in what was counted; the rest were silent.
-    const instant = this.pending / this.tickMillis
-    this.pending = 0
-    if (this.initialized) {
-      this.ratePerMs += this.alpha * (instant - this.ratePerMs)
-    } else {
-      this.ratePerMs = instant
-      this.initialized = true
-    }
-    if (elapsed > 1) this.ratePerMs *= Math.pow(1 - this.alpha, elapsed - 1)
-    this.tickIndex = index
-  }
-  readonly unsafeMark = (nowMillis: number, n = 1): void => {
-    this.catchUp(nowMillis)
-    this.pending += n
-  }
-  readonly unsafeRate = (nowMillis: number): number => {
-    this.catchUp(nowMillis)
-    return this.ratePerMs * 1000
-  }
+  readonly unsafeMark = (nowMillis: number, n?: number): void => this.mark(nowMillis, n)
+  readonly unsafeRate = (nowMillis: number): number => this.rate(nowMillis)
 }
 
 const decodeEwma = Options.decodeSync("Ewma", EwmaOptions)

@@ -1,6 +1,6 @@
-import { BoundedMap } from "@sluice/core"
-import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
+import * as BoundedMap from "@sluice/kernel/stats/BoundedMap"
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
 
 describe("BoundedMap", () => {
   it("the README example: a recently used key survives, the other goes", () => {

@@ -1,12 +1,58 @@
-import type * as BM from "../BoundedMap.js"
+/**
+ * A map with a bound on its entries, for the per-key state every Sluice policy keeps (throttle
+ * windows, limiters, retry budgets, clients): past `capacity`, inserting a new key evicts one
+ * that was not used recently, so a stream of distinct keys (one per caller, per host) cannot grow
+ * memory without bound.
+ *
+ * Eviction follows the CLOCK approximation of least-recently-used (Corbató's page replacement
+ * for Multics): a hit costs one `Map.get` and a flag write (no re-insertion on the hot path), and
+ * an entry used since the last sweep gets a second chance. `canEvict` can protect entries that
+ * are busy (a limiter with work in flight): they are passed over while an idle one can go, and
+ * `onEvict` is told about every eviction.
+ *
+ * @since 0.2.0
+ */
 
 /**
+ * @since 0.2.0
+ */
+export interface BoundedMap<K, V> {
+  readonly capacity: number
+  readonly size: number
+  /** The value, marking the key as recently used. */
+  get(key: K): V | undefined
+  /** The value, without marking the key. */
+  peek(key: K): V | undefined
+  has(key: K): boolean
+  /** Inserts or replaces; a new key past `capacity` evicts another first. */
+  set(key: K, value: V): void
+  /** The value for `key`, created (and inserted) by `create` when missing. */
+  getOrCreate(key: K, create: (key: K) => V): V
+  delete(key: K): boolean
+  clear(): void
+  keys(): IterableIterator<K>
+  values(): IterableIterator<V>
+}
+
+/**
+ * @since 0.2.0
+ */
+export interface BoundedMapOptions<K, V> {
+  /** The most entries held: a positive integer, or `Infinity`. */
+  readonly capacity: number
+  /** Called after an entry is evicted (not on `delete`). */
+  readonly onEvict?: ((key: K, value: V) => void) | undefined
+  /** Entries for which this returns `false` are evicted only when no other can be. */
+  readonly canEvict?: ((key: K, value: V) => boolean) | undefined
+}
+
+/*
  * The CLOCK approximation of least-recently-used: entries sit in slots of a ring with a
  * "recently used" bit; a hit costs one `Map.get` and a bit write, and eviction moves a
  * hand around the ring, clearing bits until it finds an entry not used since its last
  * pass (each entry used since then gets a second chance). Amortized O(1) per eviction.
  */
-class BoundedMapImpl<K, V> implements BM.BoundedMap<K, V> {
+class BoundedMapImpl<K, V> implements BoundedMap<K, V> {
   private readonly index = new Map<K, number>()
   private readonly slotKeys: Array<K | undefined> = []
   private readonly slotValues: Array<V | undefined> = []
@@ -136,8 +182,13 @@ class BoundedMapImpl<K, V> implements BM.BoundedMap<K, V> {
   }
 }
 
-/** @internal */
-export const make = <K, V>(options: BM.BoundedMapOptions<K, V>): BM.BoundedMap<K, V> => {
+/**
+ * Makes a bounded map; throws a `RangeError` for a capacity that is not a positive integer or
+ * `Infinity`.
+ *
+ * @since 0.2.0
+ */
+export const make = <K, V>(options: BoundedMapOptions<K, V>): BoundedMap<K, V> => {
   const capacity = options.capacity
   if (!(Number.isSafeInteger(capacity) && capacity >= 1) && capacity !== Infinity) {
     throw new RangeError(`BoundedMap: capacity must be a positive integer, got ${capacity}`)

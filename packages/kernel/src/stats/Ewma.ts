@@ -1,0 +1,141 @@
+/**
+ * Exponentially weighted statistics, with time as a parameter.
+ *
+ * - `Ewma`: a time-decayed moving average of samples (latency, utilization): a sample taken
+ *   `dt` after the previous one has weight `1 − exp(−dt / tau)`, so irregularly spaced samples
+ *   weigh by the time they stand for, not by their number.
+ * - `EwmaRate`: an exponentially weighted events-per-second rate, like the classic 1/5/15-minute
+ *   load averages of Unix and of Dropwizard Metrics' `EWMA`: events are counted and folded into
+ *   the rate once per tick (default 5 s) with weight `1 − exp(−tick / window)`. The threshold
+ *   monitor's moving rate is one.
+ *
+ * @since 0.2.0
+ */
+
+/**
+ * @since 0.2.0
+ */
+export interface EwmaOptions {
+  /** The time constant in milliseconds (positive, finite): a sample's weight decays by 1/e over it. */
+  readonly tauMillis: number
+}
+
+/**
+ * A time-decayed moving average. Mutable: the owner passes the time (`now`, epoch
+ * milliseconds) to every update.
+ *
+ * @since 0.2.0
+ */
+export class Ewma {
+  /** The time constant, in milliseconds. */
+  readonly tauMillis: number
+  private current: number | undefined = undefined
+  private lastMillis = 0
+
+  /** Throws a `RangeError` for a `tauMillis` that is not positive and finite. */
+  constructor(options: EwmaOptions) {
+    const { tauMillis } = options
+    if (!(Number.isFinite(tauMillis) && tauMillis > 0)) {
+      throw new RangeError(`Ewma: tauMillis must be positive and finite, got ${tauMillis}`)
+    }
+    this.tauMillis = tauMillis
+  }
+
+  /** Folds `sample` in at `now`; the first sample sets the value, a non-finite one is ignored. */
+  update(now: number, sample: number): void {
+    if (!Number.isFinite(sample)) return
+    if (this.current === undefined) {
+      this.current = sample
+    } else {
+      const dt = Math.max(0, now - this.lastMillis)
+      const alpha = 1 - Math.exp(-dt / this.tauMillis)
+      this.current += alpha * (sample - this.current)
+    }
+    this.lastMillis = Math.max(this.lastMillis, now)
+  }
+
+  /** The current average, or `undefined` before the first sample. */
+  value(): number | undefined {
+    return this.current
+  }
+}
+
+/**
+ * @since 0.2.0
+ */
+export interface EwmaRateOptions {
+  /** The averaging window in milliseconds (e.g. five minutes): positive and finite. */
+  readonly windowMillis: number
+  /** How often counted events are folded in, in milliseconds: positive, at most the window; default 5000. */
+  readonly tickMillis?: number | undefined
+}
+
+/**
+ * An exponentially weighted rate of events per second. Mutable: the owner passes the time
+ * (`now`, epoch milliseconds) to every call.
+ *
+ * @since 0.2.0
+ */
+export class EwmaRate {
+  /** The averaging window, in milliseconds. */
+  readonly windowMillis: number
+  /** The tick, in milliseconds. */
+  readonly tickMillis: number
+  private readonly alpha: number
+  private pending = 0
+  private ratePerMs = 0
+  private initialized = false
+  private tickIndex: number | undefined = undefined
+
+  /** Throws a `RangeError` naming the field for a bad window or tick, or a tick longer than the window. */
+  constructor(options: EwmaRateOptions) {
+    const { tickMillis = 5_000, windowMillis } = options
+    if (!(Number.isFinite(windowMillis) && windowMillis > 0)) {
+      throw new RangeError(`EwmaRate: windowMillis must be positive and finite, got ${windowMillis}`)
+    }
+    if (!(Number.isFinite(tickMillis) && tickMillis > 0)) {
+      throw new RangeError(`EwmaRate: tickMillis must be positive and finite, got ${tickMillis}`)
+    }
+    if (tickMillis > windowMillis) {
+      throw new RangeError(
+        `EwmaRate: tickMillis (${tickMillis}) must not exceed windowMillis (${windowMillis})`
+      )
+    }
+    this.windowMillis = windowMillis
+    this.tickMillis = tickMillis
+    this.alpha = 1 - Math.exp(-tickMillis / windowMillis)
+  }
+
+  private catchUp(now: number): void {
+    const index = Math.floor(now / this.tickMillis)
+    if (this.tickIndex === undefined) {
+      this.tickIndex = index
+      return
+    }
+    const elapsed = index - this.tickIndex
+    if (elapsed <= 0) return
+    // The first elapsed tick folds in what was counted; the rest were silent.
+    const instant = this.pending / this.tickMillis
+    this.pending = 0
+    if (this.initialized) {
+      this.ratePerMs += this.alpha * (instant - this.ratePerMs)
+    } else {
+      this.ratePerMs = instant
+      this.initialized = true
+    }
+    if (elapsed > 1) this.ratePerMs *= Math.pow(1 - this.alpha, elapsed - 1)
+    this.tickIndex = index
+  }
+
+  /** Counts `n` events (default 1) at `now`. */
+  mark(now: number, n = 1): void {
+    this.catchUp(now)
+    this.pending += n
+  }
+
+  /** Events per second at `now`. */
+  rate(now: number): number {
+    this.catchUp(now)
+    return this.ratePerMs * 1000
+  }
+}
