@@ -1,4 +1,4 @@
-import { Admission, BoundedMap, Criticality, Errors, Options, Outcome, RollingCounter } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Options, Outcome } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/throttle/AdaptiveThrottle"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -55,7 +55,7 @@ export const AdaptiveThrottleOptions = Schema.Struct({
   window: Schema.optionalWith(Options.PositiveDuration, {
     default: () => Duration.millis(Kernel.defaults.window)
   }),
-  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 24 }),
+  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => Kernel.defaults.buckets }),
   k: Schema.optionalWith(KValue, { default: () => Kernel.defaults.k }),
   kByCriticality: Schema.optional(KByCriticality),
   maxProbability: Schema.optionalWith(MaxProbability, { default: () => Kernel.defaults.maxProbability }),
@@ -102,11 +102,9 @@ export const metrics = {
 /** The label used for keys beyond the first `maxKeys` distinct ones, so metric cardinality stays bounded. */
 const OTHER_KEY = "_other"
 
-class KeyState {
+class KeyState extends Kernel.Backend {
   /** Clock reading of the latest request to this key. */
   lastUsed: number
-  readonly requests: RollingCounter.RollingCounter
-  readonly accepts: RollingCounter.RollingCounter
   readonly keyTags: ReadonlyArray<MetricLabel.MetricLabel>
   readonly levelTags: Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
   readonly lastProbability: Record<Level, number> = {
@@ -120,13 +118,11 @@ class KeyState {
   constructor(
     readonly key: string,
     label: string,
-    window: Duration.Duration,
-    buckets: number,
+    rule: Kernel.AdaptiveThrottle,
     now: number
   ) {
+    super(rule)
     this.lastUsed = now
-    this.requests = RollingCounter.unsafeMake({ window, buckets })
-    this.accepts = RollingCounter.unsafeMake({ window, buckets })
     const keyLabel = MetricLabel.make("key", label)
     this.keyTags = [keyLabel]
     const levelTags = {} as Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
@@ -149,6 +145,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
   const { buckets, maxKeys, window } = decoded
   const rule = Kernel.make({
     window: Duration.toMillis(window),
+    buckets,
     k: decoded.k,
     kByCriticality: decoded.kByCriticality,
     maxProbability: decoded.maxProbability,
@@ -169,25 +166,17 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
       if (labelled.size < maxKeys) labelled.add(key)
       else label = OTHER_KEY
     }
-    state = new KeyState(key, label, window, buckets, now)
+    state = new KeyState(key, label, rule, now)
     states.set(key, state)
     return state
   }
 
   const hub = makeHub<AT.Event>()
 
-  const probabilityOf = (state: KeyState, level: Level, now: number): number =>
-    rule.probability(level, state.requests.unsafeTotal(now), state.accepts.unsafeTotal(now))
-
-  /** True when no level can be throttled now: the success path then never reads the criticality. */
-  const allClear = (state: KeyState, now: number): boolean =>
-    rule.allClear(state.requests.unsafeTotal(now), state.accepts.unsafeTotal(now))
-
   // Recorded at the latest request time of the key, so a call reads the Clock once;
   // a rolling counter files an earlier time into its current bucket.
   const count = (state: KeyState, accepted: boolean) => {
-    state.requests.unsafeAdd(state.lastUsed)
-    if (accepted) state.accepts.unsafeAdd(state.lastUsed)
+    state.record(state.lastUsed, accepted)
     requestsMetric.unsafeUpdate(1, state.keyTags)
     if (accepted) acceptsMetric.unsafeUpdate(1, state.keyTags)
   }
@@ -226,19 +215,19 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
   const makeGate = (key: string): Admission.Gate<AT.Ticket, Errors.Throttled> => ({
     tryEnter: (entry) => {
       const state = stateFor(key, entry.now)
-      if (allClear(state, entry.now)) {
+      if (state.allClear(entry.now)) {
         // Every level's probability is 0: push the gauges that do not say so yet, once.
         if (state.unreportedZeros > 0) for (const level of Criticality.levels) report(state, level, 0)
         return state
       }
-      const p = probabilityOf(state, entry.criticality, entry.now)
+      const p = state.probability(entry.criticality, entry.now)
       report(state, entry.criticality, p)
       return p <= 0 ? state : Admission.Wait
     },
     enter: (entry) =>
       Effect.flatMap(Context.get(entry.services, Random.Random).next, (draw) => {
         const state = stateFor(key, entry.now)
-        const p = probabilityOf(state, entry.criticality, entry.now)
+        const p = state.probability(entry.criticality, entry.now)
         return draw < p ? reject(state, entry.criticality, p) : Effect.succeed(state)
       }),
     settle: (ticket, outcome) => settle(ticket as KeyState, outcome),
@@ -265,14 +254,14 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
   ) => {
     const state = states.peek(key)
     if (state === undefined) return 0
-    return probabilityOf(state, criticality, nowMillis ?? peekClock.unsafeCurrentTimeMillis())
+    return state.probability(criticality, nowMillis ?? peekClock.unsafeCurrentTimeMillis())
   }
 
   const unsafeStats = (key: string, nowMillis?: number) => {
     const state = states.peek(key)
     if (state === undefined) return { requests: 0, accepts: 0 }
     const now = nowMillis ?? peekClock.unsafeCurrentTimeMillis()
-    return { requests: state.requests.unsafeTotal(now), accepts: state.accepts.unsafeTotal(now) }
+    return state.totals(now)
   }
 
   return {

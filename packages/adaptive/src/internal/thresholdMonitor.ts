@@ -1,4 +1,4 @@
-import { Ewma, LatencyWindow, Options } from "@sluice/core"
+import { Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/monitor/ThresholdMonitor"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -30,9 +30,15 @@ export const ThresholdMonitorOptions = Schema.Struct({
     default: () => ({})
   }),
   instances: Schema.optionalWith(Options.PositiveInt, { default: () => 1 }),
-  window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.minutes(5) }),
-  tick: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(5) }),
-  latencyWindow: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.minutes(1) })
+  window: Schema.optionalWith(Options.PositiveDuration, {
+    default: () => Duration.millis(Kernel.defaults.window)
+  }),
+  tick: Schema.optionalWith(Options.PositiveDuration, {
+    default: () => Duration.millis(Kernel.defaults.tick)
+  }),
+  latencyWindow: Schema.optionalWith(Options.PositiveDuration, {
+    default: () => Duration.millis(Kernel.defaults.latencyWindow)
+  })
 }).pipe(
   Schema.filter((o) =>
     Duration.lessThanOrEqualTo(o.tick, o.window)
@@ -55,44 +61,20 @@ const exceededGauge = Metric.gauge("sluice_threshold_monitor_exceeded", {
 })
 
 const GAUGE_REFRESH_MILLIS = 1000
-const MEDIAN_REFRESH_MILLIS = 1000
 
 const toLimits = (t: DecodedThresholds): Kernel.Limits => ({
   rate: t.rate,
   latency: t.latency === undefined ? undefined : Duration.toMillis(t.latency)
 })
 
-class OperationState {
-  readonly rate: Ewma.EwmaRate
-  readonly latencies: LatencyWindow.LatencyWindow
+class OperationState extends Kernel.Operation {
   readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   gaugesAt = Number.NEGATIVE_INFINITY
   /** The state last reported on `events`. */
   exceeded = false
-  private cachedMedian: number | undefined = undefined
-  private medianAt = Number.NEGATIVE_INFINITY
-  private unseen = false
-  constructor(
-    readonly operation: string,
-    name: string,
-    o: Decoded
-  ) {
-    this.rate = Ewma.unsafeMakeRate({ window: o.window, tick: o.tick })
-    this.latencies = LatencyWindow.unsafeMake({ window: o.latencyWindow })
+  constructor(operation: string, windows: Kernel.Windows, name: string) {
+    super(operation, windows)
     this.tags = [MetricLabel.make("name", name), MetricLabel.make("operation", operation)]
-  }
-  record(nowMillis: number, latencyMillis: number): void {
-    this.latencies.unsafeRecord(nowMillis, latencyMillis)
-    if (this.cachedMedian === undefined) this.unseen = true
-  }
-  /** The median, re-read from the sketch at most once per second (and at once after a first sample). */
-  median(nowMillis: number): number | undefined {
-    if (this.unseen || nowMillis - this.medianAt >= MEDIAN_REFRESH_MILLIS) {
-      this.cachedMedian = this.latencies.unsafeQuantile(nowMillis, 0.5)
-      this.medianAt = nowMillis
-      this.unseen = false
-    }
-    return this.cachedMedian
   }
 }
 
@@ -116,7 +98,7 @@ class ThresholdMonitorImpl implements T.Service {
   readonly events: Stream.Stream<T.Event> = Stream.fromPubSub(this.hub)
   private readonly ops = new Map<string, OperationState>()
   private readonly rule: Kernel.ThresholdMonitor
-  constructor(private readonly options: Decoded) {
+  constructor(options: Decoded) {
     this.name = options.name
     const operations = Object.fromEntries(
       Object.entries(options.operations).map(([op, t]) => [op, toLimits(t)] as const)
@@ -124,27 +106,29 @@ class ThresholdMonitorImpl implements T.Service {
     this.rule = Kernel.make({
       thresholds: toLimits(options.thresholds),
       operations,
-      instances: options.instances
+      instances: options.instances,
+      window: Duration.toMillis(options.window),
+      tick: Duration.toMillis(options.tick),
+      latencyWindow: Duration.toMillis(options.latencyWindow)
     })
   }
   private state(operation: string): OperationState {
     let s = this.ops.get(operation)
     if (s === undefined) {
-      s = new OperationState(operation, this.name, this.options)
+      s = new OperationState(operation, this.rule.windows, this.name)
       this.ops.set(operation, s)
     }
     return s
   }
   unsafeRecord(operation: string, nowMillis: number, latencyMillis: number): void {
-    const s = this.state(operation)
-    s.rate.unsafeMark(nowMillis, 1)
-    s.record(nowMillis, latencyMillis)
+    this.state(operation).record(nowMillis, latencyMillis)
   }
   unsafeStats(operation: string, nowMillis: number): T.Stats {
     const s = this.state(operation)
-    const rate = s.rate.unsafeRate(nowMillis)
-    const median = s.median(nowMillis)
-    const { exceeded, instances, latencyThreshold, rateThreshold } = this.rule.judge(operation, rate, median)
+    const { exceeded, instances, latencyThreshold, median, rate, rateThreshold } = this.rule.stats(
+      s,
+      nowMillis
+    )
     if (nowMillis - s.gaugesAt >= GAUGE_REFRESH_MILLIS) {
       s.gaugesAt = nowMillis
       rateGauge.unsafeUpdate(rate, s.tags)

@@ -18,11 +18,13 @@
  * critical work is throttled first. From a base `k`, level weights `w` give
  * `K = 1 + w (k − 1)` (SHEDDABLE 0.5, SHEDDABLE_PLUS 0.75, CRITICAL 1, CRITICAL_PLUS 2).
  *
- * The window's counts are arguments: whoever keeps the window (a rolling counter per
- * backend) passes its totals in.
+ * Per backend, `Backend` keeps the window: two rolling counters (`stats/RollingCounter`) of
+ * `buckets` slices; the rule also reads plain counts, from whatever window keeps them.
  *
  * @since 0.2.0
  */
+
+import { RollingCounter } from "../stats/RollingCounter.js"
 
 /**
  * The four criticality levels, most important first.
@@ -96,7 +98,8 @@ export const steadyStateProbability = (acceptShare: number, k: number): number =
   Math.max(0, 1 - k * acceptShare)
 
 /**
- * Validated options: `window` > 0 (ms), `k` ≥ 1 (default 2) or `kByCriticality` (every
+ * Validated options: `window` > 0 (ms) sliced into `buckets` (a positive integer, default
+ * 24), `k` ≥ 1 (default 2) or `kByCriticality` (every
  * K ≥ 1, not decreasing with criticality), `maxProbability` in [0, 1) (default 0.9),
  * `minRequestRate` ≥ 0 requests per second (default 1).
  *
@@ -104,6 +107,7 @@ export const steadyStateProbability = (acceptShare: number, k: number): number =
  */
 export interface Options {
   readonly window: number
+  readonly buckets?: number | undefined
   readonly k?: number | undefined
   readonly kByCriticality?: KByCriticality | undefined
   readonly maxProbability?: number | undefined
@@ -117,6 +121,7 @@ export interface Options {
  */
 export const defaults = {
   window: 120_000,
+  buckets: 24,
   k: 2,
   maxProbability: 0.9,
   minRequestRate: 1
@@ -128,6 +133,9 @@ export const defaults = {
  * @since 0.2.0
  */
 export interface AdaptiveThrottle {
+  /** The window, in milliseconds. */
+  readonly window: number
+  readonly buckets: number
   readonly kByCriticality: KByCriticality
   readonly maxProbability: number
   readonly minRequestRate: number
@@ -160,11 +168,14 @@ export const learn = (
  */
 export const make = (options: Options): AdaptiveThrottle => {
   const { window } = options
+  const buckets = options.buckets ?? defaults.buckets
   const k = options.k ?? defaults.k
   const maxProbability = options.maxProbability ?? defaults.maxProbability
   const minRequestRate = options.minRequestRate ?? defaults.minRequestRate
   if (!(Number.isFinite(window) && window > 0))
     throw new RangeError(`expected a positive window, got ${window}`)
+  if (!(Number.isSafeInteger(buckets) && buckets > 0))
+    throw new RangeError(`expected a positive integer buckets, got ${buckets}`)
   if (!(Number.isFinite(k) && k >= 1)) throw new RangeError(`expected k >= 1, got ${k}`)
   if (!(maxProbability >= 0 && maxProbability < 1))
     throw new RangeError(`expected maxProbability in [0, 1), got ${maxProbability}`)
@@ -181,6 +192,8 @@ export const make = (options: Options): AdaptiveThrottle => {
   const minRequests = minRequestRate * (window / 1000)
   const kMin = Math.min(...ascending.map((level) => kOf[level]))
   return {
+    window,
+    buckets,
     kByCriticality: kOf,
     maxProbability,
     minRequestRate,
@@ -191,5 +204,40 @@ export const make = (options: Options): AdaptiveThrottle => {
       return p <= 0 ? 0 : p > maxProbability ? maxProbability : p
     },
     allClear: (requests, accepts) => requests === 0 || requests < minRequests || requests <= kMin * accepts
+  }
+}
+
+/**
+ * One backend's window under a throttle's rule: `requests` and `accepts` over the rule's
+ * rolling window. Mutable; the owner passes the time (`now`, epoch ms) to every call.
+ *
+ * @since 0.2.0
+ */
+export class Backend {
+  /** Everything the application tried, including what the throttle failed locally. */
+  readonly requests: RollingCounter
+  /** What the backend answered without a rejection. */
+  readonly accepts: RollingCounter
+  constructor(readonly rule: AdaptiveThrottle) {
+    const options = { windowMillis: rule.window, buckets: rule.buckets }
+    this.requests = new RollingCounter(options)
+    this.accepts = new RollingCounter(options)
+  }
+  /** Counts a request at `now`, and an accept too when `accepted`. */
+  record(now: number, accepted: boolean): void {
+    this.requests.add(now)
+    if (accepted) this.accepts.add(now)
+  }
+  /** The local rejection probability for work of `level` at `now`. */
+  probability(level: Level, now: number): number {
+    return this.rule.probability(level, this.requests.total(now), this.accepts.total(now))
+  }
+  /** Whether no level can be throttled at `now`. */
+  allClear(now: number): boolean {
+    return this.rule.allClear(this.requests.total(now), this.accepts.total(now))
+  }
+  /** The window's counts at `now`. */
+  totals(now: number): { readonly requests: number; readonly accepts: number } {
+    return { requests: this.requests.total(now), accepts: this.accepts.total(now) }
   }
 }

@@ -2,7 +2,79 @@ import * as ThresholdMonitor from "@sluice/kernel/monitor/ThresholdMonitor"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
+/** `perSecond` successful calls of `latency` ms each, for `seconds` from `from`, `step` seconds at a time. */
+const drive = (
+  operation: ThresholdMonitor.Operation,
+  from: number,
+  perSecond: number,
+  seconds: number,
+  latency = 10,
+  step = 1
+): number => {
+  let now = from
+  for (let s = 0; s < seconds; s += step) {
+    for (let i = 0; i < perSecond * step; i++) operation.record(now, latency)
+    now += step * 1000
+  }
+  return now
+}
+
 describe("ThresholdMonitor", () => {
+  it("exceeded when the weighted rate passes the rate threshold", () => {
+    const monitor = ThresholdMonitor.make({ thresholds: { rate: 10 }, window: 60_000, tick: 1000 })
+    const save = monitor.operation("save")
+    let now = drive(save, 0, 8, 120)
+    let stats = monitor.stats(save, now)
+    expect(stats.rate).toBeCloseTo(8, 1)
+    expect(stats.exceeded).toBe(false)
+    now = drive(save, now, 14, 120)
+    stats = monitor.stats(save, now)
+    expect(stats.rate).toBeGreaterThan(13)
+    expect(stats.exceeded).toBe(true)
+    // another operation is unaffected
+    expect(monitor.stats(monitor.operation("load"), now).exceeded).toBe(false)
+  })
+
+  it("the default window is five minutes: a burst moves the rate slowly", () => {
+    const monitor = ThresholdMonitor.make({ thresholds: { rate: 5 } })
+    expect(monitor.windows).toEqual({ window: 300_000, tick: 5000, latencyWindow: 60_000 })
+    const save = monitor.operation("save")
+    let now = drive(save, 0, 1, 600, 10, 5)
+    now = drive(save, now, 10, 60, 10, 5)
+    // one minute of 10/s after a long 1/s: 1 + 9 × (1 − e^(−60/300)) ≈ 2.6 (tick granularity aside)
+    const stats = monitor.stats(save, now)
+    expect(stats.rate).toBeGreaterThan(2.2)
+    expect(stats.rate).toBeLessThan(3)
+    expect(stats.exceeded).toBe(false)
+  })
+
+  it("exceeded when the median latency of successes passes the latency threshold; old samples leave", () => {
+    const monitor = ThresholdMonitor.make({ thresholds: { latency: 100 } })
+    const q = monitor.operation("q")
+    for (let i = 0; i < 9; i++) q.record(0, i < 5 ? 50 : 500)
+    let stats = monitor.stats(q, 1000)
+    expect(stats.median).toBeCloseTo(50, -0.3) // within 1%
+    expect(stats.exceeded).toBe(false)
+    for (let i = 0; i < 4; i++) q.record(1000, 500)
+    stats = monitor.stats(q, 2000)
+    expect(stats.median! / 500).toBeCloseTo(1, 1)
+    expect(stats.exceeded).toBe(true)
+    // old samples leave the latency window (1 minute by default)
+    stats = monitor.stats(q, 122_000)
+    expect(stats.median).toBeUndefined()
+    expect(stats.exceeded).toBe(false)
+  })
+
+  it("the median is re-read at most once per second, and at once after a first sample", () => {
+    const operation = new ThresholdMonitor.Operation("op", ThresholdMonitor.defaults)
+    expect(operation.median(0)).toBeUndefined()
+    operation.record(10, 40)
+    expect(operation.median(10)! / 40).toBeCloseTo(1, 1) // a first sample is seen at once
+    for (let i = 0; i < 10; i++) operation.record(20, 400)
+    expect(operation.median(500)! / 40).toBeCloseTo(1, 1) // cached within the second
+    expect(operation.median(1010)! / 400).toBeCloseTo(1, 1)
+  })
+
   it("exceeded when the rate passes the rate threshold", () => {
     const monitor = ThresholdMonitor.make({ thresholds: { rate: 10 } })
     expect(monitor.judge("save", 8, 10).exceeded).toBe(false)
@@ -81,7 +153,9 @@ describe("ThresholdMonitor", () => {
       { thresholds: { latency: -5 } },
       { instances: 0 },
       { instances: 1.5 },
-      { operations: { save: { rate: Number.NaN } } }
+      { operations: { save: { rate: Number.NaN } } },
+      { window: 1000, tick: 5000 },
+      { latencyWindow: 0 }
     ]
     for (const options of cases) expect(() => ThresholdMonitor.make(options)).toThrow(RangeError)
   })

@@ -11,40 +11,57 @@ const levels: ReadonlyArray<Level> = ["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PL
 const lcg = (seed: number) => () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648
 
 /**
- * Offers `rate` requests per second for `seconds` to a backend that accepts the first
- * `capacity` of each second, through the throttle of `level`, with the window kept as
- * one-second buckets; returns the tally of the last `measured` seconds and the window.
+ * Offers `rate` requests per second for `seconds` through a `Backend` window of `throttle`,
+ * for work of `level`, to a backend that accepts the first `capacity(second)` of each
+ * second; the requests of a tick (`tick` ms) arrive at its end. Returns the tally of the
+ * last `measured` seconds and the window.
  */
 const simulate = (
   throttle: AdaptiveThrottle.AdaptiveThrottle,
   level: Level,
-  options: { rate: number; capacity: number; windowSeconds: number; seconds: number; measured: number },
+  options: {
+    rate: number
+    capacity: number | ((second: number) => number)
+    seconds: number
+    measured: number
+    tick?: number
+    backend?: AdaptiveThrottle.Backend
+    start?: number
+  },
   random: () => number
 ) => {
-  const requests = new Array<number>(options.windowSeconds).fill(0)
-  const accepts = new Array<number>(options.windowSeconds).fill(0)
-  const sum = (xs: Array<number>) => xs.reduce((a, b) => a + b, 0)
+  const backend = options.backend ?? new AdaptiveThrottle.Backend(throttle)
+  const tick = options.tick ?? 1000
+  const start = options.start ?? 0
+  const capacity = typeof options.capacity === "number" ? () => options.capacity as number : options.capacity
   const tally = { requests: 0, throttled: 0, reachedAndRejected: 0, accepted: 0 }
-  for (let second = 0; second < options.seconds; second++) {
-    const slot = second % options.windowSeconds
-    requests[slot] = 0
-    accepts[slot] = 0
-    let used = 0
-    const measuring = second >= options.seconds - options.measured
-    for (let i = 0; i < options.rate; i++) {
-      const p = throttle.probability(level, sum(requests), sum(accepts))
-      requests[slot]!++
+  let second = -1
+  let used = 0
+  for (let t = tick; t <= options.seconds * 1000; t += tick) {
+    const now = start + t
+    const s = Math.floor(now / 1000)
+    if (s !== second) {
+      second = s
+      used = 0
+    }
+    const measuring = t > (options.seconds - options.measured) * 1000
+    for (let i = 0; i < (options.rate * tick) / 1000; i++) {
+      const p = backend.probability(level, now)
       if (measuring) tally.requests++
       if (random() < p) {
         if (measuring) tally.throttled++
-      } else if (used < options.capacity) {
+        backend.record(now, false)
+      } else if (used < capacity(s)) {
         used++
-        accepts[slot]!++
         if (measuring) tally.accepted++
-      } else if (measuring) tally.reachedAndRejected++
+        backend.record(now, true)
+      } else {
+        if (measuring) tally.reachedAndRejected++
+        backend.record(now, false)
+      }
     }
   }
-  return { tally, requests: sum(requests), accepts: sum(accepts) }
+  return { tally, backend, ...backend.totals(start + options.seconds * 1000) }
 }
 
 describe("AdaptiveThrottle", () => {
@@ -78,7 +95,7 @@ describe("AdaptiveThrottle", () => {
     const { accepts, requests, tally } = simulate(
       throttle,
       "CRITICAL",
-      { rate: 100, capacity: 30, windowSeconds: 120, seconds: 360, measured: 120 },
+      { rate: 100, capacity: 30, seconds: 360, measured: 120 },
       lcg(42)
     )
     const pStar = AdaptiveThrottle.steadyStateProbability(0.3, 2)
@@ -112,7 +129,7 @@ describe("AdaptiveThrottle", () => {
       const { tally } = simulate(
         throttle,
         level,
-        { rate: 100, capacity: 30, windowSeconds: 10, seconds: 70, measured: 40 },
+        { rate: 100, capacity: 30, seconds: 70, measured: 40 },
         lcg(7)
       )
       measured[level] = tally.throttled / tally.requests
@@ -142,11 +159,52 @@ describe("AdaptiveThrottle", () => {
     const { tally } = simulate(
       throttle,
       "CRITICAL",
-      { rate: 100, capacity: 0, windowSeconds: 10, seconds: 80, measured: 60 },
+      { rate: 100, capacity: 0, seconds: 80, measured: 60 },
       lcg(3)
     )
     expect(Math.abs(tally.throttled / tally.requests - 0.9)).toBeLessThan(0.015)
     expect(tally.reachedAndRejected).toBeGreaterThan(400)
+  })
+
+  it("a backend that recovers is noticed: probability returns to 0", () => {
+    const throttle = AdaptiveThrottle.make({ window: 10_000, buckets: 10 })
+    const random = lcg(5)
+    const down = simulate(
+      throttle,
+      "CRITICAL",
+      { rate: 100, capacity: 0, seconds: 15, measured: 0, tick: 500 },
+      random
+    )
+    const { backend } = down
+    expect(backend.probability("CRITICAL", 15_000)).toBe(0.9)
+    // Only admitted requests can be accepted, so p falls window by window
+    // (p' ≈ 1 − K·(1 − p): 0.9 → 0.8 → 0.6 → 0.2 → 0), not at once.
+    const healthy = { rate: 100, capacity: Infinity, measured: 0, tick: 500, backend }
+    simulate(throttle, "CRITICAL", { ...healthy, seconds: 10, start: 15_000 }, random)
+    const afterOneWindow = backend.probability("CRITICAL", 25_000)
+    expect(afterOneWindow).toBeGreaterThan(0)
+    expect(afterOneWindow).toBeLessThan(0.9)
+    simulate(throttle, "CRITICAL", { ...healthy, seconds: 40, start: 25_000 }, random)
+    expect(backend.probability("CRITICAL", 65_000)).toBe(0)
+  })
+
+  it("Backend: requests and accepts over the rolling window, read by the rule", () => {
+    const throttle = AdaptiveThrottle.make({ window: 10_000, buckets: 10, minRequestRate: 0 })
+    const backend = new AdaptiveThrottle.Backend(throttle)
+    expect(backend.allClear(0)).toBe(true)
+    for (let i = 0; i < 500; i++) backend.record(100 + i, false)
+    expect(backend.totals(1000)).toEqual({ requests: 500, accepts: 0 })
+    expect(backend.probability("SHEDDABLE", 1000)).toBe(0.9)
+    expect(backend.allClear(1000)).toBe(false)
+    for (let i = 0; i < 500; i++) backend.record(2000, true)
+    expect(backend.totals(2000)).toEqual({ requests: 1000, accepts: 500 })
+    // K = 2: (1000 − 2 × 500) / 1001 = 0; K = 1.5: 250 / 1001
+    expect(backend.probability("CRITICAL", 2000)).toBe(0)
+    expect(backend.probability("SHEDDABLE", 2000)).toBeCloseTo(250 / 1001, 15)
+    // the first second leaves the window after 10 s
+    expect(backend.totals(11_000)).toEqual({ requests: 500, accepts: 500 })
+    expect(backend.allClear(11_000)).toBe(true)
+    expect(backend.totals(12_000)).toEqual({ requests: 0, accepts: 0 })
   })
 
   it("never throttles a client below the minimum request rate", () => {
@@ -196,6 +254,8 @@ describe("AdaptiveThrottle", () => {
     })
     const cases: Array<AdaptiveThrottle.Options> = [
       { window: 0 },
+      { window: 1000, buckets: 0 },
+      { window: 1000, buckets: 1.5 },
       { window: 1000, k: 0.5 },
       { window: 1000, k: Number.NaN },
       { window: 1000, maxProbability: 1 },
