@@ -64,6 +64,7 @@ import * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
 import type * as Stream from "effect/Stream"
 import * as internal from "./internal/adaptiveThrottle.js"
+import * as Kernel from "@sluice/kernel/throttle/AdaptiveThrottle"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 
@@ -267,8 +268,8 @@ export const defaultKByCriticality: (k: number) => Record<Criticality.Criticalit
  * @since 0.1.0
  * @category utils
  */
-export const steadyStateProbability = (acceptShare: number, k: number): number =>
-  Math.max(0, 1 - k * acceptShare)
+export const steadyStateProbability: (acceptShare: number, k: number) => number =
+  Kernel.steadyStateProbability
 
 /**
  * Makes a throttle (for when one program needs several).

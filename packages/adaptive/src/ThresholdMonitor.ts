@@ -1,7 +1,7 @@
 /**
  * The server's back-pressure signal. Per operation it keeps an exponentially
  * weighted rate of successful calls (a five-minute window by default, like a load
- * average, built on `Ewma.EwmaRate` from `@sluice/core`) and the median latency of
+ * average, built on `EwmaRate` of `@sluice/kernel/stats/Ewma`) and the median latency of
  * successful calls over a recent window. `exceeded` is true while either passes its
  * threshold; a server sets the throttle flag of the wire protocol on its responses
  * then (`x-sluice-throttle: 1`), and clients back off (e.g. with `AimdInterval`).
@@ -12,7 +12,7 @@
  * - The `rate` threshold is a total for the whole service: each instance compares
  *   its own rate with `rate / instances`; `setInstances` follows scaling. The
  *   latency threshold is a median and is not divided.
- * - The median comes from `LatencyWindow` (`@sluice/core`, a sliding-window sketch
+ * - The median comes from `LatencyWindow` (`@sluice/kernel`, a sliding-window sketch
  *   within 1% of the exact value) over `latencyWindow`; it is re-read at most once
  *   per second (in between, the last value read is used), so consulting the
  *   monitor on every response stays cheap.

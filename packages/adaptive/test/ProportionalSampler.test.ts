@@ -1,7 +1,7 @@
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, FastCheck as fc, Layer, Option, TestClock } from "effect"
+import { Duration, Effect, Exit, Layer, Option, TestClock } from "effect"
 import { metricValue } from "./metricSnapshot.js"
 
 /** Offers `perSecond` calls per second to every sampler for `seconds`, in 250 ms slices. */
@@ -106,32 +106,6 @@ describe("ProportionalSampler", () => {
       expect(five).toBeGreaterThan(57)
       expect(five).toBeLessThan(63)
     })
-  )
-
-  it.effect(
-    "each call is sent with probability r: the share over n calls is within 1/n of r (property)",
-    () =>
-      Effect.gen(function* () {
-        const { sensor } = scriptedSensor()
-        const samples = yield* Effect.scoped(
-          Effect.gen(function* () {
-            const out: Array<ProportionalSampler.Service> = []
-            for (const r of [0.05, 0.25, 0.5, 0.9, 1]) {
-              out.push(yield* ProportionalSampler.makeWith({ goal: 1, initialRatio: r }, sensor))
-            }
-            return out
-          })
-        )
-        fc.assert(
-          fc.property(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 2000 }), (which, n) => {
-            const sampler = samples[which]!
-            const r = sampler.unsafeRatio()
-            let sent = 0
-            for (let i = 0; i < n; i++) if (sampler.unsafeSample(0)) sent++
-            return Math.abs(sent - r * n) <= 1
-          })
-        )
-      })
   )
 
   it.scoped("sampled runs the work or the caller's skip value, and counts both", () =>

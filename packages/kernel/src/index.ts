@@ -92,3 +92,18 @@ export * as Outcome from "./outcome/Outcome.js"
 
 /** @since 0.2.0 */
 export * as Criticality from "./criticality/Criticality.js"
+
+/** @since 0.2.0 */
+export * as AimdInterval from "./interval/AimdInterval.js"
+
+/** @since 0.2.0 */
+export * as ProportionalSampler from "./sample/ProportionalSampler.js"
+
+/** @since 0.2.0 */
+export * as LoadShedder from "./shed/LoadShedder.js"
+
+/** @since 0.2.0 */
+export * as AdaptiveThrottle from "./throttle/AdaptiveThrottle.js"
+
+/** @since 0.2.0 */
+export * as ThresholdMonitor from "./monitor/ThresholdMonitor.js"

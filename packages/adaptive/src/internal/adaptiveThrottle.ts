@@ -1,4 +1,5 @@
-import { Admission, BoundedMap, Criticality, Errors, Options, Outcome, RollingCounter } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Options, Outcome } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/throttle/AdaptiveThrottle"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -19,9 +20,6 @@ const KValue = Schema.Number.pipe(
   })
 )
 
-// Least critical first: the order in which K must not decrease.
-const ascending: ReadonlyArray<Level> = ["SHEDDABLE", "SHEDDABLE_PLUS", "CRITICAL", "CRITICAL_PLUS"]
-
 /** @internal */
 export const KByCriticality = Schema.Struct({
   SHEDDABLE: KValue,
@@ -30,17 +28,13 @@ export const KByCriticality = Schema.Struct({
   CRITICAL_PLUS: KValue
 }).pipe(
   Schema.filter((k) => {
-    for (let i = 1; i < ascending.length; i++) {
-      const lower = ascending[i - 1]!
-      const level = ascending[i]!
-      if (k[level] < k[lower]) {
-        return {
-          path: [level],
-          message: `kByCriticality.${level} (${k[level]}) must not be below kByCriticality.${lower} (${k[lower]}): a more critical level may not be throttled earlier`
-        }
-      }
+    const wrong = Kernel.misordered(k)
+    if (wrong === undefined) return undefined
+    const { level, lower } = wrong
+    return {
+      path: [level],
+      message: `kByCriticality.${level} (${k[level]}) must not be below kByCriticality.${lower} (${k[lower]}): a more critical level may not be throttled earlier`
     }
-    return undefined
   })
 )
 
@@ -58,31 +52,25 @@ const RejectionPredicate = Schema.declare(
 
 /** @internal */
 export const AdaptiveThrottleOptions = Schema.Struct({
-  window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.minutes(2) }),
-  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 24 }),
-  k: Schema.optionalWith(KValue, { default: () => 2 }),
+  window: Schema.optionalWith(Options.PositiveDuration, {
+    default: () => Duration.millis(Kernel.defaults.window)
+  }),
+  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => Kernel.defaults.buckets }),
+  k: Schema.optionalWith(KValue, { default: () => Kernel.defaults.k }),
   kByCriticality: Schema.optional(KByCriticality),
-  maxProbability: Schema.optionalWith(MaxProbability, { default: () => 0.9 }),
-  minRequestRate: Schema.optionalWith(Options.NonNegativeNumber, { default: () => 1 }),
+  maxProbability: Schema.optionalWith(MaxProbability, { default: () => Kernel.defaults.maxProbability }),
+  minRequestRate: Schema.optionalWith(Options.NonNegativeNumber, {
+    default: () => Kernel.defaults.minRequestRate
+  }),
   maxKeys: Schema.optionalWith(Options.PositiveInt, { default: () => 1024 }),
   isRejection: Schema.optional(RejectionPredicate)
 })
 
 /** @internal */
-export const criticalityWeights: Readonly<Record<Level, number>> = {
-  SHEDDABLE: 0.5,
-  SHEDDABLE_PLUS: 0.75,
-  CRITICAL: 1,
-  CRITICAL_PLUS: 2
-}
+export const criticalityWeights: Readonly<Record<Level, number>> = Kernel.criticalityWeights
 
 /** @internal */
-export const defaultKByCriticality = (k: number): Record<Level, number> => ({
-  SHEDDABLE: 1 + (k - 1) * criticalityWeights.SHEDDABLE,
-  SHEDDABLE_PLUS: 1 + (k - 1) * criticalityWeights.SHEDDABLE_PLUS,
-  CRITICAL: 1 + (k - 1) * criticalityWeights.CRITICAL,
-  CRITICAL_PLUS: 1 + (k - 1) * criticalityWeights.CRITICAL_PLUS
-})
+export const defaultKByCriticality: (k: number) => Record<Level, number> = Kernel.defaultKByCriticality
 
 /** @internal */
 export const defaultIsRejection = (error: unknown): boolean => Outcome.ofError(error) === "dropped"
@@ -114,11 +102,9 @@ export const metrics = {
 /** The label used for keys beyond the first `maxKeys` distinct ones, so metric cardinality stays bounded. */
 const OTHER_KEY = "_other"
 
-class KeyState {
+class KeyState extends Kernel.Backend {
   /** Clock reading of the latest request to this key. */
   lastUsed: number
-  readonly requests: RollingCounter.RollingCounter
-  readonly accepts: RollingCounter.RollingCounter
   readonly keyTags: ReadonlyArray<MetricLabel.MetricLabel>
   readonly levelTags: Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
   readonly lastProbability: Record<Level, number> = {
@@ -132,13 +118,11 @@ class KeyState {
   constructor(
     readonly key: string,
     label: string,
-    window: Duration.Duration,
-    buckets: number,
+    rule: Kernel.AdaptiveThrottle,
     now: number
   ) {
+    super(rule)
     this.lastUsed = now
-    this.requests = RollingCounter.unsafeMake({ window, buckets })
-    this.accepts = RollingCounter.unsafeMake({ window, buckets })
     const keyLabel = MetricLabel.make("key", label)
     this.keyTags = [keyLabel]
     const levelTags = {} as Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
@@ -158,9 +142,15 @@ export const make = (
   )
 
 const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock: Clock.Clock): AT.Service => {
-  const { buckets, maxKeys, maxProbability, window } = decoded
-  const kOf: Readonly<Record<Level, number>> = decoded.kByCriticality ?? defaultKByCriticality(decoded.k)
-  const minRequests = decoded.minRequestRate * Duration.toSeconds(window)
+  const { buckets, maxKeys, window } = decoded
+  const rule = Kernel.make({
+    window: Duration.toMillis(window),
+    buckets,
+    k: decoded.k,
+    kByCriticality: decoded.kByCriticality,
+    maxProbability: decoded.maxProbability,
+    minRequestRate: decoded.minRequestRate
+  })
   // Per-key state, gates and guards: bounded, least recently used key evicted (CLOCK).
   const states = BoundedMap.make<string, KeyState>({ capacity: maxKeys })
   const labelled = new Set<string>()
@@ -176,33 +166,17 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
       if (labelled.size < maxKeys) labelled.add(key)
       else label = OTHER_KEY
     }
-    state = new KeyState(key, label, window, buckets, now)
+    state = new KeyState(key, label, rule, now)
     states.set(key, state)
     return state
   }
 
   const hub = makeHub<AT.Event>()
 
-  const kMin = Math.min(...Criticality.levels.map((level) => kOf[level]))
-
-  const probabilityOf = (state: KeyState, level: Level, now: number): number => {
-    const requests = state.requests.unsafeTotal(now)
-    if (requests === 0 || requests < minRequests) return 0
-    const p = (requests - kOf[level] * state.accepts.unsafeTotal(now)) / (requests + 1)
-    return p <= 0 ? 0 : p > maxProbability ? maxProbability : p
-  }
-
-  /** True when no level can be throttled now: the success path then never reads the criticality. */
-  const allClear = (state: KeyState, now: number): boolean => {
-    const requests = state.requests.unsafeTotal(now)
-    return requests === 0 || requests < minRequests || requests <= kMin * state.accepts.unsafeTotal(now)
-  }
-
   // Recorded at the latest request time of the key, so a call reads the Clock once;
   // a rolling counter files an earlier time into its current bucket.
   const count = (state: KeyState, accepted: boolean) => {
-    state.requests.unsafeAdd(state.lastUsed)
-    if (accepted) state.accepts.unsafeAdd(state.lastUsed)
+    state.record(state.lastUsed, accepted)
     requestsMetric.unsafeUpdate(1, state.keyTags)
     if (accepted) acceptsMetric.unsafeUpdate(1, state.keyTags)
   }
@@ -234,26 +208,26 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
   // What the backend said decides: an accept for an answer, a request without an accept
   // for a drop, nothing at all for work refused on this side or abandoned by its caller.
   const settle = (state: KeyState, outcome: Outcome.Outcome) => {
-    if (outcome === "success" || outcome === "failed") count(state, true)
-    else if (outcome === "dropped") count(state, false)
+    const lesson = Kernel.learn(outcome)
+    if (lesson !== undefined) count(state, lesson === "accept")
   }
 
   const makeGate = (key: string): Admission.Gate<AT.Ticket, Errors.Throttled> => ({
     tryEnter: (entry) => {
       const state = stateFor(key, entry.now)
-      if (allClear(state, entry.now)) {
+      if (state.allClear(entry.now)) {
         // Every level's probability is 0: push the gauges that do not say so yet, once.
         if (state.unreportedZeros > 0) for (const level of Criticality.levels) report(state, level, 0)
         return state
       }
-      const p = probabilityOf(state, entry.criticality, entry.now)
+      const p = state.probability(entry.criticality, entry.now)
       report(state, entry.criticality, p)
       return p <= 0 ? state : Admission.Wait
     },
     enter: (entry) =>
       Effect.flatMap(Context.get(entry.services, Random.Random).next, (draw) => {
         const state = stateFor(key, entry.now)
-        const p = probabilityOf(state, entry.criticality, entry.now)
+        const p = state.probability(entry.criticality, entry.now)
         return draw < p ? reject(state, entry.criticality, p) : Effect.succeed(state)
       }),
     settle: (ticket, outcome) => settle(ticket as KeyState, outcome),
@@ -280,14 +254,14 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
   ) => {
     const state = states.peek(key)
     if (state === undefined) return 0
-    return probabilityOf(state, criticality, nowMillis ?? peekClock.unsafeCurrentTimeMillis())
+    return state.probability(criticality, nowMillis ?? peekClock.unsafeCurrentTimeMillis())
   }
 
   const unsafeStats = (key: string, nowMillis?: number) => {
     const state = states.peek(key)
     if (state === undefined) return { requests: 0, accepts: 0 }
     const now = nowMillis ?? peekClock.unsafeCurrentTimeMillis()
-    return { requests: state.requests.unsafeTotal(now), accepts: state.accepts.unsafeTotal(now) }
+    return state.totals(now)
   }
 
   return {
@@ -299,9 +273,9 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     gate,
     unsafeStats,
     unsafeKeys: () => Array.from(states.keys()),
-    k: (criticality) => kOf[criticality],
-    maxProbability,
-    minRequestRate: decoded.minRequestRate,
+    k: (criticality) => rule.kByCriticality[criticality],
+    maxProbability: rule.maxProbability,
+    minRequestRate: rule.minRequestRate,
     window,
     events: Stream.fromPubSub(hub)
   }

@@ -1,4 +1,5 @@
 import { Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/interval/AimdInterval"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
@@ -65,12 +66,7 @@ class AimdIntervalImpl implements A.Service {
     "pipe"
   ])
   readonly [TypeId]: A.TypeId = TypeId
-  private current: number
-  private readonly minMs: number
-  private readonly maxMs: number
-  private readonly stepMs: number
-  /** rate increase per second of clear time, in 1/ms per ms (0 in interval mode) */
-  private readonly ratePerMs2: number
+  private readonly aimd: Kernel.AimdInterval
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   private readonly throttledTags: ReadonlyArray<MetricLabel.MetricLabel>
   private readonly clearTags: ReadonlyArray<MetricLabel.MetricLabel>
@@ -83,49 +79,47 @@ class AimdIntervalImpl implements A.Service {
     readonly factor: number,
     initial: Duration.Duration
   ) {
-    this.minMs = Duration.toMillis(min)
-    this.maxMs = Duration.toMillis(max)
-    this.stepMs = step === undefined ? 0 : Duration.toMillis(step)
-    this.ratePerMs2 = rateStep === undefined ? 0 : rateStep / 1e6
-    this.current = Duration.toMillis(initial)
+    this.aimd = Kernel.make({
+      min: Duration.toMillis(min),
+      max: Duration.toMillis(max),
+      step: step === undefined ? undefined : Duration.toMillis(step),
+      rateStep,
+      factor,
+      initial: Duration.toMillis(initial)
+    })
     this.tags = [MetricLabel.make("name", name)]
     this.throttledTags = [...this.tags, MetricLabel.make("throttled", "true")]
     this.clearTags = [...this.tags, MetricLabel.make("throttled", "false")]
-    intervalGauge.unsafeUpdate(this.current, this.tags)
+    intervalGauge.unsafeUpdate(this.aimd.interval, this.tags)
   }
   get min() {
-    return Duration.millis(this.minMs)
+    return Duration.millis(this.aimd.min)
   }
   get max() {
-    return Duration.millis(this.maxMs)
+    return Duration.millis(this.aimd.max)
   }
   get step() {
-    return this.rateStep === undefined ? Duration.millis(this.stepMs) : undefined
+    return this.rateStep === undefined ? Duration.millis(this.aimd.step) : undefined
   }
   unsafeSignal(throttled: boolean): number {
-    this.current = throttled
-      ? Math.min(this.maxMs, this.current * this.factor)
-      : this.rateStep === undefined
-        ? Math.max(this.minMs, this.current - this.stepMs)
-        : // rate 1/I grows by rateStep per second over the interval just waited
-          Math.max(this.minMs, 1 / (1 / this.current + this.ratePerMs2 * this.current))
+    const interval = this.aimd.signal(throttled)
     signalCounter.unsafeUpdate(1, throttled ? this.throttledTags : this.clearTags)
-    intervalGauge.unsafeUpdate(this.current, this.tags)
-    return this.current
+    intervalGauge.unsafeUpdate(interval, this.tags)
+    return interval
   }
   unsafeInterval(): number {
-    return this.current
+    return this.aimd.interval
   }
   signal(throttled: boolean): Effect.Effect<Duration.Duration> {
     return Effect.sync(() => Duration.millis(this.unsafeSignal(throttled)))
   }
   get interval(): Effect.Effect<Duration.Duration> {
-    return Effect.sync(() => Duration.millis(this.current))
+    return Effect.sync(() => Duration.millis(this.aimd.interval))
   }
   get schedule(): Schedule.Schedule<Duration.Duration, unknown> {
     return Schedule.makeWithState(undefined as void, (now, _input: unknown, state) =>
       Effect.sync(() => {
-        const ms = this.current
+        const ms = this.aimd.interval
         return [state, Duration.millis(ms), ScheduleDecision.continueWith(Interval.after(now + ms))] as const
       })
     )

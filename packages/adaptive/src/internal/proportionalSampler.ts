@@ -1,4 +1,5 @@
 import { Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/sample/ProportionalSampler"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -28,20 +29,22 @@ const PositiveRatio = Schema.Number.pipe(
 export const ProportionalSamplerOptions = Schema.Struct({
   name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
   goal: Options.NonNegativeNumber,
-  updatePeriod: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(5) }),
+  updatePeriod: Schema.optionalWith(Options.PositiveDuration, {
+    default: () => Duration.millis(Kernel.defaults.updatePeriod)
+  }),
   jitter: Schema.optionalWith(
     Schema.Number.pipe(
       Schema.filter((n) => Number.isFinite(n) && n >= 0 && n < 1, {
         message: (issue) => `expected a ratio in [0, 1), got ${String(issue.actual)}`
       })
     ),
-    { default: () => 0.1 }
+    { default: () => Kernel.defaults.jitter }
   ),
-  initialRatio: Schema.optionalWith(PositiveRatio, { default: () => 1 }),
-  minRatio: Schema.optionalWith(PositiveRatio, { default: () => 0.001 }),
+  initialRatio: Schema.optionalWith(PositiveRatio, { default: () => Kernel.defaults.initialRatio }),
+  minRatio: Schema.optionalWith(PositiveRatio, { default: () => Kernel.defaults.minRatio }),
   staleAfter: Schema.optional(Options.PositiveDuration),
-  staleFloor: Schema.optionalWith(PositiveRatio, { default: () => 0.1 }),
-  staleDecay: Schema.optionalWith(PositiveRatio, { default: () => 0.8 })
+  staleFloor: Schema.optionalWith(PositiveRatio, { default: () => Kernel.defaults.staleFloor }),
+  staleDecay: Schema.optionalWith(PositiveRatio, { default: () => Kernel.defaults.staleDecay })
 }).pipe(
   Schema.filter((o) =>
     o.initialRatio < o.minRatio
@@ -51,6 +54,9 @@ export const ProportionalSamplerOptions = Schema.Struct({
 )
 
 type Decoded = Schema.Schema.Type<typeof ProportionalSamplerOptions>
+
+// jitter 0 draws nothing
+const noRandom = () => 0
 
 const sentCounter = Metric.counter("sluice_sampler_sent", {
   description: "Calls a proportional sampler let through",
@@ -65,9 +71,6 @@ const modeGauge = Metric.gauge("sluice_sampler_stale", {
   description: "1 while a sampler's sensor is stale, else 0"
 })
 
-/** Validity of a reading: a finite, non-negative rate. NaN, ±Infinity and negatives are not measurements. */
-const isValid = (r: Q.Reading) => Number.isFinite(r.qps) && r.qps >= 0 && Number.isFinite(r.at)
-
 class ProportionalSamplerImpl implements P.Service {
   protected readonly bound = bindMethods(this, [
     "unsafeSample",
@@ -80,41 +83,22 @@ class ProportionalSamplerImpl implements P.Service {
   ])
   readonly [TypeId]: P.TypeId = TypeId
   readonly name: string
-  private r: number
-  private goalQps: number
-  private credit: number
-  private lastGoodAt: number
-  private lastReading: Q.Reading | undefined = undefined
-  private currentMode: P.Mode = "tracking"
   private pendingSent = 0
   private pendingSkipped = 0
   private totalSent = 0
   private totalSkipped = 0
-  private readonly staleAfterMillis: number
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   constructor(
     private readonly o: Decoded,
     private readonly sensor: Q.Service,
-    startMillis: number,
-    credit: number
+    private readonly sampler: Kernel.ProportionalSampler
   ) {
     this.name = o.name
-    this.goalQps = o.goal
-    this.r = o.goal === 0 ? o.minRatio : o.initialRatio
-    this.currentMode = o.goal === 0 ? "paused" : "tracking"
-    this.credit = credit
-    this.lastGoodAt = startMillis
-    this.staleAfterMillis =
-      o.staleAfter === undefined ? 3 * Duration.toMillis(o.updatePeriod) : Duration.toMillis(o.staleAfter)
     this.tags = [MetricLabel.make("name", o.name)]
-    ratioGauge.unsafeUpdate(this.r, this.tags)
+    ratioGauge.unsafeUpdate(sampler.ratio, this.tags)
   }
   unsafeSample(nowMillis: number): boolean {
-    // Systematic sampling with a random start: each call is sent with probability r,
-    // and over any n calls the share sent is within 1/n of r.
-    this.credit += this.r
-    if (this.credit >= 1) {
-      this.credit -= 1
+    if (this.sampler.sample()) {
       this.pendingSent++
       this.sensor.unsafeRecord(nowMillis, 1)
       return true
@@ -142,48 +126,25 @@ class ProportionalSamplerImpl implements P.Service {
     )
   }
   unsafeRatio(): number {
-    return this.r
+    return this.sampler.ratio
   }
   get ratio(): Effect.Effect<number> {
-    return Effect.sync(() => this.r)
+    return Effect.sync(() => this.sampler.ratio)
   }
   get state(): Effect.Effect<P.SamplerState> {
     return Effect.sync(() => ({
-      ratio: this.r,
-      goal: this.goalQps,
-      mode: this.currentMode,
-      lastReading: this.lastReading,
-      lastGoodAt: this.lastGoodAt,
+      ratio: this.sampler.ratio,
+      goal: this.sampler.goal,
+      mode: this.sampler.mode,
+      lastReading: this.sampler.lastReading,
+      lastGoodAt: this.sampler.lastGoodAt,
       sent: this.totalSent + this.pendingSent,
       skipped: this.totalSkipped + this.pendingSkipped
     }))
   }
   /** One controller step with the reading taken at `nowMillis`. */
   unsafeStep(nowMillis: number, reading: Option.Option<Q.Reading>): void {
-    const o = this.o
-    const fresh =
-      Option.isSome(reading) &&
-      isValid(reading.value) &&
-      nowMillis - reading.value.at <= this.staleAfterMillis
-    if (fresh) {
-      this.lastReading = reading.value
-      this.lastGoodAt = Math.max(this.lastGoodAt, reading.value.at)
-    }
-    if (this.goalQps === 0) {
-      this.currentMode = "paused"
-      this.r = o.minRatio
-    } else if (fresh) {
-      this.currentMode = "tracking"
-      const m = reading.value.qps
-      const next = m === 0 ? 1 : (this.r * this.goalQps) / m
-      this.r = Math.min(1, Math.max(o.minRatio, next))
-    } else if (nowMillis - this.lastGoodAt > this.staleAfterMillis) {
-      // Stale: never raise r (no flood gates), and decay only down to the floor, so
-      // traffic never stops because a sensor died.
-      this.currentMode = "stale"
-      if (this.r > o.staleFloor) this.r = Math.max(o.staleFloor, this.r * o.staleDecay)
-    }
-    // else: a missing reading inside the grace period; hold r.
+    this.sampler.step(nowMillis, Option.getOrUndefined(reading))
     this.flushMetrics()
   }
   private flushMetrics(): void {
@@ -193,8 +154,8 @@ class ProportionalSamplerImpl implements P.Service {
     this.totalSkipped += this.pendingSkipped
     this.pendingSent = 0
     this.pendingSkipped = 0
-    ratioGauge.unsafeUpdate(this.r, this.tags)
-    modeGauge.unsafeUpdate(this.currentMode === "stale" ? 1 : 0, this.tags)
+    ratioGauge.unsafeUpdate(this.sampler.ratio, this.tags)
+    modeGauge.unsafeUpdate(this.sampler.mode === "stale" ? 1 : 0, this.tags)
   }
   get update(): Effect.Effect<void> {
     return Effect.flatMap(this.sensor.measure, (reading) =>
@@ -204,24 +165,13 @@ class ProportionalSamplerImpl implements P.Service {
     )
   }
   setGoal(goal: number): Effect.Effect<void, Options.InvalidOptions> {
-    return Effect.map(decodeGoal(goal), (g) => {
-      const wasPaused = this.goalQps === 0
-      this.goalQps = g
-      if (g === 0) {
-        this.currentMode = "paused"
-        this.r = this.o.minRatio
-      } else if (wasPaused) {
-        this.currentMode = "tracking"
-      }
-    })
+    return Effect.map(decodeGoal(goal), (g) => this.sampler.setGoal(g))
   }
   /** The jittered wait before the next update. */
   get nextDelay(): Effect.Effect<Duration.Duration> {
-    const base = Duration.toMillis(this.o.updatePeriod)
-    const j = this.o.jitter
-    return j === 0
-      ? Effect.succeed(Duration.millis(base))
-      : Effect.map(Random.nextRange(1 - j, 1 + j), (f) => Duration.millis(base * f))
+    return this.o.jitter === 0
+      ? Effect.succeed(Duration.millis(this.sampler.nextDelay(noRandom)))
+      : Effect.map(Random.next, (u) => Duration.millis(this.sampler.nextDelay(() => u)))
   }
   pipe() {
     // eslint-disable-next-line prefer-rest-params
@@ -244,7 +194,16 @@ export const makeWith = (
     const o = yield* decode(options)
     const now = yield* Clock.currentTimeMillis
     const credit = yield* Random.next
-    const sampler = new ProportionalSamplerImpl(o, sensor, now, credit)
+    const rule = Kernel.make(
+      {
+        ...o,
+        updatePeriod: Duration.toMillis(o.updatePeriod),
+        staleAfter: o.staleAfter === undefined ? undefined : Duration.toMillis(o.staleAfter)
+      },
+      now,
+      () => credit
+    )
+    const sampler = new ProportionalSamplerImpl(o, sensor, rule)
     yield* Effect.forkScoped(
       Effect.forever(Effect.flatMap(sampler.nextDelay, Effect.sleep).pipe(Effect.zipRight(sampler.update)))
     )

@@ -1,4 +1,5 @@
-import { Ewma, LatencyWindow, Options } from "@sluice/core"
+import { Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/monitor/ThresholdMonitor"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -29,9 +30,15 @@ export const ThresholdMonitorOptions = Schema.Struct({
     default: () => ({})
   }),
   instances: Schema.optionalWith(Options.PositiveInt, { default: () => 1 }),
-  window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.minutes(5) }),
-  tick: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(5) }),
-  latencyWindow: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.minutes(1) })
+  window: Schema.optionalWith(Options.PositiveDuration, {
+    default: () => Duration.millis(Kernel.defaults.window)
+  }),
+  tick: Schema.optionalWith(Options.PositiveDuration, {
+    default: () => Duration.millis(Kernel.defaults.tick)
+  }),
+  latencyWindow: Schema.optionalWith(Options.PositiveDuration, {
+    default: () => Duration.millis(Kernel.defaults.latencyWindow)
+  })
 }).pipe(
   Schema.filter((o) =>
     Duration.lessThanOrEqualTo(o.tick, o.window)
@@ -54,49 +61,20 @@ const exceededGauge = Metric.gauge("sluice_threshold_monitor_exceeded", {
 })
 
 const GAUGE_REFRESH_MILLIS = 1000
-const MEDIAN_REFRESH_MILLIS = 1000
 
-interface Limits {
-  rate: number | undefined
-  latencyMillis: number | undefined
-}
-
-const toLimits = (t: DecodedThresholds): Limits => ({
+const toLimits = (t: DecodedThresholds): Kernel.Limits => ({
   rate: t.rate,
-  latencyMillis: t.latency === undefined ? undefined : Duration.toMillis(t.latency)
+  latency: t.latency === undefined ? undefined : Duration.toMillis(t.latency)
 })
 
-class OperationState {
-  readonly rate: Ewma.EwmaRate
-  readonly latencies: LatencyWindow.LatencyWindow
+class OperationState extends Kernel.Operation {
   readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   gaugesAt = Number.NEGATIVE_INFINITY
   /** The state last reported on `events`. */
   exceeded = false
-  private cachedMedian: number | undefined = undefined
-  private medianAt = Number.NEGATIVE_INFINITY
-  private unseen = false
-  constructor(
-    readonly operation: string,
-    name: string,
-    o: Decoded
-  ) {
-    this.rate = Ewma.unsafeMakeRate({ window: o.window, tick: o.tick })
-    this.latencies = LatencyWindow.unsafeMake({ window: o.latencyWindow })
+  constructor(operation: string, windows: Kernel.Windows, name: string) {
+    super(operation, windows)
     this.tags = [MetricLabel.make("name", name), MetricLabel.make("operation", operation)]
-  }
-  record(nowMillis: number, latencyMillis: number): void {
-    this.latencies.unsafeRecord(nowMillis, latencyMillis)
-    if (this.cachedMedian === undefined) this.unseen = true
-  }
-  /** The median, re-read from the sketch at most once per second (and at once after a first sample). */
-  median(nowMillis: number): number | undefined {
-    if (this.unseen || nowMillis - this.medianAt >= MEDIAN_REFRESH_MILLIS) {
-      this.cachedMedian = this.latencies.unsafeQuantile(nowMillis, 0.5)
-      this.medianAt = nowMillis
-      this.unseen = false
-    }
-    return this.cachedMedian
   }
 }
 
@@ -119,40 +97,38 @@ class ThresholdMonitorImpl implements T.Service {
   private readonly hub = makeHub<T.Event>()
   readonly events: Stream.Stream<T.Event> = Stream.fromPubSub(this.hub)
   private readonly ops = new Map<string, OperationState>()
-  private defaults: Limits
-  private readonly overrides = new Map<string, Limits>()
-  private instanceCount: number
-  constructor(private readonly options: Decoded) {
+  private readonly rule: Kernel.ThresholdMonitor
+  constructor(options: Decoded) {
     this.name = options.name
-    this.defaults = toLimits(options.thresholds)
-    for (const [op, t] of Object.entries(options.operations)) this.overrides.set(op, toLimits(t))
-    this.instanceCount = options.instances
+    const operations = Object.fromEntries(
+      Object.entries(options.operations).map(([op, t]) => [op, toLimits(t)] as const)
+    )
+    this.rule = Kernel.make({
+      thresholds: toLimits(options.thresholds),
+      operations,
+      instances: options.instances,
+      window: Duration.toMillis(options.window),
+      tick: Duration.toMillis(options.tick),
+      latencyWindow: Duration.toMillis(options.latencyWindow)
+    })
   }
   private state(operation: string): OperationState {
     let s = this.ops.get(operation)
     if (s === undefined) {
-      s = new OperationState(operation, this.name, this.options)
+      s = new OperationState(operation, this.rule.windows, this.name)
       this.ops.set(operation, s)
     }
     return s
   }
-  private limits(operation: string): Limits {
-    return this.overrides.get(operation) ?? this.defaults
-  }
   unsafeRecord(operation: string, nowMillis: number, latencyMillis: number): void {
-    const s = this.state(operation)
-    s.rate.unsafeMark(nowMillis, 1)
-    s.record(nowMillis, latencyMillis)
+    this.state(operation).record(nowMillis, latencyMillis)
   }
   unsafeStats(operation: string, nowMillis: number): T.Stats {
     const s = this.state(operation)
-    const limits = this.limits(operation)
-    const rate = s.rate.unsafeRate(nowMillis)
-    const median = s.median(nowMillis)
-    const rateThreshold = limits.rate === undefined ? undefined : limits.rate / this.instanceCount
-    const exceeded =
-      (rateThreshold !== undefined && rate > rateThreshold) ||
-      (limits.latencyMillis !== undefined && median !== undefined && median > limits.latencyMillis)
+    const { exceeded, instances, latencyThreshold, median, rate, rateThreshold } = this.rule.stats(
+      s,
+      nowMillis
+    )
     if (nowMillis - s.gaugesAt >= GAUGE_REFRESH_MILLIS) {
       s.gaugesAt = nowMillis
       rateGauge.unsafeUpdate(rate, s.tags)
@@ -164,8 +140,8 @@ class ThresholdMonitorImpl implements T.Service {
       rate,
       medianMillis: median,
       rateThreshold,
-      latencyThresholdMillis: limits.latencyMillis,
-      instances: this.instanceCount,
+      latencyThresholdMillis: latencyThreshold,
+      instances,
       exceeded
     }
     if (exceeded !== s.exceeded) {
@@ -199,18 +175,13 @@ class ThresholdMonitorImpl implements T.Service {
     )
   }
   setThresholds(thresholds: T.Thresholds, operation?: string): Effect.Effect<void, Options.InvalidOptions> {
-    return Effect.map(decodeThresholds(thresholds), (t) => {
-      if (operation === undefined) this.defaults = toLimits(t)
-      else this.overrides.set(operation, toLimits(t))
-    })
+    return Effect.map(decodeThresholds(thresholds), (t) => this.rule.setThresholds(toLimits(t), operation))
   }
   setInstances(instances: number): Effect.Effect<void, Options.InvalidOptions> {
-    return Effect.map(decodeInstances(instances), (n) => {
-      this.instanceCount = n
-    })
+    return Effect.map(decodeInstances(instances), (n) => this.rule.setInstances(n))
   }
   get instances(): Effect.Effect<number> {
-    return Effect.sync(() => this.instanceCount)
+    return Effect.sync(() => this.rule.instances)
   }
   pipe() {
     // eslint-disable-next-line prefer-rest-params

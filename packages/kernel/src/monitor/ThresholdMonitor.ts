@@ -1,0 +1,244 @@
+/**
+ * The threshold monitor's rule, a server's back-pressure signal: per operation, a moving
+ * rate of successful calls (exponentially weighted, five minutes by default, like a load
+ * average) and the median latency of successful calls are compared with thresholds; while
+ * either passes its threshold, the operation is *exceeded* and responses carry the throttle
+ * signal, so periodic clients back off.
+ *
+ * - Only successes are measured: failures are fast and would pull the median down and
+ *   hide an overload.
+ * - Thresholds change at run time, for every operation or for one.
+ * - The rate threshold is a total for the whole service: each instance compares its own
+ *   rate with `rate / instances`. The latency threshold is a median and is not divided.
+ *
+ * Per operation, `Operation` keeps the windows: an `EwmaRate` and a `LatencyWindow`
+ * (`stats/`), whose median is re-read at most once per second (in between, the last value
+ * read is used), so consulting the monitor on every response stays cheap. `judge` also takes
+ * a rate and a median from any other source.
+ *
+ * @since 0.2.0
+ */
+import { EwmaRate } from "../stats/Ewma.js"
+import { LatencyWindow } from "../stats/LatencyWindow.js"
+
+/**
+ * Thresholds of one operation; an absent one is never exceeded. `rate`: successful calls
+ * per second across all instances (> 0); `latency`: the median latency in ms (> 0).
+ *
+ * @since 0.2.0
+ */
+export interface Limits {
+  readonly rate?: number | undefined
+  readonly latency?: number | undefined
+}
+
+/**
+ * An operation judged: this instance's rate threshold (`rate / instances`), the latency
+ * threshold, the instance count, and whether either threshold is passed.
+ *
+ * @since 0.2.0
+ */
+export interface Judgement {
+  readonly rateThreshold: number | undefined
+  readonly latencyThreshold: number | undefined
+  readonly instances: number
+  readonly exceeded: boolean
+}
+
+/**
+ * Judges a rate (calls per second) and a median latency (ms, `undefined` without samples)
+ * against `limits` on one of `instances` instances.
+ *
+ * @since 0.2.0
+ */
+export const judge = (
+  limits: Limits,
+  instances: number,
+  rate: number,
+  median: number | undefined
+): Judgement => {
+  const rateThreshold = limits.rate === undefined ? undefined : limits.rate / instances
+  const latencyThreshold = limits.latency
+  const exceeded =
+    (rateThreshold !== undefined && rate > rateThreshold) ||
+    (latencyThreshold !== undefined && median !== undefined && median > latencyThreshold)
+  return { rateThreshold, latencyThreshold, instances, exceeded }
+}
+
+/**
+ * Validated options: default `thresholds`, per-`operations` overrides, the number of
+ * running `instances` (a positive integer, default 1), and the windows of each operation:
+ * the rate's `window` and `tick` (ms, `tick ≤ window`), the median's `latencyWindow` (ms).
+ *
+ * @since 0.2.0
+ */
+export interface Options {
+  readonly thresholds?: Limits | undefined
+  readonly operations?: Readonly<Record<string, Limits>> | undefined
+  readonly instances?: number | undefined
+  readonly window?: number | undefined
+  readonly tick?: number | undefined
+  readonly latencyWindow?: number | undefined
+}
+
+/**
+ * The defaults bindings fill in: a five-minute rate with a five-second tick, like a load
+ * average, and the median over the last minute.
+ *
+ * @since 0.2.0
+ */
+export const defaults = {
+  window: 300_000,
+  tick: 5_000,
+  latencyWindow: 60_000
+} as const
+
+const MEDIAN_REFRESH_MILLIS = 1000
+
+/**
+ * The sizes of an operation's windows, in milliseconds.
+ *
+ * @since 0.2.0
+ */
+export interface Windows {
+  readonly window: number
+  readonly tick: number
+  readonly latencyWindow: number
+}
+
+/**
+ * One operation's windows: the weighted rate of successful calls and their latencies.
+ * Mutable; the owner passes the time (`now`, epoch ms) to every call.
+ *
+ * @since 0.2.0
+ */
+export class Operation {
+  readonly rate: EwmaRate
+  readonly latencies: LatencyWindow
+  private cachedMedian: number | undefined = undefined
+  private medianAt = Number.NEGATIVE_INFINITY
+  private unseen = false
+  constructor(
+    readonly name: string,
+    windows: Windows
+  ) {
+    this.rate = new EwmaRate({ windowMillis: windows.window, tickMillis: windows.tick })
+    this.latencies = new LatencyWindow({ windowMillis: windows.latencyWindow })
+  }
+  /** Records one successful call at `now` that took `latency` ms. */
+  record(now: number, latency: number): void {
+    this.rate.mark(now, 1)
+    this.latencies.record(now, latency)
+    if (this.cachedMedian === undefined) this.unseen = true
+  }
+  /** The median latency, re-read from the window at most once per second (and at once after a first sample). */
+  median(now: number): number | undefined {
+    if (this.unseen || now - this.medianAt >= MEDIAN_REFRESH_MILLIS) {
+      this.cachedMedian = this.latencies.quantile(now, 0.5)
+      this.medianAt = now
+      this.unseen = false
+    }
+    return this.cachedMedian
+  }
+}
+
+/**
+ * An operation's figures at one time, judged.
+ *
+ * @since 0.2.0
+ */
+export interface Stats extends Judgement {
+  readonly operation: string
+  readonly rate: number
+  readonly median: number | undefined
+}
+
+/**
+ * A monitor's thresholds, changeable at run time, and the rule that judges operations.
+ *
+ * @since 0.2.0
+ */
+export interface ThresholdMonitor {
+  /** The number of running instances the rate threshold is divided by. */
+  readonly instances: number
+  /** The thresholds `operation` is judged by (its own, or the defaults). */
+  readonly limits: (operation: string) => Limits
+  /** Replaces the thresholds of `operation`, or the defaults when no operation is given. */
+  readonly setThresholds: (limits: Limits, operation?: string) => void
+  /** Follows scaling: a positive integer. */
+  readonly setInstances: (instances: number) => void
+  /** Judges `operation`'s rate and median latency. */
+  readonly judge: (operation: string, rate: number, median: number | undefined) => Judgement
+  /** The sizes of each operation's windows. */
+  readonly windows: Windows
+  /** New windows for an operation, sized by the options. */
+  readonly operation: (name: string) => Operation
+  /** Reads `operation`'s windows at `now` and judges them. */
+  readonly stats: (operation: Operation, now: number) => Stats
+}
+
+const checkLimits = (limits: Limits): Limits => {
+  for (const [field, value] of [
+    ["rate", limits.rate],
+    ["latency", limits.latency]
+  ] as const) {
+    if (value !== undefined && !(Number.isFinite(value) && value > 0))
+      throw new RangeError(`expected a positive ${field} threshold, got ${value}`)
+  }
+  return { rate: limits.rate, latency: limits.latency }
+}
+
+const checkInstances = (instances: number): number => {
+  if (!(Number.isSafeInteger(instances) && instances > 0))
+    throw new RangeError(`expected a positive integer instances, got ${instances}`)
+  return instances
+}
+
+/**
+ * Makes a monitor. Throws a `RangeError` for options outside the rules of `Options`
+ * (bindings validate them first and report the field).
+ *
+ * @since 0.2.0
+ */
+export const make = (options: Options = {}): ThresholdMonitor => {
+  let common = checkLimits(options.thresholds ?? {})
+  const overrides = new Map<string, Limits>()
+  for (const [operation, limits] of Object.entries(options.operations ?? {})) {
+    overrides.set(operation, checkLimits(limits))
+  }
+  let instances = checkInstances(options.instances ?? 1)
+  const windows: Windows = {
+    window: options.window ?? defaults.window,
+    tick: options.tick ?? defaults.tick,
+    latencyWindow: options.latencyWindow ?? defaults.latencyWindow
+  }
+  for (const field of ["window", "tick", "latencyWindow"] as const) {
+    if (!(Number.isFinite(windows[field]) && windows[field] > 0))
+      throw new RangeError(`expected a positive ${field}, got ${windows[field]}`)
+  }
+  if (windows.tick > windows.window) throw new RangeError("expected tick <= window")
+  const limits = (operation: string) => overrides.get(operation) ?? common
+  const judgeOf = (operation: string, rate: number, median: number | undefined) =>
+    judge(limits(operation), instances, rate, median)
+  return {
+    get instances() {
+      return instances
+    },
+    limits,
+    setThresholds: (next, operation) => {
+      if (operation === undefined) common = checkLimits(next)
+      else overrides.set(operation, checkLimits(next))
+    },
+    setInstances: (n) => {
+      instances = checkInstances(n)
+    },
+    judge: judgeOf,
+    windows,
+    operation: (name) => new Operation(name, windows),
+    stats: (operation, now) => {
+      const rate = operation.rate.rate(now)
+      const median = operation.median(now)
+      return { operation: operation.name, rate, median, ...judgeOf(operation.name, rate, median) }
+    }
+  }
+}

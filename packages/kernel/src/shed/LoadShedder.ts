@@ -1,0 +1,263 @@
+/**
+ * The load shedder's decisions: utilization against per-criticality thresholds. Utilization
+ * decides how much is shed, criticality decides who — SHEDDABLE first, CRITICAL_PLUS last
+ * (the criticality scheme of Google's SRE book, "Handling Overload").
+ *
+ * Utilization is the work in flight divided by `capacity`, smoothed with exponential decay
+ * (time constant `smoothing`): the counts hold their values between changes, so folding
+ * each stretch as `u += (1 − e^(−Δt/τ)) × (x − u)` is exact for that step signal. A request
+ * is judged by the smoothed work of its own level and the more critical ones only, so less
+ * critical work never gets a more critical request shed; since those sums shrink as the
+ * level rises while thresholds grow, whenever a level is admitted every more critical one is.
+ *
+ * An event-loop utilization reading (taken by the binding, passed in as a number) adds a
+ * second signal, which cannot tell whose work keeps the loop busy: it is applied only to
+ * the least critical levels still arriving, never to a level above one that arrived within
+ * two sampling intervals. Within one instant every decision sees the same arrivals (those
+ * of earlier instants), whatever the order of the requests.
+ *
+ * Times are epoch milliseconds.
+ *
+ * @since 0.2.0
+ */
+
+/**
+ * The four criticality levels, most important first: `CRITICAL_PLUS`, `CRITICAL`,
+ * `SHEDDABLE_PLUS`, `SHEDDABLE`.
+ *
+ * @since 0.2.0
+ */
+export type Level = "CRITICAL_PLUS" | "CRITICAL" | "SHEDDABLE_PLUS" | "SHEDDABLE"
+
+/**
+ * The levels least critical first: the order in which thresholds must not decrease.
+ *
+ * @since 0.2.0
+ */
+export const ascending: ReadonlyArray<Level> = ["SHEDDABLE", "SHEDDABLE_PLUS", "CRITICAL", "CRITICAL_PLUS"]
+
+/**
+ * The utilization from which each level is shed (`Infinity`: never).
+ *
+ * @since 0.2.0
+ */
+export type Thresholds = Readonly<Record<Level, number>>
+
+/**
+ * SHEDDABLE from 0.8, SHEDDABLE_PLUS from 0.9, CRITICAL from 1.0, CRITICAL_PLUS from 1.1.
+ *
+ * @since 0.2.0
+ */
+export const defaultThresholds: Thresholds = {
+  SHEDDABLE: 0.8,
+  SHEDDABLE_PLUS: 0.9,
+  CRITICAL: 1.0,
+  CRITICAL_PLUS: 1.1
+}
+
+/**
+ * The first level whose threshold is below that of a less critical one (a more critical
+ * level would be shed first), with that less critical level; `undefined` when ordered.
+ *
+ * @since 0.2.0
+ */
+export const misordered = (
+  thresholds: Thresholds
+): { readonly level: Level; readonly lower: Level } | undefined => {
+  for (let i = 1; i < ascending.length; i++) {
+    const lower = ascending[i - 1]!
+    const level = ascending[i]!
+    if (thresholds[level] < thresholds[lower]) return { level, lower }
+  }
+  return undefined
+}
+
+/**
+ * Validated options: `capacity` > 0 (work in flight that is utilization 1), `smoothing`
+ * > 0 (the time constant, ms), positive thresholds that do not decrease with criticality,
+ * and, when an event-loop reading is fed in, its sampling `eventLoopInterval` (ms).
+ *
+ * @since 0.2.0
+ */
+export interface Options {
+  readonly capacity: number
+  readonly smoothing: number
+  readonly thresholds?: Thresholds | undefined
+  readonly eventLoopInterval?: number | undefined
+}
+
+/**
+ * A shedder's counts and decisions. Mutable; owned by one shedder.
+ *
+ * @since 0.2.0
+ */
+export interface LoadShedder {
+  readonly capacity: number
+  readonly thresholds: Thresholds
+  /**
+   * Judges an arrival of `level` at `now`: returns the utilization it is judged by, and
+   * records the arrival (it covers the more critical levels from the next instant on).
+   */
+  readonly arrive: (level: Level, now: number) => number
+  /** Whether work of `level` judged at `utilization` is shed. */
+  readonly sheds: (level: Level, utilization: number) => boolean
+  /** Counts admitted work of `level` in. */
+  readonly admit: (level: Level) => void
+  /** Counts work of `level` out at `now`. */
+  readonly leave: (level: Level, now: number) => void
+  /** The shedder's utilization at `now`: max(smoothed work / capacity, event-loop utilization). */
+  readonly utilization: (now: number) => number
+  /** The utilization an arrival of `level` at `now` would be judged by (records nothing). */
+  readonly levelUtilization: (level: Level, now: number) => number
+  /** Whether an arrival of `level` at `now` would be shed (records nothing). */
+  readonly wouldShed: (level: Level, now: number) => boolean
+  /** Feeds an event-loop utilization reading: clamped to [0, 1]; a non-finite one keeps the last. */
+  readonly setEventLoop: (value: number) => number
+  /** The last event-loop utilization fed in (0 until one is). */
+  readonly eventLoop: number
+  /** Work in flight. */
+  readonly active: number
+  /** Work of `level` in flight. */
+  readonly activeOf: (level: Level) => number
+}
+
+const rankOf: Readonly<Record<Level, number>> = {
+  SHEDDABLE: 0,
+  SHEDDABLE_PLUS: 1,
+  CRITICAL: 2,
+  CRITICAL_PLUS: 3
+}
+
+class LoadShedderImpl implements LoadShedder {
+  readonly thresholds: Thresholds
+  // Per level, least critical first (index = rank): requests in flight, and the smoothed
+  // amount of work at that level *or above*.
+  private readonly byRank = [0, 0, 0, 0]
+  private readonly atLeast = [0, 0, 0, 0]
+  private readonly smoothed = [0, 0, 0, 0]
+  private readonly levelThresholds: ReadonlyArray<number>
+  // When a request of each level last arrived (admitted or not), and the latest arrival
+  // before that instant: cover is given by arrivals of earlier instants only.
+  private readonly lastArrival = [-Infinity, -Infinity, -Infinity, -Infinity]
+  private readonly earlierArrival = [-Infinity, -Infinity, -Infinity, -Infinity]
+  private last: number | undefined = undefined
+  private readonly tau: number
+  // How long an arrival of a less critical level keeps the event-loop signal off the
+  // more critical ones: two sampling intervals, so that the sample that saw its work does.
+  private readonly presence: number
+  active = 0
+  eventLoop = 0
+  constructor(
+    readonly capacity: number,
+    options: Options
+  ) {
+    this.thresholds = options.thresholds ?? defaultThresholds
+    this.levelThresholds = ascending.map((level) => this.thresholds[level])
+    this.tau = options.smoothing
+    this.presence = options.eventLoopInterval === undefined ? 0 : 2 * options.eventLoopInterval
+    // usable unbound, like the bindings' services
+    this.arrive = this.arrive.bind(this)
+    this.sheds = this.sheds.bind(this)
+    this.admit = this.admit.bind(this)
+    this.leave = this.leave.bind(this)
+    this.utilization = this.utilization.bind(this)
+    this.levelUtilization = this.levelUtilization.bind(this)
+    this.wouldShed = this.wouldShed.bind(this)
+    this.setEventLoop = this.setEventLoop.bind(this)
+    this.activeOf = this.activeOf.bind(this)
+  }
+  // The counts have held their values since `last`: fold that stretch into the averages
+  // before anything changes them.
+  private fold(now: number): void {
+    const { atLeast, smoothed } = this
+    if (this.last === undefined) {
+      this.last = now
+      for (let i = 0; i < 4; i++) smoothed[i] = atLeast[i]!
+      return
+    }
+    const dt = now - this.last
+    if (dt > 0) {
+      const f = 1 - Math.exp(-dt / this.tau)
+      for (let i = 0; i < 4; i++) smoothed[i]! += f * (atLeast[i]! - smoothed[i]!)
+      this.last = now
+    }
+  }
+  private lowerArrived(rank: number, now: number): boolean {
+    for (let i = 0; i < rank; i++) {
+      const before = this.lastArrival[i]! < now ? this.lastArrival[i]! : this.earlierArrival[i]!
+      if (now - before <= this.presence) return true
+    }
+    return false
+  }
+  private rankUtilization(rank: number, now: number): number {
+    const eventLoop = this.eventLoop > 0 && !this.lowerArrived(rank, now) ? this.eventLoop : 0
+    return Math.max(this.smoothed[rank]! / this.capacity, eventLoop)
+  }
+  private add(rank: number, delta: number): void {
+    this.byRank[rank]! += delta
+    this.active += delta
+    for (let i = 0; i <= rank; i++) this.atLeast[i]! += delta
+  }
+  arrive(level: Level, now: number): number {
+    this.fold(now)
+    const rank = rankOf[level]
+    const u = this.rankUtilization(rank, now)
+    if (this.lastArrival[rank]! < now) {
+      this.earlierArrival[rank] = this.lastArrival[rank]!
+      this.lastArrival[rank] = now
+    }
+    return u
+  }
+  sheds(level: Level, utilization: number): boolean {
+    return utilization >= this.levelThresholds[rankOf[level]]!
+  }
+  admit(level: Level): void {
+    this.add(rankOf[level], 1)
+  }
+  leave(level: Level, now: number): void {
+    this.fold(now)
+    this.add(rankOf[level], -1)
+  }
+  utilization(now: number): number {
+    this.fold(now)
+    return Math.max(this.smoothed[0]! / this.capacity, this.eventLoop)
+  }
+  levelUtilization(level: Level, now: number): number {
+    this.fold(now)
+    return this.rankUtilization(rankOf[level], now)
+  }
+  wouldShed(level: Level, now: number): boolean {
+    return this.levelUtilization(level, now) >= this.thresholds[level]
+  }
+  setEventLoop(value: number): number {
+    // A broken reading (NaN, out of range) must not shed everything or nothing: clamp or keep the last one.
+    if (Number.isFinite(value)) this.eventLoop = Math.min(1, Math.max(0, value))
+    return this.eventLoop
+  }
+  activeOf(level: Level): number {
+    return this.byRank[rankOf[level]]!
+  }
+}
+
+/**
+ * Makes a shedder. Throws a `RangeError` for options outside the rules of `Options`
+ * (bindings validate them first and report the field).
+ *
+ * @since 0.2.0
+ */
+export const make = (options: Options): LoadShedder => {
+  const { capacity, eventLoopInterval, smoothing, thresholds = defaultThresholds } = options
+  if (!(Number.isFinite(capacity) && capacity > 0))
+    throw new RangeError(`expected a positive capacity, got ${capacity}`)
+  if (!(Number.isFinite(smoothing) && smoothing > 0))
+    throw new RangeError(`expected a positive smoothing, got ${smoothing}`)
+  if (eventLoopInterval !== undefined && !(Number.isFinite(eventLoopInterval) && eventLoopInterval > 0))
+    throw new RangeError(`expected a positive eventLoopInterval, got ${eventLoopInterval}`)
+  for (const level of ascending) {
+    if (!(thresholds[level] > 0)) throw new RangeError(`expected a positive threshold for ${level}`)
+  }
+  const wrong = misordered(thresholds)
+  if (wrong !== undefined)
+    throw new RangeError(`thresholds.${wrong.level} must not be below thresholds.${wrong.lower}`)
+  return new LoadShedderImpl(capacity, { ...options, thresholds })
+}
