@@ -51,7 +51,7 @@ describe("CongestionWindow", () => {
     expect(cw.onSample(success(100))).toBeCloseTo(w + 1 / w, 12)
   })
 
-  it("Reno: ssthresh = cwnd × factor, cwnd = ssthresh; the rest of the burst is ignored", () => {
+  it("Reno: ssthresh = cwnd × backoffRatio, cwnd = ssthresh; the rest of the burst is ignored", () => {
     const cw = CongestionWindow.unsafeMake({ initial: 30 })
     // permit 5 fails while permits 0..39 have been granted
     expect(cw.onSample(drop(5, 40))).toBe(15)
@@ -79,8 +79,8 @@ describe("CongestionWindow", () => {
     expect(cw.onSample(success(100, 11, 12))).toBeCloseTo(5.2, 12)
   })
 
-  it("factor 0.9 for a stable capacity: 30 → 27", () => {
-    const cw = CongestionWindow.unsafeMake({ initial: 30, factor: 0.9 })
+  it("backoffRatio 0.9 for a stable capacity: 30 → 27", () => {
+    const cw = CongestionWindow.unsafeMake({ initial: 30, backoffRatio: 0.9 })
     expect(cw.onSample(drop(0, 1))).toBeCloseTo(27, 12)
   })
 
@@ -96,9 +96,9 @@ describe("CongestionWindow", () => {
   it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
       const cases: Array<[CongestionWindow.CongestionWindowOptions, RegExp]> = [
-        [{ factor: 0 }, /factor/],
-        [{ factor: 1 }, /factor/],
-        [{ factor: 1.5 }, /factor/],
+        [{ backoffRatio: 0 }, /backoffRatio/],
+        [{ backoffRatio: 1 }, /backoffRatio/],
+        [{ backoffRatio: 1.5 }, /backoffRatio/],
         [{ initial: -1 }, /initial/],
         [{ ssthresh: 0 }, /ssthresh/],
         [{ minLimit: 5, maxLimit: 3, initial: 4 }, /minLimit/],

@@ -265,7 +265,7 @@ export const make = (
         add(rank, -1)
       }
     }
-    const run: LS.Service["run"] = Admission.guard([gate])
+    const run: LS.Service["withShedder"] = Admission.guard([gate])
 
     if (decoded.eventLoop !== undefined) {
       const source = decoded.eventLoop.source ?? (yield* nodeEventLoopUtilization)
@@ -296,7 +296,6 @@ export const make = (
 
     return {
       withShedder: run,
-      run,
       gate,
       utilization: Effect.map(Clock.currentTimeMillis, unsafeUtilization),
       unsafeUtilization,

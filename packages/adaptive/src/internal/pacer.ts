@@ -91,7 +91,6 @@ class PacerImpl implements P.Pacer {
     "unsafeObserve",
     "unsafeRelease",
     "unsafeReserve",
-    "run",
     "withPacer",
     "pipe"
   ])
@@ -178,10 +177,6 @@ class PacerImpl implements P.Pacer {
   }
 
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
-    return this.run(self)
-  }
-
-  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
       const delay = this.unsafeReserve(now)
@@ -251,7 +246,7 @@ class Waiter {
  * the rate needs when the backlog is long.
  */
 class ScheduledPacerImpl implements P.Pacer {
-  protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "run", "withPacer", "pipe"])
+  protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "withPacer", "pipe"])
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   readonly options: Config
@@ -393,10 +388,6 @@ class ScheduledPacerImpl implements P.Pacer {
   }
 
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
-    return this.run(self)
-  }
-
-  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
       this.tick(now)
