@@ -181,8 +181,7 @@ export interface Service {
 }
 
 /**
- * The service tag (a class since 0.2.0; the key is unchanged, so a layer built by an
- * older call site still satisfies it).
+ * The service tag.
  *
  * @since 0.1.0
  * @category tags

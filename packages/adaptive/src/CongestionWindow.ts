@@ -20,7 +20,7 @@ import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgo
 
 /**
  * Options: the shared bounds ({@link BoundsOptions}: `initial` window 20, `minLimit` 1,
- * `maxLimit` 1000 — was unbounded before 0.2.0), `ssthresh` (1024), `backoffRatio` in
+ * `maxLimit` 1000), `ssthresh` (1024), `backoffRatio` in
  * (0, 1) applied on a drop (default 0.5 classic; 0.9 for a stable capacity), `variant`
  * `"tahoe"` or `"reno"` (default).
  *

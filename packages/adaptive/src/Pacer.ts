@@ -83,7 +83,7 @@ export type PacerTuning = typeof internal.PacerTuning.Encoded
  * Every option of {@link make}: the tuning plus `limit`, the window to spread
  * over a round trip (read at each departure), optionally `slowStart`,
  * which says when `slowStartGain` applies, and `algorithm`: a limit algorithm
- * that declares `pacingInterval` drives the pacing itself (since 0.2.0).
+ * that declares `pacingInterval` drives the pacing itself.
  *
  * @since 0.1.0
  * @category models

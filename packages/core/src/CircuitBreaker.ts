@@ -141,8 +141,6 @@ export interface CircuitBreakerOptions {
  * method works unbound (`call.pipe(breaker.withBreaker)`).
  *
  * @since 0.1.0
- * (Named `CircuitBreaker.CircuitBreaker` before 0.2.0; that name is now the tag.)
- *
  * @since 0.2.0
  * @category models
  */

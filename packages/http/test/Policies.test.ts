@@ -1,5 +1,5 @@
 // SluiceHttpClient.layer / make use the app's RetryBudget, AdaptiveThrottle and
-// ConcurrencyLimiter from context (issue #14, item 4); layerDefault / makeDefault
+// ConcurrencyLimiter from context, so an app shares them; layerDefault / makeDefault
 // build private ones.
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"

@@ -373,7 +373,7 @@ export const make: (options?: MakeOptions) => Effect.Effect<Policy, Options.Inva
 
 /**
  * Builds a {@link Policy} synchronously; **throws** `InvalidOptions` naming the field
- * on bad options (this was `Retry.make` before 0.2.0).
+ * on bad options.
  *
  * @since 0.2.0
  * @category constructors

@@ -449,7 +449,7 @@ describe("Retry.withRetry, data-first and data-last", () => {
   )
 })
 
-describe("Retry events (API 0.2 §8)", () => {
+describe("Retry events", () => {
   it.scoped("publishes RetryScheduled and GaveUp to RetryEvents in context", () =>
     Effect.gen(function* () {
       const collected = yield* Retry.events.pipe(Stream.take(3), Stream.runCollect, Effect.fork)
