@@ -85,7 +85,7 @@ describe("Redis quota across OS processes", () => {
     const r = await saturation({})
     console.log(describeSaturation(r))
     // not exact: checks Redis does not decide in 15 ms go to each process's fallback, which
-    // admits at most the plan per process (fallbackShare 1); the figures are in the README
+    // admits at most the plan per process (fallbackShare 1); the figures are in bench/README.md
     invariants(r, 1)
   }, 120_000)
 })
