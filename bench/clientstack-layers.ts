@@ -8,7 +8,7 @@
  * - fused: `ClientStack.run` (retry with 3 attempts and a budget, adaptive throttle,
  *   concurrency limiter with the congestion window), built from the Layers' services;
  * - composed: the same stack from the public combinators
- *   (`Retry.policy(throttle.run(key, limiter.run(key, effect)))`);
+ *   (`Retry.withRetry(throttle.withThrottle(limiter.withLimiter(effect, key), key))`);
  * - floor: `Effect.uninterruptibleMask` + `Effect.matchCauseEffect` around the effect
  *   with no bookkeeping at all: what an interruption-safe release costs by itself;
  * - cockatiel: `wrap(retry, circuitBreaker, bulkhead)` around an async function.

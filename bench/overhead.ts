@@ -64,7 +64,7 @@ const program = Effect.gen(function* () {
   const budget = yield* RetryBudget.forKey("bench-client")
   const throttle = yield* AdaptiveThrottle.AdaptiveThrottle
   const limiters = yield* ConcurrencyLimiter.ConcurrencyLimiter
-  const retrying = Retry.policy({ maxAttempts: 3, budget })
+  const retrying = Retry.unsafeMake({ maxAttempts: 3, budget }).apply
   // The stack as @sluice/http's client runs it: the fused fast path of ClientStack (one
   // synchronous admission step for retry + throttle + limiter, full machinery only on
   // failure or when a permit must be waited for).
@@ -100,20 +100,23 @@ const program = Effect.gen(function* () {
     ["cockatiel", (n) => timePromise(cockatielCall, n)],
     // The limiter alone (congestion window, by key as the client uses it): it must cost
     // no more than the whole fused stack it is part of.
-    ["limiterAlone", (n) => timeEffect(() => limiters.run("alone", work), n)],
+    ["limiterAlone", (n) => timeEffect(() => limiters.withLimiter(work, "alone"), n)],
     ["floor", (n) => timeEffect(floorCall, n)]
   ]
   if (layers) {
     // Each layer of the stack alone, to see which one costs what (stderr only).
-    const retryNoBudget = Retry.policy({ maxAttempts: 3 })
+    const retryNoBudget = Retry.unsafeMake({ maxAttempts: 3 }).apply
     const limiter = limiters.unsafeGet("layers")
     variants.push(
-      ["composed stack", (n) => timeEffect(() => retrying(throttle.run(KEY, limiters.run(KEY, work))), n)],
+      [
+        "composed stack",
+        (n) => timeEffect(() => retrying(throttle.withThrottle(limiters.withLimiter(work, KEY), KEY)), n)
+      ],
       ["retry+budget", (n) => timeEffect(() => retrying(work), n)],
       ["retry (no budget)", (n) => timeEffect(() => retryNoBudget(work), n)],
-      ["throttle", (n) => timeEffect(() => throttle.run("layers", work), n)],
-      ["limiter by key", (n) => timeEffect(() => limiters.run("layers", work), n)],
-      ["limiter handle", (n) => timeEffect(() => limiter.run(work), n)],
+      ["throttle", (n) => timeEffect(() => throttle.withThrottle(work, "layers"), n)],
+      ["limiter by key", (n) => timeEffect(() => limiters.withLimiter(work, "layers"), n)],
+      ["limiter handle", (n) => timeEffect(() => limiter.withLimiter(work), n)],
       ["semaphore.withPermits", (n) => timeEffect(() => semaphore.withPermits(1)(work), n)],
       ["Effect.retry(schedule)", (n) => timeEffect(() => Effect.retry(work, schedule), n)]
     )

@@ -71,7 +71,7 @@ const measure = (setting: Setting) =>
       name,
       description: name,
       make: Strategy.limited(
-        () => CongestionWindow.factory({ variant: "reno", factor: 0.9 }),
+        () => CongestionWindow.factory({ variant: "reno", backoffRatio: 0.9 }),
         setting.pacing,
         setting.placement === "unpaced" ? undefined : setting.placement
       )

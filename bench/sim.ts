@@ -5,9 +5,9 @@
  *   npm run bench:sim -- --short # a small workload, for the smoke test
  *   npm run bench:sim -- --json  # the same (the output is always one JSON object)
  *
- * `tempoGoals` (full mode) has the rate-paced controller's goals (issue 17) for seeds
+ * `tempoGoals` (full mode) has the rate-paced controller's goals (examples/sim/goals.ts) for seeds
  * 1–5: overload-2000, capacity-drop, many-clients and the variants against cwnd-reno.
- * Prints one JSON object. Targets (issue 5): exponential on overload-2000 under 2 s wall,
+ * Prints one JSON object. Targets: exponential on overload-2000 under 2 s wall,
  * the whole demo under 20 s. Wall time depends on what else the machine runs, so the
  * process CPU time and the load average are reported next to it.
  */

@@ -278,8 +278,8 @@ export * as Generated from "./exports.js"
 
 export const withRetries = <A, E, R>(effect: Effect.Effect<A, E, R>, maxAttempts?: number) =>
   Effect.flatMap(RetryBudget.forKey("lib"), (budget) =>
-    effect.pipe(
-      Retry.policy({ maxAttempts, budget, schedule: Backoff.exponential({ base: "10 millis" }).pipe(Backoff.jitter("full")) })
+    Retry.unsafeMake({ maxAttempts, budget, schedule: Backoff.exponential({ base: "10 millis" }).pipe(Backoff.jitter("full")) }).apply(
+      effect
     )
   )
 export const busy = Effect.fail(new Errors.Overloaded({ reason: "busy" }))
@@ -355,7 +355,7 @@ interface Config {
 }
 declare const cfg: Config
 
-export const policy = Retry.policy({ maxAttempts: cfg.maxAttempts })
+export const policy = Retry.withRetry({ maxAttempts: cfg.maxAttempts })
 export const store = QuotaStore.layerMemory({ maxClients: cfg.maxClients })
 export const backoff = Backoff.exponential({ base: "100 millis", factor: cfg.factor })
 

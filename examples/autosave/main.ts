@@ -69,7 +69,7 @@ const makeInstance = (index: number) =>
     (monitor) => ({
       monitor,
       handleSave: Effect.gen(function* () {
-        yield* monitor.track(OPERATION, Effect.sleep("5 millis")) // write the document
+        yield* monitor.withMonitor(Effect.sleep("5 millis"), OPERATION) // write the document
         return { throttle: yield* monitor.exceeded(OPERATION) }
       })
     })

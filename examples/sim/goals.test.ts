@@ -3,9 +3,9 @@ import { Effect } from "effect"
 import { measureGoals } from "./goals.js"
 
 // Seed 1. Only the goals that are met are asserted; the two that are not are pinned at
-// their measured figures so a regression shows (see README: overload-2000 at 1.0704 ×
+// their measured figures so a regression shows (see bench/README.md: overload-2000 at 1.0704 ×
 // against 1.07, and slots-30 / slots-200 behind cwnd-reno).
-describe("tempo against the goals of issue 17 (seed 1)", () => {
+describe("tempo against its goals (seed 1)", () => {
   it.effect(
     "meets capacity-drop, many-clients, the failed-attempt cap and three of five variants",
     () =>

@@ -1,5 +1,5 @@
 /**
- * The goals of the rate-paced controller (`tempo`, issue 17), measured with the real
+ * The goals of the rate-paced controller (`tempo`), measured with the real
  * engine: `overload-2000` ≤ 1.07 × optimal with ≤ 30 failed attempts, `capacity-drop`
  * ≤ 1.10 ×, `many-clients` fairness ≥ 0.95 and completion ≤ 1.10 ×, and never worse
  * than `cwnd-reno` on variants of `overload-2000` (30 / 80 / 200 slots, 1 s service,

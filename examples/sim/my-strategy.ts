@@ -11,7 +11,7 @@ import { Strategy } from "@sluice/simulation"
 const renoHalf: Strategy.Strategy = {
   name: "reno-0.5",
   description: "congestion window (Reno, factor 0.5), paced, immediate retries",
-  make: Strategy.limited(() => CongestionWindow.factory({ variant: "reno", factor: 0.5 }), {})
+  make: Strategy.limited(() => CongestionWindow.factory({ variant: "reno", backoffRatio: 0.5 }), {})
 }
 
 export default renoHalf

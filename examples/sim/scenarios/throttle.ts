@@ -137,7 +137,7 @@ export const runThrottleScenario = (
           return Effect.fail(new Errors.Overloaded({ reason: "capacity" }))
         })
       )
-      const call = useThrottle ? throttle.run(KEY, backend) : backend
+      const call = useThrottle ? throttle.withThrottle(backend, KEY) : backend
 
       let inFlight = 0
       const one = (measured: boolean) =>

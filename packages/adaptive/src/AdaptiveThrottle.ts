@@ -86,11 +86,6 @@ export interface Service {
     self: Effect.Effect<A, E, R>,
     key: string
   ) => Effect.Effect<A, E | Errors.Throttled, R>
-  /** @deprecated since 0.2.0: use `withThrottle(self, key)` (self first). */
-  readonly run: <A, E, R>(
-    key: string,
-    effect: Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, E | Errors.Throttled, R>
   /** The current probability for `key` at `criticality` (default `CRITICAL`), reading the `Clock`. */
   readonly probability: (key: string, criticality?: Criticality.Criticality) => Effect.Effect<number>
   /**
@@ -157,19 +152,6 @@ export class AdaptiveThrottle extends Context.Tag("@sluice/adaptive/AdaptiveThro
 >() {}
 
 /**
- * Options, all optional: `window` (default 2 minutes), `buckets` of the rolling
- * counters (default 24), `k` (≥ 1, default 2), `kByCriticality` (overrides the
- * mapping from `k`), `maxProbability` (in [0, 1), default 0.9), `minRequestRate`
- * (requests per second, default 1), `maxKeys` (default 1024), `isRejection`
- * (default: `Overloaded`, `QuotaExceeded`, or a `DontRetry` wrapping one).
- *
- * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; use the `AdaptiveThrottleOptions` type.
- */
-export const AdaptiveThrottleOptions = internal.AdaptiveThrottleOptions
-
-/**
  * A request the throttle admitted, to be settled through its gate.
  *
  * @since 0.2.0
@@ -180,6 +162,12 @@ export interface Ticket {
 }
 
 /**
+ * Options, all optional: `window` (default 2 minutes), `buckets` of the rolling
+ * counters (default 24), `k` (≥ 1, default 2), `kByCriticality` (overrides the
+ * mapping from `k`), `maxProbability` (in [0, 1), default 0.9), `minRequestRate`
+ * (requests per second, default 1), `maxKeys` (default 1024), `isRejection`
+ * (default: `Overloaded`, `QuotaExceeded`, or a `DontRetry` wrapping one).
+ *
  * @since 0.1.0
  * @category models
  */
@@ -281,7 +269,7 @@ export const steadyStateProbability: (acceptShare: number, k: number) => number 
  *
  * const program = Effect.gen(function* () {
  *   const throttle = yield* AdaptiveThrottle.make({ k: 2 })
- *   yield* throttle.run("users-api", Effect.succeed("ok"))
+ *   yield* throttle.withThrottle(Effect.succeed("ok"), "users-api")
  * })
  * ```
  * @since 0.1.0
@@ -340,13 +328,6 @@ export const withThrottle: {
   ): Effect.Effect<A, E | Errors.Throttled, R | AdaptiveThrottle> =>
     Effect.flatMap(AdaptiveThrottle, (throttle) => throttle.withThrottle(self, key))
 )
-
-/**
- * @deprecated since 0.2.0: use {@link withThrottle}.
- * @since 0.1.0
- * @category combinators
- */
-export const throttled: typeof withThrottle = withThrottle
 
 /**
  * {@link layer} with its options read from `Config` (e.g. environment variables): a

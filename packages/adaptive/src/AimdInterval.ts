@@ -81,15 +81,6 @@ export interface AimdIntervalOptions {
 }
 
 /**
- * The options Schema.
- *
- * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; use the `AimdIntervalOptions` type.
- */
-export const AimdIntervalOptions = internal.AimdIntervalOptions
-
-/**
  * An AIMD interval controller. Mutable; owned by the client that made it.
  *
  * @since 0.1.0
@@ -182,20 +173,6 @@ export const isAimdInterval: (u: unknown) => u is Service = internal.isAimdInter
  * @category tags
  */
 export class AimdInterval extends Context.Tag("@sluice/adaptive/AimdInterval")<AimdInterval, Service>() {}
-
-/**
- * @deprecated since 0.2.0: use {@link AimdInterval} (the tag is named after the service).
- * @since 0.1.0
- * @category tags
- */
-export const AimdIntervalTag = AimdInterval
-
-/**
- * @deprecated since 0.2.0: use {@link AimdInterval}.
- * @since 0.1.0
- * @category tags
- */
-export type AimdIntervalTag = AimdInterval
 
 /**
  * A Layer that builds a controller and provides it under {@link AimdInterval},

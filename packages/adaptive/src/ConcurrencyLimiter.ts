@@ -60,16 +60,9 @@ export type TypeId = typeof TypeId
  * and `key` (the metric tag, for standalone limiters).
  *
  * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; use the `LimiterOptions` type.
- */
-export const LimiterOptions = internal.LimiterOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
-export type LimiterOptions = typeof LimiterOptions.Encoded
+export type LimiterOptions = typeof internal.LimiterOptions.Encoded
 
 /**
  * Options of the service: every limiter option (applied to each key) plus
@@ -77,16 +70,9 @@ export type LimiterOptions = typeof LimiterOptions.Encoded
  * idle keys first.
  *
  * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; use the `ServiceOptions` type.
- */
-export const ServiceOptions = internal.ServiceOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
-export type ServiceOptions = typeof ServiceOptions.Encoded
+export type ServiceOptions = typeof internal.ServiceOptions.Encoded
 
 /**
  * Why a call was refused without running (the `reason` tag of the rejected metric).
@@ -123,8 +109,6 @@ export interface Limiter extends Pipeable {
    * @since 0.2.0
    */
   readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  /** @deprecated since 0.2.0: use `withLimiter` (same function). */
-  readonly run: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   /**
    * The limiter's side of the admission protocol: a permit at once when nobody is
    * queued and in-flight is below the limit, a refusal when the queue is off
@@ -186,8 +170,6 @@ export interface Service {
    * @since 0.2.0
    */
   withLimiter<A, E, R>(self: Effect.Effect<A, E, R>, key?: string): Effect.Effect<A, E | Errors.Overloaded, R>
-  /** @deprecated since 0.2.0: use `withLimiter(self, key)` (self first). */
-  run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
   /** The admission gate of the limiter of `key` (resolved per call, so eviction is safe). */
   gate(key: string): Admission.Gate<Permit, Errors.Overloaded>
   /**
@@ -199,8 +181,7 @@ export interface Service {
 }
 
 /**
- * The service tag (a class since 0.2.0; the key is unchanged, so a layer built by an
- * older call site still satisfies it).
+ * The service tag.
  *
  * @since 0.1.0
  * @category tags
@@ -220,7 +201,7 @@ export class ConcurrencyLimiter extends Context.Tag("@sluice/adaptive/Concurrenc
  *
  * const program = Effect.gen(function* () {
  *   const limiter = yield* ConcurrencyLimiter.make({ algorithm: Aimd.factory(), maxQueue: 100, maxWait: "1 second" })
- *   const result = yield* limiter.run(Effect.succeed(42))
+ *   const result = yield* limiter.withLimiter(Effect.succeed(42))
  *   limiter.inFlight // 0
  * })
  * ```
@@ -255,7 +236,7 @@ export const makeService: (options?: ServiceOptions) => Effect.Effect<Service, O
  * import { ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * const call = Effect.succeed("ok").pipe(ConcurrencyLimiter.run("api.example.com"))
+ * const call = Effect.succeed("ok").pipe(ConcurrencyLimiter.withLimiter("api.example.com"))
  * const program = call.pipe(
  *   Effect.provide(ConcurrencyLimiter.layer({ algorithm: CongestionWindow.factory({ variant: "tahoe" }) }))
  * )
@@ -292,23 +273,6 @@ export const withLimiter: {
     self: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
   <A, E, R>(self: Effect.Effect<A, E, R>, limiter: Limiter): Effect.Effect<A, E | Errors.Overloaded, R>
-  <A, E, R>(
-    self: Effect.Effect<A, E, R>,
-    key?: string
-  ): Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
-} = internal.withLimiter as any
-
-/**
- * @deprecated since 0.2.0: use {@link withLimiter} (`withLimiter(self, key)`).
- * @since 0.1.0
- * @category combinators
- */
-export const run: {
-  (
-    key?: string
-  ): <A, E, R>(
-    self: Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, E | Errors.Overloaded, R | ConcurrencyLimiter>
   <A, E, R>(
     self: Effect.Effect<A, E, R>,
     key?: string

@@ -6,7 +6,7 @@
  * whose errors are ignored. On a success `cwnd` grows by 1 below `ssthresh`
  * (slow start) and by `1 / cwnd` above it (congestion avoidance), but never
  * beyond in-flight + 1, so idle capacity does not inflate it. On an overload
- * error from a request outside the ignored set, `ssthresh = cwnd × factor` and
+ * error from a request outside the ignored set, `ssthresh = cwnd × backoffRatio` and
  * `cwnd` becomes the initial value (Tahoe) or the new `ssthresh` (Reno); the
  * ignored set becomes every request in flight at that moment, so one burst of
  * errors counts once.
@@ -20,9 +20,9 @@ import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgo
 
 /**
  * Options: the shared bounds ({@link BoundsOptions}: `initial` window 20, `minLimit` 1,
- * `maxLimit` 1000 — was unbounded before 0.2.0), `ssthresh` (1024), `backoffRatio` in
- * (0, 1) applied on a drop (default 0.5 classic; 0.9 for a stable capacity; `factor` is
- * its deprecated name, still accepted), `variant` `"tahoe"` or `"reno"` (default).
+ * `maxLimit` 1000), `ssthresh` (1024), `backoffRatio` in
+ * (0, 1) applied on a drop (default 0.5 classic; 0.9 for a stable capacity), `variant`
+ * `"tahoe"` or `"reno"` (default).
  *
  * @since 0.1.0
  * @category schemas
@@ -31,8 +31,6 @@ import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgo
 export interface CongestionWindowOptions extends BoundsOptions {
   readonly ssthresh?: number | undefined
   readonly backoffRatio?: number | undefined
-  /** @deprecated since 0.2.0: use `backoffRatio` (the same ratio under the name every algorithm uses). */
-  readonly factor?: number | undefined
   readonly variant?: "tahoe" | "reno" | undefined
 }
 
@@ -72,7 +70,7 @@ export interface CongestionWindow extends LimitAlgorithm {
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const cw = yield* CongestionWindow.make({ variant: "tahoe", factor: 0.9 })
+ *   const cw = yield* CongestionWindow.make({ variant: "tahoe", backoffRatio: 0.9 })
  *   cw.limit // 20
  * })
  * ```

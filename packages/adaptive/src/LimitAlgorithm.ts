@@ -41,7 +41,7 @@ export interface Sample extends Limit.Sample {}
  * A request leaving: its permit `id`, the requests in flight with it (`inFlight`,
  * this one included) and the Clock reading `now`. Given to
  * {@link LimitAlgorithm.onDeparture} when the limiter grants the permit; with a pacer
- * *outside* the limiter (`pacer.run(limiter.run(call))`) that is the moment the
+ * *outside* the limiter (`pacer.withPacer(limiter.withLimiter(call))`) that is the moment the
  * request is sent.
  *
  * @since 0.2.0

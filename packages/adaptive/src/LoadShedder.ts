@@ -87,8 +87,6 @@ export interface Service {
    * @since 0.2.0
    */
   readonly withShedder: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  /** @deprecated since 0.2.0: use `withShedder` (same function). */
-  readonly run: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   /**
    * The shedder's side of the admission protocol, to compose with other gates in one
    * step through `Admission.guard` (`run` is `Admission.guard([gate])`): a ticket when
@@ -173,13 +171,6 @@ export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<Loa
  * source? }`, omitted: event-loop utilization is not used), `name` (metric tag).
  *
  * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; use the `LoadShedderOptions` type.
- */
-export const LoadShedderOptions = internal.LoadShedderOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
 export interface LoadShedderOptions {
@@ -253,7 +244,7 @@ export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> =
  *
  * const program = Effect.gen(function* () {
  *   const shedder = yield* LoadShedder.make({ capacity: 100 })
- *   yield* shedder.run(Effect.succeed("handled"))
+ *   yield* shedder.withShedder(Effect.succeed("handled"))
  * }).pipe(Effect.scoped)
  * ```
  * @since 0.1.0
@@ -313,16 +304,6 @@ export const withShedder: {
       ? Effect.flatMap(LoadShedder, (s) => s.withShedder(self))
       : shedder.withShedder(self)
 )
-
-/**
- * @deprecated since 0.2.0: use {@link withShedder}.
- * @since 0.1.0
- * @category combinators
- */
-export const guard = <A, E, R>(
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder> =>
-  Effect.flatMap(LoadShedder, (shedder) => shedder.withShedder(effect))
 
 /**
  * {@link layer} with its options read from `Config` (e.g. environment variables): a

@@ -29,7 +29,7 @@
  * Put the pacer *inside* the retry policy (every attempt is paced) and
  * *inside* the limiter (a paced request already holds its permit, so the
  * window counts it and the pacer's queue never exceeds the window):
- * `retry(limiter.run(pacer.run(call)))`.
+ * `retry(limiter.withLimiter(pacer.withPacer(call)))`.
  *
  * **Pacing driven by the algorithm.** Given an `algorithm` that declares
  * `pacingInterval` (see `LimitAlgorithm`), the pacer follows it instead:
@@ -37,7 +37,7 @@
  * `pacingInterval` millis, so a change of rate applies to the whole backlog at
  * once. At each release it also runs the algorithm's timer (`nextTimer` /
  * `onTimer`) and asks it for a burst or a pause (`takeBurst`). Put such a pacer
- * *outside* the limiter (`pacer.run(limiter.run(call))`): the grant of the permit
+ * *outside* the limiter (`pacer.withPacer(limiter.withLimiter(call))`): the grant of the permit
  * is then the departure the algorithm's `onDeparture` sees. `forLimiter` does this
  * wiring when the limiter's algorithm declares `pacingInterval`.
  *
@@ -79,34 +79,20 @@ export type TypeId = typeof TypeId
  * and `key` (the metric tag).
  *
  * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; use the `PacerTuning` type.
- */
-export const PacerTuning = internal.PacerTuning
-
-/**
- * @since 0.1.0
  * @category models
  */
-export type PacerTuning = typeof PacerTuning.Encoded
+export type PacerTuning = typeof internal.PacerTuning.Encoded
 
 /**
  * Every option of {@link make}: the tuning plus `limit`, the window to spread
  * over a round trip (read at each departure), optionally `slowStart`,
  * which says when `slowStartGain` applies, and `algorithm`: a limit algorithm
- * that declares `pacingInterval` drives the pacing itself (since 0.2.0).
+ * that declares `pacingInterval` drives the pacing itself.
  *
- * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; use the `PacerOptions` type.
- */
-export const PacerOptions = internal.PacerOptions
-
-/**
  * @since 0.1.0
  * @category models
  */
-export type PacerOptions = typeof PacerOptions.Encoded
+export type PacerOptions = typeof internal.PacerOptions.Encoded
 
 /**
  * A pacer. `srtt` is `undefined` until the first success; `interval` is the
@@ -119,7 +105,7 @@ export type PacerOptions = typeof PacerOptions.Encoded
 export interface Pacer extends Pipeable {
   readonly [TypeId]: TypeId
   readonly key: string
-  readonly options: typeof PacerOptions.Type
+  readonly options: typeof internal.PacerOptions.Type
   readonly srtt: number | undefined
   readonly interval: number
   readonly gain: number
@@ -131,8 +117,6 @@ export interface Pacer extends Pipeable {
    * @since 0.2.0
    */
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
-  /** @deprecated since 0.2.0: use `withPacer` (same function). */
-  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
   /** Feeds a round-trip sample (millis) measured elsewhere. */
   unsafeObserve(rttMillis: number): void
   /**
@@ -157,7 +141,7 @@ export interface Pacer extends Pipeable {
  *   const limiter = yield* ConcurrencyLimiter.make({ key: "backend" })
  *   const pacer = yield* Pacer.make({ key: "backend", limit: () => limiter.limit })
  *   const call = Effect.succeed("ok")
- *   return yield* limiter.run(pacer.run(call))
+ *   return yield* limiter.withLimiter(pacer.withPacer(call))
  * })
  * ```
  * @since 0.1.0
@@ -195,13 +179,13 @@ export const unsafeMake: (options: PacerOptions) => Pacer = internal.unsafeMake
  * const program = Effect.gen(function* () {
  *   const limiter = yield* ConcurrencyLimiter.make({
  *     key: "backend",
- *     algorithm: CongestionWindow.factory({ variant: "reno", factor: 0.9 })
+ *     algorithm: CongestionWindow.factory({ variant: "reno", backoffRatio: 0.9 })
  *   })
  *   const pacer = yield* Pacer.forLimiter(limiter)
- *   const retry = Retry.policy({ maxAttempts: 3, schedule: Schedule.forever })
+ *   const retry = Retry.withRetry({ maxAttempts: 3, schedule: Schedule.forever })
  *   const call = Effect.succeed("ok")
  *   // every attempt takes a permit, then waits for its paced departure
- *   return yield* retry(limiter.run(pacer.run(call)))
+ *   return yield* retry(limiter.withLimiter(pacer.withPacer(call)))
  * })
  * ```
  * @since 0.1.0
@@ -228,16 +212,6 @@ export const forLimiter: (
  * @category combinators
  */
 export const withPacer: {
-  (pacer: Pacer): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, pacer: Pacer): Effect.Effect<A, E | Errors.Overloaded, R>
-} = internal.paced
-
-/**
- * @deprecated since 0.2.0: use {@link withPacer}.
- * @since 0.1.0
- * @category combinators
- */
-export const paced: {
   (pacer: Pacer): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, pacer: Pacer): Effect.Effect<A, E | Errors.Overloaded, R>
 } = internal.paced

@@ -98,15 +98,6 @@ export interface ProportionalSamplerOptions {
 }
 
 /**
- * The options Schema.
- *
- * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; use the `ProportionalSamplerOptions` type.
- */
-export const ProportionalSamplerOptions = internal.ProportionalSamplerOptions
-
-/**
  * `"tracking"`: following the sensor; `"stale"`: the sensor is stale; `"paused"`: goal 0.
  *
  * @since 0.1.0
@@ -151,11 +142,6 @@ export interface Service extends Pipeable {
     self: Effect.Effect<A, E, R>,
     onSkip: Effect.Effect<B, E2, R2>
   ): Effect.Effect<A | B, E | E2, R | R2>
-  /** @deprecated since 0.2.0: use `withSampler` (same function). */
-  sampled<A, E, R, B, E2, R2>(
-    self: Effect.Effect<A, E, R>,
-    onSkip: Effect.Effect<B, E2, R2>
-  ): Effect.Effect<A | B, E | E2, R | R2>
   /** The current share `r`. */
   readonly ratio: Effect.Effect<number>
   readonly state: Effect.Effect<SamplerState>
@@ -182,7 +168,7 @@ export interface Service extends Pipeable {
  * const program = Effect.gen(function* () {
  *   const sampler = yield* ProportionalSampler.make({ goal: 100, updatePeriod: "5 seconds" })
  *   // skipped work returns null here; an HTTP server would answer 204
- *   return yield* sampler.sampled(callBackend, Effect.succeed(null))
+ *   return yield* sampler.withSampler(callBackend, Effect.succeed(null))
  * }).pipe(Effect.scoped, Effect.provide(QpsSensor.layerLocal()))
  * ```
  * @since 0.1.0
@@ -249,23 +235,6 @@ export const withSampler: {
 )
 
 /**
- * @deprecated since 0.2.0: use {@link withSampler} (`withSampler(self, { onSkip, sampler })`).
- * @since 0.1.0
- * @category combinators
- */
-export const sampled: {
-  <B, E2, R2>(
-    sampler: Service,
-    onSkip: Effect.Effect<B, E2, R2>
-  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A | B, E | E2, R | R2>
-  <A, E, R, B, E2, R2>(
-    self: Effect.Effect<A, E, R>,
-    sampler: Service,
-    onSkip: Effect.Effect<B, E2, R2>
-  ): Effect.Effect<A | B, E | E2, R | R2>
-} = internal.sampled
-
-/**
  * The default service tag.
  *
  * @since 0.1.0
@@ -275,20 +244,6 @@ export class ProportionalSampler extends Context.Tag("@sluice/adaptive/Proportio
   ProportionalSampler,
   Service
 >() {}
-
-/**
- * @deprecated since 0.2.0: use {@link ProportionalSampler} (the tag is named after the service).
- * @since 0.1.0
- * @category tags
- */
-export const ProportionalSamplerTag = ProportionalSampler
-
-/**
- * @deprecated since 0.2.0: use {@link ProportionalSampler}.
- * @since 0.1.0
- * @category tags
- */
-export type ProportionalSamplerTag = ProportionalSampler
 
 /**
  * A Layer that builds a sampler (its update loop lives as long as the Layer) and

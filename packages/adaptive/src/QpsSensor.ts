@@ -62,20 +62,6 @@ export interface Service {
 export class QpsSensor extends Context.Tag("@sluice/adaptive/QpsSensor")<QpsSensor, Service>() {}
 
 /**
- * @deprecated since 0.2.0: use {@link QpsSensor} (the tag is named after the service).
- * @since 0.1.0
- * @category tags
- */
-export const QpsSensorTag = QpsSensor
-
-/**
- * @deprecated since 0.2.0: use {@link QpsSensor}.
- * @since 0.1.0
- * @category tags
- */
-export type QpsSensorTag = QpsSensor
-
-/**
  * Options of the in-memory sensors: `window`, how many complete seconds the
  * reading averages (positive integer, default 2).
  *

@@ -75,7 +75,7 @@ export interface RedisQpsSensorOptions extends ConnectionOptions {
  * const program = Effect.gen(function* () {
  *   const sensor = yield* RedisQpsSensor.make({ key: "thumbnails", url: "redis://127.0.0.1:6379" })
  *   const sampler = yield* ProportionalSampler.makeWith({ goal: 100 }, sensor)
- *   return yield* sampler.sampled(Effect.succeed("rendered"), Effect.succeed("skipped"))
+ *   return yield* sampler.withSampler(Effect.succeed("rendered"), Effect.succeed("skipped"))
  * }).pipe(Effect.scoped)
  * ```
  * @since 0.1.0

@@ -22,22 +22,14 @@ import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  *
  * @since 0.2.0
  * @category models
- * @category options
- * @deprecated since 0.2.0: option Schemas become internal; use the `TempoOptions` type.
  */
-export const TempoOptions = internal.TempoOptions
+export type TempoOptions = typeof internal.TempoOptions.Encoded
 
 /**
  * @since 0.2.0
  * @category models
  */
-export type TempoOptions = typeof TempoOptions.Encoded
-
-/**
- * @since 0.2.0
- * @category models
- */
-export type TempoConfig = typeof TempoOptions.Type
+export type TempoConfig = typeof internal.TempoOptions.Type
 
 /**
  * A Tempo limit. `window` is the target in flight, `phase` `"startup"` or `"steady"`,
@@ -102,9 +94,9 @@ export const unsafeMake: (options?: TempoOptions) => Tempo = internal.unsafeMake
  * const program = Effect.gen(function* () {
  *   const limiter = yield* ConcurrencyLimiter.make({ key: "backend", algorithm: Tempo.factory() })
  *   const pacer = yield* Pacer.forLimiter(limiter, { maxQueue: 100_000 })
- *   const retry = Retry.policy({ maxAttempts: 3, schedule: Schedule.forever })
+ *   const retry = Retry.withRetry({ maxAttempts: 3, schedule: Schedule.forever })
  *   // each attempt waits for its paced departure, then takes a permit (the departure)
- *   return yield* retry(pacer.run(limiter.run(Effect.succeed("ok"))))
+ *   return yield* retry(pacer.withPacer(limiter.withLimiter(Effect.succeed("ok"))))
  * })
  * ```
  * @since 0.2.0

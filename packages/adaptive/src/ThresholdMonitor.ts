@@ -87,15 +87,6 @@ export interface ThresholdMonitorOptions {
 }
 
 /**
- * The options Schema.
- *
- * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; use the `ThresholdMonitorOptions` type.
- */
-export const ThresholdMonitorOptions = internal.ThresholdMonitorOptions
-
-/**
  * What the monitor sees for one operation.
  *
  * @since 0.1.0
@@ -132,8 +123,6 @@ export interface Service extends Pipeable {
    * @since 0.2.0
    */
   withMonitor<A, E, R>(self: Effect.Effect<A, E, R>, operation: string): Effect.Effect<A, E, R>
-  /** @deprecated since 0.2.0: use `withMonitor(self, operation)` (self first). */
-  track<A, E, R>(operation: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R>
   /** Is `operation` over one of its thresholds right now? */
   exceeded(operation: string): Effect.Effect<boolean>
   stats(operation: string): Effect.Effect<Stats>
@@ -190,7 +179,7 @@ export type Event = {
  *     thresholds: { rate: 6, latency: "200 millis" },
  *     instances: 3 // each instance throttles above 2 per second
  *   })
- *   const body = yield* monitor.track("save", handleSave)
+ *   const body = yield* monitor.withMonitor(handleSave, "save")
  *   const throttle = yield* monitor.exceeded("save") // → x-sluice-throttle: 1
  *   return { body, throttle }
  * })
@@ -244,16 +233,6 @@ export const withMonitor: {
 )
 
 /**
- * @deprecated since 0.2.0: use {@link withMonitor} (`withMonitor(self, operation, monitor)`).
- * @since 0.1.0
- * @category combinators
- */
-export const track: {
-  (monitor: Service, operation: string): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, monitor: Service, operation: string): Effect.Effect<A, E, R>
-} = internal.track
-
-/**
  * The default service tag.
  *
  * @example
@@ -273,20 +252,6 @@ export class ThresholdMonitor extends Context.Tag("@sluice/adaptive/ThresholdMon
   ThresholdMonitor,
   Service
 >() {}
-
-/**
- * @deprecated since 0.2.0: use {@link ThresholdMonitor} (the tag is named after the service).
- * @since 0.1.0
- * @category tags
- */
-export const ThresholdMonitorTag = ThresholdMonitor
-
-/**
- * @deprecated since 0.2.0: use {@link ThresholdMonitor}.
- * @since 0.1.0
- * @category tags
- */
-export type ThresholdMonitorTag = ThresholdMonitor
 
 /**
  * A Layer that builds a monitor and provides it under {@link ThresholdMonitor},

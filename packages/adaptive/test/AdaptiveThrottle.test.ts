@@ -61,7 +61,7 @@ const drive = <E>(
       yield* TestClock.adjust(tickMillis)
       owed += (rate * tickMillis) / 1000
       for (; owed >= 1 - 1e-9; owed--) {
-        const exit = yield* Effect.exit(throttle.run(key, backend))
+        const exit = yield* Effect.exit(throttle.withThrottle(backend, key))
         tally.requests++
         if (Exit.isSuccess(exit)) tally.accepted++
         else if (exit.cause._tag === "Fail" && exit.cause.error instanceof Errors.Throttled) tally.throttled++
@@ -211,7 +211,7 @@ describe("AdaptiveThrottle", () => {
       expect(throttle.unsafeProbability("quiet")).toBe(0.9)
       // minRequestRate: 0 turns the guard off: the very second failed request can be throttled.
       const eager = yield* AdaptiveThrottle.make({ minRequestRate: 0 })
-      yield* Effect.exit(eager.run("x", down))
+      yield* Effect.exit(eager.withThrottle(down, "x"))
       expect(eager.unsafeProbability("x")).toBeCloseTo(1 / 2, 12)
     }).pipe(seeded(11))
   )
@@ -251,7 +251,7 @@ describe("AdaptiveThrottle", () => {
       }
       // Defects go through the same predicate: a generic defect is an answer.
       const dying = yield* AdaptiveThrottle.make({ window: "10 seconds", minRequestRate: 0 })
-      yield* Effect.exit(dying.run("k", Effect.die(new Error("bug"))))
+      yield* Effect.exit(dying.withThrottle(Effect.die(new Error("bug")), "k"))
       expect(dying.unsafeStats("k")).toEqual({ requests: 1, accepts: 1 })
     }).pipe(seeded(13))
   )
@@ -276,7 +276,7 @@ describe("AdaptiveThrottle", () => {
         expect(throttle.unsafeStats("k")).toEqual({ requests: 500, accepts: 0 })
 
         const other = yield* AdaptiveThrottle.make({ window: "10 seconds" })
-        const fiber = yield* Effect.fork(other.run("slow", Effect.never))
+        const fiber = yield* Effect.fork(other.withThrottle(Effect.never, "slow"))
         yield* TestClock.adjust(Duration.seconds(1))
         yield* Fiber.interrupt(fiber)
         // Cancelled by its caller: no evidence about the backend either way.
@@ -286,14 +286,17 @@ describe("AdaptiveThrottle", () => {
         const local = yield* AdaptiveThrottle.make({ window: "10 seconds", minRequestRate: 0 })
         for (let i = 0; i < 200; i++) {
           yield* Effect.exit(
-            local.run("q", Effect.fail(new Errors.Overloaded({ reason: "queue full", origin: "local" })))
+            local.withThrottle(
+              Effect.fail(new Errors.Overloaded({ reason: "queue full", origin: "local" })),
+              "q"
+            )
           )
           yield* Effect.exit(
-            local.run(
-              "q",
+            local.withThrottle(
               Effect.fail(
                 new Errors.CircuitOpen({ name: "b", halfOpenAt: 0, retryAfter: Duration.seconds(1) })
-              )
+              ),
+              "q"
             )
           )
         }
@@ -311,7 +314,7 @@ describe("AdaptiveThrottle", () => {
           const decisions: Array<boolean> = []
           for (let i = 0; i < 300; i++) {
             if (i % 10 === 0) yield* TestClock.adjust(Duration.millis(100))
-            const exit = yield* Effect.exit(throttle.run("k", down))
+            const exit = yield* Effect.exit(throttle.withThrottle(down, "k"))
             decisions.push(
               Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "Throttled"
             )
@@ -333,7 +336,7 @@ describe("AdaptiveThrottle", () => {
         const throttle = yield* AdaptiveThrottle.AdaptiveThrottle
         let error: Errors.Throttled | undefined
         for (let i = 0; i < 200 && error === undefined; i++) {
-          const exit = yield* Effect.exit(AdaptiveThrottle.throttled(down, "svc"))
+          const exit = yield* Effect.exit(AdaptiveThrottle.withThrottle(down, "svc"))
           if (Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "Throttled") {
             error = exit.cause.error
           }
@@ -342,7 +345,7 @@ describe("AdaptiveThrottle", () => {
         expect(error!.key).toBe("svc")
         expect(error!.probability).toBeGreaterThan(0)
         expect(error!.probability).toBeLessThanOrEqual(0.9)
-        const ok = yield* Effect.succeed(1).pipe(AdaptiveThrottle.throttled("healthy"))
+        const ok = yield* Effect.succeed(1).pipe(AdaptiveThrottle.withThrottle("healthy"))
         expect(ok).toBe(1)
         expect(throttle.unsafeStats("healthy")).toEqual({ requests: 1, accepts: 1 })
       })
@@ -353,13 +356,13 @@ describe("AdaptiveThrottle", () => {
   it.effect("bounds the number of keys (least recently used evicted)", () =>
     Effect.gen(function* () {
       const throttle = yield* AdaptiveThrottle.make({ maxKeys: 2 })
-      yield* throttle.run("a", Effect.void)
+      yield* throttle.withThrottle(Effect.void, "a")
       yield* TestClock.adjust(Duration.millis(1))
-      yield* throttle.run("b", Effect.void)
+      yield* throttle.withThrottle(Effect.void, "b")
       yield* TestClock.adjust(Duration.millis(1))
-      yield* throttle.run("a", Effect.void)
+      yield* throttle.withThrottle(Effect.void, "a")
       yield* TestClock.adjust(Duration.millis(1))
-      yield* throttle.run("c", Effect.void)
+      yield* throttle.withThrottle(Effect.void, "c")
       expect([...throttle.unsafeKeys()].sort()).toEqual(["a", "c"])
       expect(throttle.unsafeStats("b")).toEqual({ requests: 0, accepts: 0 })
       expect(throttle.unsafeStats("a")).toEqual({ requests: 2, accepts: 2 })
@@ -374,7 +377,7 @@ describe("AdaptiveThrottle", () => {
         Criticality.withCriticality("SHEDDABLE")
       )
       yield* throttle
-        .run("metrics-key", Effect.void)
+        .withThrottle(Effect.void, "metrics-key")
         .pipe(Criticality.withCriticality("CRITICAL"), Effect.exit)
       const byKey = <T, I, O>(m: Metric.Metric<T, I, O>) => m.pipe(Metric.tagged("key", "metrics-key"))
       const byLevel = <T, I, O>(m: Metric.Metric<T, I, O>) =>

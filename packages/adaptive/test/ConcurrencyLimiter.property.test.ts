@@ -101,7 +101,7 @@ const scenario = (setup: Setup, ops: ReadonlyArray<Op>) =>
             )
           })
           const fiber = yield* Effect.fork(
-            limiter.run(body).pipe(Criticality.withCriticality(Criticality.levels[op.level]!))
+            limiter.withLimiter(body).pipe(Criticality.withCriticality(Criticality.levels[op.level]!))
           )
           tasks.push({ gate, fiber })
           break

@@ -38,7 +38,7 @@ describe("ConcurrencyLimiter", () => {
     Effect.gen(function* () {
       const { algorithm, samples } = recording(CongestionWindow.unsafeMake())
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => algorithm, key: "uncontended" })
-      expect(yield* limiter.run(Effect.succeed(42))).toBe(42)
+      expect(yield* limiter.withLimiter(Effect.succeed(42))).toBe(42)
       expect(limiter.inFlight).toBe(0)
       expect(limiter.queued).toBe(0)
       expect(limiter.nextId).toBe(1)
@@ -55,23 +55,23 @@ describe("ConcurrencyLimiter", () => {
         algorithm: () => algorithm,
         isDrop: (e) => e === "custom-drop"
       })
-      const fiber = yield* Effect.fork(limiter.run(Effect.sleep(Duration.millis(50))))
+      const fiber = yield* Effect.fork(limiter.withLimiter(Effect.sleep(Duration.millis(50))))
       yield* TestClock.adjust(Duration.millis(50))
       yield* Fiber.join(fiber)
-      yield* Effect.exit(limiter.run(Effect.fail(new Errors.Overloaded({ reason: "503" }))))
-      yield* Effect.exit(limiter.run(Effect.fail(new Cause.TimeoutException())))
+      yield* Effect.exit(limiter.withLimiter(Effect.fail(new Errors.Overloaded({ reason: "503" }))))
+      yield* Effect.exit(limiter.withLimiter(Effect.fail(new Cause.TimeoutException())))
       yield* Effect.exit(
-        limiter.run(
+        limiter.withLimiter(
           Effect.fail(
             new Errors.DontRetry({ reason: "attempts", cause: new Errors.Overloaded({ reason: "503" }) })
           )
         )
       )
-      yield* Effect.exit(limiter.run(Effect.fail(new Errors.DontRetry({ reason: "server" }))))
-      yield* Effect.exit(limiter.run(Effect.fail("custom-drop")))
-      yield* Effect.exit(limiter.run(Effect.fail("other")))
-      yield* Effect.exit(limiter.run(Effect.die("defect")))
-      yield* Effect.exit(limiter.run(Effect.interrupt))
+      yield* Effect.exit(limiter.withLimiter(Effect.fail(new Errors.DontRetry({ reason: "server" }))))
+      yield* Effect.exit(limiter.withLimiter(Effect.fail("custom-drop")))
+      yield* Effect.exit(limiter.withLimiter(Effect.fail("other")))
+      yield* Effect.exit(limiter.withLimiter(Effect.die("defect")))
+      yield* Effect.exit(limiter.withLimiter(Effect.interrupt))
       expect(samples.map((s) => s.outcome)).toEqual([
         "success",
         "dropped",
@@ -95,7 +95,7 @@ describe("ConcurrencyLimiter", () => {
       const gates = yield* Effect.all([Deferred.make<void>(), Deferred.make<void>(), Deferred.make<void>()])
       const log: Array<string> = []
       const fibers = yield* Effect.forEach(gates, (gate, i) =>
-        Effect.fork(limiter.run(gated(gate, log, `r${i}`)))
+        Effect.fork(limiter.withLimiter(gated(gate, log, `r${i}`)))
       )
       yield* settle
       expect(log).toEqual(["r0", "r1"])
@@ -122,11 +122,11 @@ describe("ConcurrencyLimiter", () => {
         maxQueue: 1
       })
       const gate = yield* Deferred.make<void>()
-      const first = yield* Effect.fork(limiter.run(Deferred.await(gate)))
-      const second = yield* Effect.fork(limiter.run(Deferred.await(gate)))
+      const first = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+      const second = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
       let ran = false
-      const exit = yield* Effect.exit(limiter.run(Effect.sync(() => (ran = true))))
+      const exit = yield* Effect.exit(limiter.withLimiter(Effect.sync(() => (ran = true))))
       expect(ran).toBe(false)
       const error = failureOf(exit)
       expect(error).toBeInstanceOf(Errors.Overloaded)
@@ -149,9 +149,9 @@ describe("ConcurrencyLimiter", () => {
         maxQueue: 0
       })
       const gate = yield* Deferred.make<void>()
-      const first = yield* Effect.fork(limiter.run(Deferred.await(gate)))
+      const first = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
-      const error = failureOf(yield* Effect.exit(limiter.run(Effect.void)))
+      const error = failureOf(yield* Effect.exit(limiter.withLimiter(Effect.void)))
       expect((error as Errors.Overloaded).reason).toMatch(/limit/)
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.join(first)
@@ -167,9 +167,9 @@ describe("ConcurrencyLimiter", () => {
         maxWait: "100 millis"
       })
       const gate = yield* Deferred.make<void>()
-      const first = yield* Effect.fork(limiter.run(Deferred.await(gate)))
+      const first = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
       let ran = false
-      const waiter = yield* Effect.fork(limiter.run(Effect.sync(() => (ran = true))))
+      const waiter = yield* Effect.fork(limiter.withLimiter(Effect.sync(() => (ran = true))))
       yield* settle
       expect(limiter.queued).toBe(1)
       yield* TestClock.adjust(Duration.millis(99))
@@ -194,11 +194,11 @@ describe("ConcurrencyLimiter", () => {
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => LimitAlgorithm.fixed(1), order })
       const gate = yield* Deferred.make<void>()
       const log: Array<string> = []
-      const holder = yield* Effect.fork(limiter.run(Deferred.await(gate)))
+      const holder = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
       const waiters: Array<Fiber.RuntimeFiber<void, Errors.Overloaded>> = []
       for (const name of ["a", "b", "c"]) {
-        waiters.push(yield* Effect.fork(limiter.run(Effect.sync(() => void log.push(name)))))
+        waiters.push(yield* Effect.fork(limiter.withLimiter(Effect.sync(() => void log.push(name)))))
         yield* settle
       }
       yield* Deferred.succeed(gate, undefined)
@@ -218,7 +218,7 @@ describe("ConcurrencyLimiter", () => {
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => LimitAlgorithm.fixed(1) })
       const gate = yield* Deferred.make<void>()
       const log: Array<string> = []
-      const holder = yield* Effect.fork(limiter.run(Deferred.await(gate)))
+      const holder = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
       const levels: Array<Criticality.Criticality> = [
         "SHEDDABLE",
@@ -230,7 +230,9 @@ describe("ConcurrencyLimiter", () => {
       for (const level of levels) {
         waiters.push(
           yield* Effect.fork(
-            limiter.run(Effect.sync(() => void log.push(level))).pipe(Criticality.withCriticality(level))
+            limiter
+              .withLimiter(Effect.sync(() => void log.push(level)))
+              .pipe(Criticality.withCriticality(level))
           )
         )
         yield* settle
@@ -252,15 +254,15 @@ describe("ConcurrencyLimiter", () => {
       const log: Array<string> = []
       // below the limit, CRITICAL borrows SHEDDABLE's unused share: all four run
       const holders = yield* Effect.forEach([0, 1, 2, 3], () =>
-        Effect.fork(limiter.run(Deferred.await(gate)))
+        Effect.fork(limiter.withLimiter(Deferred.await(gate)))
       )
       yield* settle
       expect(limiter.inFlightOf("CRITICAL")).toBe(4)
-      const critical = yield* Effect.fork(limiter.run(Effect.sync(() => void log.push("critical"))))
+      const critical = yield* Effect.fork(limiter.withLimiter(Effect.sync(() => void log.push("critical"))))
       yield* settle
       const sheddable = yield* Effect.fork(
         limiter
-          .run(Effect.sync(() => void log.push("sheddable")))
+          .withLimiter(Effect.sync(() => void log.push("sheddable")))
           .pipe(Criticality.withCriticality("SHEDDABLE"))
       )
       yield* settle
@@ -284,19 +286,21 @@ describe("ConcurrencyLimiter", () => {
       const log: Array<string> = []
       const sheddable = <A, E, R>(self: Effect.Effect<A, E, R>) =>
         self.pipe(Criticality.withCriticality("SHEDDABLE"))
-      const released = yield* Effect.fork(limiter.run(Deferred.await(first)))
+      const released = yield* Effect.fork(limiter.withLimiter(Deferred.await(first)))
       const holders = yield* Effect.forEach(
         Array.from({ length: 99 }, (_, i) => i),
         (i) =>
           Effect.fork(
-            i < 7 ? sheddable(limiter.run(Deferred.await(gate))) : limiter.run(Deferred.await(gate))
+            i < 7
+              ? sheddable(limiter.withLimiter(Deferred.await(gate)))
+              : limiter.withLimiter(Deferred.await(gate))
           )
       )
       yield* settle
       expect(limiter.inFlightOf("SHEDDABLE")).toBe(7)
       const waiters = [
-        yield* Effect.fork(sheddable(limiter.run(Effect.sync(() => void log.push("sheddable"))))),
-        yield* Effect.fork(limiter.run(Effect.sync(() => void log.push("critical"))))
+        yield* Effect.fork(sheddable(limiter.withLimiter(Effect.sync(() => void log.push("sheddable"))))),
+        yield* Effect.fork(limiter.withLimiter(Effect.sync(() => void log.push("critical"))))
       ]
       yield* settle
       expect(limiter.queued).toBe(2)
@@ -318,14 +322,14 @@ describe("ConcurrencyLimiter", () => {
       const gate = yield* Deferred.make<void>()
       const log: Array<string> = []
       const holders = yield* Effect.forEach([0, 1, 2, 3], () =>
-        Effect.fork(limiter.run(Deferred.await(gate)))
+        Effect.fork(limiter.withLimiter(Deferred.await(gate)))
       )
       yield* settle
-      const critical = yield* Effect.fork(limiter.run(Effect.sync(() => void log.push("critical"))))
+      const critical = yield* Effect.fork(limiter.withLimiter(Effect.sync(() => void log.push("critical"))))
       yield* settle
       const sheddable = yield* Effect.fork(
         limiter
-          .run(Effect.sync(() => void log.push("sheddable")))
+          .withLimiter(Effect.sync(() => void log.push("sheddable")))
           .pipe(Criticality.withCriticality("SHEDDABLE"))
       )
       yield* settle
@@ -342,21 +346,23 @@ describe("ConcurrencyLimiter", () => {
         maxQueue: 1
       })
       const gate = yield* Deferred.make<void>()
-      const holder = yield* Effect.fork(limiter.run(Deferred.await(gate)))
+      const holder = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
       let sheddableRan = false
       const sheddable = yield* Effect.fork(
-        limiter.run(Effect.sync(() => (sheddableRan = true))).pipe(Criticality.withCriticality("SHEDDABLE"))
+        limiter
+          .withLimiter(Effect.sync(() => (sheddableRan = true)))
+          .pipe(Criticality.withCriticality("SHEDDABLE"))
       )
       yield* settle
-      const critical = yield* Effect.fork(limiter.run(Effect.succeed("critical")))
+      const critical = yield* Effect.fork(limiter.withLimiter(Effect.succeed("critical")))
       yield* settle
       const error = failureOf(yield* Fiber.await(sheddable))
       expect((error as Errors.Overloaded).reason).toMatch(/displaced/)
       expect(sheddableRan).toBe(false)
       // a SHEDDABLE arrival cannot displace a CRITICAL waiter: it is rejected
       const rejected = failureOf(
-        yield* Effect.exit(limiter.run(Effect.void).pipe(Criticality.withCriticality("SHEDDABLE")))
+        yield* Effect.exit(limiter.withLimiter(Effect.void).pipe(Criticality.withCriticality("SHEDDABLE")))
       )
       expect((rejected as Errors.Overloaded).reason).toMatch(/queue-full/)
       yield* Deferred.succeed(gate, undefined)
@@ -374,9 +380,9 @@ describe("ConcurrencyLimiter", () => {
         const { algorithm, samples } = recording(LimitAlgorithm.fixed(1))
         const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => algorithm })
         const gate = yield* Deferred.make<void>()
-        const runner = yield* Effect.fork(limiter.run(Deferred.await(gate)))
+        const runner = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
         let waiterRan = false
-        const waiter = yield* Effect.fork(limiter.run(Effect.sync(() => (waiterRan = true))))
+        const waiter = yield* Effect.fork(limiter.withLimiter(Effect.sync(() => (waiterRan = true))))
         yield* settle
         expect(limiter.queued).toBe(1)
         yield* Fiber.interrupt(waiter)
@@ -402,8 +408,8 @@ describe("ConcurrencyLimiter", () => {
             ...(maxWait === undefined ? {} : { maxWait })
           })
           const gate = yield* Deferred.make<void>()
-          const holder = yield* Effect.fork(limiter.run(Deferred.await(gate)))
-          const waiter = yield* Effect.fork(limiter.run(Effect.void))
+          const holder = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+          const waiter = yield* Effect.fork(limiter.withLimiter(Effect.void))
           yield* settle
           yield* Deferred.succeed(gate, undefined)
           for (let i = 0; i < k; i++) yield* Effect.yieldNow()
@@ -416,7 +422,7 @@ describe("ConcurrencyLimiter", () => {
           expect(samples.length).toBeGreaterThanOrEqual(1)
           expect(samples.length).toBeLessThanOrEqual(2)
           // the permit is usable again
-          expect(yield* limiter.run(Effect.succeed("again"))).toBe("again")
+          expect(yield* limiter.withLimiter(Effect.succeed("again"))).toBe("again")
         }
       }
     })
@@ -428,7 +434,7 @@ describe("ConcurrencyLimiter", () => {
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => cw })
       const gates = yield* Effect.forEach([0, 1, 2, 3], () => Deferred.make<void, Errors.Overloaded>())
       const fibers = yield* Effect.forEach(gates, (gate) =>
-        Effect.fork(Effect.exit(limiter.run(Deferred.await(gate))))
+        Effect.fork(Effect.exit(limiter.withLimiter(Deferred.await(gate))))
       )
       yield* settle
       expect(limiter.inFlight).toBe(4)
@@ -439,7 +445,7 @@ describe("ConcurrencyLimiter", () => {
       expect(cw.ssthresh).toBe(2)
       expect(limiter.inFlight).toBe(0)
       // a failure of a request sent after the burst is a new signal
-      yield* Effect.exit(limiter.run(Effect.fail(new Errors.Overloaded({ reason: "503" }))))
+      yield* Effect.exit(limiter.withLimiter(Effect.fail(new Errors.Overloaded({ reason: "503" }))))
       expect(cw.cwnd).toBe(1)
     })
   )
@@ -449,7 +455,9 @@ describe("ConcurrencyLimiter", () => {
       const key = "gauges-test"
       const limiter = yield* ConcurrencyLimiter.make({ key, algorithm: () => LimitAlgorithm.fixed(1) })
       const gate = yield* Deferred.make<void>()
-      const fibers = yield* Effect.forEach([0, 1], () => Effect.fork(limiter.run(Deferred.await(gate))))
+      const fibers = yield* Effect.forEach([0, 1], () =>
+        Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+      )
       yield* settle
       expect(yield* metricState("sluice_concurrency_limiter_limit", { key })).toMatchObject({ value: 1 })
       expect(yield* metricState("sluice_concurrency_limiter_in_flight", { key })).toMatchObject({ value: 1 })
@@ -466,9 +474,9 @@ describe("ConcurrencyLimiter", () => {
       const service = yield* ConcurrencyLimiter.ConcurrencyLimiter
       const a = yield* service.get("a")
       expect(yield* service.get("a")).toBe(a)
-      expect(yield* Effect.succeed(1).pipe(ConcurrencyLimiter.run("b"))).toBe(1)
-      expect(yield* ConcurrencyLimiter.run(Effect.succeed(2), "a")).toBe(2)
-      expect(yield* ConcurrencyLimiter.run(Effect.succeed(3))).toBe(3)
+      expect(yield* Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter("b"))).toBe(1)
+      expect(yield* ConcurrencyLimiter.withLimiter(Effect.succeed(2), "a")).toBe(2)
+      expect(yield* ConcurrencyLimiter.withLimiter(Effect.succeed(3))).toBe(3)
       // "a", "b" and "default" exist; maxKeys is 3, so a fourth key forgets the least recently used
       expect(service.size).toBe(3)
       yield* service.get("c")
@@ -484,7 +492,7 @@ describe("ConcurrencyLimiter", () => {
     Effect.gen(function* () {
       const service = yield* ConcurrencyLimiter.makeService({ maxKeys: 2 })
       const gate = yield* Deferred.make<void>()
-      const busy = yield* Effect.fork(service.run("busy", Deferred.await(gate)))
+      const busy = yield* Effect.fork(service.withLimiter(Deferred.await(gate), "busy"))
       yield* settle
       yield* service.get("idle")
       yield* service.get("new")
@@ -528,13 +536,13 @@ describe("ConcurrencyLimiter", () => {
       }
       expect(() => ConcurrencyLimiter.unsafeMake({ maxQueue: -1 })).toThrow(/maxQueue/)
       // a factory that throws InvalidOptions fails construction, not the first call
-      const badFactory = () => CongestionWindow.unsafeMake({ factor: 2 })
+      const badFactory = () => CongestionWindow.unsafeMake({ backoffRatio: 2 })
       const serviceError = failureOf(
         yield* Effect.exit(ConcurrencyLimiter.makeService({ algorithm: badFactory }))
       )
-      expect((serviceError as Options.InvalidOptions).message).toMatch(/factor/)
+      expect((serviceError as Options.InvalidOptions).message).toMatch(/backoffRatio/)
       const limiterError = failureOf(yield* Effect.exit(ConcurrencyLimiter.make({ algorithm: badFactory })))
-      expect((limiterError as Options.InvalidOptions).message).toMatch(/factor/)
+      expect((limiterError as Options.InvalidOptions).message).toMatch(/backoffRatio/)
     })
   )
 })

@@ -36,7 +36,7 @@ const overload = (algorithm: LimitAlgorithm.Factory, requests: number) =>
     const fibers: Array<Fiber.RuntimeFiber<void, Errors.Overloaded>> = []
     // TestClock.adjust is the expensive step: requests arrive in bursts of 10 every 10 ms
     for (let t = 0; t < requests; t += 10) {
-      for (let i = 0; i < 10; i++) fibers.push(yield* Effect.fork(limiter.run(server)))
+      for (let i = 0; i < 10; i++) fibers.push(yield* Effect.fork(limiter.withLimiter(server)))
       yield* TestClock.adjust(Duration.millis(10))
       limits.push(limiter.limit)
     }

@@ -24,17 +24,17 @@ describe("CongestionWindow", () => {
     expect(cw.options.variant).toBe("reno")
   })
 
-  it("factor (the old name of backoffRatio) 0.9 for a stable capacity: 30 → 27", () => {
-    const cw = CongestionWindow.unsafeMake({ initial: 30, factor: 0.9 })
+  it("backoffRatio 0.9 for a stable capacity: 30 → 27", () => {
+    const cw = CongestionWindow.unsafeMake({ initial: 30, backoffRatio: 0.9 })
     expect(cw.onSample(drop(0, 1))).toBeCloseTo(27, 12)
   })
 
   it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
       const cases: Array<[CongestionWindow.CongestionWindowOptions, RegExp]> = [
-        [{ factor: 0 }, /factor/],
-        [{ factor: 1 }, /factor/],
-        [{ factor: 1.5 }, /factor/],
+        [{ backoffRatio: 0 }, /backoffRatio/],
+        [{ backoffRatio: 1 }, /backoffRatio/],
+        [{ backoffRatio: 1.5 }, /backoffRatio/],
         [{ initial: -1 }, /initial/],
         [{ ssthresh: 0 }, /ssthresh/],
         [{ minLimit: 5, maxLimit: 3, initial: 4 }, /minLimit/],

@@ -33,10 +33,8 @@ describe("construction never throws (conventions §5)", () => {
     })
   )
 
-  it("one name per concept: CongestionWindow takes backoffRatio, factor stays accepted", () => {
+  it("one name per concept: CongestionWindow takes backoffRatio", () => {
     expect(CongestionWindow.unsafeMake({ backoffRatio: 0.9 }).options.backoffRatio).toBe(0.9)
-    expect(CongestionWindow.unsafeMake({ factor: 0.7 }).options.backoffRatio).toBe(0.7)
-    expect(() => CongestionWindow.unsafeMake({ factor: 0.7, backoffRatio: 0.9 })).toThrow(/factor/)
     expect(CongestionWindow.unsafeMake().options.maxLimit).toBe(1000)
   })
 })

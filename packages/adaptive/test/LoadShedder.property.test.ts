@@ -79,7 +79,7 @@ describe("LoadShedder (property)", () => {
                     const gate = yield* Deferred.make<void>()
                     const before = shedder.unsafeActive()
                     const fiber = yield* Effect.fork(
-                      shedder.run(Deferred.await(gate)).pipe(Criticality.withCriticality(l))
+                      shedder.withShedder(Deferred.await(gate)).pipe(Criticality.withCriticality(l))
                     )
                     yield* Effect.yieldNow()
                     const ok = shedder.unsafeActive() === before + 1
@@ -96,7 +96,7 @@ describe("LoadShedder (property)", () => {
                 case "probe": {
                   for (const l of c.levels) {
                     const exit = yield* Effect.exit(
-                      shedder.run(Effect.void).pipe(Criticality.withCriticality(l))
+                      shedder.withShedder(Effect.void).pipe(Criticality.withCriticality(l))
                     )
                     instant.push([l, Exit.isSuccess(exit)])
                   }
@@ -177,7 +177,7 @@ describe("LoadShedder (property)", () => {
                     const before = shedder.unsafeActive()
                     const fiber = yield* Effect.fork(
                       shedder
-                        .run(c._tag === "arrive" ? Deferred.await(gate) : Effect.void)
+                        .withShedder(c._tag === "arrive" ? Deferred.await(gate) : Effect.void)
                         .pipe(Criticality.withCriticality(l))
                     )
                     yield* Effect.yieldNow()

@@ -12,7 +12,7 @@ const hold = (shedder: LoadShedder.Service, n: number, gate: Deferred.Deferred<v
     for (let i = 0; i < n; i++) {
       fibers.push(
         yield* Effect.fork(
-          shedder.run(Deferred.await(gate)).pipe(Criticality.withCriticality("CRITICAL_PLUS"))
+          shedder.withShedder(Deferred.await(gate)).pipe(Criticality.withCriticality("CRITICAL_PLUS"))
         )
       )
     }
@@ -25,7 +25,9 @@ const admitted = (shedder: LoadShedder.Service) =>
   Effect.gen(function* () {
     const out: Array<Level> = []
     for (const level of Criticality.levels) {
-      const exit = yield* Effect.exit(shedder.run(Effect.void).pipe(Criticality.withCriticality(level)))
+      const exit = yield* Effect.exit(
+        shedder.withShedder(Effect.void).pipe(Criticality.withCriticality(level))
+      )
       if (Exit.isSuccess(exit)) out.push(level)
     }
     return out
@@ -53,7 +55,7 @@ describe("LoadShedder", () => {
       yield* TestClock.adjust("20 seconds")
       expect(shedder.unsafeActive()).toBe(23)
       expect(yield* admitted(shedder)).toEqual([])
-      const exit = yield* Effect.exit(shedder.run(Effect.void))
+      const exit = yield* Effect.exit(shedder.withShedder(Effect.void))
       expect(exit).toStrictEqual(
         Exit.fail(new Errors.Overloaded({ reason: "shed", retryAfter: Duration.seconds(1), origin: "local" }))
       )
@@ -94,24 +96,24 @@ describe("LoadShedder", () => {
   it.scoped("interruption, failure and success all release the active count", () =>
     Effect.gen(function* () {
       const shedder = yield* LoadShedder.make({ capacity: 5 })
-      const fiber = yield* Effect.fork(shedder.run(Effect.never))
+      const fiber = yield* Effect.fork(shedder.withShedder(Effect.never))
       yield* Effect.yieldNow()
       expect(shedder.unsafeActive()).toBe(1)
       yield* Fiber.interrupt(fiber)
       expect(shedder.unsafeActive()).toBe(0)
       // Interrupted while sleeping under TestClock.
-      const sleeper = yield* Effect.fork(shedder.run(Effect.sleep("1 minute")))
+      const sleeper = yield* Effect.fork(shedder.withShedder(Effect.sleep("1 minute")))
       yield* Effect.yieldNow()
       expect(shedder.unsafeActive()).toBe(1)
       yield* TestClock.adjust("10 seconds")
       yield* Fiber.interrupt(sleeper)
       expect(shedder.unsafeActive()).toBe(0)
-      expect(yield* Effect.exit(shedder.run(Effect.fail("boom")))).toStrictEqual(Exit.fail("boom"))
-      yield* Effect.exit(shedder.run(Effect.die("bug")))
-      expect(yield* shedder.run(Effect.succeed(1))).toBe(1)
+      expect(yield* Effect.exit(shedder.withShedder(Effect.fail("boom")))).toStrictEqual(Exit.fail("boom"))
+      yield* Effect.exit(shedder.withShedder(Effect.die("bug")))
+      expect(yield* shedder.withShedder(Effect.succeed(1))).toBe(1)
       expect(shedder.unsafeActive()).toBe(0)
       // A timeout interrupts the guarded work: released too.
-      const timedOut = yield* Effect.fork(shedder.run(Effect.never).pipe(Effect.timeout("1 second")))
+      const timedOut = yield* Effect.fork(shedder.withShedder(Effect.never).pipe(Effect.timeout("1 second")))
       yield* TestClock.adjust("2 seconds")
       expect(Exit.isFailure(yield* Fiber.await(timedOut))).toBe(true)
       expect(shedder.unsafeActive()).toBe(0)
@@ -150,7 +152,7 @@ describe("LoadShedder", () => {
       yield* TestClock.adjust("1500 millis")
       const critical = (level: Level) =>
         Effect.map(
-          Effect.exit(shedder.run(Effect.void).pipe(Criticality.withCriticality(level))),
+          Effect.exit(shedder.withShedder(Effect.void).pipe(Criticality.withCriticality(level))),
           Exit.isSuccess
         )
       expect(yield* critical("CRITICAL_PLUS")).toBe(true)
@@ -193,9 +195,9 @@ describe("LoadShedder", () => {
     })
   )
 
-  it.effect("layer + guard, and bad options name the field", () =>
+  it.effect("layer + withShedder, and bad options name the field", () =>
     Effect.gen(function* () {
-      const ok = yield* LoadShedder.guard(Effect.succeed("x")).pipe(
+      const ok = yield* LoadShedder.withShedder(Effect.succeed("x")).pipe(
         Effect.provide(LoadShedder.layer({ capacity: 1, thresholds: { CRITICAL_PLUS: Infinity } }))
       )
       expect(ok).toBe("x")
@@ -235,7 +237,7 @@ describe("LoadShedder", () => {
           Effect.gen(function* () {
             const before = shedder.unsafeActive()
             const fiber = yield* Effect.fork(
-              shedder.run(Deferred.await(gate)).pipe(Criticality.withCriticality(level))
+              shedder.withShedder(Deferred.await(gate)).pipe(Criticality.withCriticality(level))
             )
             yield* Effect.yieldNow()
             if (shedder.unsafeActive() === before + 1) fibers.push(fiber)

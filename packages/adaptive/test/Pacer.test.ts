@@ -19,7 +19,7 @@ const departures = (pacer: Pacer.Pacer, n: number) =>
     )
     const fibers: Array<Fiber.RuntimeFiber<void, Errors.Overloaded>> = []
     for (let i = 0; i < n; i++) {
-      fibers.push(yield* Effect.fork(pacer.run(call)))
+      fibers.push(yield* Effect.fork(pacer.withPacer(call)))
       // let it reserve its departure before the next one arrives
       yield* Effect.yieldNow()
     }
@@ -84,19 +84,19 @@ describe("Pacer", () => {
       Effect.gen(function* () {
         const pacer = yield* Pacer.make({ limit: () => 4 })
         const slow = (ms: number) => Effect.sleep(Duration.millis(ms))
-        const first = yield* Effect.fork(pacer.run(slow(80)))
+        const first = yield* Effect.fork(pacer.withPacer(slow(80)))
         yield* TestClock.adjust("80 millis")
         yield* Fiber.join(first)
         expect(pacer.srtt).toBe(80)
         expect(pacer.interval).toBe(20)
         // a fast failure (a rejection) must not make the pacer send faster
         const failing = yield* Effect.fork(
-          pacer.run(Effect.zipRight(slow(5), Effect.fail(new Errors.Overloaded({ reason: "busy" }))))
+          pacer.withPacer(Effect.zipRight(slow(5), Effect.fail(new Errors.Overloaded({ reason: "busy" }))))
         )
         yield* TestClock.adjust("25 millis")
         expect(Exit.isFailure(yield* Fiber.await(failing))).toBe(true)
         expect(pacer.srtt).toBe(80)
-        const second = yield* Effect.fork(pacer.run(slow(160)))
+        const second = yield* Effect.fork(pacer.withPacer(slow(160)))
         yield* TestClock.adjust("200 millis")
         yield* Fiber.join(second)
         expect(pacer.srtt).toBe(80 + 0.125 * (160 - 80))
@@ -161,7 +161,7 @@ describe("Pacer", () => {
       const { fibers, times } = yield* departures(pacer, 3)
       expect(pacer.queued).toBe(2)
       let ran = false
-      const refused = yield* Effect.exit(pacer.run(Effect.sync(() => (ran = true))))
+      const refused = yield* Effect.exit(pacer.withPacer(Effect.sync(() => (ran = true))))
       expect(ran).toBe(false)
       const error = failureOf(refused)
       expect(error).toBeInstanceOf(Errors.Overloaded)
@@ -179,8 +179,8 @@ describe("Pacer", () => {
   it.effect("maxQueue 0 never waits", () =>
     Effect.gen(function* () {
       const pacer = yield* Pacer.make({ limit: () => 10, initialRtt: "100 millis", maxQueue: 0 })
-      expect(Exit.isSuccess(yield* Effect.exit(pacer.run(Effect.void)))).toBe(true)
-      expect(failureOf(yield* Effect.exit(pacer.run(Effect.void)))).toBeInstanceOf(Errors.Overloaded)
+      expect(Exit.isSuccess(yield* Effect.exit(pacer.withPacer(Effect.void)))).toBe(true)
+      expect(failureOf(yield* Effect.exit(pacer.withPacer(Effect.void)))).toBeInstanceOf(Errors.Overloaded)
     })
   )
 
@@ -205,7 +205,7 @@ describe("Pacer", () => {
       expect(late.times).toEqual([20])
       expect(pacer.queued).toBe(0)
       // interrupting a departed call does not touch the queue
-      const running = yield* Effect.fork(pacer.run(Effect.never))
+      const running = yield* Effect.fork(pacer.withPacer(Effect.never))
       yield* Fiber.interrupt(running)
       expect(pacer.queued).toBe(0)
     })
@@ -225,7 +225,7 @@ describe("Pacer", () => {
       const work = Effect.sleep("10 millis")
       for (let round = 0; round < 3; round++) {
         const fibers = yield* Effect.forEach(Array.from({ length: 12 }), () =>
-          Effect.fork(limiter.run(pacer.run(work)))
+          Effect.fork(limiter.withLimiter(pacer.withPacer(work)))
         )
         yield* TestClock.adjust("200 millis")
         yield* Effect.forEach(fibers, Fiber.join, { discard: true })
@@ -252,14 +252,6 @@ describe("Pacer", () => {
     })
   )
 
-  it.effect("paced is dual", () =>
-    Effect.gen(function* () {
-      const pacer = yield* Pacer.make({ limit: () => 10 })
-      expect(yield* Effect.succeed(1).pipe(Pacer.paced(pacer))).toBe(1)
-      expect(yield* Pacer.paced(Effect.succeed(2), pacer)).toBe(2)
-    })
-  )
-
   it.effect("property: concurrent departures are spaced by the interval and leave in arrival order", () =>
     Effect.gen(function* () {
       const samples = fc.sample(
@@ -283,7 +275,7 @@ describe("Pacer", () => {
               return times.push(t - start)
             })
           ).pipe(Effect.zipLeft(Effect.sleep(Duration.millis(rtt))))
-          fibers.push(yield* Effect.fork(pacer.run(call)))
+          fibers.push(yield* Effect.fork(pacer.withPacer(call)))
           yield* Effect.yieldNow()
         }
         yield* TestClock.adjust(Duration.millis(Math.ceil((n * rtt) / limit) + rtt + 1))

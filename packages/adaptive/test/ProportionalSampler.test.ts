@@ -118,7 +118,9 @@ describe("ProportionalSampler", () => {
       const results: Array<string> = []
       for (let i = 0; i < 10; i++) {
         results.push(
-          yield* Effect.succeed("sent").pipe(ProportionalSampler.sampled(sampler, Effect.succeed("204")))
+          yield* Effect.succeed("sent").pipe(
+            ProportionalSampler.withSampler({ onSkip: Effect.succeed("204"), sampler })
+          )
         )
       }
       expect(results.filter((x) => x === "sent")).toHaveLength(5)
@@ -321,7 +323,7 @@ describe("ProportionalSampler", () => {
 
   it.scoped("works as a Layer over the QpsSensor service", () =>
     Effect.gen(function* () {
-      const sampler = yield* ProportionalSampler.ProportionalSamplerTag
+      const sampler = yield* ProportionalSampler.ProportionalSampler
       expect(sampler.name).toBe("layered")
       expect(yield* sampler.ratio).toBe(0.5)
     }).pipe(

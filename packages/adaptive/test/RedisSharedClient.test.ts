@@ -26,13 +26,13 @@ describe("one Redis connection for the quota store, the plan source and the QPS 
         // loaded machine can take longer than the default 15 ms
         Quota.layer({ deadline: "1 second" }).pipe(
           Layer.provide(RedisQuotaStore.layerStore({ prefix: "shared:" })),
-          Layer.provide(RedisQuotaConfig.layerConfig({ default: plan, refresh: "1 hour" }))
+          Layer.provide(RedisQuotaConfig.layerPlanStore({ default: plan, refresh: "1 hour" }))
         ),
         RedisQpsSensor.layerShared({ key: "shared" })
       ).pipe(Layer.provide(RedisClient.layer({ url: server.url })))
       yield* Effect.gen(function* () {
         expect((yield* Quota.check("acme")).source).toBe("store")
-        const sensor = yield* QpsSensor.QpsSensorTag
+        const sensor = yield* QpsSensor.QpsSensor
         sensor.unsafeRecord(Date.now(), 3)
         const clients = yield* Effect.promise(() => redisCli(server.port, "CLIENT", "LIST"))
         // the redis-cli asking, and ours

@@ -16,7 +16,9 @@ describe("LimitAlgorithm hooks", () => {
       }
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => algorithm })
       const call = Effect.sleep("50 millis")
-      const fiber = yield* Effect.fork(Effect.all([limiter.run(call), limiter.run(call)], { concurrency: 2 }))
+      const fiber = yield* Effect.fork(
+        Effect.all([limiter.withLimiter(call), limiter.withLimiter(call)], { concurrency: 2 })
+      )
       yield* TestClock.adjust("50 millis")
       yield* Fiber.join(fiber)
       expect(departures).toEqual([
@@ -67,7 +69,7 @@ const paced = (pacer: Pacer.Pacer, n: number) =>
     const times: Array<number> = []
     const call = Effect.flatMap(Clock.currentTimeMillis, (t) => Effect.sync(() => times.push(t)))
     for (let i = 0; i < n; i++) {
-      yield* Effect.fork(pacer.run(call))
+      yield* Effect.fork(pacer.withPacer(call))
       yield* Effect.yieldNow()
     }
     return times
@@ -118,7 +120,7 @@ describe("Pacer driven by the algorithm", () => {
         Effect.sleep("100 millis")
       )
       for (let i = 0; i < 3; i++) {
-        yield* Effect.fork(pacer.run(call))
+        yield* Effect.fork(pacer.withPacer(call))
         yield* Effect.yieldNow()
       }
       expect(times).toEqual([0]) // the burst of one; the rest is held

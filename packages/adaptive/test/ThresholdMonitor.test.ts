@@ -74,15 +74,16 @@ describe("ThresholdMonitor", () => {
     })
   )
 
-  it.effect("track times successes with the Clock and ignores failures", () =>
+  it.effect("withMonitor times successes with the Clock and ignores failures", () =>
     Effect.gen(function* () {
       const monitor = yield* ThresholdMonitor.make({ thresholds: { latency: "1 second" }, tick: "1 second" })
       const slow = Effect.sleep("3 seconds").pipe(Effect.as("ok"))
       const fastFailure = Effect.fail("boom" as const)
       // many fast failures must not pull the median below the threshold
-      for (let i = 0; i < 20; i++) yield* Effect.exit(fastFailure.pipe(ThresholdMonitor.track(monitor, "op")))
+      for (let i = 0; i < 20; i++)
+        yield* Effect.exit(fastFailure.pipe(ThresholdMonitor.withMonitor("op", monitor)))
       for (let i = 0; i < 3; i++) {
-        const fiber = yield* Effect.fork(ThresholdMonitor.track(slow, monitor, "op"))
+        const fiber = yield* Effect.fork(ThresholdMonitor.withMonitor(slow, "op", monitor))
         yield* TestClock.adjust("3 seconds")
         yield* fiber.await
       }
@@ -160,7 +161,7 @@ describe("ThresholdMonitor", () => {
 
   it.effect("works as a Layer service", () =>
     Effect.gen(function* () {
-      const monitor = yield* ThresholdMonitor.ThresholdMonitorTag
+      const monitor = yield* ThresholdMonitor.ThresholdMonitor
       yield* monitor.record("x", Duration.millis(5))
       expect((yield* monitor.stats("x")).instances).toBe(4)
     }).pipe(Effect.provide(ThresholdMonitor.layer({ thresholds: { rate: 8 }, instances: 4 })))

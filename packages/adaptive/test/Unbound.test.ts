@@ -54,7 +54,6 @@ describe("unbound service functions", () => {
       const throttle = yield* AdaptiveThrottle.make()
       yield* callAllUnbound("throttle", throttle, {
         withThrottle: [Effect.succeed(1), "users"],
-        run: ["users", Effect.succeed(1)],
         probability: ["users"],
         unsafeProbability: ["users"],
         gate: ["users"],
@@ -73,21 +72,18 @@ describe("unbound service functions", () => {
         gate: ["db"],
         unsafeGet: ["db"],
         get: ["db"],
-        withLimiter: [Effect.succeed(1), "db"],
-        run: ["db", Effect.succeed(1)]
+        withLimiter: [Effect.succeed(1), "db"]
       })
       const limiter = yield* ConcurrencyLimiter.make()
       yield* callAllUnbound("limiter", limiter, {
         inFlightOf: ["CRITICAL"],
         queuedOf: ["CRITICAL"],
         pipe: [],
-        withLimiter: [Effect.succeed(1)],
-        run: [Effect.succeed(1)]
+        withLimiter: [Effect.succeed(1)]
       })
-      // The reported crash: `call.pipe(limiter.run)`.
-      expect(yield* Effect.succeed(1).pipe(limiter.run)).toBe(1)
+      // Passed unbound, as `call.pipe(limiter.withLimiter)` does, it must not lose its `this`.
       expect(yield* Effect.succeed(1).pipe(limiter.withLimiter)).toBe(1)
-      expect(yield* Effect.succeed(2).pipe(service.unsafeGet("db").run)).toBe(2)
+      expect(yield* Effect.succeed(2).pipe(service.unsafeGet("db").withLimiter)).toBe(2)
     })
   )
 
@@ -96,7 +92,6 @@ describe("unbound service functions", () => {
       const shedder = yield* LoadShedder.make({ capacity: 10 })
       yield* callAllUnbound("shedder", shedder, {
         withShedder: [Effect.succeed(1)],
-        run: [Effect.succeed(1)],
         unsafeUtilization: [],
         unsafeLevelUtilization: ["CRITICAL"],
         unsafeActive: [],
@@ -113,7 +108,6 @@ describe("unbound service functions", () => {
       const pacer = yield* Pacer.make({ limit: () => 10 })
       yield* callAllUnbound("pacer", pacer, {
         withPacer: [Effect.succeed(1)],
-        run: [Effect.succeed(1)],
         unsafeObserve: [5],
         unsafeRelease: [1, 0],
         pipe: []
@@ -131,7 +125,6 @@ describe("unbound service functions", () => {
       const sampler = yield* ProportionalSampler.makeWith({ goal: 10 }, sensor)
       yield* callAllUnbound("sampler", sampler, {
         withSampler: [Effect.succeed(1), Effect.succeed(0)],
-        sampled: [Effect.succeed(1), Effect.succeed(0)],
         setGoal: [20],
         unsafeSample: [1000],
         unsafeRatio: [],
@@ -148,7 +141,6 @@ describe("unbound service functions", () => {
       yield* callAllUnbound("monitor", monitor, {
         record: ["save", "10 millis"],
         withMonitor: [Effect.succeed(1), "save"],
-        track: ["save", Effect.succeed(1)],
         exceeded: ["save"],
         stats: ["save"],
         setThresholds: [{ rate: 6 }],

@@ -35,10 +35,6 @@ describe("withX: one verb, self first, data-first and data-last", () => {
       expect(yield* one.pipe(ThresholdMonitor.withMonitor("save"))).toBe(1)
       const monitor = yield* ThresholdMonitor.ThresholdMonitor
       expect((yield* monitor.stats("save")).operation).toBe("save")
-      // the deprecated names still work
-      expect(yield* one.pipe(AdaptiveThrottle.throttled("k"))).toBe(1)
-      expect(yield* one.pipe(ConcurrencyLimiter.run("db"))).toBe(1)
-      expect(yield* LoadShedder.guard(one)).toBe(1)
     }).pipe(
       Effect.provide(
         Layer.mergeAll(

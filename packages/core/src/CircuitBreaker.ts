@@ -144,8 +144,6 @@ export interface CircuitBreakerOptions {
  * method works unbound (`call.pipe(breaker.withBreaker)`).
  *
  * @since 0.1.0
- * (Named `CircuitBreaker.CircuitBreaker` before 0.2.0; that name is now the tag.)
- *
  * @since 0.2.0
  * @category models
  */
@@ -185,15 +183,6 @@ export interface Service extends Pipeable {
   /** {@link CircuitBreaker.reset} at the given clock reading. */
   readonly unsafeReset: (nowMillis: number) => void
 }
-
-/**
- * The options Schema (decoded `openFor` is a `Duration` or a `Schedule`).
- *
- * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link CircuitBreakerOptions} object.
- */
-export const CircuitBreakerOptions = internal.CircuitBreakerOptions
 
 /**
  * Makes a breaker, failing with `InvalidOptions` naming the bad field.
@@ -267,20 +256,6 @@ export const withBreaker: {
 export class CircuitBreaker extends Context.Tag("@sluice/core/CircuitBreaker")<CircuitBreaker, Service>() {}
 
 /**
- * @deprecated since 0.2.0: use {@link CircuitBreaker} (the tag).
- * @since 0.1.0
- * @category tags
- */
-export const CircuitBreakerTag: typeof CircuitBreaker = CircuitBreaker
-
-/**
- * @deprecated since 0.2.0: use {@link CircuitBreaker} (the tag).
- * @since 0.1.0
- * @category tags
- */
-export type CircuitBreakerTag = CircuitBreaker
-
-/**
  * A tag class base for a keyed breaker: each class is a type of its own, so a program
  * that needs the "postgres" breaker does not compile until that very breaker is provided.
  *
@@ -303,17 +278,6 @@ export const Tag =
   <const Key extends string>(key: Key) =>
   <Self>(): Context.TagClass<Self, `@sluice/core/CircuitBreaker/${Key}`, Service> =>
     Context.Tag(`@sluice/core/CircuitBreaker/${key}` as `@sluice/core/CircuitBreaker/${Key}`)<Self, Service>()
-
-/**
- * Makes a tag for a named breaker. Every such tag has the same type, so providing one
- * satisfies a program needing another.
- *
- * @deprecated since 0.2.0: use `class X extends CircuitBreaker.Tag(key)<X>() {}` ({@link Tag}).
- * @since 0.1.0
- * @category tags
- */
-export const makeTag = (key: string): Context.Tag<Service, Service> =>
-  Context.GenericTag<Service>(`@sluice/core/CircuitBreaker/${key}`)
 
 /**
  * A Layer that builds a breaker and provides it under {@link CircuitBreaker},

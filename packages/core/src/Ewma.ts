@@ -36,13 +36,6 @@ export interface Ewma {
  * `tau` a step change has moved the average by about 63%.
  *
  * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link EwmaOptions} object.
- */
-export const EwmaOptions = internal.EwmaOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
 export interface EwmaOptions {
@@ -116,13 +109,6 @@ export interface EwmaRate {
  * Options of an {@link EwmaRate}: `window` (e.g. `"5 minutes"`) and `tick`
  * (default 5 s, must not exceed the window).
  *
- * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link EwmaRateOptions} object.
- */
-export const EwmaRateOptions = internal.EwmaRateOptions
-
-/**
  * @since 0.1.0
  * @category models
  */

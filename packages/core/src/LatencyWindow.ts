@@ -81,13 +81,6 @@ export interface LatencyWindow extends Pipeable {
  * default 6) and `relativeAccuracy` (in `(0, 1)`, default 0.01).
  *
  * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link LatencyWindowOptions} object.
- */
-export const LatencyWindowOptions = internal.LatencyWindowOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
 export interface LatencyWindowOptions {

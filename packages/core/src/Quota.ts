@@ -47,7 +47,6 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
-import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { QuotaExceeded } from "./Errors.js"
@@ -143,13 +142,6 @@ export interface WaitOptions extends CheckOptions {
  * - `fallbackMaxClients` (100,000) bounds the fallback's memory.
  * - `maxClientIdLength` (256, at least 80).
  *
- * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link QuotaOptions} object.
- */
-export const QuotaOptions: Schema.Schema<any, internal.QuotaOptions> = internal.QuotaOptions
-
-/**
  * @since 0.1.0
  * @category models
  */

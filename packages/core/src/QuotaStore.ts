@@ -151,16 +151,6 @@ export interface MemoryStoreOptions {
 }
 
 /**
- * The Schema of {@link MemoryStoreOptions}.
- *
- * @deprecated since 0.2.0: option Schemas are internal; use {@link MemoryStoreOptions}.
- * @since 0.1.0
- * @category schemas
- */
-export const MemoryOptions: Schema.Schema<{ readonly maxClients: number }, MemoryStoreOptions> =
-  internal.MemoryOptions as any
-
-/**
  * Makes a memory store. Time comes from Effect's `Clock`, so `TestClock` drives it.
  *
  * @example

@@ -106,13 +106,6 @@ export const layerStore = (options: StoreOptions = {}): Layer.Layer<QuotaStore> 
   RedisQuotaStore.layerStore(options).pipe(Layer.provide(clientLayer(options)))
 
 /**
- * @deprecated since 0.2.0: use {@link layerStore}.
- * @since 0.1.0
- * @category layers
- */
-export const layerRedis: (options?: StoreOptions) => Layer.Layer<QuotaStore> = layerStore
-
-/**
  * Makes the Redis plan source with its own client.
  *
  * @since 0.1.0
@@ -137,15 +130,6 @@ export const makeConfig = (
  */
 export const layerPlanStore = (options: ConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions> =>
   RedisQuotaConfig.layerPlanStore(options).pipe(Layer.provide(clientLayer(options)))
-
-/**
- * @deprecated since 0.2.0: use {@link layerPlanStore} (`layerConfig` names layers whose
- * options are read from Effect `Config`).
- * @since 0.1.0
- * @category layers
- */
-export const layerConfig: (options: ConfigOptions) => Layer.Layer<QuotaConfig, InvalidOptions> =
-  layerPlanStore
 
 /**
  * A plan as JSON (periods in milliseconds), as the plan source stores it.

@@ -161,12 +161,3 @@ export const makeConfig = (
 export const layerPlanStore = (
   options: ConfigOptions
 ): Layer.Layer<QuotaConfig, InvalidOptions, RedisClient> => Layer.scoped(QuotaConfig, makeConfig(options))
-
-/**
- * @deprecated since 0.2.0: use {@link layerPlanStore} (`layerConfig` names layers whose
- * options are read from Effect `Config`).
- * @since 0.1.0
- * @category layers
- */
-export const layerConfig: (options: ConfigOptions) => Layer.Layer<QuotaConfig, InvalidOptions, RedisClient> =
-  layerPlanStore

@@ -54,13 +54,6 @@ export interface RollingCounter extends Pipeable {
  * (a positive integer, default 10).
  *
  * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link RollingCounterOptions} object.
- */
-export const RollingCounterOptions = internal.RollingCounterOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
 export interface RollingCounterOptions {

@@ -401,11 +401,11 @@ describe("CircuitBreaker", () => {
       expect(yield* ok.pipe(CircuitBreaker.withBreaker(breaker))).toBe("ok")
       expect(CircuitBreaker.isCircuitBreaker(breaker)).toBe(true)
 
-      const fromDefault = yield* Effect.map(CircuitBreaker.CircuitBreakerTag, (b) => b.name).pipe(
+      const fromDefault = yield* Effect.map(CircuitBreaker.CircuitBreaker, (b) => b.name).pipe(
         Effect.provide(CircuitBreaker.layer({ name: "default" }))
       )
       expect(fromDefault).toBe("default")
-      const RedisBreaker = CircuitBreaker.makeTag("redis")
+      class RedisBreaker extends CircuitBreaker.Tag("redis")<RedisBreaker>() {}
       const fromCustom = yield* Effect.map(RedisBreaker, (b) => b.name).pipe(
         Effect.provide(CircuitBreaker.layer({ name: "redis" }, RedisBreaker))
       )

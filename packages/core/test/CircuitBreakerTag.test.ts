@@ -7,7 +7,7 @@ class Redis extends CircuitBreaker.Tag("redis")<Redis>() {}
 
 const program = Effect.flatMap(Postgres, (breaker) => breaker.withBreaker(Effect.succeed(breaker.name)))
 
-describe("CircuitBreaker tags (API 0.2 §2)", () => {
+describe("CircuitBreaker tags", () => {
   it("a keyed breaker is a requirement of its own type", () => {
     expectTypeOf(program).toEqualTypeOf<Effect.Effect<string, Errors.CircuitOpen, Postgres>>()
     const withRedis = program.pipe(Effect.provide(CircuitBreaker.layer({ name: "redis" }, Redis)))

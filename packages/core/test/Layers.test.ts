@@ -9,7 +9,7 @@ const plan: QuotaConfig.PlanInput = {
   tiers: [{ name: "t", algorithm: "gcra", limit: 5, period: "1 second" }]
 }
 
-describe("layerConfig (API 0.2 §4)", () => {
+describe("layerConfig", () => {
   it.effect("CircuitBreaker.layerConfig reads options from Config, under the default or a keyed tag", () =>
     Effect.gen(function* () {
       class Db extends CircuitBreaker.Tag("db")<Db>() {}
@@ -57,7 +57,7 @@ describe("layerConfig (API 0.2 §4)", () => {
   )
 })
 
-describe("Quota events (API 0.2 §8)", () => {
+describe("Quota events", () => {
   it.scoped("a denial is published on quota.events; an admission is not", () =>
     Effect.gen(function* () {
       const quota = yield* Quota.Quota

@@ -11,7 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { callAllUnbound } from "./unbound.js"
 
-describe("unbound service methods (API 0.2 §1)", () => {
+describe("unbound service methods", () => {
   it.effect("CircuitBreaker", () =>
     Effect.gen(function* () {
       const breaker = yield* CircuitBreaker.make({ name: "unbound" })

@@ -1,12 +1,12 @@
 /**
- * The client stack, fused: `Retry.policy` (attempts, backoff, retry budget) around
+ * The client stack, fused: `Retry.withRetry` (attempts, backoff, retry budget) around
  * `AdaptiveThrottle` around `ConcurrencyLimiter`, as one combinator whose success
  * path costs about as much as one of them.
  *
  * `stack.run(effect)` behaves exactly as the composition
  *
  * ```ts
- * Retry.policy(retry)(throttle.run(key, limiter.run(key, effect)))
+ * Retry.unsafeMake(retry).apply(throttle.withThrottle(limiter.withLimiter(effect, key), key))
  * ```
  *
  * built from the same service instances (same attempts, same outcomes, same
@@ -40,7 +40,7 @@ import * as internal from "./internal/clientStack.js"
 export type AttemptError<E> = E | Errors.Throttled | Errors.Overloaded
 
 /**
- * The stack's error type: that of `Retry.policy` over an attempt, so retryable
+ * The stack's error type: that of `Retry.withRetry` over an attempt, so retryable
  * errors (`Overloaded` among them) come out as `DontRetry`.
  *
  * @example

@@ -217,7 +217,7 @@ export const make: (
 
 /**
  * Builds a client with its own private budget, throttle and limiter, made from
- * `options` (as `make` did before 0.2.0).
+ * `options`.
  *
  * @example
  * ```ts
@@ -266,7 +266,7 @@ export const layer: (
 
 /**
  * The client as a Layer on the platform `HttpClient` alone, with its own private
- * budget, throttle and limiter built from `options` (as `layer` did before 0.2.0).
+ * budget, throttle and limiter built from `options`.
  * Two such clients share nothing.
  *
  * @example

@@ -200,11 +200,6 @@ describe("ClientStack", () => {
             Effect.sync(() => combinatorRuns++),
             built.throttle.withThrottle(effect, key)
           ),
-        run: (key, effect) =>
-          Effect.zipRight(
-            Effect.sync(() => combinatorRuns++),
-            built.throttle.run(key, effect)
-          ),
         gate: (key) => counted(built.throttle.gate(key), "throttle")
       }
       const limiters: ConcurrencyLimiter.Service = {
@@ -217,11 +212,6 @@ describe("ClientStack", () => {
           Effect.zipRight(
             Effect.sync(() => combinatorRuns++),
             built.limiters.withLimiter(effect, key)
-          ),
-        run: (key, effect) =>
-          Effect.zipRight(
-            Effect.sync(() => combinatorRuns++),
-            built.limiters.run(key, effect)
           ),
         gate: (key) => counted(built.limiters.gate(key), "limiter")
       }
@@ -273,7 +263,10 @@ describe("ClientStack", () => {
         Effect.flatMap(Retry.attempt, (n) => Effect.sync(() => seen.push(n))),
         backend
       )
-      const outer = Retry.policy({ maxAttempts: 2, isRetryable: (e: unknown) => e instanceof BackendError })
+      const outer = Retry.unsafeMake({
+        maxAttempts: 2,
+        isRetryable: (e: unknown) => e instanceof BackendError
+      }).apply
       // The outer policy's second try runs with currentAttempt = 1; the stack's own tries start again at 0.
       const result = yield* Effect.flatten(
         virtual(outer(Effect.locally(built.stack.run(observed), Retry.currentAttempt, 1)))
@@ -491,8 +484,8 @@ describe("ClientStack", () => {
       expectTypeOf(stack.run(call)).toEqualTypeOf<Expected>()
       expectTypeOf(call.pipe(ClientStack.run(stack))).toEqualTypeOf<Expected>()
       expectTypeOf(stack.composed(call)).toEqualTypeOf<Expected>()
-      const composed = Retry.policy({ maxAttempts: 3 })(
-        built.throttle.run(KEY, built.limiters.run(KEY, call))
+      const composed = Retry.unsafeMake({ maxAttempts: 3 }).apply(
+        built.throttle.withThrottle(built.limiters.withLimiter(call, KEY), KEY)
       )
       expectTypeOf(stack.run(call)).toEqualTypeOf(composed)
       expectTypeOf(ClientStack.fromContext({ key: KEY, retry: { budget: "a" } })).toEqualTypeOf<

@@ -1,5 +1,5 @@
 // SluiceHttpClient.layer / make use the app's RetryBudget, AdaptiveThrottle and
-// ConcurrencyLimiter from context (issue #14, item 4); layerDefault / makeDefault
+// ConcurrencyLimiter from context, so an app shares them; layerDefault / makeDefault
 // build private ones.
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
@@ -69,7 +69,7 @@ describe("SluiceHttpClient policies from context", () => {
       const held = yield* Effect.fork(client.get(`${base}/hold`))
       yield* waitUntil(() => limiters.unsafeGet(host).inFlight === 1)
       // ...and the app's own work on that host waits for the same permits
-      const own = yield* Effect.exit(limiters.run(host, Effect.void))
+      const own = yield* Effect.exit(limiters.withLimiter(Effect.void, host))
       expect(failure(own)._tag).toBe("Overloaded")
       yield* Deferred.succeed(release, undefined)
       const response = yield* Fiber.join(held)

@@ -1,5 +1,5 @@
 /**
- * Every function on the public http service values works when passed unbound (API 0.2):
+ * Every function on the public http service values works when passed unbound:
  * `call.pipe(stack.run)`, `Effect.forEach(keys, hub.latest)`.
  */
 import { AdaptiveThrottle, ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"

@@ -121,7 +121,7 @@ export const attempt: Effect.Effect<number> = internal.attempt
  * - `name`: tags metrics (`policy`) and spans.
  *
  * Bad values are an `InvalidOptions` naming the field: a typed failure of
- * {@link withRetry} and {@link make} (the deprecated {@link policy} throws it).
+ * {@link withRetry} and {@link make} ({@link unsafeMake} throws it).
  *
  * @since 0.1.0
  * @category models
@@ -199,25 +199,6 @@ export const withRetry: {
     options?: O
   ): Effect.Effect<A, PolicyError<E> | Options.InvalidOptions, R | PolicyContext<O>>
 } = internal.withRetry
-
-/**
- * {@link withRetry} whose options are trusted: invalid options throw `InvalidOptions`
- * when the policy is built, so the error type has no `InvalidOptions`. Prefer
- * {@link make} (validated once, as an Effect) and `Policy.apply`.
- *
- * @deprecated since 0.2.0: use {@link withRetry}, or {@link make} and `Policy.apply`.
- * @since 0.1.0
- * @category combinators
- */
-export const policy: {
-  <const O extends PolicyOptions = {}>(
-    options?: O
-  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, PolicyError<E>, R | PolicyContext<O>>
-  <A, E, R, const O extends PolicyOptions = {}>(
-    self: Effect.Effect<A, E, R>,
-    options?: O
-  ): Effect.Effect<A, PolicyError<E>, R | PolicyContext<O>>
-} = internal.policy
 
 /**
  * A retry event, beside the {@link metrics}: `RetryScheduled` when a policy schedules
@@ -392,7 +373,7 @@ export const make: (options?: MakeOptions) => Effect.Effect<Policy, Options.Inva
 
 /**
  * Builds a {@link Policy} synchronously; **throws** `InvalidOptions` naming the field
- * on bad options (this was `Retry.make` before 0.2.0).
+ * on bad options.
  *
  * @since 0.2.0
  * @category constructors

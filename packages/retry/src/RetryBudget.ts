@@ -7,7 +7,7 @@
  * The budget lives in a service built by a Layer and is keyed per client: every
  * policy that names the same key shares one budget. A retry counts against the
  * budget from the moment it is scheduled, so retries waiting in backoff already
- * use it up. A denied retry becomes `DontRetry { reason: "budget" }` in `Retry.policy`.
+ * use it up. A denied retry becomes `DontRetry { reason: "budget" }` in `Retry.withRetry`.
  *
  * Admission rule, at the moment a retry is scheduled:
  * `retriesInWindow + 1 ≤ ⌊ratio × requestsInWindow + minRetriesPerSecond × windowSeconds⌋`,
@@ -35,13 +35,6 @@ import * as internal from "./internal/retryBudget.js"
  * slice the window (default 10), `minRetriesPerSecond` (default 1), `maxKeys`
  * (default 10 000).
  *
- * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link RetryBudgetOptions} object.
- */
-export const RetryBudgetOptions = internal.RetryBudgetOptions
-
-/**
  * @since 0.1.0
  * @category models
  */
@@ -159,7 +152,7 @@ export const unsafeMake: (options?: RetryBudgetOptions) => Service = internal.un
  * declare const call: Effect.Effect<string, Error>
  * const program = Effect.gen(function* () {
  *   const budget = yield* RetryBudget.forKey("backend-a")
- *   return yield* call.pipe(Retry.policy({ maxAttempts: 3, budget }))
+ *   return yield* call.pipe(Retry.withRetry({ maxAttempts: 3, budget }))
  * }).pipe(Effect.provide(RetryBudget.layer({ ratio: 0.1, window: "10 seconds", minRetriesPerSecond: 1 })))
  * ```
  * @since 0.1.0
@@ -189,7 +182,7 @@ export const layerConfig: (
 
 /**
  * The budget of `key` from the service in context. Look it up once (e.g. when a
- * client is built) and pass the handle to `Retry.policy({ budget })`.
+ * client is built) and pass the handle to `Retry.withRetry({ budget })`.
  *
  * @since 0.1.0
  * @category utils

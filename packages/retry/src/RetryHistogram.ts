@@ -29,13 +29,6 @@ import * as internal from "./internal/retryHistogram.js"
  * `name` tags its metrics (`histogram`).
  *
  * @since 0.1.0
- * @category schemas
- * @deprecated since 0.2.0: option Schemas become internal; pass a plain {@link RetryHistogramOptions} object.
- */
-export const RetryHistogramOptions = internal.RetryHistogramOptions
-
-/**
- * @since 0.1.0
  * @category models
  */
 export interface RetryHistogramOptions {
@@ -123,13 +116,6 @@ export interface Service {
   /** Should the server answer "don't retry" now? Updates the share gauge. */
   readonly shouldRejectRetries: Effect.Effect<boolean>
 }
-
-/**
- * @deprecated since 0.2.0: use {@link Service}.
- * @since 0.1.0
- * @category models
- */
-export type Histogram = Service
 
 /**
  * The service tag of a server's retry histogram.

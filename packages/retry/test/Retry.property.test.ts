@@ -32,7 +32,7 @@ const model = (outcomes: ReadonlyArray<Outcome>, maxAttempts: number) => {
   }
 }
 
-describe("Retry.policy model", () => {
+describe("Retry.withRetry model", () => {
   it("matches a pure model on random outcome sequences", async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -56,7 +56,7 @@ describe("Retry.policy model", () => {
               return yield* Effect.fail(errorOf(outcome))
             })
             const fiber = yield* Effect.fork(
-              effect.pipe(Retry.policy({ maxAttempts, maxRetryAfter: "30 seconds" }))
+              effect.pipe(Retry.withRetry({ maxAttempts, maxRetryAfter: "30 seconds" }))
             )
             yield* TestClock.adjust("10 minutes")
             const exit = yield* Fiber.await(fiber)

@@ -33,14 +33,14 @@ const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
   throw new Error(`expected a failure, got ${String(exit)}`)
 }
 
-describe("Retry.policy", () => {
+describe("Retry.withRetry", () => {
   it.effect("runs a successful effect once, at attempt 0", () =>
     Effect.gen(function* () {
       const calls = yield* Ref.make(0)
       const result = yield* Effect.zipRight(
         Ref.update(calls, (n) => n + 1),
         Retry.attempt
-      ).pipe(Retry.policy())
+      ).pipe(Retry.withRetry())
       expect(result).toBe(0)
       expect(yield* Ref.get(calls)).toBe(1)
     })
@@ -50,7 +50,7 @@ describe("Retry.policy", () => {
     Effect.gen(function* () {
       const error = overloaded()
       const { calls, effect } = yield* failingWith(error)
-      const exit = yield* runWithClock(Retry.policy(effect, { maxAttempts: 3 }))
+      const exit = yield* runWithClock(Retry.withRetry(effect, { maxAttempts: 3 }))
       expect(yield* Ref.get(calls)).toBe(3)
       const failure = failureOf(exit)
       expect(failure).toBeInstanceOf(Errors.DontRetry)
@@ -66,7 +66,7 @@ describe("Retry.policy", () => {
         Effect.tap((n) => Ref.update(seen, (xs) => [...xs, n])),
         Effect.flatMap((n) => (n < 2 ? Effect.fail(overloaded()) : Effect.succeed(`ok at ${n}`)))
       )
-      const exit = yield* runWithClock(effect.pipe(Retry.policy({ maxAttempts: 5 })))
+      const exit = yield* runWithClock(effect.pipe(Retry.withRetry({ maxAttempts: 5 })))
       expect(exit).toStrictEqual(Exit.succeed("ok at 2"))
       expect(yield* Ref.get(seen)).toEqual([0, 1, 2])
       expect(yield* Retry.attempt).toBe(0) // restored outside
@@ -79,7 +79,7 @@ describe("Retry.policy", () => {
       const outerCalls = yield* Ref.make(0)
       const inner = Retry.attempt.pipe(
         Effect.tap((n) => Ref.update(seen, (xs) => [...xs, `inner ${n}`])),
-        Retry.policy({ maxAttempts: 1 })
+        Retry.unsafeMake({ maxAttempts: 1 }).apply
       )
       const outer = Effect.zipRight(
         Effect.flatMap(Retry.attempt, (n) => Ref.update(seen, (xs) => [...xs, `outer ${n}`])),
@@ -88,7 +88,7 @@ describe("Retry.policy", () => {
           (n): Effect.Effect<number, Errors.Overloaded | Errors.DontRetry> =>
             n === 1 ? Effect.fail(overloaded()) : inner
         )
-      ).pipe(Retry.policy({ maxAttempts: 2 }))
+      ).pipe(Retry.withRetry({ maxAttempts: 2 }))
       expect(yield* runWithClock(outer)).toStrictEqual(Exit.succeed(0))
       expect(yield* Ref.get(seen)).toEqual(["outer 0", "outer 1", "inner 0"])
     })
@@ -103,7 +103,7 @@ describe("Retry.policy", () => {
         (n) =>
           n === 1 ? Effect.fail<Errors.Overloaded | Errors.Throttled>(overloaded()) : Effect.fail(throttled)
       )
-      const exit = yield* runWithClock(effect.pipe(Retry.policy()))
+      const exit = yield* runWithClock(effect.pipe(Retry.withRetry()))
       expect(yield* Ref.get(calls)).toBe(2)
       expect(failureOf(exit)).toBe(throttled)
     })
@@ -112,7 +112,7 @@ describe("Retry.policy", () => {
   it.effect("three layers of policies hit the bottom exactly 3 times, not 27", () =>
     Effect.gen(function* () {
       const { calls, effect: bottom } = yield* failingWith(overloaded())
-      const layer = Retry.policy({ maxAttempts: 3 })
+      const layer = Retry.unsafeMake({ maxAttempts: 3 }).apply
       // Count how often each layer's policy is entered, to report the attempts per layer.
       const entered = yield* Ref.make({ layer1: 0, layer2: 0, layer3: 0 })
       const count = (key: "layer1" | "layer2" | "layer3") =>
@@ -143,7 +143,7 @@ describe("Retry.policy", () => {
         new Errors.CircuitOpen({ name: "c", halfOpenAt: 0, retryAfter: Duration.seconds(1) })
       ]) {
         const { calls, effect } = yield* failingWith(error)
-        const exit = yield* runWithClock(effect.pipe(Retry.policy({ isRetryable: () => true })))
+        const exit = yield* runWithClock(effect.pipe(Retry.withRetry({ isRetryable: () => true })))
         expect(yield* Ref.get(calls)).toBe(1)
         expect(failureOf(exit)).toBe(error)
       }
@@ -166,7 +166,11 @@ describe("Retry.policy", () => {
       )
       const exit = yield* runWithClock(
         timed.pipe(
-          Retry.policy({ maxAttempts: 3, schedule: Schedule.spaced("10 millis"), maxRetryAfter: "5 seconds" })
+          Retry.withRetry({
+            maxAttempts: 3,
+            schedule: Schedule.spaced("10 millis"),
+            maxRetryAfter: "5 seconds"
+          })
         )
       )
       expect(yield* Ref.get(quick.calls)).toBe(3)
@@ -182,7 +186,7 @@ describe("Retry.policy", () => {
         retryAfter: Duration.hours(1)
       })
       const slow = yield* failingWith(late)
-      const lateExit = yield* runWithClock(slow.effect.pipe(Retry.policy({ maxRetryAfter: "5 seconds" })))
+      const lateExit = yield* runWithClock(slow.effect.pipe(Retry.withRetry({ maxRetryAfter: "5 seconds" })))
       expect(yield* Ref.get(slow.calls)).toBe(1)
       expect(failureOf(lateExit)).toMatchObject({ _tag: "DontRetry", reason: "not-retryable", attempts: 1 })
     })
@@ -193,7 +197,11 @@ describe("Retry.policy", () => {
       const { calls, effect } = yield* failingWith(overloaded(Duration.days(365 * 10)))
       const fiber = yield* Effect.fork(
         effect.pipe(
-          Retry.policy({ maxAttempts: 2, schedule: Schedule.spaced("1 milli"), maxRetryAfter: "20 seconds" })
+          Retry.withRetry({
+            maxAttempts: 2,
+            schedule: Schedule.spaced("1 milli"),
+            maxRetryAfter: "20 seconds"
+          })
         )
       )
       yield* TestClock.adjust("19999 millis")
@@ -208,7 +216,7 @@ describe("Retry.policy", () => {
     Effect.gen(function* () {
       const { calls, effect } = yield* failingWith(overloaded())
       const fiber = yield* Effect.fork(
-        effect.pipe(Retry.policy({ maxAttempts: 4, schedule: Backoff.exponential({ base: "1 second" }) }))
+        effect.pipe(Retry.withRetry({ maxAttempts: 4, schedule: Backoff.exponential({ base: "1 second" }) }))
       )
       yield* TestClock.adjust("999 millis")
       expect(yield* Ref.get(calls)).toBe(1)
@@ -231,7 +239,7 @@ describe("Retry.policy", () => {
       })
       const { calls, effect } = yield* failingWith(overloaded())
       const exit = yield* effect.pipe(
-        Retry.policy({ maxAttempts: 50, schedule: Schedule.forever }),
+        Retry.withRetry({ maxAttempts: 50, schedule: Schedule.forever }),
         Effect.exit,
         Effect.withClock(counting)
       )
@@ -245,7 +253,7 @@ describe("Retry.policy", () => {
     Effect.gen(function* () {
       const { calls, effect } = yield* failingWith(overloaded())
       const exit = yield* runWithClock(
-        effect.pipe(Retry.policy({ maxAttempts: 10, schedule: Schedule.recurs(1) }))
+        effect.pipe(Retry.withRetry({ maxAttempts: 10, schedule: Schedule.recurs(1) }))
       )
       expect(yield* Ref.get(calls)).toBe(2)
       expect(failureOf(exit)).toMatchObject({ reason: "attempts", attempts: 2 })
@@ -255,7 +263,7 @@ describe("Retry.policy", () => {
   it.effect("passes other errors through untouched and never retries defects", () =>
     Effect.gen(function* () {
       const { calls, effect } = yield* failingWith("plain" as const)
-      const exit = yield* runWithClock(effect.pipe(Retry.policy()))
+      const exit = yield* runWithClock(effect.pipe(Retry.withRetry()))
       expect(yield* Ref.get(calls)).toBe(1)
       expect(failureOf(exit)).toBe("plain")
 
@@ -264,7 +272,7 @@ describe("Retry.policy", () => {
         Effect.zipRight(
           Ref.update(dies, (n) => n + 1),
           Effect.die("bug")
-        ).pipe(Retry.policy())
+        ).pipe(Retry.withRetry())
       )
       expect(yield* Ref.get(dies)).toBe(1)
       expect(Exit.isFailure(defect) && Cause.isDie(defect.cause)).toBe(true)
@@ -280,7 +288,8 @@ describe("Retry.policy", () => {
         }
         const transport = yield* failingWith(new Transport("socket hang up"))
         const custom = transport.effect.pipe(
-          Retry.policy({ isRetryable: (e: unknown) => Errors.isRetryable(e) || e instanceof Transport })
+          Retry.unsafeMake({ isRetryable: (e: unknown) => Errors.isRetryable(e) || e instanceof Transport })
+            .apply
         )
         expectTypeOf(custom).toEqualTypeOf<Effect.Effect<never, Transport | Errors.DontRetry>>()
         const exit = yield* runWithClock(custom)
@@ -288,14 +297,14 @@ describe("Retry.policy", () => {
         expect(failureOf(exit)).toMatchObject({ _tag: "DontRetry", reason: "attempts" })
 
         const marked = yield* failingWith(Errors.markRetryable(new Transport("reset")))
-        const markedPolicy = marked.effect.pipe(Retry.policy())
+        const markedPolicy = marked.effect.pipe(Retry.unsafeMake().apply)
         expectTypeOf(markedPolicy).toEqualTypeOf<Effect.Effect<never, Errors.DontRetry>>()
         yield* runWithClock(markedPolicy)
         expect(yield* Ref.get(marked.calls)).toBe(3)
 
         const refused = yield* failingWith(overloaded())
         const refusedExit = yield* runWithClock(
-          refused.effect.pipe(Retry.policy({ isRetryable: () => false }))
+          refused.effect.pipe(Retry.withRetry({ isRetryable: () => false }))
         )
         expect(yield* Ref.get(refused.calls)).toBe(1)
         expect(failureOf(refusedExit)).toMatchObject({ _tag: "DontRetry", reason: "not-retryable" })
@@ -342,31 +351,30 @@ describe("Retry.policy", () => {
         Ref.update(calls, (n) => n + 1),
         Effect.never
       ).pipe(Effect.timeout("1 second"))
-      const policy = slow.pipe(Retry.policy({ schedule: Schedule.spaced("1 milli") }))
-      expectTypeOf(policy).toEqualTypeOf<Effect.Effect<never, Errors.DontRetry>>()
+      const policy = slow.pipe(Retry.withRetry({ schedule: Schedule.spaced("1 milli") }))
+      expectTypeOf(policy).toEqualTypeOf<Effect.Effect<never, Errors.DontRetry | Options.InvalidOptions>>()
       const exit = yield* runWithClock(policy)
       expect(yield* Ref.get(calls)).toBe(3)
       expect(failureOf(exit)).toMatchObject({ reason: "attempts" })
     })
   )
 
-  it("rejects bad options naming the field", () => {
-    const effect = Effect.succeed(1)
-    expect(() => Retry.policy({ maxAttempts: 0 })).toThrow(/maxAttempts/)
-    expect(() => Retry.policy({ maxAttempts: 1.5 })).toThrow(/maxAttempts/)
-    expect(() => Retry.policy(effect, { maxAttempts: -1 })).toThrow(Options.InvalidOptions)
-    expect(() => Retry.policy({ maxRetryAfter: Number.NaN })).toThrow(/maxRetryAfter/)
-    expect(() => Retry.policy({ schedule: "fast" as any })).toThrow(/schedule/)
-    expect(() => Retry.policy({ budget: "" })).toThrow(/budget/)
-    expect(() => Retry.policy({ isRetryable: true as any })).toThrow(/isRetryable/)
+  it("unsafeMake rejects bad options naming the field", () => {
+    expect(() => Retry.unsafeMake({ maxAttempts: 0 })).toThrow(/maxAttempts/)
+    expect(() => Retry.unsafeMake({ maxAttempts: 1.5 })).toThrow(/maxAttempts/)
+    expect(() => Retry.unsafeMake({ maxAttempts: -1 })).toThrow(Options.InvalidOptions)
+    expect(() => Retry.unsafeMake({ maxRetryAfter: Number.NaN })).toThrow(/maxRetryAfter/)
+    expect(() => Retry.unsafeMake({ schedule: "fast" as any })).toThrow(/schedule/)
+    expect(() => Retry.unsafeMake({ budget: "" as any })).toThrow(/budget/)
+    expect(() => Retry.unsafeMake({ isRetryable: true as any })).toThrow(/isRetryable/)
   })
 
   it.effect("counts attempts, retries and give-ups by reason in metrics", () =>
     Effect.gen(function* () {
       const name = "metrics-test"
       const { effect } = yield* failingWith(overloaded())
-      yield* runWithClock(effect.pipe(Retry.policy({ maxAttempts: 3, name })))
-      yield* runWithClock(Effect.succeed(1).pipe(Retry.policy({ name })))
+      yield* runWithClock(effect.pipe(Retry.withRetry({ maxAttempts: 3, name })))
+      yield* runWithClock(Effect.succeed(1).pipe(Retry.withRetry({ name })))
       const attempts = yield* Metric.value(Retry.metrics.attempts.pipe(Metric.tagged("policy", name)))
       const retries = yield* Metric.value(Retry.metrics.retries.pipe(Metric.tagged("policy", name)))
       const giveUps = yield* Metric.value(
@@ -379,17 +387,20 @@ describe("Retry.policy", () => {
   )
 })
 
-describe("Retry.policy types", () => {
+describe("Retry.withRetry types", () => {
   it("removes the retryable errors and adds DontRetry", () => {
     type Call = Effect.Effect<
       string,
       Errors.Overloaded | Errors.QuotaExceeded | Errors.Throttled | Errors.CircuitOpen
     >
     const call = Effect.fail(overloaded()) as unknown as Call
-    expectTypeOf(call.pipe(Retry.policy())).toEqualTypeOf<
-      Effect.Effect<string, Errors.Throttled | Errors.CircuitOpen | Errors.DontRetry>
+    expectTypeOf(call.pipe(Retry.withRetry())).toEqualTypeOf<
+      Effect.Effect<string, Errors.Throttled | Errors.CircuitOpen | Errors.DontRetry | Options.InvalidOptions>
     >()
-    expectTypeOf(Retry.policy(call, { maxAttempts: 2 })).toEqualTypeOf<
+    expectTypeOf(Retry.withRetry(call, { maxAttempts: 2 })).toEqualTypeOf<
+      Effect.Effect<string, Errors.Throttled | Errors.CircuitOpen | Errors.DontRetry | Options.InvalidOptions>
+    >()
+    expectTypeOf(Retry.unsafeMake({ maxAttempts: 2 }).apply(call)).toEqualTypeOf<
       Effect.Effect<string, Errors.Throttled | Errors.CircuitOpen | Errors.DontRetry>
     >()
     // A layer above cannot retry what is left: nothing retryable remains.
@@ -401,16 +412,18 @@ describe("Retry.policy types", () => {
   it("requires RetryBudget in context only when the budget is named by key", () => {
     const call = Effect.succeed(1)
     const budget = RetryBudget.unsafeMake().forKey("a")
-    expectTypeOf(call.pipe(Retry.policy({ budget }))).toEqualTypeOf<Effect.Effect<number, Errors.DontRetry>>()
-    expectTypeOf(call.pipe(Retry.policy({ budget: "a" }))).toEqualTypeOf<
-      Effect.Effect<number, Errors.DontRetry, RetryBudget.RetryBudget>
+    expectTypeOf(call.pipe(Retry.withRetry({ budget }))).toEqualTypeOf<
+      Effect.Effect<number, Errors.DontRetry | Options.InvalidOptions>
+    >()
+    expectTypeOf(call.pipe(Retry.withRetry({ budget: "a" }))).toEqualTypeOf<
+      Effect.Effect<number, Errors.DontRetry | Options.InvalidOptions, RetryBudget.RetryBudget>
     >()
   })
 })
 
 const TestClockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
 
-describe("Retry.withRetry (API 0.2)", () => {
+describe("Retry.withRetry, data-first and data-last", () => {
   it.effect("is data-first and data-last; invalid options are a typed failure, never a throw", () =>
     Effect.gen(function* () {
       expect(yield* Retry.withRetry(Effect.succeed(1), { maxAttempts: 2 })).toBe(1)
@@ -436,7 +449,7 @@ describe("Retry.withRetry (API 0.2)", () => {
   )
 })
 
-describe("Retry events (API 0.2 §8)", () => {
+describe("Retry events", () => {
   it.scoped("publishes RetryScheduled and GaveUp to RetryEvents in context", () =>
     Effect.gen(function* () {
       const collected = yield* Retry.events.pipe(Stream.take(3), Stream.runCollect, Effect.fork)

@@ -34,7 +34,7 @@ describe("RetryBudget", () => {
           Ref.updateAndGet(calls, (n) => n + 1),
           (n) => (n % 2 === 1 ? Effect.fail(new Errors.Overloaded({ reason: "busy" })) : Effect.succeed(n))
         )
-        const withRetries = Retry.policy({ maxAttempts: 3, budget, name: "budget-1000" })
+        const withRetries = Retry.unsafeMake({ maxAttempts: 3, budget, name: "budget-1000" }).apply
         const fiber = yield* Effect.fork(
           Effect.forEach(Array.from({ length: 1000 }), () => Effect.exit(withRetries(backend)), {
             concurrency: "unbounded"
@@ -73,7 +73,7 @@ describe("RetryBudget", () => {
           Ref.updateAndGet(calls, (n) => n + 1),
           (n) => (n % 2 === 0 ? Effect.fail(new Errors.Overloaded({ reason: "busy" })) : Effect.succeed(n))
         )
-        const withRetries = Retry.policy({ budget }) // 3 attempts, default jittered backoff
+        const withRetries = Retry.unsafeMake({ budget }).apply // 3 attempts, default jittered backoff
         const fibers: Array<Fiber.RuntimeFiber<Exit.Exit<number, Errors.DontRetry>>> = []
         for (let batch = 0; batch < 100; batch++) {
           for (let i = 0; i < 10; i++) fibers.push(yield* Effect.fork(Effect.exit(withRetries(backend))))
@@ -103,7 +103,11 @@ describe("RetryBudget", () => {
         Ref.update(calls, (n) => n + 1),
         Effect.fail(new Errors.Overloaded({ reason: "busy" }))
       )
-      const policy = Retry.policy({ maxAttempts: 2, budget, schedule: Schedule.spaced("5 seconds") })
+      const policy = Retry.unsafeMake({
+        maxAttempts: 2,
+        budget,
+        schedule: Schedule.spaced("5 seconds")
+      }).apply
       const fiber = yield* Effect.fork(
         Effect.forEach(Array.from({ length: 8 }), () => Effect.exit(policy(backend)), {
           concurrency: "unbounded"
@@ -161,10 +165,12 @@ describe("RetryBudget", () => {
         Ref.update(calls, (n) => n + 1),
         Effect.fail(new Errors.Overloaded({ reason: "busy" }))
       )
-      const a = Retry.policy({ maxAttempts: 5, budget: "shared", schedule: Schedule.spaced("1 milli") })
-      const b = Retry.policy({ maxAttempts: 5, budget: "shared", schedule: Schedule.spaced("1 milli") })
-      const other = Retry.policy({ maxAttempts: 5, budget: "other", schedule: Schedule.spaced("1 milli") })
-      const run = (effect: Effect.Effect<never, Errors.DontRetry, RetryBudget.RetryBudget>) =>
+      const a = Retry.withRetry({ maxAttempts: 5, budget: "shared", schedule: Schedule.spaced("1 milli") })
+      const b = Retry.withRetry({ maxAttempts: 5, budget: "shared", schedule: Schedule.spaced("1 milli") })
+      const other = Retry.withRetry({ maxAttempts: 5, budget: "other", schedule: Schedule.spaced("1 milli") })
+      const run = (
+        effect: Effect.Effect<never, Errors.DontRetry | Options.InvalidOptions, RetryBudget.RetryBudget>
+      ) =>
         Effect.gen(function* () {
           const fiber = yield* Effect.fork(effect)
           yield* TestClock.adjust("1 second")

@@ -86,7 +86,7 @@ describe("RetryHistogram", () => {
           attempt < 2 ? Effect.fail(new Error("503")) : Effect.void
         )
       )
-      const client = server.pipe(Retry.policy({ maxAttempts: 3, isRetryable: () => true }))
+      const client = server.pipe(Retry.withRetry({ maxAttempts: 3, isRetryable: () => true }))
       for (let i = 0; i < 4; i++) {
         yield* Effect.fork(client)
       }

@@ -3,7 +3,7 @@ import { Retry, RetryBudget, RetryHistogram } from "@sluice/retry"
 import { Effect } from "effect"
 import { callAllUnbound } from "../../core/test/unbound.js"
 
-describe("unbound service methods (API 0.2 §1)", () => {
+describe("unbound service methods", () => {
   it.effect("RetryBudget service and budgets", () =>
     Effect.gen(function* () {
       const service = yield* RetryBudget.make()

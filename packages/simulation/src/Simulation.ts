@@ -11,7 +11,7 @@
  *
  * On top of the engine, {@link runScenario} drives an open-loop {@link Scenario}:
  * operations arrive at a fixed rate, each runs through a client (a strategy such as
- * `Retry.policy` over a `ConcurrencyLimiter`) that calls a {@link SlotServer} the
+ * `Retry.withRetry` over a `ConcurrencyLimiter`) that calls a {@link SlotServer} the
  * way a real client calls a backend: an Effect that fails with `Errors.Overloaded`
  * when rejected. The report has attempts, failed attempts, efficiency, completion
  * time, the computed optimal completion time and Jain's fairness index.

@@ -29,7 +29,7 @@ import type * as Simulation from "./Simulation.js"
  *   description: "one immediate retry",
  *   make: () =>
  *     Effect.sync(() => {
- *       const retry = Retry.policy({ maxAttempts: 2, schedule: Schedule.forever })
+ *       const retry = Retry.unsafeMake({ maxAttempts: 2, schedule: Schedule.forever }).apply
  *       return { run: (attempt) => retry(attempt) }
  *     })
  * }
@@ -68,7 +68,7 @@ export type PacerPlacement = "inside" | "outside"
  * const reno: Strategy.Strategy = {
  *   name: "reno-0.7",
  *   description: "Reno with factor 0.7, paced",
- *   make: Strategy.limited(() => CongestionWindow.factory({ variant: "reno", factor: 0.7 }), {})
+ *   make: Strategy.limited(() => CongestionWindow.factory({ variant: "reno", backoffRatio: 0.7 }), {})
  * }
  * ```
  * @since 0.1.0

@@ -266,7 +266,6 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
 
   return {
     withThrottle: (self, key) => run(key, self),
-    run,
     probability: (key, criticality) =>
       Effect.map(Clock.currentTimeMillis, (now) => unsafeProbability(key, criticality, now)),
     unsafeProbability,

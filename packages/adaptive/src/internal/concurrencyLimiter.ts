@@ -176,7 +176,6 @@ class LimiterImpl implements CL.Limiter {
   private reportedLimit: number
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
   readonly events: Stream.Stream<CL.Event>
-  readonly run: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   private readonly guarded: <A, E, R>(
     self: Effect.Effect<A, E, R>
@@ -223,7 +222,6 @@ class LimiterImpl implements CL.Limiter {
     }
     this.guarded = Admission.guard([this.gate])
     // A closure, not a method: safe unbound, and no wrapper on the per-call path.
-    this.run = this.guarded
     this.withLimiter = this.guarded
   }
 
@@ -478,7 +476,7 @@ export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter,
   Effect.flatMap(decodeLimiter(options), (config) => tryConstruct(() => makeLimiter(config)))
 
 class ServiceImpl implements CL.Service {
-  protected readonly bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "run", "withLimiter"])
+  protected readonly bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "withLimiter"])
   // Per key: the limiter (least recently used evicted, idle ones first: work still running
   // keeps its own limiter), its gate and its guard.
   private readonly limiters: BoundedMap.BoundedMap<string, LimiterImpl>
@@ -532,9 +530,6 @@ class ServiceImpl implements CL.Service {
     self: Effect.Effect<A, E, R>,
     key = "default"
   ): Effect.Effect<A, E | Errors.Overloaded, R> {
-    return this.run(key, self)
-  }
-  run<A, E, R>(key: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     let guarded = this.guards.get(key)
     if (guarded === undefined) {
       // The key's gate finds its limiter per call, so eviction of the limiter is safe.

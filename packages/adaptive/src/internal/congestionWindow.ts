@@ -10,22 +10,9 @@ import { bindMethods } from "./bind.js"
 export const CongestionWindowOptions = Schema.Struct({
   ...boundsFields,
   ssthresh: Schema.optionalWith(Options.PositiveNumber, { default: () => 1024 }),
-  backoffRatio: Schema.optional(OpenRatio),
-  /** Deprecated name of `backoffRatio`. */
-  factor: Schema.optional(OpenRatio),
+  backoffRatio: Schema.optionalWith(OpenRatio, { default: () => 0.5 }),
   variant: Schema.optionalWith(Schema.Literal("tahoe", "reno"), { default: () => "reno" as const })
-}).pipe(
-  Schema.filter((o) => {
-    const issues = Limit.boundsIssues(o)
-    if (o.backoffRatio !== undefined && o.factor !== undefined && o.backoffRatio !== o.factor) {
-      issues.push({
-        path: ["factor"],
-        message: `factor (${o.factor}) is the deprecated name of backoffRatio (${o.backoffRatio}): give one`
-      })
-    }
-    return issues
-  })
-)
+}).pipe(Schema.filter((o) => Limit.boundsIssues(o)))
 
 class CongestionWindowImpl extends Kernel.CongestionWindow implements CW.CongestionWindow {
   protected readonly bound = bindMethods(this, ["onSample"])
@@ -38,12 +25,7 @@ const congestionWindow = algorithm<
   CW.CongestionWindowOptions,
   typeof CongestionWindowOptions.Type,
   CW.CongestionWindow
->(
-  "CongestionWindow",
-  CongestionWindowOptions,
-  ({ factor, ...config }) =>
-    new CongestionWindowImpl({ ...config, backoffRatio: config.backoffRatio ?? factor ?? 0.5 })
-)
+>("CongestionWindow", CongestionWindowOptions, (config) => new CongestionWindowImpl(config))
 
 /** @internal */
 export const unsafeMake = congestionWindow.unsafeMake

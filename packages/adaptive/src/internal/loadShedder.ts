@@ -182,7 +182,7 @@ export const make = (
         shedder.leave(criticality, clock.unsafeCurrentTimeMillis())
       }
     }
-    const run: LS.Service["run"] = Admission.guard([gate])
+    const run: LS.Service["withShedder"] = Admission.guard([gate])
 
     if (decoded.eventLoop !== undefined) {
       const source = decoded.eventLoop.source ?? (yield* nodeEventLoopUtilization)
@@ -204,7 +204,6 @@ export const make = (
 
     return {
       withShedder: run,
-      run,
       gate,
       utilization: Effect.map(Clock.currentTimeMillis, unsafeUtilization),
       unsafeUtilization,

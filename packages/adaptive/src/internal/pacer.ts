@@ -92,7 +92,6 @@ class PacerImpl implements P.Pacer {
     "unsafeObserve",
     "unsafeRelease",
     "unsafeReserve",
-    "run",
     "withPacer",
     "pipe"
   ])
@@ -163,10 +162,6 @@ class PacerImpl implements P.Pacer {
   }
 
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
-    return this.run(self)
-  }
-
-  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
       const delay = this.unsafeReserve(now)
@@ -227,7 +222,7 @@ class Waiter {
  * heads leave; this binding holds the waiters and the timer fiber.
  */
 class ScheduledPacerImpl implements P.Pacer {
-  protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "run", "withPacer", "pipe"])
+  protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "withPacer", "pipe"])
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   readonly options: Config
@@ -330,10 +325,6 @@ class ScheduledPacerImpl implements P.Pacer {
   }
 
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
-    return this.run(self)
-  }
-
-  run<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
       this.tick(now)

@@ -3,7 +3,6 @@ import * as Kernel from "@sluice/kernel/sample/ProportionalSampler"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import { dual } from "effect/Function"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
@@ -77,7 +76,6 @@ class ProportionalSamplerImpl implements P.Service {
     "unsafeRatio",
     "unsafeStep",
     "setGoal",
-    "sampled",
     "withSampler",
     "pipe"
   ])
@@ -110,12 +108,6 @@ class ProportionalSamplerImpl implements P.Service {
     return Effect.clockWith((clock) => Effect.sync(() => this.unsafeSample(clock.unsafeCurrentTimeMillis())))
   }
   withSampler<A, E, R, B, E2, R2>(
-    self: Effect.Effect<A, E, R>,
-    onSkip: Effect.Effect<B, E2, R2>
-  ): Effect.Effect<A | B, E | E2, R | R2> {
-    return this.sampled(self, onSkip)
-  }
-  sampled<A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
     onSkip: Effect.Effect<B, E2, R2>
   ): Effect.Effect<A | B, E | E2, R | R2> {
@@ -215,13 +207,3 @@ export const make = (
   options: P.ProportionalSamplerOptions
 ): Effect.Effect<P.Service, Options.InvalidOptions, Scope.Scope | QpsSensor> =>
   Effect.flatMap(QpsSensor, (sensor) => makeWith(options, sensor))
-
-/** @internal */
-export const sampled = dual(
-  3,
-  <A, E, R, B, E2, R2>(
-    self: Effect.Effect<A, E, R>,
-    sampler: P.Service,
-    onSkip: Effect.Effect<B, E2, R2>
-  ): Effect.Effect<A | B, E | E2, R | R2> => sampler.sampled(self, onSkip)
-)

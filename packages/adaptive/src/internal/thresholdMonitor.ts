@@ -3,7 +3,6 @@ import * as Kernel from "@sluice/kernel/monitor/ThresholdMonitor"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import { dual } from "effect/Function"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import { pipeArguments } from "effect/Pipeable"
@@ -86,7 +85,6 @@ class ThresholdMonitorImpl implements T.Service {
     "record",
     "exceeded",
     "stats",
-    "track",
     "withMonitor",
     "setThresholds",
     "setInstances",
@@ -165,9 +163,6 @@ class ThresholdMonitorImpl implements T.Service {
     return Effect.map(Clock.currentTimeMillis, (now) => this.unsafeStats(operation, now))
   }
   withMonitor<A, E, R>(self: Effect.Effect<A, E, R>, operation: string): Effect.Effect<A, E, R> {
-    return this.track(operation, self)
-  }
-  track<A, E, R>(operation: string, self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
     return Effect.flatMap(Clock.currentTimeMillis, (start) =>
       Effect.tap(self, () =>
         Effect.map(Clock.currentTimeMillis, (end) => this.unsafeRecord(operation, end, end - start))
@@ -211,8 +206,3 @@ export const make = (options: T.ThresholdMonitorOptions): Effect.Effect<T.Servic
 /** @internal */
 export const unsafeMake = (options: T.ThresholdMonitorOptions): T.Service =>
   new ThresholdMonitorImpl(decodeSync(options))
-
-/** @internal */
-export const track = dual(3, <A, E, R>(self: Effect.Effect<A, E, R>, monitor: T.Service, operation: string) =>
-  monitor.track(operation, self)
-)

@@ -209,7 +209,7 @@ const build = (
       ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
       ...(budget !== undefined ? { budget } : {})
     }
-    const retrying = Retry.policy(policyOptions)
+    const retrying = Retry.unsafeMake(policyOptions).apply
     // With both the throttle and the limiter, a retried request runs through its host's
     // fused stack, as a `ClientStack` composes it (retry ∘ throttle ∘ limiter, same
     // service instances), with a first try that does its bookkeeping in one step. The
@@ -238,12 +238,12 @@ const build = (
       return host
     }
     // Requests that are not retried still count as requests in the budget's ratio.
-    const notRetrying = Retry.policy({
+    const notRetrying = Retry.unsafeMake({
       maxAttempts: 1,
       isRetryable: () => false,
       name: config.name,
       ...(budget !== undefined ? { budget } : {})
-    })
+    }).apply
 
     const publish = (key: string, throttled: boolean) => {
       if (throttled) signalsCounter.unsafeUpdate(1, [MetricLabel.make("host", key)])
@@ -327,7 +327,7 @@ const build = (
     ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> => {
       let guarded = exchange(request, key)
       if (limiters !== undefined) guarded = hostFor(limiters, key).limit(guarded)
-      if (throttle !== undefined) guarded = throttle.run(key, guarded)
+      if (throttle !== undefined) guarded = throttle.withThrottle(guarded, key)
       return guarded
     }
 

@@ -289,8 +289,8 @@ export const sample =
   (sampler?: ProportionalSampler.Service) =>
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | ProportionalSampler.ProportionalSampler> =>
     sampler !== undefined
-      ? sampler.sampled(app, noContent)
-      : Effect.flatMap(ProportionalSampler.ProportionalSampler, (s) => s.sampled(app, noContent))
+      ? sampler.withSampler(app, noContent)
+      : Effect.flatMap(ProportionalSampler.ProportionalSampler, (s) => s.withSampler(app, noContent))
 
 // ---- loadShed -------------------------------------------------------------------
 

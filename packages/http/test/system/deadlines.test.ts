@@ -1,6 +1,6 @@
 /**
  * System tests: the client's `timeout` bounds the whole call, permit wait and
- * error bodies included, and every limiter permit comes back (issue #13, item 4).
+ * error bodies included, and every limiter permit comes back.
  *
  * Real `NodeHttpServer` on 127.0.0.1 + `SluiceHttpClient` over undici. Invariants
  * are counts and orderings, never durations: each call is also raced against a

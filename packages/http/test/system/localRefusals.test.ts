@@ -1,6 +1,6 @@
 /**
  * System tests: refusals of the client's own policies and callers' cancellations
- * are never mistaken for backend overload (issue #13, item 4).
+ * are never mistaken for backend overload.
  *
  * Real `NodeHttpServer` on 127.0.0.1 + `SluiceHttpClient` over undici, composed as
  * the README composes it. Invariants are counts, never timings.

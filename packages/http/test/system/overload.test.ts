@@ -1,7 +1,7 @@
 /**
  * System tests: against a backend that really is overloaded, the client backs
  * off (the throttle engages, retries stay within the budget) and protects its
- * most critical work (issue #13, item 4).
+ * most critical work.
  *
  * Real `NodeHttpServer` on 127.0.0.1 + `SluiceHttpClient` over undici, with the
  * default policies (congestion window, adaptive throttle, retry budget, backoff).

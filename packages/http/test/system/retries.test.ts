@@ -1,6 +1,5 @@
 /**
- * System tests: which answers are retried, how often, and what the caller learns
- * (issue #13, item 4).
+ * System tests: which answers are retried, how often, and what the caller learns.
  *
  * Real `NodeHttpServer` on 127.0.0.1 + `SluiceHttpClient` over undici. The server
  * counts every arrival and its `x-sluice-attempt` header; invariants are counts.

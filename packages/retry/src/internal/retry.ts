@@ -39,7 +39,7 @@ export const PolicyOptionsSchema = Schema.Struct({
   name: Schema.optional(Schema.String)
 })
 
-const decodeOptions = Options.decodeSync("Retry.policy", PolicyOptionsSchema)
+const decodeOptions = Options.decodeSync("Retry.withRetry", PolicyOptionsSchema)
 
 /** @internal */
 export const attemptsCounter = Metric.counter("sluice_retry_attempts", {
@@ -67,7 +67,10 @@ const REFUSED: Verdict = 3
 const defaultIsRetryable = (error: unknown): boolean => Outcome.isRetryable(Outcome.ofError(error), error)
 
 const invalid = (message: string) =>
-  new Options.InvalidOptions({ module: "Retry.policy", message: `Retry.policy: invalid options\n${message}` })
+  new Options.InvalidOptions({
+    module: "Retry.withRetry",
+    message: `Retry.withRetry: invalid options\n${message}`
+  })
 
 interface Compiled {
   readonly maxAttempts: number
@@ -97,8 +100,8 @@ const compile = (options: R.PolicyOptions | undefined): Compiled => {
   const invalidSchedule = input.schedule !== undefined ? backoff.invalidOptionsOf(input.schedule) : undefined
   if (invalidSchedule !== undefined) {
     throw new Options.InvalidOptions({
-      module: "Retry.policy",
-      message: `Retry.policy: invalid options\n└─ ["schedule"]\n   └─ ${invalidSchedule.message}`
+      module: "Retry.withRetry",
+      message: `Retry.withRetry: invalid options\n└─ ["schedule"]\n   └─ ${invalidSchedule.message}`
     })
   }
   const decoded = decodeOptions({
@@ -340,15 +343,6 @@ export const withRetry: any = (...args: ReadonlyArray<any>) => {
     return (_self: Effect.Effect<any, any, any>) => failure
   }
   const config = compiled.right
-  return (self: Effect.Effect<any, any, any>) => apply(self, config)
-}
-
-/** @internal */
-export const policy: any = (...args: ReadonlyArray<any>) => {
-  if (Effect.isEffect(args[0])) {
-    return apply(args[0], compile(args[1]))
-  }
-  const config = compile(args[0])
   return (self: Effect.Effect<any, any, any>) => apply(self, config)
 }
 

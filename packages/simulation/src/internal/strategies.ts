@@ -11,7 +11,7 @@ import type * as Scope from "effect/Scope"
 import type * as Simulation from "../Simulation.js"
 import type { PacerPlacement, Strategy } from "../Strategy.js"
 
-/** `Retry.policy` needs a finite attempt cap; this one is never reached in practice. */
+/** A retry policy needs a finite attempt cap; this one is never reached in practice. */
 const UNLIMITED_ATTEMPTS = Number.MAX_SAFE_INTEGER
 
 /** The retry immediately, no delay: pacing comes from the concurrency limiter. */
@@ -42,17 +42,17 @@ export const limited =
         algorithm: algorithm(),
         maxQueue: 1_000_000
       })
-      const retry = Retry.policy({ maxAttempts: UNLIMITED_ATTEMPTS, schedule: immediately })
+      const retry = Retry.unsafeMake({ maxAttempts: UNLIMITED_ATTEMPTS, schedule: immediately }).apply
       const gauges = { cwnd: () => limiter.limit, queued: () => limiter.queued }
       if (pacing === undefined) {
-        return { run: (attempt) => retry(limiter.run(attempt)), gauges }
+        return { run: (attempt) => retry(limiter.withLimiter(attempt)), gauges }
       }
       const pacer = yield* Pacer.forLimiter(limiter, pacing)
       return {
         run:
           placement === "inside"
-            ? (attempt) => retry(limiter.run(pacer.run(attempt)))
-            : (attempt) => retry(pacer.run(limiter.run(attempt))),
+            ? (attempt) => retry(limiter.withLimiter(pacer.withPacer(attempt)))
+            : (attempt) => retry(pacer.withPacer(limiter.withLimiter(attempt))),
         gauges: { ...gauges, paced: () => pacer.queued }
       }
     })
@@ -69,7 +69,7 @@ export const naive: Strategy = {
   description: "retry immediately, up to 10 attempts",
   make: () =>
     Effect.sync(() => {
-      const retry = Retry.policy({ maxAttempts: 10, schedule: immediately })
+      const retry = Retry.unsafeMake({ maxAttempts: 10, schedule: immediately }).apply
       return { run: (attempt) => retry(attempt) }
     })
 }
@@ -80,7 +80,10 @@ export const exponential: Strategy = {
   description: "exponential backoff from 50 ms, x2, max 30 s, full jitter, until success",
   make: () =>
     Effect.sync(() => {
-      const retry = Retry.policy({ maxAttempts: UNLIMITED_ATTEMPTS, schedule: exponentialBackoff() })
+      const retry = Retry.unsafeMake({
+        maxAttempts: UNLIMITED_ATTEMPTS,
+        schedule: exponentialBackoff()
+      }).apply
       return { run: (attempt) => retry(attempt) }
     })
 }
@@ -91,11 +94,11 @@ export const exponentialBudget: Strategy = {
   description: "the same backoff, at most 3 attempts, retries within a 10% retry budget",
   make: (index) =>
     Effect.map(RetryBudget.make({ ratio: 0.1 }), (budgets) => {
-      const retry = Retry.policy({
+      const retry = Retry.unsafeMake({
         maxAttempts: 3,
         schedule: exponentialBackoff(),
         budget: budgets.forKey(`client-${index}`)
-      })
+      }).apply
       return { run: (attempt) => retry(attempt) }
     })
 }
@@ -104,14 +107,14 @@ export const exponentialBudget: Strategy = {
 export const cwndTahoe: Strategy = {
   name: "cwnd-tahoe",
   description: "congestion window (Tahoe: back to 20 on overload, factor 0.5), paced, immediate retries",
-  make: limited(() => CongestionWindow.factory({ variant: "tahoe", factor: 0.5 }), pacing)
+  make: limited(() => CongestionWindow.factory({ variant: "tahoe", backoffRatio: 0.5 }), pacing)
 }
 
 /** @internal */
 export const cwndReno: Strategy = {
   name: "cwnd-reno",
   description: "congestion window (Reno, factor 0.9), paced, immediate retries",
-  make: limited(() => CongestionWindow.factory({ variant: "reno", factor: 0.9 }), pacing)
+  make: limited(() => CongestionWindow.factory({ variant: "reno", backoffRatio: 0.9 }), pacing)
 }
 
 /** @internal */
