@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config"
 // The multi-process quota test runs 8 worker processes and two busy loops: it is run alone, after
 // every other file (its own group), so its CPU load does not reach the timing-sensitive tests and
 // theirs does not add to the load it is specified with.
-const alone = ["packages/core/test/RedisProcesses.test.ts"]
+const alone = ["packages/quota/test/RedisProcesses.test.ts"]
 
 export default defineConfig({
   resolve: {

@@ -14,14 +14,14 @@
  * `monitorEventLoopDelay`: how late a 1 ms timer fired, the time the process did not run), the
  * 1-minute load average, and which sources decided; then the worst of each over all runs.
  */
-import { Quota, QuotaConfig } from "@sluice/core"
+import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+import * as Redis from "@sluice/quota/Redis"
 import { Duration, Effect, Layer } from "effect"
 import * as net from "node:net"
 import * as os from "node:os"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { freePort, type RedisServer, startRedis, stopAll } from "../packages/core/test/quota/redisServer.js"
+import { freePort, type RedisServer, startRedis, stopAll } from "../packages/quota/test/quota/redisServer.js"
 
 const args = process.argv.slice(2)
 const arg = (name: string, fallback: string) => {
@@ -111,7 +111,7 @@ const oneRun = (server: RedisServer, url: string, hole: { on: boolean }, run: nu
   }).pipe(
     Effect.provide(
       Quota.layer(options).pipe(
-        Layer.provide(RedisQuotaStore.layerStore({ prefix: `bench:faults:${process.pid}:${run}:` })),
+        Layer.provide(Redis.layerStoreShared({ prefix: `bench:faults:${process.pid}:${run}:` })),
         Layer.provide(QuotaConfig.layer({ default: plan })),
         Layer.provide(RedisClient.layer({ url }))
       )

@@ -6,7 +6,8 @@
  * retained heap after a full GC; then shows the default bound (100,000 clients)
  * holding under the same million keys. Prints JSON.
  */
-import { Options, QuotaConfig, QuotaStore } from "@sluice/core"
+import { Options } from "@sluice/core"
+import { QuotaConfig, QuotaStore } from "@sluice/quota"
 import { Effect } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"

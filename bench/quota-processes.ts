@@ -1,5 +1,5 @@
 /**
- * The saturation run of `packages/core/test/RedisProcesses.test.ts` (8 processes × one key, 2,400
+ * The saturation run of `packages/quota/test/RedisProcesses.test.ts` (8 processes × one key, 2,400
  * checks against a limit of 1,000, 32 in flight each, beside two busy loops), for any Quota
  * options: `npx tsx --conditions=@sluice/source bench/quota-processes.ts [variant…]`, against
  * REDIS_URL (default redis://127.0.0.1:6379). CPU-heavy: each run saturates the host for several
@@ -12,8 +12,8 @@
  * invariants that hold in every run: Redis counts at most 1,000 and only admitted units, anything
  * beyond them was admitted by the failure mode, and each fallback admits at most its share.
  */
-import type { Quota } from "@sluice/core"
-import { describeSaturation, LIMIT, saturation } from "../packages/core/test/quota/processes.js"
+import type { Quota } from "@sluice/quota"
+import { describeSaturation, LIMIT, saturation } from "../packages/quota/test/quota/processes.js"
 
 const variants: Record<string, Quota.QuotaOptions> = {
   learned: { deadline: "50 millis", maxDeadline: "1 second" },

@@ -9,7 +9,8 @@
  * Rounds in turn; per variant the checks per second with 100 EVALSHA in flight and the Redis
  * time per call (`INFO commandstats`). Prints JSON. `npm run bench:quota-script`
  */
-import { Options, QuotaConfig } from "@sluice/core"
+import { Options } from "@sluice/core"
+import { QuotaConfig } from "@sluice/quota"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import { Redis } from "ioredis"

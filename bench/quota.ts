@@ -29,9 +29,9 @@
  */
 import * as RateLimiter from "@effect/experimental/RateLimiter"
 import * as RateLimiterRedis from "@effect/experimental/RateLimiter/Redis"
-import { Quota, QuotaConfig } from "@sluice/core"
+import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+import * as Redis from "@sluice/quota/Redis"
 import { Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { monitorEventLoopDelay } from "node:perf_hooks"
@@ -42,7 +42,7 @@ import {
   roundTrips,
   startRedis,
   stopAll
-} from "../packages/core/test/quota/redisServer.js"
+} from "../packages/quota/test/quota/redisServer.js"
 
 const args = process.argv.slice(2)
 const jsonOnly = args.includes("--json")
@@ -146,7 +146,7 @@ const quotaLayer = (
   deadline: Duration.DurationInput = Duration.millis(DEADLINE_MS)
 ) =>
   Quota.layer({ mode: "fail-open", deadline }).pipe(
-    Layer.provide(RedisQuotaStore.layerStore({ prefix })),
+    Layer.provide(Redis.layerStoreShared({ prefix })),
     Layer.provide(QuotaConfig.layer({ default: plan })),
     Layer.provide(RedisClient.layer({ url }))
   )

@@ -338,7 +338,8 @@ mkdirSync(consumer)
 writeFileSync(join(consumer, "options.ts"), sortImports(checks).join("\n") + "\n")
 writeFileSync(
   join(consumer, "main.ts"),
-  `import { Errors, QuotaStore } from "@sluice/core"
+  `import { Errors } from "@sluice/core"
+import { QuotaStore } from "@sluice/quota"
 import { Backoff, Retry } from "@sluice/retry"
 import { AimdInterval } from "@sluice/adaptive"
 import { Middleware } from "@sluice/http"

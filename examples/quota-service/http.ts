@@ -14,11 +14,9 @@
 import { createServer } from "node:http"
 import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Quota, QuotaConfig } from "@sluice/core"
-import * as Redis from "@sluice/core/Redis"
+import { Quota, QuotaConfig } from "@sluice/quota"
+import * as Redis from "@sluice/quota/Redis"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
 import { Middleware, Protocol } from "@sluice/http"
 import { Effect, Layer } from "effect"
 import type { Scope } from "effect"
@@ -128,9 +126,9 @@ export const runHttp = (
       // deadline (a service would rather keep the default, "fallback", or choose "fail-open")
       // (store and plan source on the instance's one connection)
       const quota = Quota.layer({ mode: "fail-closed", deadline: "100 millis" }).pipe(
-        Layer.provide(RedisQuotaStore.layerStore({ prefix })),
+        Layer.provide(Redis.layerStoreShared({ prefix })),
         Layer.provideMerge(
-          RedisQuotaConfig.layerPlanStore({ key: plansKey, default: defaultPlan, refresh: "1 second" })
+          Redis.layerPlanStoreShared({ key: plansKey, default: defaultPlan, refresh: "1 second" })
         ),
         Layer.provide(RedisClient.layer({ url }))
       )

@@ -10,11 +10,9 @@
  * several @effect/platform-node servers guarded by @sluice/http's `Middleware.quota`
  * on the same Redis (see http.ts).
  */
-import { Quota, QuotaConfig } from "@sluice/core"
-import * as Redis from "@sluice/core/Redis"
+import { Quota, QuotaConfig } from "@sluice/quota"
+import * as Redis from "@sluice/quota/Redis"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
@@ -62,10 +60,8 @@ const bound = (plan: QuotaConfig.PlanInput, ms: number) => {
 // processes on what may be a busy machine; what fails open is counted and reported.
 // The store and the plan source share the process' one Redis connection.
 const quotaLayer = Quota.layer({ mode: "fail-open", deadline: "100 millis" }).pipe(
-  Layer.provide(RedisQuotaStore.layerStore({ prefix })),
-  Layer.provide(
-    RedisQuotaConfig.layerPlanStore({ key: plansKey, default: defaultPlan, refresh: "1 second" })
-  ),
+  Layer.provide(Redis.layerStoreShared({ prefix })),
+  Layer.provide(Redis.layerPlanStoreShared({ key: plansKey, default: defaultPlan, refresh: "1 second" })),
   Layer.provide(RedisClient.layer({ url: REDIS_URL }))
 )
 

@@ -3,8 +3,8 @@
  * per-second counters, and reads their smoothed sum, so `ProportionalSampler`s on
  * many hosts hold one goal together without knowing how many of them there are.
  *
- * This module imports `ioredis` (through `@sluice/core/Redis`); `layerShared` takes the
- * application's one connection from `@sluice/core/RedisClient`. Import it as
+ * This module imports `ioredis` (through `@sluice/core/RedisClient`); `layerShared` takes the
+ * application's one connection from there. Import it as
  * `@sluice/adaptive/RedisQpsSensor`. The package index does not load it.
  *
  * - Counting is local and synchronous: `unsafeRecord` adds to an in-process
@@ -30,7 +30,6 @@ import type * as Duration from "effect/Duration"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
-import type { ConnectionOptions } from "@sluice/core/Redis"
 import type * as RedisClient from "@sluice/core/RedisClient"
 import * as internal from "./internal/redisQpsSensor.js"
 import { QpsSensor } from "./QpsSensor.js"
@@ -53,7 +52,7 @@ import * as Effect from "effect/Effect"
  * @since 0.1.0
  * @category models
  */
-export interface RedisQpsSensorOptions extends ConnectionOptions {
+export interface RedisQpsSensorOptions extends RedisClient.ConnectionOptions {
   readonly key: string
   readonly prefix?: string | undefined
   readonly window?: number | undefined

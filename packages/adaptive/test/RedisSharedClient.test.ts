@@ -1,13 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Quota, QuotaConfig } from "@sluice/core"
+import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+import * as Redis from "@sluice/quota/Redis"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
 import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
 import { afterAll, beforeAll } from "vitest"
 import { Effect, Layer } from "effect"
-import { type RedisServer, redisCli, startRedis, stopAll } from "../../core/test/quota/redisServer.js"
+import { type RedisServer, redisCli, startRedis, stopAll } from "../../quota/test/quota/redisServer.js"
 
 describe("one Redis connection for the quota store, the plan source and the QPS sensor", () => {
   let server: RedisServer
@@ -25,8 +24,8 @@ describe("one Redis connection for the quota store, the plan source and the QPS 
         // about the connection, not the deadline: the first check loads the script, which on a
         // loaded machine can take longer than the default 15 ms
         Quota.layer({ deadline: "1 second" }).pipe(
-          Layer.provide(RedisQuotaStore.layerStore({ prefix: "shared:" })),
-          Layer.provide(RedisQuotaConfig.layerPlanStore({ default: plan, refresh: "1 hour" }))
+          Layer.provide(Redis.layerStoreShared({ prefix: "shared:" })),
+          Layer.provide(Redis.layerPlanStoreShared({ default: plan, refresh: "1 hour" }))
         ),
         RedisQpsSensor.layerShared({ key: "shared" })
       ).pipe(Layer.provide(RedisClient.layer({ url: server.url })))

@@ -1,6 +1,6 @@
 /**
- * One Redis connection for everything Sluice keeps in Redis: the quota store
- * (`@sluice/core/RedisQuotaStore`), the plan source (`@sluice/core/RedisQuotaConfig`) and the
+ * One Redis connection for everything Sluice keeps in Redis: the quota store and the plan
+ * store (`@sluice/quota/Redis`, `layerStoreShared` and `layerPlanStoreShared`) and the
  * QPS sensor (`@sluice/adaptive/RedisQpsSensor`) all take their client from this service, so an
  * application opens one connection (or passes a client, or a cluster, it chose).
  *
@@ -84,10 +84,9 @@ export const client = (options: ConnectionOptions = {}): Effect.Effect<Client, n
  *
  * @example
  * ```ts
- * import { Quota, QuotaConfig } from "@sluice/core"
  * import * as RedisClient from "@sluice/core/RedisClient"
- * import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
- * import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+ * import { Quota, QuotaConfig } from "@sluice/quota"
+ * import * as Redis from "@sluice/quota/Redis"
  * import { Layer } from "effect"
  *
  * const plan: QuotaConfig.PlanInput = {
@@ -95,8 +94,8 @@ export const client = (options: ConnectionOptions = {}): Effect.Effect<Client, n
  * }
  * // one connection, shared by the store and the plan source
  * const QuotaLive = Quota.layer().pipe(
- *   Layer.provide(RedisQuotaStore.layerStore({ prefix: "myapp:quota:" })),
- *   Layer.provide(RedisQuotaConfig.layerPlanStore({ default: plan })),
+ *   Layer.provide(Redis.layerStoreShared({ prefix: "myapp:quota:" })),
+ *   Layer.provide(Redis.layerPlanStoreShared({ default: plan })),
  *   Layer.provide(RedisClient.layer({ url: "redis://127.0.0.1:6379" }))
  * )
  * ```

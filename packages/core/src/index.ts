@@ -1,6 +1,6 @@
 /**
- * @sluice/core: the error algebra, criticality, clock-driven window statistics,
- * the circuit breaker and tiered quotas.
+ * @sluice/core: the error algebra, outcomes and the admission protocol, criticality,
+ * clock-driven window statistics and the circuit breaker. Tiered quotas are `@sluice/quota`.
  *
  * @since 0.1.0
  */
@@ -23,12 +23,6 @@ export * as LatencyWindow from "./LatencyWindow.js"
 export * as Options from "./Options.js"
 /** @since 0.2.0 */
 export * as Outcome from "./Outcome.js"
-/** @since 0.1.0 */
-export * as Quota from "./Quota.js"
-/** @since 0.1.0 */
-export * as QuotaConfig from "./QuotaConfig.js"
-/** @since 0.1.0 */
-export * as QuotaStore from "./QuotaStore.js"
 /** @since 0.1.0 */
 export * as RollingCounter from "./RollingCounter.js"
 /** @since 0.2.0 */

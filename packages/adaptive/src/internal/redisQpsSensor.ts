@@ -1,5 +1,4 @@
 import { Options } from "@sluice/core"
-import * as Redis from "@sluice/core/Redis"
 import * as RedisClient from "@sluice/core/RedisClient"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -32,7 +31,7 @@ class RedisSensor implements Q.Service {
   private readonly ttlSeconds: number
   private readonly settleMillis: number
   constructor(
-    private readonly redis: Redis.Client,
+    private readonly redis: RedisClient.Client,
     private readonly o: Decoded
   ) {
     this.ttlSeconds = Math.max(1, Math.ceil(o.ttl === undefined ? o.window + 60 : Duration.toSeconds(o.ttl)))
@@ -96,7 +95,7 @@ export const make = (options: R.RedisQpsSensorOptions) =>
   Effect.gen(function* () {
     const { client, redisOptions, url, ...rest } = options
     const o = yield* decode(rest)
-    const redis = yield* Redis.client({ client, redisOptions, url })
+    const redis = yield* RedisClient.client({ client, redisOptions, url })
     return yield* start(redis, o)
   })
 
@@ -109,7 +108,7 @@ export const makeShared = (options: R.RedisQpsSensorOptions) =>
     return yield* start(client, o)
   })
 
-const start = (redis: Redis.Client, o: Decoded) =>
+const start = (redis: RedisClient.Client, o: Decoded) =>
   Effect.gen(function* () {
     const sensor = new RedisSensor(redis, o)
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(o.flushInterval), sensor.flush)))

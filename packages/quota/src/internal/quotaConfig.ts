@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { InvalidOptions } from "./options.js"
+import { InvalidOptions } from "@sluice/core/Options"
 import type { CompiledPlan, Plan, PlanInput, QuotaStoreError } from "./quotaPlan.js"
 import { Plan as PlanSchema, compile } from "./quotaPlan.js"
 

@@ -1,6 +1,6 @@
-import { Quota, QuotaConfig } from "@sluice/core"
+import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+import * as Redis from "@sluice/quota/Redis"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
@@ -88,7 +88,7 @@ describe("Redis quota store against a private redis-server", () => {
 
   const quotaLayer = (options: Quota.QuotaOptions, url = server.url) =>
     Quota.layer(options).pipe(
-      Layer.provide(RedisQuotaStore.layerStore({ prefix: `faults:${Math.random()}:` })),
+      Layer.provide(Redis.layerStoreShared({ prefix: `faults:${Math.random()}:` })),
       Layer.provide(QuotaConfig.layer({ default: plan })),
       Layer.provide(RedisClient.layer({ url }))
     )

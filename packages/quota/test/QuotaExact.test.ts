@@ -1,4 +1,5 @@
-import { Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { Options } from "@sluice/core"
+import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, FastCheck as fc, Layer } from "effect"

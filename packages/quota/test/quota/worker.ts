@@ -3,9 +3,9 @@
  * then hammers one client's quota through its own Redis connection and prints
  * how many checks were admitted.
  */
-import { Quota, QuotaConfig } from "@sluice/core"
+import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+import * as Redis from "@sluice/quota/Redis"
 import { Effect, Layer, Metric, type MetricState } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import * as readline from "node:readline"
@@ -22,7 +22,7 @@ const options = JSON.parse(
 const concurrency = Number(process.env.QUOTA_CONCURRENCY ?? "16")
 
 const layer = Quota.layer(options).pipe(
-  Layer.provide(RedisQuotaStore.layerStore({ prefix })),
+  Layer.provide(Redis.layerStoreShared({ prefix })),
   Layer.provide(QuotaConfig.layer({ default: plan })),
   Layer.provide(RedisClient.layer({ url }))
 )

@@ -16,7 +16,7 @@
  *
  * `QuotaConfig` holds a default plan and per-client overrides. Plans are validated
  * by Schema: an invalid plan fails with `InvalidOptions` naming the field, and the
- * plan in force stays. A Redis-backed source lives in `@sluice/core/Redis`.
+ * plan in force stays. A Redis-backed source lives in `@sluice/quota/Redis`.
  *
  * @since 0.1.0
  */
@@ -29,7 +29,7 @@ import type * as Schema from "effect/Schema"
 import * as internal from "./internal/quotaConfig.js"
 import * as plan from "./internal/quotaPlan.js"
 import type * as QuotaPlan from "@sluice/kernel/quota/Plan"
-import type { InvalidOptions } from "./Options.js"
+import type { InvalidOptions } from "@sluice/core/Options"
 import type { QuotaStoreError } from "./QuotaStore.js"
 
 /**
@@ -66,7 +66,7 @@ export type Tier = plan.Tier
  *
  * @example
  * ```ts
- * import { QuotaConfig } from "@sluice/core"
+ * import { QuotaConfig } from "@sluice/quota"
  *
  * const plan: QuotaConfig.PlanInput = {
  *   tiers: [
@@ -138,7 +138,7 @@ export const compile: (plan: Plan) => CompiledPlan = plan.compile
  *
  * `E` is how a write fails to reach where the plans are stored: `never` for plans held in
  * this process ({@link make}); `QuotaStoreError` for plans stored in Redis
- * (`RedisQuotaConfig`), and for the service behind the {@link QuotaConfig} tag, which may be
+ * (`@sluice/quota/Redis`), and for the service behind the {@link QuotaConfig} tag, which may be
  * either. A write that fails takes effect nowhere, not even here.
  *
  * @since 0.1.0
@@ -162,7 +162,7 @@ export interface Service<E = QuotaStoreError> {
  * @since 0.1.0
  * @category tags
  */
-export class QuotaConfig extends Context.Tag("@sluice/core/QuotaConfig")<QuotaConfig, Service>() {}
+export class QuotaConfig extends Context.Tag("@sluice/quota/QuotaConfig")<QuotaConfig, Service>() {}
 
 /**
  * Options: a default plan and per-client overrides.
@@ -177,7 +177,7 @@ export interface QuotaConfigOptions extends internal.QuotaConfigOptions {}
  *
  * @example
  * ```ts
- * import { QuotaConfig } from "@sluice/core"
+ * import { QuotaConfig } from "@sluice/quota"
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {

@@ -1,6 +1,6 @@
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
-import * as Options from "./options.js"
+import * as Options from "@sluice/core/Options"
 import type * as QC from "../QuotaConfig.js"
 import type * as QS from "../QuotaStore.js"
 import * as QuotaPlan from "@sluice/kernel/quota/Plan"
@@ -123,7 +123,7 @@ export type TierDecision = QS.TierDecision
 export type StoreResult = QS.StoreResult
 
 /** @internal */
-export class QuotaStoreError extends Schema.TaggedError<QuotaStoreError>("@sluice/core/QuotaStoreError")(
+export class QuotaStoreError extends Schema.TaggedError<QuotaStoreError>("@sluice/quota/QuotaStoreError")(
   "QuotaStoreError",
   {
     store: Schema.String,

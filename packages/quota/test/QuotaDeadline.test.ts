@@ -1,4 +1,4 @@
-import { Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, Layer, TestClock } from "effect"
 

@@ -1,8 +1,8 @@
 // What a client with a long id costs in memory: the key of an id above `maxClientIdLength` is a
 // prefix of the id and its SHA-256, and must not keep the caller's whole id alive (a substring in
 // V8 may be a view into the string it was cut from). Measured as retained heap after a full GC.
-import { Quota, QuotaConfig, QuotaStore } from "@sluice/core"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
+import * as Redis from "@sluice/quota/Redis"
 import * as RedisClient from "@sluice/core/RedisClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc, Layer } from "effect"
@@ -103,7 +103,7 @@ describe("Quota: a long client id is not kept whole", () => {
           ),
           Effect.provide(
             Quota.layer({ mode: "fallback" }).pipe(
-              Layer.provide(RedisQuotaStore.layerStore({ prefix: "test:long-ids:" })),
+              Layer.provide(Redis.layerStoreShared({ prefix: "test:long-ids:" })),
               Layer.provide(QuotaConfig.layer({ default: plan })),
               Layer.provide(RedisClient.layer({ url: `redis://127.0.0.1:${port}` }))
             )

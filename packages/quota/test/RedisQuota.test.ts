@@ -1,9 +1,19 @@
-import { Errors, Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
-import * as Redis from "@sluice/core/Redis"
+import { Errors, Options } from "@sluice/core"
+import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
+import * as Redis from "@sluice/quota/Redis"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, FastCheck as fc, Layer, Logger } from "effect"
+import {
+  Config,
+  ConfigError,
+  ConfigProvider,
+  Duration,
+  Effect,
+  Exit,
+  FastCheck as fc,
+  Layer,
+  Logger
+} from "effect"
 import { Redis as IORedis } from "ioredis"
 import { decodeState, tierId } from "@sluice/kernel/quota/RedisScript"
 import { freePort } from "./quota/redisServer.js"
@@ -197,6 +207,43 @@ describe("Redis quota store (real Redis)", () => {
   )
 
   it.live(
+    "layerStoreConfig: the store's url and prefix from Config; a missing value fails with ConfigError",
+    () =>
+      Effect.gen(function* () {
+        const prefix = unique("config") + ":"
+        const config = Config.all({ url: Config.string("REDIS_URL"), prefix: Config.string("QUOTA_PREFIX") })
+        const env = ConfigProvider.fromMap(
+          new Map([
+            ["REDIS_URL", REDIS_URL],
+            ["QUOTA_PREFIX", prefix]
+          ])
+        )
+        const plan = yield* decodePlan({
+          tiers: [{ name: "t", algorithm: "gcra", limit: 2, period: "1 minute" }]
+        })
+        const remaining = yield* Effect.gen(function* () {
+          const store = yield* QuotaStore.QuotaStore
+          const first = yield* store.check("cfg", plan, 1)
+          const second = yield* store.check("cfg", plan, 1)
+          return [first.tiers[0]!.remaining, second.tiers[0]!.remaining]
+        }).pipe(Effect.provide(Redis.layerStoreConfig(config)), Effect.withConfigProvider(env))
+        expect(remaining).toEqual([1, 0])
+        expect(yield* withAdmin((redis) => redis.keys(`${prefix}*`))).toEqual([`${prefix}{cfg}`])
+        const missing = yield* Effect.exit(
+          Layer.build(Redis.layerStoreConfig(config)).pipe(
+            Effect.scoped,
+            Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
+          )
+        )
+        expect(
+          Exit.isFailure(missing) &&
+            missing.cause._tag === "Fail" &&
+            ConfigError.isConfigError(missing.cause.error)
+        ).toBe(true)
+      })
+  )
+
+  it.live(
     "a store that cannot be reached: fail-open allows, fail-closed denies, fallback decides locally",
     () =>
       Effect.gen(function* () {
@@ -325,7 +372,7 @@ describe("Redis quota store (real Redis)", () => {
       const quit = new IORedis(REDIS_URL)
       yield* Effect.promise(() => quit.quit())
       const closed = yield* Effect.provideService(
-        RedisQuotaConfig.makeConfig({ key: unique("plans-quit"), default: defaultPlan, refresh: "1 hour" }),
+        Redis.makeConfigShared({ key: unique("plans-quit"), default: defaultPlan, refresh: "1 hour" }),
         RedisClient.RedisClient,
         { client: quit }
       )

@@ -1,6 +1,7 @@
-import { Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { Options } from "@sluice/core"
+import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
-import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+import * as Redis from "@sluice/quota/Redis"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer, TestClock } from "effect"
 
@@ -22,7 +23,7 @@ const memoryLayer = (p: QuotaConfig.PlanInput) =>
   )
 const redisLayer = (p: QuotaConfig.PlanInput) =>
   Quota.layer({ deadline: "2 seconds" }).pipe(
-    Layer.provide(RedisQuotaStore.layerStore({ prefix: unique("ops") + ":" })),
+    Layer.provide(Redis.layerStoreShared({ prefix: unique("ops") + ":" })),
     Layer.provide(QuotaConfig.layer({ default: p })),
     Layer.provide(RedisClient.layer({ url: REDIS_URL }))
   )

@@ -4,7 +4,7 @@
  * them — atomically and in one step, so a denied request consumes nothing.
  *
  * `layerMemory` keeps the state in this process: bounded, with idle clients
- * evicted. The Redis store (`@sluice/core/Redis`) shares it across processes.
+ * evicted. The Redis store (`@sluice/quota/Redis`) shares it across processes.
  *
  * @since 0.1.0
  */
@@ -17,7 +17,7 @@ import type * as Schema from "effect/Schema"
 import * as plan from "./internal/quotaPlan.js"
 import type * as QuotaPlan from "@sluice/kernel/quota/Plan"
 import * as internal from "./internal/quotaStore.js"
-import type { InvalidOptions } from "./Options.js"
+import type { InvalidOptions } from "@sluice/core/Options"
 import type { CompiledPlan } from "./QuotaConfig.js"
 
 /**
@@ -135,7 +135,7 @@ export interface MemoryStore extends Store {
  * @since 0.1.0
  * @category tags
  */
-export class QuotaStore extends Context.Tag("@sluice/core/QuotaStore")<QuotaStore, Store>() {}
+export class QuotaStore extends Context.Tag("@sluice/quota/QuotaStore")<QuotaStore, Store>() {}
 
 /**
  * Memory store options: `maxClients` (default 100,000) bounds how many clients
@@ -155,7 +155,7 @@ export interface MemoryStoreOptions {
  *
  * @example
  * ```ts
- * import { QuotaStore } from "@sluice/core"
+ * import { QuotaStore } from "@sluice/quota"
  *
  * const store = QuotaStore.makeMemory({ maxClients: 1_000_000 })
  * ```
@@ -170,7 +170,7 @@ export const makeMemory: (options?: MemoryStoreOptions) => Effect.Effect<MemoryS
  *
  * @example
  * ```ts
- * import { QuotaStore } from "@sluice/core"
+ * import { QuotaStore } from "@sluice/quota"
  *
  * const StoreLive = QuotaStore.layerMemory()
  * ```
@@ -186,7 +186,7 @@ export const layerMemory = (options?: MemoryStoreOptions): Layer.Layer<QuotaStor
  *
  * @example
  * ```ts
- * import { QuotaStore } from "@sluice/core"
+ * import { QuotaStore } from "@sluice/quota"
  * import { Config } from "effect"
  *
  * const StoreLive = QuotaStore.layerMemoryConfig(Config.all({ maxClients: Config.integer("QUOTA_MAX_CLIENTS") }))

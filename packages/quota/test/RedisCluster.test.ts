@@ -1,5 +1,5 @@
-import { Quota, QuotaConfig } from "@sluice/core"
-import * as Redis from "@sluice/core/Redis"
+import { Quota, QuotaConfig } from "@sluice/quota"
+import * as Redis from "@sluice/quota/Redis"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Cluster } from "ioredis"

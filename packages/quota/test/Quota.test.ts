@@ -1,4 +1,5 @@
-import { Errors, Options, Quota, QuotaConfig, QuotaStore } from "@sluice/core"
+import { Errors, Options } from "@sluice/core"
+import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, FastCheck as fc, Fiber, Layer, TestClock } from "effect"
 import { Reference, type RefTier } from "./quota/reference.js"

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as QS from "../QuotaStore.js"
-import * as Options from "./options.js"
+import * as Options from "@sluice/core/Options"
 import { MemoryQuotaState } from "@sluice/kernel/quota/MemoryStore"
 import type { CompiledPlan } from "./quotaPlan.js"
 

@@ -49,11 +49,11 @@ import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
-import type { QuotaExceeded } from "./Errors.js"
+import type { QuotaExceeded } from "@sluice/core/Errors"
 import * as internal from "./internal/quota.js"
-import type { InvalidOptions } from "./Options.js"
+import type { InvalidOptions } from "@sluice/core/Options"
 import type { QuotaStoreError, TierDecision } from "./QuotaStore.js"
-import type * as CircuitBreaker from "./CircuitBreaker.js"
+import type * as CircuitBreaker from "@sluice/core/CircuitBreaker"
 import { QuotaConfig } from "./QuotaConfig.js"
 import { QuotaStore } from "./QuotaStore.js"
 
@@ -154,7 +154,7 @@ export type QuotaOptions = internal.QuotaOptions
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  * import { Effect, Stream } from "effect"
  *
  * const logDenials = Effect.flatMap(Quota.Quota, (quota) =>
@@ -239,7 +239,7 @@ export interface Service {
  * @since 0.1.0
  * @category tags
  */
-export class Quota extends Context.Tag("@sluice/core/Quota")<Quota, Service>() {}
+export class Quota extends Context.Tag("@sluice/quota/Quota")<Quota, Service>() {}
 
 /**
  * Makes the service from a store and a configuration. The scope owns the fiber
@@ -260,15 +260,15 @@ export const make = (
  *
  * @example
  * ```ts
- * import { Quota, QuotaConfig } from "@sluice/core"
+ * import { Quota, QuotaConfig } from "@sluice/quota"
  * import * as RedisClient from "@sluice/core/RedisClient"
- * import * as RedisQuotaStore from "@sluice/core/RedisQuotaStore"
+ * import * as Redis from "@sluice/quota/Redis"
  * import { Layer } from "effect"
  *
  * // Redis has 15 ms to decide a check, a hard bound (`maxDeadline` defaults to the deadline);
  * // a check it has not decided by then is allowed
  * const QuotaLive = Quota.layer({ mode: "fail-open", deadline: "15 millis" }).pipe(
- *   Layer.provide(RedisQuotaStore.layerStore()),
+ *   Layer.provide(Redis.layerStoreShared()),
  *   Layer.provide(
  *     QuotaConfig.layer({
  *       default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
@@ -293,7 +293,7 @@ export const layer = (
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  * import { Config } from "effect"
  *
  * const QuotaLive = Quota.layerConfig(
@@ -315,7 +315,7 @@ export const layerConfig = (
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
@@ -338,7 +338,7 @@ export const check = (
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  * import { Effect } from "effect"
  *
  * const remaining = Effect.map(Quota.get("acme"), (d) => d.tiers.map((t) => t.remaining))
@@ -354,7 +354,7 @@ export const get = (client: string): Effect.Effect<Decision, never, Quota> =>
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  *
  * const refund = Quota.reward("acme", 1)
  * ```
@@ -372,7 +372,7 @@ export const reward = (
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  *
  * const fine = Quota.penalty("acme", 5)
  * ```
@@ -392,7 +392,7 @@ export const penalty = (
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  *
  * const ban = Quota.block("mallory", "10 minutes")
  * ```
@@ -411,7 +411,7 @@ export const block = (
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  *
  * const forgive = Quota.reset("acme")
  * ```
@@ -429,7 +429,7 @@ export const reset = (client: string): Effect.Effect<void, QuotaStoreError, Quot
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  * import { Effect } from "effect"
  *
  * const paced = Effect.succeed("sent").pipe(Quota.withQuota("mailer", { maxWait: "2 seconds" }))
@@ -461,7 +461,7 @@ export const withQuota: {
  *
  * @example
  * ```ts
- * import { Quota } from "@sluice/core"
+ * import { Quota } from "@sluice/quota"
  * import { Effect } from "effect"
  *
  * const handler = Effect.succeed("ok").pipe(Quota.guard("acme"))

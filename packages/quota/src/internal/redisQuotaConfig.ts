@@ -1,30 +1,16 @@
-/**
- * Quota plans in Redis: a {@link QuotaConfig} whose per-client overrides live in a Redis hash
- * and whose default, once set, in a key beside it, so every instance sees the same plans. The
- * client comes from {@link RedisClient}.
- *
- * @since 0.2.0
- */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import * as configInternal from "./internal/quotaConfig.js"
-import { errorReason } from "./internal/redisQuotaStore.js"
-import type { CompiledPlan, Plan, PlanInput } from "./QuotaConfig.js"
-import { QuotaStoreError } from "./QuotaStore.js"
-import type { InvalidOptions } from "./Options.js"
-import { QuotaConfig } from "./QuotaConfig.js"
-import type * as QuotaConfigNs from "./QuotaConfig.js"
-import { RedisClient } from "./RedisClient.js"
+import type { InvalidOptions } from "@sluice/core/Options"
+import { RedisClient } from "@sluice/core/RedisClient"
+import * as configInternal from "./quotaConfig.js"
+import { errorReason } from "./redisQuotaStore.js"
+import type { CompiledPlan, Plan, PlanInput } from "../QuotaConfig.js"
+import { QuotaStoreError } from "./quotaPlan.js"
+import type * as QuotaConfigNs from "../QuotaConfig.js"
 
-/**
- * A plan as JSON (periods in milliseconds), as the config source stores it.
- *
- * @since 0.1.0
- * @category encoding
- */
+/** A plan as JSON (periods in milliseconds), as the plan source stores it. @internal */
 export const planToJson = (plan: Plan): string =>
   JSON.stringify({
     tiers: plan.tiers.map((tier) => ({
@@ -37,15 +23,7 @@ export const planToJson = (plan: Plan): string =>
     ...(plan.blockFor === undefined ? {} : { blockFor: Duration.toMillis(plan.blockFor) })
   })
 
-/**
- * Options of the Redis plan source: a hash `key` (default `sluice:quota:plans`)
- * mapping client → plan JSON, the default plan, and how often to refresh the
- * local cache (default 5 seconds). `default` is the default plan until one is stored
- * in Redis (`setDefault` stores it at `${key}:default`, as JSON).
- *
- * @since 0.1.0
- * @category models
- */
+/** @internal */
 export interface ConfigOptions {
   readonly key?: string | undefined
   readonly default: PlanInput | Plan
@@ -66,32 +44,7 @@ const parseJson = (json: string): unknown => {
   }
 }
 
-/**
- * A {@link QuotaConfig} whose plans live in Redis, so every instance sees the same
- * plans: the overrides in a hash at `key`, and the default, once `setDefault` has
- * stored one, at `${key}:default` (until then, and whenever that key is deleted, each
- * instance uses its `default` option). Reads are served from a local cache refreshed in
- * the background; a plan in Redis that does not decode is logged (naming the field)
- * and the previous plan stays. `setPlan`, `removePlan` and `setDefault` validate,
- * write Redis, and take effect here at once and on every other instance at its next
- * refresh; when Redis cannot be written they fail with `QuotaStoreError` (`reason`
- * `"unavailable"`, `"timeout"` or `"error"`) and take effect nowhere.
- *
- * @example
- * ```ts
- * import * as RedisClient from "@sluice/core/RedisClient"
- * import * as RedisQuotaConfig from "@sluice/core/RedisQuotaConfig"
- * import { Layer } from "effect"
- *
- * const ConfigLive = RedisQuotaConfig.layerPlanStore({
- *   key: "sluice:quota:plans",
- *   refresh: "5 seconds",
- *   default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
- * }).pipe(Layer.provide(RedisClient.layer()))
- * ```
- * @since 0.1.0
- * @category constructors
- */
+/** The plan source on the shared client. @internal */
 export const makeConfig = (
   options: ConfigOptions
 ): Effect.Effect<
@@ -151,13 +104,3 @@ export const makeConfig = (
     })
     return { ...service, refresh }
   })
-
-/**
- * The Redis plan source as a layer: a `QuotaConfig` whose plans are stored in Redis.
- *
- * @since 0.2.0
- * @category layers
- */
-export const layerPlanStore = (
-  options: ConfigOptions
-): Layer.Layer<QuotaConfig, InvalidOptions, RedisClient> => Layer.scoped(QuotaConfig, makeConfig(options))

@@ -3,7 +3,7 @@
  * and connection, `worker.ts`), optionally beside busy loops: for `RedisProcesses.test.ts` and
  * `bench/quota-processes.ts`.
  */
-import type { Quota } from "@sluice/core"
+import type { Quota } from "@sluice/quota"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as os from "node:os"
 import * as path from "node:path"
