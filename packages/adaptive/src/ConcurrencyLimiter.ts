@@ -29,6 +29,7 @@
  */
 import type { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import type * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
@@ -62,7 +63,24 @@ export type TypeId = typeof TypeId
  * @since 0.1.0
  * @category models
  */
-export type LimiterOptions = typeof internal.LimiterOptions.Encoded
+export interface LimiterOptions extends LimiterFields {
+  readonly key?: string | undefined
+}
+
+/**
+ * The options every limiter of a service shares with a standalone one.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface LimiterFields {
+  readonly algorithm?: LimitAlgorithm.Factory | undefined
+  readonly maxQueue?: number | undefined
+  readonly maxWait?: Duration.DurationInput | undefined
+  readonly order?: "fifo" | "lifo" | undefined
+  readonly partitions?: { readonly [level in Criticality.Criticality]?: number | undefined } | undefined
+  readonly isDrop?: ((error: unknown) => boolean) | undefined
+}
 
 /**
  * Options of the service: every limiter option (applied to each key) plus
@@ -72,7 +90,9 @@ export type LimiterOptions = typeof internal.LimiterOptions.Encoded
  * @since 0.1.0
  * @category models
  */
-export type ServiceOptions = typeof internal.ServiceOptions.Encoded
+export interface ServiceOptions extends LimiterFields {
+  readonly maxKeys?: number | undefined
+}
 
 /**
  * Why a call was refused without running (the `reason` tag of the rejected metric).

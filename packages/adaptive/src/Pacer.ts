@@ -53,10 +53,12 @@
  * @since 0.1.0
  */
 import type { Errors, Options } from "@sluice/core"
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type { Pipeable } from "effect/Pipeable"
 import type * as ConcurrencyLimiter from "./ConcurrencyLimiter.js"
 import * as internal from "./internal/pacer.js"
+import type * as LimitAlgorithm from "./LimitAlgorithm.js"
 
 /**
  * @since 0.1.0
@@ -81,7 +83,14 @@ export type TypeId = typeof TypeId
  * @since 0.1.0
  * @category models
  */
-export type PacerTuning = typeof internal.PacerTuning.Encoded
+export interface PacerTuning {
+  readonly gain?: number | undefined
+  readonly slowStartGain?: number | undefined
+  readonly smoothing?: number | undefined
+  readonly initialRtt?: Duration.DurationInput | undefined
+  readonly maxQueue?: number | undefined
+  readonly key?: string | undefined
+}
 
 /**
  * Every option of {@link make}: the tuning plus `limit`, the window to spread
@@ -92,7 +101,29 @@ export type PacerTuning = typeof internal.PacerTuning.Encoded
  * @since 0.1.0
  * @category models
  */
-export type PacerOptions = typeof internal.PacerOptions.Encoded
+export interface PacerOptions extends PacerTuning {
+  readonly limit: () => number
+  readonly slowStart?: (() => boolean) | undefined
+  readonly algorithm?: LimitAlgorithm.LimitAlgorithm | undefined
+}
+
+/**
+ * The options with every default filled in (`initialRtt` decoded to a `Duration`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface PacerConfig {
+  readonly limit: () => number
+  readonly slowStart?: (() => boolean) | undefined
+  readonly algorithm?: LimitAlgorithm.LimitAlgorithm | undefined
+  readonly gain: number
+  readonly slowStartGain: number
+  readonly smoothing: number
+  readonly initialRtt?: Duration.Duration | undefined
+  readonly maxQueue: number
+  readonly key: string
+}
 
 /**
  * A pacer. `srtt` is `undefined` until the first success; `interval` is the
@@ -105,7 +136,7 @@ export type PacerOptions = typeof internal.PacerOptions.Encoded
 export interface Pacer extends Pipeable {
   readonly [TypeId]: TypeId
   readonly key: string
-  readonly options: typeof internal.PacerOptions.Type
+  readonly options: PacerConfig
   readonly srtt: number | undefined
   readonly interval: number
   readonly gain: number

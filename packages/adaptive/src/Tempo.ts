@@ -23,13 +23,37 @@ import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  * @since 0.2.0
  * @category models
  */
-export type TempoOptions = typeof internal.TempoOptions.Encoded
+export interface TempoOptions {
+  readonly initial?: number | undefined
+  readonly minLimit?: number | undefined
+  readonly maxLimit?: number | undefined
+  readonly startupGain?: number | undefined
+  readonly cut?: number | undefined
+  readonly probeSize?: number | undefined
+  readonly probeEvery?: number | undefined
+  readonly firstProbe?: number | undefined
+  readonly probeDeadline?: number | undefined
+  readonly headroom?: number | undefined
+}
 
 /**
+ * The options with every default filled in.
+ *
  * @since 0.2.0
  * @category models
  */
-export type TempoConfig = typeof internal.TempoOptions.Type
+export interface TempoConfig {
+  readonly initial: number
+  readonly minLimit: number
+  readonly maxLimit: number
+  readonly startupGain: number
+  readonly cut: number
+  readonly probeSize: number
+  readonly probeEvery: number
+  readonly firstProbe: number
+  readonly probeDeadline: number
+  readonly headroom: number
+}
 
 /**
  * A Tempo limit. `window` is the target in flight, `phase` `"startup"` or `"steady"`,
