@@ -4,9 +4,10 @@
  * The cost of protection on the success path, inside one process, in one run:
  * - bare: the protected effect alone (`Effect.succeed(1)`);
  * - sluice: Sluice's full client stack around it — retry policy (3 attempts, with a
- *   `RetryBudget`), `AdaptiveThrottle`, `ConcurrencyLimiter` (congestion window) — run
- *   through `@sluice/http`'s `ClientStack` (its fused success path; `--layers` also
- *   times the same stack composed from the public combinators, and each layer alone);
+ *   `RetryBudget`), `AdaptiveThrottle`, `ConcurrencyLimiter` (congestion window) —
+ *   composed as `@sluice/http`'s client composes it, `retry.around([throttle.gate(key),
+ *   limiter.gate(key)])` (`--layers` also times the same stack nested from the public
+ *   combinators, and each layer alone);
  * - naive Effect: `Effect.retry` with a Schedule around `Semaphore.withPermits`;
  * - cockatiel: `wrap(retry, circuitBreaker, bulkhead)` around an async function
  *   that resolves at once;
@@ -30,7 +31,6 @@
  * Prints one JSON object on stdout (with --json, nothing else).
  */
 import { AdaptiveThrottle, ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
-import { ClientStack } from "@sluice/http"
 import { Retry, RetryBudget } from "@sluice/retry"
 import {
   bulkhead,
@@ -64,12 +64,13 @@ const program = Effect.gen(function* () {
   const budget = yield* RetryBudget.forKey("bench-client")
   const throttle = yield* AdaptiveThrottle.AdaptiveThrottle
   const limiters = yield* ConcurrencyLimiter.ConcurrencyLimiter
-  const retrying = Retry.unsafeMake({ maxAttempts: 3, budget }).apply
-  // The stack as @sluice/http's client runs it: the fused fast path of ClientStack (one
-  // synchronous admission step for retry + throttle + limiter, full machinery only on
-  // failure or when a permit must be waited for).
-  const stack = ClientStack.make({ key: KEY, retry: { maxAttempts: 3, budget }, throttle, limiter: limiters })
-  const sluiceCall = () => stack.run(work)
+  const retry = Retry.unsafeMake({ maxAttempts: 3, budget })
+  const retrying = retry.apply
+  // The stack as @sluice/http's client runs it: the retry policy around the throttle's
+  // and the limiter's gates (one synchronous admission step for all three, the full
+  // machinery only on failure or when a permit must be waited for).
+  const stack = retry.around([throttle.gate(KEY), limiters.gate(KEY)])
+  const sluiceCall = () => stack(work)
 
   // Naive Effect: what a user would write with the built-ins.
   const semaphore = yield* Effect.makeSemaphore(100)

@@ -30,8 +30,9 @@
  *    a drop and the throttle as a rejection. A throttle flag does not fail the
  *    request; it is published to {@link ThrottleSignal} when that is provided.
  *
- * Steps 1, 3 and 4 of a retried request run as the host's `ClientStack` (the same
- * composition with a fused first try) when both the throttle and the limiter are on.
+ * Steps 1, 3 and 4 are one composition for every request, `policy.around(gates)`
+ * (`Retry.Policy`): the host's throttle and limiter gates (those that are on) under the
+ * retry policy, or under a one-try policy for a request that is not retried.
  *
  * The policies are services: {@link layer} and {@link make} take the `RetryBudget`,
  * `AdaptiveThrottle` and `ConcurrencyLimiter` from context, so an app shares them with

@@ -15,7 +15,5 @@ export * as ResponseDecoder from "./ResponseDecoder.js"
 export * as ThrottleSignal from "./ThrottleSignal.js"
 /** @since 0.1.0 */
 export * as SluiceHttpClient from "./SluiceHttpClient.js"
-/** @since 0.1.0 */
-export * as ClientStack from "./ClientStack.js"
 /** @since 0.2.0 */
 export * as Trust from "./Trust.js"

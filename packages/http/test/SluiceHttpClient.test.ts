@@ -135,9 +135,9 @@ const failure = <A, E>(exit: Exit.Exit<A, E>): E => {
 }
 
 describe("SluiceHttpClient over a real NodeHttpServer", () => {
-  // Once with the throttle and limiter (the fused ClientStack path), once with the limiter only.
+  // Once with the throttle and limiter, once with the limiter only.
   it.scopedLive.each([
-    ["throttle and limiter (ClientStack)", {}],
+    ["throttle and limiter", {}],
     ["limiter only", { throttle: false as const }]
   ] as const)("every wire-protocol row arrives as the right typed outcome: %s", ([, variant]) =>
     Effect.gen(function* () {

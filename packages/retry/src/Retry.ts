@@ -336,7 +336,9 @@ export interface MakeOptions extends Omit<PolicyOptions, "budget"> {
  * (`Admission.guard`): the first try's bookkeeping (budget request, attempt count)
  * is itself a gate, so the first try takes one step through all of them; each
  * retry goes through the gates again. It behaves as
- * `apply(Admission.guard(gates)(self))`.
+ * `apply(Admission.guard(gates)(self))`, inside another retry layer too (its tries
+ * then count from attempt 0 again). This is how `@sluice/http` composes a request:
+ * `policy.around([throttle.gate(host), limiters.gate(host)])`.
  *
  * @since 0.1.0
  * @category models

@@ -3,7 +3,7 @@ import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
-import { Admission, Criticality, Errors, Options } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -16,7 +16,6 @@ import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
-import type * as ClientStack from "../ClientStack.js"
 import type * as C from "../SluiceHttpClient.js"
 import { ThrottleSignal } from "../ThrottleSignal.js"
 import * as decoder from "./responseDecoder.js"
@@ -41,7 +40,8 @@ export const allowRetries: FiberRef.FiberRef<boolean | undefined> = FiberRef.uns
   undefined
 )
 
-const MAX_STACKS = 1024
+/** Hosts whose composed guards are kept (as many as the throttle's and limiter's default `maxKeys`). */
+const MAX_HOSTS = 1024
 
 /** How much later than the exchange's own timer the whole call's timer fires. */
 const DEADLINE_GRACE_MILLIS = 2
@@ -65,14 +65,15 @@ const noticingWaits = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E> =
   isDrop: gate.isDrop
 })
 
-/** The guards of one host. */
+/** A request through its host's gates, under the retry policy or the one-try policy. */
+type Guard = (
+  self: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError>
+) => Effect.Effect<HttpClientResponse.HttpClientResponse, C.ClientError>
+
+/** The two guards of one host: retried requests and requests tried once. */
 interface HostGuards {
-  /** Retry ∘ throttle ∘ limiter in one step (both policies on), for retried requests. */
-  readonly stack:
-    | (<A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, ClientStack.ClientStackError<E>, R>)
-    | undefined
-  /** The limiter alone. */
-  readonly limit: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  readonly retried: Guard
+  readonly once: Guard
 }
 
 /** @internal */
@@ -209,41 +210,27 @@ const build = (
       ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
       ...(budget !== undefined ? { budget } : {})
     }
-    const retrying = Retry.unsafeMake(policyOptions).apply
-    // With both the throttle and the limiter, a retried request runs through its host's
-    // fused stack, as a `ClientStack` composes it (retry ∘ throttle ∘ limiter, same
-    // service instances), with a first try that does its bookkeeping in one step. The
-    // limiter's gate notes a wait for a permit, which the exchange's bound depends on.
-    const fused =
-      throttle !== undefined && limiters !== undefined ? Retry.unsafeMake(policyOptions) : undefined
-    const hosts = new Map<string, HostGuards>()
-    const hostFor = (limiter: ConcurrencyLimiter.Service, key: string): HostGuards => {
-      let host = hosts.get(key)
-      if (host !== undefined) {
-        // least recently used first: re-insert on use
-        hosts.delete(key)
-        hosts.set(key, host)
-        return host
-      }
-      const gate = noticingWaits(limiter.gate(key))
-      host = {
-        stack:
-          fused !== undefined && throttle !== undefined
-            ? fused.around([throttle.gate(key), gate])
-            : undefined,
-        limit: Admission.guard([gate]) as HostGuards["limit"]
-      }
-      if (hosts.size >= MAX_STACKS) hosts.delete(hosts.keys().next().value!)
-      hosts.set(key, host)
-      return host
-    }
-    // Requests that are not retried still count as requests in the budget's ratio.
-    const notRetrying = Retry.unsafeMake({
+    const retrying = Retry.unsafeMake(policyOptions)
+    // Requests that are not retried go through the same gates and still count as
+    // requests in the budget's ratio.
+    const once = Retry.unsafeMake({
       maxAttempts: 1,
       isRetryable: () => false,
       name: config.name,
       ...(budget !== undefined ? { budget } : {})
-    }).apply
+    })
+    // Every request is `policy.around(gates)`: the host's throttle gate, then its limiter
+    // gate (each when configured); the limiter's gate notes a wait for a permit, which the
+    // exchange's bound depends on. A host's composed guards are kept (bounded) because
+    // composing them allocates closures and handlers the success path would otherwise pay
+    // for on every request.
+    const hosts = BoundedMap.make<string, HostGuards>({ capacity: MAX_HOSTS })
+    const guardsOf = (key: string): HostGuards => {
+      const gates: Array<Admission.Gate<any, Errors.Throttled | Errors.Overloaded>> = []
+      if (throttle !== undefined) gates.push(throttle.gate(key))
+      if (limiters !== undefined) gates.push(noticingWaits(limiters.gate(key)))
+      return { retried: retrying.around(gates), once: once.around(gates) }
+    }
 
     const publish = (key: string, throttled: boolean) => {
       if (throttled) signalsCounter.unsafeUpdate(1, [MetricLabel.make("host", key)])
@@ -321,20 +308,9 @@ const build = (
         return send
       })
 
-    const attempt = (
-      request: HttpClientRequest.HttpClientRequest,
-      key: string
-    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> => {
-      let guarded = exchange(request, key)
-      if (limiters !== undefined) guarded = hostFor(limiters, key).limit(guarded)
-      if (throttle !== undefined) guarded = throttle.withThrottle(guarded, key)
-      return guarded
-    }
-
     const guarded = (request: HttpClientRequest.HttpClientRequest, retry: boolean, key: string) => {
-      if (!retry) return notRetrying(attempt(request, key))
-      const stack = limiters !== undefined ? hostFor(limiters, key).stack : undefined
-      return stack !== undefined ? stack(exchange(request, key)) : retrying(attempt(request, key))
+      const host = hosts.getOrCreate(key, guardsOf)
+      return (retry ? host.retried : host.once)(exchange(request, key))
     }
 
     const execute = (request: HttpClientRequest.HttpClientRequest) =>

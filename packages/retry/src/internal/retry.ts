@@ -347,19 +347,11 @@ export const withRetry: any = (...args: ReadonlyArray<any>) => {
 }
 
 /**
- * Nested in another retry layer (the fiber's attempt is not 0), the first try must run
- * as the whole policy does (`Effect.locally` the attempt back to 0), not in the fused
- * step: the first-try gate refuses with this marker and the guard's `orElse` diverts.
+ * The first try's bookkeeping as a gate, so it shares the one step of `Admission.guard`.
+ * Entered only outside another retry layer (see `around`).
  */
-const NESTED: unique symbol = Symbol.for("@sluice/retry/Retry/nested")
-
-/** The first try's bookkeeping as a gate, so it shares the one step of `Admission.guard`. */
-const firstTryGate = (
-  config: Compiled,
-  budget: RB.Budget | undefined
-): Admission.Gate<true, typeof NESTED> => ({
+const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> => ({
   tryEnter: (entry) => {
-    if (entry.getFiberRef(currentAttempt) !== 0) return Admission.refuse(NESTED)
     if (budget !== undefined) budget.unsafeRecordRequest(entry.now)
     attemptsCounter.unsafeUpdate(1, config.tags)
     return true
@@ -396,9 +388,15 @@ export const unsafeMake = (options?: R.MakeOptions): R.Policy => {
       const later = Admission.guard(gates)
       // The first try, the throttle, the limiter … in one step; a failure continues in
       // the retry loop from the guard's own handler.
-      return Admission.guard([firstTry, ...gates], (error, self) =>
-        error === NESTED ? run(later(self), config, budget) : retryLoop(later(self), error, config, budget)
-      ) as any
+      const fused = Admission.guard([firstTry, ...gates], (error, self) =>
+        retryLoop(later(self), error, config, budget)
+      )
+      // Inside another retry layer (the fiber's attempt is not 0) the first try must run
+      // as the whole policy runs it, with the attempt set back to 0 for its own tries.
+      return ((self: Effect.Effect<unknown, unknown, unknown>) =>
+        Effect.withFiberRuntime<unknown, unknown, unknown>((fiber) =>
+          fiber.getFiberRef(currentAttempt) === 0 ? fused(self) : run(later(self), config, budget)
+        )) as any
     }
   }
 }
