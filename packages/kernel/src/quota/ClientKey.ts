@@ -11,9 +11,8 @@ import * as Sha256 from "../hash/Sha256.js"
  * The key of an id above the bound: its first `prefixLength` UTF-16 code units, `#` and the
  * SHA-256 of the whole id, as a string of its own. A substring in V8 may be a view into the
  * string it was cut from, so a key made with `slice` kept the caller's whole id alive as long as
- * the client was stored (20,000 ids of 10 KB: 10,979 bytes per client in the memory store and
- * 10,999 in the fallback, against 476 and 493 with this key); a string built from character
- * codes shares nothing with the id.
+ * the client was stored (for 10 KB ids, over twenty times the memory per client: see
+ * bench/README.md); a string built from character codes shares nothing with the id.
  *
  * @since 0.2.0
  */

@@ -74,10 +74,10 @@ const READ_ANY = `
  * sliding-window: window number, current and previous count). One `GET` reads it; only an
  * admitted request (or a denial that starts a block) writes, with one `SET` that keeps the TTL
  * unless it must grow (then it is set with a slack of half as long again, at least a second).
- * Redis time per two-tier check (`INFO commandstats`): 4.6–4.9 µs with the numbers written in,
- * 5.5–5.8 µs with them as arguments, where the hash with a field per number that this layout
- * replaced (`HMGET` + `HSET`, numbers as arguments) cost 7.0–7.5 µs and a static script looping
- * over the tiers on this layout 7.9 µs (`bench/quota-script.ts`). A value of another plan (the
+ * The numbers written into the script, one packed string and one `GET`/`SET` take the least
+ * Redis time per check of the layouts measured (`bench/quota-script.ts`; figures in
+ * bench/README.md): less than numbers as arguments, a hash with a field per number, or a static
+ * script looping over the tiers. A value of another plan (the
  * client's plan changed) is read by `READ_ANY`; a key of another type (0.1's hash) is read as no
  * state and replaced on the next write.
  *
@@ -373,8 +373,8 @@ export const parseReply = (reply: ReadonlyArray<number>, plan: CompiledPlan, cos
 
 /**
  * How many distinct plans get a script with their numbers written in; the plans beyond share one
- * script per shape that takes the numbers as arguments (0.8 µs more Redis time per two-tier
- * check). Redis keeps every loaded script until it restarts or `SCRIPT FLUSH`: a bound keeps
+ * script per shape that takes the numbers as arguments (a little more Redis time per check).
+ * Redis keeps every loaded script until it restarts or `SCRIPT FLUSH`: a bound keeps
  * thousands of per-client plans from loading thousands of scripts (about 3 KB each).
  *
  * @since 0.2.0
