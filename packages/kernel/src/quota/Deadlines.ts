@@ -60,12 +60,10 @@ export interface Entry {
 /**
  * The timer wakes this much before the oldest deadline and expires it then, so that the
  * deadline bounds the whole check: a Node timer fires late — up to a millisecond by its
- * granularity, and on these shared VMs an otherwise idle process saw its timers come back 4–7 ms
- * late once or twice a second (`monitorEventLoopDelay`) — and the failure mode's decision then
- * still has to run. A third of the timeout, between 0.5 and 5 ms: 5 ms for the 15 ms and 50 ms
- * deadlines, 1.7 ms for a 5 ms one. (With 3 ms, the slowest of the checks a 1.2 s pause of
- * Redis sent to the failure mode took more than the 15 ms deadline + 2 ms in about one run in
- * three, up to 21.9 ms; with 5 ms, 11.6–15.8 ms in eight runs out of eight.)
+ * granularity, and on a shared VM by several milliseconds now and then — and the failure mode's
+ * decision then still has to run. A third of the timeout, between 0.5 and 5 ms: 5 ms for the
+ * 15 ms and 50 ms deadlines, 1.7 ms for a 5 ms one (a smaller slack let a paused Redis's slowest
+ * check pass the deadline + 2 ms: bench/README.md, "Quotas under faults").
  *
  * @since 0.2.0
  */
@@ -80,9 +78,8 @@ export const slackFor = (timeoutMs: number): number => Math.min(5, Math.max(0.5,
 export const STALL_MS = 3
 
 /**
- * A stall at least this long is a saturated host, not the hiccups of a busy VM (an idle Node
- * process here saw a 1 ms timer come back 2.9–4.0 ms late at least once per 1.2 s; eight
- * processes and two busy loops on two cores stall for tens of ms): after one, a queue with a
+ * A stall at least this long is a saturated host, not the hiccups of a busy VM (a few ms late now
+ * and then, where a saturated host stalls for tens of ms): after one, a queue with a
  * `maxTimeoutMs` above its timeout expires no call for as long again.
  *
  * @since 0.2.0
