@@ -107,3 +107,5 @@ export * as AdaptiveThrottle from "./throttle/AdaptiveThrottle.js"
 
 /** @since 0.2.0 */
 export * as ThresholdMonitor from "./monitor/ThresholdMonitor.js"
+/** @since 0.2.0 */
+export * as Limiter from "./limiter/Limiter.js"

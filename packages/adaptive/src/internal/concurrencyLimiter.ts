@@ -18,6 +18,7 @@ import { bindMethods } from "./bind.js"
 import type * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import { makeHub } from "./events.js"
+import * as Kernel from "@sluice/kernel/limiter/Limiter"
 
 /** @internal */
 export const TypeId: typeof CL.TypeId = Symbol.for("@sluice/adaptive/ConcurrencyLimiter") as any
@@ -95,13 +96,6 @@ export type RejectReason = "limit" | "queue-full" | "queue-timeout" | "displaced
 // ---------------------------------------------------------------------------
 // outcome classification: core's one classifier; algorithms hear success, dropped, ignored
 
-/**
- * `inFlight < share × limit`: exact for a whole limit (`7 < 0.07 × 100` is true in
- * floating point); a fractional limit (a congestion window) is compared as it is.
- */
-const belowShare = (inFlight: number, share: Ratio.ExactRatio, limit: number): boolean =>
-  Number.isSafeInteger(limit) ? share.compare(inFlight, limit) < 0 : inFlight < share.value * limit
-
 const toSample = (outcome: Outcome.Outcome): LA.Outcome =>
   outcome === "success" || outcome === "dropped" ? outcome : "ignored"
 
@@ -114,29 +108,24 @@ export const classify = (
 // ---------------------------------------------------------------------------
 // the limiter
 
-const levelIndex: Record<Criticality.Criticality, number> = Object.fromEntries(
-  Criticality.levels.map((level, i) => [level, i])
-) as any
-const LEVELS = Criticality.levels.length
+const levelIndex = Kernel.levelIndex
 
-const QUEUED = 0
-const GRANTED = 1
-const DONE = 2
-const REJECTED = 3
+type Source = Clock.Clock | Context.Context<DefaultServices.DefaultServices>
+/** What a permit is made with: the fiber's services, or (for a drained waiter) the permit just returned, whose clock it takes. */
+type Origin = Source | Permit
 
-class Permit implements CL.Permit {
-  /** What the algorithm's `onDeparture` returned (departure-aware algorithms only). */
-  mark: number | undefined = undefined
+class Permit extends Kernel.Permit implements CL.Permit {
   constructor(
     readonly limiter: LimiterImpl,
-    readonly id: number,
-    readonly start: number,
-    readonly level: number,
+    id: number,
+    start: number,
+    level: number,
     /** The clock, or the fiber's services to read it from when first needed. */
-    private source: Clock.Clock | Context.Context<DefaultServices.DefaultServices>,
-    /** Granted from the queue (or a settled waiter): the gauges follow it. */
-    readonly queued: boolean
-  ) {}
+    private source: Source,
+    queued: boolean
+  ) {
+    super(id, start, level, queued)
+  }
   /** Looked up only when a round-trip time or a drain needs it (not on the uncontended path of a time-blind algorithm). */
   get clock(): Clock.Clock {
     const source = this.source
@@ -149,27 +138,14 @@ class Permit implements CL.Permit {
   }
 }
 
-class Waiter {
-  state = QUEUED
-  permit: Permit | undefined = undefined
+class Waiter extends Kernel.Waiter<Permit> {
   rejection: Errors.Overloaded | undefined = undefined
   resume: ((effect: Effect.Effect<Permit, Errors.Overloaded>) => void) | undefined = undefined
-  prev: Waiter | undefined = undefined
-  next: Waiter | undefined = undefined
-  constructor(readonly level: number) {}
 }
 
-class LimiterImpl implements CL.Limiter {
+class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.Limiter {
   protected readonly bound = bindMethods(this, ["inFlightOf", "queuedOf", "pipe"])
   readonly [TypeId]: CL.TypeId = TypeId
-  inFlight = 0
-  queued = 0
-  nextId = 0
-  private readonly inFlightBy: Array<number> = new Array(LEVELS).fill(0)
-  private readonly heads: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
-  private readonly tails: Array<Waiter | undefined> = new Array(LEVELS).fill(undefined)
-  private readonly shares: Array<Ratio.ExactRatio> | undefined
-  private readonly lifo: boolean
   private readonly maxWait: Duration.Duration | undefined
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   private readonly rejectTags: Record<RejectReason, ReadonlyArray<MetricLabel.MetricLabel>>
@@ -183,17 +159,12 @@ class LimiterImpl implements CL.Limiter {
 
   constructor(
     readonly key: string,
-    readonly algorithm: LA.LimitAlgorithm,
-    private readonly config: Config,
+    algorithm: LA.LimitAlgorithm,
+    config: Config,
     private readonly hub: PubSub.PubSub<CL.Event> = makeHub<CL.Event>()
   ) {
+    super(algorithm, config)
     this.events = Stream.fromPubSub(hub)
-    const p = config.partitions
-    this.shares =
-      p === undefined
-        ? undefined
-        : Criticality.levels.map((level) => Ratio.make((p as Record<string, number | undefined>)[level] ?? 0))
-    this.lifo = config.order === "lifo"
     this.maxWait = config.maxWait
     const keyLabel = MetricLabel.make("key", key)
     this.tags = [keyLabel]
@@ -210,11 +181,10 @@ class LimiterImpl implements CL.Limiter {
     queuedGauge.unsafeUpdate(0, this.tags)
     this.gate = {
       tryEnter: (entry) => {
-        if (this.queued === 0 && this.inFlight < this.algorithm.limit) {
-          return this.grant(levelIndex[entry.criticality], entry.now, entry.services, false)
-        }
-        if (this.config.maxQueue === 0) return Admission.refuse(this.rejection("limit"))
-        return Admission.Wait
+        const answer = this.tryAcquire(levelIndex[entry.criticality], entry.now, entry.services)
+        if (answer === "wait") return Admission.Wait
+        if (answer === "limit") return Admission.refuse(this.rejection("limit"))
+        return answer
       },
       enter: (entry) => this.waitFor(levelIndex[entry.criticality]),
       settle: (permit, outcome) => this.sample(permit as Permit, toSample(outcome)),
@@ -230,13 +200,11 @@ class LimiterImpl implements CL.Limiter {
   }
 
   inFlightOf(level: Criticality.Criticality): number {
-    return this.inFlightBy[levelIndex[level]]!
+    return this.inFlightAt(levelIndex[level])
   }
 
   queuedOf(level: Criticality.Criticality): number {
-    let n = 0
-    for (let w = this.heads[levelIndex[level]]; w !== undefined; w = w.next) n++
-    return n
+    return this.queuedAt(levelIndex[level])
   }
 
   pipe() {
@@ -244,57 +212,32 @@ class LimiterImpl implements CL.Limiter {
     return pipeArguments(this, arguments)
   }
 
-  private grant(
+  protected override newPermit(
+    id: number,
+    start: number,
     level: number,
-    now: number,
-    clock: Clock.Clock | Context.Context<DefaultServices.DefaultServices>,
-    queued: boolean
+    queued: boolean,
+    origin: Origin
   ): Permit {
-    this.inFlight++
-    this.inFlightBy[level]!++
+    return new Permit(this, id, start, level, origin instanceof Permit ? origin.clock : origin, queued)
+  }
+
+  protected override onGranted(waiter: Waiter): void {
     // The uncontended path pushes no gauge: the in-flight gauge follows queueing,
     // failures and limit changes (read `inFlight` for the exact count).
-    if (queued) this.reportInFlight()
-    const permit = new Permit(this, this.nextId++, now, level, clock, queued)
-    if (this.algorithm.onDeparture !== undefined) {
-      permit.mark = this.algorithm.onDeparture({ id: permit.id, inFlight: this.inFlight, now })
-    }
-    return permit
+    this.reportInFlight()
+    if (waiter.resume !== undefined) waiter.resume(Effect.succeed(waiter.permit!))
+  }
+
+  protected override onDisplaced(victim: Waiter): void {
+    victim.rejection = this.rejection("displaced")
+    if (victim.resume !== undefined) victim.resume(Effect.fail(victim.rejection))
   }
 
   private sample(permit: Permit, outcome: LA.Outcome): void {
-    const now =
-      this.algorithm.usesTime === false && this.queued === 0
-        ? permit.start
-        : permit.clock.unsafeCurrentTimeMillis()
-    const inFlight = this.inFlight
-    // Free the slot before calling the algorithm, so a throwing user algorithm cannot leak it.
-    this.inFlight--
-    this.inFlightBy[permit.level]!--
-    const rtt = now - permit.start
-    this.algorithm.onSample(
-      // Departure-aware algorithms also get when the request left and their mark.
-      this.algorithm.onDeparture === undefined
-        ? { id: permit.id, nextId: this.nextId, outcome, rtt, inFlight, now }
-        : {
-            id: permit.id,
-            nextId: this.nextId,
-            outcome,
-            rtt,
-            inFlight,
-            now,
-            departedAt: permit.start,
-            mark: permit.mark
-          }
-    )
-    this.afterChange(now, permit, permit.queued || outcome !== "success")
-  }
-
-  /** A permit granted to a waiter that never used it: no sample. */
-  private releaseUnused(permit: Permit): void {
-    this.inFlight--
-    this.inFlightBy[permit.level]!--
-    this.afterChange(permit.clock.unsafeCurrentTimeMillis(), permit, true)
+    const now = this.needsClock ? permit.clock.unsafeCurrentTimeMillis() : permit.start
+    const granted = this.release(permit, outcome, now, permit)
+    this.afterChange(granted, permit.queued || outcome !== "success")
   }
 
   private reportedInFlight = 0
@@ -303,81 +246,16 @@ class LimiterImpl implements CL.Limiter {
     inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
   }
 
-  /** `from`: the permit just returned, whose clock the drained waiters' permits take. */
-  private afterChange(now: number, from: Permit, report: boolean): void {
+  private afterChange(granted: number, report: boolean): void {
     const limit = this.algorithm.limit
     if (limit !== this.reportedLimit) {
       this.reportedLimit = limit
       limitGauge.unsafeUpdate(limit, this.tags)
       report = true
     }
-    if (this.queued > 0) {
-      this.drain(now, from.clock)
-      report = true
-    }
+    if (granted > 0) queuedGauge.unsafeUpdate(this.queued, this.tags)
     // At rest the gauge reads 0 again, pushed once, not on every uncontended call.
     if (report || (this.inFlight === 0 && this.reportedInFlight !== 0)) this.reportInFlight()
-  }
-
-  private drain(now: number, clock: Clock.Clock): void {
-    const before = this.queued
-    while (this.queued > 0 && this.inFlight < this.algorithm.limit) {
-      const waiter = this.selectNext()
-      this.unlink(waiter)
-      waiter.state = GRANTED
-      waiter.permit = this.grant(waiter.level, now, clock, true)
-      if (waiter.resume !== undefined) waiter.resume(Effect.succeed(waiter.permit))
-    }
-    if (this.queued !== before) queuedGauge.unsafeUpdate(this.queued, this.tags)
-  }
-
-  /** Shares first: a level below its guaranteed share is served before any other; then by criticality. */
-  private selectNext(): Waiter {
-    const shares = this.shares
-    if (shares !== undefined) {
-      const limit = this.algorithm.limit
-      for (let i = 0; i < LEVELS; i++) {
-        if (this.heads[i] !== undefined && belowShare(this.inFlightBy[i]!, shares[i]!, limit))
-          return this.pick(i)
-      }
-    }
-    for (let i = 0; i < LEVELS; i++) {
-      if (this.heads[i] !== undefined) return this.pick(i)
-    }
-    throw new Error("BUG: selectNext on an empty queue")
-  }
-
-  private pick(level: number): Waiter {
-    return (this.lifo ? this.tails[level] : this.heads[level])!
-  }
-
-  /** The waiter that would be served last among the levels less critical than `level`. */
-  private victimFor(level: number): Waiter | undefined {
-    for (let i = LEVELS - 1; i > level; i--) {
-      if (this.heads[i] !== undefined) return (this.lifo ? this.heads[i] : this.tails[i])!
-    }
-    return undefined
-  }
-
-  private enqueue(waiter: Waiter): void {
-    const tail = this.tails[waiter.level]
-    if (tail === undefined) {
-      this.heads[waiter.level] = waiter
-    } else {
-      tail.next = waiter
-      waiter.prev = tail
-    }
-    this.tails[waiter.level] = waiter
-    this.queued++
-  }
-
-  private unlink(waiter: Waiter): void {
-    if (waiter.prev === undefined) this.heads[waiter.level] = waiter.next
-    else waiter.prev.next = waiter.next
-    if (waiter.next === undefined) this.tails[waiter.level] = waiter.prev
-    else waiter.next.prev = waiter.prev
-    waiter.prev = waiter.next = undefined
-    this.queued--
   }
 
   private rejection(reason: RejectReason): Errors.Overloaded {
@@ -388,36 +266,29 @@ class LimiterImpl implements CL.Limiter {
 
   /** Leaves the queue, or gives back a permit that arrived too late to be used. Idempotent. */
   private abandon(waiter: Waiter): void {
-    if (waiter.state === QUEUED) {
-      waiter.state = DONE
-      this.unlink(waiter)
+    if (waiter.state === Kernel.QUEUED) {
+      this.leave(waiter)
       queuedGauge.unsafeUpdate(this.queued, this.tags)
-    } else if (waiter.state === GRANTED) {
-      waiter.state = DONE
-      this.releaseUnused(waiter.permit!)
+    } else if (waiter.state === Kernel.GRANTED) {
+      waiter.state = Kernel.DONE
+      const permit = waiter.permit!
+      const granted = this.releaseUnused(permit, permit.clock.unsafeCurrentTimeMillis(), permit)
+      this.afterChange(granted, true)
     }
   }
 
   /** The waiting path: a permit once one is free, or a local refusal. */
   private waitFor(level: number): Effect.Effect<Permit, Errors.Overloaded> {
-    const maxQueue = this.config.maxQueue
-    if (this.queued >= maxQueue) {
-      // The least critical waiter makes room for more critical work.
-      const victim = this.victimFor(level)
-      if (victim === undefined) return Effect.fail(this.rejection("queue-full"))
-      this.unlink(victim)
-      victim.state = REJECTED
-      victim.rejection = this.rejection("displaced")
-      if (victim.resume !== undefined) victim.resume(Effect.fail(victim.rejection))
-    }
+    // A full queue displaces the least critical waiter for more critical work.
+    if (!this.makeRoom(level)) return Effect.fail(this.rejection("queue-full"))
     const waiter = new Waiter(level)
     this.enqueue(waiter)
     queuedGauge.unsafeUpdate(this.queued, this.tags)
     this.reportInFlight()
     const wait = Effect.async<Permit, Errors.Overloaded>((resume) => {
       // The fiber may have yielded between enqueueing and registering.
-      if (waiter.state === GRANTED) return resume(Effect.succeed(waiter.permit!))
-      if (waiter.state === REJECTED) return resume(Effect.fail(waiter.rejection!))
+      if (waiter.state === Kernel.GRANTED) return resume(Effect.succeed(waiter.permit!))
+      if (waiter.state === Kernel.REJECTED) return resume(Effect.fail(waiter.rejection!))
       waiter.resume = resume
       return Effect.sync(() => this.abandon(waiter))
     })
@@ -436,7 +307,7 @@ class LimiterImpl implements CL.Limiter {
       Effect.onExit((exit) => {
         // Granted: the guard owns the permit from here on. Otherwise leave the queue, or
         // give back a permit that was granted as the wait was being interrupted.
-        if (exit._tag === "Success") waiter.state = DONE
+        if (exit._tag === "Success") waiter.state = Kernel.DONE
         else this.abandon(waiter)
         return Effect.void
       })

@@ -1,0 +1,302 @@
+/**
+ * The admission rules of a concurrency limiter, after Netflix concurrency-limits' `Limiter`:
+ * it enforces a {@link Limit.Limit} (grants a permit only while `inFlight < limit`), feeds the
+ * limit one sample per permit, and queues the requests that find no free permit.
+ *
+ * The queue has one wait list per criticality level (most critical served first), each FIFO
+ * or LIFO. A level may be guaranteed a share of the limit (`partitions`): while its in-flight
+ * count is below `share × limit` its waiters go before any other level's. A full queue
+ * (`maxQueue`) makes room for more critical work by displacing the waiter that would be
+ * served last among the less critical levels; with none, the newcomer is refused.
+ *
+ * Nothing here waits: a waiter is a plain object (the runtime binding extends it with what
+ * resumes its fiber), and "this waiter got a permit" or "this waiter was displaced" are calls
+ * to {@link Limiter.onGranted} and {@link Limiter.onDisplaced}, which a binding overrides.
+ * Time is a parameter (`now`, clock millis); `context` is whatever the binding's permits
+ * carry (e.g. where to read the clock), passed through to {@link Limiter.newPermit}.
+ *
+ * @since 0.2.0
+ */
+import * as Criticality from "../criticality/Criticality.js"
+import type * as Limit from "../limit/Limit.js"
+import * as Ratio from "../stats/Ratio.js"
+
+/**
+ * The number of criticality levels; levels are indices into `Criticality.levels`
+ * (0 is `CRITICAL_PLUS`, the most critical).
+ *
+ * @since 0.2.0
+ */
+export const LEVELS = Criticality.levels.length
+
+/**
+ * The index of each level in `Criticality.levels`.
+ *
+ * @since 0.2.0
+ */
+export const levelIndex: Readonly<Record<Criticality.Criticality, number>> = Object.fromEntries(
+  Criticality.levels.map((level, i) => [level, i])
+) as Record<Criticality.Criticality, number>
+
+/**
+ * A waiter's state: in the queue, granted a permit, done (used or given back), or refused.
+ *
+ * @since 0.2.0
+ */
+export const QUEUED = 0
+/** @since 0.2.0 */
+export const GRANTED = 1
+/** @since 0.2.0 */
+export const DONE = 2
+/** @since 0.2.0 */
+export const REJECTED = 3
+
+/**
+ * A granted permit: its `id` (one more per permit granted), when it was granted (`start`),
+ * its level, whether it came from the queue, and what the limit's `onDeparture` returned.
+ *
+ * @since 0.2.0
+ */
+export class Permit {
+  /** What the algorithm's `onDeparture` returned (departure-aware algorithms only). */
+  mark: number | undefined = undefined
+  constructor(
+    readonly id: number,
+    readonly start: number,
+    readonly level: number,
+    /** Granted from the queue: the binding's gauges follow it. */
+    readonly queued: boolean
+  ) {}
+}
+
+/**
+ * A request waiting for a permit, linked into its level's wait list.
+ *
+ * @since 0.2.0
+ */
+export class Waiter<P extends Permit = Permit> {
+  state = QUEUED
+  permit: P | undefined = undefined
+  prev: this | undefined = undefined
+  next: this | undefined = undefined
+  constructor(readonly level: number) {}
+}
+
+/**
+ * @since 0.2.0
+ */
+export interface Options {
+  /** Waiters allowed at once (0: never queue, refuse with `"limit"`). */
+  readonly maxQueue: number
+  readonly order: "fifo" | "lifo"
+  /** Guaranteed shares of the limit per level, in [0, 1], adding up to at most 1. */
+  readonly partitions?: { readonly [L in Criticality.Criticality]?: number | undefined } | undefined
+}
+
+/**
+ * `inFlight < share × limit`: exact for a whole limit (`7 < 0.07 × 100` is true in
+ * floating point); a fractional limit (a congestion window) is compared as it is.
+ *
+ * @since 0.2.0
+ */
+export const belowShare = (inFlight: number, share: Ratio.ExactRatio, limit: number): boolean =>
+  Number.isSafeInteger(limit) ? share.compare(inFlight, limit) < 0 : inFlight < share.value * limit
+
+/**
+ * The limiter's state and rules. `P` and `W` are the binding's permits and waiters; `C` the
+ * context its permits are made with.
+ *
+ * @since 0.2.0
+ */
+export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>, C = undefined> {
+  inFlight = 0
+  queued = 0
+  /** Permits granted so far (the next permit id). */
+  nextId = 0
+  private readonly inFlightBy: Array<number> = new Array(LEVELS).fill(0)
+  private readonly heads: Array<W | undefined> = new Array(LEVELS).fill(undefined)
+  private readonly tails: Array<W | undefined> = new Array(LEVELS).fill(undefined)
+  private readonly shares: Array<Ratio.ExactRatio> | undefined
+  private readonly lifo: boolean
+  readonly maxQueue: number
+
+  constructor(
+    readonly algorithm: Limit.Limit,
+    options: Options
+  ) {
+    const p = options.partitions
+    this.shares = p === undefined ? undefined : Criticality.levels.map((level) => Ratio.make(p[level] ?? 0))
+    this.lifo = options.order === "lifo"
+    this.maxQueue = options.maxQueue
+  }
+
+  /** Makes a permit; a binding overrides it to add its own fields. */
+  protected newPermit(id: number, start: number, level: number, queued: boolean, _context: C): P {
+    return new Permit(id, start, level, queued) as P
+  }
+
+  /** Called when a waiter is granted a permit (`waiter.permit`) while it waits. */
+  protected onGranted(_waiter: W): void {}
+
+  /** Called when a waiter is taken out of the queue to make room for more critical work. */
+  protected onDisplaced(_waiter: W): void {}
+
+  /** Requests holding a permit at level `level` (an index). */
+  inFlightAt(level: number): number {
+    return this.inFlightBy[level]!
+  }
+
+  /** Waiters at level `level` (an index). */
+  queuedAt(level: number): number {
+    let n = 0
+    for (let w = this.heads[level]; w !== undefined; w = w.next) n++
+    return n
+  }
+
+  /**
+   * The uncontended path: a permit when nobody waits and one is free; else `"limit"` when the
+   * limiter never queues, `"wait"` when the caller should {@link join} the queue.
+   */
+  tryAcquire(level: number, now: number, context: C): P | "limit" | "wait" {
+    if (this.queued === 0 && this.inFlight < this.algorithm.limit)
+      return this.grant(level, now, context, false)
+    return this.maxQueue === 0 ? "limit" : "wait"
+  }
+
+  /**
+   * Whether settling a permit needs the clock: not for a time-blind limit with nobody waiting
+   * (its sample takes the permit's `start` as `now`).
+   */
+  get needsClock(): boolean {
+    return this.algorithm.usesTime !== false || this.queued !== 0
+  }
+
+  private grant(level: number, now: number, context: C, queued: boolean): P {
+    this.inFlight++
+    this.inFlightBy[level]!++
+    const permit = this.newPermit(this.nextId++, now, level, queued, context)
+    if (this.algorithm.onDeparture !== undefined) {
+      permit.mark = this.algorithm.onDeparture({ id: permit.id, inFlight: this.inFlight, now })
+    }
+    return permit
+  }
+
+  /**
+   * A request that held `permit` ended: frees the slot, feeds the limit its sample, then
+   * grants freed permits to waiters (made with `context`). Returns the number granted.
+   */
+  release(permit: P, outcome: Limit.Outcome, now: number, context: C): number {
+    const inFlight = this.inFlight
+    // Free the slot before calling the algorithm, so a throwing user algorithm cannot leak it.
+    this.inFlight--
+    this.inFlightBy[permit.level]!--
+    const rtt = now - permit.start
+    this.algorithm.onSample(
+      // Departure-aware algorithms also get when the request left and their mark.
+      this.algorithm.onDeparture === undefined
+        ? { id: permit.id, nextId: this.nextId, outcome, rtt, inFlight, now }
+        : {
+            id: permit.id,
+            nextId: this.nextId,
+            outcome,
+            rtt,
+            inFlight,
+            now,
+            departedAt: permit.start,
+            mark: permit.mark
+          }
+    )
+    return this.queued > 0 ? this.drain(now, context) : 0
+  }
+
+  /** A permit granted to a waiter that never used it: no sample. Returns the number granted. */
+  releaseUnused(permit: P, now: number, context: C): number {
+    this.inFlight--
+    this.inFlightBy[permit.level]!--
+    return this.queued > 0 ? this.drain(now, context) : 0
+  }
+
+  /** Grants free permits to waiters, in {@link selectNext} order. Returns the number granted. */
+  drain(now: number, context: C): number {
+    const before = this.queued
+    while (this.queued > 0 && this.inFlight < this.algorithm.limit) {
+      const waiter = this.selectNext()
+      this.unlink(waiter)
+      waiter.state = GRANTED
+      waiter.permit = this.grant(waiter.level, now, context, true)
+      this.onGranted(waiter)
+    }
+    return before - this.queued
+  }
+
+  /** Shares first: a level below its guaranteed share is served before any other; then by criticality. */
+  private selectNext(): W {
+    const shares = this.shares
+    if (shares !== undefined) {
+      const limit = this.algorithm.limit
+      for (let i = 0; i < LEVELS; i++) {
+        if (this.heads[i] !== undefined && belowShare(this.inFlightBy[i]!, shares[i]!, limit))
+          return this.pick(i)
+      }
+    }
+    for (let i = 0; i < LEVELS; i++) {
+      if (this.heads[i] !== undefined) return this.pick(i)
+    }
+    throw new Error("BUG: selectNext on an empty queue")
+  }
+
+  private pick(level: number): W {
+    return (this.lifo ? this.tails[level] : this.heads[level])!
+  }
+
+  /** The waiter that would be served last among the levels less critical than `level`. */
+  private victimFor(level: number): W | undefined {
+    for (let i = LEVELS - 1; i > level; i--) {
+      if (this.heads[i] !== undefined) return (this.lifo ? this.heads[i] : this.tails[i])!
+    }
+    return undefined
+  }
+
+  /**
+   * Room for one more waiter at `level`: `true` when the queue has room, or after displacing
+   * the least critical waiter (handed to {@link onDisplaced}); `false` when the queue is full
+   * of work at least as critical.
+   */
+  makeRoom(level: number): boolean {
+    if (this.queued < this.maxQueue) return true
+    const victim = this.victimFor(level)
+    if (victim === undefined) return false
+    this.unlink(victim)
+    victim.state = REJECTED
+    this.onDisplaced(victim)
+    return true
+  }
+
+  /** Appends a waiter to its level's list (after {@link makeRoom}). */
+  enqueue(waiter: W): void {
+    const tail = this.tails[waiter.level]
+    if (tail === undefined) {
+      this.heads[waiter.level] = waiter
+    } else {
+      tail.next = waiter
+      waiter.prev = tail
+    }
+    this.tails[waiter.level] = waiter
+    this.queued++
+  }
+
+  /** Takes a queued waiter out of the queue (it gave up): its state becomes done. */
+  leave(waiter: W): void {
+    waiter.state = DONE
+    this.unlink(waiter)
+  }
+
+  private unlink(waiter: W): void {
+    if (waiter.prev === undefined) this.heads[waiter.level] = waiter.next
+    else waiter.prev.next = waiter.next
+    if (waiter.next === undefined) this.tails[waiter.level] = waiter.prev
+    else waiter.next.prev = waiter.prev
+    waiter.prev = waiter.next = undefined
+    this.queued--
+  }
+}
