@@ -24,6 +24,37 @@ export type Criticality = "CRITICAL_PLUS" | "CRITICAL" | "SHEDDABLE_PLUS" | "SHE
 export const levels: ReadonlyArray<Criticality> = ["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE"]
 
 /**
+ * Every level, least important first: the order in which a per-level setting (a shedding
+ * threshold, a throttle's K) must not decrease.
+ *
+ * @since 0.2.0
+ */
+export const ascending: ReadonlyArray<Criticality> = [
+  "SHEDDABLE",
+  "SHEDDABLE_PLUS",
+  "CRITICAL",
+  "CRITICAL_PLUS"
+]
+
+/**
+ * The first level whose value is below that of the next less critical one (it would be
+ * refused before less important work), with that less critical level; `undefined` when the
+ * values do not decrease with criticality.
+ *
+ * @since 0.2.0
+ */
+export const misordered = (
+  values: Readonly<Record<Criticality, number>>
+): { readonly level: Criticality; readonly lower: Criticality } | undefined => {
+  for (let i = 1; i < ascending.length; i++) {
+    const lower = ascending[i - 1]!
+    const level = ascending[i]!
+    if (values[level] < values[lower]) return { level, lower }
+  }
+  return undefined
+}
+
+/**
  * The default level: `CRITICAL`.
  *
  * @since 0.2.0

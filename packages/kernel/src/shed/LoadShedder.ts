@@ -20,21 +20,14 @@
  *
  * @since 0.2.0
  */
+import * as Criticality from "../criticality/Criticality.js"
 
 /**
- * The four criticality levels, most important first: `CRITICAL_PLUS`, `CRITICAL`,
- * `SHEDDABLE_PLUS`, `SHEDDABLE`.
+ * A criticality level (`@sluice/kernel/criticality/Criticality`).
  *
  * @since 0.2.0
  */
-export type Level = "CRITICAL_PLUS" | "CRITICAL" | "SHEDDABLE_PLUS" | "SHEDDABLE"
-
-/**
- * The levels least critical first: the order in which thresholds must not decrease.
- *
- * @since 0.2.0
- */
-export const ascending: ReadonlyArray<Level> = ["SHEDDABLE", "SHEDDABLE_PLUS", "CRITICAL", "CRITICAL_PLUS"]
+export type Level = Criticality.Criticality
 
 /**
  * The utilization from which each level is shed (`Infinity`: never).
@@ -63,14 +56,7 @@ export const defaultThresholds: Thresholds = {
  */
 export const misordered = (
   thresholds: Thresholds
-): { readonly level: Level; readonly lower: Level } | undefined => {
-  for (let i = 1; i < ascending.length; i++) {
-    const lower = ascending[i - 1]!
-    const level = ascending[i]!
-    if (thresholds[level] < thresholds[lower]) return { level, lower }
-  }
-  return undefined
-}
+): { readonly level: Level; readonly lower: Level } | undefined => Criticality.misordered(thresholds)
 
 /**
  * Validated options: `capacity` > 0 (work in flight that is utilization 1), `smoothing`
@@ -121,13 +107,6 @@ export interface LoadShedder {
   readonly activeOf: (level: Level) => number
 }
 
-const rankOf: Readonly<Record<Level, number>> = {
-  SHEDDABLE: 0,
-  SHEDDABLE_PLUS: 1,
-  CRITICAL: 2,
-  CRITICAL_PLUS: 3
-}
-
 class LoadShedderImpl implements LoadShedder {
   readonly thresholds: Thresholds
   // Per level, least critical first (index = rank): requests in flight, and the smoothed
@@ -152,7 +131,7 @@ class LoadShedderImpl implements LoadShedder {
     options: Options
   ) {
     this.thresholds = options.thresholds ?? defaultThresholds
-    this.levelThresholds = ascending.map((level) => this.thresholds[level])
+    this.levelThresholds = Criticality.ascending.map((level) => this.thresholds[level])
     this.tau = options.smoothing
     this.presence = options.eventLoopInterval === undefined ? 0 : 2 * options.eventLoopInterval
     // usable unbound, like the bindings' services
@@ -200,7 +179,7 @@ class LoadShedderImpl implements LoadShedder {
   }
   arrive(level: Level, now: number): number {
     this.fold(now)
-    const rank = rankOf[level]
+    const rank = Criticality.rank(level)
     const u = this.rankUtilization(rank, now)
     if (this.lastArrival[rank]! < now) {
       this.earlierArrival[rank] = this.lastArrival[rank]!
@@ -209,14 +188,14 @@ class LoadShedderImpl implements LoadShedder {
     return u
   }
   sheds(level: Level, utilization: number): boolean {
-    return utilization >= this.levelThresholds[rankOf[level]]!
+    return utilization >= this.levelThresholds[Criticality.rank(level)]!
   }
   admit(level: Level): void {
-    this.add(rankOf[level], 1)
+    this.add(Criticality.rank(level), 1)
   }
   leave(level: Level, now: number): void {
     this.fold(now)
-    this.add(rankOf[level], -1)
+    this.add(Criticality.rank(level), -1)
   }
   utilization(now: number): number {
     this.fold(now)
@@ -224,7 +203,7 @@ class LoadShedderImpl implements LoadShedder {
   }
   levelUtilization(level: Level, now: number): number {
     this.fold(now)
-    return this.rankUtilization(rankOf[level], now)
+    return this.rankUtilization(Criticality.rank(level), now)
   }
   wouldShed(level: Level, now: number): boolean {
     return this.levelUtilization(level, now) >= this.thresholds[level]
@@ -235,7 +214,7 @@ class LoadShedderImpl implements LoadShedder {
     return this.eventLoop
   }
   activeOf(level: Level): number {
-    return this.byRank[rankOf[level]]!
+    return this.byRank[Criticality.rank(level)]!
   }
 }
 
@@ -253,7 +232,7 @@ export const make = (options: Options): LoadShedder => {
     throw new RangeError(`expected a positive smoothing, got ${smoothing}`)
   if (eventLoopInterval !== undefined && !(Number.isFinite(eventLoopInterval) && eventLoopInterval > 0))
     throw new RangeError(`expected a positive eventLoopInterval, got ${eventLoopInterval}`)
-  for (const level of ascending) {
+  for (const level of Criticality.ascending) {
     if (!(thresholds[level] > 0)) throw new RangeError(`expected a positive threshold for ${level}`)
   }
   const wrong = misordered(thresholds)

@@ -23,22 +23,15 @@
  *
  * @since 0.2.0
  */
-
+import * as Criticality from "../criticality/Criticality.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
 
 /**
- * The four criticality levels, most important first.
+ * A criticality level (`@sluice/kernel/criticality/Criticality`).
  *
  * @since 0.2.0
  */
-export type Level = "CRITICAL_PLUS" | "CRITICAL" | "SHEDDABLE_PLUS" | "SHEDDABLE"
-
-/**
- * The levels least critical first: the order in which K must not decrease.
- *
- * @since 0.2.0
- */
-export const ascending: ReadonlyArray<Level> = ["SHEDDABLE", "SHEDDABLE_PLUS", "CRITICAL", "CRITICAL_PLUS"]
+export type Level = Criticality.Criticality
 
 /**
  * K per criticality level.
@@ -77,16 +70,8 @@ export const defaultKByCriticality = (k: number): Record<Level, number> => ({
  *
  * @since 0.2.0
  */
-export const misordered = (
-  k: KByCriticality
-): { readonly level: Level; readonly lower: Level } | undefined => {
-  for (let i = 1; i < ascending.length; i++) {
-    const lower = ascending[i - 1]!
-    const level = ascending[i]!
-    if (k[level] < k[lower]) return { level, lower }
-  }
-  return undefined
-}
+export const misordered = (k: KByCriticality): { readonly level: Level; readonly lower: Level } | undefined =>
+  Criticality.misordered(k)
 
 /**
  * The steady-state probability the formula predicts for a backend that accepts
@@ -182,7 +167,7 @@ export const make = (options: Options): AdaptiveThrottle => {
   if (!(Number.isFinite(minRequestRate) && minRequestRate >= 0))
     throw new RangeError(`expected minRequestRate >= 0, got ${minRequestRate}`)
   const kOf: KByCriticality = options.kByCriticality ?? defaultKByCriticality(k)
-  for (const level of ascending) {
+  for (const level of Criticality.ascending) {
     if (!(Number.isFinite(kOf[level]) && kOf[level] >= 1))
       throw new RangeError(`expected K >= 1 for ${level}, got ${kOf[level]}`)
   }
@@ -190,7 +175,7 @@ export const make = (options: Options): AdaptiveThrottle => {
   if (wrong !== undefined)
     throw new RangeError(`kByCriticality.${wrong.level} must not be below kByCriticality.${wrong.lower}`)
   const minRequests = minRequestRate * (window / 1000)
-  const kMin = Math.min(...ascending.map((level) => kOf[level]))
+  const kMin = Math.min(...Criticality.ascending.map((level) => kOf[level]))
   return {
     window,
     buckets,

@@ -1,3 +1,4 @@
+import * as Criticality from "@sluice/kernel/criticality/Criticality"
 import * as LoadShedder from "@sluice/kernel/shed/LoadShedder"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
@@ -6,7 +7,7 @@ type Level = LoadShedder.Level
 
 // most critical first
 const levels: ReadonlyArray<Level> = ["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE"]
-const rank = (l: Level) => LoadShedder.ascending.indexOf(l)
+const rank = (l: Level) => Criticality.ascending.indexOf(l)
 
 /** Tries work of `level` at `now`: admitted and counted in, or shed. */
 const enter = (shedder: LoadShedder.LoadShedder, level: Level, now: number): boolean => {
