@@ -7,6 +7,7 @@
  * @since 0.2.0
  */
 import type { Options } from "@sluice/core"
+import type * as Kernel from "@sluice/kernel/limit/Tempo"
 import type * as Effect from "effect/Effect"
 import * as internal from "./internal/tempo.js"
 import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
@@ -42,18 +43,7 @@ export interface TempoOptions {
  * @since 0.2.0
  * @category models
  */
-export interface TempoConfig {
-  readonly initial: number
-  readonly minLimit: number
-  readonly maxLimit: number
-  readonly startupGain: number
-  readonly cut: number
-  readonly probeSize: number
-  readonly probeEvery: number
-  readonly firstProbe: number
-  readonly probeDeadline: number
-  readonly headroom: number
-}
+export interface TempoConfig extends Kernel.Config {}
 
 /**
  * A Tempo limit. `window` is the target in flight, `phase` `"startup"` or `"steady"`,
