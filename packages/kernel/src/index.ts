@@ -27,6 +27,8 @@ export * as BoundedMap from "./stats/BoundedMap.js"
 /** @since 0.2.0 */
 export * as Utf8 from "./hash/Utf8.js"
 /** @since 0.2.0 */
+export * as MerkleDamgard from "./hash/MerkleDamgard.js"
+/** @since 0.2.0 */
 export * as Sha1 from "./hash/Sha1.js"
 /** @since 0.2.0 */
 export * as Sha256 from "./hash/Sha256.js"

@@ -6,7 +6,7 @@
  *
  * @since 0.2.0
  */
-import { encode } from "./Utf8.js"
+import { padded, toHex } from "./MerkleDamgard.js"
 
 const rotl = (x: number, n: number) => (x << n) | (x >>> (32 - n))
 
@@ -17,17 +17,10 @@ const rotl = (x: number, n: number) => (x << n) | (x >>> (32 - n))
  * @since 0.2.0
  */
 export const hex = (text: string): string => {
-  const bytes = encode(text)
-  const bitLength = bytes.length * 8
-  const padded = new Uint8Array(((bytes.length + 9 + 63) >> 6) << 6)
-  padded.set(bytes)
-  padded[bytes.length] = 0x80
-  const view = new DataView(padded.buffer)
-  view.setUint32(padded.length - 8, Math.floor(bitLength / 2 ** 32))
-  view.setUint32(padded.length - 4, bitLength >>> 0)
+  const view = padded(text)
   const h = new Uint32Array([0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0])
   const w = new Uint32Array(80)
-  for (let offset = 0; offset < padded.length; offset += 64) {
+  for (let offset = 0; offset < view.byteLength; offset += 64) {
     for (let i = 0; i < 16; i++) w[i] = view.getUint32(offset + 4 * i)
     for (let i = 16; i < 80; i++) w[i] = rotl(w[i - 3]! ^ w[i - 8]! ^ w[i - 14]! ^ w[i - 16]!, 1)
     let a = h[0]!,
@@ -64,7 +57,5 @@ export const hex = (text: string): string => {
     h[3] = (h[3]! + d) >>> 0
     h[4] = (h[4]! + e) >>> 0
   }
-  let out = ""
-  for (const word of h) out += word.toString(16).padStart(8, "0")
-  return out
+  return toHex(h)
 }

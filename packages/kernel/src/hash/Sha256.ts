@@ -5,7 +5,7 @@
  *
  * @since 0.2.0
  */
-import { encode } from "./Utf8.js"
+import { padded, toHex } from "./MerkleDamgard.js"
 
 const K = new Uint32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
@@ -26,19 +26,12 @@ const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n))
  * @since 0.2.0
  */
 export const hex = (text: string): string => {
-  const bytes = encode(text)
-  const bitLength = bytes.length * 8
-  const padded = new Uint8Array(((bytes.length + 9 + 63) >> 6) << 6)
-  padded.set(bytes)
-  padded[bytes.length] = 0x80
-  const view = new DataView(padded.buffer)
-  view.setUint32(padded.length - 8, Math.floor(bitLength / 2 ** 32))
-  view.setUint32(padded.length - 4, bitLength >>> 0)
+  const view = padded(text)
   const h = new Uint32Array([
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
   ])
   const w = new Uint32Array(64)
-  for (let offset = 0; offset < padded.length; offset += 64) {
+  for (let offset = 0; offset < view.byteLength; offset += 64) {
     for (let i = 0; i < 16; i++) w[i] = view.getUint32(offset + 4 * i)
     for (let i = 16; i < 64; i++) {
       const s0 = rotr(w[i - 15]!, 7) ^ rotr(w[i - 15]!, 18) ^ (w[i - 15]! >>> 3)
@@ -78,7 +71,5 @@ export const hex = (text: string): string => {
     h[6] = (h[6]! + g) >>> 0
     h[7] = (h[7]! + hh) >>> 0
   }
-  let out = ""
-  for (const word of h) out += word.toString(16).padStart(8, "0")
-  return out
+  return toHex(h)
 }
