@@ -20,6 +20,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
+import type * as Kernel from "@sluice/kernel/retry/Histogram"
 import * as internal from "./internal/retryHistogram.js"
 
 /**
@@ -56,24 +57,14 @@ export interface ResolvedOptions {
 /**
  * The window's contents: requests by attempt number (`byAttempt[i]`, the last entry
  * counting `maxAttempt` and above), their total, how many were retries (attempt ≥ 1)
- * and the share of retries (0 when empty).
+ * and the share of retries (0 when empty). `untrusted`: the requests recorded with
+ * {@link Histogram.unsafeRecordUntrusted}, counted apart, not part of `total`, `retries` or
+ * the decision.
  *
  * @since 0.1.0
  * @category models
  */
-export interface Snapshot {
-  readonly total: number
-  readonly retries: number
-  readonly shareOfRetries: number
-  readonly byAttempt: ReadonlyArray<number>
-  /**
-   * The requests recorded with {@link Histogram.unsafeRecordUntrusted}: counted,
-   * but not part of `total`, `retries` or the decision.
-   *
-   * @since 0.2.0
-   */
-  readonly untrusted: UntrustedCounts
-}
+export interface Snapshot extends Kernel.Snapshot {}
 
 /**
  * Requests from callers whose attempt numbers are not believed, by attempt
@@ -82,11 +73,7 @@ export interface Snapshot {
  * @since 0.2.0
  * @category models
  */
-export interface UntrustedCounts {
-  readonly total: number
-  readonly retries: number
-  readonly byAttempt: ReadonlyArray<number>
-}
+export interface UntrustedCounts extends Kernel.UntrustedCounts {}
 
 /**
  * A retry histogram. The `unsafe*` methods take the clock reading (epoch millis
