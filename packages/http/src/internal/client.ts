@@ -5,6 +5,7 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { Admission, BoundedMap, Criticality, Errors, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
+import * as Verdict from "@sluice/kernel/wire/Verdict"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -30,7 +31,7 @@ export const ClientOptionsSchema = Schema.Struct({
   throttleFromJson: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   name: Schema.optionalWith(Schema.String, { default: () => "sluice-http" }),
   retryableStatuses: Schema.optionalWith(Schema.Array(Schema.Int.pipe(Schema.between(400, 599))), {
-    default: () => decoder.DEFAULT_RETRYABLE_STATUSES
+    default: () => Verdict.DEFAULT_RETRYABLE_STATUSES
   }),
   errorBodyTimeout: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) })
 })
@@ -232,45 +233,14 @@ const build = (
       return { retried: retrying.around(gates), once: once.around(gates) }
     }
 
-    const publish = (key: string, throttled: boolean) => {
-      if (throttled) signalsCounter.unsafeUpdate(1, [MetricLabel.make("host", key)])
-      if (signals !== undefined) signals.unsafePublish(key, throttled)
-    }
-
-    // The error body is read for the server's error, bounded in time (a body that
-    // never comes must not hold the permit), then the connection can be reused.
-    const readBody = (response: HttpClientResponse.HttpClientResponse) =>
-      Effect.timeoutTo(
-        Effect.orElseSucceed(response.text, () => ""),
-        {
-          duration: errorBodyTimeout,
-          onTimeout: () => "",
-          onSuccess: (text) => text
-        }
-      )
-
-    const decode = (
-      key: string,
-      response: HttpClientResponse.HttpClientResponse
-    ): Effect.Effect<HttpClientResponse.HttpClientResponse, decoder.DecodeError> =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const v = decoder.verdict(response, now, settings, retryable)
-        if (v.error !== undefined) {
-          publish(key, v.throttled)
-          const error = v.error
-          return Effect.flatMap(readBody(response), (body) =>
-            Effect.fail(decoder.withBody(error, body, settings))
-          )
-        }
-        if (v.throttled || !json) {
-          publish(key, v.throttled)
-          return Effect.succeed(response)
-        }
-        return Effect.map(decoder.jsonThrottle(response, settings.throttleAttribute), (t) => {
-          publish(key, t)
-          return response
-        })
-      })
+    const decoding = (key: string): decoder.DecodeOptions => ({
+      retryableStatuses: retryable,
+      bodyTimeout: errorBodyTimeout,
+      onThrottle: (throttled) => {
+        if (throttled) signalsCounter.unsafeUpdate(1, [MetricLabel.make("host", key)])
+        if (signals !== undefined) signals.unsafePublish(key, throttled)
+      }
+    })
 
     const exchange = (
       request: HttpClientRequest.HttpClientRequest,
@@ -284,7 +254,7 @@ const build = (
         })
         const send: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> = Effect.flatMap(
           Effect.mapError(platform.execute(outgoing), markTransport),
-          (response) => decode(key, response)
+          (response) => Effect.as(decoder.decode(response, settings, json, decoding(key)), response)
         )
         // Only the attempt's own bound, measured from this send, says the backend was too
         // slow: it fails the exchange (error body included) with a timeout, a drop the

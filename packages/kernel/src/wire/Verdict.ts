@@ -16,9 +16,13 @@
  * maximum): it must not be retried at once. Errors are `ErrorBody.Decoded` values, plain
  * data a binding turns into its own error types.
  *
+ * The body then fills in what the status and headers cannot hold ({@link withBody}): a Sluice
+ * server's body gives the error it failed with, seen from the caller; a foreign body gives the
+ * server's own words as the `Overloaded` reason.
+ *
  * @since 0.2.0
  */
-import type * as ErrorBody from "./ErrorBody.js"
+import * as ErrorBody from "./ErrorBody.js"
 import * as Headers from "./Headers.js"
 import * as RateLimit from "./RateLimit.js"
 import * as RetryAfter from "./RetryAfter.js"
@@ -209,4 +213,108 @@ export const mayCarryBodyThrottle = (response: ResponseLike): boolean => {
   if (response.status < 200 || response.status >= 300) return false
   const type = Headers.headerValue(response.headers["content-type"])
   return type !== undefined && type.toLowerCase().includes("json")
+}
+
+/**
+ * The verdict's error with a foreign server's reason in it: an `Overloaded` (alone or in a
+ * `DontRetry`) takes the reason (after its `status N`, if any); a quota keeps its fields. The
+ * same error when there is no reason or nothing takes it.
+ *
+ * @since 0.2.0
+ */
+export const withReason = (error: DecodeError, reason: string | undefined): DecodeError => {
+  if (reason === undefined) return error
+  if (error._tag === "Overloaded") {
+    const base = error.reason === "server" ? "" : `${error.reason}: `
+    return error.retryAfterMs === undefined
+      ? { _tag: "Overloaded", reason: `${base}${reason}` }
+      : { _tag: "Overloaded", reason: `${base}${reason}`, retryAfterMs: error.retryAfterMs }
+  }
+  if (error._tag === "DontRetry" && error.cause?._tag === "Overloaded") {
+    return {
+      _tag: "DontRetry",
+      reason: error.reason,
+      cause: withReason(error.cause, reason) as ErrorBody.DecodedCause,
+      ...(error.attempts !== undefined ? { attempts: error.attempts } : {})
+    }
+  }
+  return error
+}
+
+type Inner = Extract<ErrorBody.Decoded, { readonly _tag: "Overloaded" | "QuotaExceeded" }>
+
+const atMost = (millis: number, max: number): number => (millis > max ? max : millis)
+
+/**
+ * A Sluice error read from a body, as the caller sees it: a refusal of the server's, its hint
+ * no longer than `maxMillis`. Refusals that only mean something where they were decided (the
+ * server's own throttle or breaker) are, to the caller, the server refusing the work: an
+ * `Overloaded` that names them and keeps the hint.
+ */
+const innerOf = (error: ErrorBody.Decoded, maxMillis: number): Inner | undefined => {
+  switch (error._tag) {
+    case "Overloaded":
+      return error.retryAfterMs === undefined
+        ? { _tag: "Overloaded", reason: error.reason }
+        : { _tag: "Overloaded", reason: error.reason, retryAfterMs: atMost(error.retryAfterMs, maxMillis) }
+    case "QuotaExceeded":
+      return { ...error, retryAfterMs: atMost(error.retryAfterMs, maxMillis) }
+    case "Throttled":
+      return { _tag: "Overloaded", reason: `throttled: ${error.key}` }
+    case "CircuitOpen": {
+      const reason = `circuit open: ${error.name}`
+      return Number.isFinite(error.retryAfterMs) && error.retryAfterMs > 0
+        ? { _tag: "Overloaded", reason, retryAfterMs: atMost(error.retryAfterMs, maxMillis) }
+        : { _tag: "Overloaded", reason }
+    }
+    case "DontRetry":
+      return error.cause === undefined ? undefined : innerOf(error.cause, maxMillis)
+  }
+}
+
+/**
+ * The verdict's error with what a Sluice server's body says. The status and headers decide
+ * what the error is (a 429 is a quota, the don't-retry flag is terminal); the body gives back
+ * what they cannot hold: the reason as the server wrote it, the hint in milliseconds, the
+ * quota's fields, and why and after how many attempts a tier below gave up. A body that
+ * disagrees with the status fills in only what agrees (a quota on a 503 changes nothing; a
+ * `DontRetry` without the flag gives only its cause).
+ */
+const fromSluiceBody = (error: DecodeError, body: ErrorBody.Decoded, maxMillis: number): DecodeError => {
+  const target = error._tag === "DontRetry" ? error.cause : error
+  const inner = innerOf(body, maxMillis)
+  let refined = target
+  if (inner !== undefined && target !== undefined && inner._tag === target._tag) {
+    // a hint only in the header (a proxy added it) is kept
+    refined =
+      inner._tag === "Overloaded" &&
+      inner.retryAfterMs === undefined &&
+      target._tag === "Overloaded" &&
+      target.retryAfterMs !== undefined
+        ? { _tag: "Overloaded", reason: inner.reason, retryAfterMs: target.retryAfterMs }
+        : inner
+  }
+  if (error._tag !== "DontRetry") return (refined as Inner | undefined) ?? error
+  const gaveUp = body._tag === "DontRetry" ? body : undefined
+  return {
+    _tag: "DontRetry",
+    reason: gaveUp?.reason ?? error.reason,
+    ...(gaveUp?.attempts !== undefined ? { attempts: gaveUp.attempts } : {}),
+    ...(refined !== undefined ? { cause: refined } : {})
+  }
+}
+
+/**
+ * The verdict's error with what the error body says: Sluice's own encoding (`ErrorBody`)
+ * read as the error the server failed with, seen from the caller (hints at most
+ * `maxRetryAfter`, see {@link maxRetryAfterMillis}), or a foreign server's words
+ * ({@link foreignReason}, {@link withReason}). The same error when the body adds nothing.
+ *
+ * @since 0.2.0
+ */
+export const withBody = (error: DecodeError, body: string, maxRetryAfter: number): DecodeError => {
+  const sluice = ErrorBody.parse(body)
+  return sluice !== undefined
+    ? fromSluiceBody(error, sluice, maxRetryAfterMillis(maxRetryAfter))
+    : withReason(error, foreignReason(body))
 }

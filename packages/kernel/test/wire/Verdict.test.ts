@@ -1,3 +1,4 @@
+import * as ErrorBody from "@sluice/kernel/wire/ErrorBody"
 import * as Headers from "@sluice/kernel/wire/Headers"
 import * as RetryAfter from "@sluice/kernel/wire/RetryAfter"
 import * as Verdict from "@sluice/kernel/wire/Verdict"
@@ -165,6 +166,158 @@ describe("Verdict", () => {
             expect(inner.retryAfterMs).toBeLessThanOrEqual(max)
           }
           if (status === 429) expect(inner?._tag).toBe("QuotaExceeded")
+        }
+      )
+    )
+  })
+})
+
+describe("Verdict.withBody", () => {
+  const overloaded = { _tag: "Overloaded", reason: "server", retryAfterMs: 2000 } as const
+  const quota = { _tag: "QuotaExceeded", tier: "t", limit: 5, remaining: 0, retryAfterMs: 750 } as const
+  const body = (e: ErrorBody.Decoded) => JSON.stringify(ErrorBody.encode(e))
+  const hintOf = (e: Verdict.DecodeError): number | undefined => {
+    const inner = e._tag === "DontRetry" ? e.cause : e
+    return inner !== undefined && "retryAfterMs" in inner ? inner.retryAfterMs : undefined
+  }
+
+  it("a Sluice body gives the server's error: its reason, hint and quota fields, the hint at most the maximum", () => {
+    expect(
+      Verdict.withBody(overloaded, body({ _tag: "Overloaded", reason: "db busy", retryAfterMs: 1500 }), day)
+    ).toEqual({ _tag: "Overloaded", reason: "db busy", retryAfterMs: 1500 })
+    // a hint only in the header (a proxy added it) is kept
+    expect(Verdict.withBody(overloaded, body({ _tag: "Overloaded", reason: "db busy" }), day)).toEqual({
+      _tag: "Overloaded",
+      reason: "db busy",
+      retryAfterMs: 2000
+    })
+    const fromHeaders = { ...quota, tier: "server", limit: 0, retryAfterMs: 1000 }
+    expect(Verdict.withBody(fromHeaders, body(quota), day)).toEqual(quota)
+    expect(Verdict.withBody(fromHeaders, body({ ...quota, retryAfterMs: Infinity }), 10_000)).toEqual({
+      ...quota,
+      retryAfterMs: 10_000
+    })
+    expect(
+      Verdict.withBody(overloaded, body({ _tag: "Overloaded", reason: "x", retryAfterMs: 3_600_000 }), 5000)
+    ).toEqual({ _tag: "Overloaded", reason: "x", retryAfterMs: 5000 })
+  })
+
+  it("the server's own throttle and breaker are, to the caller, the server refusing the work", () => {
+    const terminal = {
+      _tag: "DontRetry",
+      reason: "server",
+      cause: { _tag: "Overloaded", reason: "server" }
+    } as const
+    expect(Verdict.withBody(terminal, body({ _tag: "Throttled", key: "backend" }), day)).toEqual({
+      _tag: "DontRetry",
+      reason: "server",
+      cause: { _tag: "Overloaded", reason: "throttled: backend" }
+    })
+    const open = { _tag: "CircuitOpen", name: "db", halfOpenAt: 0, retryAfterMs: 2500 } as const
+    expect(Verdict.withBody(overloaded, body(open), day)).toEqual({
+      _tag: "Overloaded",
+      reason: "circuit open: db",
+      retryAfterMs: 2500
+    })
+    // an isolated breaker has no hint to give
+    expect(Verdict.withBody(terminal, body({ ...open, retryAfterMs: Infinity }), day)).toEqual({
+      _tag: "DontRetry",
+      reason: "server",
+      cause: { _tag: "Overloaded", reason: "circuit open: db" }
+    })
+  })
+
+  it("a DontRetry body gives why and after how many attempts a tier below gave up, and what on", () => {
+    const terminal = { _tag: "DontRetry", reason: "server", cause: quota } as const
+    const gaveUp = {
+      _tag: "DontRetry",
+      reason: "budget",
+      attempts: 2,
+      cause: { ...quota, tier: "below" }
+    } as const
+    expect(Verdict.withBody(terminal, body(gaveUp), day)).toEqual(gaveUp)
+    // a reason this version does not know is kept for the reader to judge
+    expect(Verdict.withBody(terminal, body({ ...gaveUp, reason: "later" }), day)).toMatchObject({
+      reason: "later"
+    })
+  })
+
+  it("a body that disagrees with the status fills in only what agrees; the same error when it adds nothing", () => {
+    // a quota body on a 503: the status says overloaded
+    expect(Verdict.withBody(overloaded, body(quota), day)).toBe(overloaded)
+    // a DontRetry body without the flag: the status says retry; its cause still fills in
+    const gaveUp = {
+      _tag: "DontRetry",
+      reason: "attempts",
+      attempts: 3,
+      cause: { _tag: "Overloaded", reason: "busy" }
+    } as const
+    expect(Verdict.withBody(overloaded, body(gaveUp), day)).toEqual({
+      _tag: "Overloaded",
+      reason: "busy",
+      retryAfterMs: 2000
+    })
+    expect(Verdict.withBody(quota, "", day)).toBe(quota)
+    expect(Verdict.withBody(quota, "maintenance", day)).toBe(quota)
+  })
+
+  it("a foreign body's words become the Overloaded reason, after the status that named it", () => {
+    expect(Verdict.withBody(overloaded, `{"message":"maintenance"}`, day)).toEqual({
+      _tag: "Overloaded",
+      reason: "maintenance",
+      retryAfterMs: 2000
+    })
+    expect(Verdict.withBody({ _tag: "Overloaded", reason: "status 502" }, "bad gateway", day)).toEqual({
+      _tag: "Overloaded",
+      reason: "status 502: bad gateway"
+    })
+    const terminal = {
+      _tag: "DontRetry",
+      reason: "server",
+      attempts: 1,
+      cause: { _tag: "Overloaded", reason: "server" }
+    } as const
+    expect(Verdict.withBody(terminal, "down", day)).toEqual({
+      _tag: "DontRetry",
+      reason: "server",
+      attempts: 1,
+      cause: { _tag: "Overloaded", reason: "down" }
+    })
+    expect(Verdict.withReason(overloaded, undefined)).toBe(overloaded)
+  })
+
+  it("property: any body refines a verdict without a throw, the hint within the maximum and the tag kept", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 200 }),
+          fc.jsonValue().map((v) => JSON.stringify({ error: v })),
+          fc
+            .record({
+              _tag: fc.constantFrom("Overloaded", "QuotaExceeded", "CircuitOpen", "Throttled"),
+              retryAfterMs: fc.oneof(fc.nat(), fc.constant("Infinity")),
+              reason: fc.string(),
+              tier: fc.string(),
+              name: fc.string(),
+              key: fc.string(),
+              limit: fc.nat(),
+              remaining: fc.nat(),
+              halfOpenAt: fc.nat()
+            })
+            .map((e) => JSON.stringify({ error: e }))
+        ),
+        fc.constantFrom<Verdict.DecodeError>(overloaded, quota, {
+          _tag: "DontRetry",
+          reason: "server",
+          cause: quota
+        }),
+        fc.nat({ max: 100_000 }),
+        (text, error, max) => {
+          const refined = Verdict.withBody(error, text, max)
+          expect(refined._tag).toBe(error._tag)
+          // a hint is the verdict's own (from the headers) or the body's, at most the maximum
+          const hint = hintOf(refined)
+          if (hint !== undefined && hint !== hintOf(error)) expect(hint).toBeLessThanOrEqual(max)
         }
       )
     )
