@@ -10,10 +10,12 @@ import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import { Admission, Criticality, Errors } from "@sluice/core"
 import { Quota } from "@sluice/quota"
 import { RetryHistogram } from "@sluice/retry"
+import * as ErrorBody from "@sluice/kernel/wire/ErrorBody"
+import * as ErrorResponse from "@sluice/kernel/wire/ErrorResponse"
+import * as QuotaHeaders from "@sluice/kernel/wire/QuotaHeaders"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -30,9 +32,6 @@ export const isSluiceError = (u: unknown): u is Errors.SluiceError =>
   u instanceof Errors.Throttled ||
   u instanceof Errors.CircuitOpen ||
   u instanceof Errors.DontRetry
-
-/** The body of an error response: Sluice's own encoding (`Protocol.formatErrorBody`). @internal */
-export const body = (error: Errors.SluiceError): unknown => protocol.formatErrorBody(error)
 
 const rejected = Metric.counter("sluice_http_server_rejected", {
   description: "requests the Sluice middleware answered with a refusal, by reason",
@@ -54,36 +53,16 @@ export const errorResponse = (
   error: Errors.SluiceError,
   settings: WireProtocolSettings
 ): HttpServerResponse.HttpServerResponse => {
-  const names = settings.headers
-  const headers: Record<string, string> = {}
-  let status = 503
   countRejection(error._tag)
-  // A lower layer already retried, or we refused locally: the caller must not retry.
-  if (error._tag === "DontRetry" || error._tag === "Throttled") headers[names.dontRetry] = "1"
-  // What a DontRetry gave up on keeps its status and its hint: a quota below stays a quota
-  // (429, `Retry-After`, the RateLimit fields) one tier up, with "don't retry" beside it.
-  const cause = error._tag === "DontRetry" ? error.cause : error
-  if (cause instanceof Errors.QuotaExceeded) {
-    status = 429
-    const millis = Duration.toMillis(cause.retryAfter)
-    // a quota that never resets has no date to give: "don't retry" instead
-    if (millis === Infinity) headers[names.dontRetry] = "1"
-    else headers[names.retryAfter] = protocol.formatRetryAfter(cause.retryAfter)
-    const tier = { name: cause.tier, limit: cause.limit, remaining: cause.remaining }
-    headers[names.rateLimitPolicy] = protocol.formatRateLimitPolicy([tier])
-    headers[names.rateLimit] = protocol.formatRateLimit([
-      Number.isFinite(millis) ? { ...tier, reset: cause.retryAfter } : tier
-    ])
-  } else if (cause instanceof Errors.Overloaded || cause instanceof Errors.CircuitOpen) {
-    // A delay the caller can wait out is sent as whole seconds, at least 1 (a
-    // `Retry-After: 0` would invite an immediate retry); a breaker isolated by hand
-    // (infinite delay) has no date to give, so it says "don't retry" instead.
-    const retryAfter = cause.retryAfter
-    const millis = retryAfter === undefined ? 0 : Duration.toMillis(retryAfter)
-    if (millis === Infinity) headers[names.dontRetry] = "1"
-    else if (millis > 0) headers[names.retryAfter] = protocol.formatRetryAfter(retryAfter!)
-  }
-  return HttpServerResponse.unsafeJson(body(error), { status, headers })
+  const decoded = protocol.toDecoded(error)
+  // The body names what a DontRetry of a DontRetry gave up on; its status says no more than
+  // "don't retry".
+  const answered =
+    error._tag === "DontRetry" && error.cause instanceof Errors.DontRetry
+      ? { _tag: "DontRetry" as const, reason: error.reason }
+      : decoded
+  const { status, headers } = ErrorResponse.answer(answered, settings.headers)
+  return HttpServerResponse.unsafeJson(ErrorBody.encode(decoded), { status, headers })
 }
 
 /** @internal */
@@ -140,42 +119,6 @@ export interface QuotaOptions {
   readonly headers?: boolean | undefined
 }
 
-/**
- * `RateLimit-Policy` and `RateLimit` for a decision. Every policy item carries `w` (its window,
- * from the decision: no `QuotaConfig` needed). On an admitted request `RateLimit` lists every tier,
- * `t` being when the tier is full again; on a denial it lists the tiers that denied, `t` being the
- * time until the request would pass, so `Retry-After` (the longest of those) is never earlier than
- * any `t` in it.
- */
-const rateLimitHeaders = (
-  decision: Quota.Decision,
-  settings: WireProtocolSettings
-): Record<string, string> => {
-  if (decision.tiers.length === 0) return {}
-  const policy = decision.tiers.map((t) => ({
-    name: t.tier,
-    limit: t.limit,
-    remaining: t.remaining,
-    window: t.windowMs
-  }))
-  const shown = decision.allowed ? decision.tiers : decision.tiers.filter((t) => !t.allowed)
-  const tiers = shown.map((t) => {
-    const reset = t.allowed ? t.resetMs : t.retryAfterMs
-    return {
-      name: t.tier,
-      limit: t.limit,
-      remaining: t.remaining,
-      window: t.windowMs,
-      // a request that can never pass has no time of admission: `t` is left out
-      ...(Number.isFinite(reset) ? { reset: Math.max(0, reset) } : {})
-    }
-  })
-  return {
-    [settings.headers.rateLimitPolicy]: protocol.formatRateLimitPolicy(policy),
-    [settings.headers.rateLimit]: protocol.formatRateLimit(tiers)
-  }
-}
-
 /** @internal */
 export const quota =
   (options: QuotaOptions) =>
@@ -199,7 +142,7 @@ export const quota =
           // the cost is a positive integer here, which check never refuses
           Effect.zip(Effect.orDie(service.check(client, { cost })), WireProtocol),
           ([decision, settings]) => {
-            const headers = withHeaders ? rateLimitHeaders(decision, settings) : {}
+            const headers = withHeaders ? QuotaHeaders.of(decision, settings.headers) : {}
             if (!decision.allowed) {
               const error = Quota.toQuotaExceeded(decision)
               // a cost no tier can ever hold has an infinite retryAfter: no Retry-After, "don't retry"
@@ -346,13 +289,6 @@ export interface RetryGuardOptions {
   readonly trust?: TrustPolicy | undefined
 }
 
-// Not a classifier of outcomes: this is the encoding side of the wire protocol. These are
-// the Sluice errors `errorResponse` answers with a plain 503 (plus `Retry-After`), which
-// the caller decodes as a remote `Overloaded` and retries; a 429 keeps its quota headers,
-// `Throttled` and `DontRetry` already say "don't retry".
-const answeredWith503 = (e: unknown): e is Errors.Overloaded | Errors.CircuitOpen =>
-  e instanceof Errors.Overloaded || e instanceof Errors.CircuitOpen
-
 /** @internal */
 export const retryGuard =
   (options: RetryGuardOptions = {}) =>
@@ -401,7 +337,8 @@ export const retryGuard =
               // Sluice errors keep their own mapping (`mapErrors`, outside); the retryable
               // ones become terminal while retries dominate.
               const error = failure.value
-              if (!answeredWith503(error) || !rejecting()) return Effect.failCause(cause)
+              // Only what is answered as a plain 503 becomes terminal (`ErrorResponse.isRetryable503`).
+              if (!ErrorResponse.isRetryable503(error._tag) || !rejecting()) return Effect.failCause(cause)
               return Effect.fail(new Errors.DontRetry({ reason: "server", cause: error }))
             }
             if (!rejecting()) return Effect.failCause(cause)
