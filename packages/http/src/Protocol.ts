@@ -29,6 +29,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import { Criticality, type Errors } from "@sluice/core"
+import * as Headers from "@sluice/kernel/wire/Headers"
+import * as HttpDate from "@sluice/kernel/wire/HttpDate"
+import * as RateLimit from "@sluice/kernel/wire/RateLimit"
+import * as RetryAfter from "@sluice/kernel/wire/RetryAfter"
 import * as internal from "./internal/protocol.js"
 
 /**
@@ -38,7 +42,7 @@ import * as internal from "./internal/protocol.js"
  * @since 0.1.0
  * @category models
  */
-export interface HeaderNames extends internal.HeaderNames {}
+export interface HeaderNames extends Headers.HeaderNames {}
 
 /**
  * The default header names of DESIGN §4.
@@ -46,7 +50,7 @@ export interface HeaderNames extends internal.HeaderNames {}
  * @since 0.1.0
  * @category constants
  */
-export const defaultHeaderNames: HeaderNames = internal.defaultHeaderNames
+export const defaultHeaderNames: HeaderNames = Headers.defaultHeaderNames
 
 /**
  * The protocol settings every Sluice middleware and client reads: header names,
@@ -78,10 +82,10 @@ export interface WireProtocolSettings {
  */
 export class WireProtocol extends Context.Reference<WireProtocol>()("@sluice/http/WireProtocol", {
   defaultValue: (): WireProtocolSettings => ({
-    headers: internal.defaultHeaderNames,
+    headers: Headers.defaultHeaderNames,
     throttleAttribute: "throttle",
-    maxAttempt: internal.MAX_ATTEMPT,
-    maxRetryAfter: internal.DEFAULT_MAX_RETRY_AFTER_MILLIS
+    maxAttempt: Headers.MAX_ATTEMPT,
+    maxRetryAfter: RetryAfter.DEFAULT_MAX_MILLIS
   })
 }) {}
 
@@ -105,15 +109,15 @@ export const make = (
     readonly maxRetryAfter?: Duration.DurationInput | undefined
   } = {}
 ): WireProtocolSettings => {
-  const headers: Record<string, string> = { ...internal.defaultHeaderNames }
+  const headers: Record<string, string> = { ...Headers.defaultHeaderNames }
   for (const [key, value] of Object.entries(overrides.headers ?? {})) {
     if (typeof value === "string" && value.length > 0) headers[key] = value.toLowerCase()
   }
   return {
     headers: headers as unknown as HeaderNames,
     throttleAttribute: overrides.throttleAttribute ?? "throttle",
-    maxAttempt: overrides.maxAttempt ?? internal.MAX_ATTEMPT,
-    maxRetryAfter: overrides.maxRetryAfter ?? internal.DEFAULT_MAX_RETRY_AFTER_MILLIS
+    maxAttempt: overrides.maxAttempt ?? Headers.MAX_ATTEMPT,
+    maxRetryAfter: overrides.maxRetryAfter ?? RetryAfter.DEFAULT_MAX_MILLIS
   }
 }
 
@@ -141,7 +145,7 @@ export const layer = (overrides: Parameters<typeof make>[0]): Layer.Layer<WirePr
  * @since 0.1.0
  * @category utils
  */
-export const parseAttempt: (value: string | null | undefined, max?: number) => number = internal.parseAttempt
+export const parseAttempt: (value: string | null | undefined, max?: number) => number = Headers.parseAttempt
 
 /**
  * Parses a boolean flag header (`1`, `true`, `yes`); anything else is `false`.
@@ -155,7 +159,7 @@ export const parseAttempt: (value: string | null | undefined, max?: number) => n
  * @since 0.1.0
  * @category utils
  */
-export const parseFlag: (value: string | null | undefined) => boolean = internal.parseFlag
+export const parseFlag: (value: string | null | undefined) => boolean = Headers.parseFlag
 
 /**
  * Parses `x-sluice-criticality` with core's `Criticality.parse`: unknown values
@@ -189,7 +193,7 @@ export const parseCriticality = (
  * @since 0.1.0
  * @category utils
  */
-export const parseHttpDate: (value: string, nowMillis?: number) => number | undefined = internal.parseHttpDate
+export const parseHttpDate: (value: string, nowMillis?: number) => number | undefined = HttpDate.parse
 
 /**
  * Parses `Retry-After` (RFC 9110 §10.2.3: delay-seconds, `1*DIGIT` only — no
@@ -283,7 +287,7 @@ export const formatRateLimit: (tiers: ReadonlyArray<RateLimitTier>) => string = 
  * @since 0.1.0
  * @category models
  */
-export interface RateLimitItem extends internal.RateLimitItem {}
+export interface RateLimitItem extends RateLimit.Item {}
 
 /**
  * Parses a `RateLimit` or `RateLimit-Policy` header leniently; malformed items are
@@ -299,7 +303,7 @@ export interface RateLimitItem extends internal.RateLimitItem {}
  * @category utils
  */
 export const parseRateLimit: (value: string | null | undefined) => ReadonlyArray<RateLimitItem> =
-  internal.parseRateLimitItems
+  RateLimit.parse
 
 /**
  * Reads one header value from a platform `Headers` record (first value if repeated).
@@ -308,7 +312,7 @@ export const parseRateLimit: (value: string | null | undefined) => ReadonlyArray
  * @category utils
  */
 export const headerValue: (value: string | ReadonlyArray<string> | null | undefined) => string | undefined =
-  internal.headerValue
+  Headers.headerValue
 
 /**
  * A number in an error body: JSON cannot hold `Infinity`, `-Infinity` or `NaN`,

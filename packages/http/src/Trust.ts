@@ -35,6 +35,7 @@ import type { Options } from "@sluice/core"
 import type * as Effect from "effect/Effect"
 import type * as FiberRef from "effect/FiberRef"
 import type * as Redacted from "effect/Redacted"
+import * as Trust from "@sluice/kernel/wire/Trust"
 import * as internal from "./internal/trust.js"
 
 /**
@@ -53,7 +54,7 @@ export type TrustPolicy = (request: HttpServerRequest.HttpServerRequest) => bool
  * @since 0.2.0
  * @category policies
  */
-export const none: TrustPolicy = internal.none
+export const none: TrustPolicy = Trust.none
 
 /**
  * Trusts everybody: for tests and for servers that only their own tiers can
@@ -63,7 +64,7 @@ export const none: TrustPolicy = internal.none
  * @since 0.2.0
  * @category policies
  */
-export const everyone: TrustPolicy = internal.everyone
+export const everyone: TrustPolicy = Trust.everyone
 
 /**
  * Options of {@link sharedSecret}: the `secret` (at least 16 characters,
@@ -154,7 +155,7 @@ export const loopback: TrustPolicy = internal.loopback
  * @since 0.2.0
  * @category guards
  */
-export const isLoopbackAddress: (address: string) => boolean = internal.isLoopbackAddress
+export const isLoopbackAddress: (address: string) => boolean = Trust.isLoopbackAddress
 
 /**
  * Trusts a request only if every policy does (none given: nobody), e.g. a
@@ -173,7 +174,7 @@ export const isLoopbackAddress: (address: string) => boolean = internal.isLoopba
  * @since 0.2.0
  * @category combinators
  */
-export const all: (...policies: ReadonlyArray<TrustPolicy>) => TrustPolicy = internal.all
+export const all: (...policies: ReadonlyArray<TrustPolicy>) => TrustPolicy = Trust.all
 
 /**
  * Trusts a request if any policy does (none given: nobody).
@@ -181,7 +182,7 @@ export const all: (...policies: ReadonlyArray<TrustPolicy>) => TrustPolicy = int
  * @since 0.2.0
  * @category combinators
  */
-export const any: (...policies: ReadonlyArray<TrustPolicy>) => TrustPolicy = internal.any
+export const any: (...policies: ReadonlyArray<TrustPolicy>) => TrustPolicy = Trust.any
 
 /**
  * Runs a policy on a request; a policy that throws or answers anything but
@@ -191,7 +192,7 @@ export const any: (...policies: ReadonlyArray<TrustPolicy>) => TrustPolicy = int
  * @category utils
  */
 export const evaluate: (policy: TrustPolicy, request: HttpServerRequest.HttpServerRequest) => boolean =
-  internal.evaluate
+  Trust.evaluate
 
 /**
  * Whether the current request's caller is trusted, as decided by

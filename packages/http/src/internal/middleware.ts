@@ -12,7 +12,9 @@ import { Quota } from "@sluice/quota"
 import { RetryHistogram } from "@sluice/retry"
 import * as ErrorBody from "@sluice/kernel/wire/ErrorBody"
 import * as ErrorResponse from "@sluice/kernel/wire/ErrorResponse"
+import * as Headers from "@sluice/kernel/wire/Headers"
 import * as QuotaHeaders from "@sluice/kernel/wire/QuotaHeaders"
+import * as Trust from "@sluice/kernel/wire/Trust"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -89,22 +91,17 @@ export interface CriticalityOptions {
 export const criticality =
   (options: CriticalityOptions = {}) =>
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
-    const trust = options.trust ?? trustPolicy.none
+    const trust = options.trust ?? Trust.none
     const ceiling = options.ceiling ?? "CRITICAL"
     const fallback = options.default ?? "CRITICAL"
-    // The default may exceed the ceiling only for trusted callers: an untrusted
-    // request without the header gets min(default, ceiling).
-    const untrustedFallback = Criticality.clamp(fallback, ceiling)
     const trustedApp = Effect.locally(app, trustPolicy.currentCallerTrusted, true)
     const untrustedApp = Effect.locally(app, trustPolicy.currentCallerTrusted, false)
     return Effect.flatMap(
       Effect.zip(HttpServerRequest.HttpServerRequest, WireProtocol),
       ([request, settings]) => {
-        const trusted = trustPolicy.evaluate(trust, request)
-        const header = protocol.headerValue(request.headers[settings.headers.criticality])
-        const level = trusted
-          ? Criticality.parse(header, fallback)
-          : Criticality.clamp(Criticality.parse(header, untrustedFallback), ceiling)
+        const trusted = Trust.evaluate(trust, request)
+        const header = Headers.headerValue(request.headers[settings.headers.criticality])
+        const level = Trust.level(header, trusted, ceiling, fallback)
         return Effect.locally(trusted ? trustedApp : untrustedApp, Criticality.currentCriticality, level)
       }
     )
@@ -305,15 +302,15 @@ export const retryGuard =
         const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
         const settings = Context.get(fiber.currentContext, WireProtocol)
         const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-        const attempt = protocol.parseAttempt(
-          protocol.headerValue(request.headers[settings.headers.attempt]),
+        const attempt = Headers.parseAttempt(
+          Headers.headerValue(request.headers[settings.headers.attempt]),
           settings.maxAttempt
         )
         // Only a trusted caller's attempt number may change answers (to anyone): an
         // untrusted one is recorded apart, where it decides nothing.
         const trusted =
           trust !== undefined
-            ? trustPolicy.evaluate(trust, request)
+            ? Trust.evaluate(trust, request)
             : fiber.getFiberRef(trustPolicy.currentCallerTrusted)
         if (trusted) histogram.unsafeRecord(clock.unsafeCurrentTimeMillis(), attempt)
         else histogram.unsafeRecordUntrusted(clock.unsafeCurrentTimeMillis(), attempt)

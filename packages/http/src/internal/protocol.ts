@@ -1,38 +1,9 @@
 import { Errors } from "@sluice/core"
 import * as errorBody from "@sluice/kernel/wire/ErrorBody"
-import * as Headers from "@sluice/kernel/wire/Headers"
-import * as HttpDate from "@sluice/kernel/wire/HttpDate"
 import * as RateLimit from "@sluice/kernel/wire/RateLimit"
 import * as RetryAfter from "@sluice/kernel/wire/RetryAfter"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
-
-/** @internal */
-export interface HeaderNames extends Headers.HeaderNames {}
-
-/** @internal */
-export const defaultHeaderNames: HeaderNames = Headers.defaultHeaderNames
-
-/** @internal */
-export const MAX_ATTEMPT = Headers.MAX_ATTEMPT
-
-/** @internal */
-export const DEFAULT_MAX_RETRY_AFTER_MILLIS = RetryAfter.DEFAULT_MAX_MILLIS
-
-/** @internal */
-export const headerValue = Headers.headerValue
-
-/** @internal */
-export const parseAttempt = Headers.parseAttempt
-
-/** @internal */
-export const parseFlag = Headers.parseFlag
-
-/** @internal */
-export const parseHttpDate = HttpDate.parse
-
-/** @internal */
-export const parseRetryAfterMillis = RetryAfter.parseMillis
 
 /** @internal */
 export const parseRetryAfter = (
@@ -73,13 +44,6 @@ export const formatRateLimitPolicy = (tiers: ReadonlyArray<RateLimitTier>): stri
 /** @internal */
 export const formatRateLimit = (tiers: ReadonlyArray<RateLimitTier>): string =>
   RateLimit.format(tiers.map(toKernelTier))
-
-/** @internal */
-export interface RateLimitItem extends RateLimit.Item {}
-
-/** @internal */
-export const parseRateLimitItems: (value: string | null | undefined) => ReadonlyArray<RateLimitItem> =
-  RateLimit.parse
 
 // ---- error bodies ------------------------------------------------------------------
 
