@@ -5,6 +5,8 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { Admission, BoundedMap, Criticality, Errors, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
+import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
+import * as Request from "@sluice/kernel/wire/Request"
 import * as Verdict from "@sluice/kernel/wire/Verdict"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -44,9 +46,6 @@ export const allowRetries: FiberRef.FiberRef<boolean | undefined> = FiberRef.uns
 /** Hosts whose composed guards are kept (as many as the throttle's and limiter's default `maxKeys`). */
 const MAX_HOSTS = 1024
 
-/** How much later than the exchange's own timer the whole call's timer fires. */
-const DEADLINE_GRACE_MILLIS = 2
-
 /**
  * The Clock time the current call began, as long as it has not waited for a limiter
  * permit; `Infinity` once it has, and outside a call with a deadline.
@@ -78,15 +77,7 @@ interface HostGuards {
 }
 
 /** @internal */
-export const IDEMPOTENT: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
-
-const HOST = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]+)/i
-
-/** @internal */
-export const hostOf = (request: HttpClientRequest.HttpClientRequest): string => {
-  const match = HOST.exec(request.url)
-  return match === null ? "default" : match[1]!.toLowerCase()
-}
+export const hostOf = (request: HttpClientRequest.HttpClientRequest): string => Request.hostOf(request.url)
 
 const signalsCounter = Metric.counter("sluice_http_client_throttle_signals", {
   description: "responses carrying the throttle flag, by host",
@@ -112,21 +103,10 @@ interface Policies {
   readonly budgets: RetryBudget.Service | undefined
 }
 
+// The policies' options and the functions (`key`, `schedule`) are not the schema's: decoding
+// leaves them out.
 const decodeOptions = (options: C.ClientOptions): Effect.Effect<ResolvedOptions, Options.InvalidOptions> =>
-  Options.decode(
-    "SluiceHttpClient",
-    ClientOptionsSchema
-  )({
-    ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
-    ...(options.maxRetryAfter !== undefined ? { maxRetryAfter: options.maxRetryAfter } : {}),
-    ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
-    ...(options.attemptTimeout !== undefined ? { attemptTimeout: options.attemptTimeout } : {}),
-    ...(options.retryNonIdempotent !== undefined ? { retryNonIdempotent: options.retryNonIdempotent } : {}),
-    ...(options.throttleFromJson !== undefined ? { throttleFromJson: options.throttleFromJson } : {}),
-    ...(options.name !== undefined ? { name: options.name } : {}),
-    ...(options.retryableStatuses !== undefined ? { retryableStatuses: options.retryableStatuses } : {}),
-    ...(options.errorBodyTimeout !== undefined ? { errorBodyTimeout: options.errorBodyTimeout } : {})
-  })
+  Options.decode("SluiceHttpClient", ClientOptionsSchema)(options)
 
 /** Options of `makeDefault` that configure private policy instances. */
 const POLICY_FIELDS = ["budget", "throttle", "limiter"] as const
@@ -199,8 +179,10 @@ const build = (
     const keyOf = options.key ?? hostOf
     const names = settings.headers
     const timeout = config.timeout === undefined ? undefined : Duration.toMillis(config.timeout)
-    const attemptTimeout =
-      config.attemptTimeout !== undefined ? Duration.toMillis(config.attemptTimeout) : (timeout ?? Infinity)
+    const attemptTimeout = AttemptBound.attemptTimeout(
+      config.attemptTimeout === undefined ? undefined : Duration.toMillis(config.attemptTimeout),
+      timeout
+    )
     const retryable: ReadonlySet<number> = new Set(config.retryableStatuses)
     const errorBodyTimeout = config.errorBodyTimeout
     const json = config.throttleFromJson
@@ -256,26 +238,16 @@ const build = (
           Effect.mapError(platform.execute(outgoing), markTransport),
           (response) => Effect.as(decoder.decode(response, settings, json, decoding(key)), response)
         )
-        // Only the attempt's own bound, measured from this send, says the backend was too
-        // slow: it fails the exchange (error body included) with a timeout, a drop the
-        // limiter, the throttle and the retry policy learn from. When less than that is
-        // left of the caller's deadline, the rest went on waiting (for a permit, in a
-        // backoff, an earlier try, an enclosing caller): the exchange is not bounded, and
-        // the deadline's own timer interrupts it, an outcome every policy ignores.
-        if (attemptTimeout === Infinity) return send
-        const deadline = fiber.getFiberRef(Retry.currentDeadline)
-        if (deadline === Infinity) return Effect.timeout(send, Duration.millis(attemptTimeout))
-        const left =
-          deadline - Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-        if (left >= attemptTimeout) return Effect.timeout(send, Duration.millis(attemptTimeout))
-        // A first try that waited for nothing here had the whole call for its bound (only
-        // the call's own steps stand between its start and this send): the deadline ends
-        // it as the attempt's bound would have.
-        const whole = deadline - fiber.getFiberRef(unwaitedSince)
-        if (whole >= attemptTimeout && fiber.getFiberRef(Retry.currentAttempt) === 0) {
-          return Effect.timeout(send, Duration.millis(Math.max(1, left)))
-        }
-        return send
+        // The attempt's own bound, or none under a deadline that was partly spent waiting
+        // (`AttemptBound.attempt`): then the deadline's timer interrupts the exchange.
+        const bound = AttemptBound.attempt({
+          attemptTimeout,
+          deadline: fiber.getFiberRef(Retry.currentDeadline),
+          now: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis(),
+          unwaitedSince: fiber.getFiberRef(unwaitedSince),
+          attempt: fiber.getFiberRef(Retry.currentAttempt)
+        })
+        return bound === undefined ? send : Effect.timeout(send, Duration.millis(bound))
       })
 
     const guarded = (request: HttpClientRequest.HttpClientRequest, retry: boolean, key: string) => {
@@ -285,8 +257,11 @@ const build = (
 
     const execute = (request: HttpClientRequest.HttpClientRequest) =>
       Effect.withFiberRuntime<HttpClientResponse.HttpClientResponse, C.ClientError>((fiber) => {
-        const optIn = fiber.getFiberRef(allowRetries)
-        const retry = optIn ?? (config.retryNonIdempotent || IDEMPOTENT.has(request.method))
+        const retry = Request.isRetried(
+          request.method,
+          fiber.getFiberRef(allowRetries),
+          config.retryNonIdempotent
+        )
         const key = keyOf(request)
         const call = guarded(request, retry, key)
         if (timeout === undefined) return call
@@ -297,15 +272,18 @@ const build = (
         // retry policy's: no retry is scheduled that could not start before it. An
         // enclosing caller's earlier deadline stays the one that counts.
         const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-        const deadline = Math.min(fiber.getFiberRef(Retry.currentDeadline), now + timeout)
-        const left = Math.max(0, deadline - now)
+        const { deadline, left, timer } = AttemptBound.call(
+          now,
+          timeout,
+          fiber.getFiberRef(Retry.currentDeadline)
+        )
         const bounded = Effect.locally(
           Effect.locally(call, unwaitedSince, now),
           Retry.currentDeadline,
           deadline
         )
         return Effect.timeoutFail(bounded, {
-          duration: Duration.millis(left + DEADLINE_GRACE_MILLIS),
+          duration: Duration.millis(timer),
           onTimeout: () =>
             new Errors.DontRetry({
               reason: "timeout",
