@@ -21,6 +21,7 @@
 import type * as Effect from "effect/Effect"
 import type { Errors } from "@sluice/core"
 import type { WireProtocolSettings } from "./Protocol.js"
+import type * as Wire from "@sluice/kernel/wire/Verdict"
 import * as internal from "./internal/responseDecoder.js"
 
 /**
@@ -37,7 +38,7 @@ export type DecodeError = Errors.Overloaded | Errors.QuotaExceeded | Errors.Dont
  * @since 0.1.0
  * @category models
  */
-export interface ResponseLike extends internal.ResponseLike {}
+export interface ResponseLike extends Wire.ResponseLike {}
 
 /**
  * What the headers of a response say: a failure, and whether it asked to slow down.

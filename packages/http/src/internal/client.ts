@@ -19,6 +19,7 @@ import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
+import type { DecodeError } from "../ResponseDecoder.js"
 import type * as C from "../SluiceHttpClient.js"
 import { ThrottleSignal } from "../ThrottleSignal.js"
 import * as decoder from "./responseDecoder.js"
@@ -89,7 +90,7 @@ const markTransport = (error: HttpClientError.HttpClientError): HttpClientError.
 
 type AttemptError =
   | HttpClientError.HttpClientError
-  | decoder.DecodeError
+  | DecodeError
   | Errors.Overloaded
   | Errors.Throttled
   | import("effect/Cause").TimeoutException

@@ -15,6 +15,7 @@ import * as ErrorResponse from "@sluice/kernel/wire/ErrorResponse"
 import * as Headers from "@sluice/kernel/wire/Headers"
 import * as QuotaHeaders from "@sluice/kernel/wire/QuotaHeaders"
 import * as Trust from "@sluice/kernel/wire/Trust"
+import * as Verdict from "@sluice/kernel/wire/Verdict"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -23,17 +24,13 @@ import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as MetricLabel from "effect/MetricLabel"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
+import type { CriticalityOptions } from "../Middleware.js"
 import type { TrustPolicy } from "../Trust.js"
 import * as protocol from "./protocol.js"
 import * as trustPolicy from "./trust.js"
 
 /** @internal */
-export const isSluiceError = (u: unknown): u is Errors.SluiceError =>
-  u instanceof Errors.Overloaded ||
-  u instanceof Errors.QuotaExceeded ||
-  u instanceof Errors.Throttled ||
-  u instanceof Errors.CircuitOpen ||
-  u instanceof Errors.DontRetry
+export const isSluiceError = protocol.isSluiceError
 
 const rejected = Metric.counter("sluice_http_server_rejected", {
   description: "requests the Sluice middleware answered with a refusal, by reason",
@@ -79,13 +76,6 @@ export const mapErrors = <E, R>(
         Effect.withSpan("sluice.http.map_error", { captureStackTrace: false, attributes: { error: e._tag } })
       )
   ) as any
-
-/** @internal */
-export interface CriticalityOptions {
-  readonly trust?: TrustPolicy | undefined
-  readonly ceiling?: Criticality.Criticality | undefined
-  readonly default?: Criticality.Criticality | undefined
-}
 
 /** @internal */
 export const criticality =
@@ -178,14 +168,10 @@ export const addJsonAttribute = (
 ): HttpServerResponse.HttpServerResponse => {
   const body = response.body
   if (body._tag !== "Uint8Array" || !body.contentType.toLowerCase().includes("json")) return response
-  try {
-    const parsed = JSON.parse(decoder.decode(body.body))
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return response
-    parsed[attribute] = true
-    return HttpServerResponse.setBody(response, HttpBody.unsafeJson(parsed, body.contentType))
-  } catch {
-    return response
-  }
+  const marked = Verdict.markBodyThrottle(decoder.decode(body.body), attribute)
+  return marked === undefined
+    ? response
+    : HttpServerResponse.setBody(response, HttpBody.unsafeJson(marked, body.contentType))
 }
 
 /** @internal */

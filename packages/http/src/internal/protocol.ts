@@ -47,12 +47,7 @@ export const formatRateLimit = (tiers: ReadonlyArray<RateLimitTier>): string =>
 
 // ---- error bodies ------------------------------------------------------------------
 
-const millisOf = (d: Duration.Duration): number => Duration.toMillis(d)
-
 const dontRetryReasons: ReadonlySet<string> = new Set(Errors.DontRetryReason.literals)
-
-const tagOf = (u: unknown): unknown =>
-  typeof u === "object" && u !== null ? (u as { readonly _tag?: unknown })._tag : undefined
 
 const isSluiceCause = (
   u: unknown
@@ -62,6 +57,10 @@ const isSluiceCause = (
   u instanceof Errors.Throttled ||
   u instanceof Errors.CircuitOpen
 
+/** @internal */
+export const isSluiceError = (u: unknown): u is Errors.SluiceError =>
+  isSluiceCause(u) || u instanceof Errors.DontRetry
+
 const causeToDecoded = (
   e: Errors.Overloaded | Errors.QuotaExceeded | Errors.Throttled | Errors.CircuitOpen
 ): errorBody.DecodedCause => {
@@ -69,7 +68,7 @@ const causeToDecoded = (
     case "Overloaded":
       return e.retryAfter === undefined
         ? { _tag: "Overloaded", reason: e.reason }
-        : { _tag: "Overloaded", reason: e.reason, retryAfterMs: millisOf(e.retryAfter) }
+        : { _tag: "Overloaded", reason: e.reason, retryAfterMs: Duration.toMillis(e.retryAfter) }
     case "QuotaExceeded":
       // `client` stays here: the caller knows who it is, and the id a tier is known by at the
       // tier below (its API key, say) must not reach the tiers above it.
@@ -78,7 +77,7 @@ const causeToDecoded = (
         tier: e.tier,
         limit: e.limit,
         remaining: e.remaining,
-        retryAfterMs: millisOf(e.retryAfter)
+        retryAfterMs: Duration.toMillis(e.retryAfter)
       }
     case "Throttled":
       return e.probability === undefined
@@ -89,25 +88,21 @@ const causeToDecoded = (
         _tag: "CircuitOpen",
         name: e.name,
         halfOpenAt: e.halfOpenAt,
-        retryAfterMs: millisOf(e.retryAfter)
+        retryAfterMs: Duration.toMillis(e.retryAfter)
       }
   }
 }
 
 /**
  * What a `DontRetry` gave up on, as the body says it. A Sluice error is kept whole (a nested
- * `DontRetry` stands for its own cause); anything else (a timeout, a transport error) is named
- * by its tag only, as an `Overloaded`: that is what it is to the caller, and its message may
- * hold addresses of the tiers behind this one.
+ * `DontRetry` stands for its own cause); anything else is named by its tag only
+ * (`ErrorBody.foreignCause`).
  */
 const dontRetryCause = (cause: unknown): errorBody.DecodedCause | undefined => {
   let current = cause
   for (let depth = 0; depth < 4 && current instanceof Errors.DontRetry; depth++) current = current.cause
   if (current === undefined || current instanceof Errors.DontRetry) return undefined
-  if (isSluiceCause(current)) return causeToDecoded(current)
-  const tag = tagOf(current)
-  const name = typeof tag === "string" ? tag : current instanceof Error ? current.name : "error"
-  return { _tag: "Overloaded", reason: name.slice(0, 64) }
+  return isSluiceCause(current) ? causeToDecoded(current) : errorBody.foreignCause(current)
 }
 
 /** @internal */

@@ -1,22 +1,10 @@
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type { Errors } from "@sluice/core"
 import * as Wire from "@sluice/kernel/wire/Verdict"
 import type { WireProtocolSettings } from "../Protocol.js"
+import type { Decodable, DecodeError, ResponseLike, Verdict } from "../ResponseDecoder.js"
 import * as protocol from "./protocol.js"
-
-/** @internal */
-export type DecodeError = Errors.Overloaded | Errors.QuotaExceeded | Errors.DontRetry
-
-/** @internal */
-export interface ResponseLike extends Wire.ResponseLike {}
-
-/** @internal */
-export interface Verdict {
-  readonly error: DecodeError | undefined
-  readonly throttled: boolean
-}
 
 const toError = (error: Wire.DecodeError): DecodeError => protocol.fromDecoded(error) as DecodeError
 
@@ -24,11 +12,9 @@ const toError = (error: Wire.DecodeError): DecodeError => protocol.fromDecoded(e
 export const verdict = (
   response: ResponseLike,
   nowMillis: number,
-  settings: WireProtocolSettings,
-  retryableStatuses?: ReadonlySet<number>
+  settings: WireProtocolSettings
 ): Verdict => {
-  const maxRetryAfter = Duration.toMillis(settings.maxRetryAfter)
-  const v = Wire.verdict(response, nowMillis, settings.headers, maxRetryAfter, retryableStatuses)
+  const v = Wire.verdict(response, nowMillis, settings.headers, Duration.toMillis(settings.maxRetryAfter))
   return { error: v.error === undefined ? undefined : toError(v.error), throttled: v.throttled }
 }
 
@@ -42,12 +28,6 @@ export const withBody = (error: DecodeError, body: string, settings: WireProtoco
   const decoded = protocol.toDecoded(error) as Wire.DecodeError
   const refined = Wire.withBody(decoded, body, Duration.toMillis(settings.maxRetryAfter))
   return refined === decoded ? error : toError(refined)
-}
-
-/** @internal */
-export type Decodable = ResponseLike & {
-  readonly json: Effect.Effect<unknown, unknown>
-  readonly text: Effect.Effect<string, unknown>
 }
 
 /** What the client adds to `decode`: its retryable statuses, a bound on the error body, a listener. @internal */

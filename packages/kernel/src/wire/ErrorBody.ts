@@ -191,6 +191,23 @@ export const decode = (body: unknown): Decoded | undefined => {
   }
 }
 
+const MAX_FOREIGN_NAME = 64
+
+/**
+ * What a `DontRetry` gave up on when that is not one of Sluice's errors (a timeout, a transport
+ * error): an `Overloaded` named by the cause's `_tag` (else its `name` as an `Error`, else
+ * `"error"`), at most 64 characters. That is what it is to the caller, and its message may hold
+ * addresses of the tiers behind the server, so only its name is sent.
+ *
+ * @since 0.2.0
+ */
+export const foreignCause = (cause: unknown): DecodedCause => {
+  const tag =
+    typeof cause === "object" && cause !== null ? (cause as { readonly _tag?: unknown })._tag : undefined
+  const name = typeof tag === "string" ? tag : cause instanceof Error ? cause.name : "error"
+  return { _tag: "Overloaded", reason: name.slice(0, MAX_FOREIGN_NAME) }
+}
+
 /** The longest body text parsed as Sluice's: a server's own error bodies are far shorter. @since 0.2.0 */
 export const MAX_BODY = 64 * 1024
 

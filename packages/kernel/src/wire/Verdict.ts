@@ -204,6 +204,26 @@ export const bodyThrottle = (body: unknown, attribute: string): boolean =>
   (body as Record<string, unknown>)[attribute] === true
 
 /**
+ * The object a server's JSON body text holds, with the throttle `attribute` set to `true`
+ * (what {@link bodyThrottle} reads); `undefined` when the text is not a JSON object, which is
+ * then sent as it is.
+ *
+ * @since 0.2.0
+ */
+export const markBodyThrottle = (text: string, attribute: string): Record<string, unknown> | undefined => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return undefined
+  const body = parsed as Record<string, unknown>
+  body[attribute] = true
+  return body
+}
+
+/**
  * Whether a response of this status and `content-type` may carry the throttle attribute in
  * a JSON body: a 2xx whose type mentions JSON.
  *

@@ -170,4 +170,21 @@ describe("ErrorBody", () => {
       { numRuns: 300 }
     )
   })
+
+  it("a cause that is not Sluice's is named by its tag, else its Error name, else error, at most 64 characters", () => {
+    expect(
+      ErrorBody.foreignCause({ _tag: "RequestError", message: "Transport error (GET http://10.0.0.7/x)" })
+    ).toEqual({ _tag: "Overloaded", reason: "RequestError" })
+    expect(ErrorBody.foreignCause(new TypeError("at 10.0.0.7"))).toEqual({
+      _tag: "Overloaded",
+      reason: "TypeError"
+    })
+    expect(ErrorBody.foreignCause("a string")).toEqual({ _tag: "Overloaded", reason: "error" })
+    expect(ErrorBody.foreignCause(undefined)).toEqual({ _tag: "Overloaded", reason: "error" })
+    expect(ErrorBody.foreignCause({ _tag: 7 })).toEqual({ _tag: "Overloaded", reason: "error" })
+    expect(ErrorBody.foreignCause({ _tag: "x".repeat(100) })).toEqual({
+      _tag: "Overloaded",
+      reason: "x".repeat(64)
+    })
+  })
 })

@@ -143,6 +143,15 @@ describe("Verdict", () => {
     ).toBe(false)
   })
 
+  it("a server marks a JSON object body with the throttle attribute; anything else is left as it is", () => {
+    expect(Verdict.markBodyThrottle(`{"id":1}`, "throttle")).toEqual({ id: 1, throttle: true })
+    expect(Verdict.markBodyThrottle(`{"throttle":false}`, "slow")).toEqual({ throttle: false, slow: true })
+    for (const text of ["[1]", "null", "7", `"s"`, "{not json", ""])
+      expect(Verdict.markBodyThrottle(text, "throttle")).toBeUndefined()
+    // what is marked reads back as throttled
+    expect(Verdict.bodyThrottle(Verdict.markBodyThrottle(`{}`, "t"), "t")).toBe(true)
+  })
+
   it("property: any status and header values give a verdict, never a throw, hints within the maximum", () => {
     const value = fc.option(fc.string({ maxLength: 80 }), { nil: undefined })
     fc.assert(
