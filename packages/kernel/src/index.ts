@@ -87,6 +87,21 @@ export * as RetryAfter from "./wire/RetryAfter.js"
 export * as Verdict from "./wire/Verdict.js"
 
 /** @since 0.2.0 */
+export * as ErrorResponse from "./wire/ErrorResponse.js"
+
+/** @since 0.2.0 */
+export * as QuotaHeaders from "./wire/QuotaHeaders.js"
+
+/** @since 0.2.0 */
+export * as Trust from "./wire/Trust.js"
+
+/** @since 0.2.0 */
+export * as Outgoing from "./wire/Outgoing.js"
+
+/** @since 0.2.0 */
+export * as AttemptBound from "./deadline/AttemptBound.js"
+
+/** @since 0.2.0 */
 export * as Breaker from "./breaker/Breaker.js"
 
 /** @since 0.2.0 */

@@ -6,7 +6,7 @@ import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { Admission, BoundedMap, Criticality, Errors, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
 import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
-import * as Request from "@sluice/kernel/wire/Request"
+import * as Outgoing from "@sluice/kernel/wire/Outgoing"
 import * as Verdict from "@sluice/kernel/wire/Verdict"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -78,7 +78,7 @@ interface HostGuards {
 }
 
 /** @internal */
-export const hostOf = (request: HttpClientRequest.HttpClientRequest): string => Request.hostOf(request.url)
+export const hostOf = (request: HttpClientRequest.HttpClientRequest): string => Outgoing.hostOf(request.url)
 
 const signalsCounter = Metric.counter("sluice_http_client_throttle_signals", {
   description: "responses carrying the throttle flag, by host",
@@ -258,7 +258,7 @@ const build = (
 
     const execute = (request: HttpClientRequest.HttpClientRequest) =>
       Effect.withFiberRuntime<HttpClientResponse.HttpClientResponse, C.ClientError>((fiber) => {
-        const retry = Request.isRetried(
+        const retry = Outgoing.isRetried(
           request.method,
           fiber.getFiberRef(allowRetries),
           config.retryNonIdempotent
