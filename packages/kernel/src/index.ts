@@ -47,6 +47,8 @@ export * as Deadlines from "./quota/Deadlines.js"
 /** @since 0.2.0 */
 export * as QuotaOptions from "./quota/Options.js"
 /** @since 0.2.0 */
+export * as PlanTable from "./quota/PlanTable.js"
+/** @since 0.2.0 */
 export * as SustainedFailure from "./quota/SustainedFailure.js"
 /** @since 0.2.0 */
 export * as Fallback from "./quota/Fallback.js"

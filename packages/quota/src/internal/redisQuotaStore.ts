@@ -34,6 +34,13 @@ export const errorReason = (error: Error): "unavailable" | "error" | "timeout" =
 
 const noTimer = (): void => {}
 
+/** A failed Redis command as the store's error. @internal */
+export const toStoreError = (error: unknown): QuotaStoreError => {
+  const e = error instanceof Error ? error : new Error(String(error))
+  // fields known valid: skip the constructor's Schema validation on this failure path
+  return new QuotaStoreError({ store: "redis", reason: errorReason(e), message: e.message }, true)
+}
+
 /** Makes the Redis store from a client. One `EVALSHA` per check. @internal */
 export const makeStoreFromClient = (
   redis: Client,
@@ -72,11 +79,6 @@ export const makeStoreFromClient = (
       corked = undefined
       stream.uncork!()
     })
-  }
-  const toError = (error: unknown) => {
-    const e = error instanceof Error ? error : new Error(String(error))
-    // fields known valid: skip the constructor's Schema validation on this failure path
-    return new QuotaStoreError({ store: name, reason: errorReason(e), message: e.message }, true)
   }
   const keyPrefix = (redis as { options?: { keyPrefix?: string } }).options?.keyPrefix
   const commandOptions =
@@ -143,12 +145,12 @@ export const makeStoreFromClient = (
       args,
       (error, reply) => {
         inFlight--
-        if (error) return callback(toError(error), undefined)
+        if (error) return callback(toStoreError(error), undefined)
         let result: StoreResult
         try {
           result = parseReply(reply as Array<number>, plan, cost)
         } catch (e) {
-          return callback(toError(e), undefined)
+          return callback(toStoreError(e), undefined)
         }
         callback(undefined, result)
       },
@@ -167,7 +169,7 @@ export const makeStoreFromClient = (
   const adjustCall = (client: string, plan: CompiledPlan, units: number, blockMs: number) =>
     Effect.async<void, QuotaStoreError>((resume) => {
       run(ADJUST_SHA, ADJUST_SCRIPT, adjustArgs(client, plan, units, blockMs), (error) =>
-        resume(error ? Effect.fail(toError(error)) : Effect.void)
+        resume(error ? Effect.fail(toStoreError(error)) : Effect.void)
       )
     })
 
@@ -191,7 +193,7 @@ export const makeStoreFromClient = (
       Effect.async<void, QuotaStoreError>((resume) => {
         redis.sendCommand(
           new Command("del", [keyOf(client)], commandOptions, (error) =>
-            resume(error ? Effect.fail(toError(error)) : Effect.void)
+            resume(error ? Effect.fail(toStoreError(error)) : Effect.void)
           )
         )
       })
