@@ -14,6 +14,7 @@
  * @since 0.2.0
  */
 import type { Issue } from "../limit/Limit.js"
+import { DEFAULT_MAX_CLIENTS } from "./MemoryStore.js"
 
 /**
  * What decides a check when the store fails or misses its deadline.
@@ -112,7 +113,7 @@ export const defaults: Options = {
   },
   failClosedRetryAfterMs: 1000,
   fallbackShare: 1,
-  fallbackMaxClients: 100_000,
+  fallbackMaxClients: DEFAULT_MAX_CLIENTS,
   maxClientIdLength: 256
 }
 
@@ -219,6 +220,14 @@ export const resolve = <D>(input: Input<D>, toMillis: (duration: D) => number): 
   }
   return issues.length > 0 ? issues : options
 }
+
+/**
+ * Issues as text, one line each: the field's path, then what is wrong.
+ *
+ * @since 0.2.0
+ */
+export const describeIssues = (issues: ReadonlyArray<Issue>): string =>
+  issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("\n")
 
 /**
  * What is wrong with a check's cost, if anything: it must be a non-negative integer (0 peeks).

@@ -1,3 +1,4 @@
+import * as MemoryStore from "@sluice/kernel/quota/MemoryStore"
 import * as QuotaOptions from "@sluice/kernel/quota/Options"
 import { describe, expect, it } from "vitest"
 
@@ -108,6 +109,28 @@ describe("quota options", () => {
     expect(QuotaOptions.blockMs(0.5)).toMatch(/at least 1 ms/)
     expect(QuotaOptions.blockMs(Infinity, "forever")).toBe(
       "duration must be at least 1 ms and finite, got forever"
+    )
+  })
+
+  it("the memory store holds at most maxClients clients, 100,000 by default", () => {
+    expect(MemoryStore.resolveOptions({})).toEqual({ maxClients: 100_000 })
+    expect(QuotaOptions.defaults.fallbackMaxClients).toBe(MemoryStore.DEFAULT_MAX_CLIENTS)
+    expect(MemoryStore.resolveOptions({ maxClients: 5 })).toEqual({ maxClients: 5 })
+    for (const maxClients of [0, -1, 1.5, NaN]) {
+      expect(MemoryStore.resolveOptions({ maxClients })).toEqual([
+        { path: ["maxClients"], message: `expected a positive integer, got ${maxClients}` }
+      ])
+    }
+  })
+
+  it("issues read as one line each, the field's path first", () => {
+    expect(
+      QuotaOptions.describeIssues([
+        { path: ["breaker", "window"], message: "expected a positive, finite duration, got 0" },
+        { path: ["mode"], message: "expected one of fail-open, fail-closed, fallback, got x" }
+      ])
+    ).toBe(
+      "breaker.window: expected a positive, finite duration, got 0\nmode: expected one of fail-open, fail-closed, fallback, got x"
     )
   })
 })

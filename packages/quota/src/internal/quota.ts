@@ -22,7 +22,7 @@ import type * as Q from "../Quota.js"
 import * as Deadlines from "./deadlines.js"
 import type { QuotaConfigService } from "./quotaConfig.js"
 import type { CompiledPlan, StoreResult } from "./quotaPlan.js"
-import { QuotaStoreError } from "./quotaPlan.js"
+import { invalidOptions, QuotaStoreError } from "./quotaPlan.js"
 import type { Store } from "./quotaStore.js"
 
 const invalid = (message: string) => new Options.InvalidOptions({ module: "Quota", message })
@@ -32,16 +32,6 @@ const decodeDuration = Schema.decodeUnknownOption(Options.DurationInput)
 /** A duration option in milliseconds; `NaN` for what is not one (the kernel names the field). */
 const toMillis = (input: Duration.DurationInput): number =>
   Option.match(decodeDuration(input), { onNone: () => NaN, onSome: Duration.toMillis })
-
-/** The kernel's rules on the options; its issues become `InvalidOptions`, a line per field. */
-const resolveOptions = (
-  input: Q.QuotaOptions
-): Effect.Effect<QuotaOptions.Options, Options.InvalidOptions> => {
-  const resolved = QuotaOptions.resolve(input, toMillis)
-  if (!Array.isArray(resolved)) return Effect.succeed(resolved)
-  const lines = resolved.map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-  return Effect.fail(invalid(`Quota: invalid options\n${lines.join("\n")}`))
-}
 
 /** One check: the client, the id it is stored under, its plan and its cost. */
 interface Call {
@@ -102,7 +92,8 @@ export const make = (
   input: Q.QuotaOptions = {}
 ): Effect.Effect<Q.Service, Options.InvalidOptions, Scope.Scope> =>
   Effect.gen(function* () {
-    const options = yield* resolveOptions(input)
+    const options = QuotaOptions.resolve(input, toMillis)
+    if (Array.isArray(options)) return yield* Effect.fail(invalidOptions("Quota", options))
     const clock = yield* Effect.clock
     const pubsub = yield* Effect.acquireRelease(PubSub.sliding<Q.Event>(256), PubSub.shutdown)
     const deadline = Duration.millis(options.deadlineMs)

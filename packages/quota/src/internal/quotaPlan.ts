@@ -3,6 +3,8 @@ import * as Schema from "effect/Schema"
 import * as Options from "@sluice/core/Options"
 import type * as QC from "../QuotaConfig.js"
 import type * as QS from "../QuotaStore.js"
+import type { Issue } from "@sluice/kernel/limit/Limit"
+import { describeIssues } from "@sluice/kernel/quota/Options"
 import * as QuotaPlan from "@sluice/kernel/quota/Plan"
 
 /** @internal */
@@ -85,6 +87,10 @@ export type TierDecision = QS.TierDecision
 
 /** What a store answers for one check. @internal */
 export type StoreResult = QS.StoreResult
+
+/** The kernel's issues with a module's options as its `InvalidOptions`, a line per field. @internal */
+export const invalidOptions = (module: string, issues: ReadonlyArray<Issue>): Options.InvalidOptions =>
+  new Options.InvalidOptions({ module, message: `${module}: invalid options\n${describeIssues(issues)}` })
 
 /** @internal */
 export class QuotaStoreError extends Schema.TaggedError<QuotaStoreError>("@sluice/quota/QuotaStoreError")(
