@@ -144,7 +144,7 @@ export interface QuotaOptions extends KernelOptions.Input<Duration.DurationInput
 
 /**
  * A quota event, published on the service's `events` stream: `Denied` when a check
- * denies a client (the tier with the longest wait, the wait, what decided, when).
+ * denies a client (the tier that denied, the wait, what decided, when).
  * Admissions publish nothing. Beside the metrics `sluice_quota_denied_total` (by tier).
  *
  * @example
@@ -162,21 +162,13 @@ export interface QuotaOptions extends KernelOptions.Input<Duration.DurationInput
 export type Event = Denied
 
 /**
- * A check denied `client`.
+ * A check denied `client`: the tier it is reported under (the first that denied), the wait,
+ * what decided, and when (`at`, epoch millis from Effect's `Clock`).
  *
  * @since 0.2.0
  * @category models
  */
-export interface Denied {
-  readonly _tag: "Denied"
-  readonly client: string
-  /** The tier that denied (the one with the longest wait). */
-  readonly tier: string
-  readonly retryAfterMs: number
-  readonly source: DecisionSource
-  /** Epoch millis from Effect's `Clock`. */
-  readonly at: number
-}
+export interface Denied extends QuotaDecision.Denied {}
 
 /**
  * The quota service.

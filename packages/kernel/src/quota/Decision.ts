@@ -124,6 +124,61 @@ export const reportedTier = (decision: Decision): TierDecision | undefined =>
   decision.deniedBy ?? decision.tiers[0]
 
 /**
+ * A denial as the quota service publishes it: the client, the tier it is reported under, the
+ * wait, what decided and when (`at`, epoch milliseconds).
+ *
+ * @since 0.2.0
+ */
+export interface Denied {
+  readonly _tag: "Denied"
+  readonly client: string
+  /** The tier the denial is reported under (see {@link reportedTier}). */
+  readonly tier: string
+  readonly retryAfterMs: number
+  readonly source: Source
+  readonly at: number
+}
+
+/**
+ * The event of a denial decided at `at`.
+ *
+ * @since 0.2.0
+ */
+export const denied = (decision: Decision, at: number): Denied => ({
+  _tag: "Denied",
+  client: decision.client,
+  tier: reportedTier(decision)?.tier ?? "",
+  retryAfterMs: decision.retryAfterMs,
+  source: decision.source,
+  at
+})
+
+/**
+ * What a refusal reports (the fields of a `QuotaExceeded`): the tier it is reported under, that
+ * tier's limit and remaining units, the wait (`Infinity`: never) and the client.
+ *
+ * @since 0.2.0
+ */
+export const refusal = (
+  decision: Decision
+): {
+  readonly tier: string
+  readonly limit: number
+  readonly remaining: number
+  readonly retryAfterMs: number
+  readonly client: string
+} => {
+  const tier = reportedTier(decision)!
+  return {
+    tier: tier.tier,
+    limit: tier.limit,
+    remaining: tier.remaining,
+    retryAfterMs: decision.retryAfterMs,
+    client: decision.client
+  }
+}
+
+/**
  * The answer when the store failed or missed its deadline: a cost no tier can hold is denied
  * whatever the mode (as the store would); otherwise `fail-open` admits, `fail-closed` denies for
  * `failClosedMs`, and `fallback` asks the local fallback.

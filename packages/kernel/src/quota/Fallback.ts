@@ -73,9 +73,9 @@ export class Fallback {
     this.state.adjust(client, this.plan(plan), units, now)
   }
 
-  /** A block until `until`, as the store gets it. */
-  block(client: string, plan: CompiledPlan, until: number, now: number): void {
-    this.state.block(client, this.plan(plan), until, now)
+  /** A block of `durationMs` from `now`, as the store gets it. */
+  block(client: string, plan: CompiledPlan, durationMs: number, now: number): void {
+    this.state.block(client, this.plan(plan), now + durationMs, now)
   }
 
   /** Forgets a client. */

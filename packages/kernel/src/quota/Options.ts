@@ -230,14 +230,17 @@ export const describeIssues = (issues: ReadonlyArray<Issue>): string =>
   issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("\n")
 
 /**
- * What is wrong with a check's cost, if anything: it must be a non-negative integer (0 peeks).
+ * A check's cost: as given (a non-negative integer; 0 peeks), 1 unit when not given, or what is
+ * wrong with it.
  *
  * @since 0.2.0
  */
-export const costIssue = (cost: number): string | undefined =>
-  Number.isSafeInteger(cost) && cost >= 0
-    ? undefined
-    : `cost must be a non-negative integer (0 peeks), got ${String(cost)}`
+export const checkCost = (cost: number | undefined): number | string =>
+  cost === undefined
+    ? 1
+    : Number.isSafeInteger(cost) && cost >= 0
+      ? cost
+      : `cost must be a non-negative integer (0 peeks), got ${String(cost)}`
 
 /**
  * What is wrong with the units of a reward or a penalty, if anything: a positive integer.

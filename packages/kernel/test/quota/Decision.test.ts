@@ -82,4 +82,24 @@ describe("quota decisions", () => {
     expect(QuotaDecision.refundsLate(admitted, 0, false)).toBe(false)
     expect(QuotaDecision.refundsLate(denied, 1, false)).toBe(false)
   })
+
+  it("a denial's event and what its refusal reports name the tier it is reported under", () => {
+    const tiers = [tier("x", true, 0), tier("y", false, 100), tier("z", false, 300)]
+    const decision = QuotaDecision.make("a", { allowed: false, tiers, now: 1 }, "store")
+    expect(QuotaDecision.denied(decision, 42)).toEqual({
+      _tag: "Denied",
+      client: "a",
+      tier: "y",
+      retryAfterMs: 300,
+      source: "store",
+      at: 42
+    })
+    expect(QuotaDecision.refusal(decision)).toEqual({
+      tier: "y",
+      limit: 5,
+      remaining: 0,
+      retryAfterMs: 300,
+      client: "a"
+    })
+  })
 })

@@ -51,7 +51,7 @@ describe("the local fallback", () => {
     expect(fallback.check("a", plan, 1, now).allowed).toBe(false)
     fallback.reset("a")
     expect(fallback.check("a", plan, 1, now).allowed).toBe(true)
-    fallback.block("b", plan, now + 50, now)
+    fallback.block("b", plan, 50, now)
     expect(fallback.check("b", plan, 1, now + 49).allowed).toBe(false)
     expect(fallback.check("b", plan, 1, now + 50).allowed).toBe(true)
   })

@@ -100,8 +100,9 @@ describe("quota options", () => {
   })
 
   it("call arguments: costs, units and block durations", () => {
-    for (const cost of [0, 1, 7]) expect(QuotaOptions.costIssue(cost)).toBeUndefined()
-    for (const cost of [1.5, -1, NaN, Infinity, 2 ** 53]) expect(QuotaOptions.costIssue(cost)).toMatch(/cost/)
+    expect(QuotaOptions.checkCost(undefined)).toBe(1)
+    for (const cost of [0, 1, 7]) expect(QuotaOptions.checkCost(cost)).toBe(cost)
+    for (const cost of [1.5, -1, NaN, Infinity, 2 ** 53]) expect(QuotaOptions.checkCost(cost)).toMatch(/cost/)
     expect(QuotaOptions.unitsIssue(3)).toBeUndefined()
     for (const units of [0, -2, 0.5, NaN]) expect(QuotaOptions.unitsIssue(units)).toMatch(/units/)
     expect(QuotaOptions.blockMs(1)).toBe(1)

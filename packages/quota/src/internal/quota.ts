@@ -20,10 +20,9 @@ import * as QuotaOptions from "@sluice/kernel/quota/Options"
 import { SustainedFailure } from "@sluice/kernel/quota/SustainedFailure"
 import type * as Q from "../Quota.js"
 import * as Deadlines from "./deadlines.js"
-import type { QuotaConfigService } from "./quotaConfig.js"
-import type { CompiledPlan, StoreResult } from "./quotaPlan.js"
+import type * as QC from "../QuotaConfig.js"
+import type { Store, StoreResult } from "../QuotaStore.js"
 import { invalidOptions, QuotaStoreError } from "./quotaPlan.js"
-import type { Store } from "./quotaStore.js"
 
 const invalid = (message: string) => new Options.InvalidOptions({ module: "Quota", message })
 
@@ -37,7 +36,7 @@ const toMillis = (input: Duration.DurationInput): number =>
 interface Call {
   readonly client: string
   readonly id: string
-  readonly plan: CompiledPlan
+  readonly plan: QC.CompiledPlan
   readonly cost: number
 }
 
@@ -88,7 +87,7 @@ const stateValue = { closed: 0, "half-open": 1, open: 2 } as const
 /** @internal */
 export const make = (
   store: Store,
-  config: QuotaConfigService,
+  config: QC.Service,
   input: Q.QuotaOptions = {}
 ): Effect.Effect<Q.Service, Options.InvalidOptions, Scope.Scope> =>
   Effect.gen(function* () {
@@ -144,14 +143,7 @@ export const make = (
         for (const tier of decision.tiers)
           if (!tier.allowed) deniedTotal.unsafeUpdate(1, tagsFor("tier", tier.tier))
         // off the success path only: a denial publishes, an admission never does
-        pubsub.unsafeOffer({
-          _tag: "Denied",
-          client,
-          tier: QuotaDecision.reportedTier(decision)?.tier ?? "",
-          retryAfterMs: decision.retryAfterMs,
-          source,
-          at: end
-        })
+        pubsub.unsafeOffer(QuotaDecision.denied(decision, end))
       }
       latency.unsafeUpdate(end - start, noTags)
       return decision
@@ -372,9 +364,8 @@ export const make = (
       client: string,
       checkOptions?: Q.CheckOptions
     ): Effect.Effect<Q.Decision, Options.InvalidOptions> => {
-      const cost = checkOptions?.cost ?? 1
-      const bad = QuotaOptions.costIssue(cost)
-      return bad === undefined ? decide(client, cost) : Effect.fail(invalid(`Quota.check: ${bad}`))
+      const cost = QuotaOptions.checkCost(checkOptions?.cost)
+      return typeof cost === "string" ? Effect.fail(invalid(`Quota.check: ${cost}`)) : decide(client, cost)
     }
 
     const adjust = (
@@ -406,10 +397,7 @@ export const make = (
       const plan = config.planFor(client)
       const id = storedId(client)
       return Effect.zipRight(
-        Effect.sync(() => {
-          const now = wholeMs()
-          fallback?.block(id, plan, now + ms, now)
-        }),
+        Effect.sync(() => fallback?.block(id, plan, ms, wholeMs())),
         store.block(id, plan, ms)
       )
     }
@@ -486,14 +474,9 @@ export const make = (
 
 /** @internal */
 export const toQuotaExceeded = (decision: Q.Decision): QuotaExceeded => {
-  const tier = QuotaDecision.reportedTier(decision)!
+  const { retryAfterMs, ...fields } = QuotaDecision.refusal(decision)
   return new QuotaExceeded({
-    tier: tier.tier,
-    limit: tier.limit,
-    remaining: tier.remaining,
-    retryAfter: Number.isFinite(decision.retryAfterMs)
-      ? Duration.millis(decision.retryAfterMs)
-      : Duration.infinity,
-    client: decision.client
+    ...fields,
+    retryAfter: Number.isFinite(retryAfterMs) ? Duration.millis(retryAfterMs) : Duration.infinity
   })
 }

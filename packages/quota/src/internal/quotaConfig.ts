@@ -5,7 +5,8 @@ import * as Schema from "effect/Schema"
 import { InvalidOptions } from "@sluice/core/Options"
 import { PlanTable } from "@sluice/kernel/quota/PlanTable"
 import type * as QC from "../QuotaConfig.js"
-import type { CompiledPlan, PlanInput, Plan, QuotaStoreError } from "./quotaPlan.js"
+import type { CompiledPlan } from "../QuotaConfig.js"
+import type { PlanInput, Plan } from "./quotaPlan.js"
 import { Plan as PlanSchema, compile } from "./quotaPlan.js"
 
 const decodePlanEither = Schema.decodeUnknownEither(PlanSchema)
@@ -25,9 +26,6 @@ export const decodePlan = (input: unknown, label: string): Effect.Effect<Compile
 
 /** How a plan's messages name a client. @internal */
 export const clientLabel = (client: string): string => `client ${JSON.stringify(client)}`
-
-/** `E`: how a write fails to reach where the plans are stored (never, in this process). @internal */
-export type QuotaConfigService<E = QuotaStoreError> = QC.Service<E>
 
 /** @internal */
 export interface QuotaConfigOptions {
@@ -64,7 +62,7 @@ export const makeTable = (
 export const serviceFromTable = <E = never>(
   table: PlanTable<CompiledPlan>,
   hooks?: PlanHooks<E>
-): QuotaConfigService<E> => {
+): QC.Service<E> => {
   /** a client's plan, or (no client) the default */
   const write = (
     client: string | undefined,
@@ -92,5 +90,5 @@ export const serviceFromTable = <E = never>(
 }
 
 /** @internal */
-export const make = (options: QuotaConfigOptions): Effect.Effect<QuotaConfigService<never>, InvalidOptions> =>
+export const make = (options: QuotaConfigOptions): Effect.Effect<QC.Service<never>, InvalidOptions> =>
   Effect.map(makeTable(options), (table) => serviceFromTable(table))

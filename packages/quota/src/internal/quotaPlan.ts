@@ -2,7 +2,6 @@ import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import * as Options from "@sluice/core/Options"
 import type * as QC from "../QuotaConfig.js"
-import type * as QS from "../QuotaStore.js"
 import type { Issue } from "@sluice/kernel/limit/Limit"
 import { describeIssues } from "@sluice/kernel/quota/Options"
 import * as QuotaPlan from "@sluice/kernel/quota/Plan"
@@ -73,20 +72,8 @@ export type PlanInput = typeof Plan.Encoded
 /** @internal */
 export const PlanFromJson = Schema.parseJson(Plan)
 
-/** A tier flattened to plain integers, ready for the hot path. @internal */
-export type CompiledTier = QC.CompiledTier
-
-/** @internal */
-export type CompiledPlan = QC.CompiledPlan
-
 /** Validated by the Schema above: the kernel compiles it, the plan as decoded stays with it. @internal */
-export const compile = (plan: Plan): CompiledPlan => ({ plan, ...QuotaPlan.compile(toSpec(plan)) })
-
-/** @internal */
-export type TierDecision = QS.TierDecision
-
-/** What a store answers for one check. @internal */
-export type StoreResult = QS.StoreResult
+export const compile = (plan: Plan): QC.CompiledPlan => ({ plan, ...QuotaPlan.compile(toSpec(plan)) })
 
 /** The kernel's issues with a module's options as its `InvalidOptions`, a line per field. @internal */
 export const invalidOptions = (module: string, issues: ReadonlyArray<Issue>): Options.InvalidOptions =>

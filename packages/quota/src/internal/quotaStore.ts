@@ -2,18 +2,13 @@ import * as Effect from "effect/Effect"
 import type * as QS from "../QuotaStore.js"
 import type * as Options from "@sluice/core/Options"
 import { MemoryQuotaState, resolveOptions } from "@sluice/kernel/quota/MemoryStore"
-import { type CompiledPlan, invalidOptions } from "./quotaPlan.js"
-
-/** @internal */
-export type Store = QS.Store
-
-/** @internal */
-export type MemoryStore = QS.MemoryStore
+import type { CompiledPlan } from "../QuotaConfig.js"
+import { invalidOptions } from "./quotaPlan.js"
 
 /** @internal */
 export const makeMemory = (
   options: QS.MemoryStoreOptions = {}
-): Effect.Effect<MemoryStore, Options.InvalidOptions> =>
+): Effect.Effect<QS.MemoryStore, Options.InvalidOptions> =>
   Effect.gen(function* () {
     const resolved = resolveOptions(options)
     if (Array.isArray(resolved)) return yield* Effect.fail(invalidOptions("QuotaStore.memory", resolved))

@@ -12,9 +12,9 @@ import {
   parseReply,
   ScriptCache
 } from "@sluice/kernel/quota/RedisScript"
-import type { CompiledPlan, StoreResult } from "./quotaPlan.js"
+import type { CompiledPlan } from "../QuotaConfig.js"
+import type { Store, StoreResult } from "../QuotaStore.js"
 import { QuotaStoreError } from "./quotaPlan.js"
-import type { Store } from "./quotaStore.js"
 
 /** @internal */
 export type Client = IORedis | Cluster
