@@ -168,14 +168,17 @@ export const make = (
                 : "error"
         storeFailures.unsafeUpdate(1, tagsFor("reason", reason))
         recordBreaker()
+        const closedMs =
+          e instanceof CircuitOpen
+            ? QuotaDecision.circuitOpenWaitMs(Duration.toMillis(e.retryAfter))
+            : options.failClosedRetryAfterMs
         const { result, source } = QuotaDecision.whenStoreFails(
           options.mode,
           call.plan,
           call.cost,
-          e instanceof CircuitOpen
-            ? QuotaDecision.circuitOpenWaitMs(Duration.toMillis(e.retryAfter))
-            : options.failClosedRetryAfterMs,
+          closedMs,
           () =>
+            // a store that is not remote has no fallback of its own: a fresh one per failed call
             (fallback ?? new Fallback({ maxClients: 1, share: options.fallbackShare })).check(
               call.id,
               call.plan,
@@ -224,19 +227,11 @@ export const make = (
     // One value for every missed deadline: an error carries no per-call data here, and building
     // one (an Error, with its stack trace) on a CPU that sat idle for the whole deadline cost a
     // tenth of a millisecond or more, all of it past the deadline (bench/quota.ts, failOpenMaxMs).
-    const timedOut = new QuotaStoreError(
-      { store: store.name, reason: "timeout", message: "quota store missed its deadline" },
-      true
-    )
+    const missed = (message: string) =>
+      new QuotaStoreError({ store: store.name, reason: "timeout", message }, true)
+    const timedOut = missed("quota store missed its deadline")
     // A deadline missed while this process was not running: not the store's fault.
-    const stalledOut = new QuotaStoreError(
-      {
-        store: store.name,
-        reason: "timeout",
-        message: "quota check missed its deadline: the process stalled"
-      },
-      true
-    )
+    const stalledOut = missed("quota check missed its deadline: the process stalled")
     // What the failure mode told each caller whose deadline passed, by store call: a reply that
     // comes later and says the store counted the request is refunded if the caller was denied
     // (a second command, off the check's path), so the store counts only what callers got.
