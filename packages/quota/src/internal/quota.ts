@@ -28,7 +28,7 @@ const invalid = (message: string) => new Options.InvalidOptions({ module: "Quota
 
 const decodeDuration = Schema.decodeUnknownOption(Options.DurationInput)
 
-/** A duration option in milliseconds; `NaN` for what is not one (the kernel names the field). */
+/** A duration in milliseconds; `NaN` for what is not one (the kernel's rules name it). */
 const toMillis = (input: Duration.DurationInput): number =>
   Option.match(decodeDuration(input), { onNone: () => NaN, onSome: Duration.toMillis })
 
@@ -383,11 +383,7 @@ export const make = (
       client: string,
       duration: Duration.DurationInput
     ): Effect.Effect<void, Options.InvalidOptions | QuotaStoreError> => {
-      const given = Option.match(Duration.decodeUnknown(duration), {
-        onNone: () => 0,
-        onSome: Duration.toMillis
-      })
-      const ms = QuotaOptions.blockMs(given, duration)
+      const ms = QuotaOptions.blockMs(toMillis(duration), duration)
       if (typeof ms === "string") return Effect.fail(invalid(`Quota.block: ${ms}`))
       const plan = config.planFor(client)
       const id = storedId(client)
