@@ -45,6 +45,14 @@ export * as RedisScript from "./quota/RedisScript.js"
 /** @since 0.2.0 */
 export * as Deadlines from "./quota/Deadlines.js"
 /** @since 0.2.0 */
+export * as QuotaOptions from "./quota/Options.js"
+/** @since 0.2.0 */
+export * as PlanTable from "./quota/PlanTable.js"
+/** @since 0.2.0 */
+export * as SustainedFailure from "./quota/SustainedFailure.js"
+/** @since 0.2.0 */
+export * as Fallback from "./quota/Fallback.js"
+/** @since 0.2.0 */
 export * as Limit from "./limit/Limit.js"
 /** @since 0.2.0 */
 export * as Fixed from "./limit/Fixed.js"

@@ -50,9 +50,11 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { QuotaExceeded } from "@sluice/core/Errors"
+import type * as QuotaDecision from "@sluice/kernel/quota/Decision"
+import type * as KernelOptions from "@sluice/kernel/quota/Options"
 import * as internal from "./internal/quota.js"
 import type { InvalidOptions } from "@sluice/core/Options"
-import type { QuotaStoreError, TierDecision } from "./QuotaStore.js"
+import type { QuotaStoreError } from "./QuotaStore.js"
 import type * as CircuitBreaker from "@sluice/core/CircuitBreaker"
 import { QuotaConfig } from "./QuotaConfig.js"
 import { QuotaStore } from "./QuotaStore.js"
@@ -63,7 +65,7 @@ import { QuotaStore } from "./QuotaStore.js"
  * @since 0.1.0
  * @category models
  */
-export type FailureMode = "fail-open" | "fail-closed" | "fallback"
+export type FailureMode = KernelOptions.FailureMode
 
 /**
  * Where a decision came from: the store, or one of the failure modes.
@@ -71,7 +73,7 @@ export type FailureMode = "fail-open" | "fail-closed" | "fallback"
  * @since 0.1.0
  * @category models
  */
-export type DecisionSource = "store" | "fail-open" | "fail-closed" | "fallback"
+export type DecisionSource = QuotaDecision.Source
 
 /**
  * The answer to a check. `deniedBy` is the first tier that denied; `retryAfterMs`
@@ -80,14 +82,7 @@ export type DecisionSource = "store" | "fail-open" | "fail-closed" | "fallback"
  * @since 0.1.0
  * @category models
  */
-export interface Decision {
-  readonly client: string
-  readonly allowed: boolean
-  readonly tiers: ReadonlyArray<TierDecision>
-  readonly deniedBy: TierDecision | undefined
-  readonly retryAfterMs: number
-  readonly source: DecisionSource
-}
+export interface Decision extends QuotaDecision.Decision {}
 
 /**
  * @since 0.1.0
@@ -145,11 +140,11 @@ export interface WaitOptions extends CheckOptions {
  * @since 0.1.0
  * @category models
  */
-export type QuotaOptions = internal.QuotaOptions
+export interface QuotaOptions extends KernelOptions.Input<Duration.DurationInput> {}
 
 /**
  * A quota event, published on the service's `events` stream: `Denied` when a check
- * denies a client (the tier with the longest wait, the wait, what decided, when).
+ * denies a client (the tier that denied, the wait, what decided, when).
  * Admissions publish nothing. Beside the metrics `sluice_quota_denied_total` (by tier).
  *
  * @example
@@ -167,21 +162,13 @@ export type QuotaOptions = internal.QuotaOptions
 export type Event = Denied
 
 /**
- * A check denied `client`.
+ * A check denied `client`: the tier it is reported under (the first that denied), the wait,
+ * what decided, and when (`at`, epoch millis from Effect's `Clock`).
  *
  * @since 0.2.0
  * @category models
  */
-export interface Denied {
-  readonly _tag: "Denied"
-  readonly client: string
-  /** The tier that denied (the one with the longest wait). */
-  readonly tier: string
-  readonly retryAfterMs: number
-  readonly source: DecisionSource
-  /** Epoch millis from Effect's `Clock`. */
-  readonly at: number
-}
+export interface Denied extends QuotaDecision.Denied {}
 
 /**
  * The quota service.

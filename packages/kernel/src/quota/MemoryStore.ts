@@ -7,6 +7,7 @@
  *
  * @since 0.2.0
  */
+import type { Issue } from "../limit/Limit.js"
 import type { CompiledPlan, StoreResult } from "./Plan.js"
 import { adjustTier, checkState, fullAt, initState, startBlock, stateSize } from "./Plan.js"
 
@@ -47,6 +48,28 @@ const reshape = (client: ClientState, plan: CompiledPlan): Array<number> => {
  */
 export interface MemoryOptions {
   readonly maxClients: number
+}
+
+/**
+ * How many clients hold state unless told otherwise.
+ *
+ * @since 0.2.0
+ */
+export const DEFAULT_MAX_CLIENTS = 100_000
+
+/**
+ * Resolves the options as given: `maxClients` a positive integer, by default
+ * {@link DEFAULT_MAX_CLIENTS}. Answers the options, or the issues naming the field.
+ *
+ * @since 0.2.0
+ */
+export const resolveOptions = (input: {
+  readonly maxClients?: number | undefined
+}): MemoryOptions | Array<Issue> => {
+  const maxClients = input.maxClients ?? DEFAULT_MAX_CLIENTS
+  return Number.isInteger(maxClients) && maxClients > 0
+    ? { maxClients }
+    : [{ path: ["maxClients"], message: `expected a positive integer, got ${String(maxClients)}` }]
 }
 
 /** A generation of clients, and the instant after which every one of them is idle. */

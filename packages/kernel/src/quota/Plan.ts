@@ -16,6 +16,7 @@
  *
  * @since 0.2.0
  */
+import type { Issue } from "../limit/Limit.js"
 import * as Ratio from "../stats/Ratio.js"
 
 /**
@@ -58,6 +59,79 @@ export interface TierSpec {
 export interface PlanSpec {
   readonly tiers: ReadonlyArray<TierSpec>
   readonly blockForMs?: number | undefined
+}
+
+const positiveInt = (n: number): boolean => Number.isInteger(n) && n > 0
+
+const wholeMsIssue = (path: string, ms: number): Array<Issue> =>
+  Number.isInteger(ms) && ms >= 1
+    ? []
+    : [
+        {
+          path: [path],
+          message: `expected a whole number of milliseconds of at least 1 ms (quotas count time in milliseconds), got ${ms} ms`
+        }
+      ]
+
+/**
+ * The issues of one tier, each naming its field: a name of 1-64 characters without spaces or
+ * braces (it is part of a Redis key's hash tag and of a header), `limit` and `burst` positive
+ * integers, `periodMs` a whole number of milliseconds of at least 1, and capacity × period at
+ * most {@link MAX_CAPACITY_TIMES_PERIOD}.
+ *
+ * @since 0.2.0
+ */
+export const tierIssues = (tier: TierSpec): Array<Issue> => {
+  const found: Array<Issue> = []
+  if (!(tier.name.length > 0 && tier.name.length <= 64 && !/[{}\s]/.test(tier.name))) {
+    found.push({
+      path: ["name"],
+      message: `expected a tier name of 1-64 characters without spaces or braces, got ${JSON.stringify(tier.name)}`
+    })
+  }
+  if (!positiveInt(tier.limit)) {
+    found.push({ path: ["limit"], message: `expected a positive integer, got ${String(tier.limit)}` })
+  }
+  if (tier.burst !== undefined && !positiveInt(tier.burst)) {
+    found.push({ path: ["burst"], message: `expected a positive integer, got ${String(tier.burst)}` })
+  }
+  found.push(...wholeMsIssue("period", tier.periodMs))
+  if (found.length === 0) {
+    const capacity = Math.max(tier.limit, tier.burst ?? tier.limit)
+    if (capacity * tier.periodMs > MAX_CAPACITY_TIMES_PERIOD) {
+      found.push({
+        path: ["period"],
+        message: `limit (or burst) × period in ms must be at most 2^52 for exact arithmetic, got ${capacity} × ${tier.periodMs}`
+      })
+    }
+  }
+  return found
+}
+
+/**
+ * The issues of a plan, each naming its field: at least one tier, unique tier names, `burst`
+ * only on gcra tiers, `blockForMs` (when given) a whole number of milliseconds of at least 1, and
+ * every tier's own ({@link tierIssues}, under `tiers`).
+ *
+ * @since 0.2.0
+ */
+export const issues = (plan: PlanSpec): Array<Issue> => {
+  const found: Array<Issue> = []
+  plan.tiers.forEach((tier, i) => {
+    for (const issue of tierIssues(tier)) found.push({ ...issue, path: ["tiers", String(i), ...issue.path] })
+  })
+  if (plan.tiers.length === 0) found.push({ path: ["tiers"], message: "expected at least one tier" })
+  const seen = new Set<string>()
+  for (const tier of plan.tiers) {
+    if (seen.has(tier.name))
+      found.push({ path: ["tiers"], message: `duplicate tier name ${JSON.stringify(tier.name)}` })
+    seen.add(tier.name)
+  }
+  if (!plan.tiers.every((tier) => tier.algorithm === "gcra" || tier.burst === undefined)) {
+    found.push({ path: ["tiers"], message: "burst only applies to gcra tiers" })
+  }
+  if (plan.blockForMs !== undefined) found.push(...wholeMsIssue("blockFor", plan.blockForMs))
+  return found
 }
 
 /**

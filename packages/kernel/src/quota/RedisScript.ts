@@ -311,6 +311,65 @@ export const tierSpecArgs = (plan: CompiledPlan): Array<string> => {
 }
 
 /**
+ * The key of a client's state: the store's prefix and the client's id as a hash tag, so every
+ * key a script touches for a client is in one Redis Cluster slot.
+ *
+ * @since 0.2.0
+ */
+export const keyOf = (prefix: string, client: string): string => prefix + "{" + client + "}"
+
+/**
+ * The arguments of a check's `EVALSHA`: index 0 is left for the script's name (its SHA-1, or
+ * the script itself after NOSCRIPT), then `numkeys`, the key, the cost and, unless the script
+ * has the plan's numbers written in, the rest of {@link CompiledPlan.redisArgs}.
+ *
+ * @since 0.2.0
+ */
+export const checkArgs = (
+  script: CheckScript,
+  plan: CompiledPlan,
+  key: string,
+  cost: number
+): Array<string> => {
+  const tail = plan.redisArgs
+  const args: Array<string> = new Array(script.baked ? 4 : 3 + tail.length)
+  args[1] = "1"
+  args[2] = key
+  args[3] = cost === 1 ? "1" : String(cost)
+  if (!script.baked) for (let i = 1; i < tail.length; i++) args[3 + i] = tail[i]!
+  return args
+}
+
+/**
+ * The arguments of {@link ADJUST_SCRIPT} (index 0 left for its name, as {@link checkArgs}):
+ * `numkeys`, the key, the units to add (negative: give back), the block (ms, 0: none), then per
+ * tier its id, capacity, period (ms) and limit.
+ *
+ * @since 0.2.0
+ */
+export const adjustArgs = (
+  plan: CompiledPlan,
+  key: string,
+  units: number,
+  blockMs: number
+): Array<string> => ["", "1", key, String(units), String(blockMs), ...tierSpecArgs(plan)]
+
+/**
+ * What a failed Redis command says of Redis, from its message: it timed out, it cannot be
+ * reached (refused, reset, closed, loading, a cluster or replica down), or any other error.
+ *
+ * @since 0.2.0
+ */
+export const errorReason = (message: string): "unavailable" | "error" | "timeout" =>
+  /timed out/i.test(message)
+    ? "timeout"
+    : /writeable|closed|ECONNREFUSED|ECONNRESET|EPIPE|not connected|Connection is closed|LOADING|MasterDown|CLUSTERDOWN/i.test(
+          message
+        )
+      ? "unavailable"
+      : "error"
+
+/**
  * A client's stored state decoded (for tests and debugging): the key's expiry and block (ms)
  * and per tier id its numbers.
  *

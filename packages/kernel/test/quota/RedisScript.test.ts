@@ -66,4 +66,58 @@ describe("RedisScript", () => {
     expect(state).toMatchObject({ expiresAt: now + 5000, blockedUntil: 0 })
     expect(state.tiers.get(numbers[2]!)).toEqual([now + 1, 2])
   })
+
+  it("a check's and an adjustment's arguments: the key in a hash tag, the numbers unless baked in", () => {
+    const p = plan(5)
+    const key = RedisScript.keyOf("sluice:quota:", "acme")
+    expect(key).toBe("sluice:quota:{acme}")
+    const cache = new RedisScript.ScriptCache(1)
+    const baked = cache.get(p)
+    expect(RedisScript.checkArgs(baked, p, key, 1)).toEqual([undefined, "1", key, "1"])
+    const shared = cache.get(plan(6))
+    expect(shared.baked).toBe(false)
+    // after the cost: the block, then per tier capacity, period and limit
+    expect(RedisScript.checkArgs(shared, plan(6), key, 3)).toEqual([
+      undefined,
+      "1",
+      key,
+      "3",
+      "0",
+      "12",
+      "1000",
+      "6",
+      "100",
+      "3600000",
+      "100"
+    ])
+    const [spike, count] = p.tiers
+    expect(RedisScript.adjustArgs(p, key, -2, 500)).toEqual([
+      "",
+      "1",
+      key,
+      "-2",
+      "500",
+      String(RedisScript.tierId(spike!)),
+      "10",
+      "1000",
+      "5",
+      String(RedisScript.tierId(count!)),
+      "100",
+      "3600000",
+      "100"
+    ])
+  })
+
+  it("what a failed command says of Redis", () => {
+    expect(RedisScript.errorReason("Command timed out")).toBe("timeout")
+    for (const message of [
+      "connect ECONNREFUSED 127.0.0.1:6379",
+      "Connection is closed.",
+      "Stream isn't writeable and enableOfflineQueue options is false",
+      "LOADING Redis is loading the dataset in memory",
+      "CLUSTERDOWN The cluster is down"
+    ])
+      expect(RedisScript.errorReason(message)).toBe("unavailable")
+    expect(RedisScript.errorReason("ERR Error running script")).toBe("error")
+  })
 })

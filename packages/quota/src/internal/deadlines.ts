@@ -39,16 +39,15 @@ export const clockMillis = (clock: Clock.Clock): number => Number(clock.unsafeCu
  */
 export const make = (
   clock: Clock.Clock,
-  timeout: Duration.Duration,
-  options: { readonly ordered?: boolean; readonly maxTimeout?: Duration.Duration } = {}
+  timeoutMs: number,
+  options: { readonly ordered: boolean; readonly maxTimeoutMs: number }
 ): Effect.Effect<DeadlineQueue, never, Scope.Scope> =>
   Effect.gen(function* () {
     const latch = yield* Effect.makeLatch(false)
-    const timeoutMs = Duration.toMillis(timeout)
     const queue = new Deadlines.DeadlineQueue({
       timeoutMs,
-      maxTimeoutMs: options.maxTimeout === undefined ? timeoutMs : Duration.toMillis(options.maxTimeout),
-      ordered: options.ordered === true,
+      maxTimeoutMs: options.maxTimeoutMs,
+      ordered: options.ordered,
       onBusy: () => latch.unsafeOpen()
     })
     const step = (): Effect.Effect<void> => {

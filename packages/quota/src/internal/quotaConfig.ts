@@ -3,65 +3,34 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { InvalidOptions } from "@sluice/core/Options"
-import type { CompiledPlan, Plan, PlanInput, QuotaStoreError } from "./quotaPlan.js"
+import { PlanTable } from "@sluice/kernel/quota/PlanTable"
+import type * as QC from "../QuotaConfig.js"
+import type { CompiledPlan } from "../QuotaConfig.js"
+import type { PlanInput, Plan } from "./quotaPlan.js"
 import { Plan as PlanSchema, compile } from "./quotaPlan.js"
 
 const decodePlanEither = Schema.decodeUnknownEither(PlanSchema)
 
 /** Decodes one plan; the message names the client (or "default") and the field. @internal */
-export const decodePlan = (input: unknown, label: string): Either.Either<CompiledPlan, InvalidOptions> => {
-  const result = decodePlanEither(input)
-  if (Either.isLeft(result)) {
-    return Either.left(
-      new InvalidOptions({
-        module: "QuotaConfig",
-        message: `QuotaConfig: invalid plan for ${label}\n${ParseResult.TreeFormatter.formatErrorSync(result.left)}`
-      })
-    )
-  }
-  return Either.right(compile(result.right))
-}
+export const decodePlan = (input: unknown, label: string): Effect.Effect<CompiledPlan, InvalidOptions> =>
+  Either.match(decodePlanEither(input), {
+    onLeft: (error) =>
+      Effect.fail(
+        new InvalidOptions({
+          module: "QuotaConfig",
+          message: `QuotaConfig: invalid plan for ${label}\n${ParseResult.TreeFormatter.formatErrorSync(error)}`
+        })
+      ),
+    onRight: (plan) => Effect.succeed(compile(plan))
+  })
 
-/** `E`: how a write fails to reach where the plans are stored (never, in this process). @internal */
-export interface QuotaConfigService<E = QuotaStoreError> {
-  readonly planFor: (client: string) => CompiledPlan
-  readonly plan: (client: string) => Effect.Effect<Plan>
-  readonly defaultPlan: Effect.Effect<Plan>
-  readonly overrides: Effect.Effect<ReadonlyMap<string, Plan>>
-  readonly setDefault: (plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions | E>
-  readonly setPlan: (client: string, plan: PlanInput | Plan) => Effect.Effect<void, InvalidOptions | E>
-  readonly removePlan: (client: string) => Effect.Effect<void, E>
-}
+/** How a plan's messages name a client. @internal */
+export const clientLabel = (client: string): string => `client ${JSON.stringify(client)}`
 
 /** @internal */
 export interface QuotaConfigOptions {
   readonly default: PlanInput | Plan
   readonly clients?: Readonly<Record<string, PlanInput | Plan>> | undefined
-}
-
-/**
- * The plans held in this process. The Redis source drives the same state through
- * `replaceOverrides`; writes go through `hooks` first so a remote source can
- * persist them before they take effect here.
- *
- * @internal
- */
-export class PlanTable {
-  defaultCompiled: CompiledPlan
-  readonly table = new Map<string, CompiledPlan>()
-  constructor(defaultPlan: CompiledPlan) {
-    this.defaultCompiled = defaultPlan
-  }
-
-  planFor(client: string): CompiledPlan {
-    return this.table.get(client) ?? this.defaultCompiled
-  }
-
-  /** Applies a full snapshot of overrides: entries not in it are removed. */
-  replaceOverrides(plans: ReadonlyMap<string, CompiledPlan>): void {
-    for (const key of this.table.keys()) if (!plans.has(key)) this.table.delete(key)
-    for (const [key, plan] of plans) this.table.set(key, plan)
-  }
 }
 
 /** Writes to where the plans are stored, made before they take effect here. @internal */
@@ -71,61 +40,55 @@ export interface PlanHooks<E> {
   readonly onRemove: (client: string) => Effect.Effect<void, E>
 }
 
-const inProcess: PlanHooks<never> = {
-  onSetDefault: () => Effect.void,
-  onSet: () => Effect.void,
-  onRemove: () => Effect.void
-}
-
-const fromEither = <A>(either: Either.Either<A, InvalidOptions>): Effect.Effect<A, InvalidOptions> =>
-  Either.isLeft(either) ? Effect.fail(either.left) : Effect.succeed(either.right)
-
 /** @internal */
-export const makeTable = (options: QuotaConfigOptions): Effect.Effect<PlanTable, InvalidOptions> =>
+export const makeTable = (
+  options: QuotaConfigOptions
+): Effect.Effect<PlanTable<CompiledPlan>, InvalidOptions> =>
   Effect.gen(function* () {
-    const table = new PlanTable(yield* fromEither(decodePlan(options.default, "default")))
+    const table = new PlanTable(yield* decodePlan(options.default, "default"))
     for (const [client, plan] of Object.entries(options.clients ?? {})) {
-      table.table.set(client, yield* fromEither(decodePlan(plan, `client ${JSON.stringify(client)}`)))
+      table.overrides.set(client, yield* decodePlan(plan, clientLabel(client)))
     }
     return table
   })
 
-/** @internal */
+/**
+ * The service on a table of plans. A write is decoded first (an invalid plan fails and the
+ * previous one stays), then goes through `hooks` (a remote source persists it), then takes
+ * effect here.
+ *
+ * @internal
+ */
 export const serviceFromTable = <E = never>(
-  table: PlanTable,
-  hooks: PlanHooks<E> = inProcess as PlanHooks<E>
-): QuotaConfigService<E> => ({
-  planFor: (client) => table.planFor(client),
-  plan: (client) => Effect.sync(() => table.planFor(client).plan),
-  defaultPlan: Effect.sync(() => table.defaultCompiled.plan),
-  overrides: Effect.sync(() => new Map(Array.from(table.table, ([k, v]) => [k, v.plan] as const))),
-  setDefault: (input) =>
-    Effect.flatMap(fromEither(decodePlan(input, "default")), (plan) =>
+  table: PlanTable<CompiledPlan>,
+  hooks?: PlanHooks<E>
+): QC.Service<E> => {
+  /** a client's plan, or (no client) the default */
+  const write = (
+    client: string | undefined,
+    input: PlanInput | Plan
+  ): Effect.Effect<void, InvalidOptions | E> =>
+    Effect.flatMap(decodePlan(input, client === undefined ? "default" : clientLabel(client)), (plan) =>
       Effect.zipRight(
-        hooks.onSetDefault(plan),
-        Effect.sync(() => {
-          table.defaultCompiled = plan
-        })
+        (client === undefined ? hooks?.onSetDefault(plan) : hooks?.onSet(client, plan)) ?? Effect.void,
+        Effect.sync(() => table.set(plan, client))
       )
-    ),
-  setPlan: (client, input) =>
-    Effect.flatMap(fromEither(decodePlan(input, `client ${JSON.stringify(client)}`)), (plan) =>
-      Effect.zipRight(
-        hooks.onSet(client, plan),
-        Effect.sync(() => {
-          table.table.set(client, plan)
-        })
-      )
-    ),
-  removePlan: (client) =>
-    Effect.zipRight(
-      hooks.onRemove(client),
-      Effect.sync(() => {
-        table.table.delete(client)
-      })
     )
-})
+  return {
+    planFor: (client) => table.planFor(client),
+    plan: (client) => Effect.sync(() => table.planFor(client).plan),
+    defaultPlan: Effect.sync(() => table.defaultPlan.plan),
+    overrides: Effect.sync(() => new Map(Array.from(table.overrides, ([k, v]) => [k, v.plan] as const))),
+    setDefault: (input) => write(undefined, input),
+    setPlan: write,
+    removePlan: (client) =>
+      Effect.zipRight(
+        hooks?.onRemove(client) ?? Effect.void,
+        Effect.sync(() => table.remove(client))
+      )
+  }
+}
 
 /** @internal */
-export const make = (options: QuotaConfigOptions): Effect.Effect<QuotaConfigService<never>, InvalidOptions> =>
+export const make = (options: QuotaConfigOptions): Effect.Effect<QC.Service<never>, InvalidOptions> =>
   Effect.map(makeTable(options), (table) => serviceFromTable(table))

@@ -1,29 +1,19 @@
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
 import type * as QS from "../QuotaStore.js"
-import * as Options from "@sluice/core/Options"
-import { MemoryQuotaState } from "@sluice/kernel/quota/MemoryStore"
-import type { CompiledPlan } from "./quotaPlan.js"
-
-/** @internal */
-export type Store = QS.Store
-
-/** @internal */
-export type MemoryStore = QS.MemoryStore
-
-/** @internal */
-export const MemoryOptions = Schema.Struct({
-  maxClients: Schema.optionalWith(Options.PositiveInt, { default: () => 100_000 })
-})
+import type * as Options from "@sluice/core/Options"
+import { MemoryQuotaState, resolveOptions } from "@sluice/kernel/quota/MemoryStore"
+import type { CompiledPlan } from "../QuotaConfig.js"
+import { invalidOptions } from "./quotaPlan.js"
 
 /** @internal */
 export const makeMemory = (
-  options: { readonly maxClients?: number | undefined } = {}
-): Effect.Effect<MemoryStore, Options.InvalidOptions> =>
+  options: QS.MemoryStoreOptions = {}
+): Effect.Effect<QS.MemoryStore, Options.InvalidOptions> =>
   Effect.gen(function* () {
-    const decoded = yield* Options.decode("QuotaStore.memory", MemoryOptions)(options)
+    const resolved = resolveOptions(options)
+    if (Array.isArray(resolved)) return yield* Effect.fail(invalidOptions("QuotaStore.memory", resolved))
     const clock = yield* Effect.clock
-    const state = new MemoryQuotaState(decoded)
+    const state = new MemoryQuotaState(resolved)
     // decisions are made in whole milliseconds (see the kernel's quota/Plan): exact at any clock magnitude
     const now = () => Math.floor(clock.unsafeCurrentTimeMillis())
     const unsafeCheck = (client: string, plan: CompiledPlan, cost: number) =>

@@ -5,13 +5,16 @@ import { Command } from "ioredis"
 import {
   ADJUST_SCRIPT,
   ADJUST_SHA,
+  adjustArgs,
+  checkArgs,
+  errorReason,
+  keyOf,
   parseReply,
-  ScriptCache,
-  tierSpecArgs
+  ScriptCache
 } from "@sluice/kernel/quota/RedisScript"
-import type { CompiledPlan, StoreResult } from "./quotaPlan.js"
+import type { CompiledPlan } from "../QuotaConfig.js"
+import type { Store, StoreResult } from "../QuotaStore.js"
 import { QuotaStoreError } from "./quotaPlan.js"
-import type { Store } from "./quotaStore.js"
 
 /** @internal */
 export type Client = IORedis | Cluster
@@ -22,17 +25,14 @@ export type Client = IORedis | Cluster
  */
 const WRITE_BATCH = 16
 
-/** What a failed Redis command says of Redis: timed out, not reachable, or any other error. @internal */
-export const errorReason = (error: Error): "unavailable" | "error" | "timeout" =>
-  /timed out/i.test(error.message)
-    ? "timeout"
-    : /writeable|closed|ECONNREFUSED|ECONNRESET|EPIPE|not connected|Connection is closed|LOADING|MasterDown|CLUSTERDOWN/i.test(
-          error.message
-        )
-      ? "unavailable"
-      : "error"
-
 const noTimer = (): void => {}
+
+/** A failed Redis command as the store's error. @internal */
+export const toStoreError = (error: unknown): QuotaStoreError => {
+  const e = error instanceof Error ? error : new Error(String(error))
+  // fields known valid: skip the constructor's Schema validation on this failure path
+  return new QuotaStoreError({ store: "redis", reason: errorReason(e.message), message: e.message }, true)
+}
 
 /** Makes the Redis store from a client. One `EVALSHA` per check. @internal */
 export const makeStoreFromClient = (
@@ -73,17 +73,11 @@ export const makeStoreFromClient = (
       stream.uncork!()
     })
   }
-  const toError = (error: unknown) => {
-    const e = error instanceof Error ? error : new Error(String(error))
-    // fields known valid: skip the constructor's Schema validation on this failure path
-    return new QuotaStoreError({ store: name, reason: errorReason(e), message: e.message }, true)
-  }
   const keyPrefix = (redis as { options?: { keyPrefix?: string } }).options?.keyPrefix
   const commandOptions =
     keyPrefix === undefined
       ? { replyEncoding: "utf8" as const }
       : { replyEncoding: "utf8" as const, keyPrefix }
-  const keyOf = (client: string) => prefix + "{" + client + "}"
 
   /**
    * EVALSHA, falling back to EVAL once on NOSCRIPT (restart, SCRIPT FLUSH, another node).
@@ -127,28 +121,21 @@ export const makeStoreFromClient = (
   }
 
   const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback) => {
-    // EVALSHA sha 1 key cost, then unless the script has the numbers written in: block ...tiers
     const compiled = scripts.get(plan)
-    const tail = plan.redisArgs
-    const args: Array<string> = new Array(compiled.baked ? 4 : 3 + tail.length)
-    args[1] = "1"
-    args[2] = keyOf(client)
-    args[3] = cost === 1 ? "1" : String(cost)
-    if (!compiled.baked) for (let i = 1; i < tail.length; i++) args[3 + i] = tail[i]!
     cork()
     inFlight++
     run(
       compiled.sha,
       compiled.script,
-      args,
+      checkArgs(compiled, plan, keyOf(prefix, client), cost),
       (error, reply) => {
         inFlight--
-        if (error) return callback(toError(error), undefined)
+        if (error) return callback(toStoreError(error), undefined)
         let result: StoreResult
         try {
           result = parseReply(reply as Array<number>, plan, cost)
         } catch (e) {
-          return callback(toError(e), undefined)
+          return callback(toStoreError(e), undefined)
         }
         callback(undefined, result)
       },
@@ -156,20 +143,15 @@ export const makeStoreFromClient = (
     )
   }
 
-  const adjustArgs = (client: string, plan: CompiledPlan, units: number, blockMs: number): Array<string> => [
-    "",
-    "1",
-    keyOf(client),
-    String(units),
-    String(blockMs),
-    ...tierSpecArgs(plan)
-  ]
-  const adjustCall = (client: string, plan: CompiledPlan, units: number, blockMs: number) =>
+  /** A command as an Effect, its error as the store's. */
+  const effect = (send: (callback: (error: Error | null | undefined) => void) => void) =>
     Effect.async<void, QuotaStoreError>((resume) => {
-      run(ADJUST_SHA, ADJUST_SCRIPT, adjustArgs(client, plan, units, blockMs), (error) =>
-        resume(error ? Effect.fail(toError(error)) : Effect.void)
-      )
+      send((error) => resume(error ? Effect.fail(toStoreError(error)) : Effect.void))
     })
+  const adjust = (client: string, plan: CompiledPlan, units: number, blockMs: number) =>
+    effect((callback) =>
+      run(ADJUST_SHA, ADJUST_SCRIPT, adjustArgs(plan, keyOf(prefix, client), units, blockMs), callback)
+    )
 
   return {
     name,
@@ -183,17 +165,13 @@ export const makeStoreFromClient = (
           resume(error === undefined ? Effect.succeed(result!) : Effect.fail(error))
         )
       }),
-    adjust: (client, plan, units) => adjustCall(client, plan, units, 0),
+    adjust: (client, plan, units) => adjust(client, plan, units, 0),
     refund: (client, plan, cost) =>
-      run(ADJUST_SHA, ADJUST_SCRIPT, adjustArgs(client, plan, -cost, 0), () => {}),
-    block: (client, plan, durationMs) => adjustCall(client, plan, 0, durationMs),
+      run(ADJUST_SHA, ADJUST_SCRIPT, adjustArgs(plan, keyOf(prefix, client), -cost, 0), () => {}),
+    block: (client, plan, durationMs) => adjust(client, plan, 0, durationMs),
     reset: (client) =>
-      Effect.async<void, QuotaStoreError>((resume) => {
-        redis.sendCommand(
-          new Command("del", [keyOf(client)], commandOptions, (error) =>
-            resume(error ? Effect.fail(toError(error)) : Effect.void)
-          )
-        )
+      effect((callback) => {
+        redis.sendCommand(new Command("del", [keyOf(prefix, client)], commandOptions, callback))
       })
   }
 }
