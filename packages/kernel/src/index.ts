@@ -105,6 +105,9 @@ export * as AimdInterval from "./interval/AimdInterval.js"
 export * as ProportionalSampler from "./sample/ProportionalSampler.js"
 
 /** @since 0.2.0 */
+export * as QpsSensor from "./sample/QpsSensor.js"
+
+/** @since 0.2.0 */
 export * as LoadShedder from "./shed/LoadShedder.js"
 
 /** @since 0.2.0 */
