@@ -4,16 +4,16 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Metric from "effect/Metric"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { makeHub } from "./events.js"
-import { counter, levelTags, Millis, options, peekAt, tags } from "./service.js"
+import { counter, gauge, levelTags, Millis, options, peekAt, tags } from "./service.js"
 import type * as AT from "../AdaptiveThrottle.js"
 
 type Level = Criticality.Criticality
+type Gate = Admission.Gate<AT.Ticket, Errors.Throttled>
 
 const RejectionPredicate = Schema.declare(
   (u: unknown): u is (error: unknown) => boolean => typeof u === "function",
@@ -46,9 +46,7 @@ export const metrics = {
     "Requests the backend accepted (answered without a rejection)"
   ),
   throttled: counter("sluice_adaptive_throttle_throttled", "Requests failed locally with Throttled"),
-  probability: Metric.gauge("sluice_adaptive_throttle_probability", {
-    description: "Current local rejection probability"
-  })
+  probability: gauge("sluice_adaptive_throttle_probability", "Current local rejection probability")
 }
 
 class KeyState extends Kernel.Backend {
@@ -103,7 +101,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     )
   }
 
-  const makeGate = (key: string): Admission.Gate<AT.Ticket, Errors.Throttled> => ({
+  const makeGate = (key: string): Gate => ({
     tryEnter: (entry) => {
       const state = states.get(key, entry.now)
       return state.judge(entry.criticality, entry.now, state.report) <= 0 ? state : Admission.Wait
@@ -120,18 +118,10 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     isDrop: decoded.isRejection
   })
 
-  const gates = BoundedMap.make<string, Admission.Gate<AT.Ticket, Errors.Throttled>>({ capacity: maxKeys })
-  const gate = (key: string): Admission.Gate<AT.Ticket, Errors.Throttled> => gates.getOrCreate(key, makeGate)
-
-  const guards = BoundedMap.make<
-    string,
-    <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Throttled, R>
-  >({ capacity: maxKeys })
+  const gates = BoundedMap.make<string, Gate>({ capacity: maxKeys })
+  const gate = (key: string): Gate => gates.getOrCreate(key, makeGate)
   const makeGuard = (key: string) => Admission.guard([gate(key)])
-  const run = <A, E, R>(
-    key: string,
-    effect: Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E | Errors.Throttled, R> => guards.getOrCreate(key, makeGuard)(effect)
+  const guards = BoundedMap.make<string, ReturnType<typeof makeGuard>>({ capacity: maxKeys })
 
   const unsafeProbability = (
     key: string,
@@ -140,7 +130,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
   ) => states.peek(key)?.probability(criticality, at(nowMillis)) ?? 0
 
   return {
-    withThrottle: (self, key) => run(key, self),
+    withThrottle: (self, key) => guards.getOrCreate(key, makeGuard)(self),
     probability: (key, criticality) =>
       Effect.map(Clock.currentTimeMillis, (now) => unsafeProbability(key, criticality, now)),
     unsafeProbability,

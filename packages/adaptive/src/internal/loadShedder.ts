@@ -5,14 +5,13 @@ import * as Context from "effect/Context"
 import type * as DefaultServices from "effect/DefaultServices"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { performance } from "node:perf_hooks"
 import type * as LS from "../LoadShedder.js"
 import * as Stream from "effect/Stream"
 import { makeHub } from "./events.js"
-import { counter, levelTags, Millis, options, peekAt, tags } from "./service.js"
+import { counter, gauge, levelTags, Millis, options, peekAt, tags } from "./service.js"
 
 type Level = Criticality.Criticality
 
@@ -40,12 +39,14 @@ export const defaultThresholds = Kernel.defaultThresholds
 
 /** @internal */
 export const metrics = {
-  utilization: Metric.gauge("sluice_load_shedder_utilization", {
-    description: "Utilization the shedder decides on: max(smoothed active / capacity, event-loop utilization)"
-  }),
-  eventLoopUtilization: Metric.gauge("sluice_load_shedder_event_loop_utilization", {
-    description: "Last sampled event-loop utilization"
-  }),
+  utilization: gauge(
+    "sluice_load_shedder_utilization",
+    "Utilization the shedder decides on: max(smoothed active / capacity, event-loop utilization)"
+  ),
+  eventLoopUtilization: gauge(
+    "sluice_load_shedder_event_loop_utilization",
+    "Last sampled event-loop utilization"
+  ),
   shed: counter("sluice_load_shedder_shed", "Requests shed with Overloaded"),
   admitted: counter("sluice_load_shedder_admitted", "Requests admitted")
 }

@@ -3,7 +3,6 @@ import * as Kernel from "@sluice/kernel/sample/ProportionalSampler"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Metric from "effect/Metric"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
@@ -12,7 +11,7 @@ import type * as Scope from "effect/Scope"
 import type * as P from "../ProportionalSampler.js"
 import type * as Q from "../QpsSensor.js"
 import { QpsSensor } from "../QpsSensor.js"
-import { counter, Millis, options, Service, tags } from "./service.js"
+import { counter, gauge, Millis, options, Service, tags } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/ProportionalSampler") as any
@@ -39,10 +38,8 @@ const noRandom = () => 0
 
 const sentCounter = counter("sluice_sampler_sent", "Calls a proportional sampler let through")
 const skippedCounter = counter("sluice_sampler_skipped", "Calls a proportional sampler skipped")
-const ratioGauge = Metric.gauge("sluice_sampler_ratio", { description: "Share r of calls a sampler sends" })
-const modeGauge = Metric.gauge("sluice_sampler_stale", {
-  description: "1 while a sampler's sensor is stale, else 0"
-})
+const ratioGauge = gauge("sluice_sampler_ratio", "Share r of calls a sampler sends")
+const modeGauge = gauge("sluice_sampler_stale", "1 while a sampler's sensor is stale, else 0")
 
 class ProportionalSamplerImpl extends Service implements P.Service {
   readonly [TypeId]: P.TypeId = TypeId

@@ -31,7 +31,9 @@ class MemorySensor extends Service implements Q.Service {
   }
   get measure(): Effect.Effect<Option.Option<Q.Reading>> {
     return Effect.map(Clock.currentTimeMillis, (now) =>
-      Option.fromNullable(Kernel.read((from, to) => this.store.unsafeSum(from, to), now, this.startMillis, this.window))
+      Option.fromNullable(
+        Kernel.read((from, to) => this.store.unsafeSum(from, to), now, this.startMillis, this.window)
+      )
     )
   }
 }

@@ -35,6 +35,9 @@ export const options = <A, I>(
 export const counter = (name: string, description: string) =>
   Metric.counter(name, { description, incremental: true })
 
+/** @internal A gauge. */
+export const gauge = (name: string, description: string) => Metric.gauge(name, { description })
+
 /** @internal A policy's metric tags: `[name, value]` pairs. */
 export const tags = (...pairs: ReadonlyArray<readonly [string, string]>): Array<MetricLabel.MetricLabel> =>
   pairs.map(([key, value]) => MetricLabel.make(key, value))

@@ -4,7 +4,6 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import type * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as T from "../ThresholdMonitor.js"
@@ -44,19 +43,10 @@ const exceededGauge = Metric.gauge("sluice_threshold_monitor_exceeded", {
   description: "1 while an operation is over one of its thresholds, else 0"
 })
 
-class OperationState extends Kernel.Operation {
-  readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
-  constructor(operation: string, windows: Kernel.Windows, name: string) {
-    super(operation, windows)
-    this.tags = tags(["name", name], ["operation", operation])
-  }
-}
-
 class ThresholdMonitorImpl extends Service implements T.Service {
   readonly [TypeId]: T.TypeId = TypeId
   private readonly hub = makeHub<T.Event>()
   readonly events: Stream.Stream<T.Event> = Stream.fromPubSub(this.hub)
-  private readonly ops = new Map<string, OperationState>()
   private readonly rule: Kernel.ThresholdMonitor
   constructor(
     readonly name: string,
@@ -65,27 +55,20 @@ class ThresholdMonitorImpl extends Service implements T.Service {
     super()
     this.rule = Kernel.make(options)
   }
-  private state(operation: string): OperationState {
-    let s = this.ops.get(operation)
-    if (s === undefined) {
-      s = new OperationState(operation, this.rule.windows, this.name)
-      this.ops.set(operation, s)
-    }
-    return s
-  }
   unsafeRecord(operation: string, nowMillis: number, latencyMillis: number): void {
-    this.state(operation).record(nowMillis, latencyMillis)
+    this.rule.operation(operation).record(nowMillis, latencyMillis)
   }
   unsafeStats(operation: string, nowMillis: number): T.Stats {
-    const s = this.state(operation)
+    const s = this.rule.operation(operation)
     const { exceeded, instances, latencyThreshold, median, rate, rateThreshold } = this.rule.stats(
       s,
       nowMillis
     )
     if (s.reportDue(nowMillis)) {
-      rateGauge.unsafeUpdate(rate, s.tags)
-      if (median !== undefined) medianGauge.unsafeUpdate(median, s.tags)
-      exceededGauge.unsafeUpdate(exceeded ? 1 : 0, s.tags)
+      const labels = tags(["name", this.name], ["operation", operation])
+      rateGauge.unsafeUpdate(rate, labels)
+      if (median !== undefined) medianGauge.unsafeUpdate(median, labels)
+      exceededGauge.unsafeUpdate(exceeded ? 1 : 0, labels)
     }
     const stats: T.Stats = {
       operation,

@@ -233,7 +233,7 @@ export interface ThresholdMonitor {
   readonly judge: (operation: string, rate: number, median: number | undefined) => Judgement
   /** The sizes of each operation's windows. */
   readonly windows: Windows
-  /** New windows for an operation, sized by the options. */
+  /** The windows of an operation, sized by the options: made on first use, then kept. */
   readonly operation: (name: string) => Operation
   /** Reads `operation`'s windows at `now` and judges them. */
   readonly stats: (operation: Operation, now: number) => Stats
@@ -258,6 +258,7 @@ export const make = (options: Options = {}): ThresholdMonitor => {
     tick: options.tick ?? defaults.tick,
     latencyWindow: options.latencyWindow ?? defaults.latencyWindow
   }
+  const operations = new Map<string, Operation>()
   const limits = (operation: string) => overrides.get(operation) ?? common
   const judgeOf = (operation: string, rate: number, median: number | undefined) =>
     judge(limits(operation), instances, rate, median)
@@ -277,7 +278,11 @@ export const make = (options: Options = {}): ThresholdMonitor => {
     },
     judge: judgeOf,
     windows,
-    operation: (name) => new Operation(name, windows),
+    operation: (name) => {
+      let operation = operations.get(name)
+      if (operation === undefined) operations.set(name, (operation = new Operation(name, windows)))
+      return operation
+    },
     stats: (operation, now) => {
       const rate = operation.rate.rate(now)
       const median = operation.median(now)

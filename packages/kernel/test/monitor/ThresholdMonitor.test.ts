@@ -189,8 +189,11 @@ describe("ThresholdMonitor", () => {
     ])
   })
 
-  it("an operation's figures are due for reporting once per second, and each crossing once", () => {
-    const save = ThresholdMonitor.make().operation("save")
+  it("an operation's windows are kept; its figures are due for reporting once per second, each crossing once", () => {
+    const monitor = ThresholdMonitor.make()
+    const save = monitor.operation("save")
+    expect(monitor.operation("save")).toBe(save) // one per operation, kept
+    expect(monitor.operation("load")).not.toBe(save)
     expect(save.reportDue(0)).toBe(true)
     expect(save.reportDue(999)).toBe(false)
     expect(save.reportDue(1000)).toBe(true)
