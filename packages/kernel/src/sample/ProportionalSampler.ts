@@ -243,7 +243,10 @@ class ProportionalSamplerImpl implements ProportionalSampler {
     const j = this.o.jitter
     if (j === 0) return this.o.updatePeriod
     // a factor uniform in [1 − j, 1 + j), written as (max − min) × u + min
-    return this.o.updatePeriod * ((1 + j - (1 - j)) * random() + (1 - j))
+    const delay = this.o.updatePeriod * ((1 + j - (1 - j)) * random() + (1 - j))
+    // a draw just below 1 can round up to the open end of the interval: keep it open
+    const end = this.o.updatePeriod * (1 + j)
+    return delay < end ? delay : end * (1 - Number.EPSILON)
   }
 }
 
