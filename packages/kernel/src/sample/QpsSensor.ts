@@ -157,7 +157,11 @@ export const keyFor = (prefix: string, key: string, second: number): string => `
  *
  * @since 0.2.0
  */
-export const keysFor = (prefix: string, key: string, [from, to]: readonly [number, number]): Array<string> => {
+export const keysFor = (
+  prefix: string,
+  key: string,
+  [from, to]: readonly [number, number]
+): Array<string> => {
   const keys: Array<string> = []
   for (let s = from; s <= to; s++) keys.push(keyFor(prefix, key, s))
   return keys
