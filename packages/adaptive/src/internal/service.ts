@@ -63,18 +63,15 @@ export const peekAt =
  */
 export class Service implements Pipeable {
   constructor() {
-    const names = new Set<string>()
-    for (
-      let proto = Object.getPrototypeOf(this);
-      proto !== Object.prototype;
-      proto = Object.getPrototypeOf(proto)
-    ) {
-      for (const name of Object.getOwnPropertyNames(proto)) {
-        const method = Object.getOwnPropertyDescriptor(proto, name)?.value
-        if (name !== "constructor" && typeof method === "function") names.add(name)
+    const names: Array<string> = []
+    let proto: object = Object.getPrototypeOf(this)
+    while (proto !== Object.prototype) {
+      for (const [name, property] of Object.entries(Object.getOwnPropertyDescriptors(proto))) {
+        if (name !== "constructor" && typeof property.value === "function") names.push(name)
       }
+      proto = Object.getPrototypeOf(proto)
     }
-    bindMethods(this, [...names])
+    bindMethods(this, names)
   }
   pipe() {
     // eslint-disable-next-line prefer-rest-params
