@@ -16,7 +16,7 @@ export const Millis: Schema.Schema<number, Duration.DurationInput> = Schema.tran
   Options.DurationInput,
   Schema.Number,
   { strict: true, decode: Duration.toMillis, encode: Duration.millis }
-)
+).annotations({ identifier: "DurationInput" })
 
 /**
  * @internal Decoders of a policy's options: `schema` gives the types (durations in ms), the
@@ -27,7 +27,9 @@ export const options = <A, I>(
   schema: Schema.Schema<A, I>,
   issues: (options: A) => ReadonlyArray<Check.Issue>
 ) => {
-  const checked = schema.pipe(Schema.filter((o) => issues(o)))
+  // named, so that a report shows the module rather than the whole type spelled out
+  const identifier = `${module} options`
+  const checked = schema.annotations({ identifier }).pipe(Schema.filter((o) => issues(o), { identifier }))
   return { decode: Options.decode(module, checked), decodeSync: Options.decodeSync(module, checked) }
 }
 
