@@ -241,7 +241,7 @@ export const defaultIsRejection: (error: unknown) => boolean = internal.defaultI
  * @category constants
  */
 export const defaultKByCriticality: (k: number) => Record<Criticality.Criticality, number> =
-  internal.defaultKByCriticality
+  Kernel.defaultKByCriticality
 
 /**
  * The steady-state probability the formula predicts for a backend that accepts

@@ -11,6 +11,9 @@
  */
 
 /** @since 0.2.0 */
+export * as Check from "./options/Check.js"
+
+/** @since 0.2.0 */
 export * as Ratio from "./stats/Ratio.js"
 
 /** @since 0.2.0 */
@@ -123,6 +126,9 @@ export * as AimdInterval from "./interval/AimdInterval.js"
 
 /** @since 0.2.0 */
 export * as ProportionalSampler from "./sample/ProportionalSampler.js"
+
+/** @since 0.2.0 */
+export * as QpsSensor from "./sample/QpsSensor.js"
 
 /** @since 0.2.0 */
 export * as LoadShedder from "./shed/LoadShedder.js"

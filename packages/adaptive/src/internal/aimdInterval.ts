@@ -1,95 +1,60 @@
-import { Options } from "@sluice/core"
+import type { Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/interval/AimdInterval"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
-import { pipeArguments } from "effect/Pipeable"
+import type * as MetricLabel from "effect/MetricLabel"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Interval from "effect/ScheduleInterval"
 import * as Schema from "effect/Schema"
 import type * as A from "../AimdInterval.js"
-import { bindMethods } from "./bind.js"
+import { counter, Millis, options, Service, tags } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof A.TypeId = Symbol.for("@sluice/adaptive/AimdInterval") as any
 
-/** @internal */
-export const AimdIntervalOptions = Schema.Struct({
-  name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
-  min: Options.PositiveDuration,
-  max: Options.PositiveDuration,
-  step: Schema.optional(Options.PositiveDuration),
-  rateStep: Schema.optional(Options.PositiveNumber),
-  factor: Schema.optionalWith(
-    Schema.Number.pipe(
-      Schema.filter((n) => Number.isFinite(n) && n > 1, {
-        message: (issue) => `expected a finite number greater than 1, got ${String(issue.actual)}`
-      })
-    ),
-    { default: () => 2 }
-  ),
-  initial: Schema.optional(Options.PositiveDuration)
-}).pipe(
-  Schema.filter((o) => {
-    if ((o.step === undefined) === (o.rateStep === undefined)) {
-      return { path: ["step"], message: "give exactly one of step (interval) or rateStep (rate)" }
-    }
-    if (Duration.greaterThan(o.min, o.max)) {
-      return { path: ["min"], message: "min must not exceed max" }
-    }
-    if (
-      o.initial !== undefined &&
-      (Duration.lessThan(o.initial, o.min) || Duration.greaterThan(o.initial, o.max))
-    ) {
-      return { path: ["initial"], message: "initial must lie within [min, max]" }
-    }
-    return undefined
-  })
+const { decode, decodeSync } = options(
+  "AimdInterval",
+  Schema.Struct({
+    name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
+    min: Millis,
+    max: Millis,
+    step: Schema.optional(Millis),
+    rateStep: Schema.optional(Schema.Number),
+    factor: Schema.optional(Schema.Number),
+    initial: Schema.optional(Millis)
+  }),
+  Kernel.issues
 )
 
 const intervalGauge = Metric.gauge("sluice_aimd_interval_ms", {
   description: "Current interval of an AIMD interval controller, in milliseconds"
 })
-const signalCounter = Metric.counter("sluice_aimd_interval_signals", {
-  description: "Signals received by an AIMD interval controller, tagged throttled=true|false",
-  incremental: true
-})
+const signalCounter = counter(
+  "sluice_aimd_interval_signals",
+  "Signals received by an AIMD interval controller, tagged throttled=true|false"
+)
 
-class AimdIntervalImpl implements A.Service {
-  protected readonly bound = bindMethods(this, [
-    "unsafeSignal",
-    "unsafeInterval",
-    "signal",
-    "scheduleFrom",
-    "pipe"
-  ])
+class AimdIntervalImpl extends Service implements A.Service {
   readonly [TypeId]: A.TypeId = TypeId
   private readonly aimd: Kernel.AimdInterval
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   private readonly throttledTags: ReadonlyArray<MetricLabel.MetricLabel>
   private readonly clearTags: ReadonlyArray<MetricLabel.MetricLabel>
+  readonly rateStep: number | undefined
+  readonly factor: number
   constructor(
     readonly name: string,
-    min: Duration.Duration,
-    max: Duration.Duration,
-    step: Duration.Duration | undefined,
-    readonly rateStep: number | undefined,
-    readonly factor: number,
-    initial: Duration.Duration
+    options: Kernel.Options
   ) {
-    this.aimd = Kernel.make({
-      min: Duration.toMillis(min),
-      max: Duration.toMillis(max),
-      step: step === undefined ? undefined : Duration.toMillis(step),
-      rateStep,
-      factor,
-      initial: Duration.toMillis(initial)
-    })
-    this.tags = [MetricLabel.make("name", name)]
-    this.throttledTags = [...this.tags, MetricLabel.make("throttled", "true")]
-    this.clearTags = [...this.tags, MetricLabel.make("throttled", "false")]
+    super()
+    this.aimd = Kernel.make(options)
+    this.rateStep = this.aimd.rateStep
+    this.factor = this.aimd.factor
+    this.tags = tags(["name", name])
+    this.throttledTags = tags(["name", name], ["throttled", "true"])
+    this.clearTags = tags(["name", name], ["throttled", "false"])
     intervalGauge.unsafeUpdate(this.aimd.interval, this.tags)
   }
   get min() {
@@ -116,46 +81,32 @@ class AimdIntervalImpl implements A.Service {
   get interval(): Effect.Effect<Duration.Duration> {
     return Effect.sync(() => Duration.millis(this.aimd.interval))
   }
-  get schedule(): Schedule.Schedule<Duration.Duration, unknown> {
-    return Schedule.makeWithState(undefined as void, (now, _input: unknown, state) =>
-      Effect.sync(() => {
-        const ms = this.aimd.interval
-        return [state, Duration.millis(ms), ScheduleDecision.continueWith(Interval.after(now + ms))] as const
-      })
-    )
-  }
-  scheduleFrom<In>(isThrottled: (input: In) => boolean): Schedule.Schedule<Duration.Duration, In> {
+  /** Recurs forever, waiting `next(input)` milliseconds before each recurrence. */
+  private every<In>(next: (input: In) => number): Schedule.Schedule<Duration.Duration, In> {
     return Schedule.makeWithState(undefined as void, (now, input: In, state) =>
       Effect.sync(() => {
-        const ms = this.unsafeSignal(isThrottled(input))
+        const ms = next(input)
         return [state, Duration.millis(ms), ScheduleDecision.continueWith(Interval.after(now + ms))] as const
       })
     )
   }
-  pipe() {
-    // eslint-disable-next-line prefer-rest-params
-    return pipeArguments(this, arguments)
+  get schedule(): Schedule.Schedule<Duration.Duration, unknown> {
+    return this.every(() => this.aimd.interval)
+  }
+  scheduleFrom<In>(isThrottled: (input: In) => boolean): Schedule.Schedule<Duration.Duration, In> {
+    return this.every((input: In) => this.unsafeSignal(isThrottled(input)))
   }
 }
 
-const decodeSync = Options.decodeSync(
-  "AimdInterval",
-  AimdIntervalOptions as Schema.Schema<any, A.AimdIntervalOptions>
-)
-const decode = Options.decode(
-  "AimdInterval",
-  AimdIntervalOptions as Schema.Schema<any, A.AimdIntervalOptions>
-)
-
-const build = (o: Schema.Schema.Type<typeof AimdIntervalOptions>): A.Service =>
-  new AimdIntervalImpl(o.name, o.min, o.max, o.step, o.rateStep, o.factor, o.initial ?? o.min)
-
 /** @internal */
-export const unsafeMake = (options: A.AimdIntervalOptions): A.Service => build(decodeSync(options))
+export const unsafeMake = (options: A.AimdIntervalOptions): A.Service => {
+  const o = decodeSync(options)
+  return new AimdIntervalImpl(o.name, o)
+}
 
 /** @internal */
 export const make = (options: A.AimdIntervalOptions): Effect.Effect<A.Service, Options.InvalidOptions> =>
-  Effect.map(decode(options), build)
+  Effect.map(decode(options), (o) => new AimdIntervalImpl(o.name, o))
 
 /** @internal */
 export const isAimdInterval = (u: unknown): u is A.Service =>

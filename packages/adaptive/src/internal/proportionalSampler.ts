@@ -1,108 +1,62 @@
-import { Options } from "@sluice/core"
+import type { Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/sample/ProportionalSampler"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
+import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
-import { pipeArguments } from "effect/Pipeable"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as P from "../ProportionalSampler.js"
 import type * as Q from "../QpsSensor.js"
 import { QpsSensor } from "../QpsSensor.js"
-import { bindMethods } from "./bind.js"
+import { counter, gauge, Millis, options, Service, tags } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/ProportionalSampler") as any
 
-const PositiveRatio = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n > 0 && n <= 1, {
-    message: (issue) => `expected a ratio in (0, 1], got ${String(issue.actual)}`
-  })
-)
-
-/** @internal */
-export const ProportionalSamplerOptions = Schema.Struct({
-  name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
-  goal: Options.NonNegativeNumber,
-  updatePeriod: Schema.optionalWith(Options.PositiveDuration, {
-    default: () => Duration.millis(Kernel.defaults.updatePeriod)
+const samplerOptions = options(
+  "ProportionalSampler",
+  Schema.Struct({
+    name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
+    goal: Schema.Number,
+    updatePeriod: Schema.optional(Millis),
+    jitter: Schema.optional(Schema.Number),
+    initialRatio: Schema.optional(Schema.Number),
+    minRatio: Schema.optional(Schema.Number),
+    staleAfter: Schema.optional(Millis),
+    staleFloor: Schema.optional(Schema.Number),
+    staleDecay: Schema.optional(Schema.Number)
   }),
-  jitter: Schema.optionalWith(
-    Schema.Number.pipe(
-      Schema.filter((n) => Number.isFinite(n) && n >= 0 && n < 1, {
-        message: (issue) => `expected a ratio in [0, 1), got ${String(issue.actual)}`
-      })
-    ),
-    { default: () => Kernel.defaults.jitter }
-  ),
-  initialRatio: Schema.optionalWith(PositiveRatio, { default: () => Kernel.defaults.initialRatio }),
-  minRatio: Schema.optionalWith(PositiveRatio, { default: () => Kernel.defaults.minRatio }),
-  staleAfter: Schema.optional(Options.PositiveDuration),
-  staleFloor: Schema.optionalWith(PositiveRatio, { default: () => Kernel.defaults.staleFloor }),
-  staleDecay: Schema.optionalWith(PositiveRatio, { default: () => Kernel.defaults.staleDecay })
-}).pipe(
-  Schema.filter((o) =>
-    o.initialRatio < o.minRatio
-      ? { path: ["initialRatio"], message: "initialRatio must not be below minRatio" }
-      : undefined
-  )
+  Kernel.issues
 )
-
-type Decoded = Schema.Schema.Type<typeof ProportionalSamplerOptions>
+const decodeGoal = options("ProportionalSampler.goal", Schema.Number, Kernel.goalIssues).decode
 
 // jitter 0 draws nothing
 const noRandom = () => 0
 
-const sentCounter = Metric.counter("sluice_sampler_sent", {
-  description: "Calls a proportional sampler let through",
-  incremental: true
-})
-const skippedCounter = Metric.counter("sluice_sampler_skipped", {
-  description: "Calls a proportional sampler skipped",
-  incremental: true
-})
-const ratioGauge = Metric.gauge("sluice_sampler_ratio", { description: "Share r of calls a sampler sends" })
-const modeGauge = Metric.gauge("sluice_sampler_stale", {
-  description: "1 while a sampler's sensor is stale, else 0"
-})
+const sentCounter = counter("sluice_sampler_sent", "Calls a proportional sampler let through")
+const skippedCounter = counter("sluice_sampler_skipped", "Calls a proportional sampler skipped")
+const ratioGauge = gauge("sluice_sampler_ratio", "Share r of calls a sampler sends")
+const modeGauge = gauge("sluice_sampler_stale", "1 while a sampler's sensor is stale, else 0")
 
-class ProportionalSamplerImpl implements P.Service {
-  protected readonly bound = bindMethods(this, [
-    "unsafeSample",
-    "unsafeRatio",
-    "unsafeStep",
-    "setGoal",
-    "withSampler",
-    "pipe"
-  ])
+class ProportionalSamplerImpl extends Service implements P.Service {
   readonly [TypeId]: P.TypeId = TypeId
-  readonly name: string
-  private pendingSent = 0
-  private pendingSkipped = 0
-  private totalSent = 0
-  private totalSkipped = 0
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   constructor(
-    private readonly o: Decoded,
+    readonly name: string,
     private readonly sensor: Q.Service,
     private readonly sampler: Kernel.ProportionalSampler
   ) {
-    this.name = o.name
-    this.tags = [MetricLabel.make("name", o.name)]
+    super()
+    this.tags = tags(["name", name])
     ratioGauge.unsafeUpdate(sampler.ratio, this.tags)
   }
   unsafeSample(nowMillis: number): boolean {
-    if (this.sampler.sample()) {
-      this.pendingSent++
-      this.sensor.unsafeRecord(nowMillis, 1)
-      return true
-    }
-    this.pendingSkipped++
-    return false
+    if (!this.sampler.sample()) return false
+    this.sensor.unsafeRecord(nowMillis, 1)
+    return true
   }
   get sample(): Effect.Effect<boolean> {
     return Effect.clockWith((clock) => Effect.sync(() => this.unsafeSample(clock.unsafeCurrentTimeMillis())))
@@ -130,8 +84,8 @@ class ProportionalSamplerImpl implements P.Service {
       mode: this.sampler.mode,
       lastReading: this.sampler.lastReading,
       lastGoodAt: this.sampler.lastGoodAt,
-      sent: this.totalSent + this.pendingSent,
-      skipped: this.totalSkipped + this.pendingSkipped
+      sent: this.sampler.sent,
+      skipped: this.sampler.skipped
     }))
   }
   /** One controller step with the reading taken at `nowMillis`. */
@@ -140,12 +94,9 @@ class ProportionalSamplerImpl implements P.Service {
     this.flushMetrics()
   }
   private flushMetrics(): void {
-    if (this.pendingSent > 0) sentCounter.unsafeUpdate(this.pendingSent, this.tags)
-    if (this.pendingSkipped > 0) skippedCounter.unsafeUpdate(this.pendingSkipped, this.tags)
-    this.totalSent += this.pendingSent
-    this.totalSkipped += this.pendingSkipped
-    this.pendingSent = 0
-    this.pendingSkipped = 0
+    const { sent, skipped } = this.sampler.drain()
+    if (sent > 0) sentCounter.unsafeUpdate(sent, this.tags)
+    if (skipped > 0) skippedCounter.unsafeUpdate(skipped, this.tags)
     ratioGauge.unsafeUpdate(this.sampler.ratio, this.tags)
     modeGauge.unsafeUpdate(this.sampler.mode === "stale" ? 1 : 0, this.tags)
   }
@@ -161,21 +112,11 @@ class ProportionalSamplerImpl implements P.Service {
   }
   /** The jittered wait before the next update. */
   get nextDelay(): Effect.Effect<Duration.Duration> {
-    return this.o.jitter === 0
+    return this.sampler.jitter === 0
       ? Effect.succeed(Duration.millis(this.sampler.nextDelay(noRandom)))
       : Effect.map(Random.next, (u) => Duration.millis(this.sampler.nextDelay(() => u)))
   }
-  pipe() {
-    // eslint-disable-next-line prefer-rest-params
-    return pipeArguments(this, arguments)
-  }
 }
-
-const decodeGoal = Options.decode("ProportionalSampler.goal", Options.NonNegativeNumber)
-const decode = Options.decode(
-  "ProportionalSampler",
-  ProportionalSamplerOptions as unknown as Schema.Schema<Decoded, P.ProportionalSamplerOptions>
-)
 
 /** @internal */
 export const makeWith = (
@@ -183,19 +124,14 @@ export const makeWith = (
   sensor: Q.Service
 ): Effect.Effect<P.Service, Options.InvalidOptions, Scope.Scope> =>
   Effect.gen(function* () {
-    const o = yield* decode(options)
+    const o = yield* samplerOptions.decode(options)
     const now = yield* Clock.currentTimeMillis
     const credit = yield* Random.next
-    const rule = Kernel.make(
-      {
-        ...o,
-        updatePeriod: Duration.toMillis(o.updatePeriod),
-        staleAfter: o.staleAfter === undefined ? undefined : Duration.toMillis(o.staleAfter)
-      },
-      now,
-      () => credit
+    const sampler = new ProportionalSamplerImpl(
+      o.name,
+      sensor,
+      Kernel.make(o, now, () => credit)
     )
-    const sampler = new ProportionalSamplerImpl(o, sensor, rule)
     yield* Effect.forkScoped(
       Effect.forever(Effect.flatMap(sampler.nextDelay, Effect.sleep).pipe(Effect.zipRight(sampler.update)))
     )

@@ -1,87 +1,42 @@
-import { Options } from "@sluice/core"
+import type { Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/sample/QpsSensor"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Q from "../QpsSensor.js"
-import { bindMethods } from "./bind.js"
+import { options, Service } from "./service.js"
+
+/** @internal A sensor's `window` (complete seconds averaged), checked by the kernel. */
+export const Window = Schema.optionalWith(Schema.Number, { default: () => Kernel.defaults.window })
+
+const { decode } = options("QpsSensor", Schema.Struct({ window: Window }), Kernel.issues)
 
 /** @internal */
-export const MemorySensorOptions = Schema.Struct({
-  window: Schema.optionalWith(Options.PositiveInt, { default: () => 2 })
-})
-
-/**
- * Per-second counts, shared by every sensor made from it. Seconds older than
- * `retainSeconds` are dropped on write.
- *
- * @internal
- */
-export class MemoryStoreImpl implements Q.MemoryStore {
-  protected readonly bound = bindMethods(this, ["unsafeIncrement", "unsafeSum"])
-  private readonly counts = new Map<number, number>()
-  constructor(readonly retainSeconds = 120) {}
-  unsafeIncrement(second: number, n: number): void {
-    this.counts.set(second, (this.counts.get(second) ?? 0) + n)
-    if (this.counts.size > this.retainSeconds) {
-      for (const key of this.counts.keys()) {
-        if (key <= second - this.retainSeconds) this.counts.delete(key)
-      }
-    }
-  }
-  unsafeSum(fromSecond: number, toSecond: number): number {
-    let sum = 0
-    for (let s = fromSecond; s <= toSecond; s++) sum += this.counts.get(s) ?? 0
-    return sum
-  }
+export const makeMemoryStore = (retainSeconds?: number): Q.MemoryStore => {
+  const counts = new Kernel.SecondCounts(retainSeconds)
+  return { unsafeIncrement: counts.add, unsafeSum: counts.sum }
 }
 
-/**
- * Which complete seconds a reading at `nowMillis` averages: the last `window`
- * seconds that ended at least `settleMillis` ago, but none before the sensor
- * started (`startMillis`), so a fresh sensor does not report a falsely low rate.
- *
- * @internal
- */
-export const readableSeconds = (
-  nowMillis: number,
-  startMillis: number,
-  window: number,
-  settleMillis: number
-): readonly [from: number, to: number] | undefined => {
-  const to = Math.floor((nowMillis - settleMillis) / 1000) - 1
-  const firstFull = Math.ceil(startMillis / 1000)
-  const from = Math.max(to - window + 1, firstFull)
-  return to < from ? undefined : [from, to]
-}
-
-class MemorySensor implements Q.Service {
-  protected readonly bound = bindMethods(this, ["unsafeRecord"])
+class MemorySensor extends Service implements Q.Service {
   constructor(
     private readonly store: Q.MemoryStore,
     private readonly window: number,
     private readonly startMillis: number
-  ) {}
+  ) {
+    super()
+  }
   unsafeRecord(nowMillis: number, n: number): void {
-    this.store.unsafeIncrement(Math.floor(nowMillis / 1000), n)
+    this.store.unsafeIncrement(Kernel.secondOf(nowMillis), n)
   }
   get measure(): Effect.Effect<Option.Option<Q.Reading>> {
-    return Effect.map(Clock.currentTimeMillis, (now) => {
-      const range = readableSeconds(now, this.startMillis, this.window, 0)
-      if (range === undefined) return Option.none()
-      const [from, to] = range
-      return Option.some({ qps: this.store.unsafeSum(from, to) / (to - from + 1), at: now })
-    })
+    return Effect.map(Clock.currentTimeMillis, (now) =>
+      Option.fromNullable(
+        Kernel.read((from, to) => this.store.unsafeSum(from, to), now, this.startMillis, this.window)
+      )
+    )
   }
 }
-
-const decode = Options.decode(
-  "QpsSensor",
-  MemorySensorOptions as unknown as Schema.Schema<{ readonly window: number }, Q.MemorySensorOptions>
-)
-
-/** @internal */
-export const makeMemoryStore = (retainSeconds?: number): Q.MemoryStore => new MemoryStoreImpl(retainSeconds)
 
 /** @internal */
 export const makeMemory = (
@@ -90,5 +45,5 @@ export const makeMemory = (
   Effect.gen(function* () {
     const { window } = yield* decode({ window: options.window })
     const now = yield* Clock.currentTimeMillis
-    return new MemorySensor(options.store ?? new MemoryStoreImpl(window + 10), window, now)
+    return new MemorySensor(options.store ?? makeMemoryStore(window + 10), window, now)
   })

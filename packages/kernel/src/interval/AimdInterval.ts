@@ -16,9 +16,10 @@
  *
  * @since 0.2.0
  */
+import * as Check from "../options/Check.js"
 
 /**
- * Validated options, durations in milliseconds: `0 < min ≤ max`, exactly one of `step`
+ * Options, durations in milliseconds: `0 < min ≤ max`, exactly one of `step`
  * (> 0, subtracted from the interval on a clear signal) or `rateStep` (> 0), `factor` > 1
  * (default 2), `initial` within `[min, max]` (default `min`).
  *
@@ -95,25 +96,39 @@ class AimdIntervalImpl implements AimdInterval {
   }
 }
 
-const positive = (n: number | undefined) => n !== undefined && Number.isFinite(n) && n > 0
+const factor = Check.range("a finite number greater than 1", (n) => Number.isFinite(n) && n > 1)
 
 /**
- * Makes a controller. Throws a `RangeError` for options outside the rules of `Options`
- * (bindings validate them first and report the field).
+ * Every problem with `options`, each naming its field.
+ *
+ * @since 0.2.0
+ */
+export const issues = (options: Options): Array<Check.Issue> => {
+  const { initial, max, min, rateStep, step } = options
+  const found = Check.fields([
+    ["min", min, Check.positiveDuration],
+    ["max", max, Check.positiveDuration],
+    ["step", step, Check.positiveDuration],
+    ["rateStep", rateStep, Check.positive],
+    ["factor", options.factor, factor],
+    ["initial", initial, Check.positiveDuration]
+  ])
+  if (found.length > 0) return found
+  if ((step === undefined) === (rateStep === undefined))
+    found.push({ path: ["step"], message: "give exactly one of step (interval) or rateStep (rate)" })
+  if (min > max) found.push({ path: ["min"], message: "min must not exceed max" })
+  else if (initial !== undefined && (initial < min || initial > max))
+    found.push({ path: ["initial"], message: "initial must lie within [min, max]" })
+  return found
+}
+
+/**
+ * Makes a controller. Throws a `RangeError` for options with `issues` (bindings check them
+ * first and report every field).
  *
  * @since 0.2.0
  */
 export const make = (options: Options): AimdInterval => {
-  const { factor, initial, max, min, rateStep, step } = options
-  if (!positive(min) || !positive(max) || min > max)
-    throw new RangeError(`expected 0 < min <= max, got min ${min}, max ${max}`)
-  if ((step === undefined) === (rateStep === undefined))
-    throw new RangeError("expected exactly one of step or rateStep")
-  if ((step !== undefined && !positive(step)) || (rateStep !== undefined && !positive(rateStep)))
-    throw new RangeError(`expected a positive step, got ${step ?? rateStep}`)
-  if (factor !== undefined && !(Number.isFinite(factor) && factor > 1))
-    throw new RangeError(`expected a finite factor greater than 1, got ${factor}`)
-  if (initial !== undefined && !(initial >= min && initial <= max))
-    throw new RangeError(`expected initial within [min, max], got ${initial}`)
-  return new AimdIntervalImpl(min, max, options)
+  Check.orThrow(issues(options))
+  return new AimdIntervalImpl(options.min, options.max, options)
 }

@@ -18,6 +18,7 @@
  *
  * @since 0.2.0
  */
+import * as Check from "../options/Check.js"
 import { EwmaRate } from "../stats/Ewma.js"
 import { LatencyWindow } from "../stats/LatencyWindow.js"
 
@@ -66,7 +67,7 @@ export const judge = (
 }
 
 /**
- * Validated options: default `thresholds`, per-`operations` overrides, the number of
+ * Options, each optional: default `thresholds`, per-`operations` overrides, the number of
  * running `instances` (a positive integer, default 1), and the windows of each operation:
  * the rate's `window` and `tick` (ms, `tick ≤ window`), the median's `latencyWindow` (ms).
  *
@@ -93,7 +94,54 @@ export const defaults = {
   latencyWindow: 60_000
 } as const
 
-const MEDIAN_REFRESH_MILLIS = 1000
+// How often an operation's median is re-read, and its figures reported.
+const REFRESH_MILLIS = 1000
+
+/**
+ * Every problem with thresholds given at `path` (`["thresholds"]` in the options).
+ *
+ * @since 0.2.0
+ */
+export const limitsIssues = (
+  limits: Limits | undefined,
+  path: ReadonlyArray<string> = []
+): Array<Check.Issue> =>
+  Check.fields([
+    [[...path, "rate"], limits?.rate, Check.positive],
+    [[...path, "latency"], limits?.latency, Check.positiveDuration]
+  ])
+
+/**
+ * The problem with an instance count, if any: a positive integer.
+ *
+ * @since 0.2.0
+ */
+export const instancesIssues = (instances: number | undefined): Array<Check.Issue> =>
+  Check.fields([["instances", instances, Check.positiveInt]])
+
+/**
+ * Every problem with `options`, each naming its field; `tick` must not exceed `window`
+ * (defaults included).
+ *
+ * @since 0.2.0
+ */
+export const issues = (options: Options): Array<Check.Issue> => {
+  const found = [
+    ...limitsIssues(options.thresholds, ["thresholds"]),
+    ...Object.entries(options.operations ?? {}).flatMap(([op, limits]) =>
+      limitsIssues(limits, ["operations", op])
+    ),
+    ...instancesIssues(options.instances),
+    ...Check.fields([
+      ["window", options.window, Check.positiveDuration],
+      ["tick", options.tick, Check.positiveDuration],
+      ["latencyWindow", options.latencyWindow, Check.positiveDuration]
+    ])
+  ]
+  if (found.length === 0 && (options.tick ?? defaults.tick) > (options.window ?? defaults.window))
+    found.push({ path: ["tick"], message: "tick must not exceed window" })
+  return found
+}
 
 /**
  * The sizes of an operation's windows, in milliseconds.
@@ -118,6 +166,8 @@ export class Operation {
   private cachedMedian: number | undefined = undefined
   private medianAt = Number.NEGATIVE_INFINITY
   private unseen = false
+  private reportedAt = Number.NEGATIVE_INFINITY
+  private reportedExceeded = false
   constructor(
     readonly name: string,
     windows: Windows
@@ -133,12 +183,24 @@ export class Operation {
   }
   /** The median latency, re-read from the window at most once per second (and at once after a first sample). */
   median(now: number): number | undefined {
-    if (this.unseen || now - this.medianAt >= MEDIAN_REFRESH_MILLIS) {
+    if (this.unseen || now - this.medianAt >= REFRESH_MILLIS) {
       this.cachedMedian = this.latencies.quantile(now, 0.5)
       this.medianAt = now
       this.unseen = false
     }
     return this.cachedMedian
+  }
+  /** Whether figures read at `now` are due to be reported (gauges): at most once per second. */
+  reportDue(now: number): boolean {
+    if (now - this.reportedAt < REFRESH_MILLIS) return false
+    this.reportedAt = now
+    return true
+  }
+  /** Whether `exceeded` differs from the state last reported: a crossing, reported once. */
+  crossed(exceeded: boolean): boolean {
+    if (exceeded === this.reportedExceeded) return false
+    this.reportedExceeded = exceeded
+    return true
   }
 }
 
@@ -171,52 +233,32 @@ export interface ThresholdMonitor {
   readonly judge: (operation: string, rate: number, median: number | undefined) => Judgement
   /** The sizes of each operation's windows. */
   readonly windows: Windows
-  /** New windows for an operation, sized by the options. */
+  /** The windows of an operation, sized by the options: made on first use, then kept. */
   readonly operation: (name: string) => Operation
   /** Reads `operation`'s windows at `now` and judges them. */
   readonly stats: (operation: Operation, now: number) => Stats
 }
 
-const checkLimits = (limits: Limits): Limits => {
-  for (const [field, value] of [
-    ["rate", limits.rate],
-    ["latency", limits.latency]
-  ] as const) {
-    if (value !== undefined && !(Number.isFinite(value) && value > 0))
-      throw new RangeError(`expected a positive ${field} threshold, got ${value}`)
-  }
-  return { rate: limits.rate, latency: limits.latency }
-}
-
-const checkInstances = (instances: number): number => {
-  if (!(Number.isSafeInteger(instances) && instances > 0))
-    throw new RangeError(`expected a positive integer instances, got ${instances}`)
-  return instances
-}
-
 /**
- * Makes a monitor. Throws a `RangeError` for options outside the rules of `Options`
- * (bindings validate them first and report the field).
+ * Makes a monitor. Throws a `RangeError` for options with `issues` (bindings check them
+ * first and report every field); so do `setThresholds` and `setInstances`.
  *
  * @since 0.2.0
  */
 export const make = (options: Options = {}): ThresholdMonitor => {
-  let common = checkLimits(options.thresholds ?? {})
+  Check.orThrow(issues(options))
+  const copy = (limits: Limits): Limits => ({ rate: limits.rate, latency: limits.latency })
+  let common = copy(options.thresholds ?? {})
   const overrides = new Map<string, Limits>()
-  for (const [operation, limits] of Object.entries(options.operations ?? {})) {
-    overrides.set(operation, checkLimits(limits))
-  }
-  let instances = checkInstances(options.instances ?? 1)
+  for (const [operation, limits] of Object.entries(options.operations ?? {}))
+    overrides.set(operation, copy(limits))
+  let instances = options.instances ?? 1
   const windows: Windows = {
     window: options.window ?? defaults.window,
     tick: options.tick ?? defaults.tick,
     latencyWindow: options.latencyWindow ?? defaults.latencyWindow
   }
-  for (const field of ["window", "tick", "latencyWindow"] as const) {
-    if (!(Number.isFinite(windows[field]) && windows[field] > 0))
-      throw new RangeError(`expected a positive ${field}, got ${windows[field]}`)
-  }
-  if (windows.tick > windows.window) throw new RangeError("expected tick <= window")
+  const operations = new Map<string, Operation>()
   const limits = (operation: string) => overrides.get(operation) ?? common
   const judgeOf = (operation: string, rate: number, median: number | undefined) =>
     judge(limits(operation), instances, rate, median)
@@ -226,15 +268,21 @@ export const make = (options: Options = {}): ThresholdMonitor => {
     },
     limits,
     setThresholds: (next, operation) => {
-      if (operation === undefined) common = checkLimits(next)
-      else overrides.set(operation, checkLimits(next))
+      Check.orThrow(limitsIssues(next))
+      if (operation === undefined) common = copy(next)
+      else overrides.set(operation, copy(next))
     },
     setInstances: (n) => {
-      instances = checkInstances(n)
+      Check.orThrow(instancesIssues(n))
+      instances = n
     },
     judge: judgeOf,
     windows,
-    operation: (name) => new Operation(name, windows),
+    operation: (name) => {
+      let operation = operations.get(name)
+      if (operation === undefined) operations.set(name, (operation = new Operation(name, windows)))
+      return operation
+    },
     stats: (operation, now) => {
       const rate = operation.rate.rate(now)
       const median = operation.median(now)

@@ -19,6 +19,7 @@
  *
  * @since 0.2.0
  */
+import * as Check from "../options/Check.js"
 
 /**
  * `"tracking"`: following the sensor; `"stale"`: the sensor is stale; `"paused"`: goal 0.
@@ -38,25 +39,25 @@ export interface Reading {
 }
 
 /**
- * Validated options: `goal` ≥ 0 (calls per second), `updatePeriod` > 0 (ms), `jitter` in
- * [0, 1), `initialRatio`, `minRatio`, `staleFloor`, `staleDecay` in (0, 1] with
+ * Options: `goal` ≥ 0 (calls per second), and optionally `updatePeriod` > 0 (ms), `jitter`
+ * in [0, 1), `initialRatio`, `minRatio`, `staleFloor`, `staleDecay` in (0, 1] with
  * `initialRatio ≥ minRatio`, `staleAfter` > 0 (ms, default three update periods).
  *
  * @since 0.2.0
  */
 export interface Options {
   readonly goal: number
-  readonly updatePeriod: number
-  readonly jitter: number
-  readonly initialRatio: number
-  readonly minRatio: number
+  readonly updatePeriod?: number | undefined
+  readonly jitter?: number | undefined
+  readonly initialRatio?: number | undefined
+  readonly minRatio?: number | undefined
   readonly staleAfter?: number | undefined
-  readonly staleFloor: number
-  readonly staleDecay: number
+  readonly staleFloor?: number | undefined
+  readonly staleDecay?: number | undefined
 }
 
 /**
- * The defaults bindings fill in.
+ * The defaults.
  *
  * @since 0.2.0
  */
@@ -68,6 +69,57 @@ export const defaults = {
   staleFloor: 0.1,
   staleDecay: 0.8
 } as const
+
+type Resolved = Readonly<Record<keyof Options, number>>
+
+const resolve = (o: Options): Resolved => {
+  const updatePeriod = o.updatePeriod ?? defaults.updatePeriod
+  return {
+    goal: o.goal,
+    updatePeriod,
+    jitter: o.jitter ?? defaults.jitter,
+    initialRatio: o.initialRatio ?? defaults.initialRatio,
+    minRatio: o.minRatio ?? defaults.minRatio,
+    staleAfter: o.staleAfter ?? 3 * updatePeriod,
+    staleFloor: o.staleFloor ?? defaults.staleFloor,
+    staleDecay: o.staleDecay ?? defaults.staleDecay
+  }
+}
+
+/**
+ * The problem with a goal, if any: a finite number ≥ 0.
+ *
+ * @since 0.2.0
+ */
+export const goalIssues = (goal: number): Array<Check.Issue> =>
+  Check.fields([["goal", goal, Check.nonNegative]])
+
+const jitter = Check.range("a ratio in [0, 1)", (n) => Number.isFinite(n) && n >= 0 && n < 1)
+
+/**
+ * Every problem with `options`, each naming its field (`initialRatio` is compared with
+ * `minRatio` after the defaults are applied).
+ *
+ * @since 0.2.0
+ */
+export const issues = (options: Options): Array<Check.Issue> => {
+  const found = [
+    ...goalIssues(options.goal),
+    ...Check.fields([
+      ["updatePeriod", options.updatePeriod, Check.positiveDuration],
+      ["jitter", options.jitter, jitter],
+      ["initialRatio", options.initialRatio, Check.ratio],
+      ["minRatio", options.minRatio, Check.ratio],
+      ["staleAfter", options.staleAfter, Check.positiveDuration],
+      ["staleFloor", options.staleFloor, Check.ratio],
+      ["staleDecay", options.staleDecay, Check.ratio]
+    ])
+  ]
+  const { initialRatio, minRatio } = resolve(options)
+  if (found.length === 0 && initialRatio < minRatio)
+    found.push({ path: ["initialRatio"], message: "initialRatio must not be below minRatio" })
+  return found
+}
 
 /**
  * A sampler's state and its rules. Mutable; owned by one worker.
@@ -85,6 +137,14 @@ export interface ProportionalSampler {
   readonly lastGoodAt: number
   /** How old a reading may be and still be fed in, in milliseconds. */
   readonly staleAfter: number
+  /** The spread of the update delays (0: none, and `nextDelay` draws nothing). */
+  readonly jitter: number
+  /** Calls sent since the start. */
+  readonly sent: number
+  /** Calls skipped since the start. */
+  readonly skipped: number
+  /** The calls sent and skipped since the last `drain` (or the start), for counters updated in batches. */
+  readonly drain: () => { readonly sent: number; readonly skipped: number }
   /** Decides for one call: `true` = send it. */
   readonly sample: () => boolean
   /** One controller update at `now` with the sensor's reading (`undefined`: none). */
@@ -105,9 +165,14 @@ class ProportionalSamplerImpl implements ProportionalSampler {
   lastReading: Reading | undefined = undefined
   lastGoodAt: number
   readonly staleAfter: number
+  readonly jitter: number
+  sent = 0
+  skipped = 0
+  private drainedSent = 0
+  private drainedSkipped = 0
   private credit: number
   constructor(
-    private readonly o: Options,
+    private readonly o: Resolved,
     now: number,
     credit: number
   ) {
@@ -116,19 +181,29 @@ class ProportionalSamplerImpl implements ProportionalSampler {
     this.mode = o.goal === 0 ? "paused" : "tracking"
     this.credit = credit
     this.lastGoodAt = now
-    this.staleAfter = o.staleAfter ?? 3 * o.updatePeriod
+    this.staleAfter = o.staleAfter
+    this.jitter = o.jitter
     this.sample = this.sample.bind(this)
     this.step = this.step.bind(this)
     this.setGoal = this.setGoal.bind(this)
     this.nextDelay = this.nextDelay.bind(this)
+    this.drain = this.drain.bind(this)
   }
   sample(): boolean {
     this.credit += this.ratio
     if (this.credit >= 1) {
       this.credit -= 1
+      this.sent++
       return true
     }
+    this.skipped++
     return false
+  }
+  drain(): { readonly sent: number; readonly skipped: number } {
+    const drained = { sent: this.sent - this.drainedSent, skipped: this.skipped - this.drainedSkipped }
+    this.drainedSent = this.sent
+    this.drainedSkipped = this.skipped
+    return drained
   }
   step(now: number, reading: Reading | undefined): void {
     const o = this.o
@@ -154,7 +229,7 @@ class ProportionalSamplerImpl implements ProportionalSampler {
     // else: a missing reading inside the grace period; hold r.
   }
   setGoal(goal: number): void {
-    if (!(Number.isFinite(goal) && goal >= 0)) throw new RangeError(`expected a goal >= 0, got ${goal}`)
+    Check.orThrow(goalIssues(goal))
     const wasPaused = this.goal === 0
     this.goal = goal
     if (goal === 0) {
@@ -168,30 +243,21 @@ class ProportionalSamplerImpl implements ProportionalSampler {
     const j = this.o.jitter
     if (j === 0) return this.o.updatePeriod
     // a factor uniform in [1 − j, 1 + j), written as (max − min) × u + min
-    return this.o.updatePeriod * ((1 + j - (1 - j)) * random() + (1 - j))
+    const delay = this.o.updatePeriod * ((1 + j - (1 - j)) * random() + (1 - j))
+    // a draw just below 1 can round up to the open end of the interval: keep it open
+    const end = this.o.updatePeriod * (1 + j)
+    return delay < end ? delay : end * (1 - Number.EPSILON)
   }
 }
 
-const ratio = (n: number) => Number.isFinite(n) && n > 0 && n <= 1
-
 /**
  * Makes a sampler started at `now`; `random` is drawn once, for the random start of the
- * systematic sampling. Throws a `RangeError` for options outside the rules of `Options`
- * (bindings validate them first and report the field).
+ * systematic sampling. Throws a `RangeError` for options with `issues` (bindings check
+ * them first and report every field).
  *
  * @since 0.2.0
  */
 export const make = (options: Options, now: number, random: () => number): ProportionalSampler => {
-  const o = options
-  if (!(Number.isFinite(o.goal) && o.goal >= 0)) throw new RangeError(`expected a goal >= 0, got ${o.goal}`)
-  if (!(Number.isFinite(o.updatePeriod) && o.updatePeriod > 0))
-    throw new RangeError(`expected a positive updatePeriod, got ${o.updatePeriod}`)
-  if (!(o.jitter >= 0 && o.jitter < 1)) throw new RangeError(`expected a jitter in [0, 1), got ${o.jitter}`)
-  for (const r of [o.initialRatio, o.minRatio, o.staleFloor, o.staleDecay]) {
-    if (!ratio(r)) throw new RangeError(`expected a ratio in (0, 1], got ${r}`)
-  }
-  if (o.initialRatio < o.minRatio) throw new RangeError("expected initialRatio >= minRatio")
-  if (o.staleAfter !== undefined && !(o.staleAfter > 0))
-    throw new RangeError(`expected a positive staleAfter, got ${o.staleAfter}`)
-  return new ProportionalSamplerImpl(o, now, random())
+  Check.orThrow(issues(options))
+  return new ProportionalSamplerImpl(resolve(options), now, random())
 }

@@ -21,6 +21,7 @@
  * @since 0.2.0
  */
 import * as Criticality from "../criticality/Criticality.js"
+import * as Check from "../options/Check.js"
 
 /**
  * A criticality level (`@sluice/kernel/criticality/Criticality`).
@@ -59,17 +60,55 @@ export const misordered = (
 ): { readonly level: Level; readonly lower: Level } | undefined => Criticality.misordered(thresholds)
 
 /**
- * Validated options: `capacity` > 0 (work in flight that is utilization 1), `smoothing`
- * > 0 (the time constant, ms), positive thresholds that do not decrease with criticality,
- * and, when an event-loop reading is fed in, its sampling `eventLoopInterval` (ms).
+ * Options: `capacity` > 0 (work in flight that is utilization 1), `smoothing` > 0 (the time
+ * constant, ms, default 1 s), `thresholds` (each positive, default `defaultThresholds`, not
+ * decreasing with criticality), and `eventLoop` when an event-loop reading is fed in, with
+ * its sampling `interval` (ms, default 1 s).
  *
  * @since 0.2.0
  */
 export interface Options {
   readonly capacity: number
-  readonly smoothing: number
-  readonly thresholds?: Thresholds | undefined
-  readonly eventLoopInterval?: number | undefined
+  readonly smoothing?: number | undefined
+  readonly thresholds?: { readonly [L in Level]?: number | undefined } | undefined
+  readonly eventLoop?: { readonly interval?: number | undefined } | undefined
+}
+
+/**
+ * The defaults: a one-second time constant, and an event-loop reading each second.
+ *
+ * @since 0.2.0
+ */
+export const defaults = { smoothing: 1000, eventLoopInterval: 1000 } as const
+
+const threshold = Check.range("a positive number (Infinity: never shed)", (n) => !Number.isNaN(n) && n > 0)
+
+// Ascending, as the options are spelled.
+const resolveThresholds = (given: Options["thresholds"]): Thresholds =>
+  Object.fromEntries(Criticality.ascending.map((l) => [l, given?.[l] ?? defaultThresholds[l]])) as Thresholds
+
+/**
+ * Every problem with `options`, each naming its field.
+ *
+ * @since 0.2.0
+ */
+export const issues = (options: Options): Array<Check.Issue> => {
+  const found = Check.fields([
+    ["capacity", options.capacity, Check.positive],
+    ["smoothing", options.smoothing, Check.positiveDuration],
+    [["eventLoop", "interval"], options.eventLoop?.interval, Check.positiveDuration],
+    ...Criticality.ascending.map((l) => [["thresholds", l], options.thresholds?.[l], threshold] as const)
+  ])
+  const t = resolveThresholds(options.thresholds)
+  const wrong = found.length > 0 ? undefined : misordered(t)
+  if (wrong !== undefined) {
+    const { level, lower } = wrong
+    found.push({
+      path: ["thresholds", level],
+      message: `thresholds.${level} (${t[level]}) must not be below thresholds.${lower} (${t[lower]}): a more critical level may not be shed first`
+    })
+  }
+  return found
 }
 
 /**
@@ -80,6 +119,8 @@ export interface Options {
 export interface LoadShedder {
   readonly capacity: number
   readonly thresholds: Thresholds
+  /** How often an event-loop reading is fed in (ms), or `undefined` when none is. */
+  readonly eventLoopInterval: number | undefined
   /**
    * Judges an arrival of `level` at `now`: returns the utilization it is judged by, and
    * records the arrival (it covers the more critical levels from the next instant on).
@@ -109,6 +150,7 @@ export interface LoadShedder {
 
 class LoadShedderImpl implements LoadShedder {
   readonly thresholds: Thresholds
+  readonly eventLoopInterval: number | undefined
   // Per level, least critical first (index = rank): requests in flight, and the smoothed
   // amount of work at that level *or above*.
   private readonly byRank = [0, 0, 0, 0]
@@ -130,10 +172,12 @@ class LoadShedderImpl implements LoadShedder {
     readonly capacity: number,
     options: Options
   ) {
-    this.thresholds = options.thresholds ?? defaultThresholds
+    this.thresholds = resolveThresholds(options.thresholds)
     this.levelThresholds = Criticality.ascending.map((level) => this.thresholds[level])
-    this.tau = options.smoothing
-    this.presence = options.eventLoopInterval === undefined ? 0 : 2 * options.eventLoopInterval
+    this.tau = options.smoothing ?? defaults.smoothing
+    this.eventLoopInterval =
+      options.eventLoop === undefined ? undefined : (options.eventLoop.interval ?? defaults.eventLoopInterval)
+    this.presence = this.eventLoopInterval === undefined ? 0 : 2 * this.eventLoopInterval
     // usable unbound, like the bindings' services
     this.arrive = this.arrive.bind(this)
     this.sheds = this.sheds.bind(this)
@@ -219,24 +263,12 @@ class LoadShedderImpl implements LoadShedder {
 }
 
 /**
- * Makes a shedder. Throws a `RangeError` for options outside the rules of `Options`
- * (bindings validate them first and report the field).
+ * Makes a shedder. Throws a `RangeError` for options with `issues` (bindings check them
+ * first and report every field).
  *
  * @since 0.2.0
  */
 export const make = (options: Options): LoadShedder => {
-  const { capacity, eventLoopInterval, smoothing, thresholds = defaultThresholds } = options
-  if (!(Number.isFinite(capacity) && capacity > 0))
-    throw new RangeError(`expected a positive capacity, got ${capacity}`)
-  if (!(Number.isFinite(smoothing) && smoothing > 0))
-    throw new RangeError(`expected a positive smoothing, got ${smoothing}`)
-  if (eventLoopInterval !== undefined && !(Number.isFinite(eventLoopInterval) && eventLoopInterval > 0))
-    throw new RangeError(`expected a positive eventLoopInterval, got ${eventLoopInterval}`)
-  for (const level of Criticality.ascending) {
-    if (!(thresholds[level] > 0)) throw new RangeError(`expected a positive threshold for ${level}`)
-  }
-  const wrong = misordered(thresholds)
-  if (wrong !== undefined)
-    throw new RangeError(`thresholds.${wrong.level} must not be below thresholds.${wrong.lower}`)
-  return new LoadShedderImpl(capacity, { ...options, thresholds })
+  Check.orThrow(issues(options))
+  return new LoadShedderImpl(options.capacity, options)
 }

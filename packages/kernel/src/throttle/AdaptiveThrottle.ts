@@ -24,6 +24,8 @@
  * @since 0.2.0
  */
 import * as Criticality from "../criticality/Criticality.js"
+import * as Check from "../options/Check.js"
+import * as BoundedMap from "../stats/BoundedMap.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
 
 /**
@@ -83,24 +85,26 @@ export const steadyStateProbability = (acceptShare: number, k: number): number =
   Math.max(0, 1 - k * acceptShare)
 
 /**
- * Validated options: `window` > 0 (ms) sliced into `buckets` (a positive integer, default
- * 24), `k` ≥ 1 (default 2) or `kByCriticality` (every
- * K ≥ 1, not decreasing with criticality), `maxProbability` in [0, 1) (default 0.9),
- * `minRequestRate` ≥ 0 requests per second (default 1).
+ * Options, each optional: `window` > 0 (ms, default 2 minutes) sliced into `buckets` (a
+ * positive integer, default 24), `k` ≥ 1 (default 2) or `kByCriticality` (every K ≥ 1, not
+ * decreasing with criticality), `maxProbability` in [0, 1) (default 0.9), `minRequestRate`
+ * ≥ 0 requests per second (default 1), and `maxKeys`, the backends kept (`Backends`, a
+ * positive integer, default 1024).
  *
  * @since 0.2.0
  */
 export interface Options {
-  readonly window: number
+  readonly window?: number | undefined
   readonly buckets?: number | undefined
   readonly k?: number | undefined
   readonly kByCriticality?: KByCriticality | undefined
   readonly maxProbability?: number | undefined
   readonly minRequestRate?: number | undefined
+  readonly maxKeys?: number | undefined
 }
 
 /**
- * The defaults bindings fill in.
+ * The defaults.
  *
  * @since 0.2.0
  */
@@ -109,8 +113,42 @@ export const defaults = {
   buckets: 24,
   k: 2,
   maxProbability: 0.9,
-  minRequestRate: 1
+  minRequestRate: 1,
+  maxKeys: 1024
 } as const
+
+const kRange = Check.range("a finite number >= 1", (n) => Number.isFinite(n) && n >= 1)
+const probability = Check.range(
+  "a probability in [0, 1) (the backend must always be probed)",
+  (n) => n >= 0 && n < 1
+)
+
+/**
+ * Every problem with `options`, each naming its field.
+ *
+ * @since 0.2.0
+ */
+export const issues = (options: Options): Array<Check.Issue> => {
+  const kOf = options.kByCriticality
+  const found = Check.fields([
+    ["window", options.window, Check.positiveDuration],
+    ["buckets", options.buckets, Check.positiveInt],
+    ["k", options.k, kRange],
+    ["maxProbability", options.maxProbability, probability],
+    ["minRequestRate", options.minRequestRate, Check.nonNegative],
+    ["maxKeys", options.maxKeys, Check.positiveInt],
+    ...Criticality.ascending.map((level) => [["kByCriticality", level], kOf?.[level], kRange] as const)
+  ])
+  const wrong = kOf === undefined ? undefined : misordered(kOf)
+  if (kOf !== undefined && wrong !== undefined) {
+    const { level, lower } = wrong
+    found.push({
+      path: ["kByCriticality", level],
+      message: `kByCriticality.${level} (${kOf[level]}) must not be below kByCriticality.${lower} (${kOf[lower]}): a more critical level may not be throttled earlier`
+    })
+  }
+  return found
+}
 
 /**
  * A throttle's rule, resolved from its options.
@@ -124,6 +162,8 @@ export interface AdaptiveThrottle {
   readonly kByCriticality: KByCriticality
   readonly maxProbability: number
   readonly minRequestRate: number
+  /** How many backends a throttle keeps (`Backends`). */
+  readonly maxKeys: number
   /** Fewer requests than this in the window are never throttled. */
   readonly minRequests: number
   /** The local rejection probability for work of `level`, given the window's counts. */
@@ -146,34 +186,17 @@ export const learn = (
   outcome === "success" || outcome === "failed" ? "accept" : outcome === "dropped" ? "reject" : undefined
 
 /**
- * Resolves a throttle's rule. Throws a `RangeError` for options outside the rules of
- * `Options` (bindings validate them first and report the field).
+ * Resolves a throttle's rule. Throws a `RangeError` for options with `issues` (bindings
+ * check them first and report every field).
  *
  * @since 0.2.0
  */
-export const make = (options: Options): AdaptiveThrottle => {
-  const { window } = options
-  const buckets = options.buckets ?? defaults.buckets
-  const k = options.k ?? defaults.k
-  const maxProbability = options.maxProbability ?? defaults.maxProbability
-  const minRequestRate = options.minRequestRate ?? defaults.minRequestRate
-  if (!(Number.isFinite(window) && window > 0))
-    throw new RangeError(`expected a positive window, got ${window}`)
-  if (!(Number.isSafeInteger(buckets) && buckets > 0))
-    throw new RangeError(`expected a positive integer buckets, got ${buckets}`)
-  if (!(Number.isFinite(k) && k >= 1)) throw new RangeError(`expected k >= 1, got ${k}`)
-  if (!(maxProbability >= 0 && maxProbability < 1))
-    throw new RangeError(`expected maxProbability in [0, 1), got ${maxProbability}`)
-  if (!(Number.isFinite(minRequestRate) && minRequestRate >= 0))
-    throw new RangeError(`expected minRequestRate >= 0, got ${minRequestRate}`)
+export const make = (options: Options = {}): AdaptiveThrottle => {
+  Check.orThrow(issues(options))
+  const { window = defaults.window, buckets = defaults.buckets, k = defaults.k } = options
+  const { maxProbability = defaults.maxProbability, minRequestRate = defaults.minRequestRate } = options
+  const { maxKeys = defaults.maxKeys } = options
   const kOf: KByCriticality = options.kByCriticality ?? defaultKByCriticality(k)
-  for (const level of Criticality.ascending) {
-    if (!(Number.isFinite(kOf[level]) && kOf[level] >= 1))
-      throw new RangeError(`expected K >= 1 for ${level}, got ${kOf[level]}`)
-  }
-  const wrong = misordered(kOf)
-  if (wrong !== undefined)
-    throw new RangeError(`kByCriticality.${wrong.level} must not be below kByCriticality.${wrong.lower}`)
   const minRequests = minRequestRate * (window / 1000)
   const kMin = Math.min(...Criticality.ascending.map((level) => kOf[level]))
   return {
@@ -182,6 +205,7 @@ export const make = (options: Options): AdaptiveThrottle => {
     kByCriticality: kOf,
     maxProbability,
     minRequestRate,
+    maxKeys,
     minRequests,
     probability: (level, requests, accepts) => {
       if (requests === 0 || requests < minRequests) return 0
@@ -196,6 +220,9 @@ export const make = (options: Options): AdaptiveThrottle => {
  * One backend's window under a throttle's rule: `requests` and `accepts` over the rule's
  * rolling window. Mutable; the owner passes the time (`now`, epoch ms) to every call.
  *
+ * It also remembers the probability each level was last reported with, so that a gauge of
+ * it is pushed only when it changes (`judge`).
+ *
  * @since 0.2.0
  */
 export class Backend {
@@ -203,6 +230,20 @@ export class Backend {
   readonly requests: RollingCounter
   /** What the backend answered without a rejection. */
   readonly accepts: RollingCounter
+  /**
+   * The time of the latest request to this backend. A settled call is counted at that time
+   * (`count`), so a call reads the clock once; a rolling counter files an earlier time into
+   * its current bucket.
+   */
+  lastUsed = 0
+  private readonly reported: Record<Level, number> = {
+    CRITICAL_PLUS: -1,
+    CRITICAL: -1,
+    SHEDDABLE_PLUS: -1,
+    SHEDDABLE: -1
+  }
+  /** Levels whose probability has not been reported as 0 yet. */
+  private unreportedZeros = Criticality.levels.length
   constructor(readonly rule: AdaptiveThrottle) {
     const options = { windowMillis: rule.window, buckets: rule.buckets }
     this.requests = new RollingCounter(options)
@@ -213,6 +254,19 @@ export class Backend {
     this.requests.add(now)
     if (accepted) this.accepts.add(now)
   }
+  /** Counts a request at `lastUsed`, and an accept too when `accepted`. */
+  count(accepted: boolean): void {
+    this.record(this.lastUsed, accepted)
+  }
+  /**
+   * Counts what a settled call teaches (`learn`) at `lastUsed`, and returns it: the
+   * backend's answer decides, and work refused on this side or abandoned counts not at all.
+   */
+  settle(outcome: Parameters<typeof learn>[0]): "accept" | "reject" | undefined {
+    const lesson = learn(outcome)
+    if (lesson !== undefined) this.count(lesson === "accept")
+    return lesson
+  }
   /** The local rejection probability for work of `level` at `now`. */
   probability(level: Level, now: number): number {
     return this.rule.probability(level, this.requests.total(now), this.accepts.total(now))
@@ -221,8 +275,81 @@ export class Backend {
   allClear(now: number): boolean {
     return this.rule.allClear(this.requests.total(now), this.accepts.total(now))
   }
+  /**
+   * The probability for work of `level` at `now`, telling `changed` of each level whose
+   * probability differs from the one it was last told: the level judged, or, while no level
+   * can be throttled, every level not yet told 0 (most critical first). The common case,
+   * all clear and all told, reads the counters once and tells nothing.
+   */
+  judge(level: Level, now: number, changed: (level: Level, probability: number) => void): number {
+    if (this.allClear(now)) {
+      if (this.unreportedZeros > 0) for (const l of Criticality.levels) this.tell(l, 0, changed)
+      return 0
+    }
+    const p = this.probability(level, now)
+    this.tell(level, p, changed)
+    return p
+  }
+  private tell(level: Level, p: number, changed: (level: Level, probability: number) => void): void {
+    const last = this.reported[level]
+    if (last === p) return
+    if (p === 0) this.unreportedZeros--
+    else if (last === 0) this.unreportedZeros++
+    this.reported[level] = p
+    changed(level, p)
+  }
   /** The window's counts at `now`. */
   totals(now: number): { readonly requests: number; readonly accepts: number } {
     return { requests: this.requests.total(now), accepts: this.accepts.total(now) }
+  }
+}
+
+/**
+ * The label of every key past the first `capacity` distinct ones.
+ *
+ * @since 0.2.0
+ */
+export const OTHER_KEY = "_other"
+
+/**
+ * A throttle's backends by key: at most `capacity`, the least recently used evicted
+ * (`stats/BoundedMap`, CLOCK). Each backend is made with a label for per-key reporting: its
+ * key for the first `capacity` distinct keys ever seen, `OTHER_KEY` for every later one, so
+ * the labels stay bounded while keys come and go.
+ *
+ * @since 0.2.0
+ */
+export class Backends<B extends Backend> {
+  private readonly map: BoundedMap.BoundedMap<string, B>
+  private readonly labelled = new Set<string>()
+  constructor(
+    readonly capacity: number,
+    private readonly make: (key: string, label: string) => B
+  ) {
+    this.map = BoundedMap.make({ capacity })
+  }
+  /** The backend of `key`, made if needed, used at `now` (its `lastUsed`). */
+  get(key: string, now: number): B {
+    let backend = this.map.get(key)
+    if (backend === undefined) {
+      backend = this.make(key, this.label(key))
+      this.map.set(key, backend)
+    }
+    backend.lastUsed = now
+    return backend
+  }
+  /** The backend of `key` if kept, without using it. */
+  peek(key: string): B | undefined {
+    return this.map.peek(key)
+  }
+  /** The keys kept. */
+  keys(): IterableIterator<string> {
+    return this.map.keys()
+  }
+  private label(key: string): string {
+    if (this.labelled.has(key)) return key
+    if (this.labelled.size >= this.capacity) return OTHER_KEY
+    this.labelled.add(key)
+    return key
   }
 }

@@ -124,4 +124,26 @@ describe("AimdInterval", () => {
     ]
     for (const options of cases) expect(() => AimdInterval.make(options)).toThrow(RangeError)
   })
+
+  it("issues name the field: ranges first, then the combination of step, bounds and initial", () => {
+    const paths = (options: AimdInterval.Options) => AimdInterval.issues(options).map((i) => i.path)
+    expect(AimdInterval.issues(base)).toEqual([])
+    expect(paths({ min: 0, max: Infinity, step: -1, rateStep: 0, factor: 1, initial: Number.NaN })).toEqual([
+      ["min"],
+      ["max"],
+      ["step"],
+      ["rateStep"],
+      ["factor"],
+      ["initial"]
+    ])
+    expect(AimdInterval.issues({ ...base, factor: 1 })[0]!.message).toBe(
+      "expected a finite number greater than 1, got 1"
+    )
+    expect(AimdInterval.issues({ min: 1, max: 2 })).toEqual([
+      { path: ["step"], message: "give exactly one of step (interval) or rateStep (rate)" }
+    ])
+    expect(paths({ ...base, rateStep: 1, min: 20_000 })).toEqual([["step"], ["min"]])
+    expect(paths({ ...base, initial: 500 })).toEqual([["initial"]])
+    expect(paths({ min: 1, max: 2, rateStep: 0.5, initial: 2 })).toEqual([])
+  })
 })

@@ -159,4 +159,48 @@ describe("ThresholdMonitor", () => {
     ]
     for (const options of cases) expect(() => ThresholdMonitor.make(options)).toThrow(RangeError)
   })
+
+  it("issues name every field out of range, operations and the window order included", () => {
+    const paths = (options: ThresholdMonitor.Options) => ThresholdMonitor.issues(options).map((i) => i.path)
+    expect(ThresholdMonitor.issues({})).toEqual([])
+    expect(
+      paths({
+        thresholds: { rate: 0, latency: Infinity },
+        operations: { save: { rate: Number.NaN }, load: { latency: 5 } },
+        instances: 1.5,
+        latencyWindow: 0
+      })
+    ).toEqual([
+      ["thresholds", "rate"],
+      ["thresholds", "latency"],
+      ["operations", "save", "rate"],
+      ["instances"],
+      ["latencyWindow"]
+    ])
+    // the default window (five minutes) counts too
+    expect(ThresholdMonitor.issues({ tick: 600_000 })).toEqual([
+      { path: ["tick"], message: "tick must not exceed window" }
+    ])
+    expect(ThresholdMonitor.limitsIssues({ rate: -1 })).toEqual([
+      { path: ["rate"], message: "expected a positive finite number, got -1" }
+    ])
+    expect(ThresholdMonitor.instancesIssues(0)).toEqual([
+      { path: ["instances"], message: "expected a positive integer, got 0" }
+    ])
+  })
+
+  it("an operation's windows are kept; its figures are due for reporting once per second, each crossing once", () => {
+    const monitor = ThresholdMonitor.make()
+    const save = monitor.operation("save")
+    expect(monitor.operation("save")).toBe(save) // one per operation, kept
+    expect(monitor.operation("load")).not.toBe(save)
+    expect(save.reportDue(0)).toBe(true)
+    expect(save.reportDue(999)).toBe(false)
+    expect(save.reportDue(1000)).toBe(true)
+    expect(save.reportDue(1500)).toBe(false)
+    expect(save.crossed(false)).toBe(false)
+    expect(save.crossed(true)).toBe(true)
+    expect(save.crossed(true)).toBe(false)
+    expect(save.crossed(false)).toBe(true)
+  })
 })

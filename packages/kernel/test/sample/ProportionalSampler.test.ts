@@ -159,6 +159,8 @@ describe("ProportionalSampler", () => {
     const jittered = make({ goal: 1, updatePeriod: 10_000, jitter: 0.2 })
     expect(jittered.nextDelay(() => 0)).toBe(8000)
     expect(jittered.nextDelay(() => 0.5)).toBe(10_000)
+    // the largest draw below 1 rounds to the end of the interval in floating point; it stays below it
+    expect(jittered.nextDelay(() => 1 - Number.EPSILON / 2)).toBeLessThan(12_000)
     fc.assert(
       fc.property(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (u) => {
         const delay = jittered.nextDelay(() => u)
@@ -203,5 +205,54 @@ describe("ProportionalSampler", () => {
       { goal: 10, staleDecay: 2 }
     ]
     for (const options of cases) expect(() => make(options)).toThrow(RangeError)
+  })
+
+  it("issues name every field out of range; initialRatio is compared with minRatio after the defaults", () => {
+    const paths = (options: ProportionalSampler.Options) =>
+      ProportionalSampler.issues(options).map((i) => i.path)
+    expect(ProportionalSampler.issues({ goal: 0 })).toEqual([])
+    expect(
+      paths({
+        goal: -1,
+        updatePeriod: 0,
+        jitter: 1,
+        initialRatio: 1.5,
+        minRatio: 0,
+        staleAfter: -1,
+        staleFloor: Number.NaN,
+        staleDecay: 2
+      })
+    ).toEqual([
+      ["goal"],
+      ["updatePeriod"],
+      ["jitter"],
+      ["initialRatio"],
+      ["minRatio"],
+      ["staleAfter"],
+      ["staleFloor"],
+      ["staleDecay"]
+    ])
+    expect(ProportionalSampler.issues({ goal: 1, initialRatio: 0.0001 })).toEqual([
+      { path: ["initialRatio"], message: "initialRatio must not be below minRatio" }
+    ])
+    expect(ProportionalSampler.goalIssues(Infinity)).toEqual([
+      { path: ["goal"], message: "expected a non-negative finite number, got Infinity" }
+    ])
+    // the defaults apply to what is left out
+    const sampler = ProportionalSampler.make({ goal: 10 }, 0, () => 0)
+    expect(sampler.ratio).toBe(ProportionalSampler.defaults.initialRatio)
+    expect(sampler.jitter).toBe(ProportionalSampler.defaults.jitter)
+    expect(sampler.staleAfter).toBe(3 * ProportionalSampler.defaults.updatePeriod)
+  })
+
+  it("counts what it sent and skipped, in total and since the last drain", () => {
+    const sampler = make({ goal: 10, initialRatio: 0.5 })
+    const decisions = Array.from({ length: 10 }, () => sampler.sample())
+    expect(decisions.filter(Boolean)).toHaveLength(5)
+    expect(sampler.drain()).toEqual({ sent: 5, skipped: 5 })
+    expect(sampler.drain()).toEqual({ sent: 0, skipped: 0 })
+    for (let i = 0; i < 4; i++) sampler.sample()
+    expect(sampler.drain()).toEqual({ sent: 2, skipped: 2 })
+    expect({ sent: sampler.sent, skipped: sampler.skipped }).toEqual({ sent: 7, skipped: 7 })
   })
 })

@@ -71,7 +71,7 @@ describe("LoadShedder", () => {
   })
 
   it("combines an event-loop utilization reading, applied to the least critical levels still arriving", () => {
-    const shedder = LoadShedder.make({ capacity: 100, smoothing: 1000, eventLoopInterval: 500 })
+    const shedder = LoadShedder.make({ capacity: 100, smoothing: 1000, eventLoop: { interval: 500 } })
     expect(shedder.eventLoop).toBe(0)
     expect(admitted(shedder, 0)).toEqual(levels)
     expect(shedder.setEventLoop(0.85)).toBe(0.85)
@@ -148,7 +148,7 @@ describe("LoadShedder", () => {
       { capacity: 1, smoothing: 1000, thresholds: { ...t, CRITICAL: 0.7 } },
       { capacity: 1, smoothing: 1000, thresholds: { ...t, SHEDDABLE: 0 } },
       { capacity: 1, smoothing: 1000, thresholds: { ...t, CRITICAL_PLUS: 0.95 } },
-      { capacity: 1, smoothing: 1000, eventLoopInterval: 0 }
+      { capacity: 1, smoothing: 1000, eventLoop: { interval: 0 } }
     ]
     for (const options of cases) expect(() => LoadShedder.make(options)).toThrow(RangeError)
     expect(
@@ -191,7 +191,7 @@ describe("LoadShedder (property)", () => {
             capacity,
             thresholds: t,
             smoothing: 1000,
-            eventLoopInterval: 1000
+            eventLoop: { interval: 1000 }
           })
           const holders: Array<Level> = []
           let now = 0
@@ -243,7 +243,7 @@ describe("LoadShedder (property)", () => {
             capacity,
             thresholds: t,
             smoothing: 1000,
-            eventLoopInterval: 1000
+            eventLoop: { interval: 1000 }
           })
           const holders: Array<Level> = []
           // The most work of each level and above ever in flight: the smoothed work
@@ -289,5 +289,38 @@ describe("LoadShedder (property)", () => {
       ),
       { numRuns: 200 }
     )
+  })
+
+  it("issues name every field out of range; absent thresholds and smoothing take the defaults", () => {
+    const paths = (options: LoadShedder.Options) => LoadShedder.issues(options).map((i) => i.path)
+    expect(LoadShedder.issues({ capacity: 1 })).toEqual([])
+    expect(paths({ capacity: 0, smoothing: 0, eventLoop: { interval: -1 } })).toEqual([
+      ["capacity"],
+      ["smoothing"],
+      ["eventLoop", "interval"]
+    ])
+    expect(paths({ capacity: 1, thresholds: { SHEDDABLE: 0, CRITICAL: Number.NaN } })).toEqual([
+      ["thresholds", "SHEDDABLE"],
+      ["thresholds", "CRITICAL"]
+    ])
+    // a partial set is ordered against the defaults of the levels it leaves out
+    expect(LoadShedder.issues({ capacity: 1, thresholds: { CRITICAL: 0.7 } })).toEqual([
+      {
+        path: ["thresholds", "CRITICAL"],
+        message:
+          "thresholds.CRITICAL (0.7) must not be below thresholds.SHEDDABLE_PLUS (0.9): a more critical level may not be shed first"
+      }
+    ])
+    expect(LoadShedder.issues({ capacity: 1, thresholds: { CRITICAL_PLUS: Infinity } })).toEqual([])
+    const shedder = LoadShedder.make({ capacity: 2, thresholds: { SHEDDABLE: 0.5 } })
+    expect(shedder.thresholds).toEqual({ ...LoadShedder.defaultThresholds, SHEDDABLE: 0.5 })
+    expect(shedder.eventLoopInterval).toBeUndefined()
+    expect(LoadShedder.make({ capacity: 2, eventLoop: {} }).eventLoopInterval).toBe(
+      LoadShedder.defaults.eventLoopInterval
+    )
+    // the default time constant: half-way to a step after ln 2 seconds
+    shedder.utilization(0)
+    shedder.admit("CRITICAL")
+    expect(shedder.utilization(Math.LN2 * LoadShedder.defaults.smoothing)).toBeCloseTo(0.25, 12)
   })
 })

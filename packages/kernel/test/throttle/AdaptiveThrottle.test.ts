@@ -266,4 +266,92 @@ describe("AdaptiveThrottle", () => {
     ]
     for (const options of cases) expect(() => AdaptiveThrottle.make(options)).toThrow(RangeError)
   })
+
+  it("issues name every field out of range; defaults fill what is absent", () => {
+    expect(AdaptiveThrottle.issues({})).toEqual([])
+    const paths = (options: AdaptiveThrottle.Options) => AdaptiveThrottle.issues(options).map((i) => i.path)
+    expect(
+      paths({ window: 0, buckets: 1.5, k: 0.5, maxProbability: 1, minRequestRate: -1, maxKeys: 0 })
+    ).toEqual([["window"], ["buckets"], ["k"], ["maxProbability"], ["minRequestRate"], ["maxKeys"]])
+    expect(AdaptiveThrottle.issues({ k: Number.NaN })[0]!.message).toBe(
+      "expected a finite number >= 1, got NaN"
+    )
+    const k = AdaptiveThrottle.defaultKByCriticality(2)
+    expect(paths({ kByCriticality: { ...k, SHEDDABLE: 0.5 } })).toEqual([["kByCriticality", "SHEDDABLE"]])
+    const misordered = AdaptiveThrottle.issues({ kByCriticality: { ...k, SHEDDABLE_PLUS: 1.4 } })
+    expect(misordered).toEqual([
+      {
+        path: ["kByCriticality", "SHEDDABLE_PLUS"],
+        message:
+          "kByCriticality.SHEDDABLE_PLUS (1.4) must not be below kByCriticality.SHEDDABLE (1.5): a more critical level may not be throttled earlier"
+      }
+    ])
+    const rule = AdaptiveThrottle.make()
+    const { k: _base, ...resolved } = AdaptiveThrottle.defaults
+    expect(rule).toMatchObject({ ...resolved, kByCriticality: k })
+    expect(() => AdaptiveThrottle.make({ maxKeys: 0 })).toThrow("maxKeys: expected a positive integer, got 0")
+  })
+
+  it("Backend.judge tells a gauge of each change once: all levels 0 while all clear, else the level judged", () => {
+    const backend = new AdaptiveThrottle.Backend(AdaptiveThrottle.make({ window: 10_000, minRequestRate: 0 }))
+    const told: Array<[Level, number]> = []
+    const tell = (level: Level, p: number) => told.push([level, p])
+    expect(backend.judge("CRITICAL", 0, tell)).toBe(0)
+    expect(told).toEqual(levels.map((l) => [l, 0]))
+    told.length = 0
+    expect(backend.judge("SHEDDABLE", 0, tell)).toBe(0)
+    expect(told).toEqual([])
+    for (let i = 0; i < 10; i++) backend.record(100, false)
+    const p = backend.judge("SHEDDABLE", 100, tell)
+    expect(p).toBeCloseTo(0.9, 15)
+    expect(told).toEqual([["SHEDDABLE", p]])
+    backend.judge("SHEDDABLE", 100, tell)
+    expect(told).toHaveLength(1)
+    // all clear again (the window passed): only the level not at 0 is told
+    expect(backend.judge("CRITICAL", 20_000, tell)).toBe(0)
+    expect(told).toEqual([
+      ["SHEDDABLE", p],
+      ["SHEDDABLE", 0]
+    ])
+  })
+
+  it("Backend.settle counts what a call teaches at the latest request time", () => {
+    const backend = new AdaptiveThrottle.Backend(AdaptiveThrottle.make({ window: 10_000 }))
+    backend.lastUsed = 5000
+    expect(backend.settle("success")).toBe("accept")
+    expect(backend.settle("failed")).toBe("accept")
+    expect(backend.settle("dropped")).toBe("reject")
+    expect(backend.settle("refused")).toBeUndefined()
+    expect(backend.settle("ignored")).toBeUndefined()
+    expect(backend.totals(5000)).toEqual({ requests: 3, accepts: 2 })
+    backend.count(false)
+    expect(backend.totals(5000)).toEqual({ requests: 4, accepts: 2 })
+    // counted at 5 s: gone once the window has passed it
+    expect(backend.totals(15_500)).toEqual({ requests: 0, accepts: 0 })
+  })
+
+  it("Backends: bounded by capacity, labelled by key for the first capacity keys ever seen", () => {
+    const rule = AdaptiveThrottle.make({ maxKeys: 2 })
+    const made: Array<[string, string]> = []
+    const backends = new AdaptiveThrottle.Backends(rule.maxKeys, (key, label) => {
+      made.push([key, label])
+      return new AdaptiveThrottle.Backend(rule)
+    })
+    const a = backends.get("a", 10)
+    expect(backends.get("a", 20)).toBe(a)
+    expect(a.lastUsed).toBe(20)
+    backends.get("b", 30)
+    backends.get("c", 40)
+    expect([...backends.keys()]).toHaveLength(2)
+    expect(backends.peek("c")?.lastUsed).toBe(40)
+    // a key seen before keeps its own label when it comes back after its eviction
+    const evicted = ["a", "b"].find((key) => backends.peek(key) === undefined)!
+    backends.get(evicted, 50)
+    expect(made).toEqual([
+      ["a", "a"],
+      ["b", "b"],
+      ["c", AdaptiveThrottle.OTHER_KEY],
+      [evicted, evicted]
+    ])
+  })
 })
