@@ -45,6 +45,8 @@ export * as RedisScript from "./quota/RedisScript.js"
 /** @since 0.2.0 */
 export * as Deadlines from "./quota/Deadlines.js"
 /** @since 0.2.0 */
+export * as Field from "./options/Field.js"
+/** @since 0.2.0 */
 export * as Limit from "./limit/Limit.js"
 /** @since 0.2.0 */
 export * as Fixed from "./limit/Fixed.js"

@@ -18,6 +18,7 @@
  *
  * @since 0.2.0
  */
+import * as Field from "../options/Field.js"
 import type { Limit } from "./Limit.js"
 
 /**
@@ -188,24 +189,47 @@ export const drivesPacing = (algorithm: Limit | undefined): algorithm is Limit =
   algorithm !== undefined && "pacingInterval" in algorithm
 
 /**
- * The pacer an algorithm drives: it follows `algorithm.pacingInterval` (0 when the
- * algorithm does not pace, `Infinity` while it holds departures), runs the algorithm's
- * timer (`nextTimer` / `onTimer`) and takes its bursts and pauses (`takeBurst`). The caller
- * keeps the waiters in FIFO order and releases as many heads as the methods answer.
+ * A departure waiting in a {@link ScheduledPacer}'s FIFO: released (it may leave) or gone (it
+ * gave up). A binding extends it with what resumes its caller.
  *
  * @since 0.2.0
  */
-export class ScheduledPacer {
+export class Waiter {
+  released = false
+  gone = false
+}
+
+/**
+ * The pacer an algorithm drives: it follows `algorithm.pacingInterval` (0 when the
+ * algorithm does not pace, `Infinity` while it holds departures), runs the algorithm's
+ * timer (`nextTimer` / `onTimer`) and takes its bursts and pauses (`takeBurst`). Waiters
+ * that {@link join} the FIFO are released in arrival order: {@link onReleased}, which a
+ * binding overrides to resume the caller, is called for each; the methods answer how many
+ * heads left.
+ *
+ * @since 0.2.0
+ */
+export class ScheduledPacer<W extends Waiter = Waiter> {
   nextDeparture = Number.NEGATIVE_INFINITY
   /** Departures waiting in the FIFO. */
   queued = 0
   srtt: number | undefined = undefined
   private burstCredit = 0
+  private readonly waiters: Array<W | undefined> = []
+  private head = 0
 
   constructor(
     readonly config: ScheduledConfig,
     readonly algorithm: Limit
   ) {}
+
+  /** Called when a waiter may leave; a binding overrides it to resume the caller. */
+  protected onReleased(_waiter: W): void {}
+
+  /** The gain is the algorithm's: its interval is the spacing itself. */
+  get gain(): number {
+    return 1
+  }
 
   /** The algorithm's spacing: 0 when it does not pace, `Infinity` while it holds departures. */
   get interval(): number {
@@ -237,7 +261,29 @@ export class ScheduledPacer {
     const heads = Math.min(n, this.queued)
     this.queued -= heads
     this.burstCredit += n - heads
-    return heads
+    return this.releaseHeads(heads)
+  }
+
+  /** Releases the next `n` joined waiters still waiting, in arrival order; answers `n`. */
+  private releaseHeads(n: number): number {
+    const waiters = this.waiters
+    for (let left = n; left > 0 && this.head < waiters.length;) {
+      const waiter = waiters[this.head]!
+      waiters[this.head++] = undefined
+      if (waiter.gone) continue
+      waiter.released = true
+      this.onReleased(waiter)
+      left--
+    }
+    // Drop released slots once they are most of the array (or all of it).
+    if (this.head > 1024 && this.head * 2 > waiters.length) {
+      waiters.splice(0, this.head)
+      this.head = 0
+    } else if (this.head === waiters.length) {
+      waiters.length = 0
+      this.head = 0
+    }
+    return n
   }
 
   /**
@@ -250,23 +296,24 @@ export class ScheduledPacer {
     if (timer !== undefined && timer <= now + EPSILON && algorithm.onTimer !== undefined) {
       algorithm.onTimer(timer > now ? timer : now)
     }
-    let heads = 0
+    let burst = 0
     if (algorithm.takeBurst !== undefined) {
       const k = algorithm.takeBurst(now)
-      if (k !== 0) heads += this.release(k, now)
+      if (k !== 0) burst = this.release(k, now)
     }
     // `now + EPSILON`: a sleep of `nextDeparture - now` may land a rounding error short.
     const interval = this.interval
     // Holding (`Infinity`): nothing leaves but bursts; when pacing resumes it starts now.
-    if (!Number.isFinite(interval)) return heads
+    if (!Number.isFinite(interval)) return burst
     if (!Number.isFinite(this.nextDeparture)) this.nextDeparture = now
+    let heads = 0
     while (this.queued > 0 && this.nextDeparture <= now + EPSILON) {
       this.queued--
       heads++
       const from = this.nextDeparture > now - interval ? this.nextDeparture : now
       this.nextDeparture = from + interval
     }
-    return heads
+    return burst + this.releaseHeads(heads)
   }
 
   /**
@@ -303,8 +350,79 @@ export class ScheduledPacer {
     return "wait"
   }
 
+  /** After {@link depart} answered `"wait"`: the waiter joins the tail of the FIFO. */
+  join(waiter: W): void {
+    this.waiters.push(waiter)
+  }
+
   /** A waiter gives up before it was released. */
   leave(): void {
     this.queued--
   }
+
+  /** A joined waiter gives up: `true` when it was still waiting (it is no longer counted). */
+  abandon(waiter: W): boolean {
+    if (waiter.released || waiter.gone) return false
+    waiter.gone = true
+    this.leave()
+    return true
+  }
+}
+
+/**
+ * A pacer's options, checked by {@link configure} (the defaults are in brackets): `limit`, the
+ * window to spread over a round trip (a function, read at each departure), `slowStart`
+ * (whether `slowStartGain` applies), `algorithm` (a limit that may drive pacing itself),
+ * `gain` (1), `slowStartGain` (1.25), `smoothing` in (0, 1] (1/8), `maxQueue` (1000 waiters; 0 =
+ * never wait) and `key` (`"default"`, the binding's metric tag). `initialRtt` is the
+ * binding's to read, a duration in its own terms.
+ *
+ * @since 0.2.0
+ */
+export interface Options {
+  readonly limit: () => number
+  readonly slowStart?: (() => boolean) | undefined
+  readonly algorithm?: Limit | undefined
+  readonly gain: number
+  readonly slowStartGain: number
+  readonly smoothing: number
+  readonly maxQueue: number
+  readonly key: string
+}
+
+const isLimit = (u: unknown): boolean =>
+  typeof u === "object" && u !== null && typeof (u as { onSample?: unknown }).onSample === "function"
+
+/**
+ * Validates a pacer's {@link Options} and fills in the defaults.
+ *
+ * @since 0.2.0
+ */
+export const configure = (input: object): Field.Result<Options> =>
+  Field.resolve<Options>(
+    {
+      limit: Field.required(Field.func("a function () => number, e.g. () => limiter.limit")),
+      slowStart: Field.optional(Field.func("a function () => boolean")),
+      algorithm: Field.optional(Field.expecting(isLimit, "a Limit (with onSample), e.g. limiter.algorithm")),
+      gain: Field.withDefault(Field.positive, 1),
+      slowStartGain: Field.withDefault(Field.positive, 1.25),
+      smoothing: Field.withDefault(Field.positiveRatio, 0.125),
+      maxQueue: Field.withDefault(Field.nonNegativeInt, 1000),
+      key: Field.withDefault(Field.string, "default")
+    },
+    input
+  )
+
+/**
+ * When a limit is a congestion window (it declares numeric `cwnd` and `ssthresh`), the test
+ * for its slow start, `cwnd < ssthresh`, under which a pacer uses `slowStartGain`;
+ * `undefined` for any other limit.
+ *
+ * @since 0.2.0
+ */
+export const slowStartOf = (limit: Limit): (() => boolean) | undefined => {
+  const window = limit as Limit & { readonly cwnd?: unknown; readonly ssthresh?: unknown }
+  return typeof window.cwnd === "number" && typeof window.ssthresh === "number"
+    ? () => (window.cwnd as number) < (window.ssthresh as number)
+    : undefined
 }

@@ -264,3 +264,88 @@ describe("ScheduledPacer", () => {
     expect(pacer.tick(20)).toBe(0)
   })
 })
+
+/** A scheduled pacer that records the waiters it releases, as the binding resumes them. */
+class Recording extends Pacer.ScheduledPacer<Pacer.Waiter & { readonly n: number }> {
+  released: Array<number> = []
+  protected override onReleased(waiter: Pacer.Waiter & { readonly n: number }): void {
+    this.released.push(waiter.n)
+  }
+}
+
+describe("ScheduledPacer waiters", () => {
+  const waiter = (n: number) => Object.assign(new Pacer.Waiter(), { n })
+  const joined = (pacer: Recording, now: number, count: number) =>
+    Array.from({ length: count }, (_, n) => {
+      pacer.tick(now)
+      const admission = pacer.depart(now)
+      const w = waiter(n)
+      if (admission === "wait") pacer.join(w)
+      return w
+    })
+
+  it("releases joined waiters in arrival order, skipping the ones that gave up", () => {
+    const { algorithm, state } = driver()
+    const pacer = new Recording({ smoothing: 0.125, maxQueue: 100 }, algorithm)
+    const waiters = joined(pacer, 0, 5) // 0 departs, 1..4 wait
+    expect(pacer.abandon(waiters[2]!)).toBe(true)
+    expect(pacer.abandon(waiters[2]!)).toBe(false) // idempotent
+    expect(pacer.queued).toBe(3)
+    pacer.tick(10)
+    expect(pacer.released).toEqual([1])
+    expect(waiters[1]!.released).toBe(true)
+    expect(pacer.abandon(waiters[1]!)).toBe(false) // already released: nothing to give back
+    state.burst = 2
+    pacer.tick(20)
+    expect(pacer.released).toEqual([1, 3, 4])
+    expect(pacer.queued).toBe(0)
+  })
+
+  it("a burst asked for from outside releases heads at once", () => {
+    const { algorithm } = driver()
+    const pacer = new Recording({ smoothing: 0.125, maxQueue: 100 }, algorithm)
+    joined(pacer, 0, 4)
+    expect(pacer.release(2, 0)).toBe(2)
+    expect(pacer.released).toEqual([1, 2])
+    expect(pacer.gain).toBe(1)
+  })
+})
+
+describe("Pacer options", () => {
+  const limit = () => 10
+
+  it("the documented defaults", () => {
+    expect(Pacer.configure({ limit })).toEqual({
+      ok: true,
+      value: { limit, gain: 1, slowStartGain: 1.25, smoothing: 0.125, maxQueue: 1000, key: "default" }
+    })
+  })
+
+  it("bad fields are named", () => {
+    const cases: Array<[object, string]> = [
+      [{ limit: 10 }, "limit"],
+      [{}, "limit"],
+      [{ limit, gain: 0 }, "gain"],
+      [{ limit, slowStartGain: -1 }, "slowStartGain"],
+      [{ limit, smoothing: 0 }, "smoothing"],
+      [{ limit, smoothing: 1.5 }, "smoothing"],
+      [{ limit, maxQueue: 1.5 }, "maxQueue"],
+      [{ limit, slowStart: true }, "slowStart"],
+      [{ limit, algorithm: { limit: 3 } }, "algorithm"],
+      [{ limit, key: 3 }, "key"]
+    ]
+    for (const [input, field] of cases) {
+      const result = Pacer.configure(input)
+      expect(!result.ok && result.issues.map((i) => i.path[0])).toEqual([field])
+    }
+  })
+
+  it("a congestion window's slow start is cwnd < ssthresh, read live; other limits have none", () => {
+    const window = { name: "cw", limit: 4, cwnd: 4, ssthresh: 8, onSample: () => 4 }
+    const slowStart = Pacer.slowStartOf(window)!
+    expect(slowStart()).toBe(true)
+    window.cwnd = 8
+    expect(slowStart()).toBe(false)
+    expect(Pacer.slowStartOf({ name: "fixed", limit: 4, onSample: () => 4 })).toBeUndefined()
+  })
+})
