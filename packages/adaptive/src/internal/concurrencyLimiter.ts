@@ -107,9 +107,6 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
   readonly events: Stream.Stream<CL.Event>
   readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  private readonly guarded: <A, E, R>(
-    self: Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, E | Errors.Overloaded, R>
 
   constructor(
     readonly key: string,
@@ -140,21 +137,8 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
       settle: (permit, outcome) => this.sample(permit as Permit, Limit.sampleOutcome(outcome)),
       isDrop: config.isDrop
     }
-    this.guarded = Admission.guard([this.gate])
     // A closure, not a method: safe unbound, and no wrapper on the per-call path.
-    this.withLimiter = this.guarded
-  }
-
-  get limit(): number {
-    return this.algorithm.limit
-  }
-
-  inFlightOf(level: Criticality.Criticality): number {
-    return this.inFlightAt(levelIndex[level])
-  }
-
-  queuedOf(level: Criticality.Criticality): number {
-    return this.queuedAt(levelIndex[level])
+    this.withLimiter = Admission.guard([this.gate])
   }
 
   pipe() {

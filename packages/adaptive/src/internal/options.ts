@@ -1,35 +1,35 @@
 import { Options } from "@sluice/core"
 import type * as Field from "@sluice/kernel/options/Field"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-
-const decodeDuration = Schema.decodeUnknownEither(Options.PositiveDuration)
 
 /**
  * @internal Checks options by the kernel's rules (`resolve`); the fields named in `durations`
  * are Effect `DurationInput`s (positive, finite), decoded here. Any issue throws one
  * `InvalidOptions` that names every field at fault.
  */
-export const validator =
-  <I, C>(module: string, resolve: (input: I) => Field.Result<C>, durations: ReadonlyArray<string> = []) =>
-  (input: I): C => {
+export const validator = <I, C>(
+  module: string,
+  resolve: (input: I) => Field.Result<C>,
+  durations: ReadonlyArray<string> = []
+) => {
+  const decode = Schema.decodeUnknownEither(Options.PositiveDuration)
+  return (input: I): C => {
     const result = resolve(input)
     const issues = result.ok ? [] : [...result.issues]
-    const decoded: Record<string, Duration.Duration> = {}
+    const decoded: Record<string, unknown> = {}
     for (const name of durations) {
       const value = (input as Record<string, unknown>)[name]
       if (value === undefined) continue
-      const duration = decodeDuration(value)
+      const duration = decode(value)
       if (Either.isRight(duration)) decoded[name] = duration.right
-      else {
-        const messages = ParseResult.ArrayFormatter.formatErrorSync(duration.left).map(
-          (issue) => issue.message
-        )
-        issues.push({ path: [name], message: messages.join("; ") })
-      }
+      else
+        issues.push({
+          path: [name],
+          message: ParseResult.ArrayFormatter.formatErrorSync(duration.left)[0]!.message
+        })
     }
     if (issues.length > 0) {
       const lines = issues.map((issue) => `└─ ["${issue.path.join('"]["')}"]\n   └─ ${issue.message}`)
@@ -37,6 +37,7 @@ export const validator =
     }
     return { ...(result as { readonly value: C }).value, ...decoded }
   }
+}
 
 /**
  * @internal Runs a construction step that may throw `InvalidOptions` (a validator, or a user

@@ -84,11 +84,8 @@ class PacerImpl extends Kernel.ReservationPacer implements P.Pacer {
       if (this.reservedInterval !== undefined) intervalGauge.unsafeUpdate(this.reservedInterval, this.tags)
       delayHistogram.unsafeUpdate(delay, this.tags)
       if (delay === 0) return this.timed(self, clock)
-      const slotEnd = this.nextDeparture
-      const slotStart = now + delay
-      this.enter()
+      const slot = this.enter(now, delay)
       queuedGauge.unsafeUpdate(this.queued, this.tags)
-      let waiting = true
       return Effect.sleep(Duration.millis(delay)).pipe(
         // a span per wait (the slow path); an undelayed departure has none
         Effect.withSpan("sluice.pacer.wait", {
@@ -97,18 +94,14 @@ class PacerImpl extends Kernel.ReservationPacer implements P.Pacer {
         }),
         Effect.zipRight(
           Effect.suspend(() => {
-            waiting = false
-            this.leave()
+            this.leave(slot)
             queuedGauge.unsafeUpdate(this.queued, this.tags)
             return this.timed(self, clock)
           })
         ),
         Effect.onInterrupt(() =>
           Effect.sync(() => {
-            if (!waiting) return
-            waiting = false
-            this.cancel(slotStart, slotEnd)
-            queuedGauge.unsafeUpdate(this.queued, this.tags)
+            if (this.cancel(slot)) queuedGauge.unsafeUpdate(this.queued, this.tags)
           })
         )
       )
@@ -266,24 +259,8 @@ export const make = (options: P.PacerOptions): Effect.Effect<P.Pacer, Options.In
 export const forLimiter = (
   limiter: CL.Limiter,
   options: P.PacerTuning = {}
-): Effect.Effect<P.Pacer, Options.InvalidOptions> => {
-  const algorithm = limiter.algorithm
-  const slowStart = Kernel.slowStartOf(algorithm)
-  return make({
-    key: limiter.key,
-    ...options,
-    limit: () => limiter.limit,
-    ...(Kernel.drivesPacing(algorithm) ? { algorithm } : {}),
-    ...(slowStart !== undefined ? { slowStart } : {})
-  })
-}
+): Effect.Effect<P.Pacer, Options.InvalidOptions> =>
+  make({ key: limiter.key, ...options, limit: () => limiter.limit, ...Kernel.pacingOf(limiter.algorithm) })
 
 /** @internal */
-export const paced: {
-  (pacer: P.Pacer): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, pacer: P.Pacer): Effect.Effect<A, E | Errors.Overloaded, R>
-} = dual(
-  2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, pacer: P.Pacer): Effect.Effect<A, E | Errors.Overloaded, R> =>
-    pacer.withPacer(self)
-)
+export const paced = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, pacer: P.Pacer) => pacer.withPacer(self))

@@ -45,6 +45,17 @@ export const isRoundTrip = (rtt: number): boolean => rtt >= 0 && Number.isFinite
 export const QUEUE_FULL = -1
 
 /**
+ * The slot `[start, end)` a caller reserved and waits for: counted while `waiting`.
+ *
+ * @since 0.2.0
+ */
+export interface Slot {
+  readonly start: number
+  readonly end: number
+  waiting: boolean
+}
+
+/**
  * A resolved configuration of the reservation pacer: `gain` in congestion avoidance,
  * `slowStartGain`, `smoothing` in (0, 1], `initialRtt` (millis, paces before the first
  * measured success; `undefined`: do not pace until then), `maxQueue` (waiters; 0 = never
@@ -121,7 +132,7 @@ export class ReservationPacer {
 
   /**
    * Reserves the next departure slot: how long to wait (0: leave now), or
-   * {@link QUEUE_FULL}. A caller told to wait counts itself with {@link enter}.
+   * {@link QUEUE_FULL}. A caller told to wait takes its slot with {@link enter}.
    */
   reserve(now: number): number {
     if (this.burstCredit > 0) {
@@ -138,24 +149,29 @@ export class ReservationPacer {
     return delay
   }
 
-  /** A caller starts waiting for its reserved slot. */
-  enter(): void {
+  /** A caller told at `now` to wait `delay` starts waiting for the slot it just reserved. */
+  enter(now: number, delay: number): Slot {
     this.queued++
+    return { start: now + delay, end: this.nextDeparture, waiting: true }
   }
 
-  /** A caller stops waiting (it departs, or gives up). */
-  leave(): void {
+  /** The caller's slot came: it departs and is no longer counted. Idempotent. */
+  leave(slot: Slot): void {
+    if (!slot.waiting) return
+    slot.waiting = false
     this.queued--
   }
 
   /**
-   * A caller gives up the slot `[slotStart, slotEnd)` it reserved before it came: the last
+   * A caller gives its slot up before it came (`true` when it was still waiting): the last
    * reservation gives its slot back; earlier ones leave a gap that later departures do not
    * close (they keep their reserved times).
    */
-  cancel(slotStart: number, slotEnd: number): void {
-    this.leave()
-    if (this.nextDeparture === slotEnd) this.nextDeparture = slotStart
+  cancel(slot: Slot): boolean {
+    if (!slot.waiting) return false
+    this.leave(slot)
+    if (this.nextDeparture === slot.end) this.nextDeparture = slot.start
+    return true
   }
 }
 
@@ -425,4 +441,20 @@ export const slowStartOf = (limit: Limit): (() => boolean) | undefined => {
   return typeof window.cwnd === "number" && typeof window.ssthresh === "number"
     ? () => (window.cwnd as number) < (window.ssthresh as number)
     : undefined
+}
+
+/**
+ * What a pacer takes from the limit whose window it spreads: the limit itself when it drives
+ * pacing ({@link drivesPacing}), and a congestion window's slow-start test ({@link slowStartOf}).
+ *
+ * @since 0.2.0
+ */
+export const pacingOf = (
+  limit: Limit
+): { readonly algorithm?: Limit; readonly slowStart?: () => boolean } => {
+  const slowStart = slowStartOf(limit)
+  return {
+    ...(drivesPacing(limit) ? { algorithm: limit } : {}),
+    ...(slowStart !== undefined ? { slowStart } : {})
+  }
 }

@@ -206,6 +206,21 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
     return this.inFlight === 0 && this.queued === 0
   }
 
+  /** The limit's current value. */
+  get limit(): number {
+    return this.algorithm.limit
+  }
+
+  /** Requests holding a permit at criticality `level`. */
+  inFlightOf(level: Criticality.Criticality): number {
+    return this.inFlightBy[levelIndex[level]]!
+  }
+
+  /** Waiters at criticality `level`. */
+  queuedOf(level: Criticality.Criticality): number {
+    return this.queuedAt(levelIndex[level])
+  }
+
   /** Requests holding a permit at level `level` (an index). */
   inFlightAt(level: number): number {
     return this.inFlightBy[level]!

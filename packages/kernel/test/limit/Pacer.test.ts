@@ -15,11 +15,16 @@ const reservations = (config: Partial<Pacer.ReservationConfig> = {}) =>
     ...config
   })
 
-/** Arrivals at `now`, one after the other: the delay each is told (waiters counted). */
-const arrive = (pacer: Pacer.ReservationPacer, now: number, n: number): Array<number> =>
+/** Arrivals at `now`, one after the other: the delay each is told (waiters counted, their slots kept in `slots`). */
+const arrive = (
+  pacer: Pacer.ReservationPacer,
+  now: number,
+  n: number,
+  slots: Array<Pacer.Slot> = []
+): Array<number> =>
   Array.from({ length: n }, () => {
     const delay = pacer.reserve(now)
-    if (delay > 0) pacer.enter()
+    if (delay > 0) slots.push(pacer.enter(now, delay))
     return delay
   })
 
@@ -78,8 +83,9 @@ describe("ReservationPacer", () => {
 
   it("an idle pacer banks no credit: after a pause one departure leaves at once, the next one interval later", () => {
     const pacer = reservations({ initialRtt: 100 })
-    expect(arrive(pacer, 0, 2)).toEqual([0, 10])
-    pacer.leave()
+    const slots: Array<Pacer.Slot> = []
+    expect(arrive(pacer, 0, 2, slots)).toEqual([0, 10])
+    pacer.leave(slots[0]!)
     expect(arrive(pacer, 1000, 3).map((d) => 1000 + d)).toEqual([1000, 1010, 1020])
   })
 
@@ -96,16 +102,26 @@ describe("ReservationPacer", () => {
 
   it("a waiter that gives up frees its place; the last reservation gives its slot back", () => {
     const pacer = reservations({ initialRtt: 100 })
-    expect(arrive(pacer, 0, 3)).toEqual([0, 10, 20])
+    const slots: Array<Pacer.Slot> = []
+    expect(arrive(pacer, 0, 3, slots)).toEqual([0, 10, 20])
     expect(pacer.nextDeparture).toBe(30)
     // the last one gives back its slot [20, 30)
-    pacer.cancel(20, 30)
+    expect(slots[1]).toEqual({ start: 20, end: 30, waiting: true })
+    expect(pacer.cancel(slots[1]!)).toBe(true)
     expect(pacer.queued).toBe(1)
     expect(pacer.nextDeparture).toBe(20)
     // an earlier one leaves a gap: later reservations keep their times
-    expect(arrive(pacer, 0, 1)).toEqual([20])
-    pacer.cancel(10, 20)
+    expect(arrive(pacer, 0, 1, slots)).toEqual([20])
+    expect(slots[0]).toEqual({ start: 10, end: 20, waiting: true })
+    expect(pacer.cancel(slots[0]!)).toBe(true)
     expect(pacer.queued).toBe(1)
+    expect(pacer.nextDeparture).toBe(30)
+    // giving up twice, or after departing, changes nothing
+    expect(pacer.cancel(slots[0]!)).toBe(false)
+    pacer.leave(slots[2]!)
+    pacer.leave(slots[2]!)
+    expect(pacer.cancel(slots[2]!)).toBe(false)
+    expect(pacer.queued).toBe(0)
     expect(pacer.nextDeparture).toBe(30)
   })
 
@@ -347,5 +363,14 @@ describe("Pacer options", () => {
     window.cwnd = 8
     expect(slowStart()).toBe(false)
     expect(Pacer.slowStartOf({ name: "fixed", limit: 4, onSample: () => 4 })).toBeUndefined()
+  })
+
+  it("a pacer for a limit follows it when it drives pacing and takes a window's slow start", () => {
+    const fixed = { name: "fixed", limit: 4, onSample: () => 4 }
+    expect(Pacer.pacingOf(fixed)).toEqual({})
+    const window = { ...fixed, cwnd: 4, ssthresh: 8 }
+    expect(Object.keys(Pacer.pacingOf(window))).toEqual(["slowStart"])
+    const { algorithm } = driver()
+    expect(Pacer.pacingOf(algorithm)).toEqual({ algorithm })
   })
 })

@@ -313,12 +313,18 @@ describe("Limiter options", () => {
     expect(Limiter.partitionsCheck(0.5)).toMatch(/shares by criticality/)
   })
 
-  it("a limiter is idle with nothing in flight and nobody waiting", () => {
+  it("a limiter is idle with nothing in flight and nobody waiting; counts read by level name", () => {
     const limiter = make(new Fixed.Fixed(1))
     expect(limiter.idle).toBe(true)
+    expect(limiter.limit).toBe(1)
     const permit = take(limiter)
     expect(limiter.idle).toBe(false)
     const waiter = limiter.wait(CRITICAL, "w")!
+    expect([
+      limiter.inFlightOf("CRITICAL"),
+      limiter.queuedOf("CRITICAL"),
+      limiter.queuedOf("SHEDDABLE")
+    ]).toEqual([1, 1, 0])
     limiter.release(permit, "success", 1, undefined)
     expect(limiter.idle).toBe(false)
     limiter.release(waiter.permit!, "success", 2, undefined)
