@@ -131,7 +131,6 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
-  private armed = false
 
   constructor(
     readonly options: P.PacerConfig,
@@ -172,10 +171,7 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
       this.report(now)
       const wake = this.wakeAt(now)
       // Nothing waits, or everything is held with no timer: the next arrival or outcome re-arms.
-      if (wake === Number.POSITIVE_INFINITY) {
-        this.armed = false
-        return Effect.void
-      }
+      if (wake === Number.POSITIVE_INFINITY) return Effect.void
       return Effect.zipRight(clock.sleep(Duration.millis(Math.max(0, wake - now))), this.timerLoop(clock))
     })
   }
@@ -190,7 +186,7 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
       const now = clock.unsafeCurrentTimeMillis()
       if (exit._tag === "Success") this.unsafeObserve(now - start)
       this.report(now)
-      return this.queued > 0 && !this.armed ? this.arm(clock, Effect.void) : Effect.void
+      return this.withTimer(clock, Effect.void)
     })
   }
 
@@ -217,7 +213,7 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
           if (this.abandon(waiter)) queuedGauge.unsafeUpdate(this.queued, this.tags)
         })
       })
-      return this.arm(
+      return this.withTimer(
         clock,
         Effect.zipRight(
           wait,
@@ -230,11 +226,9 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
     })
   }
 
-  /** Starts the timer fiber (once) before `effect`. */
-  private arm<A, E, R>(clock: Clock.Clock, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    if (this.armed) return effect
-    this.armed = true
-    return Effect.zipRight(Effect.forkDaemon(this.timerLoop(clock)), effect)
+  /** Starts the timer fiber before `effect` when the kernel says one must run. */
+  private withTimer<A, E, R>(clock: Clock.Clock, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return this.arm() ? Effect.zipRight(Effect.forkDaemon(this.timerLoop(clock)), effect) : effect
   }
 
   pipe() {

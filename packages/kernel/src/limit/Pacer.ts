@@ -231,6 +231,8 @@ export class ScheduledPacer<W extends Waiter = Waiter> {
   queued = 0
   srtt: number | undefined = undefined
   private burstCredit = 0
+  /** Whether a timer runs (see {@link arm}). */
+  armed = false
   private readonly waiters: Array<W | undefined> = []
   private head = 0
 
@@ -333,15 +335,29 @@ export class ScheduledPacer<W extends Waiter = Waiter> {
   }
 
   /**
-   * When to wake next to release waiters: the next departure or the algorithm's timer,
-   * whichever is first; `Infinity` when nothing waits or everything is held with no timer
-   * (the next arrival or outcome re-arms).
+   * Whether the caller must start a timer now (see {@link wakeAt}): departures wait and no
+   * timer runs. One runs from then on until {@link wakeAt} answers `Infinity`.
+   */
+  arm(): boolean {
+    if (this.armed || this.queued === 0) return false
+    this.armed = true
+    return true
+  }
+
+  /**
+   * When the timer wakes next to release waiters: the next departure or the algorithm's
+   * timer, whichever is first; `Infinity` when nothing waits or everything is held with no
+   * timer: the timer then ends (the next arrival or outcome arms one again).
    */
   wakeAt(now: number): number {
-    if (this.queued === 0) return Number.POSITIVE_INFINITY
-    const timer = this.algorithm.nextTimer
-    const departure = Number.isFinite(this.interval) ? this.nextDeparture : Number.POSITIVE_INFINITY
-    return timer !== undefined && timer > now + EPSILON && timer < departure ? timer : departure
+    let wake = Number.POSITIVE_INFINITY
+    if (this.queued > 0) {
+      const timer = this.algorithm.nextTimer
+      const departure = Number.isFinite(this.interval) ? this.nextDeparture : Number.POSITIVE_INFINITY
+      wake = timer !== undefined && timer > now + EPSILON && timer < departure ? timer : departure
+    }
+    if (wake === Number.POSITIVE_INFINITY) this.armed = false
+    return wake
   }
 
   /**

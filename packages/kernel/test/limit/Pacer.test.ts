@@ -327,6 +327,23 @@ describe("ScheduledPacer waiters", () => {
   })
 })
 
+describe("ScheduledPacer timer", () => {
+  it("one timer runs while departures wait: armed once, ended when there is nothing to wake for", () => {
+    const { algorithm, state } = driver()
+    const pacer = new Pacer.ScheduledPacer({ smoothing: 0.125, maxQueue: 100 }, algorithm)
+    expect(pacer.arm()).toBe(false) // nothing waits
+    arrivals(pacer, 0, 3)
+    expect(pacer.arm()).toBe(true)
+    expect(pacer.arm()).toBe(false) // already running
+    expect(pacer.wakeAt(0)).toBe(10)
+    expect(pacer.armed).toBe(true)
+    state.interval = Number.POSITIVE_INFINITY // held, no algorithm timer: the timer ends
+    expect(pacer.wakeAt(0)).toBe(Infinity)
+    expect(pacer.armed).toBe(false)
+    expect(pacer.arm()).toBe(true) // an outcome arms it again
+  })
+})
+
 describe("Pacer options", () => {
   const limit = () => 10
 
