@@ -62,8 +62,6 @@ export const classify = (
 // ---------------------------------------------------------------------------
 // the limiter
 
-const levelIndex = Kernel.levelIndex
-
 type Source = Clock.Clock | Context.Context<DefaultServices.DefaultServices>
 /** What a permit is made with: the fiber's services, or (for a drained waiter) the permit just returned, whose clock it takes. */
 type Origin = Source | Permit
@@ -128,12 +126,12 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     queuedGauge.unsafeUpdate(0, this.tags)
     this.gate = {
       tryEnter: (entry) => {
-        const answer = this.tryAcquire(levelIndex[entry.criticality], entry.now, entry.services)
+        const answer = this.tryAcquire(Kernel.levelIndex[entry.criticality], entry.now, entry.services)
         if (answer === "wait") return Admission.Wait
         if (answer === "limit") return Admission.refuse(this.rejection("limit"))
         return answer
       },
-      enter: (entry) => this.waitFor(levelIndex[entry.criticality]),
+      enter: (entry) => this.waitFor(Kernel.levelIndex[entry.criticality]),
       settle: (permit, outcome) => this.sample(permit as Permit, Limit.sampleOutcome(outcome)),
       isDrop: config.isDrop
     }

@@ -132,11 +132,9 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
   readonly key: string
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
 
-  constructor(
-    readonly options: P.PacerConfig,
-    algorithm: P.PacerConfig["algorithm"] & object
-  ) {
-    super(options, algorithm)
+  /** Made only for an algorithm that drives pacing ({@link Kernel.drivesPacing}). */
+  constructor(readonly options: P.PacerConfig) {
+    super(options, options.algorithm!)
     this.key = options.key
     this.tags = [MetricLabel.make("key", options.key)]
     bindMethods(this, bound)
@@ -238,9 +236,7 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
 }
 
 const makeFrom = (config: P.PacerConfig): P.Pacer =>
-  Kernel.drivesPacing(config.algorithm)
-    ? new ScheduledPacerImpl(config, config.algorithm)
-    : new PacerImpl(config)
+  Kernel.drivesPacing(config.algorithm) ? new ScheduledPacerImpl(config) : new PacerImpl(config)
 
 /** @internal */
 export const unsafeMake = (options: P.PacerOptions): P.Pacer => makeFrom(check(options))
