@@ -56,6 +56,8 @@ export * as SustainedFailure from "./quota/SustainedFailure.js"
 /** @since 0.2.0 */
 export * as Fallback from "./quota/Fallback.js"
 /** @since 0.2.0 */
+export * as Field from "./options/Field.js"
+/** @since 0.2.0 */
 export * as Limit from "./limit/Limit.js"
 /** @since 0.2.0 */
 export * as Fixed from "./limit/Fixed.js"

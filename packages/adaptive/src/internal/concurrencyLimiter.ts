@@ -1,4 +1,5 @@
-import { Admission, BoundedMap, Criticality, Errors, Options, Outcome, Ratio } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, type Options, Outcome } from "@sluice/core"
+import * as Limit from "@sluice/kernel/limit/Limit"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import type * as DefaultServices from "effect/DefaultServices"
@@ -10,7 +11,6 @@ import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import { pipeArguments } from "effect/Pipeable"
-import * as Schema from "effect/Schema"
 import type * as CL from "../ConcurrencyLimiter.js"
 import type * as LA from "../LimitAlgorithm.js"
 import * as congestionWindow from "./congestionWindow.js"
@@ -18,60 +18,18 @@ import { bindMethods } from "./bind.js"
 import type * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import { makeHub } from "./events.js"
+import { tryConstruct, validator } from "./options.js"
 import * as Kernel from "@sluice/kernel/limiter/Limiter"
 
 /** @internal */
 export const TypeId: typeof CL.TypeId = Symbol.for("@sluice/adaptive/ConcurrencyLimiter") as any
 
-const isFunction = (u: unknown): u is (...args: Array<any>) => any => typeof u === "function"
+type Config = Kernel.Config & { readonly key: string; readonly maxWait?: Duration.Duration | undefined }
+type ServiceConfig = Omit<Config, "key"> & { readonly maxKeys: number }
 
-const FactorySchema = Schema.declare((u: unknown): u is LA.Factory => isFunction(u), {
-  identifier: "LimitAlgorithm.Factory",
-  message: () => "expected a function (key) => LimitAlgorithm, e.g. CongestionWindow.factory()"
-})
-
-const PredicateSchema = Schema.declare((u: unknown): u is (error: unknown) => boolean => isFunction(u), {
-  identifier: "Predicate",
-  message: () => "expected a function (error) => boolean"
-})
-
-const Partitions = Schema.Struct({
-  CRITICAL_PLUS: Schema.optional(Options.Ratio),
-  CRITICAL: Schema.optional(Options.Ratio),
-  SHEDDABLE_PLUS: Schema.optional(Options.Ratio),
-  SHEDDABLE: Schema.optional(Options.Ratio)
-}).pipe(
-  Schema.filter((p) => {
-    const shares = [p.CRITICAL_PLUS ?? 0, p.CRITICAL ?? 0, p.SHEDDABLE_PLUS ?? 0, p.SHEDDABLE ?? 0]
-    // Exact: 0.33 + 0.56 + 0.11 is 1 as written (1.0000000000000002 in floating point).
-    return (
-      Ratio.sumAtMost(shares, 1) || `guaranteed shares must add up to at most 1, got ${shares.join(" + ")}`
-    )
-  })
-)
-
-const limiterFields = {
-  algorithm: Schema.optional(FactorySchema),
-  maxQueue: Schema.optionalWith(Options.NonNegativeInt, { default: () => 1000 }),
-  maxWait: Schema.optional(Options.PositiveDuration),
-  order: Schema.optionalWith(Schema.Literal("fifo", "lifo"), { default: () => "fifo" as const }),
-  partitions: Schema.optional(Partitions),
-  isDrop: Schema.optional(PredicateSchema)
-}
-
-/** @internal */
-export const LimiterOptions = Schema.Struct({
-  key: Schema.optionalWith(Schema.String, { default: () => "default" }),
-  ...limiterFields
-})
-
-/** @internal */
-export const ServiceOptions = Schema.Struct({
-  maxKeys: Schema.optionalWith(Options.PositiveInt, { default: () => 1024 }),
-  ...limiterFields
-})
-
-type Config = Omit<typeof LimiterOptions.Type, "key">
+const module = "ConcurrencyLimiter"
+const checkLimiter = validator<CL.LimiterOptions, Config>(module, Kernel.configure, ["maxWait"])
+const checkService = validator<CL.ServiceOptions, ServiceConfig>(module, Kernel.configureService, ["maxWait"])
 
 // ---------------------------------------------------------------------------
 // metrics
@@ -90,25 +48,19 @@ const rejectedCounter = Metric.counter("sluice_concurrency_limiter_rejected", {
   incremental: true
 })
 
-/** @internal */
-export type RejectReason = "limit" | "queue-full" | "queue-timeout" | "displaced"
+const reasons: ReadonlyArray<CL.RejectReason> = ["limit", "queue-full", "queue-timeout", "displaced"]
 
 // ---------------------------------------------------------------------------
 // outcome classification: core's one classifier; algorithms hear success, dropped, ignored
-
-const toSample = (outcome: Outcome.Outcome): LA.Outcome =>
-  outcome === "success" || outcome === "dropped" ? outcome : "ignored"
 
 /** @internal */
 export const classify = (
   exit: Exit.Exit<unknown, unknown>,
   isDrop?: (error: unknown) => boolean
-): LA.Outcome => toSample(Outcome.ofExit(exit, isDrop === undefined ? undefined : { isDrop }))
+): LA.Outcome => Limit.sampleOutcome(Outcome.ofExit(exit, isDrop === undefined ? undefined : { isDrop }))
 
 // ---------------------------------------------------------------------------
 // the limiter
-
-const levelIndex = Kernel.levelIndex
 
 type Source = Clock.Clock | Context.Context<DefaultServices.DefaultServices>
 /** What a permit is made with: the fiber's services, or (for a drained waiter) the permit just returned, whose clock it takes. */
@@ -148,19 +100,16 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   readonly [TypeId]: CL.TypeId = TypeId
   private readonly maxWait: Duration.Duration | undefined
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
-  private readonly rejectTags: Record<RejectReason, ReadonlyArray<MetricLabel.MetricLabel>>
+  private readonly rejectTags: Record<string, ReadonlyArray<MetricLabel.MetricLabel>>
   private reportedLimit: number
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
   readonly events: Stream.Stream<CL.Event>
   readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  private readonly guarded: <A, E, R>(
-    self: Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, E | Errors.Overloaded, R>
 
   constructor(
     readonly key: string,
     algorithm: LA.LimitAlgorithm,
-    config: Config,
+    config: Omit<Config, "key">,
     private readonly hub: PubSub.PubSub<CL.Event> = makeHub<CL.Event>()
   ) {
     super(algorithm, config)
@@ -168,43 +117,26 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     this.maxWait = config.maxWait
     const keyLabel = MetricLabel.make("key", key)
     this.tags = [keyLabel]
-    const reasonTags = (reason: RejectReason) => [keyLabel, MetricLabel.make("reason", reason)]
-    this.rejectTags = {
-      limit: reasonTags("limit"),
-      "queue-full": reasonTags("queue-full"),
-      "queue-timeout": reasonTags("queue-timeout"),
-      displaced: reasonTags("displaced")
-    }
+    this.rejectTags = Object.fromEntries(
+      reasons.map((reason) => [reason, [keyLabel, MetricLabel.make("reason", reason)]])
+    )
     this.reportedLimit = algorithm.limit
     limitGauge.unsafeUpdate(this.reportedLimit, this.tags)
     inFlightGauge.unsafeUpdate(0, this.tags)
     queuedGauge.unsafeUpdate(0, this.tags)
     this.gate = {
       tryEnter: (entry) => {
-        const answer = this.tryAcquire(levelIndex[entry.criticality], entry.now, entry.services)
+        const answer = this.tryAcquire(Kernel.levelIndex[entry.criticality], entry.now, entry.services)
         if (answer === "wait") return Admission.Wait
         if (answer === "limit") return Admission.refuse(this.rejection("limit"))
         return answer
       },
-      enter: (entry) => this.waitFor(levelIndex[entry.criticality]),
-      settle: (permit, outcome) => this.sample(permit as Permit, toSample(outcome)),
+      enter: (entry) => this.waitFor(Kernel.levelIndex[entry.criticality]),
+      settle: (permit, outcome) => this.sample(permit as Permit, Limit.sampleOutcome(outcome)),
       isDrop: config.isDrop
     }
-    this.guarded = Admission.guard([this.gate])
     // A closure, not a method: safe unbound, and no wrapper on the per-call path.
-    this.withLimiter = this.guarded
-  }
-
-  get limit(): number {
-    return this.algorithm.limit
-  }
-
-  inFlightOf(level: Criticality.Criticality): number {
-    return this.inFlightAt(levelIndex[level])
-  }
-
-  queuedOf(level: Criticality.Criticality): number {
-    return this.queuedAt(levelIndex[level])
+    this.withLimiter = Admission.guard([this.gate])
   }
 
   pipe() {
@@ -258,8 +190,8 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     if (report || (this.inFlight === 0 && this.reportedInFlight !== 0)) this.reportInFlight()
   }
 
-  private rejection(reason: RejectReason): Errors.Overloaded {
-    rejectedCounter.unsafeUpdate(1, this.rejectTags[reason])
+  private rejection(reason: CL.RejectReason): Errors.Overloaded {
+    rejectedCounter.unsafeUpdate(1, this.rejectTags[reason]!)
     this.hub.unsafeOffer({ _tag: "Rejected", key: this.key, reason })
     return new Errors.Overloaded({ reason: `concurrency limit: ${reason}`, origin: "local" })
   }
@@ -315,57 +247,34 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   }
 }
 
-const decodeLimiter = Options.decode("ConcurrencyLimiter", LimiterOptions)
-const decodeLimiterSync = Options.decodeSync("ConcurrencyLimiter", LimiterOptions)
-const decodeService = Options.decode("ConcurrencyLimiter", ServiceOptions)
-
 const defaultFactory: LA.Factory = () => congestionWindow.unsafeMake()
 
-const makeLimiter = (config: typeof LimiterOptions.Type, hub?: PubSub.PubSub<CL.Event>): LimiterImpl =>
+const makeLimiter = (config: Config, hub?: PubSub.PubSub<CL.Event>): LimiterImpl =>
   new LimiterImpl(config.key, (config.algorithm ?? defaultFactory)(config.key), config, hub)
 
 /** @internal */
-export const unsafeMake = (options: CL.LimiterOptions = {}): CL.Limiter =>
-  makeLimiter(decodeLimiterSync(options))
-
-/**
- * Runs a construction step that may throw `InvalidOptions` (a user factory such as
- * `() => CongestionWindow.unsafeMake(...)`): that error goes to the failure channel,
- * anything else is a defect.
- */
-const tryConstruct = <A>(f: () => A): Effect.Effect<A, Options.InvalidOptions> =>
-  Effect.suspend(() => {
-    try {
-      return Effect.succeed(f())
-    } catch (error) {
-      return error instanceof Options.InvalidOptions ? Effect.fail(error) : Effect.die(error)
-    }
-  })
+export const unsafeMake = (options: CL.LimiterOptions = {}): CL.Limiter => makeLimiter(checkLimiter(options))
 
 /** @internal */
 export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter, Options.InvalidOptions> =>
-  Effect.flatMap(decodeLimiter(options), (config) => tryConstruct(() => makeLimiter(config)))
+  tryConstruct(() => makeLimiter(checkLimiter(options)))
+
+type Guard = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
 
 class ServiceImpl implements CL.Service {
   protected readonly bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "withLimiter"])
   // Per key: the limiter (least recently used evicted, idle ones first: work still running
-  // keeps its own limiter), its gate and its guard.
+  // keeps its own limiter), and its gate and guard.
   private readonly limiters: BoundedMap.BoundedMap<string, LimiterImpl>
-  private readonly gates: BoundedMap.BoundedMap<string, Admission.Gate<CL.Permit, Errors.Overloaded>>
-  private readonly guards: BoundedMap.BoundedMap<
+  private readonly gates: BoundedMap.BoundedMap<
     string,
-    <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+    { readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>; readonly guard: Guard }
   >
   private readonly hub = makeHub<CL.Event>()
   readonly events: Stream.Stream<CL.Event> = Stream.fromPubSub(this.hub)
-  constructor(private readonly config: typeof ServiceOptions.Type) {
-    const capacity = config.maxKeys
-    this.limiters = BoundedMap.make({
-      capacity,
-      canEvict: (_, limiter) => limiter.inFlight === 0 && limiter.queued === 0
-    })
-    this.gates = BoundedMap.make({ capacity })
-    this.guards = BoundedMap.make({ capacity })
+  constructor(private readonly config: ServiceConfig) {
+    this.limiters = BoundedMap.make({ capacity: config.maxKeys, canEvict: (_, limiter) => limiter.idle })
+    this.gates = BoundedMap.make({ capacity: config.maxKeys })
   }
   get size(): number {
     return this.limiters.size
@@ -373,24 +282,21 @@ class ServiceImpl implements CL.Service {
   keys(): ReadonlyArray<string> {
     return Array.from(this.limiters.keys())
   }
-  gate(key: string): Admission.Gate<CL.Permit, Errors.Overloaded> {
-    let found = this.gates.get(key)
-    if (found === undefined) {
-      found = {
-        // Straight to the map (not through the bound `unsafeGet`): this is the per-call path.
-        tryEnter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.tryEnter(entry),
-        enter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.enter(entry),
-        settle: (permit, outcome) => {
-          const owner = (permit as Permit).limiter
-          owner.gate.settle(permit as Permit, outcome)
-        },
-        isDrop: this.config.isDrop
-      }
-      this.gates.set(key, found)
-    }
-    return found
-  }
   private readonly newLimiter = (key: string): LimiterImpl => makeLimiter({ ...this.config, key }, this.hub)
+  private readonly newGate = (key: string) => {
+    const gate: Admission.Gate<CL.Permit, Errors.Overloaded> = {
+      // Straight to the map (not through the bound `unsafeGet`): this is the per-call path.
+      tryEnter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.tryEnter(entry),
+      enter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.enter(entry),
+      settle: (permit, outcome) => (permit as Permit).limiter.gate.settle(permit as Permit, outcome),
+      isDrop: this.config.isDrop
+    }
+    // The gate finds its limiter per call, so eviction of the limiter is safe.
+    return { gate, guard: Admission.guard([gate]) as Guard }
+  }
+  gate(key: string): Admission.Gate<CL.Permit, Errors.Overloaded> {
+    return this.gates.getOrCreate(key, this.newGate).gate
+  }
   unsafeGet(key: string): CL.Limiter {
     return this.limiters.getOrCreate(key, this.newLimiter)
   }
@@ -401,13 +307,7 @@ class ServiceImpl implements CL.Service {
     self: Effect.Effect<A, E, R>,
     key = "default"
   ): Effect.Effect<A, E | Errors.Overloaded, R> {
-    let guarded = this.guards.get(key)
-    if (guarded === undefined) {
-      // The key's gate finds its limiter per call, so eviction of the limiter is safe.
-      guarded = Admission.guard([this.gate(key)])
-      this.guards.set(key, guarded)
-    }
-    return guarded(self) as Effect.Effect<A, E | Errors.Overloaded, R>
+    return this.gates.getOrCreate(key, this.newGate).guard(self)
   }
 }
 
@@ -420,14 +320,13 @@ export const ConcurrencyLimiter = Context.GenericTag<CL.ConcurrencyLimiter, CL.S
 export const makeService = (
   options: CL.ServiceOptions = {}
 ): Effect.Effect<CL.Service, Options.InvalidOptions> =>
-  Effect.flatMap(decodeService(options), (config) =>
-    tryConstruct(() => {
-      // Limiters are made on demand: try the factory once now, so bad algorithm
-      // options fail at construction rather than on the first call.
-      if (config.algorithm !== undefined) config.algorithm("")
-      return new ServiceImpl(config) as CL.Service
-    })
-  )
+  tryConstruct(() => {
+    const config = checkService(options)
+    // Limiters are made on demand: try the factory once now, so bad algorithm
+    // options fail at construction rather than on the first call.
+    if (config.algorithm !== undefined) config.algorithm("")
+    return new ServiceImpl(config) as CL.Service
+  })
 
 /** @internal */
 export const layer = (

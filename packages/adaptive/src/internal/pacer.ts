@@ -1,4 +1,4 @@
-import { Errors, Options } from "@sluice/core"
+import { Errors, type Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/limit/Pacer"
 import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -8,60 +8,15 @@ import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricLabel from "effect/MetricLabel"
 import { pipeArguments } from "effect/Pipeable"
-import * as Schema from "effect/Schema"
 import type * as CL from "../ConcurrencyLimiter.js"
-import type * as LA from "../LimitAlgorithm.js"
 import type * as P from "../Pacer.js"
 import { bindMethods } from "./bind.js"
-import { Smoothing } from "./limitAlgorithm.js"
+import { tryConstruct, validator } from "./options.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/Pacer") as any
 
-const NumberThunk = Schema.declare((u: unknown): u is () => number => typeof u === "function", {
-  identifier: "LimitFunction",
-  message: () => "expected a function () => number, e.g. () => limiter.limit"
-})
-
-const BooleanThunk = Schema.declare((u: unknown): u is () => boolean => typeof u === "function", {
-  identifier: "SlowStartFunction",
-  message: () => "expected a function () => boolean"
-})
-
-const tuningFields = {
-  gain: Schema.optionalWith(Options.PositiveNumber, { default: () => 1 }),
-  slowStartGain: Schema.optionalWith(Options.PositiveNumber, { default: () => 1.25 }),
-  smoothing: Schema.optionalWith(Smoothing, { default: () => 0.125 }),
-  initialRtt: Schema.optional(Options.PositiveDuration),
-  maxQueue: Schema.optionalWith(Options.NonNegativeInt, { default: () => 1000 }),
-  key: Schema.optionalWith(Schema.String, { default: () => "default" })
-}
-
-/** @internal */
-export const PacerTuning = Schema.Struct(tuningFields)
-
-const AlgorithmSchema = Schema.declare(
-  (u: unknown): u is LA.LimitAlgorithm =>
-    typeof u === "object" && u !== null && typeof (u as { onSample?: unknown }).onSample === "function",
-  {
-    identifier: "LimitAlgorithm",
-    message: () => "expected a LimitAlgorithm (with onSample), e.g. limiter.algorithm"
-  }
-)
-
-/** @internal */
-export const PacerOptions = Schema.Struct({
-  limit: NumberThunk,
-  slowStart: Schema.optional(BooleanThunk),
-  algorithm: Schema.optional(AlgorithmSchema),
-  ...tuningFields
-})
-
-type Config = typeof PacerOptions.Type
-
-const module = "Pacer"
-const decodeSync = Options.decodeSync(module, PacerOptions)
-const decodeEffect = Options.decode(module, PacerOptions)
+const check = validator<P.PacerOptions, P.PacerConfig>("Pacer", Kernel.configure, ["initialRtt"])
 
 // ---------------------------------------------------------------------------
 // metrics
@@ -87,70 +42,27 @@ const rejectedCounter = Metric.counter("sluice_pacer_rejected", {
 
 const queueFull = new Errors.Overloaded({ reason: "pacer queue full", origin: "local" })
 
-class PacerImpl implements P.Pacer {
-  protected readonly bound = bindMethods(this, [
-    "unsafeObserve",
-    "unsafeRelease",
-    "unsafeReserve",
-    "withPacer",
-    "pipe"
-  ])
+const bound = ["unsafeObserve", "unsafeRelease", "withPacer", "pipe"]
+
+class PacerImpl extends Kernel.ReservationPacer implements P.Pacer {
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
-  readonly options: Config
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
-  private readonly pacer: Kernel.ReservationPacer
 
-  constructor(config: Config) {
-    this.options = config
-    this.key = config.key
-    this.tags = [MetricLabel.make("key", config.key)]
-    this.pacer = new Kernel.ReservationPacer({
-      gain: config.gain,
-      slowStartGain: config.slowStartGain,
-      smoothing: config.smoothing,
-      initialRtt: config.initialRtt === undefined ? undefined : Duration.toMillis(config.initialRtt),
-      maxQueue: config.maxQueue,
-      limit: config.limit,
-      slowStart: config.slowStart
-    })
-  }
-
-  get nextDeparture(): number {
-    return this.pacer.nextDeparture
-  }
-  get queued(): number {
-    return this.pacer.queued
-  }
-  get srtt(): number | undefined {
-    return this.pacer.srtt
-  }
-  get gain(): number {
-    return this.pacer.gain
-  }
-  get interval(): number {
-    return this.pacer.interval
+  constructor(readonly options: P.PacerConfig) {
+    const initialRtt = options.initialRtt
+    super({ ...options, initialRtt: initialRtt === undefined ? undefined : Duration.toMillis(initialRtt) })
+    this.key = options.key
+    this.tags = [MetricLabel.make("key", options.key)]
+    bindMethods(this, bound)
   }
 
   unsafeObserve(rttMillis: number): void {
-    if (this.pacer.observe(rttMillis)) srttGauge.unsafeUpdate(this.pacer.srtt!, this.tags)
+    if (this.observe(rttMillis)) srttGauge.unsafeUpdate(this.srtt!, this.tags)
   }
 
   unsafeRelease(k: number, now: number): void {
-    this.pacer.release(k, now)
-  }
-
-  /** Reserves the next departure slot; returns how long to wait, or -1 when the queue is full. */
-  unsafeReserve(now: number): number {
-    const delay = this.pacer.reserve(now)
-    if (delay === Kernel.QUEUE_FULL) {
-      rejectedCounter.unsafeUpdate(1, this.tags)
-      return delay
-    }
-    const interval = this.pacer.reservedInterval
-    if (interval !== undefined) intervalGauge.unsafeUpdate(interval, this.tags)
-    delayHistogram.unsafeUpdate(delay, this.tags)
-    return delay
+    this.release(k, now)
   }
 
   private timed<A, E, R>(self: Effect.Effect<A, E, R>, clock: Clock.Clock): Effect.Effect<A, E, R> {
@@ -164,15 +76,16 @@ class PacerImpl implements P.Pacer {
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
-      const delay = this.unsafeReserve(now)
+      const delay = this.reserve(now)
+      if (delay === Kernel.QUEUE_FULL) {
+        rejectedCounter.unsafeUpdate(1, this.tags)
+        return Effect.fail(queueFull)
+      }
+      if (this.reservedInterval !== undefined) intervalGauge.unsafeUpdate(this.reservedInterval, this.tags)
+      delayHistogram.unsafeUpdate(delay, this.tags)
       if (delay === 0) return this.timed(self, clock)
-      if (delay < 0) return Effect.fail(queueFull)
-      const pacer = this.pacer
-      const slotEnd = pacer.nextDeparture
-      const slotStart = now + delay
-      pacer.enter()
-      queuedGauge.unsafeUpdate(pacer.queued, this.tags)
-      let waiting = true
+      const slot = this.enter(now, delay)
+      queuedGauge.unsafeUpdate(this.queued, this.tags)
       return Effect.sleep(Duration.millis(delay)).pipe(
         // a span per wait (the slow path); an undelayed departure has none
         Effect.withSpan("sluice.pacer.wait", {
@@ -181,18 +94,14 @@ class PacerImpl implements P.Pacer {
         }),
         Effect.zipRight(
           Effect.suspend(() => {
-            waiting = false
-            pacer.leave()
-            queuedGauge.unsafeUpdate(pacer.queued, this.tags)
+            this.leave(slot)
+            queuedGauge.unsafeUpdate(this.queued, this.tags)
             return this.timed(self, clock)
           })
         ),
         Effect.onInterrupt(() =>
           Effect.sync(() => {
-            if (!waiting) return
-            waiting = false
-            pacer.cancel(slotStart, slotEnd)
-            queuedGauge.unsafeUpdate(pacer.queued, this.tags)
+            if (this.cancel(slot)) queuedGauge.unsafeUpdate(this.queued, this.tags)
           })
         )
       )
@@ -208,88 +117,46 @@ class PacerImpl implements P.Pacer {
 // ---------------------------------------------------------------------------
 // the algorithm-driven pacer
 
-class Waiter {
+class Waiter extends Kernel.Waiter {
   resume: ((effect: Effect.Effect<void>) => void) | undefined = undefined
-  released = false
-  gone = false
 }
 
 /**
- * Departures wait in one FIFO and a single timer fiber releases the head every
- * `algorithm.pacingInterval`: unlike the reservation pacer, a change of rate, a
- * burst or a pause applies to every waiter at once, which an algorithm that sets
- * the rate needs when the backlog is long. The kernel's schedule says how many
- * heads leave; this binding holds the waiters and the timer fiber.
+ * Departures wait in the kernel's FIFO and a single timer fiber releases the head every
+ * `algorithm.pacingInterval`: unlike the reservation pacer, a change of rate, a burst or a
+ * pause applies to every waiter at once, which an algorithm that sets the rate needs when
+ * the backlog is long. This binding resumes the waiters and runs the timer fiber.
  */
-class ScheduledPacerImpl implements P.Pacer {
-  protected readonly bound = bindMethods(this, ["unsafeObserve", "unsafeRelease", "withPacer", "pipe"])
+class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pacer {
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
-  readonly options: Config
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
-  private readonly pacer: Kernel.ScheduledPacer
-  private readonly waiters: Array<Waiter> = []
-  private head = 0
-  private armed = false
 
-  constructor(config: Config, algorithm: LA.LimitAlgorithm) {
-    this.options = config
-    this.key = config.key
-    this.tags = [MetricLabel.make("key", config.key)]
-    this.pacer = new Kernel.ScheduledPacer(
-      { smoothing: config.smoothing, maxQueue: config.maxQueue },
-      algorithm
-    )
+  /** Made only for an algorithm that drives pacing ({@link Kernel.drivesPacing}). */
+  constructor(readonly options: P.PacerConfig) {
+    super(options, options.algorithm!)
+    this.key = options.key
+    this.tags = [MetricLabel.make("key", options.key)]
+    bindMethods(this, bound)
   }
 
-  get gain(): number {
-    return 1
-  }
-  get interval(): number {
-    return this.pacer.interval
-  }
-  get nextDeparture(): number {
-    return this.pacer.nextDeparture
-  }
-  get queued(): number {
-    return this.pacer.queued
-  }
-  get srtt(): number | undefined {
-    return this.pacer.srtt
+  protected override onReleased(waiter: Waiter): void {
+    if (waiter.resume !== undefined) waiter.resume(Effect.void)
   }
 
   unsafeObserve(rttMillis: number): void {
-    if (this.pacer.observe(rttMillis)) srttGauge.unsafeUpdate(this.pacer.srtt!, this.tags)
+    if (this.observe(rttMillis)) srttGauge.unsafeUpdate(this.srtt!, this.tags)
   }
 
   unsafeRelease(k: number, now: number): void {
-    this.releaseHeads(this.pacer.release(k, now))
-  }
-
-  /** Resumes the next `n` waiters still waiting, in arrival order. */
-  private releaseHeads(n: number): void {
-    while (n > 0 && this.head < this.waiters.length) {
-      const waiter = this.waiters[this.head]!
-      this.waiters[this.head++] = undefined as any
-      if (waiter.gone) continue
-      waiter.released = true
-      if (waiter.resume !== undefined) waiter.resume(Effect.void)
-      n--
-    }
-    if (this.head > 1024 && this.head * 2 > this.waiters.length) {
-      this.waiters.splice(0, this.head)
-      this.head = 0
-    } else if (this.head === this.waiters.length) {
-      this.waiters.length = 0
-      this.head = 0
-    }
+    this.release(k, now)
   }
 
   /** Runs due algorithm timers, applies a burst or pause, releases every departure due by `now`. */
-  private tick(now: number): void {
-    this.releaseHeads(this.pacer.tick(now))
-    queuedGauge.unsafeUpdate(this.pacer.queued, this.tags)
-    intervalGauge.unsafeUpdate(this.pacer.interval, this.tags)
+  private report(now: number): void {
+    this.tick(now)
+    queuedGauge.unsafeUpdate(this.queued, this.tags)
+    intervalGauge.unsafeUpdate(this.interval, this.tags)
   }
 
   /**
@@ -299,13 +166,10 @@ class ScheduledPacerImpl implements P.Pacer {
   private timerLoop(clock: Clock.Clock): Effect.Effect<void> {
     return Effect.suspend(() => {
       const now = clock.unsafeCurrentTimeMillis()
-      this.tick(now)
-      const wake = this.pacer.wakeAt(now)
+      this.report(now)
+      const wake = this.wakeAt(now)
       // Nothing waits, or everything is held with no timer: the next arrival or outcome re-arms.
-      if (wake === Number.POSITIVE_INFINITY) {
-        this.armed = false
-        return Effect.void
-      }
+      if (wake === Number.POSITIVE_INFINITY) return Effect.void
       return Effect.zipRight(clock.sleep(Duration.millis(Math.max(0, wake - now))), this.timerLoop(clock))
     })
   }
@@ -319,17 +183,16 @@ class ScheduledPacerImpl implements P.Pacer {
     return Effect.onExit(self, (exit) => {
       const now = clock.unsafeCurrentTimeMillis()
       if (exit._tag === "Success") this.unsafeObserve(now - start)
-      this.tick(now)
-      return this.pacer.queued > 0 && !this.armed ? this.arm(clock, Effect.void) : Effect.void
+      this.report(now)
+      return this.withTimer(clock, Effect.void)
     })
   }
 
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
       const now = clock.unsafeCurrentTimeMillis()
-      this.tick(now)
-      const pacer = this.pacer
-      const admission = pacer.depart(now)
+      this.report(now)
+      const admission = this.depart(now)
       if (admission === "depart") {
         delayHistogram.unsafeUpdate(0, this.tags)
         return this.timed(self, clock)
@@ -339,19 +202,16 @@ class ScheduledPacerImpl implements P.Pacer {
         return Effect.fail(queueFull)
       }
       const waiter = new Waiter()
-      this.waiters.push(waiter)
-      queuedGauge.unsafeUpdate(pacer.queued, this.tags)
+      this.join(waiter)
+      queuedGauge.unsafeUpdate(this.queued, this.tags)
       const wait = Effect.async<void>((resume) => {
         if (waiter.released) return resume(Effect.void)
         waiter.resume = resume
         return Effect.sync(() => {
-          if (waiter.released || waiter.gone) return
-          waiter.gone = true
-          pacer.leave()
-          queuedGauge.unsafeUpdate(pacer.queued, this.tags)
+          if (this.abandon(waiter)) queuedGauge.unsafeUpdate(this.queued, this.tags)
         })
       })
-      return this.arm(
+      return this.withTimer(
         clock,
         Effect.zipRight(
           wait,
@@ -364,11 +224,9 @@ class ScheduledPacerImpl implements P.Pacer {
     })
   }
 
-  /** Starts the timer fiber (once) before `effect`. */
-  private arm<A, E, R>(clock: Clock.Clock, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    if (this.armed) return effect
-    this.armed = true
-    return Effect.zipRight(Effect.forkDaemon(this.timerLoop(clock)), effect)
+  /** Starts the timer fiber before `effect` when the kernel says one must run. */
+  private withTimer<A, E, R>(clock: Clock.Clock, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return this.arm() ? Effect.zipRight(Effect.forkDaemon(this.timerLoop(clock)), effect) : effect
   }
 
   pipe() {
@@ -377,45 +235,22 @@ class ScheduledPacerImpl implements P.Pacer {
   }
 }
 
-const makeFrom = (config: Config): P.Pacer =>
-  Kernel.drivesPacing(config.algorithm)
-    ? new ScheduledPacerImpl(config, config.algorithm)
-    : new PacerImpl(config)
+const makeFrom = (config: P.PacerConfig): P.Pacer =>
+  Kernel.drivesPacing(config.algorithm) ? new ScheduledPacerImpl(config) : new PacerImpl(config)
 
 /** @internal */
-export const unsafeMake = (options: P.PacerOptions): P.Pacer => makeFrom(decodeSync(options))
+export const unsafeMake = (options: P.PacerOptions): P.Pacer => makeFrom(check(options))
 
 /** @internal */
 export const make = (options: P.PacerOptions): Effect.Effect<P.Pacer, Options.InvalidOptions> =>
-  Effect.map(decodeEffect(options), makeFrom)
-
-const isSlowStartAware = (u: unknown): u is { readonly cwnd: number; readonly ssthresh: number } =>
-  typeof u === "object" &&
-  u !== null &&
-  typeof (u as { cwnd?: unknown }).cwnd === "number" &&
-  typeof (u as { ssthresh?: unknown }).ssthresh === "number"
+  tryConstruct(() => makeFrom(check(options)))
 
 /** @internal */
 export const forLimiter = (
   limiter: CL.Limiter,
   options: P.PacerTuning = {}
-): Effect.Effect<P.Pacer, Options.InvalidOptions> => {
-  const algorithm = limiter.algorithm
-  return make({
-    key: limiter.key,
-    ...options,
-    limit: () => limiter.limit,
-    ...(Kernel.drivesPacing(algorithm) ? { algorithm } : {}),
-    ...(isSlowStartAware(algorithm) ? { slowStart: () => algorithm.cwnd < algorithm.ssthresh } : {})
-  })
-}
+): Effect.Effect<P.Pacer, Options.InvalidOptions> =>
+  make({ key: limiter.key, ...options, limit: () => limiter.limit, ...Kernel.pacingOf(limiter.algorithm) })
 
 /** @internal */
-export const paced: {
-  (pacer: P.Pacer): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, pacer: P.Pacer): Effect.Effect<A, E | Errors.Overloaded, R>
-} = dual(
-  2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, pacer: P.Pacer): Effect.Effect<A, E | Errors.Overloaded, R> =>
-    pacer.withPacer(self)
-)
+export const paced = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, pacer: P.Pacer) => pacer.withPacer(self))

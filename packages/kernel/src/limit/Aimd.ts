@@ -11,7 +11,8 @@
  * @since 0.2.0
  */
 import * as Ratio from "../stats/Ratio.js"
-import type { Bounds, Limit, Sample } from "./Limit.js"
+import * as Field from "../options/Field.js"
+import { type Bounds, type Limit, type Sample, configureBounded } from "./Limit.js"
 
 /**
  * A resolved configuration: the bounds (integers), `backoffRatio` in (0, 1) and `timeout`
@@ -23,6 +24,16 @@ export interface Config extends Bounds {
   readonly backoffRatio: number
   readonly timeout: number
 }
+
+/**
+ * Validates AIMD's options: the bounds and `backoffRatio` in (0, 1) (0.9). The `timeout` is
+ * the binding's to read (a duration in its own terms), given here in milliseconds.
+ *
+ * @since 0.2.0
+ */
+export const configure: (input: object) => Field.Result<Omit<Config, "timeout">> = configureBounded({
+  backoffRatio: Field.withDefault(Field.openRatio, 0.9)
+})
 
 /**
  * An AIMD limit.

@@ -12,7 +12,8 @@
  *
  * @since 0.2.0
  */
-import type { Bounds, Limit, Sample } from "./Limit.js"
+import * as Field from "../options/Field.js"
+import { type Bounds, type Limit, type Sample, configureBounded } from "./Limit.js"
 
 /**
  * A resolved configuration: the bounds, the first `ssthresh`, the `backoffRatio` in (0, 1)
@@ -25,6 +26,18 @@ export interface Config extends Bounds {
   readonly backoffRatio: number
   readonly variant: "tahoe" | "reno"
 }
+
+/**
+ * Validates the window's options: the bounds, `ssthresh` a positive number (1024),
+ * `backoffRatio` in (0, 1) (0.5) and `variant` (`"reno"`).
+ *
+ * @since 0.2.0
+ */
+export const configure: (input: object) => Field.Result<Config> = configureBounded({
+  ssthresh: Field.withDefault(Field.positive, 1024),
+  backoffRatio: Field.withDefault(Field.openRatio, 0.5),
+  variant: Field.withDefault<Config["variant"]>(Field.oneOf("tahoe", "reno"), "reno")
+})
 
 /**
  * A congestion window. `limit` is `cwnd`; `ignoreBelow` is the ignored set as a permit id:

@@ -5,6 +5,7 @@
  *
  * @since 0.2.0
  */
+import * as Field from "../options/Field.js"
 import type { Limit, Sample } from "./Limit.js"
 
 /**
@@ -21,3 +22,11 @@ export class Fixed implements Limit {
     return this.limit
   }
 }
+
+/**
+ * Validates a fixed limit: a positive integer.
+ *
+ * @since 0.2.0
+ */
+export const configure = (input: object): Field.Result<{ readonly limit: number }> =>
+  Field.resolve({ limit: Field.required<number>(Field.positiveInt) }, input)

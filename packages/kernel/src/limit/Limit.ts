@@ -12,6 +12,8 @@
  *
  * @since 0.2.0
  */
+import * as Field from "../options/Field.js"
+import type * as Settled from "../outcome/Outcome.js"
 
 /**
  * How a request ended, from the limiter's point of view:
@@ -143,37 +145,6 @@ export const DEFAULT_INITIAL = 20
 export const DEFAULT_MAX_LIMIT = 1000
 
 /**
- * A problem with a configuration: the field it names (`path`) and what is wrong. The shape
- * of a Schema filter issue, so a binding can report it as it is.
- *
- * @since 0.2.0
- */
-export interface Issue {
-  readonly path: Array<string>
-  readonly message: string
-}
-
-/**
- * Issues of fields that must not decrease, given in order (e.g. `[minLimit, initial,
- * maxLimit]`): one per pair out of order, naming the lower field.
- *
- * @since 0.2.0
- */
-export const orderIssues = (fields: ReadonlyArray<readonly [name: string, value: number]>): Array<Issue> => {
-  const issues: Array<Issue> = []
-  for (let i = 0; i + 1 < fields.length; i++) {
-    const [lowName, low] = fields[i]!
-    for (let j = i + 1; j < fields.length; j++) {
-      const [highName, high] = fields[j]!
-      if (low > high) {
-        issues.push({ path: [lowName], message: `${lowName} (${low}) must not exceed ${highName} (${high})` })
-      }
-    }
-  }
-  return issues
-}
-
-/**
  * Issues of the bounds: `minLimit ≤ maxLimit`, and an explicit `initial` outside them is an
  * error (a default one is clamped by {@link resolveBounds} instead).
  *
@@ -183,8 +154,8 @@ export const boundsIssues = (bounds: {
   readonly initial?: number | undefined
   readonly minLimit: number
   readonly maxLimit: number
-}): Array<Issue> =>
-  orderIssues(
+}): Array<Field.Issue> =>
+  Field.orderIssues(
     bounds.initial === undefined
       ? [
           ["minLimit", bounds.minLimit],
@@ -211,3 +182,43 @@ export const resolveBounds = <
   options.initial !== undefined
     ? (options as O & { readonly initial: number })
     : { ...options, initial: Math.min(options.maxLimit, Math.max(options.minLimit, DEFAULT_INITIAL)) }
+
+/**
+ * A bounded algorithm's options before the default `initial` is filled in.
+ *
+ * @since 0.2.0
+ */
+export type Unresolved<C extends Bounds> = Omit<C, "initial"> & { readonly initial?: number | undefined }
+
+const boundsSpec: Field.Spec<Unresolved<Bounds>> = {
+  initial: Field.optional(Field.positiveInt),
+  minLimit: Field.withDefault(Field.positiveInt, 1),
+  maxLimit: Field.withDefault(Field.positiveOrInfinity, DEFAULT_MAX_LIMIT)
+}
+
+/**
+ * Validates the options of a bounded algorithm: the bounds (integers, `minLimit` 1, `maxLimit`
+ * {@link DEFAULT_MAX_LIMIT}, `Infinity` allowed) and its own `spec`, then `rules` across fields
+ * (by default {@link boundsIssues}), then the default `initial` ({@link resolveBounds}).
+ *
+ * @since 0.2.0
+ */
+export const configureBounded =
+  <C extends Bounds>(
+    spec: Field.Spec<Omit<C, keyof Bounds>>,
+    rules: (config: Unresolved<C>) => ReadonlyArray<Field.Issue> = boundsIssues
+  ) =>
+  (input: object): Field.Result<C> =>
+    Field.map(
+      Field.resolve({ ...boundsSpec, ...spec } as Field.Spec<Unresolved<C>>, input, rules),
+      (config) => resolveBounds(config) as unknown as C
+    )
+
+/**
+ * What a limit hears of a settled call's outcome (success, dropped, refused, ignored, failed):
+ * `success` and `dropped` as they are, anything else `ignored` (it says nothing about capacity).
+ *
+ * @since 0.2.0
+ */
+export const sampleOutcome = (outcome: Settled.Outcome): Outcome =>
+  outcome === "success" || outcome === "dropped" ? outcome : "ignored"

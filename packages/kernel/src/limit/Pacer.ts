@@ -18,6 +18,7 @@
  *
  * @since 0.2.0
  */
+import * as Field from "../options/Field.js"
 import type { Limit } from "./Limit.js"
 
 /**
@@ -42,6 +43,17 @@ export const isRoundTrip = (rtt: number): boolean => rtt >= 0 && Number.isFinite
  * @since 0.2.0
  */
 export const QUEUE_FULL = -1
+
+/**
+ * The slot `[start, end)` a caller reserved and waits for: counted while `waiting`.
+ *
+ * @since 0.2.0
+ */
+export interface Slot {
+  readonly start: number
+  readonly end: number
+  waiting: boolean
+}
 
 /**
  * A resolved configuration of the reservation pacer: `gain` in congestion avoidance,
@@ -120,7 +132,7 @@ export class ReservationPacer {
 
   /**
    * Reserves the next departure slot: how long to wait (0: leave now), or
-   * {@link QUEUE_FULL}. A caller told to wait counts itself with {@link enter}.
+   * {@link QUEUE_FULL}. A caller told to wait takes its slot with {@link enter}.
    */
   reserve(now: number): number {
     if (this.burstCredit > 0) {
@@ -137,24 +149,29 @@ export class ReservationPacer {
     return delay
   }
 
-  /** A caller starts waiting for its reserved slot. */
-  enter(): void {
+  /** A caller told at `now` to wait `delay` starts waiting for the slot it just reserved. */
+  enter(now: number, delay: number): Slot {
     this.queued++
+    return { start: now + delay, end: this.nextDeparture, waiting: true }
   }
 
-  /** A caller stops waiting (it departs, or gives up). */
-  leave(): void {
+  /** The caller's slot came: it departs and is no longer counted. Idempotent. */
+  leave(slot: Slot): void {
+    if (!slot.waiting) return
+    slot.waiting = false
     this.queued--
   }
 
   /**
-   * A caller gives up the slot `[slotStart, slotEnd)` it reserved before it came: the last
+   * A caller gives its slot up before it came (`true` when it was still waiting): the last
    * reservation gives its slot back; earlier ones leave a gap that later departures do not
    * close (they keep their reserved times).
    */
-  cancel(slotStart: number, slotEnd: number): void {
-    this.leave()
-    if (this.nextDeparture === slotEnd) this.nextDeparture = slotStart
+  cancel(slot: Slot): boolean {
+    if (!slot.waiting) return false
+    this.leave(slot)
+    if (this.nextDeparture === slot.end) this.nextDeparture = slot.start
+    return true
   }
 }
 
@@ -188,24 +205,49 @@ export const drivesPacing = (algorithm: Limit | undefined): algorithm is Limit =
   algorithm !== undefined && "pacingInterval" in algorithm
 
 /**
- * The pacer an algorithm drives: it follows `algorithm.pacingInterval` (0 when the
- * algorithm does not pace, `Infinity` while it holds departures), runs the algorithm's
- * timer (`nextTimer` / `onTimer`) and takes its bursts and pauses (`takeBurst`). The caller
- * keeps the waiters in FIFO order and releases as many heads as the methods answer.
+ * A departure waiting in a {@link ScheduledPacer}'s FIFO: released (it may leave) or gone (it
+ * gave up). A binding extends it with what resumes its caller.
  *
  * @since 0.2.0
  */
-export class ScheduledPacer {
+export class Waiter {
+  released = false
+  gone = false
+}
+
+/**
+ * The pacer an algorithm drives: it follows `algorithm.pacingInterval` (0 when the
+ * algorithm does not pace, `Infinity` while it holds departures), runs the algorithm's
+ * timer (`nextTimer` / `onTimer`) and takes its bursts and pauses (`takeBurst`). Waiters
+ * that {@link join} the FIFO are released in arrival order: {@link onReleased}, which a
+ * binding overrides to resume the caller, is called for each; the methods answer how many
+ * heads left.
+ *
+ * @since 0.2.0
+ */
+export class ScheduledPacer<W extends Waiter = Waiter> {
   nextDeparture = Number.NEGATIVE_INFINITY
   /** Departures waiting in the FIFO. */
   queued = 0
   srtt: number | undefined = undefined
   private burstCredit = 0
+  /** Whether a timer runs (see {@link arm}). */
+  armed = false
+  private readonly waiters: Array<W | undefined> = []
+  private head = 0
 
   constructor(
     readonly config: ScheduledConfig,
     readonly algorithm: Limit
   ) {}
+
+  /** Called when a waiter may leave; a binding overrides it to resume the caller. */
+  protected onReleased(_waiter: W): void {}
+
+  /** The gain is the algorithm's: its interval is the spacing itself. */
+  get gain(): number {
+    return 1
+  }
 
   /** The algorithm's spacing: 0 when it does not pace, `Infinity` while it holds departures. */
   get interval(): number {
@@ -237,7 +279,29 @@ export class ScheduledPacer {
     const heads = Math.min(n, this.queued)
     this.queued -= heads
     this.burstCredit += n - heads
-    return heads
+    return this.releaseHeads(heads)
+  }
+
+  /** Releases the next `n` joined waiters still waiting, in arrival order; answers `n`. */
+  private releaseHeads(n: number): number {
+    const waiters = this.waiters
+    for (let left = n; left > 0 && this.head < waiters.length;) {
+      const waiter = waiters[this.head]!
+      waiters[this.head++] = undefined
+      if (waiter.gone) continue
+      waiter.released = true
+      this.onReleased(waiter)
+      left--
+    }
+    // Drop released slots once they are most of the array (or all of it).
+    if (this.head > 1024 && this.head * 2 > waiters.length) {
+      waiters.splice(0, this.head)
+      this.head = 0
+    } else if (this.head === waiters.length) {
+      waiters.length = 0
+      this.head = 0
+    }
+    return n
   }
 
   /**
@@ -250,35 +314,50 @@ export class ScheduledPacer {
     if (timer !== undefined && timer <= now + EPSILON && algorithm.onTimer !== undefined) {
       algorithm.onTimer(timer > now ? timer : now)
     }
-    let heads = 0
+    let burst = 0
     if (algorithm.takeBurst !== undefined) {
       const k = algorithm.takeBurst(now)
-      if (k !== 0) heads += this.release(k, now)
+      if (k !== 0) burst = this.release(k, now)
     }
     // `now + EPSILON`: a sleep of `nextDeparture - now` may land a rounding error short.
     const interval = this.interval
     // Holding (`Infinity`): nothing leaves but bursts; when pacing resumes it starts now.
-    if (!Number.isFinite(interval)) return heads
+    if (!Number.isFinite(interval)) return burst
     if (!Number.isFinite(this.nextDeparture)) this.nextDeparture = now
+    let heads = 0
     while (this.queued > 0 && this.nextDeparture <= now + EPSILON) {
       this.queued--
       heads++
       const from = this.nextDeparture > now - interval ? this.nextDeparture : now
       this.nextDeparture = from + interval
     }
-    return heads
+    return burst + this.releaseHeads(heads)
   }
 
   /**
-   * When to wake next to release waiters: the next departure or the algorithm's timer,
-   * whichever is first; `Infinity` when nothing waits or everything is held with no timer
-   * (the next arrival or outcome re-arms).
+   * Whether the caller must start a timer now (see {@link wakeAt}): departures wait and no
+   * timer runs. One runs from then on until {@link wakeAt} answers `Infinity`.
+   */
+  arm(): boolean {
+    if (this.armed || this.queued === 0) return false
+    this.armed = true
+    return true
+  }
+
+  /**
+   * When the timer wakes next to release waiters: the next departure or the algorithm's
+   * timer, whichever is first; `Infinity` when nothing waits or everything is held with no
+   * timer: the timer then ends (the next arrival or outcome arms one again).
    */
   wakeAt(now: number): number {
-    if (this.queued === 0) return Number.POSITIVE_INFINITY
-    const timer = this.algorithm.nextTimer
-    const departure = Number.isFinite(this.interval) ? this.nextDeparture : Number.POSITIVE_INFINITY
-    return timer !== undefined && timer > now + EPSILON && timer < departure ? timer : departure
+    let wake = Number.POSITIVE_INFINITY
+    if (this.queued > 0) {
+      const timer = this.algorithm.nextTimer
+      const departure = Number.isFinite(this.interval) ? this.nextDeparture : Number.POSITIVE_INFINITY
+      wake = timer !== undefined && timer > now + EPSILON && timer < departure ? timer : departure
+    }
+    if (wake === Number.POSITIVE_INFINITY) this.armed = false
+    return wake
   }
 
   /**
@@ -303,8 +382,95 @@ export class ScheduledPacer {
     return "wait"
   }
 
+  /** After {@link depart} answered `"wait"`: the waiter joins the tail of the FIFO. */
+  join(waiter: W): void {
+    this.waiters.push(waiter)
+  }
+
   /** A waiter gives up before it was released. */
   leave(): void {
     this.queued--
+  }
+
+  /** A joined waiter gives up: `true` when it was still waiting (it is no longer counted). */
+  abandon(waiter: W): boolean {
+    if (waiter.released || waiter.gone) return false
+    waiter.gone = true
+    this.leave()
+    return true
+  }
+}
+
+/**
+ * A pacer's options, checked by {@link configure} (the defaults are in brackets): `limit`, the
+ * window to spread over a round trip (a function, read at each departure), `slowStart`
+ * (whether `slowStartGain` applies), `algorithm` (a limit that may drive pacing itself),
+ * `gain` (1), `slowStartGain` (1.25), `smoothing` in (0, 1] (1/8), `maxQueue` (1000 waiters; 0 =
+ * never wait) and `key` (`"default"`, the binding's metric tag). `initialRtt` is the
+ * binding's to read, a duration in its own terms.
+ *
+ * @since 0.2.0
+ */
+export interface Options {
+  readonly limit: () => number
+  readonly slowStart?: (() => boolean) | undefined
+  readonly algorithm?: Limit | undefined
+  readonly gain: number
+  readonly slowStartGain: number
+  readonly smoothing: number
+  readonly maxQueue: number
+  readonly key: string
+}
+
+const isLimit = (u: unknown): boolean =>
+  typeof u === "object" && u !== null && typeof (u as { onSample?: unknown }).onSample === "function"
+
+/**
+ * Validates a pacer's {@link Options} and fills in the defaults.
+ *
+ * @since 0.2.0
+ */
+export const configure = (input: object): Field.Result<Options> =>
+  Field.resolve<Options>(
+    {
+      limit: Field.required(Field.func("a function () => number, e.g. () => limiter.limit")),
+      slowStart: Field.optional(Field.func("a function () => boolean")),
+      algorithm: Field.optional(Field.expecting(isLimit, "a Limit (with onSample), e.g. limiter.algorithm")),
+      gain: Field.withDefault(Field.positive, 1),
+      slowStartGain: Field.withDefault(Field.positive, 1.25),
+      smoothing: Field.withDefault(Field.positiveRatio, 0.125),
+      maxQueue: Field.withDefault(Field.nonNegativeInt, 1000),
+      key: Field.withDefault(Field.string, "default")
+    },
+    input
+  )
+
+/**
+ * When a limit is a congestion window (it declares numeric `cwnd` and `ssthresh`), the test
+ * for its slow start, `cwnd < ssthresh`, under which a pacer uses `slowStartGain`;
+ * `undefined` for any other limit.
+ *
+ * @since 0.2.0
+ */
+export const slowStartOf = (limit: Limit): (() => boolean) | undefined => {
+  const window = limit as Limit & { readonly cwnd?: unknown; readonly ssthresh?: unknown }
+  return typeof window.cwnd === "number" && typeof window.ssthresh === "number"
+    ? () => (window.cwnd as number) < (window.ssthresh as number)
+    : undefined
+}
+
+/**
+ * What a pacer takes from the limit whose window it spreads: the limit itself when it drives
+ * pacing ({@link drivesPacing}), and a congestion window's slow-start test ({@link slowStartOf}).
+ *
+ * @since 0.2.0
+ */
+export const pacingOf = (
+  limit: Limit
+): { readonly algorithm?: Limit; readonly slowStart?: () => boolean } => {
+  const slowStart = slowStartOf(limit)
+  return {
+    ...(drivesPacing(limit) ? { algorithm: limit } : {}),
+    ...(slowStart !== undefined ? { slowStart } : {})
   }
 }

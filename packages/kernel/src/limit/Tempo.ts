@@ -26,10 +26,12 @@
  *
  * @since 0.2.0
  */
-import { type Departure, type Issue, type Limit, type Sample, orderIssues } from "./Limit.js"
+import * as Field from "../options/Field.js"
+import { type Issue, orderIssues } from "../options/Field.js"
+import type { Departure, Limit, Sample } from "./Limit.js"
 
 /**
- * A resolved configuration (the defaults a binding fills in are in brackets): `initial`
+ * A resolved configuration (the defaults {@link configure} fills in are in brackets): `initial`
  * window (20), `minLimit` (1), `maxLimit` (∞), `startupGain` (1.25), `cut` in (0, 1) (0.6),
  * `probeSize` (2, an integer), `probeEvery` (8 round trips), `firstProbe` (5 round trips),
  * `probeDeadline` (1.5 × the shortest rejection round trip), `headroom` (1.25).
@@ -60,6 +62,30 @@ export const issues = (config: Config): Array<Issue> =>
     ["initial", config.initial],
     ["maxLimit", config.maxLimit]
   ])
+
+/**
+ * Validates Tempo's options: each field's range (`probeSize` an integer, `cut` in (0, 1),
+ * `maxLimit` may be `Infinity`, the rest positive numbers), the defaults, then {@link issues}.
+ *
+ * @since 0.2.0
+ */
+export const configure = (input: object): Field.Result<Config> =>
+  Field.resolve(
+    {
+      initial: Field.withDefault(Field.positive, 20),
+      minLimit: Field.withDefault(Field.positive, 1),
+      maxLimit: Field.withDefault(Field.positiveOrInfinity, Infinity),
+      startupGain: Field.withDefault(Field.positive, 1.25),
+      cut: Field.withDefault(Field.openRatio, 0.6),
+      probeSize: Field.withDefault(Field.positiveInt, 2),
+      probeEvery: Field.withDefault(Field.positive, 8),
+      firstProbe: Field.withDefault(Field.positive, 5),
+      probeDeadline: Field.withDefault(Field.positive, 1.5),
+      headroom: Field.withDefault(Field.positive, 1.25)
+    },
+    input,
+    issues
+  )
 
 interface Probe {
   readonly number: number

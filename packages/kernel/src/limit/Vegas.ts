@@ -23,7 +23,8 @@
  *
  * @since 0.2.0
  */
-import { type Bounds, type Issue, type Limit, type Sample, boundsIssues } from "./Limit.js"
+import * as Field from "../options/Field.js"
+import { type Bounds, type Limit, type Sample, boundsIssues, configureBounded } from "./Limit.js"
 
 /**
  * A resolved configuration: the bounds, `alpha < beta` in units of `log10(limit)`,
@@ -48,13 +49,31 @@ export interface Config extends Bounds {
  */
 export const issues = (
   config: Omit<Config, "initial"> & { readonly initial?: number | undefined }
-): Array<Issue> => {
+): Array<Field.Issue> => {
   const found = boundsIssues(config)
   if (config.alpha >= config.beta) {
     found.push({ path: ["alpha"], message: `alpha (${config.alpha}) must be below beta (${config.beta})` })
   }
   return found
 }
+
+/**
+ * Validates Vegas's options: the bounds, `alpha` (3) and `beta` (6) positive, `smoothing` in
+ * (0, 1] (1), `backoffRatio` in (0, 1) (0.9), `probeMultiplier` a positive integer (30), then
+ * {@link issues}.
+ *
+ * @since 0.2.0
+ */
+export const configure: (input: object) => Field.Result<Config> = configureBounded(
+  {
+    alpha: Field.withDefault(Field.positive, 3),
+    beta: Field.withDefault(Field.positive, 6),
+    smoothing: Field.withDefault(Field.positiveRatio, 1),
+    backoffRatio: Field.withDefault(Field.openRatio, 0.9),
+    probeMultiplier: Field.withDefault(Field.positiveInt, 30)
+  },
+  issues
+)
 
 /**
  * A Vegas limit. `noLoadRtt` is the learned no-load latency in milliseconds; `probing` is

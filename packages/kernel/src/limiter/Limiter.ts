@@ -19,6 +19,7 @@
  */
 import * as Criticality from "../criticality/Criticality.js"
 import type * as Limit from "../limit/Limit.js"
+import * as Field from "../options/Field.js"
 import * as Ratio from "../stats/Ratio.js"
 
 /**
@@ -94,6 +95,65 @@ export interface Options {
 }
 
 /**
+ * What is wrong with guaranteed shares (`partitions`), if anything: each level's share is a
+ * ratio in [0, 1] (absent: 0), and together they add up to at most 1, exactly (`0.33 + 0.56 +
+ * 0.11` is 1 as written, `1.0000000000000002` in floating point).
+ *
+ * @since 0.2.0
+ */
+export const partitionsCheck: Field.Check = (partitions) => {
+  if (typeof partitions !== "object" || partitions === null) return `expected shares by criticality level`
+  const shares: Array<number> = []
+  for (const level of Criticality.levels) {
+    const share = (partitions as Record<string, unknown>)[level]
+    const problem = share === undefined ? undefined : Field.ratio(share)
+    if (problem !== undefined) return `${level}: ${problem}`
+    shares.push(share === undefined ? 0 : (share as number))
+  }
+  return Ratio.sumAtMost(shares, 1)
+    ? undefined
+    : `guaranteed shares must add up to at most 1, got ${shares.join(" + ")}`
+}
+
+/**
+ * The options a limiter is built with, checked by {@link configure} (defaults in brackets):
+ * `algorithm`, a function making the limit of a key (absent: the binding's default),
+ * `maxQueue` (1000), `order` (`"fifo"`), `partitions` ({@link partitionsCheck}) and `isDrop`,
+ * a function `(error) => boolean` naming more errors that mean overload.
+ *
+ * @since 0.2.0
+ */
+export interface Config extends Options {
+  readonly algorithm?: ((key: string) => Limit.Limit) | undefined
+  readonly isDrop?: ((error: unknown) => boolean) | undefined
+}
+
+const fields: Field.Spec<Config> = {
+  algorithm: Field.optional(Field.func("a function (key) => Limit")),
+  maxQueue: Field.withDefault(Field.nonNegativeInt, 1000),
+  order: Field.withDefault<Config["order"]>(Field.oneOf("fifo", "lifo"), "fifo"),
+  partitions: Field.optional(partitionsCheck),
+  isDrop: Field.optional(Field.func("a function (error) => boolean"))
+}
+
+/**
+ * Validates the options of one limiter: {@link Config} and its `key` (`"default"`).
+ *
+ * @since 0.2.0
+ */
+export const configure = (input: object): Field.Result<Config & { readonly key: string }> =>
+  Field.resolve({ key: Field.withDefault(Field.string, "default"), ...fields }, input)
+
+/**
+ * Validates the options of a limiter per key: {@link Config}, the same for every key, and
+ * `maxKeys` (1024), the keys remembered at once.
+ *
+ * @since 0.2.0
+ */
+export const configureService = (input: object): Field.Result<Config & { readonly maxKeys: number }> =>
+  Field.resolve({ maxKeys: Field.withDefault(Field.positiveInt, 1024), ...fields }, input)
+
+/**
  * `inFlight < share × limit`: exact for a whole limit (`7 < 0.07 × 100` is true in
  * floating point); a fractional limit (a congestion window) is compared as it is.
  *
@@ -140,6 +200,26 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
 
   /** Called when a waiter is taken out of the queue to make room for more critical work. */
   protected onDisplaced(_waiter: W): void {}
+
+  /** Nothing in flight and nobody waiting: the limiter may be forgotten (work still running keeps its own). */
+  get idle(): boolean {
+    return this.inFlight === 0 && this.queued === 0
+  }
+
+  /** The limit's current value. */
+  get limit(): number {
+    return this.algorithm.limit
+  }
+
+  /** Requests holding a permit at criticality `level`. */
+  inFlightOf(level: Criticality.Criticality): number {
+    return this.inFlightBy[levelIndex[level]]!
+  }
+
+  /** Waiters at criticality `level`. */
+  queuedOf(level: Criticality.Criticality): number {
+    return this.queuedAt(levelIndex[level])
+  }
 
   /** Requests holding a permit at level `level` (an index). */
   inFlightAt(level: number): number {

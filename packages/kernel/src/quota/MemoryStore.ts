@@ -7,7 +7,7 @@
  *
  * @since 0.2.0
  */
-import type { Issue } from "../limit/Limit.js"
+import type { Issue } from "../options/Field.js"
 import type { CompiledPlan, StoreResult } from "./Plan.js"
 import { adjustTier, checkState, fullAt, initState, startBlock, stateSize } from "./Plan.js"
 

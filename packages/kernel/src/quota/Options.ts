@@ -13,7 +13,7 @@
  *
  * @since 0.2.0
  */
-import type { Issue } from "../limit/Limit.js"
+import type { Issue } from "../options/Field.js"
 import { DEFAULT_MAX_CLIENTS } from "./MemoryStore.js"
 
 /**

@@ -16,7 +16,7 @@
  *
  * @since 0.2.0
  */
-import type { Issue } from "../limit/Limit.js"
+import type { Issue } from "../options/Field.js"
 import * as Ratio from "../stats/Ratio.js"
 
 /**

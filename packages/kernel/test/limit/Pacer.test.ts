@@ -15,11 +15,16 @@ const reservations = (config: Partial<Pacer.ReservationConfig> = {}) =>
     ...config
   })
 
-/** Arrivals at `now`, one after the other: the delay each is told (waiters counted). */
-const arrive = (pacer: Pacer.ReservationPacer, now: number, n: number): Array<number> =>
+/** Arrivals at `now`, one after the other: the delay each is told (waiters counted, their slots kept in `slots`). */
+const arrive = (
+  pacer: Pacer.ReservationPacer,
+  now: number,
+  n: number,
+  slots: Array<Pacer.Slot> = []
+): Array<number> =>
   Array.from({ length: n }, () => {
     const delay = pacer.reserve(now)
-    if (delay > 0) pacer.enter()
+    if (delay > 0) slots.push(pacer.enter(now, delay))
     return delay
   })
 
@@ -78,8 +83,9 @@ describe("ReservationPacer", () => {
 
   it("an idle pacer banks no credit: after a pause one departure leaves at once, the next one interval later", () => {
     const pacer = reservations({ initialRtt: 100 })
-    expect(arrive(pacer, 0, 2)).toEqual([0, 10])
-    pacer.leave()
+    const slots: Array<Pacer.Slot> = []
+    expect(arrive(pacer, 0, 2, slots)).toEqual([0, 10])
+    pacer.leave(slots[0]!)
     expect(arrive(pacer, 1000, 3).map((d) => 1000 + d)).toEqual([1000, 1010, 1020])
   })
 
@@ -96,16 +102,26 @@ describe("ReservationPacer", () => {
 
   it("a waiter that gives up frees its place; the last reservation gives its slot back", () => {
     const pacer = reservations({ initialRtt: 100 })
-    expect(arrive(pacer, 0, 3)).toEqual([0, 10, 20])
+    const slots: Array<Pacer.Slot> = []
+    expect(arrive(pacer, 0, 3, slots)).toEqual([0, 10, 20])
     expect(pacer.nextDeparture).toBe(30)
     // the last one gives back its slot [20, 30)
-    pacer.cancel(20, 30)
+    expect(slots[1]).toEqual({ start: 20, end: 30, waiting: true })
+    expect(pacer.cancel(slots[1]!)).toBe(true)
     expect(pacer.queued).toBe(1)
     expect(pacer.nextDeparture).toBe(20)
     // an earlier one leaves a gap: later reservations keep their times
-    expect(arrive(pacer, 0, 1)).toEqual([20])
-    pacer.cancel(10, 20)
+    expect(arrive(pacer, 0, 1, slots)).toEqual([20])
+    expect(slots[0]).toEqual({ start: 10, end: 20, waiting: true })
+    expect(pacer.cancel(slots[0]!)).toBe(true)
     expect(pacer.queued).toBe(1)
+    expect(pacer.nextDeparture).toBe(30)
+    // giving up twice, or after departing, changes nothing
+    expect(pacer.cancel(slots[0]!)).toBe(false)
+    pacer.leave(slots[2]!)
+    pacer.leave(slots[2]!)
+    expect(pacer.cancel(slots[2]!)).toBe(false)
+    expect(pacer.queued).toBe(0)
     expect(pacer.nextDeparture).toBe(30)
   })
 
@@ -262,5 +278,116 @@ describe("ScheduledPacer", () => {
     expect(pacer.queued).toBe(1)
     expect(pacer.tick(10)).toBe(1)
     expect(pacer.tick(20)).toBe(0)
+  })
+})
+
+/** A scheduled pacer that records the waiters it releases, as the binding resumes them. */
+class Recording extends Pacer.ScheduledPacer<Pacer.Waiter & { readonly n: number }> {
+  released: Array<number> = []
+  protected override onReleased(waiter: Pacer.Waiter & { readonly n: number }): void {
+    this.released.push(waiter.n)
+  }
+}
+
+describe("ScheduledPacer waiters", () => {
+  const waiter = (n: number) => Object.assign(new Pacer.Waiter(), { n })
+  const joined = (pacer: Recording, now: number, count: number) =>
+    Array.from({ length: count }, (_, n) => {
+      pacer.tick(now)
+      const admission = pacer.depart(now)
+      const w = waiter(n)
+      if (admission === "wait") pacer.join(w)
+      return w
+    })
+
+  it("releases joined waiters in arrival order, skipping the ones that gave up", () => {
+    const { algorithm, state } = driver()
+    const pacer = new Recording({ smoothing: 0.125, maxQueue: 100 }, algorithm)
+    const waiters = joined(pacer, 0, 5) // 0 departs, 1..4 wait
+    expect(pacer.abandon(waiters[2]!)).toBe(true)
+    expect(pacer.abandon(waiters[2]!)).toBe(false) // idempotent
+    expect(pacer.queued).toBe(3)
+    pacer.tick(10)
+    expect(pacer.released).toEqual([1])
+    expect(waiters[1]!.released).toBe(true)
+    expect(pacer.abandon(waiters[1]!)).toBe(false) // already released: nothing to give back
+    state.burst = 2
+    pacer.tick(20)
+    expect(pacer.released).toEqual([1, 3, 4])
+    expect(pacer.queued).toBe(0)
+  })
+
+  it("a burst asked for from outside releases heads at once", () => {
+    const { algorithm } = driver()
+    const pacer = new Recording({ smoothing: 0.125, maxQueue: 100 }, algorithm)
+    joined(pacer, 0, 4)
+    expect(pacer.release(2, 0)).toBe(2)
+    expect(pacer.released).toEqual([1, 2])
+    expect(pacer.gain).toBe(1)
+  })
+})
+
+describe("ScheduledPacer timer", () => {
+  it("one timer runs while departures wait: armed once, ended when there is nothing to wake for", () => {
+    const { algorithm, state } = driver()
+    const pacer = new Pacer.ScheduledPacer({ smoothing: 0.125, maxQueue: 100 }, algorithm)
+    expect(pacer.arm()).toBe(false) // nothing waits
+    arrivals(pacer, 0, 3)
+    expect(pacer.arm()).toBe(true)
+    expect(pacer.arm()).toBe(false) // already running
+    expect(pacer.wakeAt(0)).toBe(10)
+    expect(pacer.armed).toBe(true)
+    state.interval = Number.POSITIVE_INFINITY // held, no algorithm timer: the timer ends
+    expect(pacer.wakeAt(0)).toBe(Infinity)
+    expect(pacer.armed).toBe(false)
+    expect(pacer.arm()).toBe(true) // an outcome arms it again
+  })
+})
+
+describe("Pacer options", () => {
+  const limit = () => 10
+
+  it("the documented defaults", () => {
+    expect(Pacer.configure({ limit })).toEqual({
+      ok: true,
+      value: { limit, gain: 1, slowStartGain: 1.25, smoothing: 0.125, maxQueue: 1000, key: "default" }
+    })
+  })
+
+  it("bad fields are named", () => {
+    const cases: Array<[object, string]> = [
+      [{ limit: 10 }, "limit"],
+      [{}, "limit"],
+      [{ limit, gain: 0 }, "gain"],
+      [{ limit, slowStartGain: -1 }, "slowStartGain"],
+      [{ limit, smoothing: 0 }, "smoothing"],
+      [{ limit, smoothing: 1.5 }, "smoothing"],
+      [{ limit, maxQueue: 1.5 }, "maxQueue"],
+      [{ limit, slowStart: true }, "slowStart"],
+      [{ limit, algorithm: { limit: 3 } }, "algorithm"],
+      [{ limit, key: 3 }, "key"]
+    ]
+    for (const [input, field] of cases) {
+      const result = Pacer.configure(input)
+      expect(!result.ok && result.issues.map((i) => i.path[0])).toEqual([field])
+    }
+  })
+
+  it("a congestion window's slow start is cwnd < ssthresh, read live; other limits have none", () => {
+    const window = { name: "cw", limit: 4, cwnd: 4, ssthresh: 8, onSample: () => 4 }
+    const slowStart = Pacer.slowStartOf(window)!
+    expect(slowStart()).toBe(true)
+    window.cwnd = 8
+    expect(slowStart()).toBe(false)
+    expect(Pacer.slowStartOf({ name: "fixed", limit: 4, onSample: () => 4 })).toBeUndefined()
+  })
+
+  it("a pacer for a limit follows it when it drives pacing and takes a window's slow start", () => {
+    const fixed = { name: "fixed", limit: 4, onSample: () => 4 }
+    expect(Pacer.pacingOf(fixed)).toEqual({})
+    const window = { ...fixed, cwnd: 4, ssthresh: 8 }
+    expect(Object.keys(Pacer.pacingOf(window))).toEqual(["slowStart"])
+    const { algorithm } = driver()
+    expect(Pacer.pacingOf(algorithm)).toEqual({ algorithm })
   })
 })

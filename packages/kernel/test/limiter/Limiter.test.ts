@@ -267,3 +267,67 @@ describe("Limiter", () => {
     )
   })
 })
+
+describe("Limiter options", () => {
+  const fields = (result: { ok: boolean; issues?: ReadonlyArray<{ path: Array<string> }> }) =>
+    result.ok ? [] : result.issues!.map((i) => i.path[0])
+
+  it('the documented defaults: 1000 waiters, FIFO, key "default" or 1024 keys', () => {
+    expect(Limiter.configure({})).toEqual({
+      ok: true,
+      value: { key: "default", maxQueue: 1000, order: "fifo" }
+    })
+    expect(Limiter.configureService({ order: "lifo", maxQueue: 0 })).toEqual({
+      ok: true,
+      value: { maxKeys: 1024, maxQueue: 0, order: "lifo" }
+    })
+  })
+
+  it("bad fields are named; each form checks only its own fields", () => {
+    const cases: Array<[object, string]> = [
+      [{ maxQueue: -1 }, "maxQueue"],
+      [{ maxQueue: 1.5 }, "maxQueue"],
+      [{ order: "random" }, "order"],
+      [{ partitions: { CRITICAL: 0.8, SHEDDABLE: 0.5 } }, "partitions"],
+      [{ partitions: { CRITICAL: 1.5 } }, "partitions"],
+      [{ algorithm: 3 }, "algorithm"],
+      [{ isDrop: "yes" }, "isDrop"]
+    ]
+    for (const [input, field] of cases) {
+      expect(fields(Limiter.configure(input))).toEqual([field])
+      expect(fields(Limiter.configureService(input))).toEqual([field])
+    }
+    expect(fields(Limiter.configureService({ maxKeys: 0 }))).toEqual(["maxKeys"])
+    expect(fields(Limiter.configure({ key: 3 }))).toEqual(["key"])
+    expect(Limiter.configure({ maxKeys: 0 }).ok).toBe(true)
+    expect(Limiter.configureService({ key: 3 }).ok).toBe(true)
+  })
+
+  it("guaranteed shares: ratios by level that add up to at most 1, exactly", () => {
+    expect(Limiter.partitionsCheck({ CRITICAL_PLUS: 0.33, CRITICAL: 0.56, SHEDDABLE: 0.11 })).toBeUndefined()
+    expect(Limiter.partitionsCheck({ CRITICAL: undefined })).toBeUndefined()
+    expect(Limiter.partitionsCheck({ CRITICAL: 1.5 })).toBe("CRITICAL: expected a ratio in [0, 1], got 1.5")
+    expect(Limiter.partitionsCheck({ CRITICAL: 0.8, SHEDDABLE: 0.5 })).toBe(
+      "guaranteed shares must add up to at most 1, got 0 + 0.8 + 0 + 0.5"
+    )
+    expect(Limiter.partitionsCheck(0.5)).toMatch(/shares by criticality/)
+  })
+
+  it("a limiter is idle with nothing in flight and nobody waiting; counts read by level name", () => {
+    const limiter = make(new Fixed.Fixed(1))
+    expect(limiter.idle).toBe(true)
+    expect(limiter.limit).toBe(1)
+    const permit = take(limiter)
+    expect(limiter.idle).toBe(false)
+    const waiter = limiter.wait(CRITICAL, "w")!
+    expect([
+      limiter.inFlightOf("CRITICAL"),
+      limiter.queuedOf("CRITICAL"),
+      limiter.queuedOf("SHEDDABLE")
+    ]).toEqual([1, 1, 0])
+    limiter.release(permit, "success", 1, undefined)
+    expect(limiter.idle).toBe(false)
+    limiter.release(waiter.permit!, "success", 2, undefined)
+    expect(limiter.idle).toBe(true)
+  })
+})

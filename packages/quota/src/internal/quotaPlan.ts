@@ -2,7 +2,7 @@ import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import * as Options from "@sluice/core/Options"
 import type * as QC from "../QuotaConfig.js"
-import type { Issue } from "@sluice/kernel/limit/Limit"
+import type { Issue } from "@sluice/kernel/options/Field"
 import { describeIssues } from "@sluice/kernel/quota/Options"
 import * as QuotaPlan from "@sluice/kernel/quota/Plan"
 

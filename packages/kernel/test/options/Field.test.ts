@@ -1,0 +1,90 @@
+import * as Field from "@sluice/kernel/options/Field"
+import { describe, expect, it } from "vitest"
+
+describe("Field checks", () => {
+  it("each check accepts its range and names what it expected otherwise", () => {
+    const cases: Array<[Field.Check, Array<unknown>, Array<unknown>]> = [
+      [Field.positive, [1, 0.5, 1e9], [0, -1, Infinity, Number.NaN, "1"]],
+      [Field.positiveOrInfinity, [1, Infinity], [0, -Infinity, Number.NaN]],
+      [Field.positiveInt, [1, 20], [0, 1.5, -2, "3"]],
+      [Field.nonNegativeInt, [0, 7], [-1, 0.5]],
+      [Field.ratio, [0, 0.5, 1], [-0.1, 1.1, Number.NaN]],
+      [Field.positiveRatio, [0.125, 1], [0, 1.5]],
+      [Field.openRatio, [0.5, 0.9], [0, 1, 2]],
+      [Field.string, ["key", ""], [1, undefined]],
+      [Field.oneOf("fifo", "lifo"), ["fifo", "lifo"], ["random", 1]],
+      [Field.func("a function () => number"), [() => 1], [1, "f"]]
+    ]
+    for (const [check, good, bad] of cases) {
+      for (const value of good) expect(check(value)).toBeUndefined()
+      for (const value of bad) expect(check(value)).toMatch(/^expected /)
+    }
+    expect(Field.openRatio(2)).toBe("expected a number strictly between 0 and 1, got 2")
+    expect(Field.oneOf("tahoe", "reno")("x")).toBe('expected "tahoe" or "reno", got "x"')
+    expect(Field.func("a function () => boolean")(() => true)).toBeUndefined()
+    expect(Field.positive(() => 1)).toBe("expected a positive finite number, got a function")
+  })
+})
+
+describe("Field.resolve", () => {
+  const spec = {
+    limit: Field.required<() => number>(Field.func("a function () => number")),
+    initial: Field.optional<number>(Field.positiveInt),
+    maxQueue: Field.withDefault(Field.nonNegativeInt, 1000),
+    order: Field.withDefault<"fifo" | "lifo">(Field.oneOf("fifo", "lifo"), "fifo")
+  }
+  const limit = () => 1
+
+  it("fills in the defaults, keeps what is given, leaves out optional and unknown fields", () => {
+    const result = Field.resolve(spec, { limit, other: 5 })
+    expect(result).toEqual({ ok: true, value: { limit, maxQueue: 1000, order: "fifo" } })
+    expect(result.ok && "initial" in result.value).toBe(false)
+    expect(Field.resolve(spec, { limit, initial: 3, maxQueue: 0, order: undefined })).toEqual({
+      ok: true,
+      value: { limit, initial: 3, maxQueue: 0, order: "fifo" }
+    })
+  })
+
+  it("reports every field at fault, by name; a missing required field is one", () => {
+    const result = Field.resolve(spec, { initial: 2.5, maxQueue: -1 })
+    expect(result.ok).toBe(false)
+    expect(!result.ok && result.issues).toEqual([
+      { path: ["limit"], message: "is missing" },
+      { path: ["initial"], message: "expected a positive integer, got 2.5" },
+      { path: ["maxQueue"], message: "expected a non-negative integer, got -1" }
+    ])
+  })
+
+  it("applies the rules across fields only once every field is acceptable", () => {
+    const rules = (config: { readonly maxQueue: number }) =>
+      config.maxQueue > 10 ? [{ path: ["maxQueue"], message: "too long" }] : []
+    expect(Field.resolve(spec, { limit }, rules)).toEqual({
+      ok: false,
+      issues: [{ path: ["maxQueue"], message: "too long" }]
+    })
+    expect(Field.resolve(spec, { limit, maxQueue: 5 }, rules).ok).toBe(true)
+    let called = false
+    Field.resolve(spec, {}, () => ((called = true), []))
+    expect(called).toBe(false)
+  })
+
+  it("map transforms a valid configuration and passes issues through", () => {
+    expect(Field.map<number, number>({ ok: true, value: 2 }, (n) => n * 2)).toEqual({ ok: true, value: 4 })
+    const failed: Field.Result<number> = { ok: false, issues: [{ path: ["n"], message: "bad" }] }
+    expect(Field.map<number, number>(failed, (n) => n * 2)).toBe(failed)
+  })
+
+  it("orderIssues names the lower field of each pair out of order", () => {
+    expect(
+      Field.orderIssues([
+        ["minLimit", 10],
+        ["initial", 7],
+        ["maxLimit", 5]
+      ])
+    ).toEqual([
+      { path: ["minLimit"], message: "minLimit (10) must not exceed initial (7)" },
+      { path: ["minLimit"], message: "minLimit (10) must not exceed maxLimit (5)" },
+      { path: ["initial"], message: "initial (7) must not exceed maxLimit (5)" }
+    ])
+  })
+})
