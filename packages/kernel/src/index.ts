@@ -11,9 +11,6 @@
  */
 
 /** @since 0.2.0 */
-export * as Check from "./options/Check.js"
-
-/** @since 0.2.0 */
 export * as Ratio from "./stats/Ratio.js"
 
 /** @since 0.2.0 */

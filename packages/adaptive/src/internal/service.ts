@@ -1,5 +1,5 @@
 import { Criticality, Options } from "@sluice/core"
-import type * as Check from "@sluice/kernel/options/Check"
+import type * as Field from "@sluice/kernel/options/Field"
 import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Metric from "effect/Metric"
@@ -25,7 +25,7 @@ export const Millis: Schema.Schema<number, Duration.DurationInput> = Schema.tran
 export const options = <A, I>(
   module: string,
   schema: Schema.Schema<A, I>,
-  issues: (options: A) => ReadonlyArray<Check.Issue>
+  issues: (options: A) => ReadonlyArray<Field.Issue>
 ) => {
   // named, so that a report shows the module rather than the whole type spelled out
   const identifier = `${module} options`

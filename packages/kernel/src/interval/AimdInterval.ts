@@ -16,7 +16,7 @@
  *
  * @since 0.2.0
  */
-import * as Check from "../options/Check.js"
+import * as Field from "../options/Field.js"
 
 /**
  * Options, durations in milliseconds: `0 < min ≤ max`, exactly one of `step`
@@ -96,22 +96,22 @@ class AimdIntervalImpl implements AimdInterval {
   }
 }
 
-const factor = Check.range("a finite number greater than 1", (n) => Number.isFinite(n) && n > 1)
+const factor = Field.expecting((n) => Number.isFinite(n) && n > 1, "a finite number greater than 1")
 
 /**
  * Every problem with `options`, each naming its field.
  *
  * @since 0.2.0
  */
-export const issues = (options: Options): Array<Check.Issue> => {
+export const issues = (options: Options): Array<Field.Issue> => {
   const { initial, max, min, rateStep, step } = options
-  const found = Check.fields([
-    ["min", min, Check.positiveDuration],
-    ["max", max, Check.positiveDuration],
-    ["step", step, Check.positiveDuration],
-    ["rateStep", rateStep, Check.positive],
+  const found = Field.fields([
+    ["min", min, Field.positiveDuration],
+    ["max", max, Field.positiveDuration],
+    ["step", step, Field.positiveDuration],
+    ["rateStep", rateStep, Field.positive],
     ["factor", options.factor, factor],
-    ["initial", initial, Check.positiveDuration]
+    ["initial", initial, Field.positiveDuration]
   ])
   if (found.length > 0) return found
   if ((step === undefined) === (rateStep === undefined))
@@ -129,6 +129,6 @@ export const issues = (options: Options): Array<Check.Issue> => {
  * @since 0.2.0
  */
 export const make = (options: Options): AimdInterval => {
-  Check.orThrow(issues(options))
+  Field.orThrow(issues(options))
   return new AimdIntervalImpl(options.min, options.max, options)
 }

@@ -18,7 +18,7 @@
  *
  * @since 0.2.0
  */
-import * as Check from "../options/Check.js"
+import * as Field from "../options/Field.js"
 import { EwmaRate } from "../stats/Ewma.js"
 import { LatencyWindow } from "../stats/LatencyWindow.js"
 
@@ -105,10 +105,10 @@ const REFRESH_MILLIS = 1000
 export const limitsIssues = (
   limits: Limits | undefined,
   path: ReadonlyArray<string> = []
-): Array<Check.Issue> =>
-  Check.fields([
-    [[...path, "rate"], limits?.rate, Check.positive],
-    [[...path, "latency"], limits?.latency, Check.positiveDuration]
+): Array<Field.Issue> =>
+  Field.fields([
+    [[...path, "rate"], limits?.rate, Field.positive],
+    [[...path, "latency"], limits?.latency, Field.positiveDuration]
   ])
 
 /**
@@ -116,8 +116,8 @@ export const limitsIssues = (
  *
  * @since 0.2.0
  */
-export const instancesIssues = (instances: number | undefined): Array<Check.Issue> =>
-  Check.fields([["instances", instances, Check.positiveInt]])
+export const instancesIssues = (instances: number | undefined): Array<Field.Issue> =>
+  Field.fields([["instances", instances, Field.positiveInt]])
 
 /**
  * Every problem with `options`, each naming its field; `tick` must not exceed `window`
@@ -125,17 +125,17 @@ export const instancesIssues = (instances: number | undefined): Array<Check.Issu
  *
  * @since 0.2.0
  */
-export const issues = (options: Options): Array<Check.Issue> => {
+export const issues = (options: Options): Array<Field.Issue> => {
   const found = [
     ...limitsIssues(options.thresholds, ["thresholds"]),
     ...Object.entries(options.operations ?? {}).flatMap(([op, limits]) =>
       limitsIssues(limits, ["operations", op])
     ),
     ...instancesIssues(options.instances),
-    ...Check.fields([
-      ["window", options.window, Check.positiveDuration],
-      ["tick", options.tick, Check.positiveDuration],
-      ["latencyWindow", options.latencyWindow, Check.positiveDuration]
+    ...Field.fields([
+      ["window", options.window, Field.positiveDuration],
+      ["tick", options.tick, Field.positiveDuration],
+      ["latencyWindow", options.latencyWindow, Field.positiveDuration]
     ])
   ]
   if (found.length === 0 && (options.tick ?? defaults.tick) > (options.window ?? defaults.window))
@@ -246,7 +246,7 @@ export interface ThresholdMonitor {
  * @since 0.2.0
  */
 export const make = (options: Options = {}): ThresholdMonitor => {
-  Check.orThrow(issues(options))
+  Field.orThrow(issues(options))
   const copy = (limits: Limits): Limits => ({ rate: limits.rate, latency: limits.latency })
   let common = copy(options.thresholds ?? {})
   const overrides = new Map<string, Limits>()
@@ -268,12 +268,12 @@ export const make = (options: Options = {}): ThresholdMonitor => {
     },
     limits,
     setThresholds: (next, operation) => {
-      Check.orThrow(limitsIssues(next))
+      Field.orThrow(limitsIssues(next))
       if (operation === undefined) common = copy(next)
       else overrides.set(operation, copy(next))
     },
     setInstances: (n) => {
-      Check.orThrow(instancesIssues(n))
+      Field.orThrow(instancesIssues(n))
       instances = n
     },
     judge: judgeOf,

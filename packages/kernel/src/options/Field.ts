@@ -87,6 +87,16 @@ export const ratio = expecting((n) => isNumber(n) && n >= 0 && n <= 1, "a ratio 
 export const positiveRatio = expecting((n) => isNumber(n) && n > 0 && n <= 1, "a number in (0, 1]")
 /** A number strictly between 0 and 1 (a back-off ratio). @since 0.2.0 */
 export const openRatio = expecting((n) => isNumber(n) && n > 0 && n < 1, "a number strictly between 0 and 1")
+/** A finite number ≥ 0. @since 0.2.0 */
+export const nonNegative = expecting(
+  (n) => isNumber(n) && Number.isFinite(n) && n >= 0,
+  "a non-negative finite number"
+)
+/** A positive, finite duration in milliseconds. @since 0.2.0 */
+export const positiveDuration = expecting(
+  (n) => isNumber(n) && Number.isFinite(n) && n > 0,
+  "a positive, finite duration (ms)"
+)
 /** @since 0.2.0 */
 export const string = expecting((s) => typeof s === "string", "a string")
 
@@ -182,3 +192,48 @@ export const resolve = <C>(
  */
 export const map = <A, B>(result: Result<A>, f: (a: A) => B): Result<B> =>
   result.ok ? { ok: true, value: f(result.value) } : result
+
+/**
+ * The issue of one value at `path`, or `undefined` when it is absent (a default applies) or
+ * acceptable.
+ *
+ * @since 0.2.0
+ */
+export const field = (
+  path: string | ReadonlyArray<string>,
+  value: unknown,
+  check: Check
+): Issue | undefined => {
+  if (value === undefined) return undefined
+  const problem = check(value)
+  return problem === undefined
+    ? undefined
+    : { path: typeof path === "string" ? [path] : [...path], message: problem }
+}
+
+/**
+ * The issues of several values, each `[path, value, check]`; absent values are skipped.
+ *
+ * @since 0.2.0
+ */
+export const fields = (
+  checks: ReadonlyArray<readonly [path: string | ReadonlyArray<string>, value: unknown, check: Check]>
+): Array<Issue> => {
+  const found: Array<Issue> = []
+  for (const [path, value, check] of checks) {
+    const issue = field(path, value, check)
+    if (issue !== undefined) found.push(issue)
+  }
+  return found
+}
+
+/**
+ * Throws a `RangeError` for the first issue (`path: message`), for a kernel constructor called
+ * without a binding's check first; returns otherwise.
+ *
+ * @since 0.2.0
+ */
+export const orThrow = (issues: ReadonlyArray<Issue>): void => {
+  const first = issues[0]
+  if (first !== undefined) throw new RangeError(`${first.path.join(".")}: ${first.message}`)
+}

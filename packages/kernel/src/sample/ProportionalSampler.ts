@@ -19,7 +19,7 @@
  *
  * @since 0.2.0
  */
-import * as Check from "../options/Check.js"
+import * as Field from "../options/Field.js"
 
 /**
  * `"tracking"`: following the sensor; `"stale"`: the sensor is stale; `"paused"`: goal 0.
@@ -91,10 +91,10 @@ const resolve = (o: Options): Resolved => {
  *
  * @since 0.2.0
  */
-export const goalIssues = (goal: number): Array<Check.Issue> =>
-  Check.fields([["goal", goal, Check.nonNegative]])
+export const goalIssues = (goal: number): Array<Field.Issue> =>
+  Field.fields([["goal", goal, Field.nonNegative]])
 
-const jitter = Check.range("a ratio in [0, 1)", (n) => Number.isFinite(n) && n >= 0 && n < 1)
+const jitter = Field.expecting((n) => Number.isFinite(n) && n >= 0 && n < 1, "a ratio in [0, 1)")
 
 /**
  * Every problem with `options`, each naming its field (`initialRatio` is compared with
@@ -102,17 +102,17 @@ const jitter = Check.range("a ratio in [0, 1)", (n) => Number.isFinite(n) && n >
  *
  * @since 0.2.0
  */
-export const issues = (options: Options): Array<Check.Issue> => {
+export const issues = (options: Options): Array<Field.Issue> => {
   const found = [
     ...goalIssues(options.goal),
-    ...Check.fields([
-      ["updatePeriod", options.updatePeriod, Check.positiveDuration],
+    ...Field.fields([
+      ["updatePeriod", options.updatePeriod, Field.positiveDuration],
       ["jitter", options.jitter, jitter],
-      ["initialRatio", options.initialRatio, Check.ratio],
-      ["minRatio", options.minRatio, Check.ratio],
-      ["staleAfter", options.staleAfter, Check.positiveDuration],
-      ["staleFloor", options.staleFloor, Check.ratio],
-      ["staleDecay", options.staleDecay, Check.ratio]
+      ["initialRatio", options.initialRatio, Field.positiveRatio],
+      ["minRatio", options.minRatio, Field.positiveRatio],
+      ["staleAfter", options.staleAfter, Field.positiveDuration],
+      ["staleFloor", options.staleFloor, Field.positiveRatio],
+      ["staleDecay", options.staleDecay, Field.positiveRatio]
     ])
   ]
   const { initialRatio, minRatio } = resolve(options)
@@ -229,7 +229,7 @@ class ProportionalSamplerImpl implements ProportionalSampler {
     // else: a missing reading inside the grace period; hold r.
   }
   setGoal(goal: number): void {
-    Check.orThrow(goalIssues(goal))
+    Field.orThrow(goalIssues(goal))
     const wasPaused = this.goal === 0
     this.goal = goal
     if (goal === 0) {
@@ -258,6 +258,6 @@ class ProportionalSamplerImpl implements ProportionalSampler {
  * @since 0.2.0
  */
 export const make = (options: Options, now: number, random: () => number): ProportionalSampler => {
-  Check.orThrow(issues(options))
+  Field.orThrow(issues(options))
   return new ProportionalSamplerImpl(resolve(options), now, random())
 }

@@ -13,7 +13,7 @@
  *
  * @since 0.2.0
  */
-import * as Check from "../options/Check.js"
+import * as Field from "../options/Field.js"
 import type { Reading } from "./ProportionalSampler.js"
 
 /**
@@ -51,13 +51,13 @@ export const defaults = {
  *
  * @since 0.2.0
  */
-export const issues = (options: Options): Array<Check.Issue> =>
-  Check.fields([
-    ["window", options.window, Check.positiveInt],
-    ["flushInterval", options.flushInterval, Check.positiveDuration],
-    ["settle", options.settle, Check.positiveDuration],
-    ["timeout", options.timeout, Check.positiveDuration],
-    ["ttl", options.ttl, Check.positiveDuration]
+export const issues = (options: Options): Array<Field.Issue> =>
+  Field.fields([
+    ["window", options.window, Field.positiveInt],
+    ["flushInterval", options.flushInterval, Field.positiveDuration],
+    ["settle", options.settle, Field.positiveDuration],
+    ["timeout", options.timeout, Field.positiveDuration],
+    ["ttl", options.ttl, Field.positiveDuration]
   ])
 
 /**

@@ -21,7 +21,7 @@
  * @since 0.2.0
  */
 import * as Criticality from "../criticality/Criticality.js"
-import * as Check from "../options/Check.js"
+import * as Field from "../options/Field.js"
 
 /**
  * A criticality level (`@sluice/kernel/criticality/Criticality`).
@@ -81,7 +81,10 @@ export interface Options {
  */
 export const defaults = { smoothing: 1000, eventLoopInterval: 1000 } as const
 
-const threshold = Check.range("a positive number (Infinity: never shed)", (n) => !Number.isNaN(n) && n > 0)
+const threshold = Field.expecting(
+  (n) => !Number.isNaN(n) && n > 0,
+  "a positive number (Infinity: never shed)"
+)
 
 // Ascending, as the options are spelled.
 const resolveThresholds = (given: Options["thresholds"]): Thresholds =>
@@ -92,11 +95,11 @@ const resolveThresholds = (given: Options["thresholds"]): Thresholds =>
  *
  * @since 0.2.0
  */
-export const issues = (options: Options): Array<Check.Issue> => {
-  const found = Check.fields([
-    ["capacity", options.capacity, Check.positive],
-    ["smoothing", options.smoothing, Check.positiveDuration],
-    [["eventLoop", "interval"], options.eventLoop?.interval, Check.positiveDuration],
+export const issues = (options: Options): Array<Field.Issue> => {
+  const found = Field.fields([
+    ["capacity", options.capacity, Field.positive],
+    ["smoothing", options.smoothing, Field.positiveDuration],
+    [["eventLoop", "interval"], options.eventLoop?.interval, Field.positiveDuration],
     ...Criticality.ascending.map((l) => [["thresholds", l], options.thresholds?.[l], threshold] as const)
   ])
   const t = resolveThresholds(options.thresholds)
@@ -269,6 +272,6 @@ class LoadShedderImpl implements LoadShedder {
  * @since 0.2.0
  */
 export const make = (options: Options): LoadShedder => {
-  Check.orThrow(issues(options))
+  Field.orThrow(issues(options))
   return new LoadShedderImpl(options.capacity, options)
 }

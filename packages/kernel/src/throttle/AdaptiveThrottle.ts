@@ -24,7 +24,7 @@
  * @since 0.2.0
  */
 import * as Criticality from "../criticality/Criticality.js"
-import * as Check from "../options/Check.js"
+import * as Field from "../options/Field.js"
 import * as BoundedMap from "../stats/BoundedMap.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
 
@@ -117,10 +117,10 @@ export const defaults = {
   maxKeys: 1024
 } as const
 
-const kRange = Check.range("a finite number >= 1", (n) => Number.isFinite(n) && n >= 1)
-const probability = Check.range(
-  "a probability in [0, 1) (the backend must always be probed)",
-  (n) => n >= 0 && n < 1
+const kRange = Field.expecting((n) => Number.isFinite(n) && n >= 1, "a finite number >= 1")
+const probability = Field.expecting(
+  (n) => n >= 0 && n < 1,
+  "a probability in [0, 1) (the backend must always be probed)"
 )
 
 /**
@@ -128,15 +128,15 @@ const probability = Check.range(
  *
  * @since 0.2.0
  */
-export const issues = (options: Options): Array<Check.Issue> => {
+export const issues = (options: Options): Array<Field.Issue> => {
   const kOf = options.kByCriticality
-  const found = Check.fields([
-    ["window", options.window, Check.positiveDuration],
-    ["buckets", options.buckets, Check.positiveInt],
+  const found = Field.fields([
+    ["window", options.window, Field.positiveDuration],
+    ["buckets", options.buckets, Field.positiveInt],
     ["k", options.k, kRange],
     ["maxProbability", options.maxProbability, probability],
-    ["minRequestRate", options.minRequestRate, Check.nonNegative],
-    ["maxKeys", options.maxKeys, Check.positiveInt],
+    ["minRequestRate", options.minRequestRate, Field.nonNegative],
+    ["maxKeys", options.maxKeys, Field.positiveInt],
     ...Criticality.ascending.map((level) => [["kByCriticality", level], kOf?.[level], kRange] as const)
   ])
   const wrong = kOf === undefined ? undefined : misordered(kOf)
@@ -192,7 +192,7 @@ export const learn = (
  * @since 0.2.0
  */
 export const make = (options: Options = {}): AdaptiveThrottle => {
-  Check.orThrow(issues(options))
+  Field.orThrow(issues(options))
   const { window = defaults.window, buckets = defaults.buckets, k = defaults.k } = options
   const { maxProbability = defaults.maxProbability, minRequestRate = defaults.minRequestRate } = options
   const { maxKeys = defaults.maxKeys } = options

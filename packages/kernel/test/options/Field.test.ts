@@ -88,3 +88,50 @@ describe("Field.resolve", () => {
     ])
   })
 })
+
+describe("Field checks of plain values", () => {
+  it("numeric checks hold for what they say and nothing else", () => {
+    const cases: Array<[Field.Check, ReadonlyArray<number>, ReadonlyArray<number>]> = [
+      [Field.positive, [1e-9, 1, 1e300], [0, -1, Number.NaN, Infinity]],
+      [Field.nonNegative, [0, 2.5], [-1e-9, Number.NaN, Infinity]],
+      [Field.positiveInt, [1, 1024], [0, 1.5, -2, Number.NaN, Infinity]],
+      [Field.positiveDuration, [0.001, 120_000], [0, -5, Infinity, Number.NaN]],
+      [Field.positiveRatio, [1e-6, 0.5, 1], [0, 1.01, Number.NaN]]
+    ]
+    for (const [check, good, bad] of cases) {
+      for (const n of good) expect(check(n), `${n}`).toBeUndefined()
+      for (const n of bad) expect(check(n), `${n}`).toMatch(/^expected /)
+    }
+  })
+
+  it("fields: one issue per value out of range, naming its path; absent values are skipped", () => {
+    expect(
+      Field.fields([
+        ["capacity", 0, Field.positive],
+        [["thresholds", "CRITICAL"], -1, Field.positive],
+        ["buckets", undefined, Field.positiveInt],
+        ["maxKeys", 10, Field.positiveInt]
+      ])
+    ).toEqual([
+      { path: ["capacity"], message: "expected a positive finite number, got 0" },
+      { path: ["thresholds", "CRITICAL"], message: "expected a positive finite number, got -1" }
+    ])
+    expect(
+      Field.field(
+        "k",
+        2,
+        Field.expecting((n) => n > 1, "a number above 1")
+      )
+    ).toBeUndefined()
+  })
+
+  it("orThrow throws a RangeError naming the first issue's field, and nothing without issues", () => {
+    expect(() => Field.orThrow([])).not.toThrow()
+    expect(() =>
+      Field.orThrow([
+        { path: ["thresholds", "CRITICAL"], message: "too low" },
+        { path: ["capacity"], message: "not a number" }
+      ])
+    ).toThrow(new RangeError("thresholds.CRITICAL: too low"))
+  })
+})
