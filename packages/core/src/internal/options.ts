@@ -1,9 +1,12 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as Field from "@sluice/kernel/options/Field"
+import type { Fields } from "../Options.js"
 
 /** @internal */
 export class InvalidOptions extends Schema.TaggedError<InvalidOptions>("@sluice/core/InvalidOptions")(
@@ -25,75 +28,75 @@ export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationIn
   {
     strict: true,
     decode: (input, _, ast) => {
-      if (typeof input === "number" && !Number.isFinite(input) && input !== Infinity) {
-        return ParseResult.fail(new ParseResult.Type(ast, input, "expected a duration, got NaN"))
-      }
-      // Effect reads a negative duration as zero; an option given one is a mistake, not "no wait".
-      if (
-        (typeof input === "number" && input < 0) ||
-        (typeof input === "bigint" && input < BigInt(0)) ||
-        (typeof input === "string" && input.trimStart().startsWith("-"))
-      ) {
-        return ParseResult.fail(
-          new ParseResult.Type(ast, input, `expected a non-negative duration, got ${String(input)}`)
-        )
-      }
-      return Option.match(Duration.decodeUnknown(input), {
-        onNone: () =>
-          ParseResult.fail(new ParseResult.Type(ast, input, `expected a duration, got ${String(input)}`)),
-        onSome: ParseResult.succeed
-      })
+      const problem = Field.durationInput(input)
+      const decoded = problem === undefined ? Duration.decodeUnknown(input) : Option.none()
+      return Option.isSome(decoded)
+        ? ParseResult.succeed(decoded.value)
+        : ParseResult.fail(
+            new ParseResult.Type(ast, input, problem ?? `expected a duration, got ${String(input)}`)
+          )
     },
     encode: (d) => ParseResult.succeed(d)
   }
 ) as any
 
-/** @internal */
-export const PositiveDuration = DurationInput.pipe(
-  Schema.filter((d) => Duration.isFinite(d) && Duration.greaterThan(d, Duration.zero), {
-    message: () => "expected a positive, finite duration"
-  })
-)
+/** Each rule of a field as a filter with the rule's message. */
+const refined = <A, I>(
+  schema: Schema.Schema<A, I>,
+  rules: ReadonlyArray<Field.Rule>,
+  read: (a: A) => number
+) =>
+  rules.reduce(
+    (refinedSoFar, rule) =>
+      refinedSoFar.pipe(
+        Schema.filter((a) => rule.test(read(a)), { message: (issue) => rule.message(issue.actual) })
+      ),
+    schema
+  )
+
+const duration = (rule: Field.Rule) => refined(DurationInput, [rule], Duration.toMillis)
+const number = (rule: Field.Rule) => refined(Schema.Number, [rule], identity)
 
 /** @internal */
-export const NonNegativeDuration = DurationInput.pipe(
-  Schema.filter((d) => Duration.isFinite(d), { message: () => "expected a finite duration" })
-)
+export const PositiveDuration = duration(Field.positiveDuration)
 
 /** @internal */
-export const Ratio = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n >= 0 && n <= 1, {
-    message: (issue) => `expected a ratio in [0, 1], got ${String(issue.actual)}`
-  })
-)
+export const NonNegativeDuration = duration(Field.finiteDuration)
 
 /** @internal */
-export const PositiveNumber = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n > 0, {
-    message: (issue) => `expected a positive finite number, got ${String(issue.actual)}`
-  })
-)
+export const Ratio = number(Field.ratio)
 
 /** @internal */
-export const NonNegativeNumber = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n >= 0, {
-    message: (issue) => `expected a non-negative finite number, got ${String(issue.actual)}`
-  })
-)
+export const PositiveNumber = number(Field.positiveNumber)
 
 /** @internal */
-export const PositiveInt = Schema.Number.pipe(
-  Schema.filter((n) => Number.isInteger(n) && n > 0, {
-    message: (issue) => `expected a positive integer, got ${String(issue.actual)}`
-  })
-)
+export const NonNegativeNumber = number(Field.nonNegativeNumber)
 
 /** @internal */
-export const NonNegativeInt = Schema.Number.pipe(
-  Schema.filter((n) => Number.isInteger(n) && n >= 0, {
-    message: (issue) => `expected a non-negative integer, got ${String(issue.actual)}`
-  })
-)
+export const PositiveInt = number(Field.positiveInt)
+
+/** @internal */
+export const NonNegativeInt = number(Field.nonNegativeInt)
+
+const schemaOf = (field: Field.Field): Schema.Schema<any, any> =>
+  field.type === "duration"
+    ? refined(DurationInput, field.rules, Duration.toMillis)
+    : refined(Schema.Number, field.rules, identity)
+
+const propertyOf = (field: Field.Field) => {
+  const fallback = field.default
+  if (fallback === undefined)
+    return field.optional === true ? Schema.optional(schemaOf(field)) : schemaOf(field)
+  const value = field.type === "duration" ? () => Duration.millis(fallback) : () => fallback
+  return Schema.optionalWith(schemaOf(field), { default: value })
+}
+
+/** @internal */
+export const fields = <S extends Field.Spec>(spec: S): Fields<S> => {
+  const out: Record<string, unknown> = {}
+  for (const name in spec) out[name] = propertyOf(spec[name]!)
+  return out as Fields<S>
+}
 
 const toInvalid = (module: string, error: ParseResult.ParseError) =>
   new InvalidOptions({
