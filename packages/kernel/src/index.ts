@@ -69,6 +69,12 @@ export * as Budget from "./retry/Budget.js"
 export * as Histogram from "./retry/Histogram.js"
 
 /** @since 0.2.0 */
+export * as Policy from "./retry/Policy.js"
+
+/** @since 0.2.0 */
+export * as Field from "./options/Field.js"
+
+/** @since 0.2.0 */
 export * as ErrorBody from "./wire/ErrorBody.js"
 
 /** @since 0.2.0 */

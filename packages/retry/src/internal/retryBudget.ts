@@ -12,13 +12,7 @@ import * as Schema from "effect/Schema"
 import type * as RB from "../RetryBudget.js"
 
 /** @internal */
-export const RetryBudgetOptions = Schema.Struct({
-  ratio: Schema.optionalWith(Options.Ratio, { default: () => 0.1 }),
-  window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(10) }),
-  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 10 }),
-  minRetriesPerSecond: Schema.optionalWith(Options.NonNegativeNumber, { default: () => 1 }),
-  maxKeys: Schema.optionalWith(Options.PositiveInt, { default: () => 10_000 })
-})
+export const RetryBudgetOptions = Schema.Struct(Options.fields(Kernel.options))
 
 /** @internal */
 export const denials = Metric.counter("sluice_retry_budget_denials", {

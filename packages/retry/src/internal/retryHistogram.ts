@@ -10,16 +10,7 @@ import type * as RH from "../RetryHistogram.js"
 
 /** @internal */
 export const RetryHistogramOptions = Schema.Struct({
-  window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(10) }),
-  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 10 }),
-  maxAttempt: Schema.optionalWith(
-    Options.PositiveInt.pipe(
-      Schema.filter((n) => n <= 100, { message: () => "expected at most 100 attempt buckets" })
-    ),
-    { default: () => 3 }
-  ),
-  threshold: Schema.optionalWith(Options.Ratio, { default: () => 0.1 }),
-  minRequests: Schema.optionalWith(Options.NonNegativeInt, { default: () => 20 }),
+  ...Options.fields(Kernel.options),
   name: Schema.optional(Schema.String)
 })
 
@@ -59,15 +50,14 @@ class HistogramImpl implements RH.Service {
       minRequests: options.minRequests
     })
     this.tags = options.name === undefined ? [] : [MetricLabel.make("histogram", options.name)]
-    this.attemptTags = Array.from({ length: maxAttempt + 1 }, (_, i) => [
-      ...this.tags,
-      MetricLabel.make("attempt", i === maxAttempt ? `${i}+` : String(i))
-    ])
-    this.untrustedTags = Array.from({ length: maxAttempt + 1 }, (_, i) => [
-      ...this.tags,
-      MetricLabel.make("attempt", i === maxAttempt ? `${i}+` : String(i)),
-      MetricLabel.make("trusted", "false")
-    ])
+    const tagsOf = (...extra: ReadonlyArray<MetricLabel.MetricLabel>) =>
+      Array.from({ length: maxAttempt + 1 }, (_, i) => [
+        ...this.tags,
+        MetricLabel.make("attempt", Kernel.bucketLabel(i, maxAttempt)),
+        ...extra
+      ])
+    this.attemptTags = tagsOf()
+    this.untrustedTags = tagsOf(MetricLabel.make("trusted", "false"))
   }
   readonly unsafeRecord = (nowMillis: number, attempt: number): void => {
     requestsCounter.unsafeUpdate(1, this.attemptTags[this.histogram.record(nowMillis, attempt)]!)
