@@ -68,12 +68,19 @@ export const capIssue = (baseMillis: number, maxMillis: number): Issue | undefin
     : undefined
 
 /**
- * The default retry delays: exponential from 100 ms, doubling, at most 5 seconds, with full
- * jitter.
+ * The default retry delays: exponential from a `base` of 100 ms, doubling, at most 5 seconds
+ * (`max`), with full jitter ({@link defaultJitter}).
  *
  * @since 0.2.0
  */
-export const defaults = { baseMillis: 100, factor: 2, maxMillis: 5_000, jitter: "full" } as const
+export const defaultExponential = { base: 100, factor: 2, max: 5_000 } as const
+
+/**
+ * The jitter of the default retry delays: full.
+ *
+ * @since 0.2.0
+ */
+export const defaultJitter: JitterMode = "full"
 
 /**
  * The n-th exponential delay (n = 0 first): `base × factor^n`, at most `max`. Stays

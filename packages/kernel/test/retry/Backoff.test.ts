@@ -160,7 +160,8 @@ describe("Backoff options", () => {
   })
 
   it("the default delays: exponential from 100 ms, doubling, at most 5 s, full jitter", () => {
-    expect(Backoff.defaults).toEqual({ baseMillis: 100, factor: 2, maxMillis: 5000, jitter: "full" })
+    expect(Backoff.defaultExponential).toEqual({ base: 100, factor: 2, max: 5000 })
+    expect(Backoff.defaultJitter).toBe("full")
   })
 })
 

@@ -157,10 +157,6 @@ export const honorRetryAfter = dual(
 
 /** @internal */
 export const defaultSchedule: Schedule.Schedule<Duration.Duration> = jitter(
-  exponential({
-    base: Backoff.defaults.baseMillis,
-    factor: Backoff.defaults.factor,
-    max: Backoff.defaults.maxMillis
-  }),
-  Backoff.defaults.jitter
+  exponential(Backoff.defaultExponential),
+  Backoff.defaultJitter
 )

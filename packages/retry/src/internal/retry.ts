@@ -18,7 +18,6 @@ import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
 import * as Schema from "effect/Schema"
 import * as Policy from "@sluice/kernel/retry/Policy"
-import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as R from "../Retry.js"
 import type * as RB from "../RetryBudget.js"
@@ -34,8 +33,7 @@ export const attempt: Effect.Effect<number> = FiberRef.get(currentAttempt)
 /** @internal */
 export const currentDeadline: FiberRef.FiberRef<number> = FiberRef.unsafeMake(Infinity)
 
-/** @internal */
-export const PolicyOptionsSchema = Schema.Struct({
+const PolicyOptionsSchema = Schema.Struct({
   ...Options.fields(Policy.options),
   name: Schema.optional(Schema.String)
 })
@@ -130,17 +128,14 @@ const compile = (options: R.PolicyOptions | undefined): Either.Either<Compiled, 
 export const RetryEvents = Context.GenericTag<R.RetryEvents, R.EventsService>("@sluice/retry/RetryEvents")
 
 /** @internal */
-export const makeEvents = (capacity = 256): Effect.Effect<R.EventsService, never, Scope.Scope> =>
-  Effect.map(Effect.acquireRelease(PubSub.sliding<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
-    events: Stream.fromPubSub(pubsub),
-    unsafePublish: (event: R.Event) => {
-      pubsub.unsafeOffer(event)
-    }
-  }))
-
-/** @internal */
-export const layerEvents = (capacity?: number): Layer.Layer<R.RetryEvents> =>
-  Layer.scoped(RetryEvents, makeEvents(capacity))
+export const layerEvents = (capacity = 256): Layer.Layer<R.RetryEvents> =>
+  Layer.scoped(
+    RetryEvents,
+    Effect.map(Effect.acquireRelease(PubSub.sliding<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
+      events: Stream.fromPubSub(pubsub),
+      unsafePublish: (event: R.Event) => void pubsub.unsafeOffer(event)
+    }))
+  )
 
 /** @internal */
 export const events: Stream.Stream<R.Event, never, R.RetryEvents> = Stream.unwrap(
@@ -289,15 +284,11 @@ export const withRetry: any = (...args: ReadonlyArray<any>) => {
  * The first try's bookkeeping as a gate, so it shares the one step of `Admission.guard`.
  * Entered only outside another retry layer (see `around`).
  */
-const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> => ({
-  tryEnter: (entry) => {
+const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> =>
+  retryBudget.recordingGate((entry) => {
     if (budget !== undefined) budget.unsafeRecordRequest(entry.now)
     attemptsCounter.unsafeUpdate(1, config.tags)
-    return true
-  },
-  enter: () => Effect.succeed(true),
-  settle: () => {}
-})
+  })
 
 const policyOf = (options: R.MakeOptions | undefined): Either.Either<R.Policy, Options.InvalidOptions> =>
   Either.flatMap(compile(options), (config) =>
