@@ -126,3 +126,21 @@ export const decodeEither = <A, I>(module: string, schema: Schema.Schema<A, I>) 
   return (input: I): Either.Either<A, InvalidOptions> =>
     Either.mapLeft(run(input), (e) => toInvalid(module, e))
 }
+
+/** @internal `make` (failing with `InvalidOptions`) and `unsafeMake` (throwing it) of a constructor */
+export const constructors = <A, I, S>(
+  module: string,
+  schema: Schema.Schema<A, I>,
+  build: (options: A) => S
+) => {
+  const decodeEffect = decode(module, schema)
+  const decodeThrowing = decodeSync(module, schema)
+  return {
+    make: (options: I): Effect.Effect<S, InvalidOptions> => Effect.map(decodeEffect(options), build),
+    unsafeMake: (options: I): S => build(decodeThrowing(options))
+  }
+}
+
+/** @internal runs `f` at the current time of the running fiber's clock */
+export const atNow = <A>(f: (now: number) => A): Effect.Effect<A> =>
+  Effect.clockWith((clock) => Effect.sync(() => f(clock.unsafeCurrentTimeMillis())))
