@@ -24,6 +24,8 @@
  *
  * @since 0.2.0
  */
+import * as Field from "../options/Field.js"
+import type { Outcome } from "../outcome/Outcome.js"
 import * as Ratio from "../stats/Ratio.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
 
@@ -33,6 +35,59 @@ import { RollingCounter } from "../stats/RollingCounter.js"
  * @since 0.2.0
  */
 export type State = "closed" | "half-open" | "open" | "isolated"
+
+/**
+ * The state a breaker reports to its callers: an isolated breaker is open.
+ *
+ * @since 0.2.0
+ */
+export type ReportedState = "closed" | "half-open" | "open"
+
+/**
+ * The state as reported: `isolated` is `open`.
+ *
+ * @since 0.2.0
+ */
+export const reported = (state: State): ReportedState => (state === "isolated" ? "open" : state)
+
+const DEFAULT_CONSECUTIVE = 5
+const DEFAULT_OPEN_MILLIS = 5_000
+
+/**
+ * The options of a breaker as its users write them, with their ranges and defaults:
+ * `consecutiveFailures` (a positive integer; see {@link BreakerOptions}), `openFor` (a positive,
+ * finite duration, default 5 seconds) and `halfOpenProbes` (a positive integer, default 1).
+ *
+ * @since 0.2.0
+ */
+export const options = {
+  consecutiveFailures: { type: "number", rules: [Field.positiveInt], optional: true },
+  openFor: { type: "duration", rules: [Field.positiveDuration], default: DEFAULT_OPEN_MILLIS },
+  halfOpenProbes: { type: "number", rules: [Field.positiveInt], default: 1 }
+} satisfies Field.Spec
+
+/**
+ * The options of a failure-ratio trip as its users write them: a `ratio` in (0, 1], a positive,
+ * finite `window`, the `minimumCalls` before the ratio is judged (a positive integer) and the
+ * window's `buckets` (a positive integer, default 10).
+ *
+ * @since 0.2.0
+ */
+export const failureRatioOptions = {
+  ratio: {
+    type: "number",
+    rules: [
+      Field.ratio,
+      Field.rule(
+        (n) => n > 0,
+        () => "expected a ratio in (0, 1]"
+      )
+    ]
+  },
+  window: { type: "duration", rules: [Field.positiveDuration] },
+  minimumCalls: { type: "number", rules: [Field.positiveInt] },
+  buckets: { type: "number", rules: [Field.positiveInt], default: 10 }
+} satisfies Field.Spec
 
 /**
  * @since 0.2.0
@@ -62,9 +117,10 @@ export interface BreakerOptions {
   /**
    * How long a trip keeps the breaker open, in milliseconds: a positive number (default 5000), or
    * a function of the time of the trip and the number of trips since the breaker last closed
-   * (0 for the first), answering a non-negative number.
+   * (0 for the first). A negative answer is 0; `undefined` or a non-finite one keeps the previous
+   * open duration (5000 before the first), so a backoff that has run out stays at its last step.
    */
-  readonly openFor?: number | ((now: number, trips: number) => number) | undefined
+  readonly openFor?: number | ((now: number, trips: number) => number | undefined) | undefined
   /** How many probes (K) a half-open breaker lets through: a positive integer, default 1. */
   readonly halfOpenProbes?: number | undefined
   /**
@@ -80,9 +136,6 @@ const OPEN = 2
 const ISOLATED = 3
 type InternalState = typeof CLOSED | typeof HALF_OPEN | typeof OPEN | typeof ISOLATED
 const stateName: ReadonlyArray<State> = ["closed", "half-open", "open", "isolated"]
-
-const DEFAULT_CONSECUTIVE = 5
-const DEFAULT_OPEN_MILLIS = 5_000
 
 const positiveInteger = (name: string, n: number): number => {
   if (!(Number.isInteger(n) && n > 0))
@@ -105,10 +158,11 @@ export class Breaker {
   private readonly calls: RollingCounter | undefined
   private readonly failures: RollingCounter | undefined
   private readonly probes: number
-  private readonly openFor: number | ((now: number, trips: number) => number)
+  private readonly openFor: number | ((now: number, trips: number) => number | undefined)
   private readonly onTransition: ((from: State, to: State, now: number) => void) | undefined
   private trips = 0
   private openUntil = 0
+  private openMillis = DEFAULT_OPEN_MILLIS
   private probesStarted = 0
   private probesSucceeded = 0
 
@@ -217,6 +271,25 @@ export class Breaker {
     if (generation === this.gen && this.st === HALF_OPEN) this.probesStarted--
   }
 
+  /**
+   * Settles a permit of `generation` with the outcome of its call: `success` is a success;
+   * `dropped` and `failed` are a failure when `counts(context)` says the failure counts against
+   * the dependency (else a success); `refused` and `ignored` say nothing (a probe gives its slot
+   * back). A permit of a generation that is gone is ignored, and `counts` is not asked.
+   */
+  settle<C>(
+    generation: number,
+    outcome: Outcome,
+    now: () => number,
+    counts: (context: C) => boolean,
+    context: C
+  ): void {
+    if (generation !== this.gen) return
+    if (outcome === "refused" || outcome === "ignored") this.onIgnored(generation)
+    else if (outcome !== "success" && counts(context)) this.onFailure(generation, now)
+    else this.onSuccess(generation, now)
+  }
+
   /** Forces the breaker open until {@link reset}. */
   isolate(now: number): void {
     this.enter(ISOLATED, now)
@@ -243,11 +316,15 @@ export class Breaker {
   }
 
   private trip(now: number): void {
-    const openMillis = typeof this.openFor === "number" ? this.openFor : this.openFor(now, this.trips)
+    if (typeof this.openFor === "number") this.openMillis = this.openFor
+    else {
+      const millis = this.openFor(now, this.trips)
+      if (millis !== undefined && Number.isFinite(millis)) this.openMillis = Math.max(0, millis)
+    }
     const trips = this.trips + 1
     this.enter(OPEN, now)
     this.trips = trips
-    this.openUntil = now + openMillis
+    this.openUntil = now + this.openMillis
   }
 
   private poll(now: number): void {
