@@ -110,21 +110,17 @@ export const decode =
   (input: I): Effect.Effect<A, InvalidOptions> =>
     Effect.mapError(Schema.decode(schema)(input), (e) => toInvalid(module, e))
 
-/** @internal */
-export const decodeSync = <A, I>(module: string, schema: Schema.Schema<A, I>) => {
-  const run = Schema.decodeEither(schema)
-  return (input: I): A => {
-    const result = run(input)
-    if (Either.isLeft(result)) throw toInvalid(module, result.left)
-    return result.right
-  }
-}
-
 /** @internal decodes to an `Either`, never throwing */
 export const decodeEither = <A, I>(module: string, schema: Schema.Schema<A, I>) => {
   const run = Schema.decodeEither(schema)
   return (input: I): Either.Either<A, InvalidOptions> =>
     Either.mapLeft(run(input), (e) => toInvalid(module, e))
+}
+
+/** @internal */
+export const decodeSync = <A, I>(module: string, schema: Schema.Schema<A, I>) => {
+  const run = decodeEither(module, schema)
+  return (input: I): A => Either.getOrThrowWith(run(input), identity)
 }
 
 /** @internal `make` (failing with `InvalidOptions`) and `unsafeMake` (throwing it) of a constructor */

@@ -61,3 +61,28 @@ describe("Outcome", () => {
     ).toEqual(["success", "dropped"])
   })
 })
+
+describe("Outcome.ofFirst and anyDrop", () => {
+  it("the first failure or defect decides; nothing but interruptions is the caller giving up", () => {
+    expect(Outcome.ofFirst({ _tag: "Fail", error: { _tag: "Overloaded" } })).toBe("dropped")
+    expect(Outcome.ofFirst({ _tag: "Fail", error: { _tag: "Throttled" } })).toBe("refused")
+    expect(Outcome.ofFirst({ _tag: "Die", defect: new Error("boom") })).toBe("failed")
+    expect(Outcome.ofFirst(undefined)).toBe("ignored")
+    const isDrop = (u: unknown) => u === "busy"
+    expect(Outcome.ofFirst({ _tag: "Die", defect: "busy" }, { isDrop })).toBe("dropped")
+    expect(Outcome.ofFirst({ _tag: "Fail", error: "busy" }, { isDrop })).toBe("dropped")
+  })
+
+  it("several policies' isDrop: a drop when any says so; no options when none has a say", () => {
+    expect(Outcome.anyDrop([])).toBeUndefined()
+    const busy = (u: unknown) => u === "busy"
+    const full = (u: unknown) => u === "full"
+    expect(Outcome.anyDrop([busy])).toEqual({ isDrop: busy })
+    const both = Outcome.anyDrop([busy, full])!
+    expect(["busy", "full", "fine"].map((e) => Outcome.ofError(e, both))).toEqual([
+      "dropped",
+      "dropped",
+      "failed"
+    ])
+  })
+})
