@@ -34,10 +34,8 @@ const ScheduleSchema = Schema.declare(
   { identifier: "Schedule", description: "a Schedule" }
 )
 
-const PredicateSchema = Schema.declare(
-  (u: unknown): u is (error: unknown) => boolean => typeof u === "function",
-  { identifier: "Predicate", description: "a function (error: unknown) => boolean" }
-)
+const functionSchema = <F>(identifier: string, description: string) =>
+  Schema.declare((u: unknown): u is F => typeof u === "function", { identifier, description })
 
 const fields = Options.fields(Breaker.options)
 const OptionsSchema = Schema.Struct({
@@ -48,21 +46,20 @@ const OptionsSchema = Schema.Struct({
     default: () => Duration.millis(Breaker.options.openFor.default)
   }),
   halfOpenProbes: fields.halfOpenProbes,
-  isFailure: Schema.optional(PredicateSchema),
+  isFailure: Schema.optional(
+    functionSchema<(error: unknown) => boolean>("Predicate", "a function (error: unknown) => boolean")
+  ),
   onStateChange: Schema.optional(
-    Schema.declare((u: unknown): u is (change: CB.StateChange) => void => typeof u === "function", {
-      identifier: "Callback",
-      description: "a function (change: StateChange) => void"
-    })
+    functionSchema<(change: CB.StateChange) => void>("Callback", "a function (change: StateChange) => void")
   )
 })
 
 type Config = typeof OptionsSchema.Type
 
-/** @internal */
-export const CircuitBreakerOptions: Schema.Schema<Config, CB.CircuitBreakerOptions> = OptionsSchema as any
-
-const decodeEffect = Options.decode("CircuitBreaker", CircuitBreakerOptions)
+const decodeEffect = Options.decode(
+  "CircuitBreaker",
+  OptionsSchema as Schema.Schema<Config, CB.CircuitBreakerOptions>
+)
 
 const stateGauge = Metric.gauge("sluice_circuit_breaker_state", {
   description: "circuit breaker state: 0 closed, 1 half-open, 2 open"
@@ -75,6 +72,12 @@ const rejectedCounter = Metric.counter("sluice_circuit_breaker_rejected", {
   description: "calls refused by an open or saturated half-open circuit breaker",
   incremental: true
 })
+
+/** The typed error an outcome was computed from (`undefined` for a defect, or without a cause). */
+const typedError = (cause: Cause.Cause<unknown> | undefined): { readonly error: unknown } | undefined => {
+  const failure = cause === undefined ? Option.none() : Cause.failureOption(cause)
+  return Option.isSome(failure) ? { error: failure.value } : undefined
+}
 
 /**
  * A call the breaker admitted. One ticket serves every call admitted under the same
@@ -96,7 +99,6 @@ class CircuitBreakerImpl implements CB.Service {
   readonly name: string
   private readonly breaker: Breaker.Breaker
   private ticket: Ticket | undefined = undefined
-  private readonly isFailure: ((error: unknown) => boolean) | undefined
   private readonly onStateChange: ((change: CB.StateChange) => void) | undefined
   private readonly schedule: Schedule.Schedule<unknown, unknown, never> | undefined
   private scheduleState: unknown
@@ -111,7 +113,6 @@ class CircuitBreakerImpl implements CB.Service {
     private readonly pubsub: PubSub.PubSub<CB.StateChange>
   ) {
     this.name = config.name
-    this.isFailure = config.isFailure
     this.onStateChange = config.onStateChange
     this.schedule = Schedule.isSchedule(config.openFor)
       ? (config.openFor as Schedule.Schedule<unknown, unknown, never>)
@@ -126,6 +127,7 @@ class CircuitBreakerImpl implements CB.Service {
           ? Duration.toMillis(config.openFor as Duration.Duration)
           : (now, trips) => this.nextOpenMillis(now, trips),
       halfOpenProbes: config.halfOpenProbes,
+      isFailure: config.isFailure,
       onTransition: (from, to, now) => this.transitioned(from, to, now)
     })
     this.runSync = Runtime.runSync(runtime)
@@ -149,7 +151,7 @@ class CircuitBreakerImpl implements CB.Service {
       // The outcome is core's (`Outcome`); the breaker decides what it counts as.
       settle: (ticket, outcome, cause) => {
         const { generation, now } = ticket as Ticket
-        this.breaker.settle(generation, outcome, now, this.counts, cause)
+        this.breaker.settle(generation, outcome, now, typedError, cause)
       }
     }
     this.guarded = admission.guard([this.gate as Admission.Gate<unknown, unknown>]) as any
@@ -196,22 +198,6 @@ class CircuitBreakerImpl implements CB.Service {
     }
   }
 
-  /**
-   * Whether a `dropped` or `failed` call counts against the dependency: `isFailure` judges
-   * the typed error the outcome was computed from (a rejected one counts as an answer);
-   * defects, and outcomes settled without a cause, always count.
-   */
-  private readonly counts = (cause: Cause.Cause<unknown> | undefined): boolean => {
-    if (this.isFailure === undefined || cause === undefined) return true
-    const failure = Cause.failureOption(cause)
-    if (Option.isNone(failure)) return true
-    try {
-      return this.isFailure(failure.value)
-    } catch {
-      return true
-    }
-  }
-
   // ---- the admission protocol ----
 
   /** A ticket under the current state (taking a probe slot when half-open). */
@@ -234,19 +220,14 @@ class CircuitBreakerImpl implements CB.Service {
     return new CircuitOpen({ name: this.name, halfOpenAt: this.breaker.halfOpenAt, retryAfter }, true)
   }
 
-  readonly withBreaker = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> => {
-    return this.guarded(self)
-  }
+  readonly withBreaker = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
+    this.guarded(self)
 
   readonly unsafeState = (nowMillis: number): CB.State => Breaker.reported(this.breaker.state(nowMillis))
 
-  readonly unsafeIsolate = (nowMillis: number): void => {
-    this.breaker.isolate(nowMillis)
-  }
+  readonly unsafeIsolate = (nowMillis: number): void => this.breaker.isolate(nowMillis)
 
-  readonly unsafeReset = (nowMillis: number): void => {
-    this.breaker.reset(nowMillis)
-  }
+  readonly unsafeReset = (nowMillis: number): void => this.breaker.reset(nowMillis)
 
   get state(): Effect.Effect<CB.State> {
     return Options.atNow(this.unsafeState)

@@ -124,6 +124,11 @@ export interface BreakerOptions {
   /** How many probes (K) a half-open breaker lets through: a positive integer, default 1. */
   readonly halfOpenProbes?: number | undefined
   /**
+   * Whether a failed call's typed error counts against the dependency (default: every failure
+   * counts); see {@link Breaker.settle}.
+   */
+  readonly isFailure?: ((error: unknown) => boolean) | undefined
+  /**
    * Called synchronously on every transition, after the state changed (and before the new
    * `halfOpenAt` of a trip is set), including `closed → closed` on a `reset`.
    */
@@ -160,6 +165,7 @@ export class Breaker {
   private readonly probes: number
   private readonly openFor: number | ((now: number, trips: number) => number | undefined)
   private readonly onTransition: ((from: State, to: State, now: number) => void) | undefined
+  private readonly isFailure: ((error: unknown) => boolean) | undefined
   private trips = 0
   private openUntil = 0
   private openMillis = DEFAULT_OPEN_MILLIS
@@ -195,6 +201,7 @@ export class Breaker {
     }
     this.openFor = openFor
     this.onTransition = options.onTransition
+    this.isFailure = options.isFailure
   }
 
   /** The current generation: every transition starts a new one. */
@@ -273,21 +280,34 @@ export class Breaker {
 
   /**
    * Settles a permit of `generation` with the outcome of its call: `success` is a success;
-   * `dropped` and `failed` are a failure when `counts(context)` says the failure counts against
-   * the dependency (else a success); `refused` and `ignored` say nothing (a probe gives its slot
-   * back). A permit of a generation that is gone is ignored, and `counts` is not asked.
+   * `dropped` and `failed` are a failure when it counts against the dependency (else a success);
+   * `refused` and `ignored` say nothing (a probe gives its slot back). A failure counts when
+   * `isFailure` says so of its typed error (`errorOf(context)`), when that predicate throws, and
+   * always for a defect or a call settled without an error (`undefined`). A permit of a
+   * generation that is gone is ignored, and nothing is asked.
    */
   settle<C>(
     generation: number,
     outcome: Outcome,
     now: () => number,
-    counts: (context: C) => boolean,
+    errorOf: (context: C) => { readonly error: unknown } | undefined,
     context: C
   ): void {
     if (generation !== this.gen) return
     if (outcome === "refused" || outcome === "ignored") this.onIgnored(generation)
-    else if (outcome !== "success" && counts(context)) this.onFailure(generation, now)
+    else if (outcome !== "success" && this.counts(errorOf, context)) this.onFailure(generation, now)
     else this.onSuccess(generation, now)
+  }
+
+  private counts<C>(errorOf: (context: C) => { readonly error: unknown } | undefined, context: C): boolean {
+    if (this.isFailure === undefined) return true
+    const failure = errorOf(context)
+    if (failure === undefined) return true
+    try {
+      return this.isFailure(failure.error)
+    } catch {
+      return true
+    }
   }
 
   /** Forces the breaker open until {@link reset}. */

@@ -139,6 +139,21 @@ export const anyDrop = (isDrops: ReadonlyArray<(error: unknown) => boolean>): Cl
       : { isDrop: (error) => isDrops.some((isDrop) => isDrop(error)) }
 
 /**
+ * Whether a failure is one the layer above may retry: `Overloaded` or `QuotaExceeded` (or an error
+ * `marked` retryable, such as a transport error or a timeout) that this process did not refuse
+ * itself (`origin: "local"`). The rest passes through a retry policy untouched.
+ *
+ * @since 0.2.0
+ */
+export const isRetryableError = (error: unknown, marked: boolean): boolean => {
+  const tag = tagOf(error)
+  return (
+    (tag === "Overloaded" || tag === "QuotaExceeded" || marked) &&
+    (error as { readonly origin?: unknown }).origin !== "local"
+  )
+}
+
+/**
  * Whether a retry policy retries a failure with this outcome by default: `dropped`, and `failed`
  * when the error is marked retryable (a transport error).
  *

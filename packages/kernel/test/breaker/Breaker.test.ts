@@ -341,14 +341,16 @@ describe("Breaker: open durations a backoff gives up on, settling by outcome, wh
   })
 
   it("settle: success a success, dropped and failed a failure when they count, refused and ignored nothing", () => {
-    const breaker = new Breaker({ consecutiveFailures: 2, openFor: 1_000 })
-    const asked: Array<string> = []
-    const counts = (why: string) => {
-      asked.push(why)
-      return why !== "not counted"
+    const asked: Array<unknown> = []
+    const isFailure = (error: unknown) => {
+      asked.push(error)
+      if (error === "throws") throw new Error("a broken predicate")
+      return error !== "not counted"
     }
-    const settle = (outcome: Parameters<Breaker["settle"]>[1], why = "counted") =>
-      breaker.settle(breaker.tryAcquire(0)!, outcome, at(0), counts, why)
+    const breaker = new Breaker({ consecutiveFailures: 2, openFor: 1_000, isFailure })
+    const errorOf = (error: unknown) => (error === "defect" ? undefined : { error })
+    const settle = (outcome: Parameters<Breaker["settle"]>[1], error: unknown = "counted") =>
+      breaker.settle(breaker.tryAcquire(0)!, outcome, at(0), errorOf, error)
     settle("dropped")
     settle("success")
     settle("failed")
@@ -357,15 +359,24 @@ describe("Breaker: open durations a backoff gives up on, settling by outcome, wh
     settle("ignored")
     expect(breaker.state(0)).toBe("closed")
     expect(asked).toEqual(["counted", "counted", "not counted"])
-    // a failure that does not count is a success: two more in a row trip it
-    settle("dropped")
+    // a failure that does not count is a success; a defect always counts, and so does an error
+    // the predicate throws on
+    settle("failed", "defect")
     expect(breaker.state(0)).toBe("closed")
-    settle("dropped")
+    settle("dropped", "throws")
     expect(breaker.state(0)).toBe("open")
-    // a permit of a generation that is gone: ignored, and counts is not asked
+    // a permit of a generation that is gone: ignored, and nothing is asked
     asked.length = 0
-    breaker.settle(0, "failed", at(0), counts, "stale")
+    breaker.settle(0, "failed", at(0), errorOf, "stale")
     expect(asked).toEqual([])
+  })
+
+  it("settle: without isFailure every failure counts, and its error is not even looked up", () => {
+    const breaker = new Breaker({ consecutiveFailures: 1, openFor: 1_000 })
+    const looked: Array<unknown> = []
+    breaker.settle(breaker.tryAcquire(0)!, "failed", at(0), (e) => (looked.push(e), { error: e }), "x")
+    expect(breaker.state(0)).toBe("open")
+    expect(looked).toEqual([])
   })
 
   it("settle: a refused or ignored probe gives its slot back", () => {
@@ -373,7 +384,7 @@ describe("Breaker: open durations a backoff gives up on, settling by outcome, wh
     fail(breaker, 0)
     const probe = breaker.tryAcquire(1_000)!
     expect(breaker.tryAcquire(1_000)).toBeUndefined()
-    breaker.settle(probe, "ignored", at(1_000), () => true, undefined)
+    breaker.settle(probe, "ignored", at(1_000), () => undefined, undefined)
     expect(breaker.tryAcquire(1_000)).toBeDefined()
   })
 

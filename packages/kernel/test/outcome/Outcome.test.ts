@@ -86,3 +86,24 @@ describe("Outcome.ofFirst and anyDrop", () => {
     ])
   })
 })
+
+describe("Outcome.isRetryableError", () => {
+  it("Overloaded, QuotaExceeded and marked errors the layer above may retry, unless refused here", () => {
+    expect(Outcome.isRetryableError({ _tag: "Overloaded", reason: "server" }, false)).toBe(true)
+    expect(Outcome.isRetryableError({ _tag: "QuotaExceeded" }, false)).toBe(true)
+    expect(Outcome.isRetryableError(local, false)).toBe(false)
+    expect(Outcome.isRetryableError({ _tag: "QuotaExceeded", origin: "local" }, false)).toBe(false)
+    expect(Outcome.isRetryableError(new Error("socket hang up"), true)).toBe(true)
+    expect(Outcome.isRetryableError({ _tag: "Boom", origin: "local" }, true)).toBe(false)
+    for (const other of [
+      { _tag: "Throttled" },
+      { _tag: "CircuitOpen" },
+      new Error("x"),
+      "x",
+      null,
+      undefined
+    ]) {
+      expect(Outcome.isRetryableError(other, false)).toBe(false)
+    }
+  })
+})
