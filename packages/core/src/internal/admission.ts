@@ -28,7 +28,7 @@ export const isRefused = (u: unknown): u is A.Refused<unknown> => u instanceof R
 type AnyGate = A.Gate<unknown, unknown>
 type Restore = <X, Y, R>(effect: Effect.Effect<X, Y, R>) => Effect.Effect<X, Y, R>
 
-const classifyOptions = (gates: ReadonlyArray<AnyGate>): outcome.ClassifyOptions | undefined =>
+const classifyOptions = (gates: ReadonlyArray<AnyGate>): Outcome.ClassifyOptions | undefined =>
   Outcome.anyDrop(gates.flatMap((gate) => (gate.isDrop === undefined ? [] : [gate.isDrop])))
 
 /**
@@ -39,7 +39,7 @@ class Pass implements A.Entry {
   readonly tickets: Array<unknown>
   constructor(
     readonly gates: ReadonlyArray<AnyGate>,
-    readonly options: outcome.ClassifyOptions | undefined,
+    readonly options: Outcome.ClassifyOptions | undefined,
     readonly orElse: OrElse | undefined,
     readonly restore: Restore,
     readonly self: Effect.Effect<unknown, unknown, unknown>,
@@ -69,7 +69,7 @@ class Pass implements A.Entry {
   }
 
   /** Settles the first `count` tickets, innermost first. */
-  settle(count: number, result: outcome.Outcome, cause?: Cause.Cause<unknown>): void {
+  settle(count: number, result: Outcome.Outcome, cause?: Cause.Cause<unknown>): void {
     for (let i = count - 1; i >= 0; i--) this.gates[i]!.settle(this.tickets[i], result, cause)
   }
 

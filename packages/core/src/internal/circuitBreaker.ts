@@ -255,13 +255,9 @@ class CircuitBreakerImpl implements CB.Service {
 
 /** @internal */
 export const make = (options: CB.CircuitBreakerOptions): Effect.Effect<CB.Service, InvalidOptions> =>
-  Effect.flatMap(decodeEffect(options), (config) =>
-    Effect.flatMap(Effect.runtime<never>(), (runtime) =>
-      Effect.map(
-        PubSub.sliding<CB.StateChange>(256),
-        (pubsub) => new CircuitBreakerImpl(config, runtime, pubsub) as CB.Service
-      )
-    )
+  Effect.map(
+    Effect.all([decodeEffect(options), Effect.runtime<never>(), PubSub.sliding<CB.StateChange>(256)]),
+    ([config, runtime, pubsub]) => new CircuitBreakerImpl(config, runtime, pubsub)
   )
 
 /** @internal */

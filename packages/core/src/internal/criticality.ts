@@ -2,20 +2,7 @@ import * as Kernel from "@sluice/kernel/criticality/Criticality"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
-import type * as Order_ from "effect/Order"
 import type { Criticality } from "../Criticality.js"
-
-/** @internal */
-export const levels: ReadonlyArray<Criticality> = Kernel.levels
-
-/** @internal */
-export const defaultLevel: Criticality = Kernel.defaultLevel
-
-/** @internal */
-export const rank: (level: Criticality) => number = Kernel.rank
-
-/** @internal */
-export const Order: Order_.Order<Criticality> = Kernel.compare
 
 /** @internal */
 export const currentCriticality: FiberRef.FiberRef<Criticality> = FiberRef.unsafeMake<Criticality>(
@@ -30,9 +17,6 @@ export const withCriticality = dual<
   (level: Criticality) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   <A, E, R>(self: Effect.Effect<A, E, R>, level: Criticality) => Effect.Effect<A, E, R>
 >(2, (self, level) => Effect.locally(self, currentCriticality, level))
-
-/** @internal */
-export const parse: (value: string | null | undefined, fallback?: Criticality) => Criticality = Kernel.parse
 
 /** @internal */
 export const clamp = dual<

@@ -14,16 +14,9 @@ export class InvalidOptions extends Schema.TaggedError<InvalidOptions>("@sluice/
   { module: Schema.String, message: Schema.String }
 ) {}
 
-const DurationInputFrom = Schema.Union(
-  Schema.Number,
-  Schema.String,
-  Schema.DurationFromSelf,
-  Schema.BigIntFromSelf
-)
-
 /** @internal */
 export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationInput> = Schema.transformOrFail(
-  DurationInputFrom,
+  Schema.Union(Schema.Number, Schema.String, Schema.DurationFromSelf, Schema.BigIntFromSelf),
   Schema.DurationFromSelf,
   {
     strict: true,

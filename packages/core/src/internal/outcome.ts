@@ -4,26 +4,19 @@ import type * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as errors from "./errors.js"
 
-/** @internal */
-export type Outcome = Kernel.Outcome
-
-/** @internal */
-export type ClassifyOptions = Kernel.ClassifyOptions
-
-/** @internal */
-export const ofError: (error: unknown, options?: ClassifyOptions) => Outcome = Kernel.ofError
-
 const firstReason = (cause: Cause.Cause<unknown>): Option.Option<Kernel.Reason> =>
   cause._tag === "Fail" || cause._tag === "Die" ? Option.some(cause) : Option.none()
 
 /** @internal */
-export const ofCause = (cause: Cause.Cause<unknown>, options?: ClassifyOptions): Outcome =>
+export const ofCause = (cause: Cause.Cause<unknown>, options?: Kernel.ClassifyOptions): Kernel.Outcome =>
   Kernel.ofFirst(Option.getOrUndefined(Cause.find(cause, firstReason)), options)
 
 /** @internal */
-export const ofExit = (exit: Exit.Exit<unknown, unknown>, options?: ClassifyOptions): Outcome =>
-  exit._tag === "Success" ? "success" : ofCause(exit.cause, options)
+export const ofExit = (
+  exit: Exit.Exit<unknown, unknown>,
+  options?: Kernel.ClassifyOptions
+): Kernel.Outcome => (exit._tag === "Success" ? "success" : ofCause(exit.cause, options))
 
 /** @internal */
-export const isRetryable = (outcome: Outcome, error: unknown): boolean =>
+export const isRetryable = (outcome: Kernel.Outcome, error: unknown): boolean =>
   Kernel.isRetryable(outcome, errors.isMarkedRetryable(error))
