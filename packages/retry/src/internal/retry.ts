@@ -11,6 +11,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
+import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import * as Schedule from "effect/Schedule"
@@ -143,10 +144,8 @@ export const events: Stream.Stream<R.Event, never, R.RetryEvents> = Stream.unwra
 )
 
 /** The `RetryEvents` service in the fiber's context, if any (read on the failure path only). */
-const eventsOf = (fiber: Fiber.RuntimeFiber<any, any>): R.EventsService | undefined => {
-  const found = Context.getOption(fiber.getFiberRef(FiberRef.currentContext), RetryEvents)
-  return found._tag === "Some" ? found.value : undefined
-}
+const eventsOf = (fiber: Fiber.RuntimeFiber<any, any>): R.EventsService | undefined =>
+  Option.getOrUndefined(Context.getOption(fiber.getFiberRef(FiberRef.currentContext), RetryEvents))
 
 const giveUp = (
   reason: Errors.DontRetryReason,
@@ -158,17 +157,14 @@ const giveUp = (
     giveUpsCounter.unsafeUpdate(1, config.reasonTags[reason])
     // Errors failed inside a span come back as proxies; keep the original instance.
     const error = Cause.originalError(cause)
-    const sink = eventsOf(fiber)
-    if (sink !== undefined) {
-      sink.unsafePublish({
-        _tag: "GaveUp",
-        policy: config.name,
-        reason,
-        attempts,
-        error,
-        at: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-      })
-    }
+    eventsOf(fiber)?.unsafePublish({
+      _tag: "GaveUp",
+      policy: config.name,
+      reason,
+      attempts,
+      error,
+      at: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+    })
     return Effect.fail(new Errors.DontRetry({ reason, attempts, cause: error }))
   })
 
@@ -212,16 +208,14 @@ const retryLoop = <A, E, R>(
       }
       retriesCounter.unsafeUpdate(1, config.tags)
       const attemptNumber = attempts
-      if (sink !== undefined) {
-        sink.unsafePublish({
-          _tag: "RetryScheduled",
-          policy: config.name,
-          attempt: attemptNumber,
-          delayMillis: delay,
-          error: Cause.originalError(error),
-          at: now
-        })
-      }
+      sink?.unsafePublish({
+        _tag: "RetryScheduled",
+        policy: config.name,
+        attempt: attemptNumber,
+        delayMillis: delay,
+        error: Cause.originalError(error),
+        at: now
+      })
       // A zero delay must not become a timer (the live clock's setTimeout takes at least 1 ms);
       // yielding keeps an immediate retry loop fair to other fibers.
       const wait = delay > 0 ? Effect.sleep(Duration.millis(delay)) : Effect.yieldNow()
