@@ -264,9 +264,7 @@ export const make = (options: CB.CircuitBreakerOptions): Effect.Effect<CB.Servic
 export const isCircuitBreaker = (u: unknown): u is CB.Service =>
   typeof u === "object" && u !== null && TypeId in u
 
-/** @internal */
-export const withBreaker = dual(
-  2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, breaker: CB.Service): Effect.Effect<A, E | CircuitOpen, R> =>
-    breaker.withBreaker(self)
+/** @internal (typed by the public module) */
+export const withBreaker = dual(2, (self: Effect.Effect<unknown, unknown, unknown>, breaker: CB.Service) =>
+  breaker.withBreaker(self)
 )
