@@ -47,34 +47,32 @@ const refined = <A, I>(
     schema
   )
 
-const duration = (rule: Field.Rule) => refined(DurationInput, [rule], Duration.toMillis)
-const number = (rule: Field.Rule) => refined(Schema.Number, [rule], identity)
+const duration = (rules: ReadonlyArray<Field.Rule>) => refined(DurationInput, rules, Duration.toMillis)
+const number = (rules: ReadonlyArray<Field.Rule>) => refined(Schema.Number, rules, identity)
 
 /** @internal */
-export const PositiveDuration = duration(Field.positiveDuration)
+export const PositiveDuration = duration([Field.positiveDuration])
 
 /** @internal */
-export const NonNegativeDuration = duration(Field.finiteDuration)
+export const NonNegativeDuration = duration([Field.finiteDuration])
 
 /** @internal */
-export const Ratio = number(Field.ratio)
+export const Ratio = number([Field.ratio])
 
 /** @internal */
-export const PositiveNumber = number(Field.positiveNumber)
+export const PositiveNumber = number([Field.positiveNumber])
 
 /** @internal */
-export const NonNegativeNumber = number(Field.nonNegativeNumber)
+export const NonNegativeNumber = number([Field.nonNegativeNumber])
 
 /** @internal */
-export const PositiveInt = number(Field.positiveInt)
+export const PositiveInt = number([Field.positiveInt])
 
 /** @internal */
-export const NonNegativeInt = number(Field.nonNegativeInt)
+export const NonNegativeInt = number([Field.nonNegativeInt])
 
 const schemaOf = (field: Field.Field): Schema.Schema<any, any> =>
-  field.type === "duration"
-    ? refined(DurationInput, field.rules, Duration.toMillis)
-    : refined(Schema.Number, field.rules, identity)
+  field.type === "duration" ? duration(field.rules) : number(field.rules)
 
 const propertyOf = (field: Field.Field) => {
   const fallback = field.default
@@ -85,11 +83,8 @@ const propertyOf = (field: Field.Field) => {
 }
 
 /** @internal */
-export const fields = <S extends Field.Spec>(spec: S): Fields<S> => {
-  const out: Record<string, unknown> = {}
-  for (const name in spec) out[name] = propertyOf(spec[name]!)
-  return out as Fields<S>
-}
+export const fields = <S extends Field.Spec>(spec: S): Fields<S> =>
+  Object.fromEntries(Object.entries(spec).map(([name, field]) => [name, propertyOf(field)])) as Fields<S>
 
 const toInvalid = (module: string, error: ParseResult.ParseError) =>
   new InvalidOptions({
