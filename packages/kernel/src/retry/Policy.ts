@@ -23,6 +23,7 @@
  *
  * @since 0.2.0
  */
+import type { Issue } from "../limit/Limit.js"
 import * as Field from "../options/Field.js"
 import * as Outcome from "../outcome/Outcome.js"
 import * as Backoff from "./Backoff.js"
@@ -37,6 +38,25 @@ export const options = {
   maxAttempts: { type: "number", rules: [Field.positiveInt], default: 3 },
   maxRetryAfter: { type: "duration", rules: [Field.finiteDuration], default: 30_000 }
 } satisfies Field.Spec
+
+/**
+ * The issue with a policy's options that are not numbers, if any: `isRetryable` must be a
+ * predicate, and `budget` a non-empty client key or a budget handle (as `isHandle` tells one).
+ *
+ * @since 0.2.0
+ */
+export const optionsIssue = (
+  options: { readonly isRetryable?: unknown; readonly budget?: unknown },
+  isHandle: (budget: unknown) => boolean
+): Issue | undefined => {
+  if (options.isRetryable !== undefined && typeof options.isRetryable !== "function") {
+    return { path: ["isRetryable"], message: "expected a predicate function" }
+  }
+  const budget = options.budget
+  if (budget === undefined || (typeof budget === "string" && budget.length > 0) || isHandle(budget))
+    return undefined
+  return { path: ["budget"], message: "expected a RetryBudget.Budget or a non-empty client key" }
+}
 
 /**
  * What a failure after some tries comes to: passed on as it is, retried, or given up on (and

@@ -89,3 +89,24 @@ describe("Policy.options", () => {
     expect(Field.check(Policy.options.maxRetryAfter, 0)).toBeUndefined()
   })
 })
+
+describe("Policy.optionsIssue", () => {
+  const isHandle = (u: unknown) => typeof u === "object" && u !== null && "tryWithdraw" in u
+  it("isRetryable a predicate; budget a non-empty client key or a handle", () => {
+    expect(Policy.optionsIssue({}, isHandle)).toBeUndefined()
+    expect(Policy.optionsIssue({ isRetryable: () => true, budget: "api" }, isHandle)).toBeUndefined()
+    expect(Policy.optionsIssue({ budget: { tryWithdraw: () => true } }, isHandle)).toBeUndefined()
+    expect(Policy.optionsIssue({ isRetryable: true }, isHandle)).toEqual({
+      path: ["isRetryable"],
+      message: "expected a predicate function"
+    })
+    for (const budget of ["", 3, {}, null]) {
+      expect(Policy.optionsIssue({ budget }, isHandle)).toEqual({
+        path: ["budget"],
+        message: "expected a RetryBudget.Budget or a non-empty client key"
+      })
+    }
+    // the predicate is judged first
+    expect(Policy.optionsIssue({ isRetryable: 1, budget: "" }, isHandle)?.path).toEqual(["isRetryable"])
+  })
+})

@@ -60,10 +60,10 @@ export const giveUpsCounter = Metric.counter("sluice_retry_give_ups", {
 /** The default: what `Outcome` says a retry policy retries (dropped, or failed and marked retryable). */
 const defaultIsRetryable = (error: unknown): boolean => Outcome.isRetryable(Outcome.ofError(error), error)
 
-const invalid = (message: string) =>
+const invalid = (field: string, message: string) =>
   new Options.InvalidOptions({
     module: "Retry.withRetry",
-    message: `Retry.withRetry: invalid options\n${message}`
+    message: `Retry.withRetry: invalid options\n└─ ["${field}"]\n   └─ ${message}`
   })
 
 interface Compiled extends Policy.Judge {
@@ -74,36 +74,21 @@ interface Compiled extends Policy.Judge {
   readonly reasonTags: Readonly<Record<Errors.DontRetryReason, ReadonlyArray<MetricLabel.MetricLabel>>>
 }
 
-/** What is wrong with the options that are not Schema fields, if anything. */
-const problemOf = (input: R.PolicyOptions): string | undefined => {
-  if (input.schedule !== undefined && !Schedule.isSchedule(input.schedule)) {
-    return '└─ ["schedule"]\n   └─ expected a Schedule'
-  }
-  if (input.isRetryable !== undefined && typeof input.isRetryable !== "function") {
-    return '└─ ["isRetryable"]\n   └─ expected a predicate function'
-  }
-  const budget = input.budget
-  if (
-    budget !== undefined &&
-    !(typeof budget === "string" && budget.length > 0) &&
-    !(Predicate.isObject(budget) && typeof (budget as RB.Budget).unsafeTryWithdraw === "function")
-  ) {
-    return '└─ ["budget"]\n   └─ expected a RetryBudget.Budget or a non-empty client key'
-  }
-  return undefined
-}
+const isBudget = (u: unknown): boolean =>
+  Predicate.isObject(u) && typeof (u as RB.Budget).unsafeTryWithdraw === "function"
 
 /** Validates the options; never throws (an invalid option comes back as `InvalidOptions`). */
 const compile = (options: R.PolicyOptions | undefined): Either.Either<Compiled, Options.InvalidOptions> => {
   const input = options ?? {}
   const invalidSchedule = input.schedule !== undefined ? backoff.invalidOptionsOf(input.schedule) : undefined
-  if (invalidSchedule !== undefined) {
-    return Either.left(invalid(`└─ ["schedule"]\n   └─ ${invalidSchedule.message}`))
-  }
+  if (invalidSchedule !== undefined) return Either.left(invalid("schedule", invalidSchedule.message))
   const decoded = decodeOptions(input)
   if (Either.isLeft(decoded)) return Either.left(decoded.left)
-  const problem = problemOf(input)
-  if (problem !== undefined) return Either.left(invalid(problem))
+  if (input.schedule !== undefined && !Schedule.isSchedule(input.schedule)) {
+    return Either.left(invalid("schedule", "expected a Schedule"))
+  }
+  const issue = Policy.optionsIssue(input, isBudget)
+  if (issue !== undefined) return Either.left(invalid(issue.path[0]!, issue.message))
   const { maxAttempts, maxRetryAfter, name } = decoded.right
   // Metric hooks are cached by the identity of the tag array, so build each array once.
   const tags: ReadonlyArray<MetricLabel.MetricLabel> =
@@ -249,17 +234,14 @@ const run = <A, E, R>(
   config: Compiled,
   budget: RB.Budget | undefined
 ): Effect.Effect<A, unknown, R> => {
-  const tags = config.tags
   // One primitive for the whole first try: the attempt is usually already 0 (no enclosing
   // retry), so `Effect.locally` (an acquire/use/release) is skipped; the budget reads the
   // clock once, synchronously.
   const start = Effect.withFiberRuntime<A, E, R>((fiber) => {
-    if (budget !== undefined) {
-      budget.unsafeRecordRequest(
-        Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-      )
-    }
-    attemptsCounter.unsafeUpdate(1, tags)
+    budget?.unsafeRecordRequest(
+      Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+    )
+    attemptsCounter.unsafeUpdate(1, config.tags)
     return fiber.getFiberRef(currentAttempt) === 0 ? self : Effect.locally(self, currentAttempt, 0)
   })
   return Effect.catchAll(start, (error) => retryLoop(self, error, config, budget))
@@ -280,7 +262,7 @@ export const withRetry: any = (...args: ReadonlyArray<any>) => {
  */
 const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> =>
   retryBudget.recordingGate((entry) => {
-    if (budget !== undefined) budget.unsafeRecordRequest(entry.now)
+    budget?.unsafeRecordRequest(entry.now)
     attemptsCounter.unsafeUpdate(1, config.tags)
   })
 
@@ -289,7 +271,8 @@ const policyOf = (options: R.MakeOptions | undefined): Either.Either<R.Policy, O
     typeof config.budget === "string"
       ? Either.left(
           invalid(
-            '└─ ["budget"]\n   └─ Retry.make needs a RetryBudget.Budget handle (look it up with RetryBudget.forKey)'
+            "budget",
+            "Retry.make needs a RetryBudget.Budget handle (look it up with RetryBudget.forKey)"
           )
         )
       : Either.right(policy(config, config.budget))
