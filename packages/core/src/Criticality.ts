@@ -15,6 +15,7 @@ import type * as Effect from "effect/Effect"
 import type * as FiberRef from "effect/FiberRef"
 import type * as Ord from "effect/Order"
 import * as Schema from "effect/Schema"
+import * as Kernel from "@sluice/kernel/criticality/Criticality"
 import * as internal from "./internal/criticality.js"
 
 /**
@@ -37,7 +38,7 @@ export type Criticality = typeof Criticality.Type
  * @since 0.1.0
  * @category utils
  */
-export const levels: ReadonlyArray<Criticality> = internal.levels
+export const levels: ReadonlyArray<Criticality> = Kernel.levels
 
 /**
  * The default level: `CRITICAL`.
@@ -45,7 +46,7 @@ export const levels: ReadonlyArray<Criticality> = internal.levels
  * @since 0.1.0
  * @category constants
  */
-export const defaultLevel: Criticality = internal.defaultLevel
+export const defaultLevel: Criticality = Kernel.defaultLevel
 
 /**
  * The importance of a level as a number: `SHEDDABLE` = 0 … `CRITICAL_PLUS` = 3.
@@ -59,7 +60,7 @@ export const defaultLevel: Criticality = internal.defaultLevel
  * @since 0.1.0
  * @category utils
  */
-export const rank: (level: Criticality) => number = internal.rank
+export const rank: (level: Criticality) => number = Kernel.rank
 
 /**
  * Total order by importance: a less critical level is "less than" a more critical one.
@@ -67,7 +68,7 @@ export const rank: (level: Criticality) => number = internal.rank
  * @since 0.1.0
  * @category schemas
  */
-export const Order: Ord.Order<Criticality> = internal.Order
+export const Order: Ord.Order<Criticality> = Kernel.compare
 
 /**
  * The fiber-local current level. Forked fibers inherit it.
@@ -127,7 +128,7 @@ export const withCriticality: {
  * @since 0.1.0
  * @category utils
  */
-export const parse: (value: string | null | undefined, fallback?: Criticality) => Criticality = internal.parse
+export const parse: (value: string | null | undefined, fallback?: Criticality) => Criticality = Kernel.parse
 
 /**
  * Lowers a level to a ceiling: a caller that is not trusted cannot claim more

@@ -7,9 +7,11 @@
  *
  * @since 0.1.0
  */
+import type * as Rule from "@sluice/kernel/options/Rule"
 import type * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
+import type * as Either from "effect/Either"
 import type * as Schema from "effect/Schema"
 import * as internal from "./internal/options.js"
 
@@ -121,6 +123,42 @@ export const NonNegativeInt: Schema.Schema<number> = internal.NonNegativeInt
  */
 export const NonNegativeNumber: Schema.Schema<number> = internal.NonNegativeNumber
 
+type FieldSchema<F extends Rule.Field> = F["type"] extends "duration"
+  ? Schema.Schema<Duration.Duration, Duration.DurationInput>
+  : Schema.Schema<number>
+
+/**
+ * The Schema fields of a kernel option spec, one property per field (see {@link fields}).
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export type Fields<S extends Rule.Spec> = {
+  readonly [K in keyof S]: S[K] extends { readonly default: number }
+    ? Schema.optionalWith<FieldSchema<S[K]>, { default: () => Schema.Schema.Type<FieldSchema<S[K]>> }>
+    : S[K] extends { readonly optional: true }
+      ? Schema.optional<FieldSchema<S[K]>>
+      : FieldSchema<S[K]>
+}
+
+/**
+ * The Schema fields of an option spec of `@sluice/kernel` (its ranges and defaults): every rule
+ * of a field becomes a filter whose message is the rule's, a duration is decoded from any
+ * `Duration.DurationInput` and judged in milliseconds, and a default fills in a missing field.
+ *
+ * @example
+ * ```ts
+ * import { Options } from "@sluice/core"
+ * import * as Rule from "@sluice/kernel/options/Rule"
+ * import { Schema } from "effect"
+ *
+ * const Opts = Schema.Struct(Options.fields({ window: { type: "duration", rules: [Rule.positiveDuration] } }))
+ * ```
+ * @since 0.2.0
+ * @category schemas
+ */
+export const fields: <S extends Rule.Spec>(spec: S) => Fields<S> = internal.fields
+
 /**
  * Decodes options, failing with {@link InvalidOptions} whose message names the field.
  *
@@ -147,3 +185,14 @@ export const decode: <A, I>(
  */
 export const decodeSync: <A, I>(module: string, schema: Schema.Schema<A, I>) => (input: I) => A =
   internal.decodeSync
+
+/**
+ * Variant of {@link decode} that answers an `Either`: never throws, never needs running.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const decodeEither: <A, I>(
+  module: string,
+  schema: Schema.Schema<A, I>
+) => (input: I) => Either.Either<A, InvalidOptions> = internal.decodeEither

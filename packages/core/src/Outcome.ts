@@ -59,7 +59,7 @@ export interface ClassifyOptions extends Kernel.ClassifyOptions {}
  * @since 0.2.0
  * @category classifying
  */
-export const ofError: (error: unknown, options?: ClassifyOptions) => Outcome = internal.ofError
+export const ofError: (error: unknown, options?: ClassifyOptions) => Outcome = Kernel.ofError
 
 /**
  * The outcome of a failed call's `Cause`: the first failure (or defect) decides; a

@@ -55,6 +55,8 @@ export * as Fallback from "./quota/Fallback.js"
 /** @since 0.2.0 */
 export * as Field from "./options/Field.js"
 /** @since 0.2.0 */
+export * as Rule from "./options/Rule.js"
+/** @since 0.2.0 */
 export * as Limit from "./limit/Limit.js"
 /** @since 0.2.0 */
 export * as Fixed from "./limit/Fixed.js"
@@ -77,6 +79,9 @@ export * as Budget from "./retry/Budget.js"
 
 /** @since 0.2.0 */
 export * as Histogram from "./retry/Histogram.js"
+
+/** @since 0.2.0 */
+export * as Policy from "./retry/Policy.js"
 
 /** @since 0.2.0 */
 export * as ErrorBody from "./wire/ErrorBody.js"

@@ -9,6 +9,7 @@ import type * as A from "../Admission.js"
 import type * as Criticality from "../Criticality.js"
 import * as criticality from "./criticality.js"
 import * as outcome from "./outcome.js"
+import * as Outcome from "@sluice/kernel/outcome/Outcome"
 
 /** @internal */
 export const Wait: A.Wait = { _tag: "Wait" }
@@ -27,12 +28,8 @@ export const isRefused = (u: unknown): u is A.Refused<unknown> => u instanceof R
 type AnyGate = A.Gate<unknown, unknown>
 type Restore = <X, Y, R>(effect: Effect.Effect<X, Y, R>) => Effect.Effect<X, Y, R>
 
-const classifyOptions = (gates: ReadonlyArray<AnyGate>): outcome.ClassifyOptions | undefined => {
-  const predicates = gates.flatMap((gate) => (gate.isDrop === undefined ? [] : [gate.isDrop]))
-  if (predicates.length === 0) return undefined
-  if (predicates.length === 1) return { isDrop: predicates[0]! }
-  return { isDrop: (error) => predicates.some((isDrop) => isDrop(error)) }
-}
+const classifyOptions = (gates: ReadonlyArray<AnyGate>): Outcome.ClassifyOptions | undefined =>
+  Outcome.anyDrop(gates.flatMap((gate) => (gate.isDrop === undefined ? [] : [gate.isDrop])))
 
 /**
  * One pass of work through the gates. It is the gates' `Entry` too, and holds the
@@ -42,7 +39,7 @@ class Pass implements A.Entry {
   readonly tickets: Array<unknown>
   constructor(
     readonly gates: ReadonlyArray<AnyGate>,
-    readonly options: outcome.ClassifyOptions | undefined,
+    readonly options: Outcome.ClassifyOptions | undefined,
     readonly orElse: OrElse | undefined,
     readonly restore: Restore,
     readonly self: Effect.Effect<unknown, unknown, unknown>,
@@ -72,7 +69,7 @@ class Pass implements A.Entry {
   }
 
   /** Settles the first `count` tickets, innermost first. */
-  settle(count: number, result: outcome.Outcome, cause?: Cause.Cause<unknown>): void {
+  settle(count: number, result: Outcome.Outcome, cause?: Cause.Cause<unknown>): void {
     for (let i = count - 1; i >= 0; i--) this.gates[i]!.settle(this.tickets[i], result, cause)
   }
 

@@ -21,66 +21,45 @@ import type * as CB from "../CircuitBreaker.js"
 import { CircuitOpen } from "../Errors.js"
 import * as admission from "./admission.js"
 import * as Options from "./options.js"
-import type * as Outcome from "./outcome.js"
-import { Breaker, type State as KernelState } from "@sluice/kernel/breaker/Breaker"
+import * as Breaker from "@sluice/kernel/breaker/Breaker"
 import type { InvalidOptions } from "./options.js"
 
 /** @internal */
 export const TypeId: typeof CB.TypeId = Symbol.for("@sluice/core/CircuitBreaker") as any
 
-// An isolated breaker reports "open". Gauge values: 0 closed, 1 half-open, 2 open.
-const publicState: Record<KernelState, CB.State> = {
-  closed: "closed",
-  "half-open": "half-open",
-  open: "open",
-  isolated: "open"
-}
 const gaugeValue: Record<CB.State, number> = { closed: 0, "half-open": 1, open: 2 }
-
-const PositiveRatio = Options.Ratio.pipe(
-  Schema.filter((n) => n > 0, { message: () => "expected a ratio in (0, 1]" })
-)
-
-const FailureRatio = Schema.Struct({
-  ratio: PositiveRatio,
-  window: Options.PositiveDuration,
-  minimumCalls: Options.PositiveInt,
-  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 10 })
-})
 
 const ScheduleSchema = Schema.declare(
   (u: unknown): u is Schedule.Schedule<unknown, unknown, never> => Schedule.isSchedule(u),
   { identifier: "Schedule", description: "a Schedule" }
 )
 
-const PredicateSchema = Schema.declare(
-  (u: unknown): u is (error: unknown) => boolean => typeof u === "function",
-  { identifier: "Predicate", description: "a function (error: unknown) => boolean" }
-)
+const functionSchema = <F>(identifier: string, description: string) =>
+  Schema.declare((u: unknown): u is F => typeof u === "function", { identifier, description })
 
+const fields = Options.fields(Breaker.options)
 const OptionsSchema = Schema.Struct({
   name: Schema.String.pipe(Schema.minLength(1, { message: () => "expected a non-empty name" })),
-  consecutiveFailures: Schema.optional(Options.PositiveInt),
-  failureRatio: Schema.optional(FailureRatio),
+  consecutiveFailures: fields.consecutiveFailures,
+  failureRatio: Schema.optional(Schema.Struct(Options.fields(Breaker.failureRatioOptions))),
   openFor: Schema.optionalWith(Schema.Union(Options.PositiveDuration, ScheduleSchema), {
-    default: () => Duration.seconds(5)
+    default: () => Duration.millis(Breaker.options.openFor.default)
   }),
-  halfOpenProbes: Schema.optionalWith(Options.PositiveInt, { default: () => 1 }),
-  isFailure: Schema.optional(PredicateSchema),
+  halfOpenProbes: fields.halfOpenProbes,
+  isFailure: Schema.optional(
+    functionSchema<(error: unknown) => boolean>("Predicate", "a function (error: unknown) => boolean")
+  ),
   onStateChange: Schema.optional(
-    Schema.declare((u: unknown): u is (change: CB.StateChange) => void => typeof u === "function", {
-      identifier: "Callback",
-      description: "a function (change: StateChange) => void"
-    })
+    functionSchema<(change: CB.StateChange) => void>("Callback", "a function (change: StateChange) => void")
   )
 })
 
 type Config = typeof OptionsSchema.Type
 
-/** @internal */
-export const CircuitBreakerOptions: Schema.Schema<Config, CB.CircuitBreakerOptions> = OptionsSchema as any
-
-const decodeEffect = Options.decode("CircuitBreaker", CircuitBreakerOptions)
+const decodeEffect = Options.decode(
+  "CircuitBreaker",
+  OptionsSchema as Schema.Schema<Config, CB.CircuitBreakerOptions>
+)
 
 const stateGauge = Metric.gauge("sluice_circuit_breaker_state", {
   description: "circuit breaker state: 0 closed, 1 half-open, 2 open"
@@ -93,6 +72,12 @@ const rejectedCounter = Metric.counter("sluice_circuit_breaker_rejected", {
   description: "calls refused by an open or saturated half-open circuit breaker",
   incremental: true
 })
+
+/** The typed error an outcome was computed from (`undefined` for a defect, or without a cause). */
+const typedError = (cause: Cause.Cause<unknown> | undefined): { readonly error: unknown } | undefined => {
+  const failure = cause === undefined ? Option.none() : Cause.failureOption(cause)
+  return Option.isSome(failure) ? { error: failure.value } : undefined
+}
 
 /**
  * A call the breaker admitted. One ticket serves every call admitted under the same
@@ -112,13 +97,11 @@ class Ticket implements CB.Ticket {
 class CircuitBreakerImpl implements CB.Service {
   readonly [TypeId]: CB.TypeId = TypeId
   readonly name: string
-  private readonly breaker: Breaker
+  private readonly breaker: Breaker.Breaker
   private ticket: Ticket | undefined = undefined
-  private readonly isFailure: ((error: unknown) => boolean) | undefined
   private readonly onStateChange: ((change: CB.StateChange) => void) | undefined
   private readonly schedule: Schedule.Schedule<unknown, unknown, never> | undefined
   private scheduleState: unknown
-  private lastOpenMillis = 5_000
   private readonly gauge: Metric.Metric.Gauge<number>
   private readonly transitions: Metric.Metric.Counter<number>
   private readonly rejected: Metric.Metric.Counter<number>
@@ -130,29 +113,21 @@ class CircuitBreakerImpl implements CB.Service {
     private readonly pubsub: PubSub.PubSub<CB.StateChange>
   ) {
     this.name = config.name
-    this.isFailure = config.isFailure
     this.onStateChange = config.onStateChange
     this.schedule = Schedule.isSchedule(config.openFor)
       ? (config.openFor as Schedule.Schedule<unknown, unknown, never>)
       : undefined
     this.scheduleState = this.schedule?.initial
     const ratio = config.failureRatio
-    this.breaker = new Breaker({
+    this.breaker = new Breaker.Breaker({
       consecutiveFailures: config.consecutiveFailures,
-      failureRatio:
-        ratio === undefined
-          ? undefined
-          : {
-              ratio: ratio.ratio,
-              windowMillis: Duration.toMillis(ratio.window),
-              minimumCalls: ratio.minimumCalls,
-              buckets: ratio.buckets
-            },
+      failureRatio: ratio && { ...ratio, windowMillis: Duration.toMillis(ratio.window) },
       openFor:
         this.schedule === undefined
           ? Duration.toMillis(config.openFor as Duration.Duration)
           : (now, trips) => this.nextOpenMillis(now, trips),
       halfOpenProbes: config.halfOpenProbes,
+      isFailure: config.isFailure,
       onTransition: (from, to, now) => this.transitioned(from, to, now)
     })
     this.runSync = Runtime.runSync(runtime)
@@ -173,7 +148,11 @@ class CircuitBreakerImpl implements CB.Service {
             ? Effect.sync(() => this.take(entry))
             : Effect.fail(this.reject(entry.now))
         ),
-      settle: (ticket, outcome, cause) => this.settle(ticket as Ticket, outcome, cause)
+      // The outcome is core's (`Outcome`); the breaker decides what it counts as.
+      settle: (ticket, outcome, cause) => {
+        const { generation, now } = ticket as Ticket
+        this.breaker.settle(generation, outcome, now, typedError, cause)
+      }
     }
     this.guarded = admission.guard([this.gate as Admission.Gate<unknown, unknown>]) as any
   }
@@ -187,10 +166,10 @@ class CircuitBreakerImpl implements CB.Service {
 
   // ---- transitions: metrics, events, the open-duration Schedule ----
 
-  private transitioned(from: KernelState, to: KernelState, now: number): void {
+  private transitioned(from: Breaker.State, to: Breaker.State, now: number): void {
     if (to === "closed" && this.schedule !== undefined) this.scheduleState = this.schedule.initial
-    const fromName = publicState[from]
-    const toName = publicState[to]
+    const fromName = Breaker.reported(from)
+    const toName = Breaker.reported(to)
     if (fromName === toName) return
     this.gauge.unsafeUpdate(gaugeValue[toName], [])
     this.transitions.unsafeUpdate(1, [MetricLabel.make("from", fromName), MetricLabel.make("to", toName)])
@@ -206,33 +185,16 @@ class CircuitBreakerImpl implements CB.Service {
   }
 
   // The open duration of a trip from the Schedule's next delay (input: the trips since the
-  // breaker last closed); when the Schedule is done, the last delay is reused.
-  private nextOpenMillis(now: number, trips: number): number {
+  // breaker last closed); a Schedule that is done, or cannot step synchronously, keeps the
+  // previous one (the kernel's rule for `undefined`).
+  private nextOpenMillis(now: number, trips: number): number | undefined {
     try {
       const [state, , decision] = this.runSync(this.schedule!.step(now, trips, this.scheduleState))
-      if (ScheduleDecision.isDone(decision)) return this.lastOpenMillis
+      if (ScheduleDecision.isDone(decision)) return undefined
       this.scheduleState = state
-      const start = Intervals.start(decision.intervals)
-      this.lastOpenMillis = Number.isFinite(start) ? Math.max(0, start - now) : this.lastOpenMillis
+      return Intervals.start(decision.intervals) - now
     } catch {
-      // A schedule that cannot step synchronously keeps the previous open duration.
-    }
-    return this.lastOpenMillis
-  }
-
-  /**
-   * Whether a `dropped` or `failed` call counts against the dependency: `isFailure` judges
-   * the typed error the outcome was computed from (a rejected one counts as an answer);
-   * defects, and outcomes settled without a cause, always count.
-   */
-  private counts(cause: Cause.Cause<unknown> | undefined): boolean {
-    if (this.isFailure === undefined || cause === undefined) return true
-    const failure = Cause.failureOption(cause)
-    if (Option.isNone(failure)) return true
-    try {
-      return this.isFailure(failure.value)
-    } catch {
-      return true
+      return undefined
     }
   }
 
@@ -252,69 +214,38 @@ class CircuitBreakerImpl implements CB.Service {
     ))
   }
 
-  // The outcome is core's (`Outcome`); the breaker only decides what it counts as:
-  // `success` a success, `dropped` and `failed` a failure (as `isFailure` says), and
-  // `refused` (the breaker or a gate inside it said no) or `ignored` (the caller gave up,
-  // a 4xx) nothing at all. Tickets of a generation that is gone are ignored.
-  private settle(ticket: Ticket, outcome: Outcome.Outcome, cause: Cause.Cause<unknown> | undefined): void {
-    if (ticket.generation !== this.breaker.generation) return
-    if (outcome === "refused" || outcome === "ignored") this.breaker.onIgnored(ticket.generation)
-    else if (outcome !== "success" && this.counts(cause))
-      this.breaker.onFailure(ticket.generation, ticket.now)
-    else this.breaker.onSuccess(ticket.generation, ticket.now)
-  }
-
   private reject(now: number): CircuitOpen {
     this.rejected.unsafeUpdate(1, [])
-    const retryAfter = this.breaker.retryAfterMillis(now)
-    return new CircuitOpen(
-      {
-        name: this.name,
-        halfOpenAt: this.breaker.halfOpenAt,
-        retryAfter: retryAfter === Infinity ? Duration.infinity : Duration.millis(retryAfter)
-      },
-      true
-    )
+    const retryAfter = Duration.millis(this.breaker.retryAfterMillis(now))
+    return new CircuitOpen({ name: this.name, halfOpenAt: this.breaker.halfOpenAt, retryAfter }, true)
   }
 
-  readonly withBreaker = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> => {
-    return this.guarded(self)
-  }
+  readonly withBreaker = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
+    this.guarded(self)
 
-  readonly unsafeState = (nowMillis: number): CB.State => publicState[this.breaker.state(nowMillis)]
+  readonly unsafeState = (nowMillis: number): CB.State => Breaker.reported(this.breaker.state(nowMillis))
 
-  readonly unsafeIsolate = (nowMillis: number): void => {
-    this.breaker.isolate(nowMillis)
-  }
+  readonly unsafeIsolate = (nowMillis: number): void => this.breaker.isolate(nowMillis)
 
-  readonly unsafeReset = (nowMillis: number): void => {
-    this.breaker.reset(nowMillis)
-  }
+  readonly unsafeReset = (nowMillis: number): void => this.breaker.reset(nowMillis)
 
   get state(): Effect.Effect<CB.State> {
-    return Effect.clockWith((clock) => Effect.succeed(this.unsafeState(clock.unsafeCurrentTimeMillis())))
+    return Options.atNow(this.unsafeState)
+  }
+
+  private traced(span: string, f: (now: number) => void): Effect.Effect<void> {
+    return Effect.withSpan(Options.atNow(f), span, {
+      captureStackTrace: false,
+      attributes: { name: this.name }
+    })
   }
 
   get isolate(): Effect.Effect<void> {
-    return Effect.clockWith((clock) =>
-      Effect.sync(() => this.unsafeIsolate(clock.unsafeCurrentTimeMillis()))
-    ).pipe(
-      Effect.withSpan("sluice.circuit_breaker.isolate", {
-        captureStackTrace: false,
-        attributes: { name: this.name }
-      })
-    )
+    return this.traced("sluice.circuit_breaker.isolate", this.unsafeIsolate)
   }
 
   get reset(): Effect.Effect<void> {
-    return Effect.clockWith((clock) =>
-      Effect.sync(() => this.unsafeReset(clock.unsafeCurrentTimeMillis()))
-    ).pipe(
-      Effect.withSpan("sluice.circuit_breaker.reset", {
-        captureStackTrace: false,
-        attributes: { name: this.name }
-      })
-    )
+    return this.traced("sluice.circuit_breaker.reset", this.unsafeReset)
   }
 
   get stateChanges(): Stream.Stream<CB.StateChange> {
@@ -324,22 +255,16 @@ class CircuitBreakerImpl implements CB.Service {
 
 /** @internal */
 export const make = (options: CB.CircuitBreakerOptions): Effect.Effect<CB.Service, InvalidOptions> =>
-  Effect.flatMap(decodeEffect(options), (config) =>
-    Effect.flatMap(Effect.runtime<never>(), (runtime) =>
-      Effect.map(
-        PubSub.sliding<CB.StateChange>(256),
-        (pubsub) => new CircuitBreakerImpl(config, runtime, pubsub) as CB.Service
-      )
-    )
+  Effect.map(
+    Effect.all([decodeEffect(options), Effect.runtime<never>(), PubSub.sliding<CB.StateChange>(256)]),
+    ([config, runtime, pubsub]) => new CircuitBreakerImpl(config, runtime, pubsub)
   )
 
 /** @internal */
 export const isCircuitBreaker = (u: unknown): u is CB.Service =>
   typeof u === "object" && u !== null && TypeId in u
 
-/** @internal */
-export const withBreaker = dual(
-  2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, breaker: CB.Service): Effect.Effect<A, E | CircuitOpen, R> =>
-    breaker.withBreaker(self)
+/** @internal (typed by the public module) */
+export const withBreaker = dual(2, (self: Effect.Effect<unknown, unknown, unknown>, breaker: CB.Service) =>
+  breaker.withBreaker(self)
 )

@@ -2,46 +2,21 @@ import * as Kernel from "@sluice/kernel/criticality/Criticality"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
-import type * as Order_ from "effect/Order"
 import type { Criticality } from "../Criticality.js"
 
 /** @internal */
-export const levels: ReadonlyArray<Criticality> = Kernel.levels
-
-/** @internal */
-export const defaultLevel: Criticality = Kernel.defaultLevel
-
-/** @internal */
-export const rank: (level: Criticality) => number = Kernel.rank
-
-/** @internal */
-export const Order: Order_.Order<Criticality> = Kernel.compare
-
-/** @internal */
-export const currentCriticality: FiberRef.FiberRef<Criticality> = FiberRef.unsafeMake<Criticality>(
-  Kernel.defaultLevel
-)
+export const currentCriticality: FiberRef.FiberRef<Criticality> = FiberRef.unsafeMake(Kernel.defaultLevel)
 
 /** @internal */
 export const current: Effect.Effect<Criticality> = FiberRef.get(currentCriticality)
 
-/** @internal */
-export const withCriticality = dual<
-  (level: Criticality) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
-  <A, E, R>(self: Effect.Effect<A, E, R>, level: Criticality) => Effect.Effect<A, E, R>
->(2, (self, level) => Effect.locally(self, currentCriticality, level))
+/** @internal (the duals are typed by the public module) */
+export const withCriticality = dual(2, (self: Effect.Effect<unknown, unknown, unknown>, level: Criticality) =>
+  Effect.locally(self, currentCriticality, level)
+)
 
 /** @internal */
-export const parse: (value: string | null | undefined, fallback?: Criticality) => Criticality = Kernel.parse
+export const clamp = dual(2, Kernel.clamp)
 
 /** @internal */
-export const clamp = dual<
-  (ceiling: Criticality) => (level: Criticality) => Criticality,
-  (level: Criticality, ceiling: Criticality) => Criticality
->(2, Kernel.clamp)
-
-/** @internal */
-export const isAtLeast = dual<
-  (that: Criticality) => (self: Criticality) => boolean,
-  (self: Criticality, that: Criticality) => boolean
->(2, Kernel.isAtLeast)
+export const isAtLeast = dual(2, Kernel.isAtLeast)

@@ -1,5 +1,6 @@
 import * as Cause from "effect/Cause"
 import * as Predicate from "effect/Predicate"
+import * as Outcome from "@sluice/kernel/outcome/Outcome"
 
 /** @internal */
 export const RetryableTypeId: unique symbol = Symbol.for("@sluice/core/Retryable") as any
@@ -8,16 +9,6 @@ export const RetryableTypeId: unique symbol = Symbol.for("@sluice/core/Retryable
 export const isMarkedRetryable = (u: unknown): boolean =>
   Predicate.hasProperty(u, RetryableTypeId) && (u as any)[RetryableTypeId] === true
 
-/** A member of `Errors.Retryable` by its type, wherever it came from. @internal */
-export const isRetryableType = (u: unknown): boolean =>
-  Predicate.isTagged(u, "Overloaded") ||
-  Predicate.isTagged(u, "QuotaExceeded") ||
-  Cause.isTimeoutException(u) ||
-  isMarkedRetryable(u)
-
-/** @internal */
-export const isLocal = (u: unknown): boolean =>
-  Predicate.hasProperty(u, "origin") && (u as { readonly origin: unknown }).origin === "local"
-
 /** Retryable by the layer above: a retryable type that this process did not refuse itself. @internal */
-export const isRetryable = (u: unknown): boolean => isRetryableType(u) && !isLocal(u)
+export const isRetryable = (u: unknown): boolean =>
+  Outcome.isRetryableError(u, Cause.isTimeoutException(u) || isMarkedRetryable(u))

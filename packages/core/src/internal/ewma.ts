@@ -1,24 +1,10 @@
 import * as Kernel from "@sluice/kernel/stats/Ewma"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Schema from "effect/Schema"
 import type * as E from "../Ewma.js"
 import * as Options from "./options.js"
-
-/** @internal */
-export const EwmaOptions = Schema.Struct({ tau: Options.PositiveDuration })
-
-/** @internal */
-export const EwmaRateOptions = Schema.Struct({
-  window: Options.PositiveDuration,
-  tick: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(5) })
-}).pipe(
-  Schema.filter((o) =>
-    Duration.lessThanOrEqualTo(o.tick, o.window) ? undefined : "tick must not exceed window"
-  )
-)
 
 class EwmaImpl extends Kernel.Ewma implements E.Ewma {
   constructor(readonly tau: Duration.Duration) {
@@ -39,32 +25,27 @@ class EwmaRateImpl extends Kernel.EwmaRate implements E.EwmaRate {
   readonly unsafeRate = (nowMillis: number): number => this.rate(nowMillis)
 }
 
-const decodeEwma = Options.decodeSync("Ewma", EwmaOptions)
-const decodeRate = Options.decodeSync("EwmaRate", EwmaRateOptions as Schema.Schema<any, E.EwmaRateOptions>)
+const EwmaRateOptions = Schema.Struct(Options.fields(Kernel.rateOptions)).pipe(
+  Schema.filter((o) => Kernel.tickIssue(Duration.toMillis(o.window), Duration.toMillis(o.tick)))
+)
 
 /** @internal */
-export const unsafeMake = (options: E.EwmaOptions): E.Ewma => new EwmaImpl(decodeEwma(options).tau)
+export const { make, unsafeMake } = Options.constructors(
+  "Ewma",
+  Schema.Struct(Options.fields(Kernel.options)),
+  (o) => new EwmaImpl(o.tau)
+)
 
 /** @internal */
-export const make = (options: E.EwmaOptions) =>
-  Effect.map(Options.decode("Ewma", EwmaOptions)(options), (o) => new EwmaImpl(o.tau) as E.Ewma)
-
-/** @internal */
-export const unsafeMakeRate = (options: E.EwmaRateOptions): E.EwmaRate => {
-  const o = decodeRate(options)
-  return new EwmaRateImpl(o.window, o.tick)
-}
-
-/** @internal */
-export const makeRate = (options: E.EwmaRateOptions) =>
-  Effect.map(
-    Options.decode("EwmaRate", EwmaRateOptions as Schema.Schema<any, E.EwmaRateOptions>)(options),
-    (o) => new EwmaRateImpl(o.window, o.tick) as E.EwmaRate
-  )
+export const { make: makeRate, unsafeMake: unsafeMakeRate } = Options.constructors(
+  "EwmaRate",
+  EwmaRateOptions,
+  (o) => new EwmaRateImpl(o.window, o.tick)
+)
 
 /** @internal */
 export const update = dual(2, (self: E.Ewma, sample: number) =>
-  Effect.map(Clock.currentTimeMillis, (now) => self.unsafeUpdate(now, sample))
+  Options.atNow((now) => self.unsafeUpdate(now, sample))
 )
 
 /** @internal */
@@ -73,8 +54,8 @@ export const value = (self: E.Ewma) => Effect.sync(() => self.unsafeValue() ?? 0
 /** @internal */
 export const mark = dual(
   (args) => typeof args[0] === "object" && args[0] !== null && "unsafeMark" in args[0],
-  (self: E.EwmaRate, n = 1) => Effect.map(Clock.currentTimeMillis, (now) => self.unsafeMark(now, n))
+  (self: E.EwmaRate, n = 1) => Options.atNow((now) => self.unsafeMark(now, n))
 )
 
 /** @internal */
-export const rate = (self: E.EwmaRate) => Effect.map(Clock.currentTimeMillis, (now) => self.unsafeRate(now))
+export const rate = (self: E.EwmaRate) => Options.atNow((now) => self.unsafeRate(now))

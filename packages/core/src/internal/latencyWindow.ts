@@ -1,7 +1,6 @@
 import * as Kernel from "@sluice/kernel/stats/LatencyWindow"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Option from "effect/Option"
 import { pipeArguments } from "effect/Pipeable"
@@ -12,14 +11,14 @@ import * as Options from "./options.js"
 /** @internal */
 export const TypeId: typeof LW.TypeId = Symbol.for("@sluice/core/LatencyWindow") as any
 
+const LatencyWindowOptions = Schema.Struct(Options.fields(Kernel.options))
+
 class LatencyWindowImpl extends Kernel.LatencyWindow implements LW.LatencyWindow {
   readonly [TypeId]: LW.TypeId = TypeId
-  constructor(
-    readonly window: Duration.Duration,
-    subWindows: number,
-    relativeAccuracy: number
-  ) {
-    super({ windowMillis: Duration.toMillis(window), subWindows, relativeAccuracy })
+  readonly window: Duration.Duration
+  constructor(options: typeof LatencyWindowOptions.Type) {
+    super({ ...options, windowMillis: Duration.toMillis(options.window) })
+    this.window = options.window
   }
   readonly unsafeRecord = (nowMillis: number, millis: number): void => this.record(nowMillis, millis)
   readonly unsafeQuantile = (nowMillis: number, q: number): number | undefined => this.quantile(nowMillis, q)
@@ -30,37 +29,12 @@ class LatencyWindowImpl extends Kernel.LatencyWindow implements LW.LatencyWindow
   }
 }
 
-const RelativeAccuracy = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n > 0 && n < 1, {
-    message: (issue) => `expected a relative accuracy in (0, 1), got ${String(issue.actual)}`
-  })
+/** @internal */
+export const { make, unsafeMake } = Options.constructors(
+  "LatencyWindow",
+  LatencyWindowOptions,
+  (options) => new LatencyWindowImpl(options)
 )
-
-/** @internal */
-export const LatencyWindowOptions = Schema.Struct({
-  window: Options.PositiveDuration,
-  subWindows: Schema.optionalWith(Options.PositiveInt, { default: () => 6 }),
-  relativeAccuracy: Schema.optionalWith(RelativeAccuracy, { default: () => 0.01 })
-})
-
-const decode = Options.decodeSync("LatencyWindow", LatencyWindowOptions)
-const decodeEffect = Options.decode("LatencyWindow", LatencyWindowOptions)
-
-/** @internal */
-export const unsafeMake = (options: LW.LatencyWindowOptions): LW.LatencyWindow => {
-  const { relativeAccuracy, subWindows, window } = decode(options)
-  return new LatencyWindowImpl(window, subWindows, relativeAccuracy)
-}
-
-/** @internal */
-export const make = (
-  options: LW.LatencyWindowOptions
-): Effect.Effect<LW.LatencyWindow, Options.InvalidOptions> =>
-  Effect.map(
-    decodeEffect(options),
-    ({ relativeAccuracy, subWindows, window }) =>
-      new LatencyWindowImpl(window, subWindows, relativeAccuracy) as LW.LatencyWindow
-  )
 
 const isLatencyWindow = (u: unknown): u is LW.LatencyWindow =>
   typeof u === "object" && u !== null && TypeId in u
@@ -69,14 +43,14 @@ const isLatencyWindow = (u: unknown): u is LW.LatencyWindow =>
 export const record = dual(
   (args) => isLatencyWindow(args[0]),
   (self: LW.LatencyWindow, millis: number): Effect.Effect<void> =>
-    Effect.map(Clock.currentTimeMillis, (now) => self.unsafeRecord(now, millis))
+    Options.atNow((now) => self.unsafeRecord(now, millis))
 )
 
 /** @internal */
 export const quantile = dual(
   (args) => isLatencyWindow(args[0]),
   (self: LW.LatencyWindow, q: number): Effect.Effect<Option.Option<number>> =>
-    Effect.map(Clock.currentTimeMillis, (now) => Option.fromNullable(self.unsafeQuantile(now, q)))
+    Options.atNow((now) => Option.fromNullable(self.unsafeQuantile(now, q)))
 )
 
 /** @internal */
@@ -87,4 +61,4 @@ export const p99 = (self: LW.LatencyWindow): Effect.Effect<Option.Option<number>
 
 /** @internal */
 export const count = (self: LW.LatencyWindow): Effect.Effect<number> =>
-  Effect.map(Clock.currentTimeMillis, (now) => self.unsafeCount(now))
+  Options.atNow((now) => self.unsafeCount(now))

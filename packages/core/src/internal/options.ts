@@ -1,9 +1,12 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as Rule from "@sluice/kernel/options/Rule"
+import type { Fields } from "../Options.js"
 
 /** @internal */
 export class InvalidOptions extends Schema.TaggedError<InvalidOptions>("@sluice/core/InvalidOptions")(
@@ -11,89 +14,77 @@ export class InvalidOptions extends Schema.TaggedError<InvalidOptions>("@sluice/
   { module: Schema.String, message: Schema.String }
 ) {}
 
-const DurationInputFrom = Schema.Union(
-  Schema.Number,
-  Schema.String,
-  Schema.DurationFromSelf,
-  Schema.BigIntFromSelf
-)
-
 /** @internal */
 export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationInput> = Schema.transformOrFail(
-  DurationInputFrom,
+  Schema.Union(Schema.Number, Schema.String, Schema.DurationFromSelf, Schema.BigIntFromSelf),
   Schema.DurationFromSelf,
   {
     strict: true,
     decode: (input, _, ast) => {
-      if (typeof input === "number" && !Number.isFinite(input) && input !== Infinity) {
-        return ParseResult.fail(new ParseResult.Type(ast, input, "expected a duration, got NaN"))
-      }
-      // Effect reads a negative duration as zero; an option given one is a mistake, not "no wait".
-      if (
-        (typeof input === "number" && input < 0) ||
-        (typeof input === "bigint" && input < BigInt(0)) ||
-        (typeof input === "string" && input.trimStart().startsWith("-"))
-      ) {
-        return ParseResult.fail(
-          new ParseResult.Type(ast, input, `expected a non-negative duration, got ${String(input)}`)
-        )
-      }
-      return Option.match(Duration.decodeUnknown(input), {
-        onNone: () =>
-          ParseResult.fail(new ParseResult.Type(ast, input, `expected a duration, got ${String(input)}`)),
-        onSome: ParseResult.succeed
-      })
+      const problem = Rule.durationInput(input)
+      const decoded = problem === undefined ? Duration.decodeUnknown(input) : Option.none()
+      return Option.isSome(decoded)
+        ? ParseResult.succeed(decoded.value)
+        : ParseResult.fail(
+            new ParseResult.Type(ast, input, problem ?? `expected a duration, got ${String(input)}`)
+          )
     },
     encode: (d) => ParseResult.succeed(d)
   }
 ) as any
 
-/** @internal */
-export const PositiveDuration = DurationInput.pipe(
-  Schema.filter((d) => Duration.isFinite(d) && Duration.greaterThan(d, Duration.zero), {
-    message: () => "expected a positive, finite duration"
-  })
-)
+/** Each rule of a field as a filter with the rule's message. */
+const refined = <A, I>(
+  schema: Schema.Schema<A, I>,
+  rules: ReadonlyArray<Rule.Rule>,
+  read: (a: A) => number
+) =>
+  rules.reduce(
+    (refinedSoFar, rule) =>
+      refinedSoFar.pipe(
+        Schema.filter((a) => rule.test(read(a)), { message: (issue) => rule.message(issue.actual) })
+      ),
+    schema
+  )
+
+const duration = (rules: ReadonlyArray<Rule.Rule>) => refined(DurationInput, rules, Duration.toMillis)
+const number = (rules: ReadonlyArray<Rule.Rule>) => refined(Schema.Number, rules, identity)
 
 /** @internal */
-export const NonNegativeDuration = DurationInput.pipe(
-  Schema.filter((d) => Duration.isFinite(d), { message: () => "expected a finite duration" })
-)
+export const PositiveDuration = duration([Rule.positiveDuration])
 
 /** @internal */
-export const Ratio = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n >= 0 && n <= 1, {
-    message: (issue) => `expected a ratio in [0, 1], got ${String(issue.actual)}`
-  })
-)
+export const NonNegativeDuration = duration([Rule.finiteDuration])
 
 /** @internal */
-export const PositiveNumber = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n > 0, {
-    message: (issue) => `expected a positive finite number, got ${String(issue.actual)}`
-  })
-)
+export const Ratio = number([Rule.ratio])
 
 /** @internal */
-export const NonNegativeNumber = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n >= 0, {
-    message: (issue) => `expected a non-negative finite number, got ${String(issue.actual)}`
-  })
-)
+export const PositiveNumber = number([Rule.positiveNumber])
 
 /** @internal */
-export const PositiveInt = Schema.Number.pipe(
-  Schema.filter((n) => Number.isInteger(n) && n > 0, {
-    message: (issue) => `expected a positive integer, got ${String(issue.actual)}`
-  })
-)
+export const NonNegativeNumber = number([Rule.nonNegativeNumber])
 
 /** @internal */
-export const NonNegativeInt = Schema.Number.pipe(
-  Schema.filter((n) => Number.isInteger(n) && n >= 0, {
-    message: (issue) => `expected a non-negative integer, got ${String(issue.actual)}`
-  })
-)
+export const PositiveInt = number([Rule.positiveInt])
+
+/** @internal */
+export const NonNegativeInt = number([Rule.nonNegativeInt])
+
+const schemaOf = (field: Rule.Field): Schema.Schema<any, any> =>
+  field.type === "duration" ? duration(field.rules) : number(field.rules)
+
+const propertyOf = (field: Rule.Field) => {
+  const fallback = field.default
+  if (fallback === undefined)
+    return field.optional === true ? Schema.optional(schemaOf(field)) : schemaOf(field)
+  const value = field.type === "duration" ? () => Duration.millis(fallback) : () => fallback
+  return Schema.optionalWith(schemaOf(field), { default: value })
+}
+
+/** @internal */
+export const fields = <S extends Rule.Spec>(spec: S): Fields<S> =>
+  Object.fromEntries(Object.entries(spec).map(([name, field]) => [name, propertyOf(field)])) as Fields<S>
 
 const toInvalid = (module: string, error: ParseResult.ParseError) =>
   new InvalidOptions({
@@ -107,19 +98,33 @@ export const decode =
   (input: I): Effect.Effect<A, InvalidOptions> =>
     Effect.mapError(Schema.decode(schema)(input), (e) => toInvalid(module, e))
 
-/** @internal */
-export const decodeSync = <A, I>(module: string, schema: Schema.Schema<A, I>) => {
-  const run = Schema.decodeEither(schema)
-  return (input: I): A => {
-    const result = run(input)
-    if (Either.isLeft(result)) throw toInvalid(module, result.left)
-    return result.right
-  }
-}
-
 /** @internal decodes to an `Either`, never throwing */
 export const decodeEither = <A, I>(module: string, schema: Schema.Schema<A, I>) => {
   const run = Schema.decodeEither(schema)
   return (input: I): Either.Either<A, InvalidOptions> =>
     Either.mapLeft(run(input), (e) => toInvalid(module, e))
 }
+
+/** @internal */
+export const decodeSync = <A, I>(module: string, schema: Schema.Schema<A, I>) => {
+  const run = decodeEither(module, schema)
+  return (input: I): A => Either.getOrThrowWith(run(input), identity)
+}
+
+/** @internal `make` (failing with `InvalidOptions`) and `unsafeMake` (throwing it) of a constructor */
+export const constructors = <A, I, S>(
+  module: string,
+  schema: Schema.Schema<A, I>,
+  build: (options: A) => S
+) => {
+  const decodeEffect = decode(module, schema)
+  const decodeThrowing = decodeSync(module, schema)
+  return {
+    make: (options: I): Effect.Effect<S, InvalidOptions> => Effect.map(decodeEffect(options), build),
+    unsafeMake: (options: I): S => build(decodeThrowing(options))
+  }
+}
+
+/** @internal runs `f` at the current time of the running fiber's clock */
+export const atNow = <A>(f: (now: number) => A): Effect.Effect<A> =>
+  Effect.clockWith((clock) => Effect.sync(() => f(clock.unsafeCurrentTimeMillis())))

@@ -1,47 +1,22 @@
 import * as Kernel from "@sluice/kernel/outcome/Outcome"
-import type * as Cause from "effect/Cause"
+import * as Cause from "effect/Cause"
 import type * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import * as errors from "./errors.js"
 
-/** @internal */
-export type Outcome = Kernel.Outcome
+const firstReason = (cause: Cause.Cause<unknown>): Option.Option<Kernel.Reason> =>
+  cause._tag === "Fail" || cause._tag === "Die" ? Option.some(cause) : Option.none()
 
 /** @internal */
-export type ClassifyOptions = Kernel.ClassifyOptions
+export const ofCause = (cause: Cause.Cause<unknown>, options?: Kernel.ClassifyOptions): Kernel.Outcome =>
+  Kernel.ofFirst(Option.getOrUndefined(Cause.find(cause, firstReason)), options)
 
 /** @internal */
-export const ofError: (error: unknown, options?: ClassifyOptions) => Outcome = Kernel.ofError
+export const ofExit = (
+  exit: Exit.Exit<unknown, unknown>,
+  options?: Kernel.ClassifyOptions
+): Kernel.Outcome => (exit._tag === "Success" ? "success" : ofCause(exit.cause, options))
 
 /** @internal */
-export const ofCause = (cause: Cause.Cause<unknown>, options?: ClassifyOptions): Outcome => {
-  // Walk the cause once: the first failure or defect decides; a cause with nothing but
-  // interruptions is the caller giving up.
-  let found: Outcome | undefined
-  let stack: Array<Cause.Cause<unknown>> | undefined
-  let current: Cause.Cause<unknown> | undefined = cause
-  while (current !== undefined && found === undefined) {
-    switch (current._tag) {
-      case "Fail":
-        found = Kernel.ofError(current.error, options)
-        break
-      case "Die":
-        found = Kernel.ofDefect(current.defect, options)
-        break
-      case "Sequential":
-      case "Parallel":
-        ;(stack ??= []).push(current.right)
-        current = current.left
-        continue
-    }
-    current = stack?.pop()
-  }
-  return found ?? Kernel.interrupted
-}
-
-/** @internal */
-export const ofExit = (exit: Exit.Exit<unknown, unknown>, options?: ClassifyOptions): Outcome =>
-  exit._tag === "Success" ? "success" : ofCause(exit.cause, options)
-
-/** @internal */
-export const isRetryable = (outcome: Outcome, error: unknown): boolean =>
+export const isRetryable = (outcome: Kernel.Outcome, error: unknown): boolean =>
   Kernel.isRetryable(outcome, errors.isMarkedRetryable(error))

@@ -2,18 +2,9 @@ import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type { Cluster, RedisOptions } from "ioredis"
+import type { RedisOptions } from "ioredis"
 import { Redis as IORedis } from "ioredis"
-
-/** @internal */
-export type Client = IORedis | Cluster
-
-/** @internal */
-export interface ConnectionOptions {
-  readonly client?: Client | undefined
-  readonly url?: string | undefined
-  readonly redisOptions?: RedisOptions | undefined
-}
+import type { Client, ConnectionOptions } from "../RedisClient.js"
 
 /** @internal */
 export const defaultRedisOptions: RedisOptions = {

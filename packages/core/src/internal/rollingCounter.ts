@@ -1,23 +1,23 @@
 import * as Kernel from "@sluice/kernel/stats/RollingCounter"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
-import type * as RC from "../RollingCounter.js"
 import { pipeArguments } from "effect/Pipeable"
 import * as Schema from "effect/Schema"
+import type * as RC from "../RollingCounter.js"
 import * as Options from "./options.js"
 
 /** @internal */
 export const TypeId: typeof RC.TypeId = Symbol.for("@sluice/core/RollingCounter") as any
 
+const RollingCounterOptions = Schema.Struct(Options.fields(Kernel.options))
+
 class RollingCounterImpl extends Kernel.RollingCounter implements RC.RollingCounter {
   readonly [TypeId]: RC.TypeId = TypeId
-  constructor(
-    readonly window: Duration.Duration,
-    buckets: number
-  ) {
-    super({ windowMillis: Duration.toMillis(window), buckets })
+  readonly window: Duration.Duration
+  constructor(options: typeof RollingCounterOptions.Type) {
+    super({ ...options, windowMillis: Duration.toMillis(options.window) })
+    this.window = options.window
   }
   readonly unsafeAdd = (nowMillis: number, amount?: number): void => this.add(nowMillis, amount)
   readonly unsafeTotal = (nowMillis: number): number => this.total(nowMillis)
@@ -28,34 +28,19 @@ class RollingCounterImpl extends Kernel.RollingCounter implements RC.RollingCoun
 }
 
 /** @internal */
-export const RollingCounterOptions = Schema.Struct({
-  window: Options.PositiveDuration,
-  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 10 })
-})
-
-const decode = Options.decodeSync("RollingCounter", RollingCounterOptions)
-const decodeEffect = Options.decode("RollingCounter", RollingCounterOptions)
-
-/** @internal */
-export const unsafeMake = (options: RC.RollingCounterOptions): RC.RollingCounter => {
-  const { buckets, window } = decode(options)
-  return new RollingCounterImpl(window, buckets)
-}
-
-/** @internal */
-export const make = (options: RC.RollingCounterOptions) =>
-  Effect.map(
-    decodeEffect(options),
-    ({ buckets, window }) => new RollingCounterImpl(window, buckets) as RC.RollingCounter
-  )
+export const { make, unsafeMake } = Options.constructors(
+  "RollingCounter",
+  RollingCounterOptions,
+  (options) => new RollingCounterImpl(options)
+)
 
 /** @internal */
 export const add = dual(
   (args) => typeof args[0] === "object" && args[0] !== null && TypeId in args[0],
   (self: RC.RollingCounter, amount = 1): Effect.Effect<void> =>
-    Effect.map(Clock.currentTimeMillis, (now) => self.unsafeAdd(now, amount))
+    Options.atNow((now) => self.unsafeAdd(now, amount))
 )
 
 /** @internal */
 export const total = (self: RC.RollingCounter): Effect.Effect<number> =>
-  Effect.map(Clock.currentTimeMillis, (now) => self.unsafeTotal(now))
+  Options.atNow((now) => self.unsafeTotal(now))

@@ -24,6 +24,8 @@
  *
  * @since 0.2.0
  */
+import * as Rule from "../options/Rule.js"
+import type { Outcome } from "../outcome/Outcome.js"
 import * as Ratio from "../stats/Ratio.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
 
@@ -33,6 +35,59 @@ import { RollingCounter } from "../stats/RollingCounter.js"
  * @since 0.2.0
  */
 export type State = "closed" | "half-open" | "open" | "isolated"
+
+/**
+ * The state a breaker reports to its callers: an isolated breaker is open.
+ *
+ * @since 0.2.0
+ */
+export type ReportedState = "closed" | "half-open" | "open"
+
+/**
+ * The state as reported: `isolated` is `open`.
+ *
+ * @since 0.2.0
+ */
+export const reported = (state: State): ReportedState => (state === "isolated" ? "open" : state)
+
+const DEFAULT_CONSECUTIVE = 5
+const DEFAULT_OPEN_MILLIS = 5_000
+
+/**
+ * The options of a breaker as its users write them, with their ranges and defaults:
+ * `consecutiveFailures` (a positive integer; see {@link BreakerOptions}), `openFor` (a positive,
+ * finite duration, default 5 seconds) and `halfOpenProbes` (a positive integer, default 1).
+ *
+ * @since 0.2.0
+ */
+export const options = {
+  consecutiveFailures: { type: "number", rules: [Rule.positiveInt], optional: true },
+  openFor: { type: "duration", rules: [Rule.positiveDuration], default: DEFAULT_OPEN_MILLIS },
+  halfOpenProbes: { type: "number", rules: [Rule.positiveInt], default: 1 }
+} satisfies Rule.Spec
+
+/**
+ * The options of a failure-ratio trip as its users write them: a `ratio` in (0, 1], a positive,
+ * finite `window`, the `minimumCalls` before the ratio is judged (a positive integer) and the
+ * window's `buckets` (a positive integer, default 10).
+ *
+ * @since 0.2.0
+ */
+export const failureRatioOptions = {
+  ratio: {
+    type: "number",
+    rules: [
+      Rule.ratio,
+      Rule.rule(
+        (n) => n > 0,
+        () => "expected a ratio in (0, 1]"
+      )
+    ]
+  },
+  window: { type: "duration", rules: [Rule.positiveDuration] },
+  minimumCalls: { type: "number", rules: [Rule.positiveInt] },
+  buckets: { type: "number", rules: [Rule.positiveInt], default: 10 }
+} satisfies Rule.Spec
 
 /**
  * @since 0.2.0
@@ -62,11 +117,17 @@ export interface BreakerOptions {
   /**
    * How long a trip keeps the breaker open, in milliseconds: a positive number (default 5000), or
    * a function of the time of the trip and the number of trips since the breaker last closed
-   * (0 for the first), answering a non-negative number.
+   * (0 for the first). A negative answer is 0; `undefined` or a non-finite one keeps the previous
+   * open duration (5000 before the first), so a backoff that has run out stays at its last step.
    */
-  readonly openFor?: number | ((now: number, trips: number) => number) | undefined
+  readonly openFor?: number | ((now: number, trips: number) => number | undefined) | undefined
   /** How many probes (K) a half-open breaker lets through: a positive integer, default 1. */
   readonly halfOpenProbes?: number | undefined
+  /**
+   * Whether a failed call's typed error counts against the dependency (default: every failure
+   * counts); see {@link Breaker.settle}.
+   */
+  readonly isFailure?: ((error: unknown) => boolean) | undefined
   /**
    * Called synchronously on every transition, after the state changed (and before the new
    * `halfOpenAt` of a trip is set), including `closed → closed` on a `reset`.
@@ -80,9 +141,6 @@ const OPEN = 2
 const ISOLATED = 3
 type InternalState = typeof CLOSED | typeof HALF_OPEN | typeof OPEN | typeof ISOLATED
 const stateName: ReadonlyArray<State> = ["closed", "half-open", "open", "isolated"]
-
-const DEFAULT_CONSECUTIVE = 5
-const DEFAULT_OPEN_MILLIS = 5_000
 
 const positiveInteger = (name: string, n: number): number => {
   if (!(Number.isInteger(n) && n > 0))
@@ -105,10 +163,12 @@ export class Breaker {
   private readonly calls: RollingCounter | undefined
   private readonly failures: RollingCounter | undefined
   private readonly probes: number
-  private readonly openFor: number | ((now: number, trips: number) => number)
+  private readonly openFor: number | ((now: number, trips: number) => number | undefined)
   private readonly onTransition: ((from: State, to: State, now: number) => void) | undefined
+  private readonly isFailure: ((error: unknown) => boolean) | undefined
   private trips = 0
   private openUntil = 0
+  private openMillis = DEFAULT_OPEN_MILLIS
   private probesStarted = 0
   private probesSucceeded = 0
 
@@ -141,6 +201,7 @@ export class Breaker {
     }
     this.openFor = openFor
     this.onTransition = options.onTransition
+    this.isFailure = options.isFailure
   }
 
   /** The current generation: every transition starts a new one. */
@@ -217,6 +278,38 @@ export class Breaker {
     if (generation === this.gen && this.st === HALF_OPEN) this.probesStarted--
   }
 
+  /**
+   * Settles a permit of `generation` with the outcome of its call: `success` is a success;
+   * `dropped` and `failed` are a failure when it counts against the dependency (else a success);
+   * `refused` and `ignored` say nothing (a probe gives its slot back). A failure counts when
+   * `isFailure` says so of its typed error (`errorOf(context)`), when that predicate throws, and
+   * always for a defect or a call settled without an error (`undefined`). A permit of a
+   * generation that is gone is ignored, and nothing is asked.
+   */
+  settle<C>(
+    generation: number,
+    outcome: Outcome,
+    now: () => number,
+    errorOf: (context: C) => { readonly error: unknown } | undefined,
+    context: C
+  ): void {
+    if (generation !== this.gen) return
+    if (outcome === "refused" || outcome === "ignored") this.onIgnored(generation)
+    else if (outcome !== "success" && this.counts(errorOf, context)) this.onFailure(generation, now)
+    else this.onSuccess(generation, now)
+  }
+
+  private counts<C>(errorOf: (context: C) => { readonly error: unknown } | undefined, context: C): boolean {
+    if (this.isFailure === undefined) return true
+    const failure = errorOf(context)
+    if (failure === undefined) return true
+    try {
+      return this.isFailure(failure.error)
+    } catch {
+      return true
+    }
+  }
+
   /** Forces the breaker open until {@link reset}. */
   isolate(now: number): void {
     this.enter(ISOLATED, now)
@@ -243,11 +336,15 @@ export class Breaker {
   }
 
   private trip(now: number): void {
-    const openMillis = typeof this.openFor === "number" ? this.openFor : this.openFor(now, this.trips)
+    if (typeof this.openFor === "number") this.openMillis = this.openFor
+    else {
+      const millis = this.openFor(now, this.trips)
+      if (millis !== undefined && Number.isFinite(millis)) this.openMillis = Math.max(0, millis)
+    }
     const trips = this.trips + 1
     this.enter(OPEN, now)
     this.trips = trips
-    this.openUntil = now + openMillis
+    this.openUntil = now + this.openMillis
   }
 
   private poll(now: number): void {

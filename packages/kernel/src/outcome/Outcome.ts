@@ -103,6 +103,57 @@ export const ofDefect = (defect: unknown, options?: ClassifyOptions): Outcome =>
   options?.isDrop !== undefined && options.isDrop(defect) ? "dropped" : "failed"
 
 /**
+ * A reason a call failed, as an Effect `Cause` lists them: a failure (`Fail`, with its `error`)
+ * or a defect (`Die`, with its `defect`).
+ *
+ * @since 0.2.0
+ */
+export type Reason =
+  { readonly _tag: "Fail"; readonly error: unknown } | { readonly _tag: "Die"; readonly defect: unknown }
+
+/**
+ * The outcome of a call that did not succeed, from the first of its reasons that is a failure or
+ * a defect; with none (`undefined`: nothing but interruptions) the caller gave up, so it is
+ * {@link interrupted}.
+ *
+ * @since 0.2.0
+ */
+export const ofFirst = (reason: Reason | undefined, options?: ClassifyOptions): Outcome =>
+  reason === undefined
+    ? interrupted
+    : reason._tag === "Fail"
+      ? ofError(reason.error, options)
+      : ofDefect(reason.defect, options)
+
+/**
+ * The classifier options of several policies at once (one `isDrop` each, or none): an error is a
+ * drop when any of them says so; `undefined` when none has a say.
+ *
+ * @since 0.2.0
+ */
+export const anyDrop = (isDrops: ReadonlyArray<(error: unknown) => boolean>): ClassifyOptions | undefined =>
+  isDrops.length === 0
+    ? undefined
+    : isDrops.length === 1
+      ? { isDrop: isDrops[0] }
+      : { isDrop: (error) => isDrops.some((isDrop) => isDrop(error)) }
+
+/**
+ * Whether a failure is one the layer above may retry: `Overloaded` or `QuotaExceeded` (or an error
+ * `marked` retryable, such as a transport error or a timeout) that this process did not refuse
+ * itself (`origin: "local"`). The rest passes through a retry policy untouched.
+ *
+ * @since 0.2.0
+ */
+export const isRetryableError = (error: unknown, marked: boolean): boolean => {
+  const tag = tagOf(error)
+  return (
+    (tag === "Overloaded" || tag === "QuotaExceeded" || marked) &&
+    (error as { readonly origin?: unknown }).origin !== "local"
+  )
+}
+
+/**
  * Whether a retry policy retries a failure with this outcome by default: `dropped`, and `failed`
  * when the error is marked retryable (a transport error).
  *

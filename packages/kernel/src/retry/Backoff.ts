@@ -12,6 +12,75 @@
  *
  * @since 0.2.0
  */
+import type { Issue } from "../options/Field.js"
+import * as Rule from "../options/Rule.js"
+
+/**
+ * The options of an exponential backoff, their ranges and defaults: a positive `base` delay, a
+ * finite growth `factor` of at least 1 (default 2), and a finite cap `max` (default 30 seconds).
+ *
+ * @since 0.2.0
+ */
+export const exponentialOptions = {
+  base: { type: "duration", rules: [Rule.positiveDuration] },
+  factor: {
+    type: "number",
+    rules: [
+      Rule.rule(
+        (n) => Number.isFinite(n) && n >= 1,
+        (n) => `expected a finite factor >= 1, got ${String(n)}`
+      )
+    ],
+    default: 2
+  },
+  max: { type: "duration", rules: [Rule.finiteDuration], default: 30_000 }
+} satisfies Rule.Spec
+
+/**
+ * The options of a decorrelated-jitter backoff: a positive `base` delay and a finite cap `max`
+ * (default 30 seconds).
+ *
+ * @since 0.2.0
+ */
+export const decorrelatedOptions = {
+  base: exponentialOptions.base,
+  max: exponentialOptions.max
+} satisfies Rule.Spec
+
+/**
+ * The options of honoring `Retry-After`: the longest hint taken as it is, `maxWait` (finite,
+ * default 30 seconds).
+ *
+ * @since 0.2.0
+ */
+export const honorOptions = {
+  maxWait: { type: "duration", rules: [Rule.finiteDuration], default: 30_000 }
+} satisfies Rule.Spec
+
+/**
+ * The issue of a cap below the base delay (the first delay would already break the cap).
+ *
+ * @since 0.2.0
+ */
+export const capIssue = (baseMillis: number, maxMillis: number): Issue | undefined =>
+  maxMillis < baseMillis
+    ? { path: ["max"], message: "the maximum delay must not be below the base delay" }
+    : undefined
+
+/**
+ * The default retry delays: exponential from a `base` of 100 ms, doubling, at most 5 seconds
+ * (`max`), with full jitter ({@link defaultJitter}).
+ *
+ * @since 0.2.0
+ */
+export const defaultExponential = { base: 100, factor: 2, max: 5_000 } as const
+
+/**
+ * The jitter of the default retry delays: full.
+ *
+ * @since 0.2.0
+ */
+export const defaultJitter: JitterMode = "full"
 
 /**
  * The n-th exponential delay (n = 0 first): `base × factor^n`, at most `max`. Stays
@@ -81,3 +150,20 @@ export const clampRetryAfter = (hintMillis: number, maxWaitMillis: number): numb
  */
 export const honorRetryAfter = (computedMillis: number, hintMillis: number): number =>
   hintMillis <= computedMillis ? computedMillis : hintMillis
+
+/**
+ * The `Retry-After` hint a failure carries, as it is (`undefined` without one): its own
+ * `retryAfter`, or, for a `DontRetry`, that of its `cause`: a lower layer that gave up keeps its
+ * cause, and with it the last hint.
+ *
+ * @since 0.2.0
+ */
+export const retryAfterOf = (error: unknown): unknown => {
+  if (typeof error !== "object" || error === null) return undefined
+  const failure = error as {
+    readonly _tag?: unknown
+    readonly cause?: unknown
+    readonly retryAfter?: unknown
+  }
+  return failure._tag === "DontRetry" && "cause" in failure ? retryAfterOf(failure.cause) : failure.retryAfter
+}

@@ -12,8 +12,24 @@
  *
  * @since 0.2.0
  */
+import * as Rule from "../options/Rule.js"
 import * as Ratio from "../stats/Ratio.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
+
+/**
+ * The options of a budget service, their ranges and defaults: retries at most 10% of requests
+ * (`ratio`) over a 10-second `window` in 10 `buckets`, with a floor of one retry per second, for
+ * at most 10,000 clients (`maxKeys`) at once.
+ *
+ * @since 0.2.0
+ */
+export const options = {
+  ratio: { type: "number", rules: [Rule.ratio], default: 0.1 },
+  window: { type: "duration", rules: [Rule.positiveDuration], default: 10_000 },
+  buckets: { type: "number", rules: [Rule.positiveInt], default: 10 },
+  minRetriesPerSecond: { type: "number", rules: [Rule.nonNegativeNumber], default: 1 },
+  maxKeys: { type: "number", rules: [Rule.positiveInt], default: 10_000 }
+} satisfies Rule.Spec
 
 /**
  * A budget's settings, validated by the caller: `ratio` finite and non-negative,

@@ -12,8 +12,49 @@
  *
  * @since 0.2.0
  */
+import * as Rule from "../options/Rule.js"
 import * as Ratio from "../stats/Ratio.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
+
+/**
+ * At most this many attempt buckets: a histogram holds one rolling counter per bucket, twice.
+ *
+ * @since 0.2.0
+ */
+export const MAX_ATTEMPT_BUCKETS = 100
+
+/**
+ * The options of a histogram, their ranges and defaults: a 10-second `window` in 10 `buckets`,
+ * attempts counted up to 3 (`maxAttempt`, the last bucket being "3 or more"), "don't retry"
+ * above a 10% share of retries (`threshold`) once 20 requests (`minRequests`) are in the window.
+ *
+ * @since 0.2.0
+ */
+export const options = {
+  window: { type: "duration", rules: [Rule.positiveDuration], default: 10_000 },
+  buckets: { type: "number", rules: [Rule.positiveInt], default: 10 },
+  maxAttempt: {
+    type: "number",
+    rules: [
+      Rule.positiveInt,
+      Rule.rule(
+        (n) => n <= MAX_ATTEMPT_BUCKETS,
+        () => `expected at most ${MAX_ATTEMPT_BUCKETS} attempt buckets`
+      )
+    ],
+    default: 3
+  },
+  threshold: { type: "number", rules: [Rule.ratio], default: 0.1 },
+  minRequests: { type: "number", rules: [Rule.nonNegativeInt], default: 20 }
+} satisfies Rule.Spec
+
+/**
+ * The label of an attempt bucket: its number, and `n+` for the last one (`maxAttempt` or more).
+ *
+ * @since 0.2.0
+ */
+export const bucketLabel = (bucket: number, maxAttempt: number): string =>
+  bucket === maxAttempt ? `${bucket}+` : String(bucket)
 
 /**
  * A histogram's settings, validated by the caller: `windowMillis` positive and finite,

@@ -11,6 +11,37 @@
  *
  * @since 0.2.0
  */
+import * as Rule from "../options/Rule.js"
+
+/**
+ * The options of a moving average as its users write them: its time constant `tau` (a positive,
+ * finite duration).
+ *
+ * @since 0.2.0
+ */
+export const options = {
+  tau: { type: "duration", rules: [Rule.positiveDuration] }
+} satisfies Rule.Spec
+
+/**
+ * The options of a moving rate as its users write them: the averaging `window` and the `tick`
+ * (default 5 seconds), both positive and finite; see {@link tickIssue}.
+ *
+ * @since 0.2.0
+ */
+export const rateOptions = {
+  window: { type: "duration", rules: [Rule.positiveDuration] },
+  tick: { type: "duration", rules: [Rule.positiveDuration], default: 5_000 }
+} satisfies Rule.Spec
+
+/**
+ * The problem with a tick longer than the window (a tick folds in more than the window
+ * remembers).
+ *
+ * @since 0.2.0
+ */
+export const tickIssue = (windowMillis: number, tickMillis: number): string | undefined =>
+  tickMillis <= windowMillis ? undefined : "tick must not exceed window"
 
 /**
  * @since 0.2.0

@@ -26,6 +26,7 @@
  *
  * @since 0.2.0
  */
+import * as Rule from "../options/Rule.js"
 
 /**
  * The smallest latency (milliseconds) told apart from zero.
@@ -104,6 +105,28 @@ class Slot {
   readonly store = new DenseStore()
   zero = 0
 }
+
+/**
+ * The options of a latency window as its users write them: a positive, finite `window`, how many
+ * `subWindows` slice it (a positive integer, default 6) and the `relativeAccuracy` of every
+ * quantile (in (0, 1), default 0.01).
+ *
+ * @since 0.2.0
+ */
+export const options = {
+  window: { type: "duration", rules: [Rule.positiveDuration] },
+  subWindows: { type: "number", rules: [Rule.positiveInt], default: 6 },
+  relativeAccuracy: {
+    type: "number",
+    rules: [
+      Rule.rule(
+        (n) => Number.isFinite(n) && n > 0 && n < 1,
+        (n) => `expected a relative accuracy in (0, 1), got ${String(n)}`
+      )
+    ],
+    default: 0.01
+  }
+} satisfies Rule.Spec
 
 /**
  * @since 0.2.0

@@ -11,6 +11,18 @@
  *
  * @since 0.2.0
  */
+import * as Rule from "../options/Rule.js"
+
+/**
+ * The options of a rolling counter as its users write them: a positive, finite `window` and how
+ * many `buckets` slice it (a positive integer, default 10).
+ *
+ * @since 0.2.0
+ */
+export const options = {
+  window: { type: "duration", rules: [Rule.positiveDuration] },
+  buckets: { type: "number", rules: [Rule.positiveInt], default: 10 }
+} satisfies Rule.Spec
 
 /**
  * @since 0.2.0

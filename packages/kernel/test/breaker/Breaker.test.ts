@@ -1,4 +1,6 @@
 import { Breaker, type BreakerOptions, type State } from "@sluice/kernel/breaker/Breaker"
+import * as BreakerModule from "@sluice/kernel/breaker/Breaker"
+import * as Rule from "@sluice/kernel/options/Rule"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
@@ -320,5 +322,89 @@ describe("Breaker", () => {
       ),
       { numRuns: 300 }
     )
+  })
+})
+
+describe("Breaker: open durations a backoff gives up on, settling by outcome, what callers see", () => {
+  it("an openFor answer of undefined or a non-finite one keeps the previous duration; a negative one is 0", () => {
+    const answers: Array<number | undefined> = [undefined, 2_000, Infinity, undefined, -50]
+    const breaker = new Breaker({ consecutiveFailures: 1, openFor: () => answers.shift() })
+    const tripAt = (t: number) => {
+      expect(breaker.state(t)).not.toBe("open")
+      fail(breaker, t)
+      return breaker.halfOpenAt - t
+    }
+    // 5 seconds before the first answer; then the last usable one stays
+    expect([tripAt(0), tripAt(10_000), tripAt(20_000), tripAt(30_000), tripAt(40_000)]).toEqual([
+      5_000, 2_000, 2_000, 2_000, 0
+    ])
+  })
+
+  it("settle: success a success, dropped and failed a failure when they count, refused and ignored nothing", () => {
+    const asked: Array<unknown> = []
+    const isFailure = (error: unknown) => {
+      asked.push(error)
+      if (error === "throws") throw new Error("a broken predicate")
+      return error !== "not counted"
+    }
+    const breaker = new Breaker({ consecutiveFailures: 2, openFor: 1_000, isFailure })
+    const errorOf = (error: unknown) => (error === "defect" ? undefined : { error })
+    const settle = (outcome: Parameters<Breaker["settle"]>[1], error: unknown = "counted") =>
+      breaker.settle(breaker.tryAcquire(0)!, outcome, at(0), errorOf, error)
+    settle("dropped")
+    settle("success")
+    settle("failed")
+    settle("failed", "not counted")
+    settle("refused")
+    settle("ignored")
+    expect(breaker.state(0)).toBe("closed")
+    expect(asked).toEqual(["counted", "counted", "not counted"])
+    // a failure that does not count is a success; a defect always counts, and so does an error
+    // the predicate throws on
+    settle("failed", "defect")
+    expect(breaker.state(0)).toBe("closed")
+    settle("dropped", "throws")
+    expect(breaker.state(0)).toBe("open")
+    // a permit of a generation that is gone: ignored, and nothing is asked
+    asked.length = 0
+    breaker.settle(0, "failed", at(0), errorOf, "stale")
+    expect(asked).toEqual([])
+  })
+
+  it("settle: without isFailure every failure counts, and its error is not even looked up", () => {
+    const breaker = new Breaker({ consecutiveFailures: 1, openFor: 1_000 })
+    const looked: Array<unknown> = []
+    breaker.settle(breaker.tryAcquire(0)!, "failed", at(0), (e) => (looked.push(e), { error: e }), "x")
+    expect(breaker.state(0)).toBe("open")
+    expect(looked).toEqual([])
+  })
+
+  it("settle: a refused or ignored probe gives its slot back", () => {
+    const breaker = new Breaker({ consecutiveFailures: 1, openFor: 1_000, halfOpenProbes: 1 })
+    fail(breaker, 0)
+    const probe = breaker.tryAcquire(1_000)!
+    expect(breaker.tryAcquire(1_000)).toBeUndefined()
+    breaker.settle(probe, "ignored", at(1_000), () => undefined, undefined)
+    expect(breaker.tryAcquire(1_000)).toBeDefined()
+  })
+
+  it("reports an isolated breaker as open", () => {
+    const states: Array<State> = ["closed", "half-open", "open", "isolated"]
+    expect(states.map(BreakerModule.reported)).toEqual(["closed", "half-open", "open", "open"])
+  })
+
+  it("options: openFor 5 s and one probe by default; a failure ratio in (0, 1] over a positive window", () => {
+    const { consecutiveFailures, halfOpenProbes, openFor } = BreakerModule.options
+    expect(consecutiveFailures.optional).toBe(true)
+    expect(Rule.check(consecutiveFailures, 1.5)).toBe("expected a positive integer, got 1.5")
+    expect([openFor.default, halfOpenProbes.default]).toEqual([5_000, 1])
+    expect(Rule.check(openFor, 0)).toBe("expected a positive, finite duration")
+    const { buckets, minimumCalls, ratio, window } = BreakerModule.failureRatioOptions
+    expect(Rule.check(ratio, 0)).toBe("expected a ratio in (0, 1]")
+    expect(Rule.check(ratio, 1.5)).toBe("expected a ratio in [0, 1], got 1.5")
+    expect(Rule.check(ratio, 1)).toBeUndefined()
+    expect(Rule.check(window, 0)).toBe("expected a positive, finite duration")
+    expect(Rule.check(minimumCalls, 0)).toBe("expected a positive integer, got 0")
+    expect(buckets.default).toBe(10)
   })
 })

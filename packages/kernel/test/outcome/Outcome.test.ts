@@ -61,3 +61,49 @@ describe("Outcome", () => {
     ).toEqual(["success", "dropped"])
   })
 })
+
+describe("Outcome.ofFirst and anyDrop", () => {
+  it("the first failure or defect decides; nothing but interruptions is the caller giving up", () => {
+    expect(Outcome.ofFirst({ _tag: "Fail", error: { _tag: "Overloaded" } })).toBe("dropped")
+    expect(Outcome.ofFirst({ _tag: "Fail", error: { _tag: "Throttled" } })).toBe("refused")
+    expect(Outcome.ofFirst({ _tag: "Die", defect: new Error("boom") })).toBe("failed")
+    expect(Outcome.ofFirst(undefined)).toBe("ignored")
+    const isDrop = (u: unknown) => u === "busy"
+    expect(Outcome.ofFirst({ _tag: "Die", defect: "busy" }, { isDrop })).toBe("dropped")
+    expect(Outcome.ofFirst({ _tag: "Fail", error: "busy" }, { isDrop })).toBe("dropped")
+  })
+
+  it("several policies' isDrop: a drop when any says so; no options when none has a say", () => {
+    expect(Outcome.anyDrop([])).toBeUndefined()
+    const busy = (u: unknown) => u === "busy"
+    const full = (u: unknown) => u === "full"
+    expect(Outcome.anyDrop([busy])).toEqual({ isDrop: busy })
+    const both = Outcome.anyDrop([busy, full])!
+    expect(["busy", "full", "fine"].map((e) => Outcome.ofError(e, both))).toEqual([
+      "dropped",
+      "dropped",
+      "failed"
+    ])
+  })
+})
+
+describe("Outcome.isRetryableError", () => {
+  it("Overloaded, QuotaExceeded and marked errors the layer above may retry, unless refused here", () => {
+    expect(Outcome.isRetryableError({ _tag: "Overloaded", reason: "server" }, false)).toBe(true)
+    expect(Outcome.isRetryableError({ _tag: "QuotaExceeded" }, false)).toBe(true)
+    expect(Outcome.isRetryableError(local, false)).toBe(false)
+    expect(Outcome.isRetryableError({ _tag: "QuotaExceeded", origin: "local" }, false)).toBe(false)
+    expect(Outcome.isRetryableError(new Error("socket hang up"), true)).toBe(true)
+    expect(Outcome.isRetryableError({ _tag: "Boom", origin: "local" }, true)).toBe(false)
+    for (const other of [
+      { _tag: "Throttled" },
+      { _tag: "CircuitOpen" },
+      new Error("x"),
+      "x",
+      null,
+      undefined
+    ]) {
+      expect(Outcome.isRetryableError(other, false)).toBe(false)
+    }
+  })
+})

@@ -1,4 +1,5 @@
 import * as Backoff from "@sluice/kernel/retry/Backoff"
+import * as Rule from "@sluice/kernel/options/Rule"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
@@ -131,5 +132,51 @@ describe("Backoff.honorRetryAfter", () => {
         }
       )
     )
+  })
+})
+
+describe("Backoff options", () => {
+  it("exponential: a positive base, a finite factor >= 1 (default 2), a finite cap (default 30 s)", () => {
+    const { base, factor, max } = Backoff.exponentialOptions
+    expect(Rule.check(base, 0)).toBe("expected a positive, finite duration")
+    expect(Rule.check(base, 1)).toBeUndefined()
+    expect(factor.default).toBe(2)
+    expect(Rule.check(factor, 1)).toBeUndefined()
+    expect(Rule.check(factor, 0.5)).toBe("expected a finite factor >= 1, got 0.5")
+    expect(Rule.check(factor, Number.NaN)).toBe("expected a finite factor >= 1, got NaN")
+    expect(max.default).toBe(30_000)
+    expect(Rule.check(max, Infinity)).toBe("expected a finite duration")
+    expect(Backoff.decorrelatedOptions).toEqual({ base, max })
+    expect(Backoff.honorOptions.maxWait.default).toBe(30_000)
+  })
+
+  it("the cap must not be below the base delay", () => {
+    expect(Backoff.capIssue(100, 100)).toBeUndefined()
+    expect(Backoff.capIssue(100, 5000)).toBeUndefined()
+    expect(Backoff.capIssue(1000, 100)).toEqual({
+      path: ["max"],
+      message: "the maximum delay must not be below the base delay"
+    })
+  })
+
+  it("the default delays: exponential from 100 ms, doubling, at most 5 s, full jitter", () => {
+    expect(Backoff.defaultExponential).toEqual({ base: 100, factor: 2, max: 5000 })
+    expect(Backoff.defaultJitter).toBe("full")
+  })
+})
+
+describe("Backoff.retryAfterOf", () => {
+  it("reads a failure's own hint, or through the causes of DontRetry its last one", () => {
+    expect(Backoff.retryAfterOf({ _tag: "Overloaded", retryAfter: 5 })).toBe(5)
+    expect(Backoff.retryAfterOf({ _tag: "QuotaExceeded" })).toBeUndefined()
+    const inner = { _tag: "QuotaExceeded", retryAfter: { millis: 7 } }
+    expect(Backoff.retryAfterOf({ _tag: "DontRetry", cause: inner })).toBe(inner.retryAfter)
+    expect(Backoff.retryAfterOf({ _tag: "DontRetry", cause: { _tag: "DontRetry", cause: inner } })).toBe(
+      inner.retryAfter
+    )
+    // a DontRetry without a cause is read as itself
+    expect(Backoff.retryAfterOf({ _tag: "DontRetry", retryAfter: 3 })).toBe(3)
+    expect(Backoff.retryAfterOf({ _tag: "DontRetry", cause: undefined, retryAfter: 3 })).toBeUndefined()
+    for (const none of [undefined, null, "boom", 42]) expect(Backoff.retryAfterOf(none)).toBeUndefined()
   })
 })

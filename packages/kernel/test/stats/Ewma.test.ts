@@ -1,3 +1,5 @@
+import * as Rule from "@sluice/kernel/options/Rule"
+import * as EwmaModule from "@sluice/kernel/stats/Ewma"
 import { Ewma, EwmaRate } from "@sluice/kernel/stats/Ewma"
 import { describe, expect, it } from "vitest"
 
@@ -44,5 +46,16 @@ describe("Ewma", () => {
     expect(() => new EwmaRate({ windowMillis: 60_000, tickMillis: Number.NaN })).toThrow(/tickMillis/)
     expect(() => new Ewma({ tauMillis: 0 })).toThrow(/tau/)
     expect(() => new Ewma({ tauMillis: Infinity })).toThrow(/tau/)
+  })
+})
+
+describe("Ewma options", () => {
+  it("tau, window and tick positive and finite; the tick 5 s by default and never longer than the window", () => {
+    expect(Rule.check(EwmaModule.options.tau, 0)).toBe("expected a positive, finite duration")
+    expect(Rule.check(EwmaModule.rateOptions.window, -1)).toBe("expected a positive, finite duration")
+    expect(EwmaModule.rateOptions.tick.default).toBe(5000)
+    expect(EwmaModule.tickIssue(60_000, 5000)).toBeUndefined()
+    expect(EwmaModule.tickIssue(5000, 5000)).toBeUndefined()
+    expect(EwmaModule.tickIssue(1000, 5000)).toBe("tick must not exceed window")
   })
 })

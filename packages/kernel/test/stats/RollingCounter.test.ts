@@ -1,3 +1,5 @@
+import * as Rule from "@sluice/kernel/options/Rule"
+import * as RollingCounterModule from "@sluice/kernel/stats/RollingCounter"
 import { RollingCounter } from "@sluice/kernel/stats/RollingCounter"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
@@ -62,5 +64,16 @@ describe("RollingCounter", () => {
         }
       )
     )
+  })
+})
+
+describe("RollingCounter.options", () => {
+  it("a positive, finite window (required) in 10 buckets by default", () => {
+    const { buckets, window } = RollingCounterModule.options
+    expect("default" in window).toBe(false)
+    expect(Rule.check(window, 0)).toBe("expected a positive, finite duration")
+    expect(Rule.check(window, 1000)).toBeUndefined()
+    expect(buckets.default).toBe(10)
+    expect(Rule.check(buckets, 1.5)).toBe("expected a positive integer, got 1.5")
   })
 })

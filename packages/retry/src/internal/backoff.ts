@@ -4,54 +4,29 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Option from "effect/Option"
-import * as Predicate from "effect/Predicate"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Interval from "effect/ScheduleInterval"
 import * as Intervals from "effect/ScheduleIntervals"
 import * as Schema from "effect/Schema"
+import type * as B from "../Backoff.js"
 
-/** @internal */
-export const ExponentialOptions = Schema.Struct({
-  base: Options.PositiveDuration,
-  factor: Schema.optionalWith(
-    Schema.Number.pipe(
-      Schema.filter((n) => Number.isFinite(n) && n >= 1, {
-        message: (issue) => `expected a finite factor >= 1, got ${String(issue.actual)}`
-      })
-    ),
-    { default: () => 2 }
-  ),
-  max: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(30) })
-}).pipe(
-  Schema.filter((o) =>
-    Duration.lessThan(o.max, o.base)
-      ? { path: ["max"], message: "the maximum delay must not be below the base delay" }
-      : undefined
-  )
+const capIssue = (o: { readonly base: Duration.Duration; readonly max: Duration.Duration }) =>
+  Backoff.capIssue(Duration.toMillis(o.base), Duration.toMillis(o.max))
+
+const decodeExponential = Options.decodeSync(
+  "Backoff.exponential",
+  Schema.Struct(Options.fields(Backoff.exponentialOptions)).pipe(Schema.filter(capIssue))
 )
-
-/** @internal */
-export const DecorrelatedOptions = Schema.Struct({
-  base: Options.PositiveDuration,
-  max: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(30) })
-}).pipe(
-  Schema.filter((o) =>
-    Duration.lessThan(o.max, o.base)
-      ? { path: ["max"], message: "the maximum delay must not be below the base delay" }
-      : undefined
-  )
+const decodeDecorrelated = Options.decodeSync(
+  "Backoff.decorrelated",
+  Schema.Struct(Options.fields(Backoff.decorrelatedOptions)).pipe(Schema.filter(capIssue))
 )
-
-/** @internal */
-export const HonorOptions = Schema.Struct({
-  maxWait: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(30) })
-})
-
-const decodeExponential = Options.decodeSync("Backoff.exponential", ExponentialOptions)
-const decodeDecorrelated = Options.decodeSync("Backoff.decorrelated", DecorrelatedOptions)
-const decodeHonor = Options.decodeSync("Backoff.honorRetryAfter", HonorOptions)
+const decodeHonor = Options.decodeSync(
+  "Backoff.honorRetryAfter",
+  Schema.Struct(Options.fields(Backoff.honorOptions))
+)
 
 const InvalidOptionsKey: unique symbol = Symbol.for("@sluice/retry/Backoff/InvalidOptions")
 
@@ -72,10 +47,10 @@ export const invalidOptionsOf = (schedule: unknown): Options.InvalidOptions | un
     : undefined
 
 const guarded =
-  <O, S>(build: (options: O) => S) =>
-  (options: O): S => {
+  <A extends ReadonlyArray<any>, S>(build: (...args: A) => S) =>
+  (...args: A): S => {
     try {
-      return build(options)
+      return build(...args)
     } catch (error) {
       if (error instanceof Options.InvalidOptions) return invalidSchedule(error) as S
       throw error
@@ -87,12 +62,8 @@ const continueAfter = (now: number, delayMillis: number) =>
 
 /** @internal */
 export const exponential = guarded(
-  (options: {
-    readonly base: Duration.DurationInput
-    readonly factor?: number | undefined
-    readonly max?: Duration.DurationInput | undefined
-  }): Schedule.Schedule<Duration.Duration> => {
-    const { base, factor, max } = decodeExponential(options as any)
+  (options: Parameters<typeof B.exponential>[0]): Schedule.Schedule<Duration.Duration> => {
+    const { base, factor, max } = decodeExponential(options)
     const baseMillis = Duration.toMillis(base)
     const maxMillis = Duration.toMillis(max)
     return Schedule.makeWithState(0, (now, _input: unknown, n: number) => {
@@ -103,12 +74,9 @@ export const exponential = guarded(
 )
 
 /** @internal */
-export type JitterMode = "full" | "equal"
-
-/** @internal */
 export const jitter = dual<
-  (mode: JitterMode) => <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>,
-  <Out, In, R>(self: Schedule.Schedule<Out, In, R>, mode: JitterMode) => Schedule.Schedule<Out, In, R>
+  (mode: B.JitterMode) => <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>,
+  <Out, In, R>(self: Schedule.Schedule<Out, In, R>, mode: B.JitterMode) => Schedule.Schedule<Out, In, R>
 >(2, (self, mode) =>
   // a schedule built from invalid options stays itself, so `Retry` still reports them
   invalidOptionsOf(self) !== undefined
@@ -120,11 +88,8 @@ export const jitter = dual<
 
 /** @internal */
 export const decorrelated = guarded(
-  (options: {
-    readonly base: Duration.DurationInput
-    readonly max?: Duration.DurationInput | undefined
-  }): Schedule.Schedule<Duration.Duration> => {
-    const decoded = decodeDecorrelated(options as any)
+  (options: Parameters<typeof B.decorrelated>[0]): Schedule.Schedule<Duration.Duration> => {
+    const decoded = decodeDecorrelated(options)
     const base = Duration.toMillis(decoded.base)
     const max = Duration.toMillis(decoded.max)
     return Schedule.makeWithState(base, (now, _input: unknown, previous: number) =>
@@ -146,64 +111,52 @@ export const clampRetryAfter = (
   return Backoff.isUsableRetryAfter(millis, Duration.toMillis(max)) ? Duration.millis(millis) : max
 }
 
+/** @internal a `retryAfter` hint in milliseconds; `undefined` when it is neither a Duration nor a number */
+export const millisOf = (hint: unknown): number | undefined =>
+  typeof hint === "number" ? hint : Duration.isDuration(hint) ? Duration.toMillis(hint) : undefined
+
 /** @internal */
 export const retryAfterOf = (error: unknown): Option.Option<Duration.Duration | number> => {
-  // A lower layer that gave up keeps its cause, and with it the last hint.
-  if (Predicate.isTagged(error, "DontRetry") && Predicate.hasProperty(error, "cause")) {
-    return retryAfterOf((error as { readonly cause: unknown }).cause)
-  }
-  if (!Predicate.hasProperty(error, "retryAfter")) return Option.none()
-  const hint = (error as { readonly retryAfter: unknown }).retryAfter
-  if (Duration.isDuration(hint) || typeof hint === "number") return Option.some(hint)
-  return Option.none()
+  const hint = Backoff.retryAfterOf(error)
+  return Duration.isDuration(hint) || typeof hint === "number" ? Option.some(hint) : Option.none()
 }
 
 /** @internal */
 export const hintMillis = (error: unknown, maxWaitMillis: number): number => {
-  const hint = retryAfterOf(error)
-  if (Option.isNone(hint)) return 0
-  const millis = typeof hint.value === "number" ? hint.value : Duration.toMillis(hint.value)
+  const millis = millisOf(Backoff.retryAfterOf(error))
   // through a Duration, as every delay is slept: whole nanoseconds
-  return Duration.toMillis(Duration.millis(Backoff.clampRetryAfter(millis, maxWaitMillis)))
+  return millis === undefined
+    ? 0
+    : Duration.toMillis(Duration.millis(Backoff.clampRetryAfter(millis, maxWaitMillis)))
 }
 
-/** @internal */
-export const honorRetryAfter = dual<
-  (options?: {
-    readonly maxWait?: Duration.DurationInput | undefined
-  }) => <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>,
-  <Out, In, R>(
-    self: Schedule.Schedule<Out, In, R>,
-    options?: { readonly maxWait?: Duration.DurationInput | undefined }
-  ) => Schedule.Schedule<Out, In, R>
->(
-  (args) => Schedule.isSchedule(args[0]),
+const honoring = guarded(
   <Out, In, R>(
     self: Schedule.Schedule<Out, In, R>,
     options?: { readonly maxWait?: Duration.DurationInput | undefined }
   ): Schedule.Schedule<Out, In, R> => {
-    if (invalidOptionsOf(self) !== undefined) return self
-    let maxWaitMillis: number
-    try {
-      maxWaitMillis = Duration.toMillis(decodeHonor((options ?? {}) as any).maxWait)
-    } catch (error) {
-      if (error instanceof Options.InvalidOptions) return invalidSchedule(error)
-      throw error
-    }
+    const maxWaitMillis = Duration.toMillis(decodeHonor(options ?? {}).maxWait)
     return Schedule.makeWithState(self.initial, (now, input: In, state) =>
       Effect.map(self.step(now, input, state), ([state, out, decision]) => {
         if (ScheduleDecision.isDone(decision)) return [state, out, decision] as const
         const computed = Intervals.start(decision.intervals) - now
         const delay = Backoff.honorRetryAfter(computed, hintMillis(input, maxWaitMillis))
-        if (delay === computed) return [state, out, decision] as const
-        return [state, out, continueAfter(now, delay)] as const
+        return [state, out, delay === computed ? decision : continueAfter(now, delay)] as const
       })
     )
   }
 )
 
+/** @internal (typed by the public module) */
+export const honorRetryAfter = dual(
+  (args) => Schedule.isSchedule(args[0]),
+  (self: Schedule.Schedule<unknown, unknown>, options?: Parameters<typeof honoring>[1]) =>
+    // a schedule built from invalid options stays itself, so `Retry` still reports them
+    invalidOptionsOf(self) !== undefined ? self : honoring(self, options)
+)
+
 /** @internal */
 export const defaultSchedule: Schedule.Schedule<Duration.Duration> = jitter(
-  exponential({ base: Duration.millis(100), factor: 2, max: Duration.seconds(5) }),
-  "full"
+  exponential(Backoff.defaultExponential),
+  Backoff.defaultJitter
 )

@@ -5,18 +5,20 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { identity } from "effect/Function"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
+import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
+import * as Policy from "@sluice/kernel/retry/Policy"
 import * as Stream from "effect/Stream"
 import type * as R from "../Retry.js"
 import type * as RB from "../RetryBudget.js"
@@ -32,14 +34,12 @@ export const attempt: Effect.Effect<number> = FiberRef.get(currentAttempt)
 /** @internal */
 export const currentDeadline: FiberRef.FiberRef<number> = FiberRef.unsafeMake(Infinity)
 
-/** @internal */
-export const PolicyOptionsSchema = Schema.Struct({
-  maxAttempts: Schema.optionalWith(Options.PositiveInt, { default: () => 3 }),
-  maxRetryAfter: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(30) }),
+const PolicyOptionsSchema = Schema.Struct({
+  ...Options.fields(Policy.options),
   name: Schema.optional(Schema.String)
 })
 
-const decodeOptions = Options.decodeSync("Retry.withRetry", PolicyOptionsSchema)
+const decodeOptions = Options.decodeEither("Retry.withRetry", PolicyOptionsSchema)
 
 /** @internal */
 export const attemptsCounter = Metric.counter("sluice_retry_attempts", {
@@ -57,139 +57,71 @@ export const giveUpsCounter = Metric.counter("sluice_retry_give_ups", {
   incremental: true
 })
 
-type Verdict = 0 | 1 | 2 | 3
-const PASS: Verdict = 0
-const NOT_RETRYABLE: Verdict = 1
-const RETRY: Verdict = 2
-const REFUSED: Verdict = 3
-
 /** The default: what `Outcome` says a retry policy retries (dropped, or failed and marked retryable). */
 const defaultIsRetryable = (error: unknown): boolean => Outcome.isRetryable(Outcome.ofError(error), error)
 
-const invalid = (message: string) =>
+const invalid = (field: string, message: string) =>
   new Options.InvalidOptions({
     module: "Retry.withRetry",
-    message: `Retry.withRetry: invalid options\n${message}`
+    message: `Retry.withRetry: invalid options\n└─ ["${field}"]\n   └─ ${message}`
   })
 
-interface Compiled {
-  readonly maxAttempts: number
-  readonly maxRetryAfterMillis: number
+interface Compiled extends Policy.Judge {
   readonly schedule: Schedule.Schedule<unknown, any>
   readonly budget: RB.Budget | string | undefined
-  readonly isRetryable: (error: unknown) => boolean
   readonly name: string | undefined
   readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   readonly reasonTags: Readonly<Record<Errors.DontRetryReason, ReadonlyArray<MetricLabel.MetricLabel>>>
 }
 
-/** Validates the options; never throws (an invalid option comes back as `InvalidOptions`). */
-const compileEither = (
-  options: R.PolicyOptions | undefined
-): Either.Either<Compiled, Options.InvalidOptions> => {
-  try {
-    return Either.right(compile(options))
-  } catch (error) {
-    if (error instanceof Options.InvalidOptions) return Either.left(error)
-    throw error
-  }
-}
+const isBudget = (u: unknown): boolean =>
+  Predicate.isObject(u) && typeof (u as RB.Budget).unsafeTryWithdraw === "function"
 
-const compile = (options: R.PolicyOptions | undefined): Compiled => {
+/** Validates the options; never throws (an invalid option comes back as `InvalidOptions`). */
+const compile = (options: R.PolicyOptions | undefined): Either.Either<Compiled, Options.InvalidOptions> => {
   const input = options ?? {}
   const invalidSchedule = input.schedule !== undefined ? backoff.invalidOptionsOf(input.schedule) : undefined
-  if (invalidSchedule !== undefined) {
-    throw new Options.InvalidOptions({
-      module: "Retry.withRetry",
-      message: `Retry.withRetry: invalid options\n└─ ["schedule"]\n   └─ ${invalidSchedule.message}`
-    })
-  }
-  const decoded = decodeOptions({
-    ...(input.maxAttempts !== undefined ? { maxAttempts: input.maxAttempts } : {}),
-    ...(input.maxRetryAfter !== undefined ? { maxRetryAfter: input.maxRetryAfter } : {}),
-    ...(input.name !== undefined ? { name: input.name } : {})
-  })
+  if (invalidSchedule !== undefined) return Either.left(invalid("schedule", invalidSchedule.message))
+  const decoded = decodeOptions(input)
+  if (Either.isLeft(decoded)) return Either.left(decoded.left)
   if (input.schedule !== undefined && !Schedule.isSchedule(input.schedule)) {
-    throw invalid('└─ ["schedule"]\n   └─ expected a Schedule')
+    return Either.left(invalid("schedule", "expected a Schedule"))
   }
-  if (input.isRetryable !== undefined && typeof input.isRetryable !== "function") {
-    throw invalid('└─ ["isRetryable"]\n   └─ expected a predicate function')
-  }
-  const budget = input.budget
-  if (
-    budget !== undefined &&
-    !(typeof budget === "string" && budget.length > 0) &&
-    !(Predicate.isObject(budget) && typeof (budget as RB.Budget).unsafeTryWithdraw === "function")
-  ) {
-    throw invalid('└─ ["budget"]\n   └─ expected a RetryBudget.Budget or a non-empty client key')
-  }
-  const name = decoded.name
+  const issue = Policy.optionsIssue(input, isBudget)
+  if (issue !== undefined) return Either.left(invalid(issue.path[0]!, issue.message))
+  const { maxAttempts, maxRetryAfter, name } = decoded.right
   // Metric hooks are cached by the identity of the tag array, so build each array once.
   const tags: ReadonlyArray<MetricLabel.MetricLabel> =
     name === undefined ? [] : [MetricLabel.make("policy", name)]
-  const reasonTag = (reason: Errors.DontRetryReason) => [...tags, MetricLabel.make("reason", reason)]
-  return {
-    maxAttempts: decoded.maxAttempts,
-    maxRetryAfterMillis: Duration.toMillis(decoded.maxRetryAfter),
+  const reasonTags = {} as Record<Errors.DontRetryReason, ReadonlyArray<MetricLabel.MetricLabel>>
+  for (const reason of Errors.DontRetryReason.literals)
+    reasonTags[reason] = [...tags, MetricLabel.make("reason", reason)]
+  return Either.right({
+    maxAttempts,
+    maxRetryAfterMillis: Duration.toMillis(maxRetryAfter),
     schedule: input.schedule ?? backoff.defaultSchedule,
-    budget,
+    budget: input.budget,
     isRetryable: input.isRetryable ?? defaultIsRetryable,
+    isRetryableType: Errors.isRetryable,
+    millisOf: backoff.millisOf,
     name,
     tags,
-    reasonTags: {
-      attempts: reasonTag("attempts"),
-      budget: reasonTag("budget"),
-      server: reasonTag("server"),
-      "not-retryable": reasonTag("not-retryable"),
-      refused: reasonTag("refused"),
-      timeout: reasonTag("timeout")
-    }
-  }
-}
-
-const classify = (error: unknown, config: Compiled): Verdict => {
-  if (
-    Predicate.isTagged(error, "DontRetry") ||
-    Predicate.isTagged(error, "Throttled") ||
-    Predicate.isTagged(error, "CircuitOpen")
-  ) {
-    return PASS
-  }
-  // This process refused the work itself (its own limiter queue, shedder or pacer): never
-  // retried, and since its type is retryable, it leaves as DontRetry("refused").
-  if (
-    (Predicate.isTagged(error, "Overloaded") || Predicate.isTagged(error, "QuotaExceeded")) &&
-    Outcome.ofError(error) === "refused"
-  ) {
-    return REFUSED
-  }
-  if (Predicate.isTagged(error, "QuotaExceeded")) {
-    const hint = backoff.retryAfterOf(error)
-    const millis =
-      hint._tag === "Some" ? (typeof hint.value === "number" ? hint.value : Duration.toMillis(hint.value)) : 0
-    // A quota that resets later than we are willing to wait is not worth holding the caller for.
-    if (!(millis >= 0 && millis <= config.maxRetryAfterMillis)) return NOT_RETRYABLE
-  }
-  if (config.isRetryable(error)) return RETRY
-  // The output type promises that no `Errors.Retryable` member comes out as itself.
-  return Errors.isRetryable(error) ? NOT_RETRYABLE : PASS
+    reasonTags
+  })
 }
 
 /** @internal the public `Retry.RetryEvents` class has the same key, so they are one tag */
 export const RetryEvents = Context.GenericTag<R.RetryEvents, R.EventsService>("@sluice/retry/RetryEvents")
 
 /** @internal */
-export const makeEvents = (capacity = 256): Effect.Effect<R.EventsService, never, Scope.Scope> =>
-  Effect.map(Effect.acquireRelease(PubSub.sliding<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
-    events: Stream.fromPubSub(pubsub),
-    unsafePublish: (event: R.Event) => {
-      pubsub.unsafeOffer(event)
-    }
-  }))
-
-/** @internal */
-export const layerEvents = (capacity?: number): Layer.Layer<R.RetryEvents> =>
-  Layer.scoped(RetryEvents, makeEvents(capacity))
+export const layerEvents = (capacity = 256): Layer.Layer<R.RetryEvents> =>
+  Layer.scoped(
+    RetryEvents,
+    Effect.map(Effect.acquireRelease(PubSub.sliding<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
+      events: Stream.fromPubSub(pubsub),
+      unsafePublish: (event: R.Event) => void pubsub.unsafeOffer(event)
+    }))
+  )
 
 /** @internal */
 export const events: Stream.Stream<R.Event, never, R.RetryEvents> = Stream.unwrap(
@@ -197,10 +129,8 @@ export const events: Stream.Stream<R.Event, never, R.RetryEvents> = Stream.unwra
 )
 
 /** The `RetryEvents` service in the fiber's context, if any (read on the failure path only). */
-const eventsOf = (fiber: Fiber.RuntimeFiber<any, any>): R.EventsService | undefined => {
-  const found = Context.getOption(fiber.getFiberRef(FiberRef.currentContext), RetryEvents)
-  return found._tag === "Some" ? found.value : undefined
-}
+const eventsOf = (fiber: Fiber.RuntimeFiber<any, any>): R.EventsService | undefined =>
+  Option.getOrUndefined(Context.getOption(fiber.getFiberRef(FiberRef.currentContext), RetryEvents))
 
 const giveUp = (
   reason: Errors.DontRetryReason,
@@ -212,17 +142,14 @@ const giveUp = (
     giveUpsCounter.unsafeUpdate(1, config.reasonTags[reason])
     // Errors failed inside a span come back as proxies; keep the original instance.
     const error = Cause.originalError(cause)
-    const sink = eventsOf(fiber)
-    if (sink !== undefined) {
-      sink.unsafePublish({
-        _tag: "GaveUp",
-        policy: config.name,
-        reason,
-        attempts,
-        error,
-        at: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-      })
-    }
+    eventsOf(fiber)?.unsafePublish({
+      _tag: "GaveUp",
+      policy: config.name,
+      reason,
+      attempts,
+      error,
+      at: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+    })
     return Effect.fail(new Errors.DontRetry({ reason, attempts, cause: error }))
   })
 
@@ -232,11 +159,9 @@ const retryLoop = <A, E, R>(
   config: Compiled,
   budget: RB.Budget | undefined
 ): Effect.Effect<A, unknown, R> => {
-  const verdict = classify(firstError, config)
-  if (verdict === PASS) return Effect.fail(firstError)
-  if (verdict === NOT_RETRYABLE) return giveUp("not-retryable", 1, firstError, config)
-  if (verdict === REFUSED) return giveUp("refused", 1, firstError, config)
-  if (config.maxAttempts <= 1) return giveUp("attempts", 1, firstError, config)
+  const first = Policy.verdict(firstError, 1, config)
+  if (first !== "retry")
+    return first === "pass" ? Effect.fail(firstError) : giveUp(first, 1, firstError, config)
   const schedule = config.schedule
   const loop = Effect.gen(function* () {
     const [sink, deadline] = yield* Effect.withFiberRuntime<readonly [R.EventsService | undefined, number]>(
@@ -247,41 +172,35 @@ const retryLoop = <A, E, R>(
     let state = schedule.initial
     while (true) {
       if (attempts > 1) {
-        const verdict = classify(error, config)
-        if (verdict === PASS) return yield* Effect.fail(Cause.originalError(error))
-        if (verdict === NOT_RETRYABLE) return yield* giveUp("not-retryable", attempts, error, config)
-        if (verdict === REFUSED) return yield* giveUp("refused", attempts, error, config)
-        if (attempts >= config.maxAttempts) return yield* giveUp("attempts", attempts, error, config)
+        const verdict = Policy.verdict(error, attempts, config)
+        if (verdict === "pass") return yield* Effect.fail(Cause.originalError(error))
+        if (verdict !== "retry") return yield* giveUp(verdict, attempts, error, config)
       }
       const now = yield* Clock.currentTimeMillis
       const [nextState, , decision] = yield* schedule.step(now, error, state)
       state = nextState
-      if (ScheduleDecision.isDone(decision)) return yield* giveUp("attempts", attempts, error, config)
-      const delay = Math.max(
-        0,
-        Intervals.start(decision.intervals) - now,
-        backoff.hintMillis(error, config.maxRetryAfterMillis)
+      const delay = Policy.nextDelay(
+        now,
+        ScheduleDecision.isDone(decision) ? undefined : Intervals.start(decision.intervals),
+        backoff.hintMillis(error, config.maxRetryAfterMillis),
+        deadline
       )
-      // A retry that could not start before the caller's deadline would only be cut off
-      // unsent: it is not scheduled and spends no budget.
-      if (now + delay >= deadline) return yield* giveUp("timeout", attempts, error, config)
-      if (budget !== undefined && !budget.unsafeTryWithdraw(now)) {
-        retryBudget.denials.unsafeUpdate(1, config.tags)
-        return yield* giveUp("budget", attempts, error, config)
+      if (typeof delay === "string") return yield* giveUp(delay, attempts, error, config)
+      if (budget !== undefined) {
+        const granted = budget.unsafeTryWithdraw(now)
+        ;(granted ? retryBudget.withdrawals : retryBudget.denials).unsafeUpdate(1, config.tags)
+        if (!granted) return yield* giveUp("budget", attempts, error, config)
       }
-      if (budget !== undefined) retryBudget.withdrawals.unsafeUpdate(1, config.tags)
       retriesCounter.unsafeUpdate(1, config.tags)
       const attemptNumber = attempts
-      if (sink !== undefined) {
-        sink.unsafePublish({
-          _tag: "RetryScheduled",
-          policy: config.name,
-          attempt: attemptNumber,
-          delayMillis: delay,
-          error: Cause.originalError(error),
-          at: now
-        })
-      }
+      sink?.unsafePublish({
+        _tag: "RetryScheduled",
+        policy: config.name,
+        attempt: attemptNumber,
+        delayMillis: delay,
+        error: Cause.originalError(error),
+        at: now
+      })
       // A zero delay must not become a timer (the live clock's setTimeout takes at least 1 ms);
       // yielding keeps an immediate retry loop fair to other fibers.
       const wait = delay > 0 ? Effect.sleep(Duration.millis(delay)) : Effect.yieldNow()
@@ -315,17 +234,14 @@ const run = <A, E, R>(
   config: Compiled,
   budget: RB.Budget | undefined
 ): Effect.Effect<A, unknown, R> => {
-  const tags = config.tags
   // One primitive for the whole first try: the attempt is usually already 0 (no enclosing
   // retry), so `Effect.locally` (an acquire/use/release) is skipped; the budget reads the
   // clock once, synchronously.
   const start = Effect.withFiberRuntime<A, E, R>((fiber) => {
-    if (budget !== undefined) {
-      budget.unsafeRecordRequest(
-        Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-      )
-    }
-    attemptsCounter.unsafeUpdate(1, tags)
+    budget?.unsafeRecordRequest(
+      Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+    )
+    attemptsCounter.unsafeUpdate(1, config.tags)
     return fiber.getFiberRef(currentAttempt) === 0 ? self : Effect.locally(self, currentAttempt, 0)
   })
   return Effect.catchAll(start, (error) => retryLoop(self, error, config, budget))
@@ -333,52 +249,44 @@ const run = <A, E, R>(
 
 /** @internal */
 export const withRetry: any = (...args: ReadonlyArray<any>) => {
-  if (Effect.isEffect(args[0])) {
-    const compiled = compileEither(args[1])
-    return Either.isLeft(compiled) ? Effect.fail(compiled.left) : apply(args[0], compiled.right)
-  }
-  const compiled = compileEither(args[0])
-  if (Either.isLeft(compiled)) {
-    const failure = Effect.fail(compiled.left)
-    return (_self: Effect.Effect<any, any, any>) => failure
-  }
-  const config = compiled.right
-  return (self: Effect.Effect<any, any, any>) => apply(self, config)
+  const dataFirst = Effect.isEffect(args[0])
+  const compiled = compile(dataFirst ? args[1] : args[0])
+  const withPolicy = (self: Effect.Effect<any, any, any>) =>
+    Either.isLeft(compiled) ? Effect.fail(compiled.left) : apply(self, compiled.right)
+  return dataFirst ? withPolicy(args[0]) : withPolicy
 }
 
 /**
  * The first try's bookkeeping as a gate, so it shares the one step of `Admission.guard`.
  * Entered only outside another retry layer (see `around`).
  */
-const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> => ({
-  tryEnter: (entry) => {
-    if (budget !== undefined) budget.unsafeRecordRequest(entry.now)
+const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> =>
+  retryBudget.recordingGate((entry) => {
+    budget?.unsafeRecordRequest(entry.now)
     attemptsCounter.unsafeUpdate(1, config.tags)
-    return true
-  },
-  enter: () => Effect.succeed(true),
-  settle: () => {}
-})
+  })
+
+const policyOf = (options: R.MakeOptions | undefined): Either.Either<R.Policy, Options.InvalidOptions> =>
+  Either.flatMap(compile(options), (config) =>
+    typeof config.budget === "string"
+      ? Either.left(
+          invalid(
+            "budget",
+            "Retry.make needs a RetryBudget.Budget handle (look it up with RetryBudget.forKey)"
+          )
+        )
+      : Either.right(policy(config, config.budget))
+  )
 
 /** @internal */
 export const make = (options?: R.MakeOptions): Effect.Effect<R.Policy, Options.InvalidOptions> =>
-  Effect.suspend(() => {
-    try {
-      return Effect.succeed(unsafeMake(options))
-    } catch (error) {
-      return error instanceof Options.InvalidOptions ? Effect.fail(error) : Effect.die(error)
-    }
-  })
+  Effect.suspend(() => policyOf(options))
 
 /** @internal */
-export const unsafeMake = (options?: R.MakeOptions): R.Policy => {
-  const config = compile(options)
-  if (typeof config.budget === "string") {
-    throw invalid(
-      '└─ ["budget"]\n   └─ Retry.make needs a RetryBudget.Budget handle (look it up with RetryBudget.forKey)'
-    )
-  }
-  const budget = config.budget
+export const unsafeMake = (options?: R.MakeOptions): R.Policy =>
+  Either.getOrThrowWith(policyOf(options), identity)
+
+const policy = (config: Compiled, budget: RB.Budget | undefined): R.Policy => {
   const firstTry = firstTryGate(config, budget)
   return {
     maxAttempts: config.maxAttempts,

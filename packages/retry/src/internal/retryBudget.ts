@@ -12,13 +12,7 @@ import * as Schema from "effect/Schema"
 import type * as RB from "../RetryBudget.js"
 
 /** @internal */
-export const RetryBudgetOptions = Schema.Struct({
-  ratio: Schema.optionalWith(Options.Ratio, { default: () => 0.1 }),
-  window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(10) }),
-  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 10 }),
-  minRetriesPerSecond: Schema.optionalWith(Options.NonNegativeNumber, { default: () => 1 }),
-  maxKeys: Schema.optionalWith(Options.PositiveInt, { default: () => 10_000 })
-})
+export const RetryBudgetOptions = Schema.Struct(Options.fields(Kernel.options))
 
 /** @internal */
 export const denials = Metric.counter("sluice_retry_budget_denials", {
@@ -32,34 +26,34 @@ export const withdrawals = Metric.counter("sluice_retry_budget_withdrawals", {
   incremental: true
 })
 
+/** @internal runs `f` at the current time of the running fiber's clock */
+export const atNow = <A>(f: (now: number) => A): Effect.Effect<A> =>
+  Effect.clockWith((clock) => Effect.sync(() => f(clock.unsafeCurrentTimeMillis())))
+
+/** @internal a gate that admits every entry and only records it */
+export const recordingGate = (record: (entry: Admission.Entry) => void): Admission.Gate<true, never> => ({
+  tryEnter: (entry) => {
+    record(entry)
+    return true
+  },
+  enter: () => Effect.succeed(true),
+  settle: () => {}
+})
+
 class BudgetImpl implements RB.Budget {
   private readonly budget: Kernel.Budget
   constructor(
     readonly key: string,
     options: RB.ResolvedOptions
   ) {
-    this.budget = new Kernel.Budget({
-      ratio: options.ratio,
-      windowMillis: Duration.toMillis(options.window),
-      buckets: options.buckets,
-      minRetriesPerSecond: options.minRetriesPerSecond
-    })
+    this.budget = new Kernel.Budget({ ...options, windowMillis: Duration.toMillis(options.window) })
   }
-  readonly gate: Admission.Gate<true, never> = {
-    tryEnter: (entry) => {
-      this.unsafeRecordRequest(entry.now)
-      return true
-    },
-    enter: () => Effect.succeed(true),
-    settle: () => {}
-  }
+  readonly gate = recordingGate((entry) => this.unsafeRecordRequest(entry.now))
   readonly unsafeRecordRequest = (nowMillis: number): void => this.budget.recordRequest(nowMillis)
   readonly unsafeTryWithdraw = (nowMillis: number): boolean => this.budget.tryWithdraw(nowMillis)
   readonly unsafeStats = (nowMillis: number): RB.BudgetStats => this.budget.stats(nowMillis)
   get recordRequest(): Effect.Effect<void> {
-    return Effect.clockWith((clock) =>
-      Effect.sync(() => this.unsafeRecordRequest(clock.unsafeCurrentTimeMillis()))
-    )
+    return atNow(this.unsafeRecordRequest)
   }
   get tryWithdraw(): Effect.Effect<boolean> {
     return Effect.flatMap(Clock.currentTimeMillis, (now) => {
@@ -68,7 +62,7 @@ class BudgetImpl implements RB.Budget {
     })
   }
   get stats(): Effect.Effect<RB.BudgetStats> {
-    return Effect.map(Clock.currentTimeMillis, (now) => this.unsafeStats(now))
+    return atNow(this.unsafeStats)
   }
 }
 

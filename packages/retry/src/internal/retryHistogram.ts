@@ -1,25 +1,16 @@
 import { Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/retry/Histogram"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
 import type * as RH from "../RetryHistogram.js"
+import { atNow } from "./retryBudget.js"
 
 /** @internal */
 export const RetryHistogramOptions = Schema.Struct({
-  window: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(10) }),
-  buckets: Schema.optionalWith(Options.PositiveInt, { default: () => 10 }),
-  maxAttempt: Schema.optionalWith(
-    Options.PositiveInt.pipe(
-      Schema.filter((n) => n <= 100, { message: () => "expected at most 100 attempt buckets" })
-    ),
-    { default: () => 3 }
-  ),
-  threshold: Schema.optionalWith(Options.Ratio, { default: () => 0.1 }),
-  minRequests: Schema.optionalWith(Options.NonNegativeInt, { default: () => 20 }),
+  ...Options.fields(Kernel.options),
   name: Schema.optional(Schema.String)
 })
 
@@ -51,23 +42,16 @@ class HistogramImpl implements RH.Service {
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   constructor(readonly options: RH.ResolvedOptions) {
     const { maxAttempt } = options
-    this.histogram = new Kernel.Histogram({
-      windowMillis: Duration.toMillis(options.window),
-      buckets: options.buckets,
-      maxAttempt,
-      threshold: options.threshold,
-      minRequests: options.minRequests
-    })
+    this.histogram = new Kernel.Histogram({ ...options, windowMillis: Duration.toMillis(options.window) })
     this.tags = options.name === undefined ? [] : [MetricLabel.make("histogram", options.name)]
-    this.attemptTags = Array.from({ length: maxAttempt + 1 }, (_, i) => [
-      ...this.tags,
-      MetricLabel.make("attempt", i === maxAttempt ? `${i}+` : String(i))
-    ])
-    this.untrustedTags = Array.from({ length: maxAttempt + 1 }, (_, i) => [
-      ...this.tags,
-      MetricLabel.make("attempt", i === maxAttempt ? `${i}+` : String(i)),
-      MetricLabel.make("trusted", "false")
-    ])
+    const tagsOf = (...extra: ReadonlyArray<MetricLabel.MetricLabel>) =>
+      Array.from({ length: maxAttempt + 1 }, (_, i) => [
+        ...this.tags,
+        MetricLabel.make("attempt", Kernel.bucketLabel(i, maxAttempt)),
+        ...extra
+      ])
+    this.attemptTags = tagsOf()
+    this.untrustedTags = tagsOf(MetricLabel.make("trusted", "false"))
   }
   readonly unsafeRecord = (nowMillis: number, attempt: number): void => {
     requestsCounter.unsafeUpdate(1, this.attemptTags[this.histogram.record(nowMillis, attempt)]!)
@@ -82,19 +66,15 @@ class HistogramImpl implements RH.Service {
     if (reject) rejectionsCounter.unsafeUpdate(1, this.tags)
     return reject
   }
-  readonly record = (attempt: number): Effect.Effect<void> => {
-    return Effect.clockWith((clock) =>
-      Effect.sync(() => this.unsafeRecord(clock.unsafeCurrentTimeMillis(), attempt))
-    )
-  }
+  readonly record = (attempt: number): Effect.Effect<void> => atNow((now) => this.unsafeRecord(now, attempt))
   get snapshot(): Effect.Effect<RH.Snapshot> {
-    return Effect.map(Clock.currentTimeMillis, (now) => this.unsafeSnapshot(now))
+    return atNow(this.unsafeSnapshot)
   }
   get shareOfRetries(): Effect.Effect<number> {
     return Effect.map(this.snapshot, (s) => s.shareOfRetries)
   }
   get shouldRejectRetries(): Effect.Effect<boolean> {
-    return Effect.map(Clock.currentTimeMillis, (now) => this.unsafeShouldRejectRetries(now))
+    return atNow(this.unsafeShouldRejectRetries)
   }
 }
 
