@@ -6,7 +6,7 @@
  * and an `Effect.sleep` of 0.5–1.5 × `WORK_MS`, so the capacity is real and the server's
  * CPU stays free). Three routes share that backend: `/protected` is guarded by Sluice's
  * server middleware (`Middleware.criticality` then `Middleware.loadShed` with a
- * `LoadShedder` and a `ConcurrencyLimiter` whose limit is the delay-based `Vegas`
+ * `LoadShedder` and a `ConcurrencyLimiter` whose limit is the delay-based `VegasLimit`
  * algorithm and whose bounded queue serves the most critical waiters first and makes
  * less critical ones give way), `/fleet` is the same and counts arrivals, `/unprotected`
  * goes straight to the backend.
@@ -53,7 +53,7 @@
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import type { HttpApp, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ConcurrencyLimiter, LoadShedder, Vegas } from "@sluice/adaptive"
+import { ConcurrencyLimiter, LoadShedder, VegasLimit } from "@sluice/adaptive"
 import { Middleware } from "@sluice/http"
 import { Duration, Effect, Layer, Metric, MetricState, Random } from "effect"
 import type { Scope } from "effect"
@@ -296,13 +296,13 @@ const program = Effect.gen(function* () {
       })
     })
 
-  // The limiter: a delay-based limit (Vegas, default alpha/beta), by default capped at the
+  // The limiter: a delay-based limit (VegasLimit, default alpha/beta), by default capped at the
   // backend's known concurrency (`--max-limit`: unbounded, it overshoots this FIFO backend
   // to 13–20 and the extra requests queue inside it), and a queue of one backend's worth
   // that serves the most critical waiters first and makes less critical ones give way.
   const limiter = yield* ConcurrencyLimiter.make({
     key: "backend",
-    algorithm: Vegas.factory({ initial: UNITS, maxLimit: MAX_LIMIT }),
+    algorithm: VegasLimit.factory({ initial: UNITS, maxLimit: MAX_LIMIT }),
     // Half a backend's worth of waiters: a full queue of them drains in about half a
     // unit of work. A waiter at the head (the most critical first) gets the next permit
     // that frees, almost surely within WORK_MS while the backend is full (each of the

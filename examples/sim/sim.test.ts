@@ -90,7 +90,7 @@ describe("simulation scenarios and strategies", () => {
     })
   )
 
-  it.effect("pacing helps the congestion windows: paced Tahoe and Vegas beat unpaced Reno's 1.25 ×", () =>
+  it.effect("pacing helps the congestion windows: paced Tahoe and VegasLimit beat unpaced Reno's 1.25 ×", () =>
     Effect.gen(function* () {
       for (const name of ["cwnd-tahoe", "vegas"]) {
         const run = yield* simulate("overload-2000", name)

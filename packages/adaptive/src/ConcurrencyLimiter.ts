@@ -3,7 +3,7 @@
  *
  * A limiter grants permits while fewer than `limit` requests are in flight;
  * the limit comes from a pluggable {@link LimitAlgorithm.LimitAlgorithm}
- * (congestion window by default, or AIMD, Vegas, your own). Every request that
+ * (congestion window by default, or AIMD, VegasLimit, your own). Every request that
  * held a permit reports its outcome to the algorithm: *success* with its
  * round-trip time, *dropped* (`Overloaded`, a `TimeoutException`, or what
  * `isDrop` says) or *ignored* (any other error, or interruption).
@@ -35,7 +35,7 @@ import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
 import type { Pipeable } from "effect/Pipeable"
 import * as internal from "./internal/concurrencyLimiter.js"
-import type * as LimitAlgorithm from "./LimitAlgorithm.js"
+import type * as LimitAlgorithm from "./limit/LimitAlgorithm.js"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -216,11 +216,11 @@ export class ConcurrencyLimiter extends Context.Tag("@sluice/adaptive/Concurrenc
  *
  * @example
  * ```ts
- * import { Aimd, ConcurrencyLimiter } from "@sluice/adaptive"
+ * import { AimdLimit, ConcurrencyLimiter } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const limiter = yield* ConcurrencyLimiter.make({ algorithm: Aimd.factory(), maxQueue: 100, maxWait: "1 second" })
+ *   const limiter = yield* ConcurrencyLimiter.make({ algorithm: AimdLimit.factory(), maxQueue: 100, maxWait: "1 second" })
  *   const result = yield* limiter.withLimiter(Effect.succeed(42))
  *   limiter.inFlight // 0
  * })

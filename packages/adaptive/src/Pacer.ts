@@ -58,7 +58,7 @@ import type * as Effect from "effect/Effect"
 import type { Pipeable } from "effect/Pipeable"
 import type * as ConcurrencyLimiter from "./ConcurrencyLimiter.js"
 import * as internal from "./internal/pacer.js"
-import type * as LimitAlgorithm from "./LimitAlgorithm.js"
+import type * as LimitAlgorithm from "./limit/LimitAlgorithm.js"
 
 /**
  * @since 0.1.0

@@ -8,13 +8,13 @@
 /** @since 0.1.0 */
 export * as AdaptiveThrottle from "./AdaptiveThrottle.js"
 /** @since 0.1.0 */
-export * as Aimd from "./Aimd.js"
+export * as AimdLimit from "./limit/AimdLimit.js"
 /** @since 0.1.0 */
 export * as ConcurrencyLimiter from "./ConcurrencyLimiter.js"
 /** @since 0.1.0 */
-export * as CongestionWindow from "./CongestionWindow.js"
+export * as CongestionWindow from "./limit/CongestionWindow.js"
 /** @since 0.1.0 */
-export * as LimitAlgorithm from "./LimitAlgorithm.js"
+export * as LimitAlgorithm from "./limit/LimitAlgorithm.js"
 /** @since 0.1.0 */
 export * as LoadShedder from "./LoadShedder.js"
 /** @since 0.1.0 */
@@ -26,8 +26,8 @@ export * as ProportionalSampler from "./ProportionalSampler.js"
 /** @since 0.1.0 */
 export * as QpsSensor from "./QpsSensor.js"
 /** @since 0.1.0 */
-export * as Vegas from "./Vegas.js"
+export * as VegasLimit from "./limit/VegasLimit.js"
 /** @since 0.1.0 */
 export * as Pacer from "./Pacer.js"
 /** @since 0.2.0 */
-export * as Tempo from "./Tempo.js"
+export * as TempoLimit from "./limit/TempoLimit.js"

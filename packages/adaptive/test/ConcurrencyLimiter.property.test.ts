@@ -1,4 +1,4 @@
-import { Aimd, ConcurrencyLimiter, CongestionWindow, LimitAlgorithm, Vegas } from "@sluice/adaptive"
+import { AimdLimit, ConcurrencyLimiter, CongestionWindow, LimitAlgorithm, VegasLimit } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, FastCheck as fc, Fiber, TestClock, TestContext } from "effect"
@@ -188,10 +188,10 @@ describe("ConcurrencyLimiter properties", () => {
           .map((n) => [() => CongestionWindow.unsafeMake({ initial: n, ssthresh: 3 }), undefined] as const),
         fc
           .integer({ min: 2, max: 4 })
-          .map((n) => [() => Aimd.unsafeMake({ initial: n, backoffRatio: 0.5 }), undefined] as const),
+          .map((n) => [() => AimdLimit.unsafeMake({ initial: n, backoffRatio: 0.5 }), undefined] as const),
         fc
           .integer({ min: 1, max: 4 })
-          .map((n) => [() => Vegas.unsafeMake({ initial: n, probeMultiplier: 1 }), undefined] as const)
+          .map((n) => [() => VegasLimit.unsafeMake({ initial: n, probeMultiplier: 1 }), undefined] as const)
       ),
       150
     ))

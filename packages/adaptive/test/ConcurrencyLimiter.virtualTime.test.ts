@@ -1,4 +1,4 @@
-import { Aimd, ConcurrencyLimiter, CongestionWindow, LimitAlgorithm, Vegas } from "@sluice/adaptive"
+import { AimdLimit, ConcurrencyLimiter, CongestionWindow, LimitAlgorithm, VegasLimit } from "@sluice/adaptive"
 import { Errors } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, TestClock } from "effect"
@@ -53,8 +53,8 @@ describe("ConcurrencyLimiter in virtual time against an overloaded backend", () 
   for (const [name, algorithm, maxServerRejections] of [
     ["congestion window (Reno)", CongestionWindow.factory(), 0.1],
     ["congestion window (Tahoe, initial 4)", CongestionWindow.factory({ variant: "tahoe", initial: 4 }), 0.1],
-    ["aimd", Aimd.factory(), 0.5],
-    ["vegas", Vegas.factory(), 0.6]
+    ["aimd", AimdLimit.factory(), 0.5],
+    ["vegas", VegasLimit.factory(), 0.6]
   ] as const) {
     it.effect(`${name}: settles near the capacity, nothing leaks`, () =>
       Effect.gen(function* () {

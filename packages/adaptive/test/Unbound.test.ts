@@ -6,7 +6,7 @@
 import { it } from "@effect/vitest"
 import {
   AdaptiveThrottle,
-  Aimd,
+  AimdLimit,
   AimdInterval,
   ConcurrencyLimiter,
   CongestionWindow,
@@ -14,9 +14,9 @@ import {
   Pacer,
   ProportionalSampler,
   QpsSensor,
-  Tempo,
+  TempoLimit,
   ThresholdMonitor,
-  Vegas
+  VegasLimit
 } from "@sluice/adaptive"
 import { Cause, Effect, Exit, Option } from "effect"
 import { describe, expect } from "vitest"
@@ -171,10 +171,10 @@ describe("unbound service functions", () => {
 
   it.effect("limit algorithms", () =>
     Effect.gen(function* () {
-      yield* callAllUnbound("aimd", yield* Aimd.make(), { onSample: [sample] })
+      yield* callAllUnbound("aimd", yield* AimdLimit.make(), { onSample: [sample] })
       yield* callAllUnbound("congestionWindow", yield* CongestionWindow.make(), { onSample: [sample] })
-      yield* callAllUnbound("vegas", yield* Vegas.make(), { onSample: [sample] })
-      yield* callAllUnbound("tempo", yield* Tempo.make(), {
+      yield* callAllUnbound("vegas", yield* VegasLimit.make(), { onSample: [sample] })
+      yield* callAllUnbound("tempo", yield* TempoLimit.make(), {
         onSample: [sample],
         onDeparture: [{ id: 0, inFlight: 1, now: 0 }],
         takeBurst: [],

@@ -165,7 +165,7 @@ export interface ClientOptions {
  * {@link ClientOptions} and the options of the client's private policy instances,
  * each of which can be turned off with `false`: `budget` (`RetryBudget` options),
  * `throttle` (`AdaptiveThrottle` options), `limiter` (`ConcurrencyLimiter` service
- * options, e.g. `{ algorithm: Aimd.factory() }`).
+ * options, e.g. `{ algorithm: AimdLimit.factory() }`).
  *
  * @since 0.2.0
  * @category models
@@ -223,12 +223,12 @@ export const make: (
  * @example
  * ```ts
  * import { NodeHttpClient } from "@effect/platform-node"
- * import { Aimd } from "@sluice/adaptive"
+ * import { AimdLimit } from "@sluice/adaptive"
  * import { SluiceHttpClient } from "@sluice/http"
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const client = yield* SluiceHttpClient.makeDefault({ maxAttempts: 3, limiter: { algorithm: Aimd.factory() } })
+ *   const client = yield* SluiceHttpClient.makeDefault({ maxAttempts: 3, limiter: { algorithm: AimdLimit.factory() } })
  *   return yield* client.get("http://localhost:8080/")
  * }).pipe(Effect.provide(NodeHttpClient.layerUndici))
  * ```

@@ -63,11 +63,11 @@ export * as Fixed from "./limit/Fixed.js"
 /** @since 0.2.0 */
 export * as CongestionWindow from "./limit/CongestionWindow.js"
 /** @since 0.2.0 */
-export * as Aimd from "./limit/Aimd.js"
+export * as AimdLimit from "./limit/AimdLimit.js"
 /** @since 0.2.0 */
-export * as Vegas from "./limit/Vegas.js"
+export * as VegasLimit from "./limit/VegasLimit.js"
 /** @since 0.2.0 */
-export * as Tempo from "./limit/Tempo.js"
+export * as TempoLimit from "./limit/TempoLimit.js"
 /** @since 0.2.0 */
 export * as Pacer from "./limit/Pacer.js"
 

@@ -122,7 +122,7 @@ export const cwndTahoe: Strategy = internal.cwndTahoe
 export const cwndReno: Strategy = internal.cwndReno
 
 /**
- * Tempo (`@sluice/adaptive`'s rate-paced limit), its pacer outside the limiter so a
+ * TempoLimit (`@sluice/adaptive`'s rate-paced limit), its pacer outside the limiter so a
  * permit's grant is the departure, immediate retries.
  *
  * @since 0.2.0
@@ -139,7 +139,7 @@ export const tempo: Strategy = internal.tempo
 export const aimd: Strategy = internal.aimd
 
 /**
- * Delay-based limit (Vegas), paced, immediate retries.
+ * Delay-based limit (VegasLimit), paced, immediate retries.
  *
  * @since 0.1.0
  * @category built-ins

@@ -1,10 +1,10 @@
-import * as Aimd from "@sluice/kernel/limit/Aimd"
+import * as AimdLimit from "@sluice/kernel/limit/AimdLimit"
 import * as CongestionWindow from "@sluice/kernel/limit/CongestionWindow"
 import * as Fixed from "@sluice/kernel/limit/Fixed"
 import * as Limit from "@sluice/kernel/limit/Limit"
 import type * as Field from "@sluice/kernel/options/Field"
-import * as Tempo from "@sluice/kernel/limit/Tempo"
-import * as Vegas from "@sluice/kernel/limit/Vegas"
+import * as TempoLimit from "@sluice/kernel/limit/TempoLimit"
+import * as VegasLimit from "@sluice/kernel/limit/VegasLimit"
 import { describe, expect, it } from "vitest"
 
 const value = <C>(result: Field.Result<C>): C => {
@@ -16,7 +16,12 @@ const fields = <C>(result: Field.Result<C>): Array<string> =>
 
 describe("limit options", () => {
   it("the documented defaults", () => {
-    expect(value(Aimd.configure({}))).toEqual({ initial: 20, minLimit: 1, maxLimit: 1000, backoffRatio: 0.9 })
+    expect(value(AimdLimit.configure({}))).toEqual({
+      initial: 20,
+      minLimit: 1,
+      maxLimit: 1000,
+      backoffRatio: 0.9
+    })
     expect(value(CongestionWindow.configure({}))).toEqual({
       initial: 20,
       minLimit: 1,
@@ -25,7 +30,7 @@ describe("limit options", () => {
       backoffRatio: 0.5,
       variant: "reno"
     })
-    expect(value(Vegas.configure({}))).toEqual({
+    expect(value(VegasLimit.configure({}))).toEqual({
       initial: 20,
       minLimit: 1,
       maxLimit: 1000,
@@ -35,7 +40,7 @@ describe("limit options", () => {
       backoffRatio: 0.9,
       probeMultiplier: 30
     })
-    expect(value(Tempo.configure({}))).toEqual({
+    expect(value(TempoLimit.configure({}))).toEqual({
       initial: 20,
       minLimit: 1,
       maxLimit: Infinity,
@@ -51,33 +56,33 @@ describe("limit options", () => {
   })
 
   it("a default initial is clamped into the bounds; an explicit one outside them is an issue", () => {
-    expect(value(Vegas.configure({ maxLimit: 8 })).initial).toBe(8)
-    expect(value(Aimd.configure({ minLimit: 30, maxLimit: 40 })).initial).toBe(30)
+    expect(value(VegasLimit.configure({ maxLimit: 8 })).initial).toBe(8)
+    expect(value(AimdLimit.configure({ minLimit: 30, maxLimit: 40 })).initial).toBe(30)
     expect(value(CongestionWindow.configure({ maxLimit: Infinity })).maxLimit).toBe(Infinity)
-    expect(fields(Vegas.configure({ initial: 50, maxLimit: 8 }))).toEqual(["initial"])
-    expect(fields(Aimd.configure({ minLimit: 10, maxLimit: 5, initial: 7 }))).toContain("minLimit")
+    expect(fields(VegasLimit.configure({ initial: 50, maxLimit: 8 }))).toEqual(["initial"])
+    expect(fields(AimdLimit.configure({ minLimit: 10, maxLimit: 5, initial: 7 }))).toContain("minLimit")
   })
 
   it("bad fields are named", () => {
-    expect(fields(Aimd.configure({ backoffRatio: 1 }))).toEqual(["backoffRatio"])
-    expect(fields(Aimd.configure({ initial: 2.5, minLimit: -1 }))).toEqual(["initial", "minLimit"])
+    expect(fields(AimdLimit.configure({ backoffRatio: 1 }))).toEqual(["backoffRatio"])
+    expect(fields(AimdLimit.configure({ initial: 2.5, minLimit: -1 }))).toEqual(["initial", "minLimit"])
     expect(fields(CongestionWindow.configure({ backoffRatio: 2, variant: "vegas" }))).toEqual([
       "backoffRatio",
       "variant"
     ])
-    expect(fields(Vegas.configure({ alpha: 6, beta: 3 }))).toEqual(["alpha"])
-    expect(fields(Vegas.configure({ smoothing: 0, probeMultiplier: 1.5 }))).toEqual([
+    expect(fields(VegasLimit.configure({ alpha: 6, beta: 3 }))).toEqual(["alpha"])
+    expect(fields(VegasLimit.configure({ smoothing: 0, probeMultiplier: 1.5 }))).toEqual([
       "smoothing",
       "probeMultiplier"
     ])
-    expect(fields(Tempo.configure({ cut: 1.5, probeSize: 2.5, maxLimit: 0 }))).toEqual([
+    expect(fields(TempoLimit.configure({ cut: 1.5, probeSize: 2.5, maxLimit: 0 }))).toEqual([
       "maxLimit",
       "cut",
       "probeSize"
     ])
-    expect(fields(Tempo.configure({ initial: 5, minLimit: 10 }))).toEqual(["minLimit"])
-    // Tempo's window may be fractional; the bounded algorithms' may not
-    expect(value(Tempo.configure({ initial: 2.5, minLimit: 0.5 })).initial).toBe(2.5)
+    expect(fields(TempoLimit.configure({ initial: 5, minLimit: 10 }))).toEqual(["minLimit"])
+    // TempoLimit's window may be fractional; the bounded algorithms' may not
+    expect(value(TempoLimit.configure({ initial: 2.5, minLimit: 0.5 })).initial).toBe(2.5)
     expect(fields(Fixed.configure({ limit: 0 }))).toEqual(["limit"])
     expect(fields(Fixed.configure({}))).toEqual(["limit"])
   })

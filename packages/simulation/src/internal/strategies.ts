@@ -2,7 +2,7 @@
  * Client strategies for the simulation, each assembled only from the public APIs of
  * @sluice/retry and @sluice/adaptive: the same values a service would deploy.
  */
-import { Aimd, ConcurrencyLimiter, CongestionWindow, Pacer, Tempo, Vegas } from "@sluice/adaptive"
+import { AimdLimit, ConcurrencyLimiter, CongestionWindow, Pacer, TempoLimit, VegasLimit } from "@sluice/adaptive"
 import type { Options } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import * as Effect from "effect/Effect"
@@ -121,8 +121,8 @@ export const cwndReno: Strategy = {
 export const tempo: Strategy = {
   name: "tempo",
   description:
-    "rate-paced limit (Tempo: paced start-up, exit at the first overload to what the request saw, burst probes), pacer outside the limiter, immediate retries",
-  make: limited(() => Tempo.factory(), { maxQueue: 1_000_000 }, "outside")
+    "rate-paced limit (TempoLimit: paced start-up, exit at the first overload to what the request saw, burst probes), pacer outside the limiter, immediate retries",
+  make: limited(() => TempoLimit.factory(), { maxQueue: 1_000_000 }, "outside")
 }
 
 /** @internal */
@@ -131,15 +131,15 @@ export const aimd: Strategy = {
   // Not paced: AIMD grows by 1 per success and needs the bursts to find the capacity
   // (paced it took 1.47 × optimal on overload-2000, unpaced 1.22 ×).
   description: "AIMD concurrency limit (x0.9 on overload, +1 per success while used), immediate retries",
-  make: limited(() => Aimd.factory())
+  make: limited(() => AimdLimit.factory())
 }
 
 /** @internal */
 export const vegas: Strategy = {
   name: "vegas",
   description:
-    "delay-based limit (Vegas: grows while latency stays at its no-load value, x0.9 on overload), paced, immediate retries",
-  make: limited(() => Vegas.factory(), pacing)
+    "delay-based limit (VegasLimit: grows while latency stays at its no-load value, x0.9 on overload), paced, immediate retries",
+  make: limited(() => VegasLimit.factory(), pacing)
 }
 
 /** @internal */

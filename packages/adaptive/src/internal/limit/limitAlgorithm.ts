@@ -1,9 +1,9 @@
 import type { Options } from "@sluice/core"
 import * as Fixed from "@sluice/kernel/limit/Fixed"
 import type * as Effect from "effect/Effect"
-import type * as LA from "../LimitAlgorithm.js"
-import { bindMethods } from "./bind.js"
-import { tryConstruct, validator } from "./options.js"
+import type * as LA from "../../limit/LimitAlgorithm.js"
+import { bindMethods } from "../bind.js"
+import { tryConstruct, validator } from "../options.js"
 
 const checkFixed = validator("LimitAlgorithm.fixed", Fixed.configure)
 

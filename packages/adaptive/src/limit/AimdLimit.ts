@@ -10,7 +10,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type { Options } from "@sluice/core"
-import * as internal from "./internal/aimd.js"
+import * as internal from "../internal/limit/aimdLimit.js"
 import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
 import type * as Duration from "effect/Duration"
 
@@ -23,7 +23,7 @@ import type * as Duration from "effect/Duration"
  * @category schemas
  * @category models
  */
-export interface AimdOptions extends BoundsOptions {
+export interface AimdLimitOptions extends BoundsOptions {
   readonly backoffRatio?: number | undefined
   readonly timeout?: Duration.DurationInput | undefined
 }
@@ -34,7 +34,7 @@ export interface AimdOptions extends BoundsOptions {
  * @since 0.1.0
  * @category models
  */
-export interface AimdConfig extends Bounds {
+export interface AimdLimitConfig extends Bounds {
   readonly backoffRatio: number
   readonly timeout?: Duration.Duration | undefined
 }
@@ -45,8 +45,8 @@ export interface AimdConfig extends Bounds {
  * @since 0.1.0
  * @category models
  */
-export interface Aimd extends LimitAlgorithm {
-  readonly options: AimdConfig
+export interface AimdLimit extends LimitAlgorithm {
+  readonly options: AimdLimitConfig
 }
 
 /**
@@ -54,18 +54,19 @@ export interface Aimd extends LimitAlgorithm {
  *
  * @example
  * ```ts
- * import { Aimd } from "@sluice/adaptive"
+ * import { AimdLimit } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const aimd = yield* Aimd.make({ initial: 30 })
+ *   const aimd = yield* AimdLimit.make({ initial: 30 })
  *   aimd.onSample({ id: 0, nextId: 1, outcome: "dropped", rtt: 1, inFlight: 30, now: 0 }) // 27
  * })
  * ```
  * @since 0.1.0
  * @category constructors
  */
-export const make: (options?: AimdOptions) => Effect.Effect<Aimd, Options.InvalidOptions> = internal.make
+export const make: (options?: AimdLimitOptions) => Effect.Effect<AimdLimit, Options.InvalidOptions> =
+  internal.make
 
 /**
  * Makes an AIMD limit synchronously; throws `InvalidOptions`.
@@ -73,7 +74,7 @@ export const make: (options?: AimdOptions) => Effect.Effect<Aimd, Options.Invali
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options?: AimdOptions) => Aimd = internal.unsafeMake
+export const unsafeMake: (options?: AimdLimitOptions) => AimdLimit = internal.unsafeMake
 
 /**
  * Validates the options now (throws `InvalidOptions`) and returns a factory
@@ -81,11 +82,11 @@ export const unsafeMake: (options?: AimdOptions) => Aimd = internal.unsafeMake
  *
  * @example
  * ```ts
- * import { Aimd, ConcurrencyLimiter } from "@sluice/adaptive"
+ * import { AimdLimit, ConcurrencyLimiter } from "@sluice/adaptive"
  *
- * const layer = ConcurrencyLimiter.layer({ algorithm: Aimd.factory({ backoffRatio: 0.8 }) })
+ * const layer = ConcurrencyLimiter.layer({ algorithm: AimdLimit.factory({ backoffRatio: 0.8 }) })
  * ```
  * @since 0.1.0
  * @category constructors
  */
-export const factory: (options?: AimdOptions) => Factory = internal.factory
+export const factory: (options?: AimdLimitOptions) => Factory = internal.factory

@@ -1,4 +1,4 @@
-import { ConcurrencyLimiter, type LimitAlgorithm, Pacer, Tempo } from "@sluice/adaptive"
+import { ConcurrencyLimiter, type LimitAlgorithm, Pacer, TempoLimit } from "@sluice/adaptive"
 import { Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, TestClock } from "effect"
@@ -137,9 +137,9 @@ describe("Pacer driven by the algorithm", () => {
   )
 })
 
-describe("Tempo", () => {
+describe("TempoLimit", () => {
   it("has one documented default parameter set and validates options", () => {
-    const tempo = Tempo.unsafeMake()
+    const tempo = TempoLimit.unsafeMake()
     expect(tempo.options).toMatchObject({
       initial: 20,
       startupGain: 1.25,
@@ -150,13 +150,13 @@ describe("Tempo", () => {
       probeDeadline: 1.5,
       headroom: 1.25
     })
-    expect(() => Tempo.unsafeMake({ cut: 1.5 })).toThrow(Options.InvalidOptions)
-    expect(() => Tempo.unsafeMake({ initial: 5, minLimit: 10 })).toThrow(/minLimit/)
+    expect(() => TempoLimit.unsafeMake({ cut: 1.5 })).toThrow(Options.InvalidOptions)
+    expect(() => TempoLimit.unsafeMake({ initial: 5, minLimit: 10 })).toThrow(/minLimit/)
   })
 
   it.effect("make fails with InvalidOptions naming the field", () =>
     Effect.gen(function* () {
-      const exit = yield* Effect.exit(Tempo.make({ probeSize: 0 }))
+      const exit = yield* Effect.exit(TempoLimit.make({ probeSize: 0 }))
       expect(Exit.isFailure(exit)).toBe(true)
       expect(
         String(Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error.message : "")

@@ -1,10 +1,10 @@
 import type * as Limit from "@sluice/kernel/limit/Limit"
-import * as Tempo from "@sluice/kernel/limit/Tempo"
+import * as TempoLimit from "@sluice/kernel/limit/TempoLimit"
 import { describe, expect, it } from "vitest"
 
-/** A Tempo with the binding's default parameter set, overridden by `config`. */
-const make = (config: Partial<Tempo.Config> = {}) =>
-  new Tempo.Tempo({
+/** A TempoLimit with the binding's default parameter set, overridden by `config`. */
+const make = (config: Partial<TempoLimit.Config> = {}) =>
+  new TempoLimit.TempoLimit({
     initial: 20,
     minLimit: 1,
     maxLimit: Infinity,
@@ -28,13 +28,15 @@ const sample = (
   ...fields
 })
 
-describe("Tempo", () => {
+describe("TempoLimit", () => {
   it("validates the order of its bounds", () => {
     const config = { initial: 20, minLimit: 1, maxLimit: Infinity, startupGain: 1.25, cut: 0.6, probeSize: 2 }
     const full = { ...config, probeEvery: 8, firstProbe: 5, probeDeadline: 1.5, headroom: 1.25 }
-    expect(Tempo.issues(full)).toEqual([])
-    expect(Tempo.issues({ ...full, initial: 5, minLimit: 10 }).map((i) => i.path[0])).toEqual(["minLimit"])
-    expect(Tempo.issues({ ...full, maxLimit: 10 }).map((i) => i.path[0])).toEqual(["initial"])
+    expect(TempoLimit.issues(full)).toEqual([])
+    expect(TempoLimit.issues({ ...full, initial: 5, minLimit: 10 }).map((i) => i.path[0])).toEqual([
+      "minLimit"
+    ])
+    expect(TempoLimit.issues({ ...full, maxLimit: 10 }).map((i) => i.path[0])).toEqual(["initial"])
   })
 
   it("start-up: the initial window leaves as one burst, then paces and grows by one per success", () => {

@@ -1,12 +1,12 @@
-import { Vegas } from "@sluice/adaptive"
+import { VegasLimit } from "@sluice/adaptive"
 import { Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 
-describe("Vegas", () => {
-  // The rule itself (queue estimate, probes, Netflix's VegasLimitTest cases) is tested in the kernel (limit/Vegas).
+describe("VegasLimit", () => {
+  // The rule itself (queue estimate, probes, Netflix's VegasLimitTest cases) is tested in the kernel (limit/VegasLimit).
   it("has the documented defaults", () => {
-    const vegas = Vegas.unsafeMake()
+    const vegas = VegasLimit.unsafeMake()
     expect(vegas.options).toEqual({
       initial: 20,
       minLimit: 1,
@@ -24,7 +24,7 @@ describe("Vegas", () => {
 
   it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
-      const cases: Array<[Vegas.VegasOptions, RegExp]> = [
+      const cases: Array<[VegasLimit.VegasLimitOptions, RegExp]> = [
         [{ alpha: 6, beta: 3 }, /alpha/],
         [{ smoothing: 0 }, /smoothing/],
         [{ smoothing: 1.5 }, /smoothing/],
@@ -34,15 +34,15 @@ describe("Vegas", () => {
         [{ initial: -3 }, /initial/]
       ]
       for (const [bad, field] of cases) {
-        const exit = yield* Effect.exit(Vegas.make(bad))
+        const exit = yield* Effect.exit(VegasLimit.make(bad))
         expect(Exit.isFailure(exit)).toBe(true)
         if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
           expect(exit.cause.error).toBeInstanceOf(Options.InvalidOptions)
           expect(exit.cause.error.message).toMatch(field)
         }
         // a factory never throws when made; it reports the bad options when the limiter uses it
-        expect(() => Vegas.factory(bad)).not.toThrow()
-        expect(() => Vegas.factory(bad)("k")).toThrow(field)
+        expect(() => VegasLimit.factory(bad)).not.toThrow()
+        expect(() => VegasLimit.factory(bad)("k")).toThrow(field)
       }
     })
   )

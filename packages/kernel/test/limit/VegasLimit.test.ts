@@ -1,11 +1,11 @@
 import type * as Limit from "@sluice/kernel/limit/Limit"
-import * as Vegas from "@sluice/kernel/limit/Vegas"
+import * as VegasLimit from "@sluice/kernel/limit/VegasLimit"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
-/** A Vegas with the defaults the binding fills in, overridden by `config`. */
-const make = (config: Partial<Vegas.Config> = {}) =>
-  new Vegas.Vegas({
+/** A VegasLimit with the defaults the binding fills in, overridden by `config`. */
+const make = (config: Partial<VegasLimit.Config> = {}) =>
+  new VegasLimit.VegasLimit({
     initial: 20,
     minLimit: 1,
     maxLimit: 1000,
@@ -17,7 +17,7 @@ const make = (config: Partial<Vegas.Config> = {}) =>
     ...config
   })
 
-describe("Vegas", () => {
+describe("VegasLimit", () => {
   const at = (
     id: number,
     nextId: number,
@@ -129,7 +129,7 @@ describe("Vegas", () => {
   })
 
   const closedLoop = (
-    vegas: Vegas.Vegas,
+    vegas: VegasLimit.VegasLimit,
     rounds: number,
     baseRtt: (round: number) => number,
     capacity = 10
@@ -173,7 +173,7 @@ describe("Vegas", () => {
   })
 })
 
-describe("Vegas options", () => {
+describe("VegasLimit options", () => {
   it("alpha must be below beta, and the bounds hold", () => {
     const base = {
       minLimit: 1,
@@ -184,16 +184,16 @@ describe("Vegas options", () => {
       backoffRatio: 0.9,
       probeMultiplier: 30
     }
-    expect(Vegas.issues(base)).toEqual([])
-    expect(Vegas.issues({ ...base, alpha: 6, beta: 3 }).map((i) => i.path[0])).toEqual(["alpha"])
-    expect(Vegas.issues({ ...base, alpha: 6, beta: 6 }).map((i) => i.path[0])).toEqual(["alpha"])
-    expect(Vegas.issues({ ...base, minLimit: 10, maxLimit: 5, initial: 7 }).map((i) => i.path[0])).toContain(
-      "minLimit"
-    )
+    expect(VegasLimit.issues(base)).toEqual([])
+    expect(VegasLimit.issues({ ...base, alpha: 6, beta: 3 }).map((i) => i.path[0])).toEqual(["alpha"])
+    expect(VegasLimit.issues({ ...base, alpha: 6, beta: 6 }).map((i) => i.path[0])).toEqual(["alpha"])
+    expect(
+      VegasLimit.issues({ ...base, minLimit: 10, maxLimit: 5, initial: 7 }).map((i) => i.path[0])
+    ).toContain("minLimit")
   })
 })
 
-describe("Vegas properties", () => {
+describe("VegasLimit properties", () => {
   it("the limit stays in [minLimit, maxLimit], and a drop's latency never becomes the no-load latency", () => {
     const outcome = fc.constantFrom<Limit.Outcome>("success", "dropped", "ignored")
     fc.assert(

@@ -1,7 +1,7 @@
 import * as Kernel from "@sluice/kernel/limit/CongestionWindow"
-import type * as CW from "../CongestionWindow.js"
+import type * as CW from "../../limit/CongestionWindow.js"
 import { algorithm } from "./limitAlgorithm.js"
-import { validator } from "./options.js"
+import { validator } from "../options.js"
 
 /** @internal */
 export const { unsafeMake, make, factory } = algorithm<

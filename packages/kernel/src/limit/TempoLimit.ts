@@ -1,6 +1,6 @@
 /**
- * Tempo: a rate-paced limit that runs a backend near its physical limit. Where a window
- * (Reno, AIMD) learns capacity by overshooting it and cutting, Tempo learns a rate, as BBR
+ * TempoLimit: a rate-paced limit that runs a backend near its physical limit. Where a window
+ * (Reno, AIMD) learns capacity by overshooting it and cutting, TempoLimit learns a rate, as BBR
  * does for TCP: it paces departures at `window / minRtt` and tells the pacer when to hold, to
  * burst and to pause. Its rules, with the default parameter set:
  *
@@ -64,7 +64,7 @@ export const issues = (config: Config): Array<Issue> =>
   ])
 
 /**
- * Validates Tempo's options: each field's range (`probeSize` an integer, `cut` in (0, 1),
+ * Validates TempoLimit's options: each field's range (`probeSize` an integer, `cut` in (0, 1),
  * `maxLimit` may be `Infinity`, the rest positive numbers), the defaults, then {@link issues}.
  *
  * @since 0.2.0
@@ -98,12 +98,12 @@ interface Probe {
 }
 
 /**
- * A Tempo limit. `window` is the target in flight, `phase` `"startup"` or `"steady"`,
+ * A TempoLimit limit. `window` is the target in flight, `phase` `"startup"` or `"steady"`,
  * `minRtt` / `minRejectRtt` the shortest success and rejection round trips seen.
  *
  * @since 0.2.0
  */
-export class Tempo implements Limit {
+export class TempoLimit implements Limit {
   readonly name = "tempo"
   window: number
   phase: "startup" | "steady" = "startup"

@@ -40,7 +40,7 @@ export const configure: (input: object) => Field.Result<Omit<Config, "timeout">>
  *
  * @since 0.2.0
  */
-export class Aimd implements Limit {
+export class AimdLimit implements Limit {
   readonly name = "aimd"
   limit: number
   private readonly backoff: Ratio.ExactRatio

@@ -1,10 +1,17 @@
-import * as Aimd from "@sluice/kernel/limit/Aimd"
+import * as AimdLimit from "@sluice/kernel/limit/AimdLimit"
 import type * as Limit from "@sluice/kernel/limit/Limit"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
-const make = (config: Partial<Aimd.Config> = {}) =>
-  new Aimd.Aimd({ initial: 20, minLimit: 1, maxLimit: 1000, backoffRatio: 0.9, timeout: Infinity, ...config })
+const make = (config: Partial<AimdLimit.Config> = {}) =>
+  new AimdLimit.AimdLimit({
+    initial: 20,
+    minLimit: 1,
+    maxLimit: 1000,
+    backoffRatio: 0.9,
+    timeout: Infinity,
+    ...config
+  })
 
 const sample = (outcome: Limit.Outcome, inFlight: number, rtt = 10): Limit.Sample => ({
   id: 0,
@@ -15,7 +22,7 @@ const sample = (outcome: Limit.Outcome, inFlight: number, rtt = 10): Limit.Sampl
   now: 0
 })
 
-describe("Aimd", () => {
+describe("AimdLimit", () => {
   it("at 20 grows to 21 on a used success, not on an unused one", () => {
     const aimd = make()
     expect(aimd.limit).toBe(20)

@@ -1,15 +1,15 @@
 /**
- * Tempo: a rate-paced limit algorithm that runs a backend near its physical limit.
+ * TempoLimit: a rate-paced limit algorithm that runs a backend near its physical limit.
  *
- * Its rules are in the adaptive README ("Tempo") and in the kernel's
- * `@sluice/kernel/limit/Tempo`, which this module binds.
+ * Its rules are in the adaptive README ("TempoLimit") and in the kernel's
+ * `@sluice/kernel/limit/TempoLimit`, which this module binds.
  *
  * @since 0.2.0
  */
 import type { Options } from "@sluice/core"
-import type * as Kernel from "@sluice/kernel/limit/Tempo"
+import type * as Kernel from "@sluice/kernel/limit/TempoLimit"
 import type * as Effect from "effect/Effect"
-import * as internal from "./internal/tempo.js"
+import * as internal from "../internal/limit/tempoLimit.js"
 import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
 
 /**
@@ -19,12 +19,12 @@ import type { Departure, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
  * trip are errors), `probeSize` (2), `firstProbe` (5 round trips after start-up),
  * `probeEvery` (8 round trips after a failed probe or a counted error), `probeDeadline`
  * (1.5 × the shortest rejection round trip), `headroom` (1.25: the limiter's cap over
- * the window). The rules are the kernel's (`@sluice/kernel/limit/Tempo`).
+ * the window). The rules are the kernel's (`@sluice/kernel/limit/TempoLimit`).
  *
  * @since 0.2.0
  * @category models
  */
-export interface TempoOptions {
+export interface TempoLimitOptions {
   readonly initial?: number | undefined
   readonly minLimit?: number | undefined
   readonly maxLimit?: number | undefined
@@ -43,17 +43,17 @@ export interface TempoOptions {
  * @since 0.2.0
  * @category models
  */
-export interface TempoConfig extends Kernel.Config {}
+export interface TempoLimitConfig extends Kernel.Config {}
 
 /**
- * A Tempo limit. `window` is the target in flight, `phase` `"startup"` or `"steady"`,
+ * A TempoLimit limit. `window` is the target in flight, `phase` `"startup"` or `"steady"`,
  * `minRtt` / `minRejectRtt` the shortest success and rejection round trips seen.
  *
  * @since 0.2.0
  * @category models
  */
-export interface Tempo extends LimitAlgorithm {
-  readonly options: TempoConfig
+export interface TempoLimit extends LimitAlgorithm {
+  readonly options: TempoLimitConfig
   readonly window: number
   readonly phase: "startup" | "steady"
   readonly minRtt: number | undefined
@@ -66,47 +66,48 @@ export interface Tempo extends LimitAlgorithm {
 }
 
 /**
- * Makes a Tempo limit, failing with `InvalidOptions` on bad options.
+ * Makes a TempoLimit limit, failing with `InvalidOptions` on bad options.
  *
  * @example
  * ```ts
- * import { Tempo } from "@sluice/adaptive"
+ * import { TempoLimit } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * const program = Effect.map(Tempo.make(), (tempo) => tempo.window) // 20
+ * const program = Effect.map(TempoLimit.make(), (tempo) => tempo.window) // 20
  * ```
  * @since 0.2.0
  * @category constructors
  */
-export const make: (options?: TempoOptions) => Effect.Effect<Tempo, Options.InvalidOptions> = internal.make
+export const make: (options?: TempoLimitOptions) => Effect.Effect<TempoLimit, Options.InvalidOptions> =
+  internal.make
 
 /**
- * Makes a Tempo limit synchronously; throws `InvalidOptions`.
+ * Makes a TempoLimit limit synchronously; throws `InvalidOptions`.
  *
  * @example
  * ```ts
- * import { Tempo } from "@sluice/adaptive"
+ * import { TempoLimit } from "@sluice/adaptive"
  *
- * const tempo = Tempo.unsafeMake()
+ * const tempo = TempoLimit.unsafeMake()
  * tempo.limit // 20
  * ```
  * @since 0.2.0
  * @category constructors
  */
-export const unsafeMake: (options?: TempoOptions) => Tempo = internal.unsafeMake
+export const unsafeMake: (options?: TempoLimitOptions) => TempoLimit = internal.unsafeMake
 
 /**
- * A factory for `ConcurrencyLimiter` (one Tempo per key). Pair it with
+ * A factory for `ConcurrencyLimiter` (one TempoLimit per key). Pair it with
  * `Pacer.forLimiter`, placed outside the limiter.
  *
  * @example
  * ```ts
- * import { ConcurrencyLimiter, Pacer, Tempo } from "@sluice/adaptive"
+ * import { ConcurrencyLimiter, Pacer, TempoLimit } from "@sluice/adaptive"
  * import { Retry } from "@sluice/retry"
  * import { Effect, Schedule } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const limiter = yield* ConcurrencyLimiter.make({ key: "backend", algorithm: Tempo.factory() })
+ *   const limiter = yield* ConcurrencyLimiter.make({ key: "backend", algorithm: TempoLimit.factory() })
  *   const pacer = yield* Pacer.forLimiter(limiter, { maxQueue: 100_000 })
  *   const retry = Retry.withRetry({ maxAttempts: 3, schedule: Schedule.forever })
  *   // each attempt waits for its paced departure, then takes a permit (the departure)
@@ -116,4 +117,4 @@ export const unsafeMake: (options?: TempoOptions) => Tempo = internal.unsafeMake
  * @since 0.2.0
  * @category constructors
  */
-export const factory: (options?: TempoOptions) => Factory = internal.factory
+export const factory: (options?: TempoLimitOptions) => Factory = internal.factory

@@ -1,5 +1,5 @@
 /**
- * A delay-based concurrency limit in the style of TCP Vegas (DESIGN §5).
+ * A delay-based concurrency limit in the style of TCP VegasLimit (DESIGN §5).
  *
  * It learns the no-load latency (the smallest round-trip time of a success)
  * and estimates how many requests wait in the backend's queue:
@@ -27,7 +27,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type { Options } from "@sluice/core"
-import * as internal from "./internal/vegas.js"
+import * as internal from "../internal/limit/vegasLimit.js"
 import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
 
 /**
@@ -40,7 +40,7 @@ import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgo
  * @category schemas
  * @category models
  */
-export interface VegasOptions extends BoundsOptions {
+export interface VegasLimitOptions extends BoundsOptions {
   readonly alpha?: number | undefined
   readonly beta?: number | undefined
   readonly smoothing?: number | undefined
@@ -54,7 +54,7 @@ export interface VegasOptions extends BoundsOptions {
  * @since 0.1.0
  * @category models
  */
-export interface VegasConfig extends Bounds {
+export interface VegasLimitConfig extends Bounds {
   readonly alpha: number
   readonly beta: number
   readonly smoothing: number
@@ -63,13 +63,13 @@ export interface VegasConfig extends Bounds {
 }
 
 /**
- * A Vegas limit. `noLoadRtt` is the learned no-load latency in milliseconds.
+ * A VegasLimit limit. `noLoadRtt` is the learned no-load latency in milliseconds.
  *
  * @since 0.1.0
  * @category models
  */
-export interface Vegas extends LimitAlgorithm {
-  readonly options: VegasConfig
+export interface VegasLimit extends LimitAlgorithm {
+  readonly options: VegasLimitConfig
   readonly noLoadRtt: number | undefined
   readonly ignoreBelow: number
   /** True while a probe round runs at half the limit. */
@@ -77,30 +77,31 @@ export interface Vegas extends LimitAlgorithm {
 }
 
 /**
- * Makes a Vegas limit, failing with `InvalidOptions` on bad options.
+ * Makes a VegasLimit limit, failing with `InvalidOptions` on bad options.
  *
  * @example
  * ```ts
- * import { Vegas } from "@sluice/adaptive"
+ * import { VegasLimit } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const vegas = yield* Vegas.make({ initial: 10 })
+ *   const vegas = yield* VegasLimit.make({ initial: 10 })
  *   vegas.onSample({ id: 0, nextId: 1, outcome: "success", rtt: 100, inFlight: 10, now: 0 }) // learns 100 ms
  * })
  * ```
  * @since 0.1.0
  * @category constructors
  */
-export const make: (options?: VegasOptions) => Effect.Effect<Vegas, Options.InvalidOptions> = internal.make
+export const make: (options?: VegasLimitOptions) => Effect.Effect<VegasLimit, Options.InvalidOptions> =
+  internal.make
 
 /**
- * Makes a Vegas limit synchronously; throws `InvalidOptions`.
+ * Makes a VegasLimit limit synchronously; throws `InvalidOptions`.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options?: VegasOptions) => Vegas = internal.unsafeMake
+export const unsafeMake: (options?: VegasLimitOptions) => VegasLimit = internal.unsafeMake
 
 /**
  * Validates the options now (throws `InvalidOptions`) and returns a factory
@@ -108,11 +109,11 @@ export const unsafeMake: (options?: VegasOptions) => Vegas = internal.unsafeMake
  *
  * @example
  * ```ts
- * import { ConcurrencyLimiter, Vegas } from "@sluice/adaptive"
+ * import { ConcurrencyLimiter, VegasLimit } from "@sluice/adaptive"
  *
- * const layer = ConcurrencyLimiter.layer({ algorithm: Vegas.factory({ maxLimit: 200 }) })
+ * const layer = ConcurrencyLimiter.layer({ algorithm: VegasLimit.factory({ maxLimit: 200 }) })
  * ```
  * @since 0.1.0
  * @category constructors
  */
-export const factory: (options?: VegasOptions) => Factory = internal.factory
+export const factory: (options?: VegasLimitOptions) => Factory = internal.factory

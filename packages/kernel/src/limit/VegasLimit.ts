@@ -1,5 +1,5 @@
 /**
- * A delay-based concurrency limit in the style of TCP Vegas, after Netflix
+ * A delay-based concurrency limit in the style of TCP VegasLimit, after Netflix
  * concurrency-limits' `VegasLimit`.
  *
  * It learns the no-load latency (the smallest round-trip time of a success) and estimates
@@ -58,7 +58,7 @@ export const issues = (
 }
 
 /**
- * Validates Vegas's options: the bounds, `alpha` (3) and `beta` (6) positive, `smoothing` in
+ * Validates VegasLimit's options: the bounds, `alpha` (3) and `beta` (6) positive, `smoothing` in
  * (0, 1] (1), `backoffRatio` in (0, 1) (0.9), `probeMultiplier` a positive integer (30), then
  * {@link issues}.
  *
@@ -76,12 +76,12 @@ export const configure: (input: object) => Field.Result<Config> = configureBound
 )
 
 /**
- * A Vegas limit. `noLoadRtt` is the learned no-load latency in milliseconds; `probing` is
+ * A VegasLimit limit. `noLoadRtt` is the learned no-load latency in milliseconds; `probing` is
  * true while a probe round runs at half the limit.
  *
  * @since 0.2.0
  */
-export class Vegas implements Limit {
+export class VegasLimit implements Limit {
   readonly name = "vegas"
   limit: number
   noLoadRtt: number | undefined = undefined

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import type * as Limit from "@sluice/kernel/limit/Limit"
-import * as internal from "./internal/limitAlgorithm.js"
+import * as internal from "../internal/limit/limitAlgorithm.js"
 
 /**
  * How a request ended, from the limiter's point of view:
@@ -89,7 +89,7 @@ export interface LimitAlgorithm extends Limit.Limit {}
 export type Factory = (key: string) => LimitAlgorithm
 
 /**
- * The bounds every limit algorithm shares (`Aimd`, `CongestionWindow`, `Vegas`), all
+ * The bounds every limit algorithm shares (`AimdLimit`, `CongestionWindow`, `VegasLimit`), all
  * integers: `initial` (default 20, clamped into `[minLimit, maxLimit]` when not given;
  * an explicit `initial` outside them is an `InvalidOptions`), `minLimit` (default 1),
  * `maxLimit` (default 1000, `Infinity` allowed: a finite default, so a limit that never

@@ -15,7 +15,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type { Options } from "@sluice/core"
-import * as internal from "./internal/congestionWindow.js"
+import * as internal from "../internal/limit/congestionWindow.js"
 import type { Bounds, BoundsOptions, Factory, LimitAlgorithm } from "./LimitAlgorithm.js"
 
 /**
