@@ -33,11 +33,15 @@ export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationIn
   }
 ) as any
 
-/** A field's check as a filter with the check's message. */
+/**
+ * A field's check as a filter with the check's message; a failure of the schema refined (a
+ * duration that does not decode) keeps its own.
+ */
 const refined = <A, I>(schema: Schema.Schema<A, I>, check: Field.Check, read: (a: A) => number) =>
   schema.pipe(
     Schema.filter((a) => check(read(a)) === undefined, {
-      message: (issue) => check(read(issue.actual as A))!
+      message: (issue) =>
+        (issue._tag === "Refinement" && issue.kind === "Predicate" && check(read(issue.actual as A))) || ""
     })
   )
 

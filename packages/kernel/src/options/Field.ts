@@ -13,6 +13,7 @@
  *
  * @since 0.2.0
  */
+
 /**
  * A problem with a configuration: the field it names (`path`) and what is wrong. The shape
  * of a Schema filter issue, so a binding can report it as it is.
@@ -94,14 +95,14 @@ export const all =
   }
 
 const isNumber = (n: unknown): n is number => typeof n === "number"
-const isFinite = (n: unknown): n is number => Number.isFinite(n)
+const isFiniteNumber = (n: unknown): n is number => Number.isFinite(n)
 
 /** A finite number > 0. @since 0.2.0 */
-export const positive = expecting((n) => isFinite(n) && n > 0, "a positive finite number")
+export const positive = expecting((n) => isFiniteNumber(n) && n > 0, "a positive finite number")
 /** A positive number; `Infinity` allowed (an unbounded maximum). @since 0.2.0 */
 export const positiveOrInfinity = expecting((n) => isNumber(n) && n > 0, "a positive number")
 /** A finite number ≥ 0. @since 0.2.0 */
-export const nonNegative = expecting((n) => isFinite(n) && n >= 0, "a non-negative finite number")
+export const nonNegative = expecting((n) => isFiniteNumber(n) && n >= 0, "a non-negative finite number")
 /** @since 0.2.0 */
 export const positiveInt = expecting((n) => Number.isInteger(n) && n > 0, "a positive integer")
 /** @since 0.2.0 */
@@ -118,14 +119,14 @@ export const positiveRatio = expecting((n) => isNumber(n) && n > 0 && n <= 1, "a
 /** A ratio strictly between 0 and 1 (a back-off ratio, a relative accuracy). @since 0.2.0 */
 export const openRatio = expecting((n) => isNumber(n) && n > 0 && n < 1, "a ratio in (0, 1)")
 /** A positive, finite duration in milliseconds. @since 0.2.0 */
-export const positiveDuration = expecting((n) => isFinite(n) && n > 0, "a positive, finite duration")
+export const positiveDuration = expecting((n) => isFiniteNumber(n) && n > 0, "a positive, finite duration")
 /**
  * A finite duration in milliseconds, zero allowed (a negative one is refused as written, see
  * {@link durationInput}).
  *
  * @since 0.2.0
  */
-export const finiteDuration = expecting((n) => isFinite(n) && n >= 0, "a finite duration")
+export const finiteDuration = expecting((n) => isFiniteNumber(n) && n >= 0, "a finite duration")
 /** @since 0.2.0 */
 export const string = expecting((s) => typeof s === "string", "a string")
 

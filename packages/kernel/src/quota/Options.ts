@@ -13,8 +13,7 @@
  *
  * @since 0.2.0
  */
-import type { Issue } from "../options/Field.js"
-import { finiteDuration, positiveDuration, positiveInt, positiveRatio } from "../options/Field.js"
+import { type Issue, finiteDuration, positiveDuration, positiveInt, positiveRatio } from "../options/Field.js"
 import { DEFAULT_MAX_CLIENTS } from "./MemoryStore.js"
 
 /**
