@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import type * as Rule from "@sluice/kernel/options/Rule"
+import type * as Field from "@sluice/kernel/options/Field"
 import type * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
@@ -123,7 +123,7 @@ export const NonNegativeInt: Schema.Schema<number> = internal.NonNegativeInt
  */
 export const NonNegativeNumber: Schema.Schema<number> = internal.NonNegativeNumber
 
-type FieldSchema<F extends Rule.Field> = F["type"] extends "duration"
+type FieldSchema<F> = F extends { readonly duration: true }
   ? Schema.Schema<Duration.Duration, Duration.DurationInput>
   : Schema.Schema<number>
 
@@ -133,31 +133,32 @@ type FieldSchema<F extends Rule.Field> = F["type"] extends "duration"
  * @since 0.2.0
  * @category schemas
  */
-export type Fields<S extends Rule.Spec> = {
-  readonly [K in keyof S]: S[K] extends { readonly default: number }
+export type Fields<S extends Field.Spec<Record<string, number | undefined>>> = {
+  readonly [K in keyof S]: S[K] extends { readonly fallback: { readonly value: number } }
     ? Schema.optionalWith<FieldSchema<S[K]>, { default: () => Schema.Schema.Type<FieldSchema<S[K]>> }>
-    : S[K] extends { readonly optional: true }
+    : S[K] extends { readonly fallback: { readonly value: undefined } }
       ? Schema.optional<FieldSchema<S[K]>>
       : FieldSchema<S[K]>
 }
 
 /**
- * The Schema fields of an option spec of `@sluice/kernel` (its ranges and defaults): every rule
- * of a field becomes a filter whose message is the rule's, a duration is decoded from any
- * `Duration.DurationInput` and judged in milliseconds, and a default fills in a missing field.
+ * The Schema fields of an option spec of `@sluice/kernel` (its checks and defaults): a field's
+ * check becomes a filter whose message is the check's, a duration is decoded from any
+ * `Duration.DurationInput` and checked in milliseconds, and a default fills in a missing field.
  *
  * @example
  * ```ts
  * import { Options } from "@sluice/core"
- * import * as Rule from "@sluice/kernel/options/Rule"
+ * import * as Field from "@sluice/kernel/options/Field"
  * import { Schema } from "effect"
  *
- * const Opts = Schema.Struct(Options.fields({ window: { type: "duration", rules: [Rule.positiveDuration] } }))
+ * const Opts = Schema.Struct(Options.fields({ window: Field.duration(Field.required<number>(Field.positiveDuration)) }))
  * ```
  * @since 0.2.0
  * @category schemas
  */
-export const fields: <S extends Rule.Spec>(spec: S) => Fields<S> = internal.fields
+export const fields: <S extends Field.Spec<Record<string, number | undefined>>>(spec: S) => Fields<S> =
+  internal.fields
 
 /**
  * Decodes options, failing with {@link InvalidOptions} whose message names the field.

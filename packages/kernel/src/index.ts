@@ -55,7 +55,6 @@ export * as Fallback from "./quota/Fallback.js"
 /** @since 0.2.0 */
 export * as Field from "./options/Field.js"
 /** @since 0.2.0 */
-export * as Rule from "./options/Rule.js"
 /** @since 0.2.0 */
 export * as Limit from "./limit/Limit.js"
 /** @since 0.2.0 */

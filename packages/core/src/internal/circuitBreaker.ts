@@ -43,7 +43,7 @@ const OptionsSchema = Schema.Struct({
   consecutiveFailures: fields.consecutiveFailures,
   failureRatio: Schema.optional(Schema.Struct(Options.fields(Breaker.failureRatioOptions))),
   openFor: Schema.optionalWith(Schema.Union(Options.PositiveDuration, ScheduleSchema), {
-    default: () => Duration.millis(Breaker.options.openFor.default)
+    default: () => Duration.millis(Breaker.options.openFor.fallback.value)
   }),
   halfOpenProbes: fields.halfOpenProbes,
   isFailure: Schema.optional(

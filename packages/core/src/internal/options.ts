@@ -5,7 +5,7 @@ import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import * as Rule from "@sluice/kernel/options/Rule"
+import * as Field from "@sluice/kernel/options/Field"
 import type { Fields } from "../Options.js"
 
 /** @internal */
@@ -21,7 +21,7 @@ export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationIn
   {
     strict: true,
     decode: (input, _, ast) => {
-      const problem = Rule.durationInput(input)
+      const problem = Field.durationInput(input)
       const decoded = problem === undefined ? Duration.decodeUnknown(input) : Option.none()
       return Option.isSome(decoded)
         ? ParseResult.succeed(decoded.value)
@@ -33,57 +33,54 @@ export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationIn
   }
 ) as any
 
-/** Each rule of a field as a filter with the rule's message. */
-const refined = <A, I>(
-  schema: Schema.Schema<A, I>,
-  rules: ReadonlyArray<Rule.Rule>,
-  read: (a: A) => number
-) =>
-  rules.reduce(
-    (refinedSoFar, rule) =>
-      refinedSoFar.pipe(
-        Schema.filter((a) => rule.test(read(a)), { message: (issue) => rule.message(issue.actual) })
-      ),
-    schema
+/**
+ * A field's check as a filter with the check's message; a failure of the schema refined (a
+ * duration that does not decode) keeps its own.
+ */
+const refined = <A, I>(schema: Schema.Schema<A, I>, check: Field.Check, read: (a: A) => number) =>
+  schema.pipe(
+    Schema.filter((a) => check(read(a)) === undefined, {
+      message: (issue) =>
+        (issue._tag === "Refinement" && issue.kind === "Predicate" && check(read(issue.actual as A))) || ""
+    })
   )
 
-const duration = (rules: ReadonlyArray<Rule.Rule>) => refined(DurationInput, rules, Duration.toMillis)
-const number = (rules: ReadonlyArray<Rule.Rule>) => refined(Schema.Number, rules, identity)
+const duration = (check: Field.Check) => refined(DurationInput, check, Duration.toMillis)
+const number = (check: Field.Check) => refined(Schema.Number, check, identity)
 
 /** @internal */
-export const PositiveDuration = duration([Rule.positiveDuration])
+export const PositiveDuration = duration(Field.positiveDuration)
 
 /** @internal */
-export const NonNegativeDuration = duration([Rule.finiteDuration])
+export const NonNegativeDuration = duration(Field.finiteDuration)
 
 /** @internal */
-export const Ratio = number([Rule.ratio])
+export const Ratio = number(Field.ratio)
 
 /** @internal */
-export const PositiveNumber = number([Rule.positiveNumber])
+export const PositiveNumber = number(Field.positive)
 
 /** @internal */
-export const NonNegativeNumber = number([Rule.nonNegativeNumber])
+export const NonNegativeNumber = number(Field.nonNegative)
 
 /** @internal */
-export const PositiveInt = number([Rule.positiveInt])
+export const PositiveInt = number(Field.positiveInt)
 
 /** @internal */
-export const NonNegativeInt = number([Rule.nonNegativeInt])
+export const NonNegativeInt = number(Field.nonNegativeInt)
 
-const schemaOf = (field: Rule.Field): Schema.Schema<any, any> =>
-  field.type === "duration" ? duration(field.rules) : number(field.rules)
-
-const propertyOf = (field: Rule.Field) => {
-  const fallback = field.default
-  if (fallback === undefined)
-    return field.optional === true ? Schema.optional(schemaOf(field)) : schemaOf(field)
-  const value = field.type === "duration" ? () => Duration.millis(fallback) : () => fallback
-  return Schema.optionalWith(schemaOf(field), { default: value })
+const propertyOf = ({ check, duration: isDuration, fallback }: Field.Field<number | undefined>) => {
+  const schema: Schema.Schema<any, any> = isDuration === true ? duration(check) : number(check)
+  if (fallback === undefined) return schema
+  const value = fallback.value
+  if (value === undefined) return Schema.optional(schema)
+  return Schema.optionalWith(schema, {
+    default: isDuration === true ? () => Duration.millis(value) : () => value
+  })
 }
 
 /** @internal */
-export const fields = <S extends Rule.Spec>(spec: S): Fields<S> =>
+export const fields = <S extends Field.Spec<Record<string, number | undefined>>>(spec: S): Fields<S> =>
   Object.fromEntries(Object.entries(spec).map(([name, field]) => [name, propertyOf(field)])) as Fields<S>
 
 const toInvalid = (module: string, error: ParseResult.ParseError) =>

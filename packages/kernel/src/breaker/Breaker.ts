@@ -24,7 +24,7 @@
  *
  * @since 0.2.0
  */
-import * as Rule from "../options/Rule.js"
+import * as Field from "../options/Field.js"
 import type { Outcome } from "../outcome/Outcome.js"
 import * as Ratio from "../stats/Ratio.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
@@ -61,10 +61,10 @@ const DEFAULT_OPEN_MILLIS = 5_000
  * @since 0.2.0
  */
 export const options = {
-  consecutiveFailures: { type: "number", rules: [Rule.positiveInt], optional: true },
-  openFor: { type: "duration", rules: [Rule.positiveDuration], default: DEFAULT_OPEN_MILLIS },
-  halfOpenProbes: { type: "number", rules: [Rule.positiveInt], default: 1 }
-} satisfies Rule.Spec
+  consecutiveFailures: Field.optional<number>(Field.positiveInt),
+  openFor: Field.duration(Field.withDefault(Field.positiveDuration, DEFAULT_OPEN_MILLIS)),
+  halfOpenProbes: Field.withDefault(Field.positiveInt, 1)
+}
 
 /**
  * The options of a failure-ratio trip as its users write them: a `ratio` in (0, 1], a positive,
@@ -74,20 +74,11 @@ export const options = {
  * @since 0.2.0
  */
 export const failureRatioOptions = {
-  ratio: {
-    type: "number",
-    rules: [
-      Rule.ratio,
-      Rule.rule(
-        (n) => n > 0,
-        () => "expected a ratio in (0, 1]"
-      )
-    ]
-  },
-  window: { type: "duration", rules: [Rule.positiveDuration] },
-  minimumCalls: { type: "number", rules: [Rule.positiveInt] },
-  buckets: { type: "number", rules: [Rule.positiveInt], default: 10 }
-} satisfies Rule.Spec
+  ratio: Field.required<number>(Field.positiveRatio),
+  window: Field.duration(Field.required<number>(Field.positiveDuration)),
+  minimumCalls: Field.required<number>(Field.positiveInt),
+  buckets: Field.withDefault(Field.positiveInt, 10)
+}
 
 /**
  * @since 0.2.0

@@ -1,8 +1,15 @@
 /**
- * Option validation: each field of a configuration with its rule (a range, a set of values, a
- * function) and its default, checked once when a policy is built. A bad value is reported as an
- * {@link Issue} naming the field, never thrown, so every binding turns the same rule into its
- * own error (`InvalidOptions` in the Effect packages) and the rule is written once.
+ * Option validation: each field of a configuration with its check (a range, a set of values, a
+ * function) and its default, checked once when a policy is built. A bad value (a negative
+ * window, `NaN`, a ratio outside `[0, 1]`) is reported as an {@link Issue} naming the field,
+ * never thrown and never left to misbehave later, so every binding, on either Effect line,
+ * accepts and refuses the same values and says why in the same words.
+ *
+ * A {@link Check} judges one value. A {@link Field} is one option: its check, its default, and
+ * whether it is a duration. Durations are milliseconds here: a binding decodes the durations its
+ * users write (`"2 seconds"`, a `Duration`) and checks the milliseconds; {@link durationInput}
+ * is the check of the written form itself. A {@link Spec} is a configuration's fields: the
+ * kernel {@link resolve}s it with its defaults, and a binding may turn it into its own schema.
  *
  * @since 0.2.0
  */
@@ -19,21 +26,25 @@ export interface Issue {
 }
 
 /**
- * What is wrong with a value, or `undefined` when it is acceptable.
+ * What is wrong with a value, or `undefined` when it is acceptable. `shown` names the value in
+ * the message when the value checked was read from what the caller wrote (a duration's
+ * milliseconds, reported as the duration given).
  *
  * @since 0.2.0
  */
-export type Check = (value: unknown) => string | undefined
+export type Check = (value: unknown, shown?: string) => string | undefined
 
 /**
- * One field: its {@link Check} and what a missing field (absent or `undefined`) becomes;
- * without `fallback` the field is required.
+ * One field: its {@link Check}, what a missing field (absent or `undefined`) becomes (without
+ * `fallback` the field is required), and whether it is a duration in milliseconds (a binding
+ * decodes its users' durations before the check).
  *
  * @since 0.2.0
  */
 export interface Field<A> {
   readonly check: Check
   readonly fallback?: { readonly value: A } | undefined
+  readonly duration?: boolean | undefined
 }
 
 /**
@@ -65,38 +76,57 @@ const show = (value: unknown): string =>
  */
 export const expecting =
   (test: (value: any) => boolean, expected: string): Check =>
-  (value) =>
-    test(value) ? undefined : `expected ${expected}, got ${show(value)}`
+  (value, shown) =>
+    test(value) ? undefined : `expected ${expected}, got ${shown ?? show(value)}`
+
+/**
+ * The first problem any of `checks` finds, in order (a range, then a bound of its own).
+ *
+ * @since 0.2.0
+ */
+export const all =
+  (...checks: ReadonlyArray<Check>): Check =>
+  (value, shown) => {
+    for (const check of checks) {
+      const problem = check(value, shown)
+      if (problem !== undefined) return problem
+    }
+    return undefined
+  }
 
 const isNumber = (n: unknown): n is number => typeof n === "number"
+const isFiniteNumber = (n: unknown): n is number => Number.isFinite(n)
 
-/** @since 0.2.0 */
-export const positive = expecting(
-  (n) => isNumber(n) && Number.isFinite(n) && n > 0,
-  "a positive finite number"
-)
+/** A finite number > 0. @since 0.2.0 */
+export const positive = expecting((n) => isFiniteNumber(n) && n > 0, "a positive finite number")
 /** A positive number; `Infinity` allowed (an unbounded maximum). @since 0.2.0 */
 export const positiveOrInfinity = expecting((n) => isNumber(n) && n > 0, "a positive number")
+/** A finite number ≥ 0. @since 0.2.0 */
+export const nonNegative = expecting((n) => isFiniteNumber(n) && n >= 0, "a non-negative finite number")
 /** @since 0.2.0 */
 export const positiveInt = expecting((n) => Number.isInteger(n) && n > 0, "a positive integer")
 /** @since 0.2.0 */
 export const nonNegativeInt = expecting((n) => Number.isInteger(n) && n >= 0, "a non-negative integer")
 /** A ratio in [0, 1]. @since 0.2.0 */
 export const ratio = expecting((n) => isNumber(n) && n >= 0 && n <= 1, "a ratio in [0, 1]")
-/** A number in (0, 1]: a smoothing factor, where 1 keeps only the latest sample. @since 0.2.0 */
-export const positiveRatio = expecting((n) => isNumber(n) && n > 0 && n <= 1, "a number in (0, 1]")
-/** A number strictly between 0 and 1 (a back-off ratio). @since 0.2.0 */
-export const openRatio = expecting((n) => isNumber(n) && n > 0 && n < 1, "a number strictly between 0 and 1")
-/** A finite number ≥ 0. @since 0.2.0 */
-export const nonNegative = expecting(
-  (n) => isNumber(n) && Number.isFinite(n) && n >= 0,
-  "a non-negative finite number"
-)
+/**
+ * A ratio in (0, 1]: a share of something that must not be nothing, or a smoothing factor,
+ * where 1 keeps only the latest sample.
+ *
+ * @since 0.2.0
+ */
+export const positiveRatio = expecting((n) => isNumber(n) && n > 0 && n <= 1, "a ratio in (0, 1]")
+/** A ratio strictly between 0 and 1 (a back-off ratio, a relative accuracy). @since 0.2.0 */
+export const openRatio = expecting((n) => isNumber(n) && n > 0 && n < 1, "a ratio in (0, 1)")
 /** A positive, finite duration in milliseconds. @since 0.2.0 */
-export const positiveDuration = expecting(
-  (n) => isNumber(n) && Number.isFinite(n) && n > 0,
-  "a positive, finite duration (ms)"
-)
+export const positiveDuration = expecting((n) => isFiniteNumber(n) && n > 0, "a positive, finite duration")
+/**
+ * A finite duration in milliseconds, zero allowed (a negative one is refused as written, see
+ * {@link durationInput}).
+ *
+ * @since 0.2.0
+ */
+export const finiteDuration = expecting((n) => isFiniteNumber(n) && n >= 0, "a finite duration")
 /** @since 0.2.0 */
 export const string = expecting((s) => typeof s === "string", "a string")
 
@@ -116,6 +146,25 @@ export const oneOf = (...values: ReadonlyArray<string>): Check =>
 export const func = (expected: string): Check => expecting((f) => typeof f === "function", expected)
 
 /**
+ * The problem with a duration as written, before it is read: `NaN` (and `-Infinity`), and
+ * anything negative (a number, a bigint of nanoseconds, a string such as `"-5 seconds"`). Effect
+ * reads a negative duration as zero; an option given one is a mistake, not "no wait". `Infinity`
+ * is a duration ({@link positiveDuration} and {@link finiteDuration} refuse it).
+ *
+ * @since 0.2.0
+ */
+export const durationInput: Check = (input) => {
+  if (typeof input === "number" && !Number.isFinite(input) && input !== Infinity) {
+    return "expected a duration, got NaN"
+  }
+  const negative =
+    (typeof input === "number" && input < 0) ||
+    (typeof input === "bigint" && input < BigInt(0)) ||
+    (typeof input === "string" && input.trimStart().startsWith("-"))
+  return negative ? `expected a non-negative duration, got ${String(input)}` : undefined
+}
+
+/**
  * A field that must be given.
  *
  * @since 0.2.0
@@ -127,14 +176,35 @@ export const required = <A>(check: Check): Field<A> => ({ check })
  *
  * @since 0.2.0
  */
-export const optional = <A>(check: Check): Field<A | undefined> => ({ check, fallback: { value: undefined } })
+export const optional = <A>(
+  check: Check
+): Field<A | undefined> & { readonly fallback: { readonly value: undefined } } => ({
+  check,
+  fallback: { value: undefined }
+})
 
 /**
  * A field whose missing value is `value`.
  *
  * @since 0.2.0
  */
-export const withDefault = <A>(check: Check, value: A): Field<A> => ({ check, fallback: { value } })
+export const withDefault = <A>(
+  check: Check,
+  value: A
+): Field<A> & { readonly fallback: { readonly value: A } } => ({
+  check,
+  fallback: { value }
+})
+
+/**
+ * A field of milliseconds that a binding's users give as durations.
+ *
+ * @since 0.2.0
+ */
+export const duration = <F extends Field<number | undefined>>(field: F): F & { readonly duration: true } => ({
+  ...field,
+  duration: true
+})
 
 /**
  * Issues of fields that must not decrease, given in order (e.g. `[minLimit, initial,

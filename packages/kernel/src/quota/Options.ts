@@ -13,7 +13,7 @@
  *
  * @since 0.2.0
  */
-import type { Issue } from "../options/Field.js"
+import { type Issue, finiteDuration, positiveDuration, positiveInt, positiveRatio } from "../options/Field.js"
 import { DEFAULT_MAX_CLIENTS } from "./MemoryStore.js"
 
 /**
@@ -125,26 +125,12 @@ export const defaults: Options = {
  */
 export const MIN_CLIENT_ID_LENGTH = 80
 
-const positiveInt = (n: number): boolean => Number.isInteger(n) && n > 0
-
-/** The kinds of option: how each is read and what it must be. */
+/** The kinds of option: what each must be, and whether it is a duration. */
 const kinds = {
-  count: { duration: false, valid: positiveInt, expected: "a positive integer" },
-  share: {
-    duration: false,
-    valid: (n: number) => Number.isFinite(n) && n > 0 && n <= 1,
-    expected: "a share in (0, 1]"
-  },
-  span: {
-    duration: true,
-    valid: (ms: number) => Number.isFinite(ms) && ms > 0,
-    expected: "a positive, finite duration"
-  },
-  gap: {
-    duration: true,
-    valid: (ms: number) => Number.isFinite(ms) && ms >= 0,
-    expected: "a finite duration"
-  }
+  count: { check: positiveInt, duration: false },
+  share: { check: positiveRatio, duration: false },
+  span: { check: positiveDuration, duration: true },
+  gap: { check: finiteDuration, duration: true }
 } as const
 
 /**
@@ -158,9 +144,10 @@ export const resolve = <D>(input: Input<D>, toMillis: (duration: D) => number): 
   const issues: Array<Issue> = []
   const read = (path: Array<string>, value: unknown, kind: keyof typeof kinds, fallback: number): number => {
     if (value === undefined) return fallback
-    const { duration, expected, valid } = kinds[kind]
+    const { check, duration } = kinds[kind]
     const n = duration ? toMillis(value as D) : (value as number)
-    if (!valid(n)) issues.push({ path, message: `expected ${expected}, got ${String(value)}` })
+    const problem = check(n, String(value))
+    if (problem !== undefined) issues.push({ path, message: problem })
     return n
   }
   const mode = input.mode ?? defaults.mode
@@ -179,7 +166,7 @@ export const resolve = <D>(input: Input<D>, toMillis: (duration: D) => number): 
     "count",
     defaults.maxClientIdLength
   )
-  if (positiveInt(maxClientIdLength) && maxClientIdLength < MIN_CLIENT_ID_LENGTH) {
+  if (positiveInt(maxClientIdLength) === undefined && maxClientIdLength < MIN_CLIENT_ID_LENGTH) {
     issues.push({
       path: ["maxClientIdLength"],
       message: `expected at least ${MIN_CLIENT_ID_LENGTH} (a prefix, \`#\` and 64 hex digits of SHA-256), got ${maxClientIdLength}`

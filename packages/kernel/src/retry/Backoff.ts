@@ -13,7 +13,7 @@
  * @since 0.2.0
  */
 import type { Issue } from "../options/Field.js"
-import * as Rule from "../options/Rule.js"
+import * as Field from "../options/Field.js"
 
 /**
  * The options of an exponential backoff, their ranges and defaults: a positive `base` delay, a
@@ -22,19 +22,13 @@ import * as Rule from "../options/Rule.js"
  * @since 0.2.0
  */
 export const exponentialOptions = {
-  base: { type: "duration", rules: [Rule.positiveDuration] },
-  factor: {
-    type: "number",
-    rules: [
-      Rule.rule(
-        (n) => Number.isFinite(n) && n >= 1,
-        (n) => `expected a finite factor >= 1, got ${String(n)}`
-      )
-    ],
-    default: 2
-  },
-  max: { type: "duration", rules: [Rule.finiteDuration], default: 30_000 }
-} satisfies Rule.Spec
+  base: Field.duration(Field.required<number>(Field.positiveDuration)),
+  factor: Field.withDefault(
+    Field.expecting((n) => Number.isFinite(n) && n >= 1, "a finite factor >= 1"),
+    2
+  ),
+  max: Field.duration(Field.withDefault(Field.finiteDuration, 30_000))
+}
 
 /**
  * The options of a decorrelated-jitter backoff: a positive `base` delay and a finite cap `max`
@@ -45,7 +39,7 @@ export const exponentialOptions = {
 export const decorrelatedOptions = {
   base: exponentialOptions.base,
   max: exponentialOptions.max
-} satisfies Rule.Spec
+}
 
 /**
  * The options of honoring `Retry-After`: the longest hint taken as it is, `maxWait` (finite,
@@ -54,8 +48,8 @@ export const decorrelatedOptions = {
  * @since 0.2.0
  */
 export const honorOptions = {
-  maxWait: { type: "duration", rules: [Rule.finiteDuration], default: 30_000 }
-} satisfies Rule.Spec
+  maxWait: Field.duration(Field.withDefault(Field.finiteDuration, 30_000))
+}
 
 /**
  * The issue of a cap below the base delay (the first delay would already break the cap).

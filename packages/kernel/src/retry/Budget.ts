@@ -12,7 +12,7 @@
  *
  * @since 0.2.0
  */
-import * as Rule from "../options/Rule.js"
+import * as Field from "../options/Field.js"
 import * as Ratio from "../stats/Ratio.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
 
@@ -24,12 +24,12 @@ import { RollingCounter } from "../stats/RollingCounter.js"
  * @since 0.2.0
  */
 export const options = {
-  ratio: { type: "number", rules: [Rule.ratio], default: 0.1 },
-  window: { type: "duration", rules: [Rule.positiveDuration], default: 10_000 },
-  buckets: { type: "number", rules: [Rule.positiveInt], default: 10 },
-  minRetriesPerSecond: { type: "number", rules: [Rule.nonNegativeNumber], default: 1 },
-  maxKeys: { type: "number", rules: [Rule.positiveInt], default: 10_000 }
-} satisfies Rule.Spec
+  ratio: Field.withDefault(Field.ratio, 0.1),
+  window: Field.duration(Field.withDefault(Field.positiveDuration, 10_000)),
+  buckets: Field.withDefault(Field.positiveInt, 10),
+  minRetriesPerSecond: Field.withDefault(Field.nonNegative, 1),
+  maxKeys: Field.withDefault(Field.positiveInt, 10_000)
+}
 
 /**
  * A budget's settings, validated by the caller: `ratio` finite and non-negative,

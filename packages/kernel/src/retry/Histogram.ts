@@ -12,7 +12,7 @@
  *
  * @since 0.2.0
  */
-import * as Rule from "../options/Rule.js"
+import * as Field from "../options/Field.js"
 import * as Ratio from "../stats/Ratio.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
 
@@ -31,22 +31,19 @@ export const MAX_ATTEMPT_BUCKETS = 100
  * @since 0.2.0
  */
 export const options = {
-  window: { type: "duration", rules: [Rule.positiveDuration], default: 10_000 },
-  buckets: { type: "number", rules: [Rule.positiveInt], default: 10 },
-  maxAttempt: {
-    type: "number",
-    rules: [
-      Rule.positiveInt,
-      Rule.rule(
-        (n) => n <= MAX_ATTEMPT_BUCKETS,
-        () => `expected at most ${MAX_ATTEMPT_BUCKETS} attempt buckets`
-      )
-    ],
-    default: 3
-  },
-  threshold: { type: "number", rules: [Rule.ratio], default: 0.1 },
-  minRequests: { type: "number", rules: [Rule.nonNegativeInt], default: 20 }
-} satisfies Rule.Spec
+  window: Field.duration(Field.withDefault(Field.positiveDuration, 10_000)),
+  buckets: Field.withDefault(Field.positiveInt, 10),
+  maxAttempt: Field.withDefault(
+    Field.all(Field.positiveInt, (n) =>
+      (n as number) <= MAX_ATTEMPT_BUCKETS
+        ? undefined
+        : `expected at most ${MAX_ATTEMPT_BUCKETS} attempt buckets`
+    ),
+    3
+  ),
+  threshold: Field.withDefault(Field.ratio, 0.1),
+  minRequests: Field.withDefault(Field.nonNegativeInt, 20)
+}
 
 /**
  * The label of an attempt bucket: its number, and `n+` for the last one (`maxAttempt` or more).

@@ -24,7 +24,7 @@
  * @since 0.2.0
  */
 import type { Issue } from "../options/Field.js"
-import * as Rule from "../options/Rule.js"
+import * as Field from "../options/Field.js"
 import * as Outcome from "../outcome/Outcome.js"
 import * as Backoff from "./Backoff.js"
 
@@ -35,9 +35,9 @@ import * as Backoff from "./Backoff.js"
  * @since 0.2.0
  */
 export const options = {
-  maxAttempts: { type: "number", rules: [Rule.positiveInt], default: 3 },
-  maxRetryAfter: { type: "duration", rules: [Rule.finiteDuration], default: 30_000 }
-} satisfies Rule.Spec
+  maxAttempts: Field.withDefault(Field.positiveInt, 3),
+  maxRetryAfter: Field.duration(Field.withDefault(Field.finiteDuration, 30_000))
+}
 
 /**
  * The issue with a policy's options that are not numbers, if any: `isRetryable` must be a

@@ -11,7 +11,7 @@
  *
  * @since 0.2.0
  */
-import * as Rule from "../options/Rule.js"
+import * as Field from "../options/Field.js"
 
 /**
  * The options of a moving average as its users write them: its time constant `tau` (a positive,
@@ -20,8 +20,8 @@ import * as Rule from "../options/Rule.js"
  * @since 0.2.0
  */
 export const options = {
-  tau: { type: "duration", rules: [Rule.positiveDuration] }
-} satisfies Rule.Spec
+  tau: Field.duration(Field.required<number>(Field.positiveDuration))
+}
 
 /**
  * The options of a moving rate as its users write them: the averaging `window` and the `tick`
@@ -30,9 +30,9 @@ export const options = {
  * @since 0.2.0
  */
 export const rateOptions = {
-  window: { type: "duration", rules: [Rule.positiveDuration] },
-  tick: { type: "duration", rules: [Rule.positiveDuration], default: 5_000 }
-} satisfies Rule.Spec
+  window: Field.duration(Field.required<number>(Field.positiveDuration)),
+  tick: Field.duration(Field.withDefault(Field.positiveDuration, 5_000))
+}
 
 /**
  * The problem with a tick longer than the window (a tick folds in more than the window

@@ -26,7 +26,7 @@
  *
  * @since 0.2.0
  */
-import * as Rule from "../options/Rule.js"
+import * as Field from "../options/Field.js"
 
 /**
  * The smallest latency (milliseconds) told apart from zero.
@@ -114,19 +114,10 @@ class Slot {
  * @since 0.2.0
  */
 export const options = {
-  window: { type: "duration", rules: [Rule.positiveDuration] },
-  subWindows: { type: "number", rules: [Rule.positiveInt], default: 6 },
-  relativeAccuracy: {
-    type: "number",
-    rules: [
-      Rule.rule(
-        (n) => Number.isFinite(n) && n > 0 && n < 1,
-        (n) => `expected a relative accuracy in (0, 1), got ${String(n)}`
-      )
-    ],
-    default: 0.01
-  }
-} satisfies Rule.Spec
+  window: Field.duration(Field.required<number>(Field.positiveDuration)),
+  subWindows: Field.withDefault(Field.positiveInt, 6),
+  relativeAccuracy: Field.withDefault(Field.openRatio, 0.01)
+}
 
 /**
  * @since 0.2.0

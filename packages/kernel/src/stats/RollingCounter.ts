@@ -11,7 +11,7 @@
  *
  * @since 0.2.0
  */
-import * as Rule from "../options/Rule.js"
+import * as Field from "../options/Field.js"
 
 /**
  * The options of a rolling counter as its users write them: a positive, finite `window` and how
@@ -20,9 +20,9 @@ import * as Rule from "../options/Rule.js"
  * @since 0.2.0
  */
 export const options = {
-  window: { type: "duration", rules: [Rule.positiveDuration] },
-  buckets: { type: "number", rules: [Rule.positiveInt], default: 10 }
-} satisfies Rule.Spec
+  window: Field.duration(Field.required<number>(Field.positiveDuration)),
+  buckets: Field.withDefault(Field.positiveInt, 10)
+}
 
 /**
  * @since 0.2.0

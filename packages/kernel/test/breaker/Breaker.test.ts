@@ -1,6 +1,5 @@
 import { Breaker, type BreakerOptions, type State } from "@sluice/kernel/breaker/Breaker"
 import * as BreakerModule from "@sluice/kernel/breaker/Breaker"
-import * as Rule from "@sluice/kernel/options/Rule"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
@@ -395,16 +394,16 @@ describe("Breaker: open durations a backoff gives up on, settling by outcome, wh
 
   it("options: openFor 5 s and one probe by default; a failure ratio in (0, 1] over a positive window", () => {
     const { consecutiveFailures, halfOpenProbes, openFor } = BreakerModule.options
-    expect(consecutiveFailures.optional).toBe(true)
-    expect(Rule.check(consecutiveFailures, 1.5)).toBe("expected a positive integer, got 1.5")
-    expect([openFor.default, halfOpenProbes.default]).toEqual([5_000, 1])
-    expect(Rule.check(openFor, 0)).toBe("expected a positive, finite duration")
+    expect(consecutiveFailures.fallback).toEqual({ value: undefined })
+    expect(consecutiveFailures.check(1.5)).toBe("expected a positive integer, got 1.5")
+    expect([openFor.fallback.value, halfOpenProbes.fallback.value]).toEqual([5_000, 1])
+    expect(openFor.check(0)).toBe("expected a positive, finite duration, got 0")
     const { buckets, minimumCalls, ratio, window } = BreakerModule.failureRatioOptions
-    expect(Rule.check(ratio, 0)).toBe("expected a ratio in (0, 1]")
-    expect(Rule.check(ratio, 1.5)).toBe("expected a ratio in [0, 1], got 1.5")
-    expect(Rule.check(ratio, 1)).toBeUndefined()
-    expect(Rule.check(window, 0)).toBe("expected a positive, finite duration")
-    expect(Rule.check(minimumCalls, 0)).toBe("expected a positive integer, got 0")
-    expect(buckets.default).toBe(10)
+    expect(ratio.check(0)).toBe("expected a ratio in (0, 1], got 0")
+    expect(ratio.check(1.5)).toBe("expected a ratio in (0, 1], got 1.5")
+    expect(ratio.check(1)).toBeUndefined()
+    expect(window.check(0)).toBe("expected a positive, finite duration, got 0")
+    expect(minimumCalls.check(0)).toBe("expected a positive integer, got 0")
+    expect(buckets.fallback.value).toBe(10)
   })
 })

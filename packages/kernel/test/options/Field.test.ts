@@ -7,8 +7,8 @@ describe("Field checks", () => {
       [Field.positive, [1, 0.5, 1e9], [0, -1, Infinity, Number.NaN, "1"]],
       [Field.positiveOrInfinity, [1, Infinity], [0, -Infinity, Number.NaN]],
       [Field.positiveInt, [1, 20], [0, 1.5, -2, "3"]],
-      [Field.nonNegativeInt, [0, 7], [-1, 0.5]],
-      [Field.ratio, [0, 0.5, 1], [-0.1, 1.1, Number.NaN]],
+      [Field.nonNegativeInt, [0, 7], [-1, 0.5, Number.NaN, Infinity]],
+      [Field.ratio, [0, 0.5, 1], [-0.1, 1.1, Number.NaN, Infinity]],
       [Field.positiveRatio, [0.125, 1], [0, 1.5]],
       [Field.openRatio, [0.5, 0.9], [0, 1, 2]],
       [Field.string, ["key", ""], [1, undefined]],
@@ -19,7 +19,7 @@ describe("Field checks", () => {
       for (const value of good) expect(check(value)).toBeUndefined()
       for (const value of bad) expect(check(value)).toMatch(/^expected /)
     }
-    expect(Field.openRatio(2)).toBe("expected a number strictly between 0 and 1, got 2")
+    expect(Field.openRatio(2)).toBe("expected a ratio in (0, 1), got 2")
     expect(Field.oneOf("tahoe", "reno")("x")).toBe('expected "tahoe" or "reno", got "x"')
     expect(Field.func("a function () => boolean")(() => true)).toBeUndefined()
     expect(Field.positive(() => 1)).toBe("expected a positive finite number, got a function")
@@ -96,12 +96,53 @@ describe("Field checks of plain values", () => {
       [Field.nonNegative, [0, 2.5], [-1e-9, Number.NaN, Infinity]],
       [Field.positiveInt, [1, 1024], [0, 1.5, -2, Number.NaN, Infinity]],
       [Field.positiveDuration, [0.001, 120_000], [0, -5, Infinity, Number.NaN]],
-      [Field.positiveRatio, [1e-6, 0.5, 1], [0, 1.01, Number.NaN]]
+      [Field.positiveRatio, [1e-6, 0.5, 1], [0, 1.01, Number.NaN]],
+      [Field.finiteDuration, [0, 5], [-1, Infinity, Number.NaN]]
     ]
     for (const [check, good, bad] of cases) {
       for (const n of good) expect(check(n), `${n}`).toBeUndefined()
       for (const n of bad) expect(check(n), `${n}`).toMatch(/^expected /)
     }
+  })
+
+  it("say what they expected and what they got, or what the caller wrote (`shown`)", () => {
+    expect(Field.positiveInt(0)).toBe("expected a positive integer, got 0")
+    expect(Field.nonNegativeInt(-1)).toBe("expected a non-negative integer, got -1")
+    expect(Field.ratio(2)).toBe("expected a ratio in [0, 1], got 2")
+    expect(Field.positiveRatio(0)).toBe("expected a ratio in (0, 1], got 0")
+    expect(Field.positive(Number.NaN)).toBe("expected a positive finite number, got NaN")
+    expect(Field.nonNegative(-1)).toBe("expected a non-negative finite number, got -1")
+    expect(Field.positiveDuration(0)).toBe("expected a positive, finite duration, got 0")
+    expect(Field.finiteDuration(Infinity)).toBe("expected a finite duration, got Infinity")
+    expect(Field.positiveDuration(Number.NaN, "soon")).toBe("expected a positive, finite duration, got soon")
+  })
+
+  it("a duration as written: NaN and anything negative are mistakes, Infinity is a duration", () => {
+    expect(Field.durationInput(NaN)).toBe("expected a duration, got NaN")
+    expect(Field.durationInput(-Infinity)).toBe("expected a duration, got NaN")
+    expect(Field.durationInput(-1)).toBe("expected a non-negative duration, got -1")
+    expect(Field.durationInput(BigInt(-1))).toBe("expected a non-negative duration, got -1")
+    expect(Field.durationInput("  -5 seconds")).toBe("expected a non-negative duration, got   -5 seconds")
+    for (const fine of [0, 5, Infinity, BigInt(0), "2 seconds", "x", null, {}]) {
+      expect(Field.durationInput(fine)).toBeUndefined()
+    }
+  })
+
+  it("all: the problem of the first check a value fails", () => {
+    const atMost100: Field.Check = (n) => ((n as number) <= 100 ? undefined : "at most 100")
+    const check = Field.all(Field.positiveInt, atMost100)
+    expect(check(3)).toBeUndefined()
+    expect(check(0)).toBe("expected a positive integer, got 0")
+    expect(check(101)).toBe("at most 100")
+    expect(check(100.5)).toBe("expected a positive integer, got 100.5")
+  })
+
+  it("a field says whether it is required, optional or defaulted, and whether it is a duration", () => {
+    expect(Field.required(Field.positiveInt)).toEqual({ check: Field.positiveInt })
+    expect(Field.optional(Field.positiveInt).fallback).toEqual({ value: undefined })
+    const window = Field.duration(Field.withDefault(Field.positiveDuration, 1000))
+    expect(window).toEqual({ check: Field.positiveDuration, fallback: { value: 1000 }, duration: true })
+    expect(Field.resolve({ window }, {})).toEqual({ ok: true, value: { window: 1000 } })
   })
 
   it("fields: one issue per value out of range, naming its path; absent values are skipped", () => {

@@ -1,5 +1,4 @@
 import * as Backoff from "@sluice/kernel/retry/Backoff"
-import * as Rule from "@sluice/kernel/options/Rule"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
@@ -138,16 +137,16 @@ describe("Backoff.honorRetryAfter", () => {
 describe("Backoff options", () => {
   it("exponential: a positive base, a finite factor >= 1 (default 2), a finite cap (default 30 s)", () => {
     const { base, factor, max } = Backoff.exponentialOptions
-    expect(Rule.check(base, 0)).toBe("expected a positive, finite duration")
-    expect(Rule.check(base, 1)).toBeUndefined()
-    expect(factor.default).toBe(2)
-    expect(Rule.check(factor, 1)).toBeUndefined()
-    expect(Rule.check(factor, 0.5)).toBe("expected a finite factor >= 1, got 0.5")
-    expect(Rule.check(factor, Number.NaN)).toBe("expected a finite factor >= 1, got NaN")
-    expect(max.default).toBe(30_000)
-    expect(Rule.check(max, Infinity)).toBe("expected a finite duration")
+    expect(base.check(0)).toBe("expected a positive, finite duration, got 0")
+    expect(base.check(1)).toBeUndefined()
+    expect(factor.fallback.value).toBe(2)
+    expect(factor.check(1)).toBeUndefined()
+    expect(factor.check(0.5)).toBe("expected a finite factor >= 1, got 0.5")
+    expect(factor.check(Number.NaN)).toBe("expected a finite factor >= 1, got NaN")
+    expect(max.fallback.value).toBe(30_000)
+    expect(max.check(Infinity)).toBe("expected a finite duration, got Infinity")
     expect(Backoff.decorrelatedOptions).toEqual({ base, max })
-    expect(Backoff.honorOptions.maxWait.default).toBe(30_000)
+    expect(Backoff.honorOptions.maxWait.fallback.value).toBe(30_000)
   })
 
   it("the cap must not be below the base delay", () => {

@@ -1,5 +1,4 @@
 import * as Budget from "@sluice/kernel/retry/Budget"
-import * as Rule from "@sluice/kernel/options/Rule"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
@@ -95,17 +94,17 @@ describe("Budget.options", () => {
   it("10% of requests over 10 s in 10 buckets, a floor of one retry per second, 10,000 clients", () => {
     const { buckets, maxKeys, minRetriesPerSecond, ratio, window } = Budget.options
     expect([
-      ratio.default,
-      window.default,
-      buckets.default,
-      minRetriesPerSecond.default,
-      maxKeys.default
+      ratio.fallback.value,
+      window.fallback.value,
+      buckets.fallback.value,
+      minRetriesPerSecond.fallback.value,
+      maxKeys.fallback.value
     ]).toEqual([0.1, 10_000, 10, 1, 10_000])
-    expect(Rule.check(ratio, 1.5)).toBe("expected a ratio in [0, 1], got 1.5")
-    expect(Rule.check(window, 0)).toBe("expected a positive, finite duration")
-    expect(Rule.check(buckets, 0)).toBe("expected a positive integer, got 0")
-    expect(Rule.check(minRetriesPerSecond, -1)).toBe("expected a non-negative finite number, got -1")
-    expect(Rule.check(minRetriesPerSecond, 0)).toBeUndefined()
-    expect(Rule.check(maxKeys, 2.5)).toBe("expected a positive integer, got 2.5")
+    expect(ratio.check(1.5)).toBe("expected a ratio in [0, 1], got 1.5")
+    expect(window.check(0)).toBe("expected a positive, finite duration, got 0")
+    expect(buckets.check(0)).toBe("expected a positive integer, got 0")
+    expect(minRetriesPerSecond.check(-1)).toBe("expected a non-negative finite number, got -1")
+    expect(minRetriesPerSecond.check(0)).toBeUndefined()
+    expect(maxKeys.check(2.5)).toBe("expected a positive integer, got 2.5")
   })
 })

@@ -1,5 +1,4 @@
 import * as Histogram from "@sluice/kernel/retry/Histogram"
-import * as Rule from "@sluice/kernel/options/Rule"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 
@@ -143,19 +142,19 @@ describe("Histogram.options", () => {
   it("a 10 s window in 10 buckets, attempts up to 3+, 10% of 20 requests; at most 100 attempt buckets", () => {
     const { buckets, maxAttempt, minRequests, threshold, window } = Histogram.options
     expect([
-      window.default,
-      buckets.default,
-      maxAttempt.default,
-      threshold.default,
-      minRequests.default
+      window.fallback.value,
+      buckets.fallback.value,
+      maxAttempt.fallback.value,
+      threshold.fallback.value,
+      minRequests.fallback.value
     ]).toEqual([10_000, 10, 3, 0.1, 20])
-    expect(Rule.check(maxAttempt, 100)).toBeUndefined()
-    expect(Rule.check(maxAttempt, 101)).toBe("expected at most 100 attempt buckets")
-    expect(Rule.check(maxAttempt, 0)).toBe("expected a positive integer, got 0")
-    expect(Rule.check(threshold, -0.1)).toBe("expected a ratio in [0, 1], got -0.1")
-    expect(Rule.check(minRequests, 0)).toBeUndefined()
-    expect(Rule.check(minRequests, -1)).toBe("expected a non-negative integer, got -1")
-    expect(Rule.check(window, Infinity)).toBe("expected a positive, finite duration")
+    expect(maxAttempt.check(100)).toBeUndefined()
+    expect(maxAttempt.check(101)).toBe("expected at most 100 attempt buckets")
+    expect(maxAttempt.check(0)).toBe("expected a positive integer, got 0")
+    expect(threshold.check(-0.1)).toBe("expected a ratio in [0, 1], got -0.1")
+    expect(minRequests.check(0)).toBeUndefined()
+    expect(minRequests.check(-1)).toBe("expected a non-negative integer, got -1")
+    expect(window.check(Infinity)).toBe("expected a positive, finite duration, got Infinity")
   })
 
   it("labels attempt buckets by number, the last one as 'n or more'", () => {

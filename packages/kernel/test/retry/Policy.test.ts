@@ -1,5 +1,4 @@
 import * as Policy from "@sluice/kernel/retry/Policy"
-import * as Rule from "@sluice/kernel/options/Rule"
 import { describe, expect, it } from "vitest"
 
 const marked = Symbol("retryable")
@@ -81,12 +80,12 @@ describe("Policy.nextDelay", () => {
 
 describe("Policy.options", () => {
   it("at most 3 tries and 30-second hints by default; maxAttempts a positive integer", () => {
-    expect(Policy.options.maxAttempts.default).toBe(3)
-    expect(Policy.options.maxRetryAfter.default).toBe(30_000)
-    expect(Rule.check(Policy.options.maxAttempts, 0)).toBe("expected a positive integer, got 0")
-    expect(Rule.check(Policy.options.maxAttempts, 1.5)).toBe("expected a positive integer, got 1.5")
-    expect(Rule.check(Policy.options.maxRetryAfter, Infinity)).toBe("expected a finite duration")
-    expect(Rule.check(Policy.options.maxRetryAfter, 0)).toBeUndefined()
+    expect(Policy.options.maxAttempts.fallback.value).toBe(3)
+    expect(Policy.options.maxRetryAfter.fallback.value).toBe(30_000)
+    expect(Policy.options.maxAttempts.check(0)).toBe("expected a positive integer, got 0")
+    expect(Policy.options.maxAttempts.check(1.5)).toBe("expected a positive integer, got 1.5")
+    expect(Policy.options.maxRetryAfter.check(Infinity)).toBe("expected a finite duration, got Infinity")
+    expect(Policy.options.maxRetryAfter.check(0)).toBeUndefined()
   })
 })
 

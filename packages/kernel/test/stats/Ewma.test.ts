@@ -1,4 +1,3 @@
-import * as Rule from "@sluice/kernel/options/Rule"
 import * as EwmaModule from "@sluice/kernel/stats/Ewma"
 import { Ewma, EwmaRate } from "@sluice/kernel/stats/Ewma"
 import { describe, expect, it } from "vitest"
@@ -51,9 +50,9 @@ describe("Ewma", () => {
 
 describe("Ewma options", () => {
   it("tau, window and tick positive and finite; the tick 5 s by default and never longer than the window", () => {
-    expect(Rule.check(EwmaModule.options.tau, 0)).toBe("expected a positive, finite duration")
-    expect(Rule.check(EwmaModule.rateOptions.window, -1)).toBe("expected a positive, finite duration")
-    expect(EwmaModule.rateOptions.tick.default).toBe(5000)
+    expect(EwmaModule.options.tau.check(0)).toBe("expected a positive, finite duration, got 0")
+    expect(EwmaModule.rateOptions.window.check(-1)).toBe("expected a positive, finite duration, got -1")
+    expect(EwmaModule.rateOptions.tick.fallback.value).toBe(5000)
     expect(EwmaModule.tickIssue(60_000, 5000)).toBeUndefined()
     expect(EwmaModule.tickIssue(5000, 5000)).toBeUndefined()
     expect(EwmaModule.tickIssue(1000, 5000)).toBe("tick must not exceed window")

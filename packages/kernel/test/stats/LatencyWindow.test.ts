@@ -1,4 +1,3 @@
-import * as Rule from "@sluice/kernel/options/Rule"
 import * as LatencyWindowModule from "@sluice/kernel/stats/LatencyWindow"
 import { LatencyWindow } from "@sluice/kernel/stats/LatencyWindow"
 import fc from "fast-check"
@@ -156,13 +155,13 @@ describe("LatencyWindow", () => {
 describe("LatencyWindow.options", () => {
   it("a positive window in 6 sub-windows, quantiles within 1% by default; the accuracy in (0, 1)", () => {
     const { relativeAccuracy, subWindows, window } = LatencyWindowModule.options
-    expect(Rule.check(window, Infinity)).toBe("expected a positive, finite duration")
-    expect(subWindows.default).toBe(6)
-    expect(Rule.check(subWindows, 0)).toBe("expected a positive integer, got 0")
-    expect(relativeAccuracy.default).toBe(0.01)
+    expect(window.check(Infinity)).toBe("expected a positive, finite duration, got Infinity")
+    expect(subWindows.fallback.value).toBe(6)
+    expect(subWindows.check(0)).toBe("expected a positive integer, got 0")
+    expect(relativeAccuracy.fallback.value).toBe(0.01)
     for (const bad of [0, 1, -0.5, Number.NaN]) {
-      expect(Rule.check(relativeAccuracy, bad)).toBe(`expected a relative accuracy in (0, 1), got ${bad}`)
+      expect(relativeAccuracy.check(bad)).toBe(`expected a ratio in (0, 1), got ${bad}`)
     }
-    expect(Rule.check(relativeAccuracy, 0.5)).toBeUndefined()
+    expect(relativeAccuracy.check(0.5)).toBeUndefined()
   })
 })

@@ -1,4 +1,3 @@
-import * as Rule from "@sluice/kernel/options/Rule"
 import * as RollingCounterModule from "@sluice/kernel/stats/RollingCounter"
 import { RollingCounter } from "@sluice/kernel/stats/RollingCounter"
 import fc from "fast-check"
@@ -71,9 +70,9 @@ describe("RollingCounter.options", () => {
   it("a positive, finite window (required) in 10 buckets by default", () => {
     const { buckets, window } = RollingCounterModule.options
     expect("default" in window).toBe(false)
-    expect(Rule.check(window, 0)).toBe("expected a positive, finite duration")
-    expect(Rule.check(window, 1000)).toBeUndefined()
-    expect(buckets.default).toBe(10)
-    expect(Rule.check(buckets, 1.5)).toBe("expected a positive integer, got 1.5")
+    expect(window.check(0)).toBe("expected a positive, finite duration, got 0")
+    expect(window.check(1000)).toBeUndefined()
+    expect(buckets.fallback.value).toBe(10)
+    expect(buckets.check(1.5)).toBe("expected a positive integer, got 1.5")
   })
 })
