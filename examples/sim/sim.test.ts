@@ -90,14 +90,16 @@ describe("simulation scenarios and strategies", () => {
     })
   )
 
-  it.effect("pacing helps the congestion windows: paced Tahoe and VegasLimit beat unpaced Reno's 1.25 ×", () =>
-    Effect.gen(function* () {
-      for (const name of ["cwnd-tahoe", "vegas"]) {
-        const run = yield* simulate("overload-2000", name)
-        expect(run.json.succeeded).toBe(2000)
-        expect(ratio(run)).toBeLessThanOrEqual(name === "vegas" ? 1.23 : 1.38)
-      }
-    })
+  it.effect(
+    "pacing helps the congestion windows: paced Tahoe and VegasLimit beat unpaced Reno's 1.25 ×",
+    () =>
+      Effect.gen(function* () {
+        for (const name of ["cwnd-tahoe", "vegas"]) {
+          const run = yield* simulate("overload-2000", name)
+          expect(run.json.succeeded).toBe(2000)
+          expect(ratio(run)).toBeLessThanOrEqual(name === "vegas" ? 1.23 : 1.38)
+        }
+      })
   )
 
   it.effect("a run is reproducible from its seed", () =>

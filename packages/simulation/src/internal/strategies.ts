@@ -2,7 +2,14 @@
  * Client strategies for the simulation, each assembled only from the public APIs of
  * @sluice/retry and @sluice/adaptive: the same values a service would deploy.
  */
-import { AimdLimit, ConcurrencyLimiter, CongestionWindow, Pacer, TempoLimit, VegasLimit } from "@sluice/adaptive"
+import {
+  AimdLimit,
+  ConcurrencyLimiter,
+  CongestionWindow,
+  Pacer,
+  TempoLimit,
+  VegasLimit
+} from "@sluice/adaptive"
 import type { Options } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import * as Effect from "effect/Effect"
