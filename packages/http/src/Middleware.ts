@@ -8,6 +8,7 @@
  * @since 0.1.0
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
 import type * as LoadShedder from "@sluice/adaptive/LoadShedder"
@@ -140,7 +141,11 @@ export const isSluiceError: (u: unknown) => u is Errors.SluiceError = internal.i
  * @since 0.1.0
  * @category models
  */
-export interface QuotaOptions extends internal.QuotaOptions {}
+export interface QuotaOptions {
+  readonly client: (request: HttpServerRequest.HttpServerRequest) => string | undefined
+  readonly cost?: ((request: HttpServerRequest.HttpServerRequest) => number) | undefined
+  readonly headers?: boolean | undefined
+}
 
 /**
  * Checks the caller against the `Quota` service. Denied: `429` with
@@ -183,7 +188,11 @@ export const quota: (
  * @since 0.1.0
  * @category models
  */
-export interface BackpressureOptions extends internal.BackpressureOptions {}
+export interface BackpressureOptions {
+  readonly operation: string | ((request: HttpServerRequest.HttpServerRequest) => string)
+  readonly monitor?: ThresholdMonitor.Service | undefined
+  readonly json?: boolean | undefined
+}
 
 /**
  * Back-pressure for periodic work: records each successful response (status
@@ -259,7 +268,10 @@ export const addJsonAttribute: (
  * @since 0.1.0
  * @category models
  */
-export interface LoadShedOptions extends internal.LoadShedOptions {}
+export interface LoadShedOptions {
+  readonly shedder?: LoadShedder.Service | undefined
+  readonly limiter?: ConcurrencyLimiter.Limiter | undefined
+}
 
 /**
  * Sheds by utilization: the `LoadShedder` admits the request at the current
@@ -306,7 +318,10 @@ export const loadShed: {
  * @since 0.1.0
  * @category models
  */
-export interface RetryGuardOptions extends internal.RetryGuardOptions {}
+export interface RetryGuardOptions {
+  readonly histogram?: RetryHistogram.Service | undefined
+  readonly trust?: Trust.TrustPolicy | undefined
+}
 
 /**
  * Records each request's `x-sluice-attempt` (malformed or hostile values count

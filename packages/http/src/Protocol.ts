@@ -253,7 +253,13 @@ export const formatRetryAfter: (duration: Duration.DurationInput) => string = in
  * @since 0.1.0
  * @category models
  */
-export interface RateLimitTier extends internal.RateLimitTier {}
+export interface RateLimitTier {
+  readonly name: string
+  readonly limit: number
+  readonly window?: Duration.DurationInput | undefined
+  readonly remaining: number
+  readonly reset?: Duration.DurationInput | undefined
+}
 
 /**
  * Formats `RateLimit-Policy` per the IETF rate-limit headers draft:

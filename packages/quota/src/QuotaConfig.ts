@@ -170,7 +170,10 @@ export class QuotaConfig extends Context.Tag("@sluice/quota/QuotaConfig")<QuotaC
  * @since 0.1.0
  * @category models
  */
-export interface QuotaConfigOptions extends internal.QuotaConfigOptions {}
+export interface QuotaConfigOptions {
+  readonly default: PlanInput | Plan
+  readonly clients?: Readonly<Record<string, PlanInput | Plan>> | undefined
+}
 
 /**
  * Makes an in-process configuration.

@@ -3,7 +3,6 @@ import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
 import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
@@ -24,10 +23,15 @@ import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as MetricLabel from "effect/MetricLabel"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
-import type { CriticalityOptions } from "../Middleware.js"
-import type { TrustPolicy } from "../Trust.js"
 import * as protocol from "./protocol.js"
 import * as trustPolicy from "./trust.js"
+import type {
+  BackpressureOptions,
+  CriticalityOptions,
+  LoadShedOptions,
+  QuotaOptions,
+  RetryGuardOptions
+} from "../Middleware.js"
 
 /** @internal */
 export const isSluiceError = protocol.isSluiceError
@@ -100,13 +104,6 @@ export const criticality =
 // ---- quota -----------------------------------------------------------------
 
 /** @internal */
-export interface QuotaOptions {
-  readonly client: (request: HttpServerRequest.HttpServerRequest) => string | undefined
-  readonly cost?: ((request: HttpServerRequest.HttpServerRequest) => number) | undefined
-  readonly headers?: boolean | undefined
-}
-
-/** @internal */
 export const quota =
   (options: QuotaOptions) =>
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | Quota.Quota> => {
@@ -151,13 +148,6 @@ export const quota =
   }
 
 // ---- backpressure ------------------------------------------------------------
-
-/** @internal */
-export interface BackpressureOptions {
-  readonly operation: string | ((request: HttpServerRequest.HttpServerRequest) => string)
-  readonly monitor?: ThresholdMonitor.Service | undefined
-  readonly json?: boolean | undefined
-}
 
 const decoder = new TextDecoder()
 
@@ -222,12 +212,6 @@ export const sample =
 // ---- loadShed -------------------------------------------------------------------
 
 /** @internal */
-export interface LoadShedOptions {
-  readonly shedder?: LoadShedder.Service | undefined
-  readonly limiter?: ConcurrencyLimiter.Limiter | undefined
-}
-
-/** @internal */
 export const loadShed =
   (options: LoadShedOptions = {}) =>
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | LoadShedder.LoadShedder> => {
@@ -265,12 +249,6 @@ export const loadShed =
   }
 
 // ---- retryGuard -------------------------------------------------------------------
-
-/** @internal */
-export interface RetryGuardOptions {
-  readonly histogram?: RetryHistogram.Service | undefined
-  readonly trust?: TrustPolicy | undefined
-}
 
 /** @internal */
 export const retryGuard =

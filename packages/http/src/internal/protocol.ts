@@ -4,6 +4,7 @@ import * as RateLimit from "@sluice/kernel/wire/RateLimit"
 import * as RetryAfter from "@sluice/kernel/wire/RetryAfter"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
+import type { RateLimitTier } from "../Protocol.js"
 
 /** @internal */
 export const parseRetryAfter = (
@@ -19,15 +20,6 @@ export const parseRetryAfter = (
 /** @internal */
 export const formatRetryAfter = (duration: Duration.DurationInput): string =>
   RetryAfter.format(Duration.toMillis(duration))
-
-/** @internal */
-export interface RateLimitTier {
-  readonly name: string
-  readonly limit: number
-  readonly window?: Duration.DurationInput | undefined
-  readonly remaining: number
-  readonly reset?: Duration.DurationInput | undefined
-}
 
 const toKernelTier = (t: RateLimitTier): RateLimit.Tier => ({
   name: t.name,

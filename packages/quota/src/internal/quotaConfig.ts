@@ -8,6 +8,7 @@ import type * as QC from "../QuotaConfig.js"
 import type { CompiledPlan } from "../QuotaConfig.js"
 import type { PlanInput, Plan } from "./quotaPlan.js"
 import { Plan as PlanSchema, compile } from "./quotaPlan.js"
+import type { QuotaConfigOptions } from "../QuotaConfig.js"
 
 const decodePlanEither = Schema.decodeUnknownEither(PlanSchema)
 
@@ -26,12 +27,6 @@ export const decodePlan = (input: unknown, label: string): Effect.Effect<Compile
 
 /** How a plan's messages name a client. @internal */
 export const clientLabel = (client: string): string => `client ${JSON.stringify(client)}`
-
-/** @internal */
-export interface QuotaConfigOptions {
-  readonly default: PlanInput | Plan
-  readonly clients?: Readonly<Record<string, PlanInput | Plan>> | undefined
-}
 
 /** Writes to where the plans are stored, made before they take effect here. @internal */
 export interface PlanHooks<E> {
