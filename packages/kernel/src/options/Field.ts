@@ -297,6 +297,10 @@ export const fields = (
   return found
 }
 
+const raise = (issue: Issue): never => {
+  throw new RangeError(`${issue.path.join(".")}: ${issue.message}`)
+}
+
 /**
  * Throws a `RangeError` for the first issue (`path: message`), for a kernel constructor called
  * without a binding's check first; returns otherwise.
@@ -305,5 +309,24 @@ export const fields = (
  */
 export const orThrow = (issues: ReadonlyArray<Issue>): void => {
   const first = issues[0]
-  if (first !== undefined) throw new RangeError(`${first.path.join(".")}: ${first.message}`)
+  if (first !== undefined) raise(first)
+}
+
+/**
+ * {@link resolve}s `input`, or throws a `RangeError` for the first issue as {@link orThrow} does,
+ * its field under `path` (a nested configuration's own name): for a kernel constructor, so it
+ * refuses a missing field and fills in a default by the same rule a binding checks.
+ *
+ * @since 0.2.0
+ */
+export const resolveOrThrow = <C>(
+  spec: Spec<C>,
+  input: object,
+  path: ReadonlyArray<string> = [],
+  rules?: (config: C) => ReadonlyArray<Issue>
+): C => {
+  const result = resolve(spec, input, rules)
+  if (result.ok) return result.value
+  const first = result.issues[0]!
+  return raise({ path: [...path, ...first.path], message: first.message })
 }

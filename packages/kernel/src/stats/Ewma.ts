@@ -63,13 +63,9 @@ export class Ewma {
   private current: number | undefined = undefined
   private lastMillis = 0
 
-  /** Throws a `RangeError` for a `tauMillis` that is not positive and finite. */
-  constructor(options: EwmaOptions) {
-    const { tauMillis } = options
-    if (!(Number.isFinite(tauMillis) && tauMillis > 0)) {
-      throw new RangeError(`Ewma: tauMillis must be positive and finite, got ${tauMillis}`)
-    }
-    this.tauMillis = tauMillis
+  /** Throws a `RangeError` for a `tauMillis` that is not positive and finite ({@link options}). */
+  constructor(input: EwmaOptions) {
+    this.tauMillis = Field.resolveOrThrow({ tauMillis: options.tau }, input).tauMillis
   }
 
   /** Folds `sample` in at `now`; the first sample sets the value, a non-finite one is ignored. */
@@ -90,6 +86,9 @@ export class Ewma {
     return this.current
   }
 }
+
+// The rate's options in milliseconds, as the constructor takes them.
+const rateSpec = { windowMillis: rateOptions.window, tickMillis: rateOptions.tick }
 
 /**
  * @since 0.2.0
@@ -118,20 +117,14 @@ export class EwmaRate {
   private initialized = false
   private tickIndex: number | undefined = undefined
 
-  /** Throws a `RangeError` naming the field for a bad window or tick, or a tick longer than the window. */
-  constructor(options: EwmaRateOptions) {
-    const { tickMillis = 5_000, windowMillis } = options
-    if (!(Number.isFinite(windowMillis) && windowMillis > 0)) {
-      throw new RangeError(`EwmaRate: windowMillis must be positive and finite, got ${windowMillis}`)
-    }
-    if (!(Number.isFinite(tickMillis) && tickMillis > 0)) {
-      throw new RangeError(`EwmaRate: tickMillis must be positive and finite, got ${tickMillis}`)
-    }
-    if (tickMillis > windowMillis) {
-      throw new RangeError(
-        `EwmaRate: tickMillis (${tickMillis}) must not exceed windowMillis (${windowMillis})`
-      )
-    }
+  /**
+   * Throws a `RangeError` naming the field for a bad window or tick, or a tick longer than the
+   * window ({@link rateOptions}, {@link tickIssue}).
+   */
+  constructor(input: EwmaRateOptions) {
+    const { tickMillis, windowMillis } = Field.resolveOrThrow(rateSpec, input, [], (o) =>
+      Field.fields([["tickMillis", o.tickMillis, () => tickIssue(o.windowMillis, o.tickMillis)]])
+    )
     this.windowMillis = windowMillis
     this.tickMillis = tickMillis
     this.alpha = 1 - Math.exp(-tickMillis / windowMillis)

@@ -119,6 +119,13 @@ export const options = {
   relativeAccuracy: Field.withDefault(Field.openRatio, 0.01)
 }
 
+// The options in milliseconds, as the constructor takes them.
+const spec = {
+  windowMillis: options.window,
+  subWindows: options.subWindows,
+  relativeAccuracy: options.relativeAccuracy
+}
+
 /**
  * @since 0.2.0
  */
@@ -151,18 +158,9 @@ export class LatencyWindow {
   private mergedZero = 0
   private last = Number.NEGATIVE_INFINITY
 
-  /** Throws a `RangeError` naming the field for a bad window, sub-window count or accuracy. */
-  constructor(options: LatencyWindowOptions) {
-    const { relativeAccuracy = 0.01, subWindows = 6, windowMillis } = options
-    if (!(Number.isFinite(windowMillis) && windowMillis > 0)) {
-      throw new RangeError(`LatencyWindow: windowMillis must be positive and finite, got ${windowMillis}`)
-    }
-    if (!(Number.isInteger(subWindows) && subWindows > 0)) {
-      throw new RangeError(`LatencyWindow: subWindows must be a positive integer, got ${subWindows}`)
-    }
-    if (!(Number.isFinite(relativeAccuracy) && relativeAccuracy > 0 && relativeAccuracy < 1)) {
-      throw new RangeError(`LatencyWindow: relativeAccuracy must be in (0, 1), got ${relativeAccuracy}`)
-    }
+  /** Throws a `RangeError` naming the field for a bad window, sub-window count or accuracy ({@link options}). */
+  constructor(input: LatencyWindowOptions) {
+    const { relativeAccuracy, subWindows, windowMillis } = Field.resolveOrThrow(spec, input)
     this.windowMillis = windowMillis
     this.subWindows = subWindows
     this.relativeAccuracy = relativeAccuracy

@@ -24,6 +24,9 @@ export const options = {
   buckets: Field.withDefault(Field.positiveInt, 10)
 }
 
+// The options in milliseconds, as the constructor takes them.
+const spec = { windowMillis: options.window, buckets: options.buckets }
+
 /**
  * @since 0.2.0
  */
@@ -52,15 +55,9 @@ export class RollingCounter {
   private slot = 0
   private sum = 0
 
-  /** Throws a `RangeError` naming the field for a bad window or bucket count. */
-  constructor(options: RollingCounterOptions) {
-    const { buckets = 10, windowMillis } = options
-    if (!(Number.isFinite(windowMillis) && windowMillis > 0)) {
-      throw new RangeError(`RollingCounter: windowMillis must be positive and finite, got ${windowMillis}`)
-    }
-    if (!(Number.isInteger(buckets) && buckets > 0)) {
-      throw new RangeError(`RollingCounter: buckets must be a positive integer, got ${buckets}`)
-    }
+  /** Throws a `RangeError` naming the field for a bad window or bucket count ({@link options}). */
+  constructor(input: RollingCounterOptions) {
+    const { buckets, windowMillis } = Field.resolveOrThrow(spec, input)
     this.windowMillis = windowMillis
     this.buckets = buckets
     this.counts = new Float64Array(buckets)

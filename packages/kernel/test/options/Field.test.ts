@@ -175,4 +175,21 @@ describe("Field checks of plain values", () => {
       ])
     ).toThrow(new RangeError("thresholds.CRITICAL: too low"))
   })
+
+  it("resolveOrThrow resolves with the defaults, or throws for the first issue under its path", () => {
+    const spec = { n: Field.required<number>(Field.positiveInt), m: Field.withDefault(Field.positive, 2) }
+    const atMostTen = (c: { n: number; m: number }) =>
+      Field.orderIssues([
+        ["n", c.n],
+        ["ten", 10]
+      ])
+    expect(Field.resolveOrThrow(spec, { n: 3 })).toEqual({ n: 3, m: 2 })
+    expect(() => Field.resolveOrThrow(spec, {})).toThrow(new RangeError("n: is missing"))
+    expect(() => Field.resolveOrThrow(spec, { n: 1, m: 0 }, ["outer"])).toThrow(
+      new RangeError("outer.m: expected a positive finite number, got 0")
+    )
+    expect(() => Field.resolveOrThrow(spec, { n: 11 }, [], atMostTen)).toThrow(
+      new RangeError("n: n (11) must not exceed ten (10)")
+    )
+  })
 })
