@@ -133,10 +133,13 @@ const ISOLATED = 3
 type InternalState = typeof CLOSED | typeof HALF_OPEN | typeof OPEN | typeof ISOLATED
 const stateName: ReadonlyArray<State> = ["closed", "half-open", "open", "isolated"]
 
-const positiveInteger = (name: string, n: number): number => {
-  if (!(Number.isInteger(n) && n > 0))
-    throw new RangeError(`Breaker: ${name} must be a positive integer, got ${n}`)
-  return n
+// The options under the constructor's names (`openFor` apart: it may be a function).
+const spec = { consecutiveFailures: options.consecutiveFailures, halfOpenProbes: options.halfOpenProbes }
+const failureRatioSpec = {
+  ratio: failureRatioOptions.ratio,
+  windowMillis: failureRatioOptions.window,
+  minimumCalls: failureRatioOptions.minimumCalls,
+  buckets: failureRatioOptions.buckets
 }
 
 /**
@@ -163,21 +166,19 @@ export class Breaker {
   private probesStarted = 0
   private probesSucceeded = 0
 
-  /** Throws a `RangeError` naming the field for a bad option. */
-  constructor(options: BreakerOptions = {}) {
-    const { consecutiveFailures, failureRatio, halfOpenProbes = 1, openFor = DEFAULT_OPEN_MILLIS } = options
-    this.threshold =
-      consecutiveFailures !== undefined
-        ? positiveInteger("consecutiveFailures", consecutiveFailures)
-        : failureRatio === undefined
-          ? DEFAULT_CONSECUTIVE
-          : Infinity
+  /** Throws a `RangeError` naming the field for a bad option ({@link options}, {@link failureRatioOptions}). */
+  constructor(input: BreakerOptions = {}) {
+    const { consecutiveFailures, halfOpenProbes } = Field.resolveOrThrow(spec, input)
+    const { failureRatio, openFor = DEFAULT_OPEN_MILLIS } = input
+    this.threshold = consecutiveFailures ?? (failureRatio === undefined ? DEFAULT_CONSECUTIVE : Infinity)
     if (failureRatio !== undefined) {
-      const { buckets, minimumCalls, ratio, windowMillis } = failureRatio
-      if (!(ratio > 0 && ratio <= 1))
-        throw new RangeError(`Breaker: failureRatio.ratio must be in (0, 1], got ${ratio}`)
+      const { buckets, minimumCalls, ratio, windowMillis } = Field.resolveOrThrow(
+        failureRatioSpec,
+        failureRatio,
+        ["failureRatio"]
+      )
       this.ratio = Ratio.make(ratio)
-      this.minimumCalls = positiveInteger("failureRatio.minimumCalls", minimumCalls)
+      this.minimumCalls = minimumCalls
       this.calls = new RollingCounter({ windowMillis, buckets })
       this.failures = new RollingCounter({ windowMillis, buckets })
     } else {
@@ -186,13 +187,12 @@ export class Breaker {
       this.calls = undefined
       this.failures = undefined
     }
-    this.probes = positiveInteger("halfOpenProbes", halfOpenProbes)
-    if (typeof openFor === "number" && !(Number.isFinite(openFor) && openFor > 0)) {
-      throw new RangeError(`Breaker: openFor must be positive and finite, got ${openFor}`)
-    }
+    this.probes = halfOpenProbes
+    if (typeof openFor === "number")
+      Field.orThrow(Field.fields([["openFor", openFor, options.openFor.check]]))
     this.openFor = openFor
-    this.onTransition = options.onTransition
-    this.isFailure = options.isFailure
+    this.onTransition = input.onTransition
+    this.isFailure = input.isFailure
   }
 
   /** The current generation: every transition starts a new one. */
