@@ -82,8 +82,13 @@ export class Budget {
   /** The floor of retries per window. */
   readonly reserve: number
 
-  /** Throws a `RangeError` for a negative or non-finite ratio, or a bad window. */
+  /**
+   * Throws a `RangeError` naming the field for a negative or non-finite ratio, or a bad window or
+   * bucket count (those of a rolling counter). A ratio above 1 is accepted here: the exact ratio
+   * needs only a finite, non-negative one.
+   */
   constructor(options: BudgetOptions) {
+    Field.orThrow(Field.fields([["ratio", options.ratio, Field.nonNegative]]))
     this.ratio = options.ratio
     this.reserve = reserveOf(options.minRetriesPerSecond, options.windowMillis)
     this.exactRatio = Ratio.make(options.ratio)

@@ -132,8 +132,13 @@ export class Histogram {
   private readonly threshold: Ratio.ExactRatio
   private readonly minRequests: number
 
-  /** Throws a `RangeError` for a bad window, bucket count or threshold. */
+  /**
+   * Throws a `RangeError` naming the field for a bad window or bucket count (those of a rolling
+   * counter), or a negative or non-finite threshold (one above 1 is accepted here: the exact
+   * ratio needs only a finite, non-negative one).
+   */
   constructor(options: HistogramOptions) {
+    Field.orThrow(Field.fields([["threshold", options.threshold, Field.nonNegative]]))
     const { buckets, maxAttempt, windowMillis } = options
     this.maxAttempt = maxAttempt
     this.minRequests = options.minRequests
