@@ -29,6 +29,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import { Criticality, type Errors } from "@sluice/core"
+import type * as KernelErrorBody from "@sluice/kernel/wire/ErrorBody"
 import * as Headers from "@sluice/kernel/wire/Headers"
 import * as HttpDate from "@sluice/kernel/wire/HttpDate"
 import * as RateLimit from "@sluice/kernel/wire/RateLimit"
@@ -327,7 +328,7 @@ export const headerValue: (value: string | ReadonlyArray<string> | null | undefi
  * @since 0.2.0
  * @category models
  */
-export type PortableNumber = number | "Infinity" | "-Infinity" | "NaN"
+export type PortableNumber = KernelErrorBody.PortableNumber
 
 /**
  * What a `DontRetry` in an error body may wrap: any Sluice error but another
@@ -336,23 +337,7 @@ export type PortableNumber = number | "Infinity" | "-Infinity" | "NaN"
  * @since 0.2.0
  * @category models
  */
-export type ErrorBodyCause =
-  | { readonly _tag: "Overloaded"; readonly reason: string; readonly retryAfterMs?: PortableNumber }
-  | {
-      readonly _tag: "QuotaExceeded"
-      readonly tier: string
-      readonly limit: PortableNumber
-      readonly remaining: PortableNumber
-      readonly retryAfterMs: PortableNumber
-    }
-  | { readonly _tag: "Throttled"; readonly key: string; readonly probability?: PortableNumber }
-  | {
-      readonly _tag: "CircuitOpen"
-      readonly name: string
-      /** epoch milliseconds */
-      readonly halfOpenAt: PortableNumber
-      readonly retryAfterMs: PortableNumber
-    }
+export type ErrorBodyCause = KernelErrorBody.CauseJson
 
 /**
  * The JSON of an error response, as {@link formatErrorBody} writes it:
@@ -371,16 +356,7 @@ export type ErrorBodyCause =
  * @since 0.2.0
  * @category models
  */
-export interface ErrorBody {
-  readonly error:
-    | ErrorBodyCause
-    | {
-        readonly _tag: "DontRetry"
-        readonly reason: string
-        readonly attempts?: number
-        readonly cause?: ErrorBodyCause
-      }
-}
+export interface ErrorBody extends KernelErrorBody.ErrorBody {}
 
 /**
  * Encodes a Sluice error as the body of its error response (what
