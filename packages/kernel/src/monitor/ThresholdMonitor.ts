@@ -19,7 +19,7 @@
  * @since 0.2.0
  */
 import * as Field from "../options/Field.js"
-import { EwmaRate } from "../stats/Ewma.js"
+import { EwmaRate, tickIssue } from "../stats/Ewma.js"
 import { LatencyWindow } from "../stats/LatencyWindow.js"
 
 /**
@@ -138,8 +138,12 @@ export const issues = (options: Options): Array<Field.Issue> => {
       ["latencyWindow", options.latencyWindow, Field.positiveDuration]
     ])
   ]
-  if (found.length === 0 && (options.tick ?? defaults.tick) > (options.window ?? defaults.window))
-    found.push({ path: ["tick"], message: "tick must not exceed window" })
+  // the monitor's rate is an EwmaRate over `window` ticked every `tick`: its rule applies
+  const tick =
+    found.length === 0
+      ? tickIssue(options.window ?? defaults.window, options.tick ?? defaults.tick)
+      : undefined
+  if (tick !== undefined) found.push({ path: ["tick"], message: tick })
   return found
 }
 
