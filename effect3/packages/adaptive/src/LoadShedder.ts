@@ -1,0 +1,326 @@
+/**
+ * Utilization-based load shedding for a server.
+ *
+ * Utilization is `max(smoothed active / capacity, event-loop utilization)`:
+ *
+ * - *active* is the number of guarded fibers in flight, averaged with
+ *   exponential time decay (time constant `smoothing`, default 1 s; the average
+ *   integrates the in-flight count as a step function, so a burst that arrives
+ *   and leaves within a few milliseconds barely moves it), against `capacity`,
+ *   the amount of concurrent work at which the server counts as fully used;
+ * - optionally, Node's event-loop utilization
+ *   (`performance.eventLoopUtilization()`), sampled every `eventLoop.interval`
+ *   on a `Clock`-driven schedule. The source is injectable
+ *   (`eventLoop.source`), so tests and simulations are deterministic.
+ *
+ * Utilization decides *how much* is shed, criticality decides *who*: shedding is
+ * strictly by criticality. A request at level `L` is shed with
+ * `Errors.Overloaded({ reason: "shed", retryAfter })` when its level's
+ * utilization reaches `thresholds[L]`, where the level's utilization is
+ *
+ * - the smoothed work of level `L` *and the more critical levels* only, against
+ *   `capacity`: less critical work in flight (admitted or queued behind the
+ *   shedder) never gets a more critical request shed, so a flood of `SHEDDABLE`
+ *   work cannot crowd out `CRITICAL` work that is within capacity;
+ * - or the event-loop utilization, but only when no less critical request
+ *   arrived within the last two sampling intervals: the loop's busyness cannot
+ *   be attributed to a level, and while less critical requests keep arriving
+ *   they are the ones to refuse (refusing a more critical one would not relieve
+ *   the loop that is busy refusing them). Only arrivals of earlier instants
+ *   count, so the decisions within one instant agree whatever the order of
+ *   arrivals.
+ *
+ * Defaults:
+ *
+ * | level | sheds from |
+ * |---|---|
+ * | `SHEDDABLE` | 0.8 |
+ * | `SHEDDABLE_PLUS` | 0.9 |
+ * | `CRITICAL` | 1.0 |
+ * | `CRITICAL_PLUS` | 1.1 (event-loop utilization alone, at most 1, never sheds it) |
+ *
+ * Thresholds must not decrease with criticality (`Infinity` means never). Since a
+ * level's utilization never exceeds a less critical level's, at any instant, if
+ * some level is admitted, every more critical level is admitted too; and while a
+ * less critical request is being admitted or queued, no more critical one is
+ * shed.
+ *
+ * The shedder speaks the admission protocol (`Admission`): {@link Service.gate} admits
+ * or sheds (a local `Overloaded`, outcome `"refused"`), and `run` is
+ * `Admission.guard([shedder.gate])`, so it composes with a concurrency limiter or
+ * other gates in one step. It reads the work's criticality from the gate's `Entry`,
+ * and counts the work active until its ticket is settled, whatever the outcome: it
+ * measures load and does not classify how the work went.
+ *
+ * Metrics (tag `shedder` = `name`): gauges `sluice_load_shedder_utilization`
+ * and `sluice_load_shedder_event_loop_utilization`, counters
+ * `sluice_load_shedder_shed` and `sluice_load_shedder_admitted` (tag
+ * `criticality`). Each shed decision gets a span `sluice.load_shedder.shed`.
+ *
+ * @since 0.1.0
+ */
+import type { Admission, Criticality, Errors, Options } from "@sluice/core"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
+import * as Layer from "effect/Layer"
+import type * as Metric from "effect/Metric"
+import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
+import * as internal from "./internal/loadShedder.js"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+
+/**
+ * The shedder service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  /**
+   * Runs `self` if the current criticality is admitted, counting it as active
+   * until it ends (success, failure or interruption); otherwise fails with
+   * `Overloaded` (reason `"shed"`).
+   *
+   * @since 0.2.0
+   */
+  readonly withShedder: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  /**
+   * The shedder's side of the admission protocol, to compose with other gates in one
+   * step through `Admission.guard` (`run` is `Admission.guard([gate])`): a ticket when
+   * the entry's criticality is admitted, else a local `Overloaded` (reason `"shed"`).
+   * The ticket counts as active work until it is settled.
+   *
+   * @since 0.2.0
+   */
+  readonly gate: Admission.Gate<Ticket, Errors.Overloaded>
+  /** The utilization now: `max(smoothed active / capacity, event-loop utilization)`, all levels. */
+  readonly utilization: Effect.Effect<number>
+  /** Synchronous peek of the utilization; without `nowMillis`, reads the `Clock` the shedder was built with. */
+  readonly unsafeUtilization: (nowMillis?: number) => number
+  /**
+   * The utilization a request at `criticality` is judged by now (see the module
+   * notes): the work of that level and above, or the event-loop utilization if
+   * no less critical request arrived lately.
+   *
+   * @since 0.2.0
+   */
+  readonly unsafeLevelUtilization: (criticality: Criticality.Criticality, nowMillis?: number) => number
+  /** Guarded fibers in flight right now. */
+  readonly unsafeActive: () => number
+  /**
+   * Guarded fibers of one level in flight right now.
+   *
+   * @since 0.2.0
+   */
+  readonly unsafeActiveOf: (criticality: Criticality.Criticality) => number
+  /** The last event-loop utilization sample (0 when not sampling). */
+  readonly unsafeEventLoopUtilization: () => number
+  /** Would a request at `criticality` be shed now? */
+  readonly unsafeWouldShed: (criticality: Criticality.Criticality, nowMillis?: number) => boolean
+  readonly thresholds: Readonly<Record<Criticality.Criticality, number>>
+  readonly capacity: number
+  readonly retryAfter: Duration.Duration
+  /**
+   * Every shed request, as it happens (published off the success path only; a
+   * subscriber that falls behind by more than 256 events loses the oldest).
+   *
+   * @since 0.2.0
+   */
+  readonly events: Stream.Stream<Event>
+}
+
+/**
+ * What the shedder reports on {@link Service.events}: a request was shed with
+ * `Overloaded` (reason `"shed"`), at the utilization it was judged by.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Event = {
+  readonly _tag: "Shed"
+  readonly shedder: string
+  readonly criticality: Criticality.Criticality
+  readonly utilization: number
+}
+
+/**
+ * Work a shedder admitted through its {@link Service.gate}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Ticket {
+  readonly criticality: Criticality.Criticality
+}
+
+/**
+ * The service tag.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<LoadShedder, Service>() {}
+
+/**
+ * Options: `capacity` (required, > 0), `smoothing` (default 1 s), `thresholds`
+ * (per level, partial allowed, not decreasing with criticality), `retryAfter`
+ * (the hint carried by `Overloaded`, default 1 s), `eventLoop` (`{ interval?,
+ * source? }`, omitted: event-loop utilization is not used), `name` (metric tag).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LoadShedderOptions {
+  readonly capacity: number
+  readonly smoothing?: Duration.DurationInput | undefined
+  readonly thresholds?:
+    | {
+        readonly SHEDDABLE?: number | undefined
+        readonly SHEDDABLE_PLUS?: number | undefined
+        readonly CRITICAL?: number | undefined
+        readonly CRITICAL_PLUS?: number | undefined
+      }
+    | undefined
+  readonly retryAfter?: Duration.DurationInput | undefined
+  readonly eventLoop?:
+    | {
+        readonly interval?: Duration.DurationInput | undefined
+        readonly source?: Effect.Effect<number> | undefined
+      }
+    | undefined
+  readonly name?: string | undefined
+}
+
+/**
+ * The default thresholds.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>> = internal.defaultThresholds
+
+/**
+ * The metrics the shedder updates (tag `shedder`, and `criticality` for the counters).
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Metric } from "effect"
+ *
+ * const shedSheddable = Metric.value(
+ *   LoadShedder.metrics.shed.pipe(Metric.tagged("shedder", "default"), Metric.tagged("criticality", "SHEDDABLE"))
+ * )
+ * ```
+ * @since 0.1.0
+ * @category metrics
+ */
+export const metrics: {
+  readonly utilization: Metric.Metric.Gauge<number>
+  readonly eventLoopUtilization: Metric.Metric.Gauge<number>
+  readonly shed: Metric.Metric.Counter<number>
+  readonly admitted: Metric.Metric.Counter<number>
+} = internal.metrics
+
+/**
+ * A stateful source of Node's event-loop utilization between successive
+ * samples, the default `eventLoop.source`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> =
+  internal.nodeEventLoopUtilization
+
+/**
+ * Makes a shedder; its event-loop sampler (if any) lives in the scope.
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const shedder = yield* LoadShedder.make({ capacity: 100 })
+ *   yield* shedder.withShedder(Effect.succeed("handled"))
+ * }).pipe(Effect.scoped)
+ * ```
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: (
+  options: LoadShedderOptions
+) => Effect.Effect<Service, Options.InvalidOptions, Scope.Scope> = internal.make
+
+/**
+ * A layer providing the shedder; fails with `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ *
+ * const ShedderLive = LoadShedder.layer({
+ *   capacity: 200,
+ *   thresholds: { SHEDDABLE: 0.7 },
+ *   eventLoop: { interval: "500 millis" }
+ * })
+ * ```
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Options.InvalidOptions> =>
+  Layer.scoped(LoadShedder, internal.make(options))
+
+/**
+ * Runs an effect under a shedder: the one in context, or a given one
+ * (data-first or data-last).
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Criticality } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const handler = LoadShedder.withShedder(Effect.succeed("report")).pipe(Criticality.withCriticality("SHEDDABLE"))
+ * const same = Effect.succeed("report").pipe(LoadShedder.withShedder())
+ * ```
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withShedder: {
+  (shedder: Service): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  (): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder>
+  <A, E, R>(self: Effect.Effect<A, E, R>, shedder: Service): Effect.Effect<A, E | Errors.Overloaded, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder>
+} = dual(
+  (args) => Effect.isEffect(args[0]),
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    shedder?: Service
+  ): Effect.Effect<A, E | Errors.Overloaded, R | LoadShedder> =>
+    shedder === undefined
+      ? Effect.flatMap(LoadShedder, (s) => s.withShedder(self))
+      : shedder.withShedder(self)
+)
+
+/**
+ * {@link layer} with its options read from `Config` (e.g. environment variables): a
+ * missing or malformed value fails the layer with `ConfigError`, a bad value with
+ * `InvalidOptions` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Config } from "effect"
+ *
+ * const Live = LoadShedder.layerConfig(Config.all({ capacity: Config.number("SHEDDER_CAPACITY") }))
+ * ```
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<LoadShedderOptions>
+): Layer.Layer<LoadShedder, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))

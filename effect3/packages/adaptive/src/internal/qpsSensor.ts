@@ -1,0 +1,49 @@
+import type { Options } from "@sluice/core"
+import * as Kernel from "@sluice/kernel/sample/QpsSensor"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type * as Q from "../QpsSensor.js"
+import { options, Service } from "./service.js"
+
+/** @internal A sensor's `window` (complete seconds averaged), checked by the kernel. */
+export const Window = Schema.optionalWith(Schema.Number, { default: () => Kernel.defaults.window })
+
+const { decode } = options("QpsSensor", Schema.Struct({ window: Window }), Kernel.issues)
+
+/** @internal */
+export const makeMemoryStore = (retainSeconds?: number): Q.MemoryStore => {
+  const counts = new Kernel.SecondCounts(retainSeconds)
+  return { unsafeIncrement: counts.add, unsafeSum: counts.sum }
+}
+
+class MemorySensor extends Service implements Q.Service {
+  constructor(
+    private readonly store: Q.MemoryStore,
+    private readonly window: number,
+    private readonly startMillis: number
+  ) {
+    super()
+  }
+  unsafeRecord(nowMillis: number, n: number): void {
+    this.store.unsafeIncrement(Kernel.secondOf(nowMillis), n)
+  }
+  get measure(): Effect.Effect<Option.Option<Q.Reading>> {
+    return Effect.map(Clock.currentTimeMillis, (now) =>
+      Option.fromNullable(
+        Kernel.read((from, to) => this.store.unsafeSum(from, to), now, this.startMillis, this.window)
+      )
+    )
+  }
+}
+
+/** @internal */
+export const makeMemory = (
+  options: Q.MemorySensorOptions & { readonly store?: Q.MemoryStore | undefined } = {}
+): Effect.Effect<Q.Service, Options.InvalidOptions> =>
+  Effect.gen(function* () {
+    const { window } = yield* decode({ window: options.window })
+    const now = yield* Clock.currentTimeMillis
+    return new MemorySensor(options.store ?? makeMemoryStore(window + 10), window, now)
+  })

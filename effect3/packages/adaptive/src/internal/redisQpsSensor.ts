@@ -1,0 +1,104 @@
+import * as RedisClient from "@sluice/core/RedisClient"
+import * as Kernel from "@sluice/kernel/sample/QpsSensor"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type * as Q from "../QpsSensor.js"
+import type * as R from "../RedisQpsSensor.js"
+import { Window } from "./qpsSensor.js"
+import { Millis, options, Service } from "./service.js"
+
+const millis = (fallback: number) => Schema.optionalWith(Millis, { default: () => fallback })
+
+const { decode } = options(
+  "RedisQpsSensor",
+  Schema.Struct({
+    key: Schema.NonEmptyString,
+    prefix: Schema.optionalWith(Schema.String, { default: () => Kernel.defaults.prefix }),
+    window: Window,
+    flushInterval: millis(Kernel.defaults.flushInterval),
+    settle: millis(Kernel.defaults.settle),
+    timeout: millis(Kernel.defaults.timeout),
+    ttl: Schema.optional(Millis)
+  }),
+  Kernel.issues
+)
+
+type Decoded = Effect.Effect.Success<ReturnType<typeof decode>>
+
+/** @internal */
+export const keyFor = Kernel.keyFor
+
+class RedisSensor extends Service implements Q.Service {
+  private readonly pending = new Kernel.SecondCounts(Infinity)
+  private readonly ttlSeconds: number
+  constructor(
+    private readonly redis: RedisClient.Client,
+    private readonly o: Decoded
+  ) {
+    super()
+    this.ttlSeconds = Kernel.ttlSeconds(o.ttl, o.window)
+  }
+  unsafeRecord(nowMillis: number, n: number): void {
+    this.pending.add(Kernel.secondOf(nowMillis), n)
+  }
+  /** Sends the local tally; on failure the tally is dropped (the reading goes stale instead). */
+  get flush(): Effect.Effect<boolean> {
+    return Effect.suspend(() => {
+      if (this.pending.size === 0) return Effect.succeed(true)
+      const batch = this.pending.drain()
+      return Effect.tryPromise(() => {
+        const pipeline = this.redis.pipeline()
+        for (const [second, n] of batch) {
+          const key = keyFor(this.o.prefix, this.o.key, second)
+          pipeline.incrby(key, n)
+          pipeline.expire(key, this.ttlSeconds)
+        }
+        return pipeline.exec()
+      }).pipe(
+        Effect.map((results) => results !== null && results.every(([error]) => error === null)),
+        Effect.timeoutOption(this.o.timeout),
+        Effect.map(Option.getOrElse(() => false)),
+        Effect.orElseSucceed(() => false)
+      )
+    })
+  }
+  get measure(): Effect.Effect<Option.Option<Q.Reading>> {
+    return Effect.gen(this, function* () {
+      const flushed = yield* this.flush
+      if (!flushed) return Option.none()
+      const now = yield* Clock.currentTimeMillis
+      const range = Kernel.readableSeconds(now, Number.NEGATIVE_INFINITY, this.o.window, this.o.settle)
+      if (range === undefined) return Option.none()
+      const keys = Kernel.keysFor(this.o.prefix, this.o.key, range)
+      const values = yield* Effect.tryPromise(() => this.redis.mget(...keys)).pipe(
+        Effect.timeoutOption(this.o.timeout),
+        Effect.orElseSucceed(() => Option.none<Array<string | null>>())
+      )
+      return Option.map(values, (replies) => Kernel.fromReplies(replies, now))
+    })
+  }
+}
+
+// The sensor over a client: its own connection (`make`) or the app's shared one.
+const start = <R>(
+  options: R.RedisQpsSensorOptions,
+  connect: (connection: RedisClient.ConnectionOptions) => Effect.Effect<RedisClient.Client, never, R>
+) =>
+  Effect.gen(function* () {
+    const { client, redisOptions, url, ...rest } = options
+    const o = yield* decode(rest)
+    const sensor = new RedisSensor(yield* connect({ client, redisOptions, url }), o)
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(o.flushInterval), sensor.flush)))
+    // what was counted but not yet sent goes out when the scope closes
+    yield* Effect.addFinalizer(() => sensor.flush)
+    return sensor as Q.Service
+  })
+
+/** @internal */
+export const make = (options: R.RedisQpsSensorOptions) => start(options, RedisClient.client)
+
+/** The sensor on the app's shared client (`@sluice/core/RedisClient`). @internal */
+export const makeShared = (options: R.RedisQpsSensorOptions) =>
+  start(options, () => Effect.map(RedisClient.RedisClient, (shared) => shared.client))

@@ -1,0 +1,40 @@
+import { it } from "@effect/vitest"
+import { AimdLimit, ConcurrencyLimiter, CongestionWindow, VegasLimit } from "@sluice/adaptive"
+import { Effect, Either, Layer } from "effect"
+import { describe, expect } from "vitest"
+
+describe("construction never throws (conventions §5)", () => {
+  it("a default initial above the user's maxLimit is clamped", () => {
+    const factory = VegasLimit.factory({ maxLimit: 8 })
+    expect(factory("k").limit).toBe(8)
+    expect(AimdLimit.factory({ maxLimit: 8 })("k").limit).toBe(8)
+    expect(CongestionWindow.factory({ maxLimit: 8 })("k").limit).toBe(8)
+    expect(VegasLimit.unsafeMake({ minLimit: 30, maxLimit: 40 }).limit).toBe(30)
+  })
+
+  it("factories with bad options do not throw when called", () => {
+    expect(() => VegasLimit.factory({ initial: 50, maxLimit: 8 })).not.toThrow()
+    expect(() => CongestionWindow.factory({ backoffRatio: 2 })).not.toThrow()
+    expect(() => AimdLimit.factory({ initial: 2.5 })).not.toThrow()
+  })
+
+  it.effect("an explicit bad combination is a typed InvalidOptions from make and layer", () =>
+    Effect.gen(function* () {
+      const bad = VegasLimit.factory({ initial: 50, maxLimit: 8 })
+      const made = yield* Effect.either(ConcurrencyLimiter.make({ algorithm: bad }))
+      expect(Either.isLeft(made) && made.left._tag).toBe("InvalidOptions")
+      expect(Either.isLeft(made) && made.left.message).toMatch(/initial/)
+      const service = yield* Effect.either(ConcurrencyLimiter.makeService({ algorithm: bad }))
+      expect(Either.isLeft(service) && service.left._tag).toBe("InvalidOptions")
+      const layered = yield* Effect.either(
+        Layer.build(ConcurrencyLimiter.layer({ algorithm: bad })).pipe(Effect.scoped)
+      )
+      expect(Either.isLeft(layered) && layered.left._tag).toBe("InvalidOptions")
+    })
+  )
+
+  it("one name per concept: CongestionWindow takes backoffRatio", () => {
+    expect(CongestionWindow.unsafeMake({ backoffRatio: 0.9 }).options.backoffRatio).toBe(0.9)
+    expect(CongestionWindow.unsafeMake().options.maxLimit).toBe(1000)
+  })
+})

@@ -1,0 +1,161 @@
+/**
+ * Request criticality: how important a piece of work is, carried with the work.
+ *
+ * Four levels, most important first: `CRITICAL_PLUS`, `CRITICAL` (the default),
+ * `SHEDDABLE_PLUS`, `SHEDDABLE`. The current level lives in a `FiberRef`, so it
+ * follows the work through forks and is copied onto outgoing requests. Throttles,
+ * quotas and shedders consult it: under pressure the least critical work goes first.
+ *
+ * Ranking, parsing and clamping are `@sluice/kernel/criticality/Criticality`; this module
+ * adds the Schema, the `Order` and the `FiberRef`.
+ *
+ * @since 0.1.0
+ */
+import type * as Effect from "effect/Effect"
+import type * as FiberRef from "effect/FiberRef"
+import type * as Ord from "effect/Order"
+import * as Schema from "effect/Schema"
+import * as Kernel from "@sluice/kernel/criticality/Criticality"
+import * as internal from "./internal/criticality.js"
+
+/**
+ * The four levels as a Schema literal.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Criticality = Schema.Literal("CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE")
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Criticality = typeof Criticality.Type
+
+/**
+ * Every level, most important first.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const levels: ReadonlyArray<Criticality> = Kernel.levels
+
+/**
+ * The default level: `CRITICAL`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultLevel: Criticality = Kernel.defaultLevel
+
+/**
+ * The importance of a level as a number: `SHEDDABLE` = 0 … `CRITICAL_PLUS` = 3.
+ *
+ * @example
+ * ```ts
+ * import { Criticality } from "@sluice/core"
+ *
+ * Criticality.rank("CRITICAL_PLUS") > Criticality.rank("SHEDDABLE") // true
+ * ```
+ * @since 0.1.0
+ * @category utils
+ */
+export const rank: (level: Criticality) => number = Kernel.rank
+
+/**
+ * Total order by importance: a less critical level is "less than" a more critical one.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Order: Ord.Order<Criticality> = Kernel.compare
+
+/**
+ * The fiber-local current level. Forked fibers inherit it.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const currentCriticality: FiberRef.FiberRef<Criticality> = internal.currentCriticality
+
+/**
+ * Reads the current level.
+ *
+ * @example
+ * ```ts
+ * import { Criticality } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const level = yield* Criticality.current // "CRITICAL" unless set
+ * })
+ * ```
+ * @since 0.1.0
+ * @category getters
+ */
+export const current: Effect.Effect<Criticality> = internal.current
+
+/**
+ * Runs an effect with the given level.
+ *
+ * @example
+ * ```ts
+ * import { Criticality } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const background = Effect.void.pipe(Criticality.withCriticality("SHEDDABLE"))
+ * ```
+ * @since 0.1.0
+ * @category combinators
+ */
+export const withCriticality: {
+  (level: Criticality): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, level: Criticality): Effect.Effect<A, E, R>
+} = internal.withCriticality
+
+/**
+ * Parses a header value. Case-insensitive, `-` or `_` separators; anything
+ * unknown, empty, oversized or hostile gives the fallback (default `CRITICAL`).
+ * Never throws.
+ *
+ * @example
+ * ```ts
+ * import { Criticality } from "@sluice/core"
+ *
+ * Criticality.parse("sheddable_plus") // "SHEDDABLE_PLUS"
+ * Criticality.parse("<script>") // "CRITICAL"
+ * ```
+ * @since 0.1.0
+ * @category utils
+ */
+export const parse: (value: string | null | undefined, fallback?: Criticality) => Criticality = Kernel.parse
+
+/**
+ * Lowers a level to a ceiling: a caller that is not trusted cannot claim more
+ * than the ceiling.
+ *
+ * @example
+ * ```ts
+ * import { Criticality } from "@sluice/core"
+ *
+ * Criticality.clamp("CRITICAL_PLUS", "CRITICAL") // "CRITICAL"
+ * Criticality.clamp("SHEDDABLE", "CRITICAL") // "SHEDDABLE"
+ * ```
+ * @since 0.1.0
+ * @category utils
+ */
+export const clamp: {
+  (ceiling: Criticality): (level: Criticality) => Criticality
+  (level: Criticality, ceiling: Criticality): Criticality
+} = internal.clamp
+
+/**
+ * Is `self` at least as critical as `that`?
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isAtLeast: {
+  (that: Criticality): (self: Criticality) => boolean
+  (self: Criticality, that: Criticality): boolean
+} = internal.isAtLeast

@@ -1,0 +1,364 @@
+/**
+ * Server middleware that speaks the Sluice wire protocol, for `HttpApp`s and
+ * `HttpRouter`s of `@effect/platform`. Each piece is usable alone; a typical
+ * stack, outermost first:
+ *
+ * `criticality` → `mapErrors` → `retryGuard` → `loadShed` → `quota` → `backpressure` → handler
+ *
+ * @since 0.1.0
+ */
+import type * as HttpApp from "@effect/platform/HttpApp"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
+import type * as LoadShedder from "@sluice/adaptive/LoadShedder"
+import type * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
+import type * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
+import type { Criticality, Errors } from "@sluice/core"
+import type { Quota } from "@sluice/quota"
+import type { RetryHistogram } from "@sluice/retry"
+import type { WireProtocolSettings } from "./Protocol.js"
+import type * as Trust from "./Trust.js"
+import * as internal from "./internal/middleware.js"
+
+/**
+ * Options of {@link criticality}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CriticalityOptions {
+  /**
+   * Callers whose claimed level (and attempt number, for {@link retryGuard}) is
+   * believed as is (default: nobody, `Trust.none`). See `Trust` for policies that
+   * a caller cannot forge; a check of a plain header such as
+   * `req.headers["x-internal"] === "1"` can be sent by anyone.
+   */
+  readonly trust?: Trust.TrustPolicy | undefined
+  /** The highest level an untrusted caller gets (default `CRITICAL`). */
+  readonly ceiling?: Criticality.Criticality | undefined
+  /**
+   * The level of a request without (or with an unreadable) header (default
+   * `CRITICAL`); for an untrusted caller, clamped to the ceiling too.
+   */
+  readonly default?: Criticality.Criticality | undefined
+}
+
+/**
+ * Reads `x-sluice-criticality`, clamps it to the ceiling unless the trust policy
+ * trusts the caller, and runs the handler with that level in
+ * `Criticality.currentCriticality`, so shedders see it and outgoing Sluice client
+ * calls carry it on. The verdict is also kept in `Trust.currentCallerTrusted`,
+ * where {@link retryGuard} reads it: one policy decides both.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { Middleware, Trust } from "@sluice/http"
+ * import { Redacted } from "effect"
+ *
+ * // Your own tiers send `x-sluice-trust: <secret>`; everyone else is clamped to SHEDDABLE_PLUS.
+ * const trust = Trust.unsafeSharedSecret({ secret: Redacted.make("a long random shared secret") })
+ * const app = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/", HttpServerResponse.text("ok")),
+ *   Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" })
+ * )
+ * ```
+ * @since 0.1.0
+ * @category combinators
+ */
+export const criticality: (
+  options?: CriticalityOptions
+) => <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R> = internal.criticality
+
+/**
+ * The response a Sluice error becomes: `DontRetry` and `Throttled` → `503` +
+ * `x-sluice-dont-retry: 1`; `Overloaded` and `CircuitOpen` → `503` with
+ * `Retry-After` in whole seconds, at least 1, when the error carries a positive
+ * delay (an open breaker: the time until it half-opens), and with
+ * `x-sluice-dont-retry: 1` instead when the delay is infinite (a breaker isolated
+ * by hand): never `Retry-After: 0`; `QuotaExceeded` → `429` + `Retry-After` +
+ * `RateLimit-Policy` + `RateLimit` (a quota that never resets: no `Retry-After`,
+ * `x-sluice-dont-retry: 1`). A `DontRetry` keeps the status and hint of what it
+ * gave up on: wrapping a `QuotaExceeded` it is a `429` with the quota's headers,
+ * wrapping an `Overloaded` or `CircuitOpen` a `503` with its `Retry-After`, both
+ * with `x-sluice-dont-retry: 1`.
+ * The body is the error in Sluice's own JSON encoding (`Protocol.formatErrorBody`),
+ * which `SluiceHttpClient` and `ResponseDecoder` read back into the same typed error.
+ *
+ * @example
+ * ```ts
+ * import { Errors } from "@sluice/core"
+ * import { Middleware, Protocol } from "@sluice/http"
+ *
+ * const response = Middleware.errorResponse(new Errors.Overloaded({ reason: "shed" }), Protocol.make())
+ * response.status // 503
+ * ```
+ * @since 0.1.0
+ * @category utils
+ */
+export const errorResponse: (
+  error: Errors.SluiceError,
+  settings: WireProtocolSettings
+) => HttpServerResponse.HttpServerResponse = internal.errorResponse
+
+/**
+ * Maps the Sluice errors a handler fails with to their responses
+ * ({@link errorResponse}); other errors pass through.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter } from "@effect/platform"
+ * import { Errors } from "@sluice/core"
+ * import { Middleware } from "@sluice/http"
+ * import { Effect } from "effect"
+ *
+ * const app = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/", Effect.fail(new Errors.Overloaded({ reason: "busy" }))),
+ *   Middleware.mapErrors
+ * ) // GET / answers 503
+ * ```
+ * @since 0.1.0
+ * @category combinators
+ */
+export const mapErrors: <E, R>(
+  app: HttpApp.Default<E, R>
+) => HttpApp.Default<Exclude<E, Errors.SluiceError>, R> = internal.mapErrors
+
+/**
+ * Is this a Sluice error?
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isSluiceError: (u: unknown) => u is Errors.SluiceError = internal.isSluiceError
+
+/**
+ * Options of {@link quota}: `client` identifies the caller (return `undefined`
+ * to let a request through unchecked), `cost` its units (default 1), `headers`
+ * whether allowed responses carry the rate-limit headers too (default true).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface QuotaOptions {
+  readonly client: (request: HttpServerRequest.HttpServerRequest) => string | undefined
+  readonly cost?: ((request: HttpServerRequest.HttpServerRequest) => number) | undefined
+  readonly headers?: boolean | undefined
+}
+
+/**
+ * Checks the caller against the `Quota` service. Denied: `429` with
+ * `Retry-After`, `RateLimit-Policy` and `RateLimit` (IETF draft) and the encoded
+ * `QuotaExceeded`; the handler does not run. Allowed: the handler's response
+ * gets the same rate-limit headers.
+ *
+ * `RateLimit-Policy` lists every tier with `q` and `w`: for a `sliding-window`
+ * tier `q` is its limit and `w` its period; for a `gcra` tier `q` is the bucket
+ * (`burst`, default `limit`) and `w` the time to refill it
+ * (`burst × period / limit`), so `q / w` is the rate and `r` never exceeds `q`.
+ * `RateLimit` lists every tier when the request passes (`t`: until the tier is
+ * full again) and only the denying tiers on a `429` (`t`: until the request
+ * would pass); `Retry-After` is the longest of those, so never earlier than any
+ * `t`. A cost no tier can ever hold gets `429` without `Retry-After` and with
+ * `x-sluice-dont-retry: 1`.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { Middleware } from "@sluice/http"
+ *
+ * const app = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/items", HttpServerResponse.text("[]")),
+ *   Middleware.quota({ client: (req) => req.headers["x-api-key"] ?? "anonymous" })
+ * )
+ * ```
+ * @since 0.1.0
+ * @category combinators
+ */
+export const quota: (
+  options: QuotaOptions
+) => <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | Quota.Quota> = internal.quota
+
+/**
+ * Options of {@link backpressure}: the `operation` name (or a function of the
+ * request), an explicit `monitor` (default: `ThresholdMonitor.ThresholdMonitor` from context),
+ * and `json` to also set the throttle attribute in JSON object bodies.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BackpressureOptions {
+  readonly operation: string | ((request: HttpServerRequest.HttpServerRequest) => string)
+  readonly monitor?: ThresholdMonitor.Service | undefined
+  readonly json?: boolean | undefined
+}
+
+/**
+ * Back-pressure for periodic work: records each successful response (status
+ * below 400) and its latency in a `ThresholdMonitor`, and while the operation is
+ * over a threshold adds `x-sluice-throttle: 1` (and `"throttle": true` to JSON
+ * bodies when `json` is set). Failures are not recorded: they are fast and would
+ * hide overload.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { ThresholdMonitor } from "@sluice/adaptive"
+ * import { Middleware } from "@sluice/http"
+ *
+ * const monitor = ThresholdMonitor.unsafeMake({ thresholds: { rate: 6 }, instances: 3 })
+ * const save = HttpRouter.post("/save", HttpServerResponse.unsafeJson({ ok: true }))
+ * const app = HttpRouter.empty.pipe(save, Middleware.backpressure({ operation: "save", monitor, json: true }))
+ * ```
+ * @since 0.1.0
+ * @category combinators
+ */
+export const backpressure: {
+  (
+    options: BackpressureOptions & { readonly monitor: ThresholdMonitor.Service }
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  (
+    options: BackpressureOptions
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ThresholdMonitor.ThresholdMonitor>
+} = internal.backpressure as any
+
+/**
+ * Sheds optional work: a `ProportionalSampler` (given, or `ProportionalSampler.ProportionalSampler`
+ * from context) decides per request; sampled-out requests get `204 No Content`
+ * without running the handler.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { Middleware } from "@sluice/http"
+ *
+ * const prefetch = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/prefetch", HttpServerResponse.text("data")),
+ *   Middleware.sample()
+ * )
+ * ```
+ * @since 0.1.0
+ * @category utils
+ */
+export const sample: {
+  (sampler: ProportionalSampler.Service): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  (): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ProportionalSampler.ProportionalSampler>
+} = internal.sample as any
+
+/**
+ * Sets the throttle attribute of a JSON object body (other bodies are returned
+ * unchanged).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const addJsonAttribute: (
+  response: HttpServerResponse.HttpServerResponse,
+  attribute: string
+) => HttpServerResponse.HttpServerResponse = internal.addJsonAttribute
+
+/**
+ * Options of {@link loadShed}: an explicit `shedder` (default: `LoadShedder`
+ * from context) and an optional server-side concurrency `limiter` (e.g. with a
+ * delay-based limit algorithm), checked after the shedder. Given only a
+ * `limiter`, the middleware needs no `LoadShedder`: it uses one from context
+ * when there is one, and the limiter alone otherwise.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LoadShedOptions {
+  readonly shedder?: LoadShedder.Service | undefined
+  readonly limiter?: ConcurrencyLimiter.Limiter | undefined
+}
+
+/**
+ * Sheds by utilization: the `LoadShedder` admits the request at the current
+ * criticality (set it with {@link criticality}, outside) or refuses it, `SHEDDABLE`
+ * first and `CRITICAL_PLUS` last. A refusal (of the shedder or of the optional
+ * limiter) is `503` + `Retry-After` without running the handler; the handler's
+ * own failures pass through unchanged.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Middleware } from "@sluice/http"
+ * import { Layer } from "effect"
+ *
+ * const app = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/", HttpServerResponse.text("ok")),
+ *   Middleware.loadShed(),
+ *   Middleware.criticality()
+ * )
+ * const ShedderLive = LoadShedder.layer({ capacity: 100 })
+ * ```
+ * @since 0.1.0
+ * @category combinators
+ */
+export const loadShed: {
+  (
+    options: LoadShedOptions & { readonly shedder: LoadShedder.Service }
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  (
+    options: LoadShedOptions & { readonly limiter: ConcurrencyLimiter.Limiter }
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  (
+    options?: LoadShedOptions
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | LoadShedder.LoadShedder>
+} = internal.loadShed as any
+
+/**
+ * Options of {@link retryGuard}: an explicit `histogram` (default:
+ * `RetryHistogram` from context) and a `trust` policy (default: the verdict of
+ * {@link criticality} outside, `Trust.currentCallerTrusted`; without it, nobody
+ * is trusted).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RetryGuardOptions {
+  readonly histogram?: RetryHistogram.Service | undefined
+  readonly trust?: Trust.TrustPolicy | undefined
+}
+
+/**
+ * Records each request's `x-sluice-attempt` (malformed or hostile values count
+ * as 0, huge ones are clamped) in a `RetryHistogram`: a trusted caller's in the
+ * histogram's decision, an untrusted caller's apart
+ * (`RetryHistogram.unsafeRecordUntrusted`), where it changes nobody's answers.
+ * While the share of (trusted) retries says the service is overloaded, failures
+ * say "don't retry": `5xx` responses get `x-sluice-dont-retry: 1`; an
+ * `Overloaded` or `CircuitOpen` the handler fails with becomes `DontRetry {
+ * reason: "server" }` (use {@link mapErrors} outside); any other failure or
+ * defect escaping the handler is turned into its response here (as the platform
+ * would: 500 for a plain error), with the header on a 5xx, and the cause kept
+ * for the server's logger.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { Middleware, Trust } from "@sluice/http"
+ * import { RetryHistogram } from "@sluice/retry"
+ *
+ * const app = HttpRouter.empty.pipe(
+ *   HttpRouter.get("/", HttpServerResponse.text("ok")),
+ *   Middleware.retryGuard({ trust: Trust.loopback }),
+ *   Middleware.mapErrors
+ * )
+ * const HistogramLive = RetryHistogram.layer({ threshold: 0.1 })
+ * ```
+ * @since 0.1.0
+ * @category combinators
+ */
+export const retryGuard: {
+  (
+    options: RetryGuardOptions & { readonly histogram: RetryHistogram.Service }
+  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E | Errors.DontRetry, R>
+  (
+    options?: RetryGuardOptions
+  ): <E, R>(
+    app: HttpApp.Default<E, R>
+  ) => HttpApp.Default<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram>
+} = internal.retryGuard as any

@@ -1,0 +1,22 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
+import type { Signal, ThrottleSignalService } from "../ThrottleSignal.js"
+
+/** @internal */
+export const make = (capacity: number): Effect.Effect<ThrottleSignalService> =>
+  Effect.map(PubSub.sliding<Signal>(capacity), (pubsub) => {
+    const latest = new Map<string, boolean>()
+    const unsafePublish = (key: string, throttled: boolean): void => {
+      latest.set(key, throttled)
+      pubsub.unsafeOffer({ key, throttled })
+    }
+    return {
+      unsafePublish,
+      publish: (key, throttled) => Effect.sync(() => unsafePublish(key, throttled)),
+      subscribe: PubSub.subscribe(pubsub),
+      changes: Stream.fromPubSub(pubsub),
+      latest: (key) => Option.fromNullable(latest.get(key))
+    }
+  })

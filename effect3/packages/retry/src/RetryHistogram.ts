@@ -1,0 +1,207 @@
+/**
+ * The server side of retry control: every incoming request carries its attempt
+ * number (`x-sluice-attempt`, 0 for a first try); the server records it in a
+ * windowed histogram and, when the share of retries says that clients everywhere
+ * are retrying (their backends — this server — are evidently overloaded), answers
+ * "don't retry" so the retries stop at this layer instead of multiplying.
+ *
+ * Decision: `shouldRejectRetries` is true when at least `minRequests` requests were
+ * seen in the window and `retries / total > threshold`. With client budgets of 10%
+ * the retry share of healthy traffic stays below ≈ 9% (0.1 / 1.1), so the default
+ * threshold 0.1 means "clients are at their budgets or ignore them".
+ *
+ * @since 0.1.0
+ */
+import type { Options } from "@sluice/core"
+import type * as Config from "effect/Config"
+import type * as Duration from "effect/Duration"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Metric from "effect/Metric"
+import type * as Kernel from "@sluice/kernel/retry/Histogram"
+import * as internal from "./internal/retryHistogram.js"
+
+/**
+ * Options: `window` (default 10 s) in `buckets` (default 10); `maxAttempt` (default 3):
+ * attempts at or above it share the last histogram bucket; `threshold`, a ratio in
+ * `[0, 1]` (default 0.1); `minRequests` (default 20) below which it never rejects;
+ * `name` tags its metrics (`histogram`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RetryHistogramOptions {
+  readonly window?: Duration.DurationInput | undefined
+  readonly buckets?: number | undefined
+  readonly maxAttempt?: number | undefined
+  readonly threshold?: number | undefined
+  readonly minRequests?: number | undefined
+  readonly name?: string | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ResolvedOptions {
+  readonly window: Duration.Duration
+  readonly buckets: number
+  readonly maxAttempt: number
+  readonly threshold: number
+  readonly minRequests: number
+  readonly name?: string | undefined
+}
+
+/**
+ * The window's contents: requests by attempt number (`byAttempt[i]`, the last entry
+ * counting `maxAttempt` and above), their total, how many were retries (attempt ≥ 1)
+ * and the share of retries (0 when empty). `untrusted`: the requests recorded with
+ * {@link Histogram.unsafeRecordUntrusted}, counted apart, not part of `total`, `retries` or
+ * the decision.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Snapshot extends Kernel.Snapshot {}
+
+/**
+ * Requests from callers whose attempt numbers are not believed, by attempt
+ * number as they claimed it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface UntrustedCounts extends Kernel.UntrustedCounts {}
+
+/**
+ * A retry histogram. The `unsafe*` methods take the clock reading (epoch millis
+ * from Effect's `Clock`). Every method works unbound (`Effect.forEach(xs, histogram.record)`).
+ *
+ * @since 0.1.0
+ * @since 0.2.0
+ * @category models
+ */
+export interface Service {
+  readonly options: ResolvedOptions
+  /** Records one incoming request with its attempt number (malformed values count as 0). */
+  readonly unsafeRecord: (nowMillis: number, attempt: number) => void
+  /**
+   * Records a request from a caller that is not trusted (see `@sluice/http`'s
+   * `Trust`): kept apart (snapshot `untrusted`, metric tag `trusted=false`) and
+   * never part of the decision, so that anonymous callers claiming to be retries
+   * cannot make the server answer "don't retry" to others — nor, claiming first
+   * tries, dilute the share of retries. @since 0.2.0
+   */
+  readonly unsafeRecordUntrusted: (nowMillis: number, attempt: number) => void
+  readonly unsafeSnapshot: (nowMillis: number) => Snapshot
+  readonly unsafeShouldRejectRetries: (nowMillis: number) => boolean
+  readonly record: (attempt: number) => Effect.Effect<void>
+  readonly snapshot: Effect.Effect<Snapshot>
+  readonly shareOfRetries: Effect.Effect<number>
+  /** Should the server answer "don't retry" now? Updates the share gauge. */
+  readonly shouldRejectRetries: Effect.Effect<boolean>
+}
+
+/**
+ * The service tag of a server's retry histogram.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<RetryHistogram, Service>() {}
+
+/**
+ * Builds a histogram, failing with `InvalidOptions` (naming the field) on bad options.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: (options?: RetryHistogramOptions) => Effect.Effect<Service, Options.InvalidOptions> =
+  internal.make
+
+/**
+ * Builds a histogram synchronously; throws `InvalidOptions`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const unsafeMake: (options?: RetryHistogramOptions) => Service = internal.unsafeMake
+
+/**
+ * A Layer providing {@link RetryHistogram}.
+ *
+ * @example
+ * ```ts
+ * import { Errors } from "@sluice/core"
+ * import { RetryHistogram } from "@sluice/retry"
+ * import { Effect } from "effect"
+ *
+ * // In a request handler, with the attempt number read from the request:
+ * const admit = (attemptHeader: string | undefined) =>
+ *   Effect.gen(function* () {
+ *     const histogram = yield* RetryHistogram.RetryHistogram
+ *     const attempt = RetryHistogram.parseAttempt(attemptHeader)
+ *     yield* histogram.record(attempt)
+ *     if (attempt > 0 && (yield* histogram.shouldRejectRetries)) {
+ *       return yield* new Errors.DontRetry({ reason: "server" })
+ *     }
+ *   })
+ *
+ * const program = admit("2").pipe(Effect.provide(RetryHistogram.layer({ threshold: 0.1 })))
+ * ```
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options: RetryHistogramOptions = {}
+): Layer.Layer<RetryHistogram, Options.InvalidOptions> => Layer.effect(RetryHistogram, internal.make(options))
+
+/**
+ * A Layer providing {@link RetryHistogram} with options read from a `Config`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config<RetryHistogramOptions>
+): Layer.Layer<RetryHistogram, Options.InvalidOptions | ConfigError.ConfigError> =>
+  Layer.effect(RetryHistogram, Effect.flatMap(config, internal.make))
+
+/**
+ * Parses an attempt number from a header value (or a number). Anything that is not
+ * a plain non-negative integer of at most 8 characters — negative, fractional, `NaN`,
+ * hostile strings — reads as 0, never throws.
+ *
+ * @example
+ * ```ts
+ * import { RetryHistogram } from "@sluice/retry"
+ *
+ * RetryHistogram.parseAttempt("2") // 2
+ * RetryHistogram.parseAttempt("-1") // 0
+ * RetryHistogram.parseAttempt("1e999") // 0
+ * ```
+ * @since 0.1.0
+ * @category utils
+ */
+export const parseAttempt: (value: string | number | null | undefined) => number = internal.parseAttempt
+
+/**
+ * Histogram metrics: `sluice_retry_histogram_requests` (tagged `attempt`: "0", "1",
+ * …, "3+"), `sluice_retry_histogram_retry_share` (gauge, set when a decision is
+ * evaluated) and `sluice_retry_histogram_reject_decisions`; all tagged `histogram`
+ * when the histogram has a `name`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const metrics: {
+  readonly requests: Metric.Metric.Counter<number>
+  readonly retryShare: Metric.Metric.Gauge<number>
+  readonly rejectDecisions: Metric.Metric.Counter<number>
+} = {
+  requests: internal.requestsCounter,
+  retryShare: internal.retryShareGauge,
+  rejectDecisions: internal.rejectionsCounter
+}

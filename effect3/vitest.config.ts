@@ -1,0 +1,39 @@
+import { defineConfig } from "vitest/config"
+
+// The 3.x line's tests: the bindings' unit tests, the system tests over sockets and the
+// pack-and-consume test. The multi-process quota test runs alone, after every other file.
+const alone = ["packages/quota/test/RedisProcesses.test.ts"]
+
+export default defineConfig({
+  resolve: {
+    conditions: ["@sluice/source"]
+  },
+  ssr: {
+    resolve: {
+      conditions: ["@sluice/source"]
+    }
+  },
+  test: {
+    reporters: ["default", ["json", { outputFile: ".vitest-report.json" }]],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "effect3",
+          include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
+          exclude: ["**/node_modules/**", "**/dist/**", ...alone]
+        }
+      },
+      {
+        extends: true,
+        test: {
+          name: "effect3-processes",
+          include: alone,
+          sequence: { groupOrder: 1 }
+        }
+      }
+    ]
+  }
+})
