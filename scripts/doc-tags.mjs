@@ -30,7 +30,7 @@ export const categories = [
 const guess = (node, name, text, file) => {
   if (/TypeId$/.test(name)) return "symbols"
   if (ts.isClassDeclaration(node)) {
-    if (/Context\.(Tag|Reference)\(|GenericTag/.test(text)) return "tags"
+    if (/Context\.(Service|Tag|Reference)\b|GenericTag/.test(text)) return "tags"
     if (/TaggedError|Data\.Error|extends Error/.test(text)) return "errors"
     return "models"
   }
@@ -43,6 +43,8 @@ const guess = (node, name, text, file) => {
       return "errors"
     return "models"
   }
+  // Effect 4's References and function-form services are constants, not classes
+  if (ts.isVariableStatement(node) && /=\s*Context\.(Reference|Service)\b/.test(text)) return "tags"
   if (/^metrics$|Metric|^metric/.test(name)) return "metrics"
   if (/^layer/.test(name)) return "layers"
   if (/^is[A-Z]/.test(name)) return "guards"

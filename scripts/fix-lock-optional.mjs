@@ -4,9 +4,16 @@
 // rejects the lockfile as out of sync. This adds a lock entry for each missing
 // optional platform package, with the os/cpu its name declares, so npm skips it
 // as incompatible (it is never fetched). Run after `npm install` changes the lock.
+// Usage: node scripts/fix-lock-optional.mjs [root] (default: this repository's root; the 3.x
+// line's root is effect3).
 import { readFileSync, writeFileSync } from "node:fs"
+import { resolve } from "node:path"
+import { pathToFileURL } from "node:url"
 
-const path = new URL("../package-lock.json", import.meta.url)
+const path =
+  process.argv[2] === undefined
+    ? new URL("../package-lock.json", import.meta.url)
+    : pathToFileURL(resolve(process.argv[2], "package-lock.json"))
 const lock = JSON.parse(readFileSync(path, "utf8"))
 const packages = lock.packages
 

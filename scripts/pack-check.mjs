@@ -1,31 +1,28 @@
-// Packs every publishable package, installs the tarballs into a fresh app outside the
-// repository (no network: npm --offline for the tarballs, the pinned effect / @effect/*
-// peers linked from this repository's node_modules), then:
+// Packs every publishable package of one line, installs the tarballs into a fresh app outside the
+// repository the way a new user does (`npm install` from the registry with the line's peers, e.g.
+// `effect` with no version for the main line, `effect@3.22` for the 3.x line), then:
 //   (a) compiles a small library built on Sluice with `declaration: true` and checks that its
 //       `.d.ts` names no `/internal/` module (every public type must be nameable from a
 //       public subpath);
 //   (b) typechecks a consumer of that library and of Sluice WITHOUT skipLibCheck, with
-//       `strict` and `exactOptionalPropertyTypes`, under moduleResolution NodeNext and Bundler.
-// Usage: node scripts/pack-check.mjs [--keep] (prints the temp dir with --keep).
-// Run by test/publish/pack.test.ts. Exits non-zero with the reasons on failure.
+//       `strict` and `exactOptionalPropertyTypes`, under moduleResolution NodeNext and Bundler;
+//   (c) compiles the line's README program (its first ```ts block) with tsc and runs it with
+//       node: it must print what the README says it prints.
+// The line is an npm root: this repository's root (main line) or effect3/ (3.x line); its
+// package.json's "packCheck" says what the app installs beside the tarballs and where the
+// library and consumer sources are.
+// Usage: node scripts/pack-check.mjs [root] [--keep] (prints the temp dir with --keep).
+// Run by test/publish/pack.test.ts of each line. Exits non-zero with the reasons on failure.
 import { execFile, execFileSync } from "node:child_process"
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync
-} from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { performance } from "node:perf_hooks"
-import { dirname, join } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import ts from "typescript"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const repository = join(dirname(fileURLToPath(import.meta.url)), "..")
+const root = resolve(process.argv.slice(2).find((a) => !a.startsWith("--")) ?? repository)
 const keep = process.argv.includes("--keep")
 const started = performance.now()
 const failures = []
@@ -38,7 +35,7 @@ const run = (cmd, args, cwd) => {
     throw new Error(`${cmd} ${args.join(" ")} failed in ${cwd}:\n${error.stdout ?? ""}${error.stderr ?? ""}`)
   }
 }
-const tsc = join(root, "node_modules", "typescript", "bin", "tsc")
+const tsc = join(repository, "node_modules", "typescript", "bin", "tsc")
 // Diagnostics in third-party declaration files (reached through the peers, e.g. @effect/platform's
 // DOM types or vega-lite under exactOptionalPropertyTypes) are counted, not failed: they are not
 // ours to fix, and they are what a consumer without skipLibCheck meets with or without Sluice.
@@ -69,8 +66,10 @@ const json = (value) => JSON.stringify(value, null, 2) + "\n"
 
 // --- 1. packages ---------------------------------------------------------------------------
 const rootPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+const { install, fixtures, readme } = rootPackage.packCheck
+// every published package of the line, the shared kernel included (effect3 names it ../packages/kernel)
 const packages = rootPackage.workspaces
-  .filter((dir) => dir.startsWith("packages/"))
+  .filter((dir) => /(^|\/)packages\//.test(dir))
   .map((dir) => ({
     dir: join(root, dir),
     manifest: JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8"))
@@ -97,7 +96,10 @@ for (const entry of packed) {
   const pkg = packages.find((p) => p.manifest.name === entry.name)
   const manifest = pkg.manifest
   const license = join(pkg.dir, "LICENSE")
-  if (existsSync(license) && readFileSync(license, "utf8") !== readFileSync(join(root, "LICENSE"), "utf8")) {
+  if (
+    existsSync(license) &&
+    readFileSync(license, "utf8") !== readFileSync(join(repository, "LICENSE"), "utf8")
+  ) {
     failures.push(`${entry.name}: LICENSE differs from the repository's LICENSE`)
   }
   for (const field of ["license", "description", "repository", "engines", "keywords"]) {
@@ -109,47 +111,13 @@ for (const entry of packed) {
 const app = join(work, "app")
 mkdirSync(app)
 writeFileSync(join(app, "package.json"), json({ name: "sluice-consumer", private: true, type: "module" }))
-// Packages whose dependencies are all @sluice/* are installed by npm itself, offline. The
-// others (simulation: vega) would need the registry, so they are unpacked the way npm does
-// and their dependencies linked from this repository.
-const selfContained = packed.filter((entry) => {
-  const deps = Object.keys(packages.find((p) => p.manifest.name === entry.name).manifest.dependencies ?? {})
-  return deps.every((d) => d.startsWith("@sluice/"))
-})
-log(`npm install --offline ${selfContained.map((e) => e.filename).join(" ")}`)
+log(`npm install ${packed.map((e) => e.filename).join(" ")} ${install.join(" ")}`)
 run(
   "npm",
-  [
-    "install",
-    "--offline",
-    "--no-audit",
-    "--no-fund",
-    "--no-package-lock",
-    "--legacy-peer-deps",
-    ...selfContained.map((e) => join(tarballs, e.filename))
-  ],
+  ["install", "--no-audit", "--no-fund", ...packed.map((e) => join(tarballs, e.filename)), ...install],
   app
 )
-const link = (name) => {
-  const target = join(app, "node_modules", name)
-  if (existsSync(target)) return
-  mkdirSync(dirname(target), { recursive: true })
-  symlinkSync(join(root, "node_modules", name), target, "dir")
-}
-for (const entry of packed.filter((e) => !selfContained.includes(e))) {
-  const target = join(app, "node_modules", entry.name)
-  mkdirSync(target, { recursive: true })
-  run("tar", ["-xzf", join(tarballs, entry.filename), "-C", target, "--strip-components=1"], app)
-  for (const dep of Object.keys(
-    packages.find((p) => p.manifest.name === entry.name).manifest.dependencies ?? {}
-  )) {
-    if (!dep.startsWith("@sluice/")) link(dep)
-  }
-}
-// the peers, at the versions this repository pins (and tests against)
-const peers = new Set()
-for (const p of packages) for (const name of Object.keys(p.manifest.peerDependencies ?? {})) peers.add(name)
-for (const name of [...peers, "@effect/platform-node", "@types/node"]) link(name)
+// the peers' ranges admit the versions this line pins (and tests against)
 for (const p of packages) {
   for (const [name, range] of Object.entries(p.manifest.peerDependencies ?? {})) {
     const installed = JSON.parse(
@@ -265,30 +233,7 @@ const sortImports = (all) => [
 const lib = join(app, "node_modules", "sluice-lib")
 mkdirSync(join(lib, "src"), { recursive: true })
 writeFileSync(join(lib, "src", "exports.ts"), sortImports(lines).join("\n") + "\n")
-writeFileSync(
-  join(lib, "src", "index.ts"),
-  `// a small library built on Sluice, with inferred (not annotated) types
-import { Errors } from "@sluice/core"
-import { Backoff, Retry, RetryBudget } from "@sluice/retry"
-import { ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
-import { SluiceHttpClient } from "@sluice/http"
-import { Effect, Layer } from "effect"
-
-export * as Generated from "./exports.js"
-
-export const withRetries = <A, E, R>(effect: Effect.Effect<A, E, R>, maxAttempts?: number) =>
-  Effect.flatMap(RetryBudget.forKey("lib"), (budget) =>
-    Retry.unsafeMake({ maxAttempts, budget, schedule: Backoff.exponential({ base: "10 millis" }).pipe(Backoff.jitter("full")) }).apply(
-      effect
-    )
-  )
-export const busy = Effect.fail(new Errors.Overloaded({ reason: "busy" }))
-export const budgetLayer = (ratio?: number) => RetryBudget.layer({ ratio })
-export const limiterLayer = ConcurrencyLimiter.layer({ algorithm: CongestionWindow.factory() })
-export const clientLayer = SluiceHttpClient.layer({ maxAttempts: 3 })
-export const all = Layer.merge(budgetLayer(0.1), limiterLayer)
-`
-)
+writeFileSync(join(lib, "src", "index.ts"), readFileSync(join(root, fixtures, "library.ts"), "utf8"))
 writeFileSync(
   join(lib, "package.json"),
   json({
@@ -336,45 +281,7 @@ for (const file of existsSync(join(lib, "dist")) ? readdirSync(join(lib, "dist")
 const consumer = join(app, "src")
 mkdirSync(consumer)
 writeFileSync(join(consumer, "options.ts"), sortImports(checks).join("\n") + "\n")
-writeFileSync(
-  join(consumer, "main.ts"),
-  `import { Errors } from "@sluice/core"
-import { QuotaStore } from "@sluice/quota"
-import { Backoff, Retry } from "@sluice/retry"
-import { AimdInterval } from "@sluice/adaptive"
-import { Middleware } from "@sluice/http"
-import { Simulation } from "@sluice/simulation"
-import { NodeHttpClient } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
-import { Generated, all, budgetLayer, busy, clientLayer, withRetries } from "sluice-lib"
-
-// options read from configuration: every field may be undefined
-interface Config {
-  readonly maxAttempts: number | undefined
-  readonly maxClients: number | undefined
-  readonly factor: number | undefined
-}
-declare const cfg: Config
-
-export const policy = Retry.withRetry({ maxAttempts: cfg.maxAttempts })
-export const store = QuotaStore.layerMemory({ maxClients: cfg.maxClients })
-export const backoff = Backoff.exponential({ base: "100 millis", factor: cfg.factor })
-
-// the library's inferred types are usable, and precise (not any)
-export const retried = withRetries(busy, cfg.maxAttempts)
-const dontRetry: Effect.Effect<never, Errors.DontRetry, unknown> = retried
-void dontRetry
-// @ts-expect-error Overloaded must be gone after the library's retry policy
-const overloaded: Effect.Effect<never, Errors.Overloaded, unknown> = retried
-void overloaded
-export const program = retried.pipe(Effect.provide(budgetLayer(0.2)), Effect.provide(all))
-export const client = clientLayer.pipe(Layer.provide(NodeHttpClient.layerUndici))
-export const generated = Generated.v_core_Errors_Overloaded
-export const interval = AimdInterval.layer({ min: "1 second", max: "1 minute" })
-export const middleware = Middleware.loadShed
-export const sim = Simulation
-`
-)
+writeFileSync(join(consumer, "main.ts"), readFileSync(join(root, fixtures, "consumer.ts"), "utf8"))
 const consumerConfigs = {
   "tsconfig.nodenext.json": { module: "NodeNext", moduleResolution: "NodeNext" },
   "tsconfig.bundler.json": { module: "ESNext", moduleResolution: "Bundler" }
@@ -390,6 +297,42 @@ for (const name of Object.keys(consumerConfigs)) {
   log(`tsc: the consumer (${name}; skipLibCheck: false, exactOptionalPropertyTypes)`)
   const errors = await runTsc(name, app)
   if (errors !== "") failures.push(`the consumer does not typecheck with ${name}:\n${errors}`)
+}
+
+// --- 5. the README's program, compiled and run -------------------------------------------
+const text = readFileSync(join(root, readme), "utf8")
+const block = /```ts\n([\s\S]*?)```\n+It prints `([^`]*)`/.exec(text)
+if (block === null) failures.push(`${readme}: no \`\`\`ts block followed by "It prints \`…\`"`)
+else {
+  const dir = join(app, "readme")
+  mkdirSync(dir)
+  writeFileSync(join(dir, "main.ts"), block[1])
+  writeFileSync(
+    join(app, "tsconfig.readme.json"),
+    json({
+      compilerOptions: { ...strict, module: "NodeNext", moduleResolution: "NodeNext", outDir: "readme-out" },
+      include: ["readme"]
+    })
+  )
+  log(`tsc + node: the program of ${readme}`)
+  const errors = await runTsc("tsconfig.readme.json", app)
+  if (errors !== "") failures.push(`${readme}'s program does not compile:\n${errors}`)
+  else {
+    const output = await new Promise((resolve) =>
+      execFile(
+        process.execPath,
+        [join(app, "readme-out", "main.js")],
+        { cwd: app, timeout: 60_000 },
+        (error, stdout, stderr) => resolve({ error, stdout: stdout.trim(), stderr })
+      )
+    )
+    if (output.error !== null || output.stdout !== block[2]) {
+      failures.push(
+        `${readme}'s program printed ${JSON.stringify(output.stdout)}, the README says ${JSON.stringify(block[2])}` +
+          (output.error === null ? "" : `\n${output.error}\n${output.stderr}`)
+      )
+    }
+  }
 }
 
 if (thirdParty.count > 0) {
