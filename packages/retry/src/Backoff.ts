@@ -3,16 +3,49 @@
  * decorrelated jitter, and a combinator that lets a server's `retryAfter` hint win
  * when it asks for a longer wait than the computed delay.
  *
- * Every schedule here is an ordinary `Schedule`, so it composes with Effect's own
- * combinators (`Schedule.intersect`, `Schedule.upTo`, `Schedule.whileInput`, …) and
- * works with `Effect.retry` as well as with `Retry.withRetry`. Jitter draws from Effect's
- * `Random` service, so `Effect.withRandom(Random.make(seed))` makes a run reproducible.
+ * **Details**
  *
- * Constructors never throw. Invalid options (a negative delay, a factor below 1, a
- * maximum below the base) give a schedule that carries the `InvalidOptions` naming
- * the field: `Retry.withRetry` and `Retry.make` report it as a typed failure before
- * the first try; stepped by anything else (`Effect.retry`), the schedule dies with it.
- * Check a schedule built from untrusted input with {@link validate}.
+ * - Every schedule here is an ordinary `Schedule`, built with `Schedule.fromStep`: each
+ *   step answers the delay before the next try, and outputs it. It composes with
+ *   Effect's own combinators (`Schedule.upTo`, `Schedule.max`, `Schedule.while`, …) and
+ *   works with `Effect.retry` as well as with `Retry.withRetry`.
+ * - A schedule's state (the retry count, the previous decorrelated delay) lives in the
+ *   step function `Schedule.toStep` makes, so every run starts afresh and one schedule
+ *   value can be shared by any number of policies.
+ * - Jitter draws from Effect's `Random` service, so `Random.withSeed(seed)` makes a run
+ *   reproducible.
+ * - The delays are the kernel's (`@sluice/kernel/retry/Backoff`); this module only
+ *   steps them.
+ *
+ * **Gotchas**
+ *
+ * - Constructors never throw. Invalid options (a negative delay, a factor below 1, a
+ *   maximum below the base) give a schedule that carries the `InvalidOptions` naming
+ *   the field: `Retry.withRetry` and `Retry.make` report it as a typed failure before
+ *   the first try; stepped by anything else (`Effect.retry`), the schedule dies with
+ *   it. Check a schedule built from untrusted input with {@link validate}.
+ * - {@link jitter} and {@link honorRetryAfter} keep such a schedule as it is, so the
+ *   error survives them; Effect's own combinators wrap it and lose it (the wrapped
+ *   schedule still dies when stepped).
+ * - The exponential and decorrelated schedules recur forever: bound them with
+ *   `Retry.withRetry`'s `maxAttempts`, or with `Schedule.upTo({ times })` under
+ *   `Effect.retry`.
+ *
+ * @example
+ * ```ts
+ * import { Errors } from "@sluice/core"
+ * import { Backoff } from "@sluice/retry"
+ * import { Effect, Schedule } from "effect"
+ *
+ * declare const call: Effect.Effect<string, Errors.Overloaded>
+ *
+ * // 100 ms, 200 ms, 400 ms … at most 2 s, jittered, waiting longer when the server asks
+ * const schedule = Backoff.exponential({ base: "100 millis", max: "2 seconds" }).pipe(
+ *   Backoff.jitter("full"),
+ *   Backoff.honorRetryAfter({ maxWait: "10 seconds" })
+ * )
+ * const retried = Effect.retry(call, schedule.pipe(Schedule.upTo({ times: 2 })))
+ * ```
  *
  * @since 0.1.0
  */
@@ -27,7 +60,7 @@ import * as internal from "./internal/backoff.js"
  * Exponential delays: `base × factor^n` for the n-th retry (n = 0 first), capped at
  * `max`. `factor` defaults to 2 and must be ≥ 1; `max` defaults to 30 seconds and must
  * not be below `base`. Recurs forever: cap the attempts with `Retry.withRetry`'s
- * `maxAttempts` or `Schedule.recurs`. Outputs the delay.
+ * `maxAttempts` or `Schedule.upTo({ times })`. Outputs the delay.
  *
  * @example
  * ```ts
@@ -40,9 +73,9 @@ import * as internal from "./internal/backoff.js"
  * @category constructors
  */
 export const exponential: (options: {
-  readonly base: Duration.DurationInput
+  readonly base: Duration.Input
   readonly factor?: number | undefined
-  readonly max?: Duration.DurationInput | undefined
+  readonly max?: Duration.Input | undefined
 }) => Schedule.Schedule<Duration.Duration> = internal.exponential
 
 /**
@@ -56,7 +89,8 @@ export type JitterMode = "full" | "equal"
 
 /**
  * Randomises the delays of any schedule (full or equal jitter) so that clients that
- * failed together do not retry together. Uses Effect's `Random`.
+ * failed together do not retry together. Uses Effect's `Random`. (Effect's own
+ * `Schedule.jittered` is fixed at 0.8–1.2× the delay: too narrow to spread a wave.)
  *
  * @example
  * ```ts
@@ -68,8 +102,10 @@ export type JitterMode = "full" | "equal"
  * @category combinators
  */
 export const jitter: {
-  (mode: JitterMode): <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>
-  <Out, In, R>(self: Schedule.Schedule<Out, In, R>, mode: JitterMode): Schedule.Schedule<Out, In, R>
+  (
+    mode: JitterMode
+  ): <Out, In, E, R>(self: Schedule.Schedule<Out, In, E, R>) => Schedule.Schedule<Out, In, E, R>
+  <Out, In, E, R>(self: Schedule.Schedule<Out, In, E, R>, mode: JitterMode): Schedule.Schedule<Out, In, E, R>
 } = internal.jitter
 
 /**
@@ -78,8 +114,9 @@ export const jitter: {
  * @since 0.1.0
  * @category combinators
  */
-export const jitterFull = <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Schedule.Schedule<Out, In, R> =>
-  internal.jitter(self, "full")
+export const jitterFull = <Out, In, E, R>(
+  self: Schedule.Schedule<Out, In, E, R>
+): Schedule.Schedule<Out, In, E, R> => internal.jitter(self, "full")
 
 /**
  * Equal jitter: each delay is `d/2` plus uniform in `[0, d/2]`.
@@ -87,8 +124,9 @@ export const jitterFull = <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Sch
  * @since 0.1.0
  * @category combinators
  */
-export const jitterEqual = <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Schedule.Schedule<Out, In, R> =>
-  internal.jitter(self, "equal")
+export const jitterEqual = <Out, In, E, R>(
+  self: Schedule.Schedule<Out, In, E, R>
+): Schedule.Schedule<Out, In, E, R> => internal.jitter(self, "equal")
 
 /**
  * Decorrelated jitter: each delay is uniform in `[base, 3 × previous]` (the first
@@ -104,8 +142,8 @@ export const jitterEqual = <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Sc
  * @category constructors
  */
 export const decorrelated: (options: {
-  readonly base: Duration.DurationInput
-  readonly max?: Duration.DurationInput | undefined
+  readonly base: Duration.Input
+  readonly max?: Duration.Input | undefined
 }) => Schedule.Schedule<Duration.Duration> = internal.decorrelated
 
 /**
@@ -113,7 +151,8 @@ export const decorrelated: (options: {
  * a `retryAfter` (a `Duration`, or a number of milliseconds) that is longer than the
  * computed delay, the schedule waits `retryAfter` instead. The hint is clamped with
  * {@link clampRetryAfter} to `maxWait` (default 30 s). The schedule's output and its
- * decision to stop are unchanged.
+ * decision to stop are unchanged. Put it last (after {@link jitter}), or the hint is
+ * jittered too.
  *
  * @example
  * ```ts
@@ -123,7 +162,7 @@ export const decorrelated: (options: {
  * declare const call: Effect.Effect<string, Error>
  * const schedule = Backoff.exponential({ base: "100 millis" }).pipe(
  *   Backoff.honorRetryAfter({ maxWait: "10 seconds" }),
- *   Schedule.intersect(Schedule.recurs(2))
+ *   Schedule.upTo({ times: 2 })
  * )
  * const retried = Effect.retry(call, schedule)
  * ```
@@ -132,20 +171,20 @@ export const decorrelated: (options: {
  */
 export const honorRetryAfter: {
   (options?: {
-    readonly maxWait?: Duration.DurationInput | undefined
-  }): <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>
-  <Out, In, R>(
-    self: Schedule.Schedule<Out, In, R>,
-    options?: { readonly maxWait?: Duration.DurationInput | undefined }
-  ): Schedule.Schedule<Out, In, R>
-} = internal.honorRetryAfter as any
+    readonly maxWait?: Duration.Input | undefined
+  }): <Out, In, E, R>(self: Schedule.Schedule<Out, In, E, R>) => Schedule.Schedule<Out, In, E, R>
+  <Out, In, E, R>(
+    self: Schedule.Schedule<Out, In, E, R>,
+    options?: { readonly maxWait?: Duration.Input | undefined }
+  ): Schedule.Schedule<Out, In, E, R>
+} = internal.honorRetryAfter
 
 /**
  * Clamps a `retryAfter` hint to `[0, maxWait]`. A hint that is negative, `NaN`,
  * infinite or longer than `maxWait` (a server asking for years) becomes `maxWait`:
  * a malformed hint is treated as "wait as long as you are willing to", never thrown.
- * A number is read as milliseconds. (A `Duration` built from a negative number is
- * already zero in Effect, so it means "no extra wait".)
+ * A number is read as milliseconds; a negative `Duration` (Effect 4 keeps the sign:
+ * `Duration.millis(-5)` is −5 ms) is malformed like a negative number.
  *
  * @example
  * ```ts
@@ -161,7 +200,7 @@ export const honorRetryAfter: {
  */
 export const clampRetryAfter: (
   hint: Duration.Duration | number,
-  maxWait: Duration.DurationInput
+  maxWait: Duration.Input
 ) => Duration.Duration = internal.clampRetryAfter
 
 /**
@@ -196,9 +235,9 @@ export const defaultSchedule: Schedule.Schedule<Duration.Duration> = internal.de
  * @since 0.2.0
  * @category constructors
  */
-export const validate = <Out, In, R>(
-  schedule: Schedule.Schedule<Out, In, R>
-): Effect.Effect<Schedule.Schedule<Out, In, R>, Options.InvalidOptions> => {
+export const validate = <Out, In, E, R>(
+  schedule: Schedule.Schedule<Out, In, E, R>
+): Effect.Effect<Schedule.Schedule<Out, In, E, R>, Options.InvalidOptions> => {
   const error = internal.invalidOptionsOf(schedule)
   return error === undefined ? Effect.succeed(schedule) : Effect.fail(error)
 }

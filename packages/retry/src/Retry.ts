@@ -3,7 +3,7 @@
  *
  * `Retry.withRetry` retries the retryable failures of the effect it wraps (by default
  * `Errors.isRetryable`: `Overloaded`, `QuotaExceeded` within `maxRetryAfter`,
- * `TimeoutException`, errors marked with `Errors.markRetryable`) with a backoff
+ * `Cause.TimeoutError`, errors marked with `Errors.markRetryable`) with a backoff
  * `Schedule`, at most `maxAttempts` times in all (first try included), within an
  * optional per-client `RetryBudget`. When attempts or budget run out, the last error
  * comes out wrapped in `DontRetry { reason, attempts, cause }`, and **the output error
@@ -33,9 +33,36 @@
  * when longer (clamped to `maxRetryAfter`, see `Backoff.clampRetryAfter`). Defects
  * and interruptions are never retried.
  *
- * Cost: on success the first try runs the wrapped effect under `Effect.locally`
- * (attempt 0), bumps one counter and, with a budget, records the request with one
- * clock read. Schedules, spans and the loop are entered only after a failure.
+ * **Details**
+ *
+ * - The attempt number ({@link currentAttempt}) and the caller's deadline
+ *   ({@link currentDeadline}) are `Context.Reference`s: read them with `yield*`, set
+ *   them with `Effect.provideService`; forked fibers inherit them.
+ * - Each run of a policy steps its own copy of the schedule (`Schedule.toStep`), so a
+ *   schedule value is shared safely by every policy and every call.
+ * - Cost: on success the first try runs the wrapped effect as it is (the attempt is
+ *   already 0 outside another policy), bumps one counter and, with a budget, records
+ *   the request with one clock read. Schedules, spans and the loop are entered only
+ *   after a failure.
+ *
+ * **Gotchas**
+ *
+ * - `maxAttempts` counts tries, the first included; `Schedule.upTo({ times })` and
+ *   Effect's `retry({ times })` count retries.
+ * - The wait is the longer of the schedule's delay and the error's `retryAfter` hint,
+ *   so a hint never shortens a backoff, and a schedule need not honour hints itself.
+ *
+ * @example
+ * ```ts
+ * import { Errors } from "@sluice/core"
+ * import { Retry } from "@sluice/retry"
+ * import { Effect } from "effect"
+ *
+ * declare const inner: Effect.Effect<string, Errors.Overloaded>
+ *
+ * // The inner policy retries; the outer one only sees DontRetry, and cannot retry it.
+ * const twoLayers = inner.pipe(Retry.withRetry({ maxAttempts: 3 }), Retry.withRetry({ maxAttempts: 3 }))
+ * ```
  *
  * @since 0.1.0
  */
@@ -43,7 +70,6 @@ import type { Admission, Errors, Options } from "@sluice/core"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
-import type * as FiberRef from "effect/FiberRef"
 import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
 import type * as Schedule from "effect/Schedule"
@@ -54,16 +80,28 @@ import type * as RetryBudget from "./RetryBudget.js"
 /**
  * The attempt number of the current try, 0 for the first, readable inside the
  * retried effect (the HTTP client sends it as `x-sluice-attempt`). Set by the
- * innermost enclosing policy.
+ * innermost enclosing policy. A `Context.Reference` (default 0): `yield*` it, or
+ * `fiber.getRef(Retry.currentAttempt)` where a fiber is at hand.
  *
+ * @example
+ * ```ts
+ * import { Retry } from "@sluice/retry"
+ * import { Effect } from "effect"
+ *
+ * const call = Effect.gen(function* () {
+ *   const attempt = yield* Retry.currentAttempt
+ *   return attempt === 0 ? "first try" : `retry ${attempt}`
+ * })
+ * ```
  * @since 0.1.0
  * @category getters
  */
-export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
+export const currentAttempt: Context.Reference<number> = internal.currentAttempt
 
 /**
  * The Clock time (epoch milliseconds) by which the caller needs the work done;
- * `Infinity` (the default) when it set none. A policy reads it before each retry: a
+ * `Infinity` (the default) when it set none; a `Context.Reference`, set with
+ * `Effect.provideService`. A policy reads it before each retry: a
  * retry that could not start before it would be cut off unsent, so it is not
  * scheduled, withdraws nothing from the budget, and the policy gives up with
  * `DontRetry { reason: "timeout" }`. Setting it bounds nothing by itself: whoever
@@ -80,7 +118,7 @@ export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
  * const bounded = Effect.flatMap(Clock.currentTimeMillis, (now) =>
  *   call.pipe(
  *     Retry.withRetry({ maxAttempts: 5 }),
- *     Effect.locally(Retry.currentDeadline, now + 2_000),
+ *     Effect.provideService(Retry.currentDeadline, now + 2_000),
  *     Effect.timeout("2 seconds")
  *   )
  * )
@@ -88,7 +126,7 @@ export const currentAttempt: FiberRef.FiberRef<number> = internal.currentAttempt
  * @since 0.2.0
  * @category getters
  */
-export const currentDeadline: FiberRef.FiberRef<number> = internal.currentDeadline
+export const currentDeadline: Context.Reference<number> = internal.currentDeadline
 
 /**
  * Reads {@link currentAttempt}.
@@ -131,7 +169,7 @@ export interface PolicyOptions {
   readonly schedule?: Schedule.Schedule<unknown, any> | undefined
   readonly budget?: RetryBudget.Budget | string | undefined
   readonly isRetryable?: ((error: unknown) => boolean) | undefined
-  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  readonly maxRetryAfter?: Duration.Input | undefined
   readonly name?: string | undefined
 }
 
@@ -274,7 +312,7 @@ export interface EventsService {
  * @since 0.2.0
  * @category tags
  */
-export class RetryEvents extends Context.Tag("@sluice/retry/RetryEvents")<RetryEvents, EventsService>() {}
+export class RetryEvents extends Context.Service<RetryEvents, EventsService>()("@sluice/retry/RetryEvents") {}
 
 /**
  * A Layer providing {@link RetryEvents}, keeping at most `capacity` (default 256)
@@ -294,26 +332,28 @@ export const layerEvents: (capacity?: number) => Layer.Layer<RetryEvents> = inte
 export const events: Stream.Stream<Event, never, RetryEvents> = internal.events
 
 /**
- * The policies' metrics, all tagged `policy` when the policy has a `name`:
+ * The policies' metrics, all with the attribute `policy` when the policy has a `name`:
  * `sluice_retry_attempts` (every try, first included), `sluice_retry_retries`
- * (retries scheduled) and `sluice_retry_give_ups` (tagged `reason`). Budget grants and
- * denials are `RetryBudget.metrics`. They are updated directly rather than through
- * `Metric.increment`, so fiber-level tags (`Effect.tagMetrics`) do not apply.
+ * (retries scheduled) and `sluice_retry_give_ups` (attribute `reason`). Budget grants
+ * and denials are `RetryBudget.metrics`. A policy builds one counter per attribute set
+ * when it is made and updates it in the fiber's context: the fiber's
+ * `Metric.MetricRegistry` holds the series, and attributes provided as
+ * `Metric.CurrentMetricAttributes` are added to the policy's own.
  *
  * @example
  * ```ts
  * import { Retry } from "@sluice/retry"
- * import { Effect, Metric } from "effect"
+ * import { Metric } from "effect"
  *
- * const gaveUp = Metric.value(Retry.metrics.giveUps.pipe(Metric.tagged("policy", "api"), Metric.tagged("reason", "budget")))
+ * const gaveUp = Metric.value(Metric.withAttributes(Retry.metrics.giveUps, { policy: "api", reason: "budget" }))
  * ```
  * @since 0.1.0
  * @category metrics
  */
 export const metrics: {
-  readonly attempts: Metric.Metric.Counter<number>
-  readonly retries: Metric.Metric.Counter<number>
-  readonly giveUps: Metric.Metric.Counter<number>
+  readonly attempts: Metric.Counter<number>
+  readonly retries: Metric.Counter<number>
+  readonly giveUps: Metric.Counter<number>
 } = {
   attempts: internal.attemptsCounter,
   retries: internal.retriesCounter,

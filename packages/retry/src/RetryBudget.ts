@@ -4,27 +4,52 @@
  * `minRetriesPerSecond` (default 1/s, i.e. `minRetriesPerSecond × window` retries per
  * window) so that a quiet client can still retry.
  *
- * The budget lives in a service built by a Layer and is keyed per client: every
- * policy that names the same key shares one budget. A retry counts against the
- * budget from the moment it is scheduled, so retries waiting in backoff already
- * use it up. A denied retry becomes `DontRetry { reason: "budget" }` in `Retry.withRetry`.
+ * **Details**
  *
- * Admission rule, at the moment a retry is scheduled:
- * `retriesInWindow + 1 ≤ ⌊ratio × requestsInWindow + minRetriesPerSecond × windowSeconds⌋`,
- * computed exactly (the ratio as the decimal it is written as) when the floor
- * `minRetriesPerSecond × windowSeconds` is a whole number.
+ * - The budget lives in a `RetryBudget` service built by a Layer and is keyed per
+ *   client: every policy that names the same key shares one budget.
+ * - A retry counts against the budget from the moment it is scheduled, so retries
+ *   waiting in backoff already use it up. A denied retry becomes
+ *   `DontRetry { reason: "budget" }` in `Retry.withRetry`.
+ * - Admission rule, at the moment a retry is scheduled:
+ *   `retriesInWindow + 1 ≤ ⌊ratio × requestsInWindow + minRetriesPerSecond × windowSeconds⌋`,
+ *   computed exactly (the ratio as the decimal it is written as) when the floor
+ *   `minRetriesPerSecond × windowSeconds` is a whole number. The rule is the kernel's
+ *   (`@sluice/kernel/retry/Budget`).
+ * - Time is Effect's `Clock`, so a budget runs under `TestClock` and in the simulation.
  *
- * The number of keys is bounded (`maxKeys`, default 10 000, a `BoundedMap`); a key not
- * looked up recently is forgotten first (CLOCK). A handle already held keeps working, but a later
- * `forKey` of a forgotten key starts afresh: keep `maxKeys` above the live clients.
+ * **Gotchas**
+ *
+ * - The number of keys is bounded (`maxKeys`, default 10 000, a `BoundedMap`); a key
+ *   not looked up recently is forgotten first (CLOCK). A handle already held keeps
+ *   working, but a later `forKey` of a forgotten key starts afresh: keep `maxKeys`
+ *   above the live clients.
+ * - Look a budget up once (`RetryBudget.forKey`) and pass the handle to the policy: a
+ *   policy given a key looks it up on every run.
+ *
+ * @example
+ * ```ts
+ * import { Errors } from "@sluice/core"
+ * import { Retry, RetryBudget } from "@sluice/retry"
+ * import { Effect } from "effect"
+ *
+ * declare const call: Effect.Effect<string, Errors.Overloaded>
+ *
+ * const program = Effect.gen(function* () {
+ *   const budget = yield* RetryBudget.forKey("backend-a")
+ *   const retry = yield* Retry.make({ maxAttempts: 3, budget })
+ *   const result = yield* retry.apply(call)
+ *   const stats = yield* budget.stats // { requests, retries, allowed, available }
+ *   return [result, stats] as const
+ * }).pipe(Effect.provide(RetryBudget.layer({ ratio: 0.1, window: "10 seconds" })))
+ * ```
  *
  * @since 0.1.0
  */
 import type { Admission, Options } from "@sluice/core"
 import type * as Config from "effect/Config"
-import type * as Duration from "effect/Duration"
-import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
@@ -40,7 +65,7 @@ import * as internal from "./internal/retryBudget.js"
  */
 export interface RetryBudgetOptions {
   readonly ratio?: number | undefined
-  readonly window?: Duration.DurationInput | undefined
+  readonly window?: Duration.Input | undefined
   readonly buckets?: number | undefined
   readonly minRetriesPerSecond?: number | undefined
   readonly maxKeys?: number | undefined
@@ -122,7 +147,7 @@ export interface Service {
  * @since 0.1.0
  * @category tags
  */
-export class RetryBudget extends Context.Tag("@sluice/retry/RetryBudget")<RetryBudget, Service>() {}
+export class RetryBudget extends Context.Service<RetryBudget, Service>()("@sluice/retry/RetryBudget") {}
 
 /**
  * Builds the service, failing with `InvalidOptions` (naming the field) on bad options.
@@ -159,7 +184,7 @@ export const unsafeMake: (options?: RetryBudgetOptions) => Service = internal.un
  * @category layers
  */
 export const layer: (options?: RetryBudgetOptions) => Layer.Layer<RetryBudget, Options.InvalidOptions> =
-  internal.layer as any
+  internal.layer
 
 /**
  * A Layer providing {@link RetryBudget} with options read from a `Config`.
@@ -170,7 +195,7 @@ export const layer: (options?: RetryBudgetOptions) => Layer.Layer<RetryBudget, O
  * import { Config } from "effect"
  *
  * const layer = RetryBudget.layerConfig(
- *   Config.all({ ratio: Config.number("RETRY_RATIO"), window: Config.duration("RETRY_WINDOW") })
+ *   Config.all({ ratio: Config.Number("RETRY_RATIO"), window: Config.Duration("RETRY_WINDOW") })
  * )
  * ```
  * @since 0.1.0
@@ -178,7 +203,7 @@ export const layer: (options?: RetryBudgetOptions) => Layer.Layer<RetryBudget, O
  */
 export const layerConfig: (
   config: Config.Config<RetryBudgetOptions>
-) => Layer.Layer<RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> = internal.layerConfig
+) => Layer.Layer<RetryBudget, Options.InvalidOptions | Config.ConfigError> = internal.layerConfig
 
 /**
  * The budget of `key` from the service in context. Look it up once (e.g. when a
@@ -191,13 +216,21 @@ export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> 
 
 /**
  * Budget metrics: `sluice_retry_budget_withdrawals` (retries granted) and
- * `sluice_retry_budget_denials` (retries refused), tagged `policy` when the policy
- * that asked has a `name`.
+ * `sluice_retry_budget_denials` (retries refused), with the attribute `policy` when
+ * the policy that asked has a `name`. `Budget.tryWithdraw` updates them without it;
+ * the `unsafe*` methods update none.
  *
+ * @example
+ * ```ts
+ * import { RetryBudget } from "@sluice/retry"
+ * import { Metric } from "effect"
+ *
+ * const denied = Metric.value(Metric.withAttributes(RetryBudget.metrics.denials, { policy: "backend-a" }))
+ * ```
  * @since 0.1.0
  * @category metrics
  */
 export const metrics: {
-  readonly withdrawals: Metric.Metric.Counter<number>
-  readonly denials: Metric.Metric.Counter<number>
+  readonly withdrawals: Metric.Counter<number>
+  readonly denials: Metric.Counter<number>
 } = { withdrawals: internal.withdrawals, denials: internal.denials }

@@ -5,18 +5,28 @@
  * are retrying (their backends — this server — are evidently overloaded), answers
  * "don't retry" so the retries stop at this layer instead of multiplying.
  *
- * Decision: `shouldRejectRetries` is true when at least `minRequests` requests were
- * seen in the window and `retries / total > threshold`. With client budgets of 10%
- * the retry share of healthy traffic stays below ≈ 9% (0.1 / 1.1), so the default
- * threshold 0.1 means "clients are at their budgets or ignore them".
+ * **Details**
+ *
+ * - Decision: `shouldRejectRetries` is true when at least `minRequests` requests were
+ *   seen in the window and `retries / total > threshold`. With client budgets of 10%
+ *   the retry share of healthy traffic stays below ≈ 9% (0.1 / 1.1), so the default
+ *   threshold 0.1 means "clients are at their budgets or ignore them".
+ * - The window and the decision are the kernel's (`@sluice/kernel/retry/Histogram`);
+ *   time is Effect's `Clock`.
+ *
+ * **Gotchas**
+ *
+ * - Attempt numbers come from callers. Record those of callers you do not trust with
+ *   `unsafeRecordUntrusted`: they are counted apart and never decide.
+ * - The `unsafe*` methods run outside any fiber, so their metrics go to the default
+ *   `Metric.MetricRegistry`; `record` and `shouldRejectRetries` use the fiber's.
  *
  * @since 0.1.0
  */
 import type { Options } from "@sluice/core"
 import type * as Config from "effect/Config"
-import type * as Duration from "effect/Duration"
-import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
@@ -33,7 +43,7 @@ import * as internal from "./internal/retryHistogram.js"
  * @category models
  */
 export interface RetryHistogramOptions {
-  readonly window?: Duration.DurationInput | undefined
+  readonly window?: Duration.Input | undefined
   readonly buckets?: number | undefined
   readonly maxAttempt?: number | undefined
   readonly threshold?: number | undefined
@@ -110,7 +120,9 @@ export interface Service {
  * @since 0.1.0
  * @category tags
  */
-export class RetryHistogram extends Context.Tag("@sluice/retry/RetryHistogram")<RetryHistogram, Service>() {}
+export class RetryHistogram extends Context.Service<RetryHistogram, Service>()(
+  "@sluice/retry/RetryHistogram"
+) {}
 
 /**
  * Builds a histogram, failing with `InvalidOptions` (naming the field) on bad options.
@@ -166,7 +178,7 @@ export const layer = (
  */
 export const layerConfig = (
   config: Config.Config<RetryHistogramOptions>
-): Layer.Layer<RetryHistogram, Options.InvalidOptions | ConfigError.ConfigError> =>
+): Layer.Layer<RetryHistogram, Options.InvalidOptions | Config.ConfigError> =>
   Layer.effect(RetryHistogram, Effect.flatMap(config, internal.make))
 
 /**
@@ -188,18 +200,28 @@ export const layerConfig = (
 export const parseAttempt: (value: string | number | null | undefined) => number = internal.parseAttempt
 
 /**
- * Histogram metrics: `sluice_retry_histogram_requests` (tagged `attempt`: "0", "1",
- * …, "3+"), `sluice_retry_histogram_retry_share` (gauge, set when a decision is
- * evaluated) and `sluice_retry_histogram_reject_decisions`; all tagged `histogram`
- * when the histogram has a `name`.
+ * Histogram metrics: `sluice_retry_histogram_requests` (attribute `attempt`: "0", "1",
+ * …, "3+", and `trusted: "false"` for untrusted callers),
+ * `sluice_retry_histogram_retry_share` (gauge, set when a decision is evaluated) and
+ * `sluice_retry_histogram_reject_decisions`; all with the attribute `histogram` when
+ * the histogram has a `name`.
  *
+ * @example
+ * ```ts
+ * import { RetryHistogram } from "@sluice/retry"
+ * import { Metric } from "effect"
+ *
+ * const retries = Metric.value(
+ *   Metric.withAttributes(RetryHistogram.metrics.requests, { histogram: "api", attempt: "1" })
+ * )
+ * ```
  * @since 0.1.0
  * @category metrics
  */
 export const metrics: {
-  readonly requests: Metric.Metric.Counter<number>
-  readonly retryShare: Metric.Metric.Gauge<number>
-  readonly rejectDecisions: Metric.Metric.Counter<number>
+  readonly requests: Metric.Counter<number>
+  readonly retryShare: Metric.Gauge<number>
+  readonly rejectDecisions: Metric.Counter<number>
 } = {
   requests: internal.requestsCounter,
   retryShare: internal.retryShareGauge,

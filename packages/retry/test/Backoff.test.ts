@@ -1,7 +1,9 @@
 import { Errors, Options } from "@sluice/core"
 import { Backoff, Retry } from "@sluice/retry"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, FastCheck as fc, Fiber, Random, Ref, Schedule, TestClock } from "effect"
+import { Duration, Effect, Fiber, Random, Ref, Schedule } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 import { delaysOf } from "./helpers.js"
 
 const inputs = (n: number): ReadonlyArray<unknown> => Array.from({ length: n }, () => undefined)
@@ -58,11 +60,8 @@ describe("Backoff.exponential", () => {
       const failing = Ref.updateAndGet(calls, (n) => n + 1).pipe(
         Effect.flatMap((n) => (n < 4 ? Effect.fail("boom") : Effect.succeed(n)))
       )
-      const fiber = yield* Effect.fork(
-        Effect.retry(
-          failing,
-          Backoff.exponential({ base: "1 second" }).pipe(Schedule.intersect(Schedule.recurs(5)))
-        )
+      const fiber = yield* Effect.forkChild(
+        Effect.retry(failing, Backoff.exponential({ base: "1 second" }).pipe(Schedule.upTo({ times: 5 })))
       )
       yield* TestClock.adjust("2999 millis")
       expect(yield* Ref.get(calls)).toBe(2)
@@ -81,9 +80,7 @@ describe("Backoff.jitter", () => {
       fc.property(fc.integer(), (seed) => {
         const run = (mode: Backoff.JitterMode) =>
           Effect.runSync(
-            delaysOf(Backoff.jitter(base, mode), inputs(expected.length)).pipe(
-              Effect.withRandom(Random.make(seed))
-            )
+            delaysOf(Backoff.jitter(base, mode), inputs(expected.length)).pipe(Random.withSeed(seed))
           )
         const full = run("full")
         const equal = run("equal")
@@ -101,15 +98,13 @@ describe("Backoff.jitter", () => {
   it.effect("is reproducible with a seeded Random and varies across seeds", () =>
     Effect.gen(function* () {
       const schedule = base.pipe(Backoff.jitterFull)
-      const a = yield* delaysOf(schedule, inputs(8)).pipe(Effect.withRandom(Random.make(42)))
-      const b = yield* delaysOf(schedule, inputs(8)).pipe(Effect.withRandom(Random.make(42)))
-      const c = yield* delaysOf(schedule, inputs(8)).pipe(Effect.withRandom(Random.make(43)))
+      const a = yield* delaysOf(schedule, inputs(8)).pipe(Random.withSeed(42))
+      const b = yield* delaysOf(schedule, inputs(8)).pipe(Random.withSeed(42))
+      const c = yield* delaysOf(schedule, inputs(8)).pipe(Random.withSeed(43))
       expect(a).toEqual(b)
       expect(a).not.toEqual(c)
       expect(new Set(a).size).toBeGreaterThan(1)
-      const equal = yield* delaysOf(base.pipe(Backoff.jitterEqual), inputs(8)).pipe(
-        Effect.withRandom(Random.make(42))
-      )
+      const equal = yield* delaysOf(base.pipe(Backoff.jitterEqual), inputs(8)).pipe(Random.withSeed(42))
       expect(equal).not.toEqual(expected)
     })
   )
@@ -123,9 +118,7 @@ describe("Backoff.jitter", () => {
         (seed, b, extra) => {
           const max = b + extra
           const delays = Effect.runSync(
-            delaysOf(Backoff.decorrelated({ base: b, max }), inputs(30)).pipe(
-              Effect.withRandom(Random.make(seed))
-            )
+            delaysOf(Backoff.decorrelated({ base: b, max }), inputs(30)).pipe(Random.withSeed(seed))
           )
           let previous = b
           for (const d of delays) {

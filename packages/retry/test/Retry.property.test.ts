@@ -1,7 +1,9 @@
 import { Errors } from "@sluice/core"
 import { Retry } from "@sluice/retry"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, FastCheck as fc, Fiber, Ref, TestClock, TestContext } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Ref } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 
 type Outcome = "ok" | "overloaded" | "quotaSoon" | "quotaLate" | "throttled" | "plain"
 
@@ -55,7 +57,7 @@ describe("Retry.withRetry model", () => {
               if (outcome === "ok") return "success"
               return yield* Effect.fail(errorOf(outcome))
             })
-            const fiber = yield* Effect.fork(
+            const fiber = yield* Effect.forkChild(
               effect.pipe(Retry.withRetry({ maxAttempts, maxRetryAfter: "30 seconds" }))
             )
             yield* TestClock.adjust("10 minutes")
@@ -72,7 +74,7 @@ describe("Retry.withRetry model", () => {
             })
             return { calls: yield* Ref.get(calls), result, attempts: yield* Ref.get(attempts) }
           })
-          const actual = await Effect.runPromise(program.pipe(Effect.provide(TestContext.TestContext)))
+          const actual = await Effect.runPromise(program.pipe(Effect.provide(TestClock.layer())))
           const expected = model(outcomes, maxAttempts)
           expect({ calls: actual.calls, result: actual.result }).toEqual(expected)
           expect(actual.attempts).toEqual(Array.from({ length: expected.calls }, (_, i) => i))

@@ -1,20 +1,21 @@
 import { Errors, Options } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Metric, Ref, Schedule, Stream, TestClock } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Latch, Metric, Ref, Schedule, Stream } from "effect"
+import { TestClock } from "effect/testing"
 
-const overloaded = (retryAfter?: Duration.DurationInput) =>
+const overloaded = (retryAfter?: Duration.Input) =>
   new Errors.Overloaded(
     retryAfter === undefined
       ? { reason: "busy" }
-      : { reason: "busy", retryAfter: Duration.decode(retryAfter) }
+      : { reason: "busy", retryAfter: Duration.fromInputUnsafe(retryAfter) }
   )
 
 /** An effect that counts its runs and fails with `error` on each. */
 const failingWith = <E>(error: E) =>
   Effect.map(Ref.make(0), (calls) => ({
     calls,
-    effect: Effect.zipRight(
+    effect: Effect.andThen(
       Ref.update(calls, (n) => n + 1),
       Effect.fail(error)
     )
@@ -23,13 +24,14 @@ const failingWith = <E>(error: E) =>
 /** Runs a forked effect to completion by advancing the TestClock far enough. */
 const runWithClock = <A, E>(effect: Effect.Effect<A, E>) =>
   Effect.gen(function* () {
-    const fiber = yield* Effect.fork(effect)
+    const fiber = yield* Effect.forkChild(effect)
     yield* TestClock.adjust("10 minutes")
     return yield* Fiber.await(fiber)
   })
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
-  if (Exit.isFailure(exit) && Cause.isFailType(exit.cause)) return exit.cause.error
+  const reasons = Exit.isFailure(exit) ? exit.cause.reasons : []
+  if (reasons.length === 1 && Cause.isFailReason(reasons[0]!)) return reasons[0].error
   throw new Error(`expected a failure, got ${String(exit)}`)
 }
 
@@ -37,7 +39,7 @@ describe("Retry.withRetry", () => {
   it.effect("runs a successful effect once, at attempt 0", () =>
     Effect.gen(function* () {
       const calls = yield* Ref.make(0)
-      const result = yield* Effect.zipRight(
+      const result = yield* Effect.andThen(
         Ref.update(calls, (n) => n + 1),
         Retry.attempt
       ).pipe(Retry.withRetry())
@@ -81,7 +83,7 @@ describe("Retry.withRetry", () => {
         Effect.tap((n) => Ref.update(seen, (xs) => [...xs, `inner ${n}`])),
         Retry.unsafeMake({ maxAttempts: 1 }).apply
       )
-      const outer = Effect.zipRight(
+      const outer = Effect.andThen(
         Effect.flatMap(Retry.attempt, (n) => Ref.update(seen, (xs) => [...xs, `outer ${n}`])),
         Effect.flatMap(
           Ref.updateAndGet(outerCalls, (n) => n + 1),
@@ -118,9 +120,9 @@ describe("Retry.withRetry", () => {
       const count = (key: "layer1" | "layer2" | "layer3") =>
         Ref.update(entered, (n) => ({ ...n, [key]: n[key] + 1 }))
       const layer1 = layer(bottom) // directly above the bottom: the only layer that retries
-      const layer2 = layer(Effect.zipRight(count("layer1"), layer1))
-      const layer3 = layer(Effect.zipRight(count("layer2"), layer2))
-      const top = Effect.zipRight(count("layer3"), layer3)
+      const layer2 = layer(Effect.andThen(count("layer1"), layer1))
+      const layer3 = layer(Effect.andThen(count("layer2"), layer2))
+      const top = Effect.andThen(count("layer3"), layer3)
       expectTypeOf(top).toEqualTypeOf<Effect.Effect<never, Errors.DontRetry>>()
       const exit = yield* runWithClock(top)
       expect(yield* Ref.get(calls)).toBe(3)
@@ -160,7 +162,7 @@ describe("Retry.withRetry", () => {
       })
       const quick = yield* failingWith(soon)
       const times = yield* Ref.make<ReadonlyArray<number>>([])
-      const timed = Effect.zipRight(
+      const timed = Effect.andThen(
         Effect.flatMap(TestClockNow, (t) => Ref.update(times, (xs) => [...xs, t])),
         quick.effect
       )
@@ -195,7 +197,7 @@ describe("Retry.withRetry", () => {
   it.effect("clamps an absurd retryAfter on Overloaded to maxRetryAfter", () =>
     Effect.gen(function* () {
       const { calls, effect } = yield* failingWith(overloaded(Duration.days(365 * 10)))
-      const fiber = yield* Effect.fork(
+      const fiber = yield* Effect.forkChild(
         effect.pipe(
           Retry.withRetry({
             maxAttempts: 2,
@@ -215,7 +217,7 @@ describe("Retry.withRetry", () => {
   it.effect("waits the schedule's delays between attempts", () =>
     Effect.gen(function* () {
       const { calls, effect } = yield* failingWith(overloaded())
-      const fiber = yield* Effect.fork(
+      const fiber = yield* Effect.forkChild(
         effect.pipe(Retry.withRetry({ maxAttempts: 4, schedule: Backoff.exponential({ base: "1 second" }) }))
       )
       yield* TestClock.adjust("999 millis")
@@ -232,7 +234,7 @@ describe("Retry.withRetry", () => {
 
   it.effect("a zero delay arms no timer", () =>
     Effect.gen(function* () {
-      const clock = yield* Effect.clock
+      const clock = yield* Clock.Clock
       const sleeps: Array<number> = []
       const counting: typeof clock = Object.create(clock, {
         sleep: { value: (d: Duration.Duration) => (sleeps.push(Duration.toMillis(d)), clock.sleep(d)) }
@@ -241,7 +243,7 @@ describe("Retry.withRetry", () => {
       const exit = yield* effect.pipe(
         Retry.withRetry({ maxAttempts: 50, schedule: Schedule.forever }),
         Effect.exit,
-        Effect.withClock(counting)
+        Effect.provideService(Clock.Clock, counting)
       )
       expect(yield* Ref.get(calls)).toBe(50)
       expect(sleeps).toEqual([])
@@ -269,13 +271,13 @@ describe("Retry.withRetry", () => {
 
       const dies = yield* Ref.make(0)
       const defect = yield* runWithClock(
-        Effect.zipRight(
+        Effect.andThen(
           Ref.update(dies, (n) => n + 1),
           Effect.die("bug")
         ).pipe(Retry.withRetry())
       )
       expect(yield* Ref.get(dies)).toBe(1)
-      expect(Exit.isFailure(defect) && Cause.isDie(defect.cause)).toBe(true)
+      expect(Exit.isFailure(defect) && Cause.hasDies(defect.cause)).toBe(true)
     })
   )
 
@@ -318,15 +320,15 @@ describe("Retry.withRetry", () => {
         const budget = RetryBudget.unsafeMake({ minRetriesPerSecond: 1000 }).forKey("deadline")
         // Within the budget's window: the clock moves one second per run.
         const run = <A, E>(effect: Effect.Effect<A, E>) =>
-          Effect.flatMap(Effect.fork(effect), (fiber) =>
-            Effect.zipRight(TestClock.adjust("1 second"), Fiber.await(fiber))
+          Effect.flatMap(Effect.forkChild(effect), (fiber) =>
+            Effect.andThen(TestClock.adjust("1 second"), Fiber.await(fiber))
           )
         const failing = yield* failingWith(overloaded())
         // Attempts at 0, 100 and 200 ms; the next would start at 300 ms, the deadline.
         const exit = yield* run(
           failing.effect.pipe(
             Retry.withRetry({ maxAttempts: 10, schedule: Schedule.spaced("100 millis"), budget }),
-            Effect.locally(Retry.currentDeadline, 300)
+            Effect.provideService(Retry.currentDeadline, 300)
           )
         )
         expect(failureOf(exit)).toMatchObject({ _tag: "DontRetry", reason: "timeout", attempts: 3 })
@@ -336,7 +338,10 @@ describe("Retry.withRetry", () => {
         const now = yield* Clock.currentTimeMillis
         const hinted = yield* failingWith(overloaded("1 second"))
         const hintedExit = yield* run(
-          hinted.effect.pipe(Retry.withRetry({ budget }), Effect.locally(Retry.currentDeadline, now + 500))
+          hinted.effect.pipe(
+            Retry.withRetry({ budget }),
+            Effect.provideService(Retry.currentDeadline, now + 500)
+          )
         )
         expect(failureOf(hintedExit)).toMatchObject({ _tag: "DontRetry", reason: "timeout", attempts: 1 })
         expect(yield* Ref.get(hinted.calls)).toBe(1)
@@ -344,10 +349,10 @@ describe("Retry.withRetry", () => {
       })
   )
 
-  it.effect("retries TimeoutException", () =>
+  it.effect("retries TimeoutError", () =>
     Effect.gen(function* () {
       const calls = yield* Ref.make(0)
-      const slow = Effect.zipRight(
+      const slow = Effect.andThen(
         Ref.update(calls, (n) => n + 1),
         Effect.never
       ).pipe(Effect.timeout("1 second"))
@@ -375,15 +380,31 @@ describe("Retry.withRetry", () => {
       const { effect } = yield* failingWith(overloaded())
       yield* runWithClock(effect.pipe(Retry.withRetry({ maxAttempts: 3, name })))
       yield* runWithClock(Effect.succeed(1).pipe(Retry.withRetry({ name })))
-      const attempts = yield* Metric.value(Retry.metrics.attempts.pipe(Metric.tagged("policy", name)))
-      const retries = yield* Metric.value(Retry.metrics.retries.pipe(Metric.tagged("policy", name)))
+      const attempts = yield* Metric.value(Metric.withAttributes(Retry.metrics.attempts, { policy: name }))
+      const retries = yield* Metric.value(Metric.withAttributes(Retry.metrics.retries, { policy: name }))
       const giveUps = yield* Metric.value(
-        Retry.metrics.giveUps.pipe(Metric.tagged("policy", name), Metric.tagged("reason", "attempts"))
+        Metric.withAttributes(Retry.metrics.giveUps, { policy: name, reason: "attempts" })
       )
       expect(attempts.count).toBe(4)
       expect(retries.count).toBe(2)
       expect(giveUps.count).toBe(1)
     })
+  )
+})
+
+describe("Retry metrics", () => {
+  it.effect("go to the fiber's MetricRegistry, with its CurrentMetricAttributes added", () =>
+    Effect.gen(function* () {
+      const { effect } = yield* failingWith(overloaded())
+      yield* runWithClock(effect.pipe(Retry.withRetry({ maxAttempts: 2, name: "registry-test" })))
+      const attempts = yield* Metric.value(
+        Metric.withAttributes(Retry.metrics.attempts, { policy: "registry-test", region: "eu" })
+      )
+      expect(attempts.count).toBe(2)
+    }).pipe(
+      Effect.provideService(Metric.CurrentMetricAttributes, { region: "eu" }),
+      Effect.provideService(Metric.MetricRegistry, new Map())
+    )
   )
 })
 
@@ -450,11 +471,11 @@ describe("Retry.withRetry, data-first and data-last", () => {
 })
 
 describe("Retry events", () => {
-  it.scoped("publishes RetryScheduled and GaveUp to RetryEvents in context", () =>
+  it.effect("publishes RetryScheduled and GaveUp to RetryEvents in context", () =>
     Effect.gen(function* () {
-      const collected = yield* Retry.events.pipe(Stream.take(3), Stream.runCollect, Effect.fork)
-      yield* Effect.yieldNow()
-      const fiber = yield* Effect.fork(
+      const collected = yield* Retry.events.pipe(Stream.take(3), Stream.runCollect, Effect.forkChild)
+      yield* Effect.yieldNow
+      const fiber = yield* Effect.forkChild(
         Effect.fail(overloaded()).pipe(
           Retry.withRetry({ name: "api", maxAttempts: 3, schedule: Schedule.spaced("10 millis") })
         )
@@ -475,5 +496,39 @@ describe("Retry events", () => {
       const exit = yield* Effect.exit(Effect.fail(overloaded()).pipe(Retry.withRetry({ maxAttempts: 1 })))
       expect(Exit.isFailure(exit)).toBe(true)
     })
+  )
+
+  it.effect("a subscriber that falls behind loses the oldest events", () =>
+    Effect.gen(function* () {
+      const service = yield* Retry.RetryEvents
+      const busy = yield* Latch.make()
+      const seen: Array<number> = []
+      // The subscriber is stuck on its first event while four more arrive: room for two.
+      const subscriber = yield* service.events.pipe(
+        Stream.take(3),
+        Stream.runForEach((event) =>
+          Effect.andThen(
+            Effect.sync(() => seen.push((event as Retry.GaveUp).attempts)),
+            seen.length === 0 ? busy.await : Effect.void
+          )
+        ),
+        Effect.forkChild
+      )
+      const gaveUp = (attempts: number): Retry.Event => ({
+        _tag: "GaveUp",
+        policy: undefined,
+        reason: "attempts",
+        attempts,
+        error: undefined,
+        at: 0
+      })
+      yield* Effect.yieldNow
+      service.unsafePublish(gaveUp(1))
+      yield* Effect.yieldNow
+      for (const n of [2, 3, 4, 5]) service.unsafePublish(gaveUp(n))
+      yield* busy.open
+      yield* Fiber.join(subscriber)
+      expect(seen).toEqual([1, 4, 5])
+    }).pipe(Effect.provide(Retry.layerEvents(2)))
   )
 })

@@ -12,12 +12,13 @@ import {
   Metric,
   Random,
   Ref,
-  Schedule,
-  TestClock
+  Schedule
 } from "effect"
+import { TestClock } from "effect/testing"
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
-  if (Exit.isFailure(exit) && Cause.isFailType(exit.cause)) return exit.cause.error
+  const reasons = Exit.isFailure(exit) ? exit.cause.reasons : []
+  if (reasons.length === 1 && Cause.isFailReason(reasons[0]!)) return reasons[0].error
   throw new Error("expected a failure")
 }
 
@@ -35,7 +36,7 @@ describe("RetryBudget", () => {
           (n) => (n % 2 === 1 ? Effect.fail(new Errors.Overloaded({ reason: "busy" })) : Effect.succeed(n))
         )
         const withRetries = Retry.unsafeMake({ maxAttempts: 3, budget, name: "budget-1000" }).apply
-        const fiber = yield* Effect.fork(
+        const fiber = yield* Effect.forkChild(
           Effect.forEach(Array.from({ length: 1000 }), () => Effect.exit(withRetries(backend)), {
             concurrency: "unbounded"
           })
@@ -57,7 +58,7 @@ describe("RetryBudget", () => {
         const stats = yield* budget.stats
         expect(stats).toMatchObject({ requests: 1000, retries: bound, allowed: bound, available: 0 })
         const denials = yield* Metric.value(
-          RetryBudget.metrics.denials.pipe(Metric.tagged("policy", "budget-1000"))
+          Metric.withAttributes(RetryBudget.metrics.denials, { policy: "budget-1000" })
         )
         expect(denials.count).toBe(byReason("budget"))
       })
@@ -74,9 +75,9 @@ describe("RetryBudget", () => {
           (n) => (n % 2 === 0 ? Effect.fail(new Errors.Overloaded({ reason: "busy" })) : Effect.succeed(n))
         )
         const withRetries = Retry.unsafeMake({ budget }).apply // 3 attempts, default jittered backoff
-        const fibers: Array<Fiber.RuntimeFiber<Exit.Exit<number, Errors.DontRetry>>> = []
+        const fibers: Array<Fiber.Fiber<Exit.Exit<number, Errors.DontRetry>>> = []
         for (let batch = 0; batch < 100; batch++) {
-          for (let i = 0; i < 10; i++) fibers.push(yield* Effect.fork(Effect.exit(withRetries(backend))))
+          for (let i = 0; i < 10; i++) fibers.push(yield* Effect.forkChild(Effect.exit(withRetries(backend))))
           yield* TestClock.adjust("10 millis")
         }
         yield* TestClock.adjust("2 seconds") // arrivals end at 1 s; all within one 10 s window
@@ -87,7 +88,7 @@ describe("RetryBudget", () => {
         expect((yield* budget.stats).retries).toBe(110)
         // the backoff's jitter draws from a seeded Random: with the default one, about 1 run in 25
         // put too few failures late enough to use the whole allowance
-      }).pipe(Effect.withRandom(Random.make("retry-budget-110")))
+      }).pipe(Random.withSeed("retry-budget-110"))
   )
 
   it.effect("retries waiting in backoff already count against the budget", () =>
@@ -99,7 +100,7 @@ describe("RetryBudget", () => {
       }).forKey("k")
       // reserve = 0.5/s × 10 s = 5 retries per window
       const calls = yield* Ref.make(0)
-      const backend = Effect.zipRight(
+      const backend = Effect.andThen(
         Ref.update(calls, (n) => n + 1),
         Effect.fail(new Errors.Overloaded({ reason: "busy" }))
       )
@@ -108,7 +109,7 @@ describe("RetryBudget", () => {
         budget,
         schedule: Schedule.spaced("5 seconds")
       }).apply
-      const fiber = yield* Effect.fork(
+      const fiber = yield* Effect.forkChild(
         Effect.forEach(Array.from({ length: 8 }), () => Effect.exit(policy(backend)), {
           concurrency: "unbounded"
         })
@@ -161,7 +162,7 @@ describe("RetryBudget", () => {
   it.effect("is shared by every policy naming the same key, through the layer", () =>
     Effect.gen(function* () {
       const calls = yield* Ref.make(0)
-      const backend = Effect.zipRight(
+      const backend = Effect.andThen(
         Ref.update(calls, (n) => n + 1),
         Effect.fail(new Errors.Overloaded({ reason: "busy" }))
       )
@@ -172,7 +173,7 @@ describe("RetryBudget", () => {
         effect: Effect.Effect<never, Errors.DontRetry | Options.InvalidOptions, RetryBudget.RetryBudget>
       ) =>
         Effect.gen(function* () {
-          const fiber = yield* Effect.fork(effect)
+          const fiber = yield* Effect.forkChild(effect)
           yield* TestClock.adjust("1 second")
           return failureOf(yield* Fiber.await(fiber))
         })
@@ -197,8 +198,8 @@ describe("RetryBudget", () => {
   it.effect("layerConfig reads options from a Config and validates them", () =>
     Effect.gen(function* () {
       const config = Config.all({
-        ratio: Config.number("RATIO"),
-        minRetriesPerSecond: Config.number("FLOOR")
+        ratio: Config.Number("RATIO"),
+        minRetriesPerSecond: Config.Number("FLOOR")
       })
       const read = (map: Record<string, string>) =>
         Effect.gen(function* () {
@@ -207,7 +208,7 @@ describe("RetryBudget", () => {
           return (yield* budget.stats).allowed
         }).pipe(
           Effect.provide(RetryBudget.layerConfig(config)),
-          Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(map)))),
+          Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(map)),
           Effect.exit
         )
       expect(yield* read({ RATIO: "0.2", FLOOR: "0" })).toStrictEqual(Exit.succeed(20))

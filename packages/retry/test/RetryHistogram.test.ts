@@ -1,7 +1,8 @@
 import { Options } from "@sluice/core"
 import { Retry, RetryHistogram } from "@sluice/retry"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Config, ConfigProvider, Effect, Exit, Layer, Metric, Ref, TestClock } from "effect"
+import { Cause, Config, ConfigProvider, Effect, Exit, Layer, Metric, Ref } from "effect"
+import { TestClock } from "effect/testing"
 
 describe("RetryHistogram", () => {
   it.effect("records attempt numbers in a sliding window and reports the share of retries", () =>
@@ -51,18 +52,15 @@ describe("RetryHistogram", () => {
       for (let i = 0; i < 25; i++) yield* histogram.record(0)
       expect(yield* histogram.shouldRejectRetries).toBe(false)
       const share = yield* Metric.value(
-        RetryHistogram.metrics.retryShare.pipe(Metric.tagged("histogram", "h-test"))
+        Metric.withAttributes(RetryHistogram.metrics.retryShare, { histogram: "h-test" })
       )
       expect(share.value).toBe(0.1)
       const decisions = yield* Metric.value(
-        RetryHistogram.metrics.rejectDecisions.pipe(Metric.tagged("histogram", "h-test"))
+        Metric.withAttributes(RetryHistogram.metrics.rejectDecisions, { histogram: "h-test" })
       )
       expect(decisions.count).toBe(1)
       const retries2 = yield* Metric.value(
-        RetryHistogram.metrics.requests.pipe(
-          Metric.tagged("histogram", "h-test"),
-          Metric.tagged("attempt", "2")
-        )
+        Metric.withAttributes(RetryHistogram.metrics.requests, { histogram: "h-test", attempt: "2" })
       )
       expect(retries2.count).toBe(5)
     }).pipe(
@@ -78,8 +76,8 @@ describe("RetryHistogram", () => {
       const calls = yield* Ref.make(0)
       // A server that fails the first two tries of every request.
       const server = Effect.flatMap(Retry.attempt, (attempt) =>
-        Effect.zipRight(
-          Effect.zipRight(
+        Effect.andThen(
+          Effect.andThen(
             histogram.record(attempt),
             Ref.update(calls, (n) => n + 1)
           ),
@@ -88,7 +86,7 @@ describe("RetryHistogram", () => {
       )
       const client = server.pipe(Retry.withRetry({ maxAttempts: 3, isRetryable: () => true }))
       for (let i = 0; i < 4; i++) {
-        yield* Effect.fork(client)
+        yield* Effect.forkChild(client)
       }
       yield* TestClock.adjust("1 second") // default backoff: at most 100 ms, then 200 ms
       expect(yield* Ref.get(calls)).toBe(12)
@@ -102,8 +100,8 @@ describe("RetryHistogram", () => {
       const histogram = yield* RetryHistogram.RetryHistogram
       expect(histogram.options).toMatchObject({ threshold: 0.3, minRequests: 20 })
     }).pipe(
-      Effect.provide(RetryHistogram.layerConfig(Config.all({ threshold: Config.number("THRESHOLD") }))),
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["THRESHOLD", "0.3"]])))
+      Effect.provide(RetryHistogram.layerConfig(Config.all({ threshold: Config.Number("THRESHOLD") }))),
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord({ THRESHOLD: "0.3" }))
     )
   )
 
@@ -125,9 +123,11 @@ describe("RetryHistogram", () => {
       ] as const) {
         const exit = yield* Effect.exit(Layer.build(RetryHistogram.layer(bad)).pipe(Effect.scoped))
         expect(Exit.isFailure(exit)).toBe(true)
-        if (Exit.isFailure(exit) && Cause.isFailType(exit.cause)) {
-          expect(exit.cause.error).toBeInstanceOf(Options.InvalidOptions)
-          expect(exit.cause.error.message).toContain(field)
+        const reasons = Exit.isFailure(exit) ? exit.cause.reasons : []
+        const reason = reasons[0]
+        if (reasons.length === 1 && reason !== undefined && Cause.isFailReason(reason)) {
+          expect(reason.error).toBeInstanceOf(Options.InvalidOptions)
+          expect(reason.error.message).toContain(field)
         }
         expect(() => RetryHistogram.unsafeMake(bad)).toThrow(field)
       }
@@ -155,11 +155,11 @@ describe("RetryHistogram", () => {
       for (let i = 0; i < 1000; i++) histogram.unsafeRecordUntrusted(now, 0)
       expect(histogram.unsafeShouldRejectRetries(now)).toBe(true)
       const untrusted = yield* Metric.value(
-        RetryHistogram.metrics.requests.pipe(
-          Metric.tagged("histogram", "h-untrusted"),
-          Metric.tagged("attempt", "2"),
-          Metric.tagged("trusted", "false")
-        )
+        Metric.withAttributes(RetryHistogram.metrics.requests, {
+          histogram: "h-untrusted",
+          attempt: "2",
+          trusted: "false"
+        })
       )
       expect(untrusted.count).toBe(300)
     })

@@ -1,16 +1,21 @@
-import { Effect, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
+import { Duration, Effect, Exit, Pull, Schedule } from "effect"
 
 /** Steps a schedule with the given inputs, returning the delay (ms) of each recurrence until it stops. */
-export const delaysOf = <Out, In, R>(schedule: Schedule.Schedule<Out, In, R>, inputs: ReadonlyArray<In>) =>
+export const delaysOf = <Out, In, E, R>(
+  schedule: Schedule.Schedule<Out, In, E, R>,
+  inputs: ReadonlyArray<In>
+) =>
   Effect.gen(function* () {
-    let state = schedule.initial
+    const step = yield* Schedule.toStep(schedule)
     let now = 0
     const delays: Array<number> = []
     for (const input of inputs) {
-      const [next, , decision] = yield* schedule.step(now, input, state)
-      state = next
-      if (ScheduleDecision.isDone(decision)) break
-      const delay = ScheduleIntervals.start(decision.intervals) - now
+      const exit = yield* Effect.exit(step(now, input))
+      if (Exit.isFailure(exit)) {
+        if (Pull.isDoneCause(exit.cause)) break
+        return yield* Effect.failCause(exit.cause)
+      }
+      const delay = Duration.toMillis(exit.value[1])
       delays.push(delay)
       now += delay
     }

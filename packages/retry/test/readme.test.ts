@@ -2,7 +2,8 @@
 import { Errors } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 
 describe("README example", () => {
   it.effect("runs and prints what the README says", () =>
@@ -37,7 +38,7 @@ describe("README example", () => {
       }).pipe(Effect.provide(RetryBudget.layer({ ratio: 0.1, window: "10 seconds", minRetriesPerSecond: 1 })))
       // --- end README ---
 
-      const fiber = yield* Effect.fork(program)
+      const fiber = yield* Effect.forkChild(program)
       yield* TestClock.adjust("1 second")
       yield* Fiber.join(fiber)
       expect(lines).toEqual([

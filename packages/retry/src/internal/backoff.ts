@@ -6,22 +6,24 @@ import { dual } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
-import * as ScheduleDecision from "effect/ScheduleDecision"
-import * as Interval from "effect/ScheduleInterval"
-import * as Intervals from "effect/ScheduleIntervals"
 import * as Schema from "effect/Schema"
 import type * as B from "../Backoff.js"
 
-const capIssue = (o: { readonly base: Duration.Duration; readonly max: Duration.Duration }) =>
-  Backoff.capIssue(Duration.toMillis(o.base), Duration.toMillis(o.max))
+/** The kernel's cap rule as a filter of the decoded options, failing at the `max` field. */
+const capCheck = Schema.makeFilter<{ readonly base: Duration.Duration; readonly max: Duration.Duration }>(
+  (o) => {
+    const issue = Backoff.capIssue(Duration.toMillis(o.base), Duration.toMillis(o.max))
+    return issue === undefined ? undefined : { path: issue.path, issue: issue.message }
+  }
+)
 
 const decodeExponential = Options.decodeSync(
   "Backoff.exponential",
-  Schema.Struct(Options.fields(Backoff.exponentialOptions)).pipe(Schema.filter(capIssue))
+  Schema.Struct(Options.fields(Backoff.exponentialOptions)).check(capCheck)
 )
 const decodeDecorrelated = Options.decodeSync(
   "Backoff.decorrelated",
-  Schema.Struct(Options.fields(Backoff.decorrelatedOptions)).pipe(Schema.filter(capIssue))
+  Schema.Struct(Options.fields(Backoff.decorrelatedOptions)).check(capCheck)
 )
 const decodeHonor = Options.decodeSync(
   "Backoff.honorRetryAfter",
@@ -32,33 +34,37 @@ const InvalidOptionsKey: unique symbol = Symbol.for("@sluice/retry/Backoff/Inval
 
 /**
  * A schedule built from invalid options: it carries the `InvalidOptions` (which
- * `Retry.withRetry` / `Retry.make` report as a typed failure) and dies with it if stepped.
+ * `Retry.withRetry` / `Retry.make` report as a typed failure) and dies with it if stepped
+ * (`Schedule.toStep` turns the failed construction into a step that fails with its cause).
  */
-const invalidSchedule = (error: Options.InvalidOptions): Schedule.Schedule<any, unknown> =>
-  Object.assign(
-    Schedule.makeWithState(undefined, () => Effect.die(error)),
-    { [InvalidOptionsKey]: error }
-  )
+const invalidSchedule = (error: Options.InvalidOptions): Schedule.Schedule<never> =>
+  Object.assign(Schedule.fromStep<unknown, never, never, never, never, never>(Effect.die(error)), {
+    [InvalidOptionsKey]: error
+  })
 
 /** @internal the `InvalidOptions` a Backoff schedule was built with, if its options were invalid */
 export const invalidOptionsOf = (schedule: unknown): Options.InvalidOptions | undefined =>
   typeof schedule === "object" && schedule !== null && InvalidOptionsKey in schedule
-    ? (schedule as any)[InvalidOptionsKey]
+    ? (schedule as { readonly [InvalidOptionsKey]: Options.InvalidOptions })[InvalidOptionsKey]
     : undefined
 
 const guarded =
-  <A extends ReadonlyArray<any>, S>(build: (...args: A) => S) =>
+  <A extends ReadonlyArray<unknown>, S>(build: (...args: A) => S) =>
   (...args: A): S => {
     try {
       return build(...args)
     } catch (error) {
+      // `S` is a schedule type; the invalid schedule never outputs, so it fits any of them.
       if (error instanceof Options.InvalidOptions) return invalidSchedule(error) as S
       throw error
     }
   }
 
-const continueAfter = (now: number, delayMillis: number) =>
-  ScheduleDecision.continueWith(Interval.after(now + delayMillis))
+/** One recurrence: the delay is also the output, as Effect's own `Schedule.exponential` does. */
+const recurAfter = (millis: number): Effect.Effect<[Duration.Duration, Duration.Duration]> => {
+  const delay = Duration.millis(millis)
+  return Effect.succeed([delay, delay])
+}
 
 /** @internal */
 export const exponential = guarded(
@@ -66,23 +72,32 @@ export const exponential = guarded(
     const { base, factor, max } = decodeExponential(options)
     const baseMillis = Duration.toMillis(base)
     const maxMillis = Duration.toMillis(max)
-    return Schedule.makeWithState(0, (now, _input: unknown, n: number) => {
-      const millis = Backoff.exponential(baseMillis, factor, maxMillis, n)
-      return Effect.succeed([n + 1, Duration.millis(millis), continueAfter(now, millis)] as const)
-    })
+    // The count lives in the closure `toStep` makes, so every run of the schedule starts at 0.
+    return Schedule.fromStep(
+      Effect.sync(() => {
+        let n = 0
+        return (_now: number, _input: unknown) =>
+          recurAfter(Backoff.exponential(baseMillis, factor, maxMillis, n++))
+      })
+    )
   }
 )
 
 /** @internal */
 export const jitter = dual<
-  (mode: B.JitterMode) => <Out, In, R>(self: Schedule.Schedule<Out, In, R>) => Schedule.Schedule<Out, In, R>,
-  <Out, In, R>(self: Schedule.Schedule<Out, In, R>, mode: B.JitterMode) => Schedule.Schedule<Out, In, R>
+  (
+    mode: B.JitterMode
+  ) => <Out, In, E, R>(self: Schedule.Schedule<Out, In, E, R>) => Schedule.Schedule<Out, In, E, R>,
+  <Out, In, E, R>(
+    self: Schedule.Schedule<Out, In, E, R>,
+    mode: B.JitterMode
+  ) => Schedule.Schedule<Out, In, E, R>
 >(2, (self, mode) =>
   // a schedule built from invalid options stays itself, so `Retry` still reports them
   invalidOptionsOf(self) !== undefined
     ? self
-    : Schedule.modifyDelayEffect(self, (_, delay) =>
-        Effect.map(Random.next, (r) => Duration.millis(Backoff.jitter(mode, Duration.toMillis(delay), r)))
+    : Schedule.modifyDelay(self, ({ duration }) =>
+        Effect.map(Random.next, (r) => Duration.millis(Backoff.jitter(mode, Duration.toMillis(duration), r)))
       )
 )
 
@@ -92,10 +107,13 @@ export const decorrelated = guarded(
     const decoded = decodeDecorrelated(options)
     const base = Duration.toMillis(decoded.base)
     const max = Duration.toMillis(decoded.max)
-    return Schedule.makeWithState(base, (now, _input: unknown, previous: number) =>
-      Effect.map(Random.next, (r) => {
-        const millis = Backoff.decorrelated(base, max, previous, r)
-        return [millis, Duration.millis(millis), continueAfter(now, millis)] as const
+    return Schedule.fromStep(
+      Effect.sync(() => {
+        let previous = base
+        return (_now: number, _input: unknown) =>
+          Effect.flatMap(Random.next, (r) =>
+            recurAfter((previous = Backoff.decorrelated(base, max, previous, r)))
+          )
       })
     )
   }
@@ -104,9 +122,9 @@ export const decorrelated = guarded(
 /** @internal */
 export const clampRetryAfter = (
   hint: Duration.Duration | number,
-  maxWait: Duration.DurationInput
+  maxWait: Duration.Input
 ): Duration.Duration => {
-  const max = Duration.decode(maxWait)
+  const max = Duration.fromInputUnsafe(maxWait)
   const millis = typeof hint === "number" ? hint : Duration.toMillis(hint)
   return Backoff.isUsableRetryAfter(millis, Duration.toMillis(max)) ? Duration.millis(millis) : max
 }
@@ -130,27 +148,35 @@ export const hintMillis = (error: unknown, maxWaitMillis: number): number => {
     : Duration.toMillis(Duration.millis(Backoff.clampRetryAfter(millis, maxWaitMillis)))
 }
 
+type HonorOptions = { readonly maxWait?: Duration.Input | undefined }
+
 const honoring = guarded(
-  <Out, In, R>(
-    self: Schedule.Schedule<Out, In, R>,
-    options?: { readonly maxWait?: Duration.DurationInput | undefined }
-  ): Schedule.Schedule<Out, In, R> => {
+  <Out, In, E, R>(
+    self: Schedule.Schedule<Out, In, E, R>,
+    options?: HonorOptions
+  ): Schedule.Schedule<Out, In, E, R> => {
     const maxWaitMillis = Duration.toMillis(decodeHonor(options ?? {}).maxWait)
-    return Schedule.makeWithState(self.initial, (now, input: In, state) =>
-      Effect.map(self.step(now, input, state), ([state, out, decision]) => {
-        if (ScheduleDecision.isDone(decision)) return [state, out, decision] as const
-        const computed = Intervals.start(decision.intervals) - now
-        const delay = Backoff.honorRetryAfter(computed, hintMillis(input, maxWaitMillis))
-        return [state, out, delay === computed ? decision : continueAfter(now, delay)] as const
-      })
-    )
+    // Only the delay of a recurrence changes: a schedule that is done stays done.
+    return Schedule.modifyDelay(self, ({ duration, input }) => {
+      const computed = Duration.toMillis(duration)
+      const delay = Backoff.honorRetryAfter(computed, hintMillis(input, maxWaitMillis))
+      return Effect.succeed(delay === computed ? duration : Duration.millis(delay))
+    })
   }
 )
 
-/** @internal (typed by the public module) */
-export const honorRetryAfter = dual(
+/** @internal */
+export const honorRetryAfter = dual<
+  (
+    options?: HonorOptions
+  ) => <Out, In, E, R>(self: Schedule.Schedule<Out, In, E, R>) => Schedule.Schedule<Out, In, E, R>,
+  <Out, In, E, R>(
+    self: Schedule.Schedule<Out, In, E, R>,
+    options?: HonorOptions
+  ) => Schedule.Schedule<Out, In, E, R>
+>(
   (args) => Schedule.isSchedule(args[0]),
-  (self: Schedule.Schedule<unknown, unknown>, options?: Parameters<typeof honoring>[1]) =>
+  (self, options) =>
     // a schedule built from invalid options stays itself, so `Retry` still reports them
     invalidOptionsOf(self) !== undefined ? self : honoring(self, options)
 )

@@ -1,45 +1,47 @@
 import { Admission, Errors, Options, Outcome } from "@sluice/core"
-import * as Cause from "effect/Cause"
+import * as Policy from "@sluice/kernel/retry/Policy"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import { identity } from "effect/Function"
 import type * as Fiber from "effect/Fiber"
-import * as FiberRef from "effect/FiberRef"
+import { identity } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
-import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
+import * as Pull from "effect/Pull"
+import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
-import * as ScheduleDecision from "effect/ScheduleDecision"
-import * as Intervals from "effect/ScheduleIntervals"
 import * as Schema from "effect/Schema"
-import * as Policy from "@sluice/kernel/retry/Policy"
 import * as Stream from "effect/Stream"
 import type * as R from "../Retry.js"
 import type * as RB from "../RetryBudget.js"
 import * as backoff from "./backoff.js"
+import { counterWith } from "./meters.js"
 import * as retryBudget from "./retryBudget.js"
 
 /** @internal */
-export const currentAttempt: FiberRef.FiberRef<number> = FiberRef.unsafeMake(0)
+export const currentAttempt: Context.Reference<number> = Context.Reference<number>(
+  "@sluice/retry/CurrentAttempt",
+  { defaultValue: () => 0 }
+)
 
 /** @internal */
-export const attempt: Effect.Effect<number> = FiberRef.get(currentAttempt)
+export const attempt: Effect.Effect<number> = currentAttempt
 
 /** @internal */
-export const currentDeadline: FiberRef.FiberRef<number> = FiberRef.unsafeMake(Infinity)
+export const currentDeadline: Context.Reference<number> = Context.Reference<number>(
+  "@sluice/retry/CurrentDeadline",
+  { defaultValue: () => Infinity }
+)
 
 const PolicyOptionsSchema = Schema.Struct({
   ...Options.fields(Policy.options),
   name: Schema.optional(Schema.String)
 })
 
-const decodeOptions = Options.decodeEither("Retry.withRetry", PolicyOptionsSchema)
+const decodeOptions = Options.decodeResult("Retry.withRetry", PolicyOptionsSchema)
 
 /** @internal */
 export const attemptsCounter = Metric.counter("sluice_retry_attempts", {
@@ -63,40 +65,67 @@ const defaultIsRetryable = (error: unknown): boolean => Outcome.isRetryable(Outc
 const invalid = (field: string, message: string) =>
   new Options.InvalidOptions({
     module: "Retry.withRetry",
-    message: `Retry.withRetry: invalid options\n└─ ["${field}"]\n   └─ ${message}`
+    // worded as `Options.decode` words a Schema issue
+    message: `Retry.withRetry: invalid options\n${message}\n  at ["${field}"]`
   })
+
+/** The counters one policy updates, each built once with its attributes (see `counterWith`). */
+interface Meters {
+  readonly attempts: Metric.Counter<number>
+  readonly retries: Metric.Counter<number>
+  readonly giveUps: Readonly<Record<Errors.DontRetryReason, Metric.Counter<number>>>
+  readonly withdrawals: Metric.Counter<number>
+  readonly denials: Metric.Counter<number>
+}
+
+const giveUpsOf = (
+  policy: Metric.Metric.AttributeSet | undefined
+): Readonly<Record<Errors.DontRetryReason, Metric.Counter<number>>> => {
+  const giveUps = {} as Record<Errors.DontRetryReason, Metric.Counter<number>>
+  for (const reason of Errors.DontRetryReason.literals)
+    giveUps[reason] = counterWith(giveUpsCounter, { ...policy, reason })
+  return giveUps
+}
+
+/** Shared by every policy without a name (a data-first `withRetry` compiles its options on each call). */
+const unnamedGiveUps = giveUpsOf(undefined)
+
+const metersOf = (name: string | undefined): Meters => {
+  const policy = name === undefined ? undefined : { policy: name }
+  const giveUps = policy === undefined ? unnamedGiveUps : giveUpsOf(policy)
+  return {
+    attempts: counterWith(attemptsCounter, policy),
+    retries: counterWith(retriesCounter, policy),
+    giveUps,
+    withdrawals: counterWith(retryBudget.withdrawals, policy),
+    denials: counterWith(retryBudget.denials, policy)
+  }
+}
 
 interface Compiled extends Policy.Judge {
   readonly schedule: Schedule.Schedule<unknown, any>
   readonly budget: RB.Budget | string | undefined
   readonly name: string | undefined
-  readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
-  readonly reasonTags: Readonly<Record<Errors.DontRetryReason, ReadonlyArray<MetricLabel.MetricLabel>>>
+  readonly meters: Meters
 }
 
 const isBudget = (u: unknown): boolean =>
-  Predicate.isObject(u) && typeof (u as RB.Budget).unsafeTryWithdraw === "function"
+  Predicate.hasProperty(u, "unsafeTryWithdraw") && typeof u.unsafeTryWithdraw === "function"
 
 /** Validates the options; never throws (an invalid option comes back as `InvalidOptions`). */
-const compile = (options: R.PolicyOptions | undefined): Either.Either<Compiled, Options.InvalidOptions> => {
+const compile = (options: R.PolicyOptions | undefined): Result.Result<Compiled, Options.InvalidOptions> => {
   const input = options ?? {}
   const invalidSchedule = input.schedule !== undefined ? backoff.invalidOptionsOf(input.schedule) : undefined
-  if (invalidSchedule !== undefined) return Either.left(invalid("schedule", invalidSchedule.message))
+  if (invalidSchedule !== undefined) return Result.fail(invalid("schedule", invalidSchedule.message))
   const decoded = decodeOptions(input)
-  if (Either.isLeft(decoded)) return Either.left(decoded.left)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
   if (input.schedule !== undefined && !Schedule.isSchedule(input.schedule)) {
-    return Either.left(invalid("schedule", "expected a Schedule"))
+    return Result.fail(invalid("schedule", "expected a Schedule"))
   }
   const issue = Policy.optionsIssue(input, isBudget)
-  if (issue !== undefined) return Either.left(invalid(issue.path[0]!, issue.message))
-  const { maxAttempts, maxRetryAfter, name } = decoded.right
-  // Metric hooks are cached by the identity of the tag array, so build each array once.
-  const tags: ReadonlyArray<MetricLabel.MetricLabel> =
-    name === undefined ? [] : [MetricLabel.make("policy", name)]
-  const reasonTags = {} as Record<Errors.DontRetryReason, ReadonlyArray<MetricLabel.MetricLabel>>
-  for (const reason of Errors.DontRetryReason.literals)
-    reasonTags[reason] = [...tags, MetricLabel.make("reason", reason)]
-  return Either.right({
+  if (issue !== undefined) return Result.fail(invalid(issue.path[0]!, issue.message))
+  const { maxAttempts, maxRetryAfter, name } = decoded.success
+  return Result.succeed({
     maxAttempts,
     maxRetryAfterMillis: Duration.toMillis(maxRetryAfter),
     schedule: input.schedule ?? backoff.defaultSchedule,
@@ -105,21 +134,24 @@ const compile = (options: R.PolicyOptions | undefined): Either.Either<Compiled, 
     isRetryableType: Errors.isRetryable,
     millisOf: backoff.millisOf,
     name,
-    tags,
-    reasonTags
+    meters: metersOf(name)
   })
 }
 
-/** @internal the public `Retry.RetryEvents` class has the same key, so they are one tag */
-export const RetryEvents = Context.GenericTag<R.RetryEvents, R.EventsService>("@sluice/retry/RetryEvents")
+/** @internal the public `Retry.RetryEvents` class has the same key, so they are one service */
+export const RetryEvents = Context.Service<R.RetryEvents, R.EventsService>("@sluice/retry/RetryEvents")
 
 /** @internal */
 export const layerEvents = (capacity = 256): Layer.Layer<R.RetryEvents> =>
-  Layer.scoped(
+  Layer.effect(
     RetryEvents,
     Effect.map(Effect.acquireRelease(PubSub.sliding<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
       events: Stream.fromPubSub(pubsub),
-      unsafePublish: (event: R.Event) => void pubsub.unsafeOffer(event)
+      unsafePublish: (event: R.Event) => {
+        // `publishUnsafe` refuses an event a lagging subscriber has no room for; the sliding
+        // strategy, whose surplus handling is synchronous, drops that subscriber's oldest instead.
+        if (!PubSub.publishUnsafe(pubsub, event)) Effect.runSync(PubSub.publish(pubsub, event))
+      }
     }))
   )
 
@@ -129,29 +161,41 @@ export const events: Stream.Stream<R.Event, never, R.RetryEvents> = Stream.unwra
 )
 
 /** The `RetryEvents` service in the fiber's context, if any (read on the failure path only). */
-const eventsOf = (fiber: Fiber.RuntimeFiber<any, any>): R.EventsService | undefined =>
-  Option.getOrUndefined(Context.getOption(fiber.getFiberRef(FiberRef.currentContext), RetryEvents))
+const eventsOf = (fiber: Fiber.Fiber<unknown, unknown>): R.EventsService | undefined =>
+  Context.getOrUndefined(fiber.context, RetryEvents)
+
+const nowOf = (fiber: Fiber.Fiber<unknown, unknown>): number =>
+  fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
 
 const giveUp = (
   reason: Errors.DontRetryReason,
   attempts: number,
-  cause: unknown,
+  error: unknown,
   config: Compiled
 ): Effect.Effect<never, Errors.DontRetry> =>
-  Effect.withFiberRuntime((fiber) => {
-    giveUpsCounter.unsafeUpdate(1, config.reasonTags[reason])
-    // Errors failed inside a span come back as proxies; keep the original instance.
-    const error = Cause.originalError(cause)
+  Effect.withFiber((fiber) => {
+    config.meters.giveUps[reason].updateUnsafe(1, fiber.context)
     eventsOf(fiber)?.unsafePublish({
       _tag: "GaveUp",
       policy: config.name,
       reason,
       attempts,
       error,
-      at: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+      at: nowOf(fiber)
     })
     return Effect.fail(new Errors.DontRetry({ reason, attempts, cause: error }))
   })
+
+/** The time the schedule asks the next try to start at, or `undefined` when it is done. */
+const scheduledAt = <E, R>(
+  step: (now: number, input: unknown) => Pull.Pull<[unknown, Duration.Duration], E, unknown, R>,
+  now: number,
+  error: unknown
+): Effect.Effect<number | undefined, E, R> =>
+  Pull.catchDone(
+    Effect.map(step(now, error), ([, delay]) => now + Duration.toMillis(delay)),
+    () => Effect.undefined
+  )
 
 const retryLoop = <A, E, R>(
   self: Effect.Effect<A, E, R>,
@@ -162,71 +206,74 @@ const retryLoop = <A, E, R>(
   const first = Policy.verdict(firstError, 1, config)
   if (first !== "retry")
     return first === "pass" ? Effect.fail(firstError) : giveUp(first, 1, firstError, config)
-  const schedule = config.schedule
-  const loop = Effect.gen(function* () {
-    const [sink, deadline] = yield* Effect.withFiberRuntime<readonly [R.EventsService | undefined, number]>(
-      (fiber) => Effect.succeed([eventsOf(fiber), fiber.getFiberRef(currentDeadline)])
-    )
-    let error: unknown = firstError
-    let attempts = 1
-    let state = schedule.initial
-    while (true) {
-      if (attempts > 1) {
-        const verdict = Policy.verdict(error, attempts, config)
-        if (verdict === "pass") return yield* Effect.fail(Cause.originalError(error))
-        if (verdict !== "retry") return yield* giveUp(verdict, attempts, error, config)
-      }
-      const now = yield* Clock.currentTimeMillis
-      const [nextState, , decision] = yield* schedule.step(now, error, state)
-      state = nextState
-      const delay = Policy.nextDelay(
-        now,
-        ScheduleDecision.isDone(decision) ? undefined : Intervals.start(decision.intervals),
-        backoff.hintMillis(error, config.maxRetryAfterMillis),
-        deadline
-      )
-      if (typeof delay === "string") return yield* giveUp(delay, attempts, error, config)
-      if (budget !== undefined) {
-        const granted = budget.unsafeTryWithdraw(now)
-        ;(granted ? retryBudget.withdrawals : retryBudget.denials).unsafeUpdate(1, config.tags)
-        if (!granted) return yield* giveUp("budget", attempts, error, config)
-      }
-      retriesCounter.unsafeUpdate(1, config.tags)
-      const attemptNumber = attempts
-      sink?.unsafePublish({
-        _tag: "RetryScheduled",
-        policy: config.name,
-        attempt: attemptNumber,
-        delayMillis: delay,
-        error: Cause.originalError(error),
-        at: now
-      })
-      // A zero delay must not become a timer (the live clock's setTimeout takes at least 1 ms);
-      // yielding keeps an immediate retry loop fair to other fibers.
-      const wait = delay > 0 ? Effect.sleep(Duration.millis(delay)) : Effect.yieldNow()
-      const result = yield* wait.pipe(
-        Effect.zipRight(
-          Effect.suspend(() => {
-            attemptsCounter.unsafeUpdate(1, config.tags)
-            return Effect.either(Effect.locally(self, currentAttempt, attemptNumber))
-          })
-        ),
-        // No stack capture: `new Error()` per retry dominated the cost of a retry storm.
-        Effect.withSpan("sluice.retry.attempt", {
-          captureStackTrace: false,
-          attributes: {
-            "sluice.retry.attempt": attemptNumber,
-            "sluice.retry.delay_ms": delay,
-            ...(config.name !== undefined ? { "sluice.retry.policy": config.name } : {})
-          }
+  const { meters, schedule } = config
+  return Effect.withFiber((fiber) => {
+    const sink = eventsOf(fiber)
+    const deadline = fiber.getRef(currentDeadline)
+    const context = fiber.context
+    return Effect.gen(function* () {
+      // A fresh step per run of the policy: the schedule's state lives in it.
+      const step = yield* Schedule.toStep(schedule)
+      let error: unknown = firstError
+      let attempts = 1
+      while (true) {
+        if (attempts > 1) {
+          const verdict = Policy.verdict(error, attempts, config)
+          if (verdict === "pass") return yield* Effect.fail(error)
+          if (verdict !== "retry") return yield* giveUp(verdict, attempts, error, config)
+        }
+        const now = yield* Clock.currentTimeMillis
+        const delay = Policy.nextDelay(
+          now,
+          yield* scheduledAt(step, now, error),
+          backoff.hintMillis(error, config.maxRetryAfterMillis),
+          deadline
+        )
+        if (typeof delay === "string") return yield* giveUp(delay, attempts, error, config)
+        if (budget !== undefined) {
+          const granted = budget.unsafeTryWithdraw(now)
+          ;(granted ? meters.withdrawals : meters.denials).updateUnsafe(1, context)
+          if (!granted) return yield* giveUp("budget", attempts, error, config)
+        }
+        meters.retries.updateUnsafe(1, context)
+        const attemptNumber = attempts
+        sink?.unsafePublish({
+          _tag: "RetryScheduled",
+          policy: config.name,
+          attempt: attemptNumber,
+          delayMillis: delay,
+          error,
+          at: now
         })
-      )
-      attempts++
-      if (Either.isRight(result)) return result.right
-      error = result.left
-    }
+        // A zero delay must not become a timer (the live clock's setTimeout takes at least 1 ms);
+        // yielding keeps an immediate retry loop fair to other fibers.
+        const wait = delay > 0 ? Effect.sleep(Duration.millis(delay)) : Effect.yieldNow
+        const result = yield* wait.pipe(
+          Effect.andThen(
+            Effect.suspend(() => {
+              meters.attempts.updateUnsafe(1, context)
+              return Effect.result(Effect.provideService(self, currentAttempt, attemptNumber))
+            })
+          ),
+          // No stack capture: `new Error()` per retry dominated the cost of a retry storm.
+          Effect.withSpan(
+            "sluice.retry.attempt",
+            {
+              attributes: {
+                "sluice.retry.attempt": attemptNumber,
+                "sluice.retry.delay_ms": delay,
+                ...(config.name !== undefined ? { "sluice.retry.policy": config.name } : {})
+              }
+            },
+            { captureStackTrace: false }
+          )
+        )
+        attempts++
+        if (Result.isSuccess(result)) return result.success
+        error = result.failure
+      }
+    })
   })
-  return loop as Effect.Effect<A, unknown, R>
 }
 
 const run = <A, E, R>(
@@ -235,26 +282,23 @@ const run = <A, E, R>(
   budget: RB.Budget | undefined
 ): Effect.Effect<A, unknown, R> => {
   // One primitive for the whole first try: the attempt is usually already 0 (no enclosing
-  // retry), so `Effect.locally` (an acquire/use/release) is skipped; the budget reads the
-  // clock once, synchronously.
-  const start = Effect.withFiberRuntime<A, E, R>((fiber) => {
-    budget?.unsafeRecordRequest(
-      Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-    )
-    attemptsCounter.unsafeUpdate(1, config.tags)
-    return fiber.getFiberRef(currentAttempt) === 0 ? self : Effect.locally(self, currentAttempt, 0)
+  // retry), so providing it is skipped; the budget reads the clock once, synchronously.
+  const start = Effect.withFiber<A, E, R>((fiber) => {
+    budget?.unsafeRecordRequest(nowOf(fiber))
+    config.meters.attempts.updateUnsafe(1, fiber.context)
+    return fiber.getRef(currentAttempt) === 0 ? self : Effect.provideService(self, currentAttempt, 0)
   })
-  return Effect.catchAll(start, (error) => retryLoop(self, error, config, budget))
+  return Effect.catch(start, (error) => retryLoop(self, error, config, budget))
 }
 
-/** @internal */
-export const withRetry: any = (...args: ReadonlyArray<any>) => {
+/** @internal (typed by the public module) */
+export const withRetry = ((...args: ReadonlyArray<unknown>) => {
   const dataFirst = Effect.isEffect(args[0])
-  const compiled = compile(dataFirst ? args[1] : args[0])
-  const withPolicy = (self: Effect.Effect<any, any, any>) =>
-    Either.isLeft(compiled) ? Effect.fail(compiled.left) : apply(self, compiled.right)
-  return dataFirst ? withPolicy(args[0]) : withPolicy
-}
+  const compiled = compile((dataFirst ? args[1] : args[0]) as R.PolicyOptions | undefined)
+  const withPolicy = (self: Effect.Effect<unknown, unknown, unknown>) =>
+    Result.isFailure(compiled) ? Effect.fail(compiled.failure) : apply(self, compiled.success)
+  return dataFirst ? withPolicy(args[0] as Effect.Effect<unknown, unknown, unknown>) : withPolicy
+}) as unknown as typeof R.withRetry
 
 /**
  * The first try's bookkeeping as a gate, so it shares the one step of `Admission.guard`.
@@ -263,35 +307,37 @@ export const withRetry: any = (...args: ReadonlyArray<any>) => {
 const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> =>
   retryBudget.recordingGate((entry) => {
     budget?.unsafeRecordRequest(entry.now)
-    attemptsCounter.unsafeUpdate(1, config.tags)
+    config.meters.attempts.updateUnsafe(1, entry.context)
   })
 
-const policyOf = (options: R.MakeOptions | undefined): Either.Either<R.Policy, Options.InvalidOptions> =>
-  Either.flatMap(compile(options), (config) =>
+const policyOf = (options: R.MakeOptions | undefined): Result.Result<R.Policy, Options.InvalidOptions> =>
+  Result.flatMap(compile(options), (config) =>
     typeof config.budget === "string"
-      ? Either.left(
+      ? Result.fail(
           invalid(
             "budget",
             "Retry.make needs a RetryBudget.Budget handle (look it up with RetryBudget.forKey)"
           )
         )
-      : Either.right(policy(config, config.budget))
+      : Result.succeed(policy(config, config.budget))
   )
 
 /** @internal */
 export const make = (options?: R.MakeOptions): Effect.Effect<R.Policy, Options.InvalidOptions> =>
-  Effect.suspend(() => policyOf(options))
+  Effect.suspend(() => Effect.fromResult(policyOf(options)))
 
 /** @internal */
 export const unsafeMake = (options?: R.MakeOptions): R.Policy =>
-  Either.getOrThrowWith(policyOf(options), identity)
+  Result.getOrThrowWith(policyOf(options), identity)
 
 const policy = (config: Compiled, budget: RB.Budget | undefined): R.Policy => {
   const firstTry = firstTryGate(config, budget)
   return {
     maxAttempts: config.maxAttempts,
     budget,
-    apply: (self) => run(self, config, budget) as any,
+    // The error type the kernel's verdicts guarantee (see `Retry.PolicyError`).
+    apply: <A, E, R>(self: Effect.Effect<A, E, R>) =>
+      run(self, config, budget) as Effect.Effect<A, R.PolicyError<E>, R>,
     around: (gates) => {
       const later = Admission.guard(gates)
       // The first try, the throttle, the limiter … in one step; a failure continues in
@@ -301,10 +347,10 @@ const policy = (config: Compiled, budget: RB.Budget | undefined): R.Policy => {
       )
       // Inside another retry layer (the fiber's attempt is not 0) the first try must run
       // as the whole policy runs it, with the attempt set back to 0 for its own tries.
-      return ((self: Effect.Effect<unknown, unknown, unknown>) =>
-        Effect.withFiberRuntime<unknown, unknown, unknown>((fiber) =>
-          fiber.getFiberRef(currentAttempt) === 0 ? fused(self) : run(later(self), config, budget)
-        )) as any
+      return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+        Effect.withFiber((fiber) =>
+          fiber.getRef(currentAttempt) === 0 ? fused(self) : run(later(self), config, budget)
+        ) as Effect.Effect<A, R.PolicyError<E | Admission.RefusalOf<(typeof gates)[number]>>, R>
     }
   }
 }

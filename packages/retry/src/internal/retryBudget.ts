@@ -2,7 +2,6 @@ import { type Admission, BoundedMap, Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/retry/Budget"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -28,7 +27,7 @@ export const withdrawals = Metric.counter("sluice_retry_budget_withdrawals", {
 
 /** @internal runs `f` at the current time of the running fiber's clock */
 export const atNow = <A>(f: (now: number) => A): Effect.Effect<A> =>
-  Effect.clockWith((clock) => Effect.sync(() => f(clock.unsafeCurrentTimeMillis())))
+  Effect.clockWith((clock) => Effect.sync(() => f(clock.currentTimeMillisUnsafe())))
 
 /** @internal a gate that admits every entry and only records it */
 export const recordingGate = (record: (entry: Admission.Entry) => void): Admission.Gate<true, never> => ({
@@ -58,7 +57,7 @@ class BudgetImpl implements RB.Budget {
   get tryWithdraw(): Effect.Effect<boolean> {
     return Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const granted = this.unsafeTryWithdraw(now)
-      return Effect.as(granted ? Metric.increment(withdrawals) : Metric.increment(denials), granted)
+      return Effect.as(Metric.update(granted ? withdrawals : denials, 1), granted)
     })
   }
   get stats(): Effect.Effect<RB.BudgetStats> {
@@ -78,8 +77,8 @@ class ServiceImpl implements RB.Service {
   }
 }
 
-/** @internal the public `RetryBudget.RetryBudget` class has the same key, so they are one tag */
-export const RetryBudget = Context.GenericTag<RB.RetryBudget, RB.Service>("@sluice/retry/RetryBudget")
+/** @internal the public `RetryBudget.RetryBudget` class has the same key, so they are one service */
+export const RetryBudget = Context.Service<RB.RetryBudget, RB.Service>("@sluice/retry/RetryBudget")
 
 const decode = Options.decode("RetryBudget", RetryBudgetOptions)
 const decodeSync = Options.decodeSync("RetryBudget", RetryBudgetOptions)
@@ -106,5 +105,5 @@ export const forKey = (key: string): Effect.Effect<RB.Budget, never, RB.RetryBud
 /** @internal */
 export const layerConfig = (
   config: Config.Config<RB.RetryBudgetOptions>
-): Layer.Layer<RB.RetryBudget, Options.InvalidOptions | ConfigError.ConfigError> =>
+): Layer.Layer<RB.RetryBudget, Options.InvalidOptions | Config.ConfigError> =>
   Layer.effect(RetryBudget, Effect.flatMap(config, make))

@@ -1,11 +1,13 @@
 import { Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/retry/Histogram"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
 import type * as RH from "../RetryHistogram.js"
+import { counterWith, gaugeWith } from "./meters.js"
 import { atNow } from "./retryBudget.js"
 
 /** @internal */
@@ -35,38 +37,53 @@ export const rejectionsCounter = Metric.counter("sluice_retry_histogram_reject_d
 /** @internal */
 export const parseAttempt: (value: string | number | null | undefined) => number = Kernel.parseAttempt
 
+/** Runs `f` with the time and the context of the running fiber (whose registry holds the series). */
+const inFiber = <A>(f: (now: number, context: Context.Context<never>) => A): Effect.Effect<A> =>
+  Effect.withFiber((fiber) =>
+    Effect.succeed(f(fiber.getRef(Clock.Clock).currentTimeMillisUnsafe(), fiber.context))
+  )
+
+/** The `unsafe*` methods run outside any fiber: their metrics go to the default `MetricRegistry`. */
+const noFiber: Context.Context<never> = Context.empty()
+
 class HistogramImpl implements RH.Service {
   private readonly histogram: Kernel.Histogram
-  private readonly untrustedTags: ReadonlyArray<ReadonlyArray<MetricLabel.MetricLabel>>
-  private readonly attemptTags: ReadonlyArray<ReadonlyArray<MetricLabel.MetricLabel>>
-  private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
+  /** One counter per attempt bucket and trust, built once (see `counterWith`). */
+  private readonly requests: ReadonlyArray<Metric.Counter<number>>
+  private readonly untrustedRequests: ReadonlyArray<Metric.Counter<number>>
+  private readonly retryShare: Metric.Gauge<number>
+  private readonly rejections: Metric.Counter<number>
   constructor(readonly options: RH.ResolvedOptions) {
     const { maxAttempt } = options
     this.histogram = new Kernel.Histogram({ ...options, windowMillis: Duration.toMillis(options.window) })
-    this.tags = options.name === undefined ? [] : [MetricLabel.make("histogram", options.name)]
-    const tagsOf = (...extra: ReadonlyArray<MetricLabel.MetricLabel>) =>
-      Array.from({ length: maxAttempt + 1 }, (_, i) => [
-        ...this.tags,
-        MetricLabel.make("attempt", Kernel.bucketLabel(i, maxAttempt)),
-        ...extra
-      ])
-    this.attemptTags = tagsOf()
-    this.untrustedTags = tagsOf(MetricLabel.make("trusted", "false"))
+    const named = options.name === undefined ? undefined : { histogram: options.name }
+    const requestsOf = (extra: Metric.Metric.AttributeSet) =>
+      Array.from({ length: maxAttempt + 1 }, (_, i) =>
+        counterWith(requestsCounter, { ...named, attempt: Kernel.bucketLabel(i, maxAttempt), ...extra })
+      )
+    this.requests = requestsOf({})
+    this.untrustedRequests = requestsOf({ trusted: "false" })
+    this.retryShare = gaugeWith(retryShareGauge, named)
+    this.rejections = counterWith(rejectionsCounter, named)
   }
-  readonly unsafeRecord = (nowMillis: number, attempt: number): void => {
-    requestsCounter.unsafeUpdate(1, this.attemptTags[this.histogram.record(nowMillis, attempt)]!)
+  private readonly recordIn = (nowMillis: number, attempt: number, context: Context.Context<never>): void => {
+    this.requests[this.histogram.record(nowMillis, attempt)]!.updateUnsafe(1, context)
   }
-  readonly unsafeRecordUntrusted = (nowMillis: number, attempt: number): void => {
-    requestsCounter.unsafeUpdate(1, this.untrustedTags[this.histogram.recordUntrusted(nowMillis, attempt)]!)
-  }
-  readonly unsafeSnapshot = (nowMillis: number): RH.Snapshot => this.histogram.snapshot(nowMillis)
-  readonly unsafeShouldRejectRetries = (nowMillis: number): boolean => {
+  private readonly decideIn = (nowMillis: number, context: Context.Context<never>): boolean => {
     const { reject, shareOfRetries } = this.histogram.decide(nowMillis)
-    retryShareGauge.unsafeUpdate(shareOfRetries, this.tags)
-    if (reject) rejectionsCounter.unsafeUpdate(1, this.tags)
+    this.retryShare.updateUnsafe(shareOfRetries, context)
+    if (reject) this.rejections.updateUnsafe(1, context)
     return reject
   }
-  readonly record = (attempt: number): Effect.Effect<void> => atNow((now) => this.unsafeRecord(now, attempt))
+  readonly unsafeRecord = (nowMillis: number, attempt: number): void =>
+    this.recordIn(nowMillis, attempt, noFiber)
+  readonly unsafeRecordUntrusted = (nowMillis: number, attempt: number): void => {
+    this.untrustedRequests[this.histogram.recordUntrusted(nowMillis, attempt)]!.updateUnsafe(1, noFiber)
+  }
+  readonly unsafeSnapshot = (nowMillis: number): RH.Snapshot => this.histogram.snapshot(nowMillis)
+  readonly unsafeShouldRejectRetries = (nowMillis: number): boolean => this.decideIn(nowMillis, noFiber)
+  readonly record = (attempt: number): Effect.Effect<void> =>
+    inFiber((now, context) => this.recordIn(now, attempt, context))
   get snapshot(): Effect.Effect<RH.Snapshot> {
     return atNow(this.unsafeSnapshot)
   }
@@ -74,7 +91,7 @@ class HistogramImpl implements RH.Service {
     return Effect.map(this.snapshot, (s) => s.shareOfRetries)
   }
   get shouldRejectRetries(): Effect.Effect<boolean> {
-    return atNow(this.unsafeShouldRejectRetries)
+    return inFiber(this.decideIn)
   }
 }
 
