@@ -14,21 +14,58 @@
  * limiter, the load shedder, the circuit breaker and the retry budget each expose
  * such a gate.
  *
+ * **Details**
+ *
+ * - A gate reads what it needs from the {@link Entry}, which reads it from the fiber the
+ *   work runs on, each only when asked: `now` (one `Clock` read per pass), `criticality`
+ *   (`Criticality.currentCriticality`), the fiber's `clock`, its `context`, and any
+ *   `Context.Reference` through `getRef` (`entry.getRef(Random.Random)`), as
+ *   `fiber.getRef` does.
+ * - A work that fails is settled with its outcome and its `Cause`; one that was refused
+ *   by a later gate is settled `"refused"`; one whose caller interrupted it `"ignored"`.
+ *
+ * **Gotchas**
+ *
+ * - `tryEnter` and `settle` run synchronously inside the uninterruptible region: they
+ *   must not block. Waiting belongs in `enter`, which `guard` runs interruptibly.
+ * - A refusal must be made with {@link refuse}: `guard` tells it from a ticket by its
+ *   class, so a ticket may be any value (even an object with a `_tag`).
+ *
+ * **Example** (A gate that sheds half of the sheddable work)
+ *
+ * ```ts
+ * import { Admission, Criticality, Errors } from "@sluice/core"
+ * import { Effect, Random } from "effect"
+ *
+ * const coin: Admission.Gate<true, Errors.Overloaded> = {
+ *   tryEnter: (entry) =>
+ *     entry.criticality === "SHEDDABLE" && entry.getRef(Random.Random).nextDoubleUnsafe() < 0.5
+ *       ? Admission.refuse(new Errors.Overloaded({ reason: "shed", origin: "local" }))
+ *       : true,
+ *   enter: () => Effect.succeed(true as const),
+ *   settle: () => {}
+ * }
+ * const background = Effect.succeed("done").pipe(
+ *   Admission.guard([coin]),
+ *   Criticality.withCriticality("SHEDDABLE")
+ * )
+ * ```
+ *
  * @since 0.2.0
  */
 import type * as Cause from "effect/Cause"
+import type * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
-import type * as DefaultServices from "effect/DefaultServices"
 import type * as Effect from "effect/Effect"
-import type * as FiberRef from "effect/FiberRef"
 import type * as Criticality from "./Criticality.js"
 import * as internal from "./internal/admission.js"
 import type * as Outcome from "./Outcome.js"
 
 /**
- * What a gate is told when work tries to enter: the clock reading (epoch ms), the
- * work's criticality (read from the fiber only when a gate asks), the fiber's
- * default services (`Clock`, `Random`, …) and its fiber refs.
+ * What a gate is told when work tries to enter, read from the fiber the work runs on,
+ * each only when a gate asks: the clock reading (epoch ms, one read per pass), the
+ * work's criticality, the fiber's `Clock`, its context, and any `Context.Reference`
+ * (`Random.Random`, a policy's own) through `getRef`.
  *
  * @since 0.2.0
  * @category models
@@ -36,9 +73,16 @@ import type * as Outcome from "./Outcome.js"
 export interface Entry {
   readonly now: number
   readonly criticality: Criticality.Criticality
-  readonly services: Context.Context<DefaultServices.DefaultServices>
-  /** The value of a fiber ref on the fiber the work runs on. */
-  readonly getFiberRef: <A>(ref: FiberRef.FiberRef<A>) => A
+  /**
+   * The fiber's `Clock` (`fiber.getRef(Clock.Clock)`): a gate keeps it in its ticket to
+   * read the time when the work settles. The same value for every call on the same
+   * clock, so a gate may reuse a ticket while it is unchanged.
+   */
+  readonly clock: Clock.Clock
+  /** The context of the fiber the work runs on (`fiber.context`): its services and References. */
+  readonly context: Context.Context<never>
+  /** The value of a `Context.Reference` on the fiber the work runs on (`fiber.getRef(ref)`). */
+  readonly getRef: <A>(ref: Context.Reference<A>) => A
 }
 
 /**
@@ -129,7 +173,7 @@ export const refuse: <E>(error: E) => Refused<E> = internal.refuse
  * with the effect's outcome (interruption of the caller is `"ignored"`).
  *
  * `orElse`, when given, handles a failure (a refusal or the effect's own error) as
- * `Effect.catchAll(orElse)` around the guard would, without a step of its own (it
+ * `Effect.catch(orElse)` around the guard would, without a step of its own (it
  * is also given the guarded effect, so one guard serves every call): this
  * is how a retry policy continues after a failed first try (`Retry.Policy.around`).
  *

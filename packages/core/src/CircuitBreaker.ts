@@ -35,16 +35,35 @@
  * The state machine is `@sluice/kernel/breaker/Breaker`; this module binds it to the
  * `Clock`, `Outcome`, Metrics, the `stateChanges` stream and `CircuitOpen`.
  *
- * Metrics (tagged `name`): `sluice_circuit_breaker_state` (gauge: 0 closed, 1 half-open,
- * 2 open), `sluice_circuit_breaker_transitions` (counter, tagged `from` and `to`),
+ * Metrics (attribute `name`): `sluice_circuit_breaker_state` (gauge: 0 closed, 1 half-open,
+ * 2 open), `sluice_circuit_breaker_transitions` (counter, attributes `from` and `to` too),
  * `sluice_circuit_breaker_rejected` (counter).
+ *
+ * **Details**
+ *
+ * - A `Schedule` given as `openFor` is stepped once per trip, with the number of trips
+ *   since the breaker last closed as its input; the delay of each step is the open
+ *   duration. When the breaker closes, the next trip starts the Schedule over (a fresh
+ *   `Schedule.toStep`). When the Schedule ends, later trips reuse its last delay.
+ * - The Schedule is stepped synchronously in the context the breaker was made in: the
+ *   breaker decides inside `settle`, outside any fiber. A Schedule that needs to wait or
+ *   fails also keeps the last delay.
+ * - Metrics are updated in the context the breaker was made in (its
+ *   `Metric.MetricRegistry` and metric attributes), one series per attribute set.
+ *
+ * **Gotchas**
+ *
+ * - Cap an exponential `openFor`, e.g. with
+ *   `Schedule.min([Schedule.exponential("1 second"), Schedule.spaced("1 minute")])`, or a
+ *   dependency that keeps failing its probes keeps its breaker open longer and longer.
+ * - `state` reports `"half-open"` for an open breaker whose time is up, before any call
+ *   has arrived to move it.
  *
  * @since 0.1.0
  */
+import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Pipeable } from "effect/Pipeable"
@@ -127,12 +146,12 @@ export interface CircuitBreakerOptions {
   readonly failureRatio?:
     | {
         readonly ratio: number
-        readonly window: Duration.DurationInput
+        readonly window: Duration.Input
         readonly minimumCalls: number
         readonly buckets?: number | undefined
       }
     | undefined
-  readonly openFor?: Duration.DurationInput | Schedule.Schedule<unknown, unknown, never> | undefined
+  readonly openFor?: Duration.Input | Schedule.Schedule<unknown, unknown> | undefined
   readonly halfOpenProbes?: number | undefined
   readonly isFailure?: ((error: unknown) => boolean) | undefined
   readonly onStateChange?: ((change: StateChange) => void) | undefined
@@ -253,7 +272,9 @@ export const withBreaker: {
  * @since 0.2.0
  * @category tags
  */
-export class CircuitBreaker extends Context.Tag("@sluice/core/CircuitBreaker")<CircuitBreaker, Service>() {}
+export class CircuitBreaker extends Context.Service<CircuitBreaker, Service>()(
+  "@sluice/core/CircuitBreaker"
+) {}
 
 /**
  * A tag class base for a keyed breaker: each class is a type of its own, so a program
@@ -276,8 +297,10 @@ export class CircuitBreaker extends Context.Tag("@sluice/core/CircuitBreaker")<C
  */
 export const Tag =
   <const Key extends string>(key: Key) =>
-  <Self>(): Context.TagClass<Self, `@sluice/core/CircuitBreaker/${Key}`, Service> =>
-    Context.Tag(`@sluice/core/CircuitBreaker/${key}` as `@sluice/core/CircuitBreaker/${Key}`)<Self, Service>()
+  <Self>(): Context.ServiceClass<Self, `@sluice/core/CircuitBreaker/${Key}`, Service> =>
+    Context.Service<Self, Service>()(
+      `@sluice/core/CircuitBreaker/${key}` as `@sluice/core/CircuitBreaker/${Key}`
+    )
 
 /**
  * A Layer that builds a breaker and provides it under {@link CircuitBreaker},
@@ -288,8 +311,8 @@ export const Tag =
  */
 export const layer: {
   (options: CircuitBreakerOptions): Layer.Layer<CircuitBreaker, InvalidOptions>
-  <I>(options: CircuitBreakerOptions, tag: Context.Tag<I, Service>): Layer.Layer<I, InvalidOptions>
-} = (options: CircuitBreakerOptions, tag?: Context.Tag<any, Service>): Layer.Layer<any, InvalidOptions> =>
+  <I>(options: CircuitBreakerOptions, tag: Context.Key<I, Service>): Layer.Layer<I, InvalidOptions>
+} = (options: CircuitBreakerOptions, tag?: Context.Key<any, Service>): Layer.Layer<any, InvalidOptions> =>
   Layer.effect(tag ?? CircuitBreaker, internal.make(options))
 
 /**
@@ -302,7 +325,7 @@ export const layer: {
  * import { Config } from "effect"
  *
  * const BreakerLive = CircuitBreaker.layerConfig(
- *   Config.all({ name: Config.succeed("db"), consecutiveFailures: Config.integer("DB_BREAKER_FAILURES") })
+ *   Config.all({ name: Config.succeed("db"), consecutiveFailures: Config.Int("DB_BREAKER_FAILURES") })
  * )
  * ```
  * @since 0.2.0
@@ -311,13 +334,13 @@ export const layer: {
 export const layerConfig: {
   (
     config: Config.Config<CircuitBreakerOptions>
-  ): Layer.Layer<CircuitBreaker, InvalidOptions | ConfigError.ConfigError>
+  ): Layer.Layer<CircuitBreaker, InvalidOptions | Config.ConfigError>
   <I>(
     config: Config.Config<CircuitBreakerOptions>,
-    tag: Context.Tag<I, Service>
-  ): Layer.Layer<I, InvalidOptions | ConfigError.ConfigError>
+    tag: Context.Key<I, Service>
+  ): Layer.Layer<I, InvalidOptions | Config.ConfigError>
 } = (
   config: Config.Config<CircuitBreakerOptions>,
-  tag?: Context.Tag<any, Service>
-): Layer.Layer<any, InvalidOptions | ConfigError.ConfigError> =>
+  tag?: Context.Key<any, Service>
+): Layer.Layer<any, InvalidOptions | Config.ConfigError> =>
   Layer.effect(tag ?? CircuitBreaker, Effect.flatMap(config, internal.make))

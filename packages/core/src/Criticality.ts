@@ -2,17 +2,32 @@
  * Request criticality: how important a piece of work is, carried with the work.
  *
  * Four levels, most important first: `CRITICAL_PLUS`, `CRITICAL` (the default),
- * `SHEDDABLE_PLUS`, `SHEDDABLE`. The current level lives in a `FiberRef`, so it
+ * `SHEDDABLE_PLUS`, `SHEDDABLE`. The current level lives in a `Context.Reference`, so it
  * follows the work through forks and is copied onto outgoing requests. Throttles,
  * quotas and shedders consult it: under pressure the least critical work goes first.
  *
  * Ranking, parsing and clamping are `@sluice/kernel/criticality/Criticality`; this module
- * adds the Schema, the `Order` and the `FiberRef`.
+ * adds the Schema, the `Order` and the `Reference`.
+ *
+ * **Details**
+ *
+ * - {@link withCriticality} is `Effect.provideService(self, currentCriticality, level)`:
+ *   the level holds for that effect and the fibers it forks, and the enclosing level
+ *   comes back when it ends.
+ * - Code that holds a fiber (a gate, an HTTP client middleware) reads the level with
+ *   `fiber.getRef(Criticality.currentCriticality)`, without an Effect step.
+ *
+ * **Gotchas**
+ *
+ * - A `Context.Reference` is matched by its key (`"@sluice/core/Criticality"`), so two
+ *   copies of `@sluice/core` in one application share one current level.
+ * - A level parsed from a request header is the caller's claim: {@link clamp} it to what
+ *   the caller is trusted with before {@link withCriticality}.
  *
  * @since 0.1.0
  */
+import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type * as FiberRef from "effect/FiberRef"
 import type * as Ord from "effect/Order"
 import * as Schema from "effect/Schema"
 import * as Kernel from "@sluice/kernel/criticality/Criticality"
@@ -24,7 +39,7 @@ import * as internal from "./internal/criticality.js"
  * @since 0.1.0
  * @category schemas
  */
-export const Criticality = Schema.Literal("CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE")
+export const Criticality = Schema.Literals(["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE"])
 
 /**
  * @since 0.1.0
@@ -71,12 +86,24 @@ export const rank: (level: Criticality) => number = Kernel.rank
 export const Order: Ord.Order<Criticality> = Kernel.compare
 
 /**
- * The fiber-local current level. Forked fibers inherit it.
+ * The current level, a `Context.Reference` (default `CRITICAL`). Forked fibers inherit it.
+ * Read it with `yield* Criticality.currentCriticality` (or {@link current}), or from a fiber
+ * with `fiber.getRef(Criticality.currentCriticality)`; set it for an effect with
+ * {@link withCriticality} (`Effect.provideService(self, Criticality.currentCriticality, level)`).
  *
+ * @example
+ * ```ts
+ * import { Criticality } from "@sluice/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const level = yield* Criticality.currentCriticality // "SHEDDABLE"
+ * }).pipe(Effect.provideService(Criticality.currentCriticality, "SHEDDABLE"))
+ * ```
  * @since 0.1.0
  * @category getters
  */
-export const currentCriticality: FiberRef.FiberRef<Criticality> = internal.currentCriticality
+export const currentCriticality: Context.Reference<Criticality> = internal.currentCriticality
 
 /**
  * Reads the current level.

@@ -1,8 +1,9 @@
 /**
  * The error algebra: who may retry what.
  *
- * Every failure a Sluice policy produces is a `Schema.TaggedError`, so it can be
- * encoded to JSON, cross an HTTP hop, and be decoded again on the other side.
+ * Every failure a Sluice policy produces is a Schema `TaggedError` (Schema v4), so it can be
+ * yielded in `Effect.gen`, encoded to JSON, cross an HTTP hop, and be decoded again on the
+ * other side.
  *
  * | error | retryable |
  * |---|---|
@@ -12,10 +13,26 @@
  * | `CircuitOpen` | no (at this layer) |
  * | `DontRetry` | never, at any layer |
  *
+ * **Details**
+ *
+ * - The encoded form of each error is JSON: `Schema.encodeSync(Errors.SluiceError)` gives a value
+ *   `JSON.stringify` keeps whole. Durations encode as `{ _tag: "Millis", value }` (or
+ *   `{ _tag: "Infinity" }`), and non-finite numbers (`QuotaExceeded.limit`, `CircuitOpen.halfOpenAt`)
+ *   as the strings `"Infinity"`, `"-Infinity"`, `"NaN"` ({@link PortableNumber}).
+ * - `origin` defaults to `"remote"`, both when constructing and when decoding.
+ *
+ * **Gotchas**
+ *
+ * - A `DontRetry` whose `cause` is not a Sluice error encodes it as a defect
+ *   (`Schema.Defect()`): an `Error` comes back as an `Error` with its name and message, not
+ *   as an instance of its class.
+ *
  * @since 0.1.0
  */
 import type * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as internal from "./internal/errors.js"
 
 /**
@@ -50,14 +67,15 @@ export interface MarkedRetryable {
  * @since 0.1.0
  * @category schemas
  */
-export const PortableNumber: Schema.Schema<number, number | "Infinity" | "-Infinity" | "NaN"> =
-  Schema.transform(
-    Schema.Union(Schema.Number, Schema.Literal("Infinity", "-Infinity", "NaN")),
+export const PortableNumber: Schema.Codec<number, number | "Infinity" | "-Infinity" | "NaN"> = Schema.Union([
+  Schema.Number,
+  Schema.Literals(["Infinity", "-Infinity", "NaN"])
+]).pipe(
+  Schema.decodeTo(
     Schema.Number,
-    {
-      strict: true,
+    SchemaTransformation.transform({
       decode: (value) => (typeof value === "number" ? value : Number(value)),
-      encode: (value) =>
+      encode: (value): number | "Infinity" | "-Infinity" | "NaN" =>
         Number.isNaN(value)
           ? "NaN"
           : value === Infinity
@@ -65,8 +83,15 @@ export const PortableNumber: Schema.Schema<number, number | "Infinity" | "-Infin
             : value === -Infinity
               ? "-Infinity"
               : value
-    }
+    })
   )
+)
+
+/**
+ * A `Duration` whose encoded form is JSON (`{ _tag: "Millis", value }`, `{ _tag: "Infinity" }`, …):
+ * encoding an error gives a value `JSON.stringify` keeps whole, as with `PortableNumber`.
+ */
+const PortableDuration = Schema.toCodecJson(Schema.Duration)
 
 /**
  * Where a refusal was decided: `"remote"` (a backend said it, e.g. a 503 or a 429
@@ -78,7 +103,7 @@ export const PortableNumber: Schema.Schema<number, number | "Infinity" | "-Infin
  * @since 0.2.0
  * @category models
  */
-export const Origin = Schema.Literal("local", "remote")
+export const Origin = Schema.Literals(["local", "remote"])
 
 /**
  * @since 0.2.0
@@ -86,7 +111,11 @@ export const Origin = Schema.Literal("local", "remote")
  */
 export type Origin = typeof Origin.Type
 
-const origin = Schema.optionalWith(Origin, { default: () => "remote" as const })
+// Missing when decoded or constructed: a backend's refusal, as errors written before `origin` existed were.
+const origin = Origin.pipe(
+  Schema.withDecodingDefaultType(Effect.succeed("remote" as const)),
+  Schema.withConstructorDefault(Effect.succeed("remote" as const))
+)
 
 /**
  * A backend refused the work because it is busy: shed, concurrency limit, queue
@@ -106,7 +135,7 @@ const origin = Schema.optionalWith(Origin, { default: () => "remote" as const })
  */
 export class Overloaded extends Schema.TaggedError<Overloaded>("@sluice/core/Overloaded")("Overloaded", {
   reason: Schema.String,
-  retryAfter: Schema.optional(Schema.Duration),
+  retryAfter: Schema.optional(PortableDuration),
   origin
 }) {
   override get message(): string {
@@ -134,7 +163,7 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>("@sluice/co
     tier: Schema.String,
     limit: PortableNumber,
     remaining: PortableNumber,
-    retryAfter: Schema.Duration,
+    retryAfter: PortableDuration,
     client: Schema.optional(Schema.String),
     origin
   }
@@ -183,7 +212,7 @@ export class Throttled extends Schema.TaggedError<Throttled>("@sluice/core/Throt
 export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("@sluice/core/CircuitOpen")("CircuitOpen", {
   name: Schema.String,
   halfOpenAt: PortableNumber,
-  retryAfter: Schema.Duration
+  retryAfter: PortableDuration
 }) {
   override get message(): string {
     return `circuit "${this.name}" is open`
@@ -199,14 +228,14 @@ export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("@sluice/core/C
  * @since 0.1.0
  * @category schemas
  */
-export const DontRetryReason = Schema.Literal(
+export const DontRetryReason = Schema.Literals([
   "attempts",
   "budget",
   "server",
   "not-retryable",
   "refused",
   "timeout"
-)
+])
 
 /**
  * @since 0.1.0
@@ -234,7 +263,7 @@ export type DontRetryReason = typeof DontRetryReason.Type
 export class DontRetry extends Schema.TaggedError<DontRetry>("@sluice/core/DontRetry")("DontRetry", {
   reason: DontRetryReason,
   attempts: Schema.optional(Schema.Number),
-  cause: Schema.optional(Schema.Union(Overloaded, QuotaExceeded, Throttled, CircuitOpen, Schema.Defect))
+  cause: Schema.optional(Schema.Union([Overloaded, QuotaExceeded, Throttled, CircuitOpen, Schema.Defect()]))
 }) {
   override get message(): string {
     return `don't retry (${this.reason})`
@@ -264,16 +293,17 @@ export type SluiceError = Overloaded | QuotaExceeded | Throttled | CircuitOpen |
  * @since 0.1.0
  * @category schemas
  */
-export const SluiceError = Schema.Union(Overloaded, QuotaExceeded, Throttled, CircuitOpen, DontRetry)
+export const SluiceError = Schema.Union([Overloaded, QuotaExceeded, Throttled, CircuitOpen, DontRetry])
 
 /**
  * The errors that a retry policy may retry: `Overloaded`, `QuotaExceeded`,
- * Effect's `TimeoutException`, and any error marked with {@link RetryableTypeId}.
+ * Effect's `Cause.TimeoutError` (what `Effect.timeout` fails with), and any error marked
+ * with {@link RetryableTypeId}.
  *
  * @since 0.1.0
  * @category errors
  */
-export type Retryable = Overloaded | QuotaExceeded | Cause.TimeoutException | MarkedRetryable
+export type Retryable = Overloaded | QuotaExceeded | Cause.TimeoutError | MarkedRetryable
 
 /**
  * Removes the retryable errors from an error union: what is left once a retry

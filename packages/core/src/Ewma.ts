@@ -40,7 +40,7 @@ export interface Ewma {
  */
 export interface EwmaOptions {
   /** The time constant: a sample's weight decays by 1/e over `tau`. */
-  readonly tau: Duration.DurationInput
+  readonly tau: Duration.Input
 }
 
 /**
@@ -113,9 +113,9 @@ export interface EwmaRate {
  * @category models
  */
 export interface EwmaRateOptions {
-  readonly window: Duration.DurationInput
+  readonly window: Duration.Input
   /** Default 5 seconds; must not exceed `window`. */
-  readonly tick?: Duration.DurationInput | undefined
+  readonly tick?: Duration.Input | undefined
 }
 
 /**

@@ -84,7 +84,7 @@ export interface LatencyWindow extends Pipeable {
  * @category models
  */
 export interface LatencyWindowOptions {
-  readonly window: Duration.DurationInput
+  readonly window: Duration.Input
   /** Default 6. */
   readonly subWindows?: number | undefined
   /** Default 0.01. */

@@ -5,13 +5,42 @@
  * window, `NaN`, a ratio outside `[0, 1]`) fails at construction with a message
  * that names the field instead of misbehaving later.
  *
+ * **Details**
+ *
+ * - The checks are `@sluice/kernel/options/Field`'s: each schema here is a Schema v4
+ *   codec with the check as a filter whose message is the check's, so every Sluice
+ *   binding accepts and refuses the same values in the same words.
+ * - A duration option is given as any `Duration.Input` (millis, a `Duration`, a bigint of
+ *   nanos, `"2 minutes"`, `[seconds, nanos]`, `{ seconds: 2 }`) and decoded to a `Duration`;
+ *   a negative or `NaN` one is refused as written.
+ * - The message of {@link InvalidOptions} is `"<Module>: invalid options"` followed by the
+ *   Schema error, e.g. `expected a positive integer, got 0` and `at ["consecutiveFailures"]`.
+ * - An option with a default is a `Schema.withDecodingDefaultType` field: missing or
+ *   `undefined`, it decodes to the default.
+ *
+ * **Example** (Validating a constructor's options)
+ *
+ * ```ts
+ * import { Options } from "@sluice/core"
+ * import { Duration, Effect, Schema } from "effect"
+ *
+ * const PoolOptions = Schema.Struct({
+ *   size: Options.PositiveInt,
+ *   idle: Options.PositiveDuration.pipe(Schema.withDecodingDefaultType(Effect.succeed(Duration.seconds(30))))
+ * })
+ * const decodePool = Options.decode("Pool", PoolOptions)
+ *
+ * const pool = decodePool({ size: 4 }) // Effect<{ size: 4, idle: 30 seconds }, InvalidOptions>
+ * const bad = decodePool({ size: 0 }) // fails: "Pool: invalid options\nexpected a positive integer, got 0\n  at [\"size\"]"
+ * ```
+ *
  * @since 0.1.0
  */
 import type * as Field from "@sluice/kernel/options/Field"
 import type * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
-import type * as Either from "effect/Either"
+import type * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import * as internal from "./internal/options.js"
 
@@ -63,7 +92,7 @@ export interface InvalidOptionsConstructor {
  * @since 0.1.0
  * @category schemas
  */
-export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationInput> = internal.DurationInput
+export const DurationInput: Schema.Codec<Duration.Duration, Duration.Input> = internal.DurationInput
 
 /**
  * A strictly positive, finite duration.
@@ -71,8 +100,7 @@ export const DurationInput: Schema.Schema<Duration.Duration, Duration.DurationIn
  * @since 0.1.0
  * @category schemas
  */
-export const PositiveDuration: Schema.Schema<Duration.Duration, Duration.DurationInput> =
-  internal.PositiveDuration
+export const PositiveDuration: Schema.Codec<Duration.Duration, Duration.Input> = internal.PositiveDuration
 
 /**
  * A duration that is zero or positive and finite.
@@ -80,7 +108,7 @@ export const PositiveDuration: Schema.Schema<Duration.Duration, Duration.Duratio
  * @since 0.1.0
  * @category schemas
  */
-export const NonNegativeDuration: Schema.Schema<Duration.Duration, Duration.DurationInput> =
+export const NonNegativeDuration: Schema.Codec<Duration.Duration, Duration.Input> =
   internal.NonNegativeDuration
 
 /**
@@ -89,7 +117,7 @@ export const NonNegativeDuration: Schema.Schema<Duration.Duration, Duration.Dura
  * @since 0.1.0
  * @category schemas
  */
-export const Ratio: Schema.Schema<number> = internal.Ratio
+export const Ratio: Schema.Codec<number> = internal.Ratio
 
 /**
  * A finite number greater than zero.
@@ -97,7 +125,7 @@ export const Ratio: Schema.Schema<number> = internal.Ratio
  * @since 0.1.0
  * @category schemas
  */
-export const PositiveNumber: Schema.Schema<number> = internal.PositiveNumber
+export const PositiveNumber: Schema.Codec<number> = internal.PositiveNumber
 
 /**
  * An integer greater than zero.
@@ -105,7 +133,7 @@ export const PositiveNumber: Schema.Schema<number> = internal.PositiveNumber
  * @since 0.1.0
  * @category schemas
  */
-export const PositiveInt: Schema.Schema<number> = internal.PositiveInt
+export const PositiveInt: Schema.Codec<number> = internal.PositiveInt
 
 /**
  * An integer greater than or equal to zero.
@@ -113,7 +141,7 @@ export const PositiveInt: Schema.Schema<number> = internal.PositiveInt
  * @since 0.1.0
  * @category schemas
  */
-export const NonNegativeInt: Schema.Schema<number> = internal.NonNegativeInt
+export const NonNegativeInt: Schema.Codec<number> = internal.NonNegativeInt
 
 /**
  * A finite number greater than or equal to zero.
@@ -121,11 +149,11 @@ export const NonNegativeInt: Schema.Schema<number> = internal.NonNegativeInt
  * @since 0.1.0
  * @category schemas
  */
-export const NonNegativeNumber: Schema.Schema<number> = internal.NonNegativeNumber
+export const NonNegativeNumber: Schema.Codec<number> = internal.NonNegativeNumber
 
 type FieldSchema<F> = F extends { readonly duration: true }
-  ? Schema.Schema<Duration.Duration, Duration.DurationInput>
-  : Schema.Schema<number>
+  ? Schema.Codec<Duration.Duration, Duration.Input>
+  : Schema.Codec<number>
 
 /**
  * The Schema fields of a kernel option spec, one property per field (see {@link fields}).
@@ -135,7 +163,7 @@ type FieldSchema<F> = F extends { readonly duration: true }
  */
 export type Fields<S extends Field.Spec<Record<string, number | undefined>>> = {
   readonly [K in keyof S]: S[K] extends { readonly fallback: { readonly value: number } }
-    ? Schema.optionalWith<FieldSchema<S[K]>, { default: () => Schema.Schema.Type<FieldSchema<S[K]>> }>
+    ? Schema.withDecodingDefaultType<FieldSchema<S[K]>>
     : S[K] extends { readonly fallback: { readonly value: undefined } }
       ? Schema.optional<FieldSchema<S[K]>>
       : FieldSchema<S[K]>
@@ -144,7 +172,7 @@ export type Fields<S extends Field.Spec<Record<string, number | undefined>>> = {
 /**
  * The Schema fields of an option spec of `@sluice/kernel` (its checks and defaults): a field's
  * check becomes a filter whose message is the check's, a duration is decoded from any
- * `Duration.DurationInput` and checked in milliseconds, and a default fills in a missing field.
+ * `Duration.Input` and checked in milliseconds, and a default fills in a missing field.
  *
  * @example
  * ```ts
@@ -175,8 +203,8 @@ export const fields: <S extends Field.Spec<Record<string, number | undefined>>>(
  */
 export const decode: <A, I>(
   module: string,
-  schema: Schema.Schema<A, I>
-) => (input: I) => Effect.Effect<A, InvalidOptions> = internal.decode as any
+  schema: Schema.Codec<A, I>
+) => (input: I) => Effect.Effect<A, InvalidOptions> = internal.decode
 
 /**
  * Synchronous variant of {@link decode}: throws {@link InvalidOptions}.
@@ -184,16 +212,16 @@ export const decode: <A, I>(
  * @since 0.1.0
  * @category utils
  */
-export const decodeSync: <A, I>(module: string, schema: Schema.Schema<A, I>) => (input: I) => A =
+export const decodeSync: <A, I>(module: string, schema: Schema.Codec<A, I>) => (input: I) => A =
   internal.decodeSync
 
 /**
- * Variant of {@link decode} that answers an `Either`: never throws, never needs running.
+ * Variant of {@link decode} that answers a `Result`: never throws, never needs running.
  *
- * @since 0.2.0
+ * @since 1.0.0
  * @category utils
  */
-export const decodeEither: <A, I>(
+export const decodeResult: <A, I>(
   module: string,
-  schema: Schema.Schema<A, I>
-) => (input: I) => Either.Either<A, InvalidOptions> = internal.decodeEither
+  schema: Schema.Codec<A, I>
+) => (input: I) => Result.Result<A, InvalidOptions> = internal.decodeResult

@@ -20,6 +20,19 @@
  * The rules are `@sluice/kernel/outcome/Outcome`; this module reads them from an
  * `Exit` or a `Cause`.
  *
+ * **Details**
+ *
+ * - A `Cause` is read through its flat list of reasons (`cause.reasons`): the first
+ *   `Fail` or `Die` decides; interruptions alone mean the caller gave up (`ignored`).
+ * - Effect's `Cause.TimeoutError` (what `Effect.timeout` fails with) is `dropped`, also
+ *   inside a `DontRetry`: a timed-out remote call is evidence of an overloaded backend.
+ *
+ * **Gotchas**
+ *
+ * - Classify with this module, not the kernel's `Outcome.ofError` directly: the kernel
+ *   knows timeouts by the tag Effect 3 gave them (`TimeoutException`), and this module
+ *   adds Effect 4's `TimeoutError`.
+ *
  * @since 0.2.0
  */
 import type * as Cause from "effect/Cause"
@@ -50,16 +63,18 @@ export interface ClassifyOptions extends Kernel.ClassifyOptions {}
  * @example
  * ```ts
  * import { Errors, Outcome } from "@sluice/core"
+ * import { Cause } from "effect"
  *
  * Outcome.ofError(new Errors.Overloaded({ reason: "503" })) // "dropped"
  * Outcome.ofError(new Errors.Overloaded({ reason: "queue full", origin: "local" })) // "refused"
  * Outcome.ofError(new Errors.Throttled({ key: "api" })) // "refused"
+ * Outcome.ofError(new Cause.TimeoutError()) // "dropped"
  * Outcome.ofError(new Error("boom")) // "failed"
  * ```
  * @since 0.2.0
  * @category classifying
  */
-export const ofError: (error: unknown, options?: ClassifyOptions) => Outcome = Kernel.ofError
+export const ofError: (error: unknown, options?: ClassifyOptions) => Outcome = internal.ofError
 
 /**
  * The outcome of a failed call's `Cause`: the first failure (or defect) decides; a
@@ -70,8 +85,9 @@ export const ofError: (error: unknown, options?: ClassifyOptions) => Outcome = K
  * import { Outcome } from "@sluice/core"
  * import { Cause } from "effect"
  *
- * Outcome.ofCause(Cause.interrupt("fiber" as never)) // "ignored"
+ * Outcome.ofCause(Cause.interrupt()) // "ignored"
  * Outcome.ofCause(Cause.die("bug")) // "failed"
+ * Outcome.ofCause(Cause.combine(Cause.interrupt(), Cause.fail(new Cause.TimeoutError()))) // "dropped"
  * ```
  * @since 0.2.0
  * @category classifying

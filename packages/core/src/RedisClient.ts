@@ -7,6 +7,15 @@
  * This module imports `ioredis` (an optional peer dependency); `@sluice/core` itself never
  * loads it.
  *
+ * **Details**
+ *
+ * - {@link layer} is a scoped `Layer.effect`: a client built here is closed (`QUIT`, then
+ *   a disconnect after a second) when the layer's scope closes; a client you pass in is
+ *   yours and stays open.
+ * - Without `client` or `url`, the URL is the `REDIS_URL` config
+ *   (`Config.String("REDIS_URL")`, from the current `ConfigProvider`), defaulting to
+ *   `redis://127.0.0.1:6379`.
+ *
  * @since 0.2.0
  */
 import * as Context from "effect/Context"
@@ -66,7 +75,7 @@ export interface Service {
  * @since 0.2.0
  * @category tags
  */
-export class RedisClient extends Context.Tag("@sluice/core/RedisClient")<RedisClient, Service>() {}
+export class RedisClient extends Context.Service<RedisClient, Service>()("@sluice/core/RedisClient") {}
 
 /**
  * Acquires a client: the given one as is, or a new one closed with the scope. Waits (at most
@@ -103,7 +112,7 @@ export const client = (options: ConnectionOptions = {}): Effect.Effect<Client, n
  * @category layers
  */
 export const layer = (options: ConnectionOptions = {}): Layer.Layer<RedisClient> =>
-  Layer.scoped(
+  Layer.effect(
     RedisClient,
     Effect.map(internal.acquire(options), (client): Service => ({ client }))
   )

@@ -57,7 +57,7 @@ export interface RollingCounter extends Pipeable {
  * @category models
  */
 export interface RollingCounterOptions {
-  readonly window: Duration.DurationInput
+  readonly window: Duration.Input
   /** Default 10. */
   readonly buckets?: number | undefined
 }

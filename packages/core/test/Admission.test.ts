@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Admission, CircuitBreaker, Criticality, Errors } from "@sluice/core"
-import { Deferred, Effect, Exit, FastCheck as fc, Fiber, TestClock, TestContext } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 
 /** A gate that records what it was told; refuses, waits or admits as scripted. */
 const recorder = (name: string, mode: () => "admit" | "refuse" | "wait") => {
@@ -48,13 +50,13 @@ describe("Admission.guard", () => {
       let ran = false
       const exit = yield* Effect.exit(Admission.guard([a.gate, b.gate])(Effect.sync(() => (ran = true))))
       expect(ran).toBe(false)
-      expect(Exit.isFailure(exit) && Exit.causeOption(exit)).toBeTruthy()
+      expect(Exit.isFailure(exit) && Option.isSome(Exit.getCause(exit))).toBeTruthy()
       expect(a.log).toEqual(["a:try:CRITICAL", "a:refused"])
       expect(a.open()).toBe(0)
     })
   )
 
-  it.effect("orElse continues after a failure like catchAll", () =>
+  it.effect("orElse continues after a failure like Effect.catch", () =>
     Effect.gen(function* () {
       const a = recorder("a", () => "admit")
       const guarded = Admission.guard([a.gate], (error) =>
@@ -68,7 +70,7 @@ describe("Admission.guard", () => {
   it.effect("interrupting the work settles every ticket as ignored", () =>
     Effect.gen(function* () {
       const a = recorder("a", () => "admit")
-      const fiber = yield* Effect.fork(Admission.guard([a.gate])(Effect.never))
+      const fiber = yield* Effect.forkChild(Admission.guard([a.gate])(Effect.never))
       yield* TestClock.adjust("1 millis")
       yield* Fiber.interrupt(fiber)
       expect(a.log).toEqual(["a:try:CRITICAL", "a:ignored"])
@@ -103,9 +105,9 @@ describe("Admission.guard", () => {
                       : step[2] === "die"
                         ? Effect.die("bug")
                         : Deferred.await(gate)
-                const fiber = yield* Effect.fork(guard(work))
+                const fiber = yield* Effect.forkChild(guard(work))
                 if (step[2] === "interrupt") {
-                  yield* Effect.yieldNow()
+                  yield* Effect.yieldNow
                   yield* Fiber.interrupt(fiber)
                 } else yield* Fiber.await(fiber)
               }
@@ -132,7 +134,7 @@ describe("Admission.guard", () => {
         const guard = Admission.guard([breaker.gate, inner.gate])
         for (let i = 0; i < 10; i++) yield* Effect.exit(guard(Effect.fail(new Error("never runs"))))
         expect(yield* breaker.state).toBe("closed")
-        const fiber = yield* Effect.fork(Admission.guard([breaker.gate])(Effect.never))
+        const fiber = yield* Effect.forkChild(Admission.guard([breaker.gate])(Effect.never))
         yield* TestClock.adjust("1 millis")
         yield* Fiber.interrupt(fiber)
         expect(yield* breaker.state).toBe("closed")
@@ -145,7 +147,7 @@ describe("Admission.guard", () => {
         )
         expect(yield* breaker.state).toBe("open")
         const refused = yield* Effect.exit(Admission.guard([breaker.gate])(Effect.succeed(1)))
-        expect(Exit.isFailure(refused) && Exit.causeOption(refused)).toBeTruthy()
+        expect(Exit.isFailure(refused) && Option.isSome(Exit.getCause(refused))).toBeTruthy()
       })
   )
 
@@ -215,9 +217,9 @@ describe("Admission.guard", () => {
                         ? Effect.die("bug")
                         : Deferred.await(gate)
                 const before = settled
-                const fiber = yield* Effect.fork(guard(work))
+                const fiber = yield* Effect.forkChild(guard(work))
                 if (step[2] === "interrupt") {
-                  yield* Effect.yieldNow()
+                  yield* Effect.yieldNow
                   yield* Fiber.interrupt(fiber)
                 } else yield* Fiber.await(fiber)
                 // Only work that ran and failed may open the breaker.
@@ -226,7 +228,7 @@ describe("Admission.guard", () => {
                 if (failures === 0) expect(yield* breaker.state).toBe("closed")
                 yield* TestClock.adjust("1 millis")
               }
-            }).pipe(Effect.provide(TestContext.TestContext))
+            }).pipe(Effect.provide(TestClock.layer()))
           )
           expect(open).toBe(0)
           expect(a.open()).toBe(0)

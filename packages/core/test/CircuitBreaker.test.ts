@@ -1,22 +1,8 @@
 import { CircuitBreaker, Errors, Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import {
-  Cause,
-  Chunk,
-  Duration,
-  Effect,
-  Either,
-  Exit,
-  Fiber,
-  FastCheck as fc,
-  Layer,
-  Metric,
-  Option,
-  Schedule,
-  Stream,
-  TestClock,
-  TestContext
-} from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Result, Schedule, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 
 class Boom {
   readonly _tag = "Boom"
@@ -29,10 +15,14 @@ const ok = Effect.succeed("ok")
 const boom = Effect.fail(new Boom())
 
 const call = <A, E>(breaker: CircuitBreaker.Service, effect: Effect.Effect<A, E>) =>
-  Effect.either(breaker.withBreaker(effect))
+  Effect.result(breaker.withBreaker(effect))
 
-const isOpenError = (e: Either.Either<unknown, unknown>) =>
-  Either.isLeft(e) && e.left instanceof Errors.CircuitOpen
+const isOpenError = (e: Result.Result<unknown, unknown>) =>
+  Result.isFailure(e) && e.failure instanceof Errors.CircuitOpen
+
+/** A failure made of interruptions only (the caller gave up). */
+const isInterrupted = (exit: Exit.Exit<unknown, unknown>) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
 
 let unique = 0
 const uniqueName = (prefix: string) => `${prefix}-${++unique}`
@@ -49,15 +39,15 @@ describe("CircuitBreaker", () => {
       expect(yield* breaker.state).toBe("closed")
       yield* TestClock.adjust("1 second")
       const third = yield* call(breaker, boom)
-      expect(Either.isLeft(third) && third.left instanceof Boom).toBe(true)
+      expect(Result.isFailure(third) && third.failure instanceof Boom).toBe(true)
       expect(yield* breaker.state).toBe("open")
       yield* TestClock.adjust("4 seconds")
       const rejected = yield* call(breaker, ok)
       expect(isOpenError(rejected)).toBe(true)
-      if (Either.isLeft(rejected) && rejected.left instanceof Errors.CircuitOpen) {
-        expect(rejected.left.name).toBe("a")
-        expect(rejected.left.halfOpenAt).toBe(11_000)
-        expect(Duration.toMillis(rejected.left.retryAfter)).toBe(6_000)
+      if (Result.isFailure(rejected) && rejected.failure instanceof Errors.CircuitOpen) {
+        expect(rejected.failure.name).toBe("a")
+        expect(rejected.failure.halfOpenAt).toBe(11_000)
+        expect(Duration.toMillis(rejected.failure.retryAfter)).toBe(6_000)
       }
       yield* TestClock.adjust("6 seconds")
       expect(yield* breaker.state).toBe("half-open")
@@ -155,18 +145,18 @@ describe("CircuitBreaker", () => {
       yield* call(breaker, boom)
       yield* TestClock.adjust("1 second")
       const slow = Effect.as(Effect.sleep("100 millis"), "slow")
-      const p1 = yield* Effect.fork(call(breaker, slow))
-      const p2 = yield* Effect.fork(call(breaker, slow))
-      yield* Effect.yieldNow()
+      const p1 = yield* Effect.forkChild(call(breaker, slow))
+      const p2 = yield* Effect.forkChild(call(breaker, slow))
+      yield* Effect.yieldNow
       const third = yield* call(breaker, ok)
       expect(isOpenError(third)).toBe(true)
-      if (Either.isLeft(third) && third.left instanceof Errors.CircuitOpen) {
-        expect(Duration.toMillis(third.left.retryAfter)).toBe(0)
+      if (Result.isFailure(third) && third.failure instanceof Errors.CircuitOpen) {
+        expect(Duration.toMillis(third.failure.retryAfter)).toBe(0)
       }
       expect(yield* breaker.state).toBe("half-open")
       yield* TestClock.adjust("100 millis")
-      expect(yield* Fiber.join(p1)).toEqual(Either.right("slow"))
-      expect(yield* Fiber.join(p2)).toEqual(Either.right("slow"))
+      expect(yield* Fiber.join(p1)).toEqual(Result.succeed("slow"))
+      expect(yield* Fiber.join(p2)).toEqual(Result.succeed("slow"))
       expect(yield* breaker.state).toBe("closed")
     })
   )
@@ -201,8 +191,8 @@ describe("CircuitBreaker", () => {
       })
       const openFor = Effect.gen(function* () {
         const result = yield* call(breaker, ok)
-        if (Either.isLeft(result) && result.left instanceof Errors.CircuitOpen) {
-          return Duration.toMillis(result.left.retryAfter)
+        if (Result.isFailure(result) && result.failure instanceof Errors.CircuitOpen) {
+          return Duration.toMillis(result.failure.retryAfter)
         }
         return -1
       })
@@ -227,11 +217,11 @@ describe("CircuitBreaker", () => {
       const breaker = yield* CircuitBreaker.make({
         name: "schedule-end",
         consecutiveFailures: 1,
-        openFor: Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(2))
+        openFor: Schedule.max([Schedule.exponential("100 millis"), Schedule.recurs(2)])
       })
       const retryAfter = Effect.map(call(breaker, ok), (result) =>
-        Either.isLeft(result) && result.left instanceof Errors.CircuitOpen
-          ? Duration.toMillis(result.left.retryAfter)
+        Result.isFailure(result) && result.failure instanceof Errors.CircuitOpen
+          ? Duration.toMillis(result.failure.retryAfter)
           : -1
       )
       const seen: Array<number> = []
@@ -255,13 +245,13 @@ describe("CircuitBreaker", () => {
       expect(yield* breaker.state).toBe("open")
       const rejected = yield* call(breaker, ok)
       expect(isOpenError(rejected)).toBe(true)
-      if (Either.isLeft(rejected) && rejected.left instanceof Errors.CircuitOpen) {
-        expect(rejected.left.halfOpenAt).toBe(Infinity)
-        expect(Duration.isFinite(rejected.left.retryAfter)).toBe(false)
+      if (Result.isFailure(rejected) && rejected.failure instanceof Errors.CircuitOpen) {
+        expect(rejected.failure.halfOpenAt).toBe(Infinity)
+        expect(Duration.isFinite(rejected.failure.retryAfter)).toBe(false)
       }
       yield* breaker.reset
       expect(yield* breaker.state).toBe("closed")
-      expect(yield* call(breaker, ok)).toEqual(Either.right("ok"))
+      expect(yield* call(breaker, ok)).toEqual(Result.succeed("ok"))
     })
   )
 
@@ -302,12 +292,12 @@ describe("CircuitBreaker", () => {
     Effect.gen(function* () {
       const breaker = yield* CircuitBreaker.make({ name: "interrupt", consecutiveFailures: 1 })
       for (let i = 0; i < 3; i++) {
-        const fiber = yield* Effect.fork(breaker.withBreaker(Effect.never))
-        yield* Effect.yieldNow()
+        const fiber = yield* Effect.forkChild(breaker.withBreaker(Effect.never))
+        yield* Effect.yieldNow
         yield* Fiber.interrupt(fiber)
       }
       const exit = yield* Effect.exit(breaker.withBreaker(Effect.interrupt))
-      expect(Exit.isInterrupted(exit)).toBe(true)
+      expect(isInterrupted(exit)).toBe(true)
       expect(yield* breaker.state).toBe("closed")
     })
   )
@@ -321,12 +311,12 @@ describe("CircuitBreaker", () => {
       })
       yield* call(breaker, boom)
       yield* TestClock.adjust("1 second")
-      const probe = yield* Effect.fork(breaker.withBreaker(Effect.never))
-      yield* Effect.yieldNow()
+      const probe = yield* Effect.forkChild(breaker.withBreaker(Effect.never))
+      yield* Effect.yieldNow
       expect(isOpenError(yield* call(breaker, ok))).toBe(true)
       yield* Fiber.interrupt(probe)
       expect(yield* breaker.state).toBe("half-open")
-      expect(yield* call(breaker, ok)).toEqual(Either.right("ok"))
+      expect(yield* call(breaker, ok)).toEqual(Result.succeed("ok"))
       expect(yield* breaker.state).toBe("closed")
     })
   )
@@ -334,14 +324,14 @@ describe("CircuitBreaker", () => {
   it.effect("outcomes of calls admitted before a state change are ignored", () =>
     Effect.gen(function* () {
       const breaker = yield* CircuitBreaker.make({ name: "stale", consecutiveFailures: 1, openFor: 1_000 })
-      const slowSuccess = yield* Effect.fork(call(breaker, Effect.as(Effect.sleep("5 seconds"), "late")))
-      yield* Effect.yieldNow()
+      const slowSuccess = yield* Effect.forkChild(call(breaker, Effect.as(Effect.sleep("5 seconds"), "late")))
+      yield* Effect.yieldNow
       yield* call(breaker, boom)
       expect(yield* breaker.state).toBe("open")
       yield* TestClock.adjust("1 second")
       expect(yield* breaker.state).toBe("half-open")
       yield* TestClock.adjust("4 seconds")
-      expect(yield* Fiber.join(slowSuccess)).toEqual(Either.right("late"))
+      expect(yield* Fiber.join(slowSuccess)).toEqual(Result.succeed("late"))
       // The late success belonged to the closed state: it did not close the breaker.
       expect(yield* breaker.state).toBe("half-open")
     })
@@ -357,16 +347,16 @@ describe("CircuitBreaker", () => {
         openFor: 1_000,
         onStateChange: (c) => seen.push(`${c.from}->${c.to}@${c.at}`)
       })
-      const changes = yield* Effect.fork(Stream.runCollect(Stream.take(breaker.stateChanges, 3)))
+      const changes = yield* Effect.forkChild(Stream.runCollect(Stream.take(breaker.stateChanges, 3)))
       // Let the stream subscribe before the first transition.
-      yield* Effect.repeatN(Effect.yieldNow(), 10)
+      yield* Effect.repeat(Effect.yieldNow, { times: 10 })
       yield* call(breaker, boom)
       yield* call(breaker, ok) // rejected
       yield* call(breaker, ok) // rejected
       yield* TestClock.adjust("1 second")
       yield* call(breaker, ok) // probe succeeds
       expect(seen).toEqual(["closed->open@0", "open->half-open@1000", "half-open->closed@1000"])
-      const collected = Chunk.toReadonlyArray(yield* Fiber.join(changes))
+      const collected = yield* Fiber.join(changes)
       expect(collected.map((c) => `${c.from}->${c.to}`)).toEqual([
         "closed->open",
         "open->half-open",
@@ -377,20 +367,18 @@ describe("CircuitBreaker", () => {
       const find = (metric: string, tags: Record<string, string>) =>
         snapshot.filter(
           (pair) =>
-            pair.metricKey.name === metric &&
-            pair.metricKey.tags.some((t) => t.key === "name" && t.value === name) &&
-            Object.entries(tags).every(([k, v]) =>
-              pair.metricKey.tags.some((t) => t.key === k && t.value === v)
-            )
+            pair.id === metric &&
+            pair.attributes?.["name"] === name &&
+            Object.entries(tags).every(([k, v]) => pair.attributes?.[k] === v)
         )
       const [gauge] = find("sluice_circuit_breaker_state", {})
-      expect((gauge!.metricState as any).value).toBe(0)
+      expect((gauge!.state as Metric.GaugeState<number>).value).toBe(0)
       const [rejected] = find("sluice_circuit_breaker_rejected", {})
-      expect((rejected!.metricState as any).count).toBe(2)
+      expect((rejected!.state as Metric.CounterState<number>).count).toBe(2)
       const [opened] = find("sluice_circuit_breaker_transitions", { from: "closed", to: "open" })
-      expect((opened!.metricState as any).count).toBe(1)
+      expect((opened!.state as Metric.CounterState<number>).count).toBe(1)
       const [closed] = find("sluice_circuit_breaker_transitions", { from: "half-open", to: "closed" })
-      expect((closed!.metricState as any).count).toBe(1)
+      expect((closed!.state as Metric.CounterState<number>).count).toBe(1)
     })
   )
 
@@ -441,7 +429,7 @@ describe("CircuitBreaker", () => {
         const exit = yield* Effect.exit(CircuitBreaker.make(options))
         expect(Exit.isFailure(exit)).toBe(true)
         if (Exit.isFailure(exit)) {
-          const error = Cause.failureOption(exit.cause)
+          const error = Cause.findErrorOption(exit.cause)
           expect(Option.isSome(error)).toBe(true)
           if (Option.isSome(error)) {
             expect(error.value).toBeInstanceOf(Options.InvalidOptions)
@@ -508,12 +496,12 @@ describe("CircuitBreaker", () => {
                   Effect.onExit((exit) =>
                     Effect.sync(() => {
                       live.set(mine, live.get(mine)! - 1)
-                      if (Exit.isInterrupted(exit)) interrupted.set(mine, (interrupted.get(mine) ?? 0) + 1)
+                      if (isInterrupted(exit)) interrupted.set(mine, (interrupted.get(mine) ?? 0) + 1)
                     })
                   )
                 )
               }).pipe(
-                Effect.zipRight(
+                Effect.andThen(
                   op.outcome === "success"
                     ? Effect.void
                     : op.outcome === "failure"
@@ -523,12 +511,12 @@ describe("CircuitBreaker", () => {
               )
             const fibers = yield* Effect.forEach(ops, (op) =>
               Effect.gen(function* () {
-                const fiber = yield* Effect.fork(
-                  Effect.sleep(op.start).pipe(Effect.zipRight(Effect.exit(breaker.withBreaker(body(op)))))
+                const fiber = yield* Effect.forkChild(
+                  Effect.sleep(op.start).pipe(Effect.andThen(Effect.exit(breaker.withBreaker(body(op)))))
                 )
                 if (op.interruptAfter !== null) {
-                  yield* Effect.fork(
-                    Effect.sleep(op.start + op.interruptAfter).pipe(Effect.zipRight(Fiber.interrupt(fiber)))
+                  yield* Effect.forkChild(
+                    Effect.sleep(op.start + op.interruptAfter).pipe(Effect.andThen(Fiber.interrupt(fiber)))
                   )
                 }
                 return fiber
@@ -541,7 +529,7 @@ describe("CircuitBreaker", () => {
             const final = yield* Effect.exit(breaker.withBreaker(Effect.succeed("after")))
             return final
           })
-          const final = await Effect.runPromise(program.pipe(Effect.provide(TestContext.TestContext)))
+          const final = await Effect.runPromise(program.pipe(Effect.provide(TestClock.layer())))
           if (violation !== undefined) throw new Error(violation)
           return Exit.isSuccess(final)
         }

@@ -12,7 +12,7 @@ describe("CircuitBreaker tags", () => {
     expectTypeOf(program).toEqualTypeOf<Effect.Effect<string, Errors.CircuitOpen, Postgres>>()
     const withRedis = program.pipe(Effect.provide(CircuitBreaker.layer({ name: "redis" }, Redis)))
     // providing the "redis" breaker leaves the "postgres" one required
-    expectTypeOf<Effect.Effect.Context<typeof withRedis>>().toEqualTypeOf<Postgres>()
+    expectTypeOf<Effect.Services<typeof withRedis>>().toEqualTypeOf<Postgres>()
     const runWithoutPostgres = () =>
       // @ts-expect-error: Postgres is missing from the context
       Effect.runPromise(withRedis)

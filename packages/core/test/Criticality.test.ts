@@ -1,13 +1,14 @@
 import { Criticality } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, FastCheck as fc } from "effect"
+import { Effect, Fiber } from "effect"
+import * as fc from "fast-check"
 
 describe("Criticality", () => {
   it.effect("defaults to CRITICAL and follows forks", () =>
     Effect.gen(function* () {
       expect(yield* Criticality.current).toBe("CRITICAL")
-      const inner = yield* Effect.fork(Criticality.current).pipe(
-        Effect.flatMap((f) => f.await),
+      const inner = yield* Effect.forkChild(Criticality.current).pipe(
+        Effect.flatMap(Fiber.await),
         Criticality.withCriticality("SHEDDABLE")
       )
       expect(inner._tag).toBe("Success")

@@ -61,7 +61,7 @@ describe("Errors", () => {
       Errors.isRetryable(new Errors.CircuitOpen({ name: "n", halfOpenAt: 0, retryAfter: Duration.zero }))
     ).toBe(false)
     expect(Errors.isRetryable(new Errors.DontRetry({ reason: "server" }))).toBe(false)
-    expect(Errors.isRetryable(new Cause.TimeoutException())).toBe(true)
+    expect(Errors.isRetryable(new Cause.TimeoutError())).toBe(true)
     expect(Errors.isRetryable(new Error("plain"))).toBe(false)
     expect(Errors.isRetryable(Errors.markRetryable(new Error("transport")))).toBe(true)
     expect(Errors.isRetryable(null)).toBe(false)
@@ -69,10 +69,10 @@ describe("Errors", () => {
 
   it("NonRetryable removes retryable errors from a union", () => {
     type E =
-      Errors.Overloaded | Errors.QuotaExceeded | Errors.Throttled | Cause.TimeoutException | Errors.DontRetry
+      Errors.Overloaded | Errors.QuotaExceeded | Errors.Throttled | Cause.TimeoutError | Errors.DontRetry
     expectTypeOf<Errors.NonRetryable<E>>().toEqualTypeOf<Errors.Throttled | Errors.DontRetry>()
     expectTypeOf<Errors.RetryablePart<E>>().toEqualTypeOf<
-      Errors.Overloaded | Errors.QuotaExceeded | Cause.TimeoutException
+      Errors.Overloaded | Errors.QuotaExceeded | Cause.TimeoutError
     >()
   })
 })

@@ -1,6 +1,7 @@
 import { Ewma } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, TestClock } from "effect"
+import { Duration, Effect, Exit } from "effect"
+import { TestClock } from "effect/testing"
 
 describe("Ewma", () => {
   it.effect("moves 63% of a step after tau", () =>

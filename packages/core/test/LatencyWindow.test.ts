@@ -1,6 +1,7 @@
 import { LatencyWindow, Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Option, TestClock } from "effect"
+import { Cause, Duration, Effect, Exit, Option } from "effect"
+import { TestClock } from "effect/testing"
 
 // The bound is α; the extra 1e-9 absorbs floating-point rounding of the bucket index.
 const withinRelative = (estimate: number, exact: number, alpha: number) =>
@@ -68,7 +69,7 @@ describe("LatencyWindow", () => {
         const exit = yield* Effect.exit(LatencyWindow.make(options))
         expect(Exit.isFailure(exit)).toBe(true)
         if (Exit.isFailure(exit)) {
-          const error = Cause.failureOption(exit.cause)
+          const error = Cause.findErrorOption(exit.cause)
           expect(Option.isSome(error) && error.value instanceof Options.InvalidOptions).toBe(true)
           if (Option.isSome(error)) expect(error.value.message).toMatch(field)
         }

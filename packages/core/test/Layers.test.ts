@@ -3,13 +3,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { Config, ConfigProvider, Effect, Exit, Layer } from "effect"
 
 const withEnv = (env: Record<string, string>) =>
-  Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+  Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(env))
 
 describe("layerConfig", () => {
   it.effect("CircuitBreaker.layerConfig reads options from Config, under the default or a keyed tag", () =>
     Effect.gen(function* () {
       class Db extends CircuitBreaker.Tag("db")<Db>() {}
-      const config = Config.all({ name: Config.string("NAME"), consecutiveFailures: Config.integer("FAILS") })
+      const config = Config.all({ name: Config.String("NAME"), consecutiveFailures: Config.Int("FAILS") })
       const names = yield* Effect.all([CircuitBreaker.CircuitBreaker, Db]).pipe(
         Effect.map((bs) => bs.map((b) => b.name)),
         Effect.provide(

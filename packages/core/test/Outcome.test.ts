@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Errors, Outcome } from "@sluice/core"
-import { Cause, Duration, Exit, FiberId } from "effect"
+import { Cause, Duration, Exit } from "effect"
 
 const local = new Errors.Overloaded({ reason: "queue full", origin: "local" })
 const remote = new Errors.Overloaded({ reason: "503" })
@@ -15,7 +15,7 @@ describe("Outcome", () => {
   it("classifies every Sluice error by where it came from", () => {
     expect(Outcome.ofError(remote)).toBe("dropped")
     expect(Outcome.ofError(quota)).toBe("dropped")
-    expect(Outcome.ofError(new Cause.TimeoutException())).toBe("dropped")
+    expect(Outcome.ofError(new Cause.TimeoutError())).toBe("dropped")
     expect(Outcome.ofError(local)).toBe("refused")
     expect(Outcome.ofError(new Errors.Throttled({ key: "k" }))).toBe("refused")
     expect(
@@ -38,12 +38,10 @@ describe("Outcome", () => {
   })
 
   it("causes: interruption only is ignored, a defect failed, the first failure decides", () => {
-    expect(Outcome.ofCause(Cause.interrupt(FiberId.none))).toBe("ignored")
+    expect(Outcome.ofCause(Cause.interrupt())).toBe("ignored")
     expect(Outcome.ofCause(Cause.die("bug"))).toBe("failed")
-    expect(Outcome.ofCause(Cause.sequential(Cause.interrupt(FiberId.none), Cause.fail(remote)))).toBe(
-      "dropped"
-    )
-    expect(Outcome.ofCause(Cause.parallel(Cause.fail(local), Cause.fail(remote)))).toBe("refused")
+    expect(Outcome.ofCause(Cause.combine(Cause.interrupt(), Cause.fail(remote)))).toBe("dropped")
+    expect(Outcome.ofCause(Cause.combine(Cause.fail(local), Cause.fail(remote)))).toBe("refused")
     expect(Outcome.ofExit(Exit.succeed(1))).toBe("success")
     expect(Outcome.ofExit(Exit.fail(new Error("x")), { isDrop: () => true })).toBe("dropped")
   })

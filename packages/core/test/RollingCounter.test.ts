@@ -1,6 +1,7 @@
 import { Options, RollingCounter } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, TestClock } from "effect"
+import { Duration, Effect, Exit } from "effect"
+import { TestClock } from "effect/testing"
 
 describe("RollingCounter", () => {
   it.effect("counts over the window and forgets old buckets", () =>
@@ -31,8 +32,9 @@ describe("RollingCounter", () => {
       for (const bad of bads) {
         const exit = yield* Effect.exit(RollingCounter.make(bad))
         expect(Exit.isFailure(exit)).toBe(true)
-        if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
-          const error = exit.cause.error
+        const reason = Exit.isFailure(exit) ? exit.cause.reasons[0] : undefined
+        if (reason?._tag === "Fail") {
+          const error = reason.error
           expect(error).toBeInstanceOf(Options.InvalidOptions)
           expect(error.message).toMatch(bad.window === "10 seconds" ? /buckets/ : /window/)
         }

@@ -22,7 +22,7 @@ const failure = (run: () => unknown) =>
     }
     return Effect.isEffect(result)
       ? Effect.map(Effect.exit(result as Effect.Effect<unknown, unknown>), (exit) =>
-          Exit.isFailure(exit) && Cause.isDie(exit.cause) ? Cause.pretty(exit.cause) : undefined
+          Exit.isFailure(exit) && Cause.hasDies(exit.cause) ? Cause.pretty(exit.cause) : undefined
         )
       : Effect.succeed(undefined)
   })

@@ -1,10 +1,9 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
-import type * as DefaultServices from "effect/DefaultServices"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import type * as FiberRef from "effect/FiberRef"
+import * as Result from "effect/Result"
 import type * as A from "../Admission.js"
 import type * as Criticality from "../Criticality.js"
 import * as criticality from "./criticality.js"
@@ -31,6 +30,9 @@ type Restore = <X, Y, R>(effect: Effect.Effect<X, Y, R>) => Effect.Effect<X, Y, 
 const classifyOptions = (gates: ReadonlyArray<AnyGate>): Outcome.ClassifyOptions | undefined =>
   Outcome.anyDrop(gates.flatMap((gate) => (gate.isDrop === undefined ? [] : [gate.isDrop])))
 
+/** A fiber's `Clock`, read once per pass and only when a gate asks. */
+const clockOf = (fiber: Fiber.Fiber<unknown, unknown>): Clock.Clock => fiber.getRef(Clock.Clock)
+
 /**
  * One pass of work through the gates. It is the gates' `Entry` too, and holds the
  * tickets: one object per call, plus the two handlers the work's `Exit` needs.
@@ -43,17 +45,22 @@ class Pass implements A.Entry {
     readonly orElse: OrElse | undefined,
     readonly restore: Restore,
     readonly self: Effect.Effect<unknown, unknown, unknown>,
-    readonly fiber: Fiber.RuntimeFiber<unknown, unknown>,
-    readonly services: Context.Context<DefaultServices.DefaultServices>
+    readonly fiber: Fiber.Fiber<unknown, unknown>
   ) {
     this.tickets = new Array(gates.length)
+  }
+
+  private fiberClock: Clock.Clock | undefined = undefined
+
+  get clock(): Clock.Clock {
+    return (this.fiberClock ??= clockOf(this.fiber))
   }
 
   private time = -1
 
   /** One clock read per pass, and none when no gate asks (a time-blind limiter alone). */
   get now(): number {
-    if (this.time < 0) this.time = Context.get(this.services, Clock.Clock).unsafeCurrentTimeMillis()
+    if (this.time < 0) this.time = this.clock.currentTimeMillisUnsafe()
     return this.time
   }
 
@@ -61,12 +68,14 @@ class Pass implements A.Entry {
 
   /** Read once, and only when a gate asks (most success paths never do). */
   get criticality(): Criticality.Criticality {
-    return (this.level ??= this.fiber.getFiberRef(criticality.currentCriticality))
+    return (this.level ??= this.fiber.getRef(criticality.currentCriticality))
   }
 
-  getFiberRef<A>(ref: FiberRef.FiberRef<A>): A {
-    return this.fiber.getFiberRef(ref)
+  get context(): Context.Context<never> {
+    return this.fiber.context
   }
+
+  readonly getRef = <A>(ref: Context.Reference<A>): A => this.fiber.getRef(ref)
 
   /** Settles the first `count` tickets, innermost first. */
   settle(count: number, result: Outcome.Outcome, cause?: Cause.Cause<unknown>): void {
@@ -100,12 +109,12 @@ class Pass implements A.Entry {
     return this.recover(cause)
   }
 
-  /** As `Effect.catchAll(orElse)` after the guard, without a step of its own. */
+  /** As `Effect.catch(orElse)` after the guard, without a step of its own. */
   recover(cause: Cause.Cause<unknown>): Effect.Effect<unknown, unknown, unknown> {
     if (this.orElse === undefined) return Effect.failCause(cause)
-    const failure = Cause.failureOrCause(cause)
-    return failure._tag === "Left"
-      ? this.restore(this.orElse(failure.left, this.self))
+    const failure = Cause.findError(cause)
+    return Result.isSuccess(failure)
+      ? this.restore(this.orElse(failure.success, this.self))
       : Effect.failCause(cause)
   }
 
@@ -136,26 +145,23 @@ export const guard = (
 ): (<X, Y, R>(self: Effect.Effect<X, Y, R>) => Effect.Effect<X, unknown, R>) => {
   const options = classifyOptions(gates)
   const enter = (
-    fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    fiber: Fiber.Fiber<unknown, unknown>,
     restore: Restore,
     self: Effect.Effect<unknown, unknown, unknown>
-  ): Effect.Effect<unknown, unknown, unknown> => {
-    const services = fiber.currentDefaultServices
-    const pass = new Pass(gates, options, orElse, restore, self, fiber, services)
-    return pass.enterFrom(0)
-  }
+  ): Effect.Effect<unknown, unknown, unknown> =>
+    new Pass(gates, options, orElse, restore, self, fiber).enterFrom(0)
   const guarded = (
     self: Effect.Effect<unknown, unknown, unknown>
   ): Effect.Effect<unknown, unknown, unknown> =>
     // The tickets are taken inside the uninterruptible region, so no interruption can fall
     // between being admitted and installing the handler that settles the ticket.
     Effect.uninterruptibleMask((restore) => {
-      // The mask's body runs on the fiber the flag change just made current: reading it
-      // here saves a `withFiberRuntime` step on every call.
-      const current = Fiber.getCurrentFiber()
-      return current._tag === "Some"
-        ? enter(current.value, restore, self)
-        : Effect.withFiberRuntime((fiber) => enter(fiber, restore, self))
+      // The mask's body runs on the fiber that is running it: reading it here saves a
+      // `withFiber` step on every call.
+      const current = Fiber.getCurrent()
+      return current !== undefined
+        ? enter(current, restore, self)
+        : Effect.withFiber((fiber) => enter(fiber, restore, self))
     })
   return guarded as any
 }

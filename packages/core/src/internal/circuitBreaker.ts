@@ -1,22 +1,19 @@
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
-import type * as DefaultServices from "effect/DefaultServices"
+import type * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { dual } from "effect/Function"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import { pipeArguments } from "effect/Pipeable"
 import * as PubSub from "effect/PubSub"
-import * as Runtime from "effect/Runtime"
+import * as Pull from "effect/Pull"
 import * as Schedule from "effect/Schedule"
-import * as ScheduleDecision from "effect/ScheduleDecision"
-import * as Intervals from "effect/ScheduleIntervals"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type * as Admission from "../Admission.js"
+import * as Admission from "../Admission.js"
 import type * as CB from "../CircuitBreaker.js"
 import { CircuitOpen } from "../Errors.js"
 import * as admission from "./admission.js"
@@ -29,70 +26,77 @@ export const TypeId: typeof CB.TypeId = Symbol.for("@sluice/core/CircuitBreaker"
 
 const gaugeValue: Record<CB.State, number> = { closed: 0, "half-open": 1, open: 2 }
 
-const ScheduleSchema = Schema.declare(
-  (u: unknown): u is Schedule.Schedule<unknown, unknown, never> => Schedule.isSchedule(u),
-  { identifier: "Schedule", description: "a Schedule" }
-)
+type OpenFor = Schedule.Schedule<unknown, unknown>
 
-const functionSchema = <F>(identifier: string, description: string) =>
-  Schema.declare((u: unknown): u is F => typeof u === "function", { identifier, description })
+const ScheduleSchema = Schema.declare((u: unknown): u is OpenFor => Schedule.isSchedule(u), {
+  expected: "a Schedule"
+})
+
+const functionSchema = <F>(expected: string) =>
+  Schema.declare((u: unknown): u is F => typeof u === "function", { expected })
 
 const fields = Options.fields(Breaker.options)
 const OptionsSchema = Schema.Struct({
-  name: Schema.String.pipe(Schema.minLength(1, { message: () => "expected a non-empty name" })),
+  name: Schema.String.check(Schema.isMinLength(1, { message: "expected a non-empty name" })),
   consecutiveFailures: fields.consecutiveFailures,
   failureRatio: Schema.optional(Schema.Struct(Options.fields(Breaker.failureRatioOptions))),
-  openFor: Schema.optionalWith(Schema.Union(Options.PositiveDuration, ScheduleSchema), {
-    default: () => Duration.millis(Breaker.options.openFor.fallback.value)
-  }),
+  openFor: Schema.Union([Options.PositiveDuration, ScheduleSchema]).pipe(
+    Schema.withDecodingDefaultType(
+      Effect.succeed<Duration.Duration | OpenFor>(Duration.millis(Breaker.options.openFor.fallback.value))
+    )
+  ),
   halfOpenProbes: fields.halfOpenProbes,
   isFailure: Schema.optional(
-    functionSchema<(error: unknown) => boolean>("Predicate", "a function (error: unknown) => boolean")
+    functionSchema<(error: unknown) => boolean>("a function (error: unknown) => boolean")
   ),
   onStateChange: Schema.optional(
-    functionSchema<(change: CB.StateChange) => void>("Callback", "a function (change: StateChange) => void")
+    functionSchema<(change: CB.StateChange) => void>("a function (change: StateChange) => void")
   )
 })
 
 type Config = typeof OptionsSchema.Type
 
-const decodeEffect = Options.decode(
-  "CircuitBreaker",
-  OptionsSchema as Schema.Schema<Config, CB.CircuitBreakerOptions>
-)
+const decodeEffect = Options.decode<Config, CB.CircuitBreakerOptions>("CircuitBreaker", OptionsSchema)
 
-const stateGauge = Metric.gauge("sluice_circuit_breaker_state", {
-  description: "circuit breaker state: 0 closed, 1 half-open, 2 open"
-})
-const transitionsCounter = Metric.counter("sluice_circuit_breaker_transitions", {
-  description: "circuit breaker state transitions, tagged from and to",
-  incremental: true
-})
-const rejectedCounter = Metric.counter("sluice_circuit_breaker_rejected", {
-  description: "calls refused by an open or saturated half-open circuit breaker",
-  incremental: true
-})
+const stateGauge = (name: string) =>
+  Metric.gauge("sluice_circuit_breaker_state", {
+    description: "circuit breaker state: 0 closed, 1 half-open, 2 open",
+    attributes: { name }
+  })
+const transitionsCounter = (name: string, from: CB.State, to: CB.State) =>
+  Metric.counter("sluice_circuit_breaker_transitions", {
+    description: "circuit breaker state transitions, tagged from and to",
+    incremental: true,
+    attributes: { name, from, to }
+  })
+const rejectedCounter = (name: string) =>
+  Metric.counter("sluice_circuit_breaker_rejected", {
+    description: "calls refused by an open or saturated half-open circuit breaker",
+    incremental: true,
+    attributes: { name }
+  })
 
 /** The typed error an outcome was computed from (`undefined` for a defect, or without a cause). */
 const typedError = (cause: Cause.Cause<unknown> | undefined): { readonly error: unknown } | undefined => {
-  const failure = cause === undefined ? Option.none() : Cause.failureOption(cause)
+  const failure = cause === undefined ? Option.none() : Cause.findErrorOption(cause)
   return Option.isSome(failure) ? { error: failure.value } : undefined
 }
 
 /**
  * A call the breaker admitted. One ticket serves every call admitted under the same
- * generation (state) from the same fiber services, so the closed path allocates nothing.
+ * generation (state) on the same clock, so the closed path allocates nothing.
  */
 class Ticket implements CB.Ticket {
   constructor(
     readonly generation: number,
     readonly probe: boolean,
-    readonly services: Context.Context<DefaultServices.DefaultServices>,
     /** The clock of the admitting fiber: settling reads it only when the outcome needs a time. */
     readonly clock: Clock.Clock
   ) {}
-  readonly now = (): number => this.clock.unsafeCurrentTimeMillis()
+  readonly now = (): number => this.clock.currentTimeMillisUnsafe()
 }
+
+type Step = (now: number, input: unknown) => Pull.Pull<[unknown, Duration.Duration], unknown, unknown>
 
 class CircuitBreakerImpl implements CB.Service {
   readonly [TypeId]: CB.TypeId = TypeId
@@ -100,24 +104,25 @@ class CircuitBreakerImpl implements CB.Service {
   private readonly breaker: Breaker.Breaker
   private ticket: Ticket | undefined = undefined
   private readonly onStateChange: ((change: CB.StateChange) => void) | undefined
-  private readonly schedule: Schedule.Schedule<unknown, unknown, never> | undefined
-  private scheduleState: unknown
-  private readonly gauge: Metric.Metric.Gauge<number>
-  private readonly transitions: Metric.Metric.Counter<number>
-  private readonly rejected: Metric.Metric.Counter<number>
-  private readonly runSync: <A>(effect: Effect.Effect<A>) => A
+  private readonly schedule: OpenFor | undefined
+  /**
+   * The open-duration Schedule's step since the breaker last closed (made at the first trip),
+   * or `"done"` once the Schedule has ended.
+   */
+  private step: Step | "done" | undefined = undefined
+  private readonly gauge: Metric.Gauge<number>
+  private readonly transitions: Map<string, Metric.Counter<number>> = new Map()
+  private readonly rejected: Metric.Counter<number>
 
   constructor(
     config: Config,
-    runtime: Runtime.Runtime<never>,
+    /** The context the breaker was made in: its metric registry, and the Schedule's services. */
+    private readonly context: Context.Context<never>,
     private readonly pubsub: PubSub.PubSub<CB.StateChange>
   ) {
     this.name = config.name
     this.onStateChange = config.onStateChange
-    this.schedule = Schedule.isSchedule(config.openFor)
-      ? (config.openFor as Schedule.Schedule<unknown, unknown, never>)
-      : undefined
-    this.scheduleState = this.schedule?.initial
+    this.schedule = Schedule.isSchedule(config.openFor) ? config.openFor : undefined
     const ratio = config.failureRatio
     this.breaker = new Breaker.Breaker({
       consecutiveFailures: config.consecutiveFailures,
@@ -130,12 +135,9 @@ class CircuitBreakerImpl implements CB.Service {
       isFailure: config.isFailure,
       onTransition: (from, to, now) => this.transitioned(from, to, now)
     })
-    this.runSync = Runtime.runSync(runtime)
-    const nameTag = MetricLabel.make("name", this.name)
-    this.gauge = Metric.taggedWithLabels(stateGauge, [nameTag])
-    this.transitions = Metric.taggedWithLabels(transitionsCounter, [nameTag])
-    this.rejected = Metric.taggedWithLabels(rejectedCounter, [nameTag])
-    this.gauge.unsafeUpdate(0, [])
+    this.gauge = stateGauge(this.name)
+    this.rejected = rejectedCounter(this.name)
+    this.gauge.updateUnsafe(0, context)
     this.gate = {
       tryEnter: (entry) =>
         this.breaker.admissible(entry.now) ? this.take(entry) : admission.refuse(this.reject(entry.now)),
@@ -154,11 +156,11 @@ class CircuitBreakerImpl implements CB.Service {
         this.breaker.settle(generation, outcome, now, typedError, cause)
       }
     }
-    this.guarded = admission.guard([this.gate as Admission.Gate<unknown, unknown>]) as any
+    this.withBreaker = Admission.guard([this.gate])
   }
 
   readonly gate: Admission.Gate<CB.Ticket, CircuitOpen>
-  private readonly guarded: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
+  readonly withBreaker: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
 
   readonly pipe = (...args: ReadonlyArray<unknown>): unknown => {
     return pipeArguments(this, args as unknown as IArguments)
@@ -166,15 +168,27 @@ class CircuitBreakerImpl implements CB.Service {
 
   // ---- transitions: metrics, events, the open-duration Schedule ----
 
+  /** The transitions counter of one `from`/`to` pair, made at its first use (at most six). */
+  private transitionsOf(from: CB.State, to: CB.State): Metric.Counter<number> {
+    const key = `${from}>${to}`
+    let counter = this.transitions.get(key)
+    if (counter === undefined) {
+      counter = transitionsCounter(this.name, from, to)
+      this.transitions.set(key, counter)
+    }
+    return counter
+  }
+
   private transitioned(from: Breaker.State, to: Breaker.State, now: number): void {
-    if (to === "closed" && this.schedule !== undefined) this.scheduleState = this.schedule.initial
+    // Closing starts the open-duration Schedule over: the next trip makes a fresh step.
+    if (to === "closed") this.step = undefined
     const fromName = Breaker.reported(from)
     const toName = Breaker.reported(to)
     if (fromName === toName) return
-    this.gauge.unsafeUpdate(gaugeValue[toName], [])
-    this.transitions.unsafeUpdate(1, [MetricLabel.make("from", fromName), MetricLabel.make("to", toName)])
+    this.gauge.updateUnsafe(gaugeValue[toName], this.context)
+    this.transitionsOf(fromName, toName).updateUnsafe(1, this.context)
     const change: CB.StateChange = { name: this.name, from: fromName, to: toName, at: now }
-    this.pubsub.unsafeOffer(change)
+    PubSub.publishUnsafe(this.pubsub, change)
     if (this.onStateChange !== undefined) {
       try {
         this.onStateChange(change)
@@ -185,17 +199,23 @@ class CircuitBreakerImpl implements CB.Service {
   }
 
   // The open duration of a trip from the Schedule's next delay (input: the trips since the
-  // breaker last closed); a Schedule that is done, or cannot step synchronously, keeps the
-  // previous one (the kernel's rule for `undefined`).
+  // breaker last closed). The breaker decides outside any fiber, so the step runs synchronously
+  // in the context the breaker was made in; a Schedule that is done, fails, or cannot step
+  // synchronously keeps the previous duration (the kernel's rule for `undefined`).
   private nextOpenMillis(now: number, trips: number): number | undefined {
-    try {
-      const [state, , decision] = this.runSync(this.schedule!.step(now, trips, this.scheduleState))
-      if (ScheduleDecision.isDone(decision)) return undefined
-      this.scheduleState = state
-      return Intervals.start(decision.intervals) - now
-    } catch {
+    if (this.step === "done") return undefined
+    if (this.step === undefined) {
+      const made = Effect.runSyncExitWith(this.context)(Schedule.toStep(this.schedule!))
+      if (Exit.isFailure(made)) return undefined
+      this.step = made.value
+    }
+    const exit = Effect.runSyncExitWith(this.context)(this.step(now, trips))
+    if (Exit.isFailure(exit)) {
+      // Done: later trips reuse the last duration until the breaker closes and starts over.
+      if (Pull.isDoneCause(exit.cause)) this.step = "done"
       return undefined
     }
+    return Duration.toMillis(exit.value[1])
   }
 
   // ---- the admission protocol ----
@@ -204,24 +224,19 @@ class CircuitBreakerImpl implements CB.Service {
   private take(entry: Admission.Entry): Ticket {
     const generation = this.breaker.take()
     const ticket = this.ticket
-    if (ticket !== undefined && ticket.generation === generation && ticket.services === entry.services)
-      return ticket
-    return (this.ticket = new Ticket(
-      generation,
-      this.breaker.isProbe(generation),
-      entry.services,
-      Context.get(entry.services, Clock.Clock)
-    ))
+    const clock = entry.clock
+    if (ticket !== undefined && ticket.generation === generation && ticket.clock === clock) return ticket
+    return (this.ticket = new Ticket(generation, this.breaker.isProbe(generation), clock))
   }
 
   private reject(now: number): CircuitOpen {
-    this.rejected.unsafeUpdate(1, [])
+    this.rejected.updateUnsafe(1, this.context)
     const retryAfter = Duration.millis(this.breaker.retryAfterMillis(now))
-    return new CircuitOpen({ name: this.name, halfOpenAt: this.breaker.halfOpenAt, retryAfter }, true)
+    return new CircuitOpen(
+      { name: this.name, halfOpenAt: this.breaker.halfOpenAt, retryAfter },
+      { disableChecks: true }
+    )
   }
-
-  readonly withBreaker = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
-    this.guarded(self)
 
   readonly unsafeState = (nowMillis: number): CB.State => Breaker.reported(this.breaker.state(nowMillis))
 
@@ -256,8 +271,8 @@ class CircuitBreakerImpl implements CB.Service {
 /** @internal */
 export const make = (options: CB.CircuitBreakerOptions): Effect.Effect<CB.Service, InvalidOptions> =>
   Effect.map(
-    Effect.all([decodeEffect(options), Effect.runtime<never>(), PubSub.sliding<CB.StateChange>(256)]),
-    ([config, runtime, pubsub]) => new CircuitBreakerImpl(config, runtime, pubsub)
+    Effect.all([decodeEffect(options), Effect.context<never>(), PubSub.sliding<CB.StateChange>(256)]),
+    ([config, context, pubsub]) => new CircuitBreakerImpl(config, context, pubsub)
   )
 
 /** @internal */

@@ -1,18 +1,21 @@
 import * as Kernel from "@sluice/kernel/criticality/Criticality"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
 import type { Criticality } from "../Criticality.js"
 
 /** @internal */
-export const currentCriticality: FiberRef.FiberRef<Criticality> = FiberRef.unsafeMake(Kernel.defaultLevel)
+export const currentCriticality: Context.Reference<Criticality> = Context.Reference<Criticality>(
+  "@sluice/core/Criticality",
+  { defaultValue: () => Kernel.defaultLevel }
+)
 
 /** @internal */
-export const current: Effect.Effect<Criticality> = FiberRef.get(currentCriticality)
+export const current: Effect.Effect<Criticality> = Effect.service(currentCriticality)
 
 /** @internal (the duals are typed by the public module) */
 export const withCriticality = dual(2, (self: Effect.Effect<unknown, unknown, unknown>, level: Criticality) =>
-  Effect.locally(self, currentCriticality, level)
+  Effect.provideService(self, currentCriticality, level)
 )
 
 /** @internal */

@@ -11,4 +11,4 @@ export const isMarkedRetryable = (u: unknown): boolean =>
 
 /** Retryable by the layer above: a retryable type that this process did not refuse itself. @internal */
 export const isRetryable = (u: unknown): boolean =>
-  Outcome.isRetryableError(u, Cause.isTimeoutException(u) || isMarkedRetryable(u))
+  Outcome.isRetryableError(u, Cause.isTimeoutError(u) || isMarkedRetryable(u))

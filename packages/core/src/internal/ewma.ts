@@ -25,8 +25,12 @@ class EwmaRateImpl extends Kernel.EwmaRate implements E.EwmaRate {
   readonly unsafeRate = (nowMillis: number): number => this.rate(nowMillis)
 }
 
-const EwmaRateOptions = Schema.Struct(Options.fields(Kernel.rateOptions)).pipe(
-  Schema.filter((o) => Kernel.tickIssue(Duration.toMillis(o.window), Duration.toMillis(o.tick)))
+const EwmaRateFields = Schema.Struct(Options.fields(Kernel.rateOptions))
+
+const EwmaRateOptions = EwmaRateFields.check(
+  Schema.makeFilter<typeof EwmaRateFields.Type>((o) =>
+    Kernel.tickIssue(Duration.toMillis(o.window), Duration.toMillis(o.tick))
+  )
 )
 
 /** @internal */

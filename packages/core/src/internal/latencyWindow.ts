@@ -50,7 +50,7 @@ export const record = dual(
 export const quantile = dual(
   (args) => isLatencyWindow(args[0]),
   (self: LW.LatencyWindow, q: number): Effect.Effect<Option.Option<number>> =>
-    Options.atNow((now) => Option.fromNullable(self.unsafeQuantile(now, q)))
+    Options.atNow((now) => Option.fromNullishOr(self.unsafeQuantile(now, q)))
 )
 
 /** @internal */

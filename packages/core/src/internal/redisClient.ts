@@ -28,7 +28,7 @@ export const acquire = (options: ConnectionOptions = {}): Effect.Effect<Client, 
     Effect.gen(function* () {
       const url =
         options.url ??
-        (yield* Config.string("REDIS_URL").pipe(
+        (yield* Config.String("REDIS_URL").pipe(
           Config.withDefault("redis://127.0.0.1:6379"),
           Effect.orElseSucceed(() => "redis://127.0.0.1:6379")
         ))
@@ -39,7 +39,7 @@ export const acquire = (options: ConnectionOptions = {}): Effect.Effect<Client, 
       return redis as Client
     }),
     (redis) =>
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         redis.quit(() => resume(Effect.void))
       }).pipe(
         Effect.interruptible,
@@ -51,7 +51,7 @@ export const acquire = (options: ConnectionOptions = {}): Effect.Effect<Client, 
 
 // outside acquireRelease: the acquisition is uninterruptible, and this wait must time out
 const waitReady = (redis: IORedis, timeoutMs: number): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     if (redis.status === "ready") return resume(Effect.void)
     const done = () => {
       redis.off("ready", done)
