@@ -27,12 +27,6 @@
  * - Effect's `Cause.TimeoutError` (what `Effect.timeout` fails with) is `dropped`, also
  *   inside a `DontRetry`: a timed-out remote call is evidence of an overloaded backend.
  *
- * **Gotchas**
- *
- * - Classify with this module, not the kernel's `Outcome.ofError` directly: the kernel
- *   knows timeouts by the tag Effect 3 gave them (`TimeoutException`), and this module
- *   adds Effect 4's `TimeoutError`.
- *
  * @since 0.2.0
  */
 import type * as Cause from "effect/Cause"

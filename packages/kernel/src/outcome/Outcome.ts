@@ -65,7 +65,8 @@ const statusOf = (u: object): number | undefined => {
 
 /**
  * The outcome of a call that failed with `error`, read from its plain fields: `_tag` (Sluice's
- * errors; `TimeoutException`; a `ResponseError` and its `response.status`), `origin` (`"local"`
+ * errors; a timeout: Effect 3's `TimeoutException`, Effect 4's `TimeoutError`; an HTTP client's
+ * `ResponseError` (Effect 3) or `HttpClientError` (Effect 4) and its `response.status`), `origin` (`"local"`
  * when this process refused) and the `cause` a `DontRetry` gave up on.
  *
  * @since 0.2.0
@@ -86,8 +87,11 @@ export const ofError = (error: unknown, options?: ClassifyOptions): Outcome => {
       return cause === undefined ? "failed" : ofError(cause, options)
     }
     case "TimeoutException":
+    case "TimeoutError":
       return "dropped"
     case "ResponseError":
+    case "HttpClientError":
+      // no response (a transport error) reads as no status: failed
       return ofStatus(statusOf(error as object))
   }
   return "failed"

@@ -14,6 +14,7 @@ describe("Outcome", () => {
     expect(Outcome.ofError(quota)).toBe("dropped")
     expect(Outcome.ofError({ ...quota, origin: "local" })).toBe("refused")
     expect(Outcome.ofError({ _tag: "TimeoutException" })).toBe("dropped")
+    expect(Outcome.ofError({ _tag: "TimeoutError" })).toBe("dropped")
     expect(Outcome.ofError(local)).toBe("refused")
     expect(Outcome.ofError({ _tag: "Throttled", key: "k" })).toBe("refused")
     expect(Outcome.ofError({ _tag: "CircuitOpen", name: "b" })).toBe("refused")
@@ -34,6 +35,10 @@ describe("Outcome", () => {
     expect(Outcome.ofError(responseError(429))).toBe("failed")
     expect(Outcome.ofError(responseError(500))).toBe("failed")
     expect(Outcome.ofError({ _tag: "ResponseError" })).toBe("failed")
+    // Effect 4: one HttpClientError whose response (if any) is its reason's
+    expect(Outcome.ofError({ _tag: "HttpClientError", response: { status: 404 } })).toBe("ignored")
+    expect(Outcome.ofError({ _tag: "HttpClientError", response: { status: 503 } })).toBe("failed")
+    expect(Outcome.ofError({ _tag: "HttpClientError", response: undefined })).toBe("failed")
     expect(Outcome.ofStatus(400)).toBe("ignored")
     expect(Outcome.ofStatus(499)).toBe("ignored")
     expect(Outcome.ofStatus(503)).toBe("failed")
