@@ -8,42 +8,82 @@
  * layer needs for `RateLimit` and `Retry-After` headers. A request passes only if
  * every tier passes; a denied request consumes nothing.
  *
- * Costs are whole units: cost 0 is a peek (decided as one unit, nothing consumed,
- * like {@link get}); a negative or fractional cost fails with `InvalidOptions`; a
- * cost above a tier's capacity can never pass and is denied with `retryAfterMs`
- * `Infinity` (`QuotaExceeded.retryAfter` is `Duration.infinity`: "never").
- * Decisions are exact: integer arithmetic in whole milliseconds, the same in the
- * memory and Redis stores. Client ids longer than `maxClientIdLength` (256) are
- * stored as a prefix, `#` and their SHA-256 (a string of its own, which keeps nothing
- * of the caller's id alive), so no id grows the store unboundedly.
+ * **Details**
  *
- * A remote store (Redis) is called with a deadline: 15 ms by default, a hard
- * bound (Quota Minder's: a check never adds more than the deadline to a request,
- * beyond how late this process's own timers run). Opt in to the learned deadline
- * by setting `maxDeadline` above `deadline` (e.g. 50 ms and 1 second): a store
- * that answers in call order (one Redis connection) and keeps answering other
- * checks is slow, not gone, and a check then waits for its own answer up to
- * `maxDeadline`, so a saturated host does not hand quota decisions to the failure
- * mode. When the call misses its deadline, fails, or the breaker is open, the
- * `mode` decides:
- * `fallback` (the default: decide with a per-instance memory store on the same
- * plans scaled by `fallbackShare`, like rate-limiter-flexible's insurance
- * limiter), `fail-open` (allow) or `fail-closed` (deny). A store failure never
- * surfaces as an error or a defect. The breaker opens only on sustained failure
- * (see {@link QuotaOptions}), and a deadline missed because this process was not
- * running (a CPU stall) is not held against the store.
+ * - Costs are whole units: cost 0 is a peek (decided as one unit, nothing consumed,
+ *   like {@link get}); a negative or fractional cost fails with `InvalidOptions`; a
+ *   cost above a tier's capacity can never pass and is denied with `retryAfterMs`
+ *   `Infinity` (`QuotaExceeded.retryAfter` is `Duration.infinity`: "never").
+ * - Decisions are exact: integer arithmetic in whole milliseconds of the `Clock`, the
+ *   same in the memory and Redis stores (the rules are `@sluice/kernel`'s quota modules).
+ * - Client ids longer than `maxClientIdLength` (256) are stored as a prefix, `#` and
+ *   their SHA-256 (a string of its own, which keeps nothing of the caller's id alive),
+ *   so no id grows the store unboundedly.
+ * - A remote store (Redis) is called with a deadline: 15 ms by default, a hard bound
+ *   (Quota Minder's: a check never adds more than the deadline to a request, beyond
+ *   how late this process's own timers run); the Redis store decides in one round trip.
+ *   Deadlines and latencies are timed on the `Clock`'s monotonic time, so `TestClock`
+ *   drives them.
+ * - Opt in to the learned deadline by setting `maxDeadline` above `deadline` (e.g. 50 ms
+ *   and 1 second): a store that answers in call order (one Redis connection) and keeps
+ *   answering other checks is slow, not gone, and a check then waits for its own answer
+ *   up to `maxDeadline`, so a saturated host does not hand quota decisions to the
+ *   failure mode.
+ * - When the call misses its deadline, fails, or the breaker is open, the `mode`
+ *   decides: `fallback` (the default: decide with a per-instance memory store on the
+ *   same plans scaled by `fallbackShare`, like rate-limiter-flexible's insurance
+ *   limiter), `fail-open` (allow) or `fail-closed` (deny). The breaker opens only on
+ *   sustained failure (see {@link QuotaOptions}), and a deadline missed because this
+ *   process was not running (a CPU stall) is not held against the store.
+ * - Metrics (Effect `Metric`s, updated in the context the service is built in):
+ *   `sluice_quota_check_latency_ms`, `sluice_quota_allowed_total`,
+ *   `sluice_quota_denied_total{tier}`, `sluice_quota_fail_open_total`,
+ *   `sluice_quota_fail_closed_total`, `sluice_quota_fallback_total`,
+ *   `sluice_quota_store_failures_total{reason}`, `sluice_quota_refunds_total`,
+ *   `sluice_quota_waited_total`, `sluice_quota_breaker_state`. A decision by the
+ *   failure mode runs in the span `sluice.quota.store_failure`.
  *
- * Metrics: `sluice_quota_check_latency_ms`, `sluice_quota_allowed_total`,
- * `sluice_quota_denied_total{tier}`, `sluice_quota_fail_open_total`,
- * `sluice_quota_fail_closed_total`, `sluice_quota_fallback_total`,
- * `sluice_quota_store_failures_total{reason}`, `sluice_quota_breaker_state`.
+ * **Gotchas**
  *
+ * - A store failure never surfaces as an error or a defect of `check`: it is a
+ *   decision with `source` `"fallback"`, `"fail-open"` or `"fail-closed"`. Only
+ *   `reward`, `penalty`, `block` and `reset` (and plan writes to Redis) fail with
+ *   `QuotaStoreError`.
+ * - The hard bound is the default: a Redis answering slowly under load sends checks
+ *   to the failure mode, which cannot be exact. Set `maxDeadline` when the quota is a
+ *   contract and a check may wait.
+ * - Interrupting a check does not recall its store call: units the store counts for
+ *   it may stay counted.
+ *
+ * @example
+ * ```ts
+ * import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
+ * import { Effect, Layer } from "effect"
+ *
+ * const QuotaLive = Quota.layer().pipe(
+ *   Layer.provide(QuotaStore.layerMemory()),
+ *   Layer.provide(
+ *     QuotaConfig.layer({
+ *       default: {
+ *         tiers: [
+ *           { name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 },
+ *           { name: "count", algorithm: "sliding-window", limit: 5000, period: "1 hour" }
+ *         ]
+ *       }
+ *     })
+ *   )
+ * )
+ *
+ * const program = Effect.gen(function* () {
+ *   const decision = yield* Quota.check("acme")
+ *   return decision.allowed ? "ok" : `retry in ${decision.retryAfterMs} ms`
+ * }).pipe(Effect.provide(QuotaLive))
+ * ```
  * @since 0.1.0
  */
+import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
@@ -99,7 +139,7 @@ export interface CheckOptions {
  * @category models
  */
 export interface WaitOptions extends CheckOptions {
-  readonly maxWait?: Duration.DurationInput | undefined
+  readonly maxWait?: Duration.Input | undefined
 }
 
 /**
@@ -140,7 +180,7 @@ export interface WaitOptions extends CheckOptions {
  * @since 0.1.0
  * @category models
  */
-export interface QuotaOptions extends KernelOptions.Input<Duration.DurationInput> {}
+export interface QuotaOptions extends KernelOptions.Input<Duration.Input> {}
 
 /**
  * A quota event, published on the service's `events` stream: `Denied` when a check
@@ -183,7 +223,7 @@ export interface Service {
   readonly penalty: (client: string, units: number) => Effect.Effect<void, InvalidOptions | QuotaStoreError>
   readonly block: (
     client: string,
-    duration: Duration.DurationInput
+    duration: Duration.Input
   ) => Effect.Effect<void, InvalidOptions | QuotaStoreError>
   readonly reset: (client: string) => Effect.Effect<void, QuotaStoreError>
   readonly guard: {
@@ -226,7 +266,7 @@ export interface Service {
  * @since 0.1.0
  * @category tags
  */
-export class Quota extends Context.Tag("@sluice/quota/Quota")<Quota, Service>() {}
+export class Quota extends Context.Service<Quota, Service>()("@sluice/quota/Quota") {}
 
 /**
  * Makes the service from a store and a configuration. The scope owns the fiber
@@ -272,7 +312,7 @@ export const make = (
  */
 export const layer = (
   options: QuotaOptions = {}
-): Layer.Layer<Quota, InvalidOptions, QuotaStore | QuotaConfig> => Layer.scoped(Quota, make(options))
+): Layer.Layer<Quota, InvalidOptions, QuotaStore | QuotaConfig> => Layer.effect(Quota, make(options))
 
 /**
  * {@link layer} with the options read from a `Config` (fails with `ConfigError` or
@@ -284,7 +324,7 @@ export const layer = (
  * import { Config } from "effect"
  *
  * const QuotaLive = Quota.layerConfig(
- *   Config.all({ mode: Config.literal("fallback", "fail-open", "fail-closed")("QUOTA_MODE") })
+ *   Config.all({ mode: Config.Literals(["fallback", "fail-open", "fail-closed"], "QUOTA_MODE") })
  * )
  * ```
  * @since 0.2.0
@@ -292,8 +332,8 @@ export const layer = (
  */
 export const layerConfig = (
   config: Config.Config<QuotaOptions>
-): Layer.Layer<Quota, InvalidOptions | ConfigError.ConfigError, QuotaStore | QuotaConfig> =>
-  Layer.scoped(Quota, Effect.flatMap(config, make))
+): Layer.Layer<Quota, InvalidOptions | Config.ConfigError, QuotaStore | QuotaConfig> =>
+  Layer.effect(Quota, Effect.flatMap(config, make))
 
 /**
  * Counts a request (or `cost` units) against every tier of the client's plan.
@@ -388,7 +428,7 @@ export const penalty = (
  */
 export const block = (
   client: string,
-  duration: Duration.DurationInput
+  duration: Duration.Input
 ): Effect.Effect<void, InvalidOptions | QuotaStoreError, Quota> =>
   Effect.flatMap(Quota, (quota) => quota.block(client, duration))
 

@@ -20,9 +20,8 @@
  *
  * @since 0.1.0
  */
-import * as Context from "effect/Context"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
@@ -38,7 +37,7 @@ import type { QuotaStoreError } from "./QuotaStore.js"
  * @since 0.1.0
  * @category schemas
  */
-export const Algorithm: Schema.Literal<["gcra", "sliding-window"]> = plan.Algorithm
+export const Algorithm: Schema.Literals<readonly ["gcra", "sliding-window"]> = plan.Algorithm
 
 /**
  * @since 0.1.0
@@ -162,7 +161,7 @@ export interface Service<E = QuotaStoreError> {
  * @since 0.1.0
  * @category tags
  */
-export class QuotaConfig extends Context.Tag("@sluice/quota/QuotaConfig")<QuotaConfig, Service>() {}
+export class QuotaConfig extends Context.Service<QuotaConfig, Service>()("@sluice/quota/QuotaConfig") {}
 
 /**
  * Options: a default plan and per-client overrides.
@@ -207,12 +206,12 @@ export const layer = (options: QuotaConfigOptions): Layer.Layer<QuotaConfig, Inv
 
 /**
  * {@link layer} with the options read from a `Config` (fails with `ConfigError` or
- * `InvalidOptions`), e.g. a default plan from JSON with `Schema.Config("PLAN", QuotaConfig.PlanFromJson)`.
+ * `InvalidOptions`), e.g. a default plan from JSON with `Config.schema(QuotaConfig.PlanFromJson, "PLAN")`.
  *
  * @since 0.2.0
  * @category layers
  */
 export const layerConfig = (
   config: Config.Config<QuotaConfigOptions>
-): Layer.Layer<QuotaConfig, InvalidOptions | ConfigError.ConfigError> =>
+): Layer.Layer<QuotaConfig, InvalidOptions | Config.ConfigError> =>
   Layer.effect(QuotaConfig, Effect.flatMap(config, internal.make))

@@ -8,9 +8,9 @@
  *
  * @since 0.1.0
  */
-import * as Context from "effect/Context"
+import type * as Cause from "effect/Cause"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
@@ -48,15 +48,17 @@ export interface StoreResult extends QuotaPlan.StoreResult {}
  * @since 0.1.0
  * @category schemas
  */
-export const QuotaStoreError: Schema.TaggedErrorClass<
+export const QuotaStoreError: Schema.Class<
   QuotaStoreError,
-  "QuotaStoreError",
-  {
-    readonly _tag: Schema.tag<"QuotaStoreError">
-    readonly store: typeof Schema.String
-    readonly reason: Schema.Literal<["timeout", "unavailable", "error"]>
-    readonly message: typeof Schema.String
-  }
+  Schema.TaggedStruct<
+    "QuotaStoreError",
+    {
+      readonly store: Schema.String
+      readonly reason: Schema.Literals<readonly ["timeout", "unavailable", "error"]>
+      readonly message: Schema.String
+    }
+  >,
+  Cause.YieldableError
 > = plan.QuotaStoreError
 
 /**
@@ -135,7 +137,7 @@ export interface MemoryStore extends Store {
  * @since 0.1.0
  * @category tags
  */
-export class QuotaStore extends Context.Tag("@sluice/quota/QuotaStore")<QuotaStore, Store>() {}
+export class QuotaStore extends Context.Service<QuotaStore, Store>()("@sluice/quota/QuotaStore") {}
 
 /**
  * Memory store options: `maxClients` (default 100,000) bounds how many clients
@@ -189,12 +191,12 @@ export const layerMemory = (options?: MemoryStoreOptions): Layer.Layer<QuotaStor
  * import { QuotaStore } from "@sluice/quota"
  * import { Config } from "effect"
  *
- * const StoreLive = QuotaStore.layerMemoryConfig(Config.all({ maxClients: Config.integer("QUOTA_MAX_CLIENTS") }))
+ * const StoreLive = QuotaStore.layerMemoryConfig(Config.all({ maxClients: Config.Int("QUOTA_MAX_CLIENTS") }))
  * ```
  * @since 0.2.0
  * @category layers
  */
 export const layerMemoryConfig = (
   config: Config.Config<MemoryStoreOptions>
-): Layer.Layer<QuotaStore, InvalidOptions | ConfigError.ConfigError> =>
+): Layer.Layer<QuotaStore, InvalidOptions | Config.ConfigError> =>
   Layer.effect(QuotaStore, Effect.flatMap(config, internal.makeMemory))

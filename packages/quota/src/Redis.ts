@@ -20,13 +20,18 @@
  * take the application's one connection from `@sluice/core/RedisClient`, which the adaptive
  * `RedisQpsSensor` shares too.
  *
- * This module imports `ioredis` (an optional peer dependency); `@sluice/quota` itself never
- * loads it.
+ * **Gotchas**
+ *
+ * - Redis is reached through `ioredis` (a standalone or cluster client of your choosing, see
+ *   `@sluice/core/RedisClient`), not through Effect's own Redis service. This module imports
+ *   `ioredis` (an optional peer dependency); `@sluice/quota` itself never loads it.
+ * - A check's deadline is `Quota`'s, not the client's: checks skip ioredis' `commandTimeout`,
+ *   which still bounds the other commands (adjustments, plan reads and writes).
+ * - `SET … KEEPTTL` needs Redis 6.0 or later.
  *
  * @since 0.1.0
  */
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
@@ -113,7 +118,7 @@ export const makeStore = (
 export const layerStoreShared = (
   options: StoreOptions = {}
 ): Layer.Layer<QuotaStore, never, RedisClient.RedisClient> =>
-  Layer.scoped(QuotaStore, makeStoreShared(options))
+  Layer.effect(QuotaStore, makeStoreShared(options))
 
 /**
  * The Redis store as a layer with a connection of its own.
@@ -139,7 +144,7 @@ export const layerStoreShared = (
  * @category layers
  */
 export const layerStore = (options: StoreOptions = {}): Layer.Layer<QuotaStore> =>
-  Layer.scoped(QuotaStore, makeStore(options))
+  Layer.effect(QuotaStore, makeStore(options))
 
 /**
  * {@link layerStore} with its options read from `Config` (e.g. environment variables); a
@@ -151,7 +156,7 @@ export const layerStore = (options: StoreOptions = {}): Layer.Layer<QuotaStore> 
  * import { Config } from "effect"
  *
  * const StoreLive = Redis.layerStoreConfig(
- *   Config.all({ url: Config.string("REDIS_URL"), prefix: Config.string("QUOTA_PREFIX") })
+ *   Config.all({ url: Config.String("REDIS_URL"), prefix: Config.String("QUOTA_PREFIX") })
  * )
  * ```
  * @since 0.2.0
@@ -159,8 +164,8 @@ export const layerStore = (options: StoreOptions = {}): Layer.Layer<QuotaStore> 
  */
 export const layerStoreConfig = (
   config: Config.Config<StoreOptions>
-): Layer.Layer<QuotaStore, ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(config, (options) => layerStore(options)))
+): Layer.Layer<QuotaStore, Config.ConfigError> =>
+  Layer.unwrap(Effect.map(config, (options) => layerStore(options)))
 
 /**
  * The plan store on the shared connection: a {@link QuotaConfig} whose plans live in Redis, so
@@ -227,7 +232,7 @@ export const makeConfig = (
 export const layerPlanStoreShared = (
   options: ConfigOptions
 ): Layer.Layer<QuotaConfig, InvalidOptions, RedisClient.RedisClient> =>
-  Layer.scoped(QuotaConfig, makeConfigShared(options))
+  Layer.effect(QuotaConfig, makeConfigShared(options))
 
 /**
  * The plan store as a layer with a connection of its own.
@@ -236,7 +241,7 @@ export const layerPlanStoreShared = (
  * @category layers
  */
 export const layerPlanStore = (options: ConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions> =>
-  Layer.scoped(QuotaConfig, makeConfig(options))
+  Layer.effect(QuotaConfig, makeConfig(options))
 
 /**
  * A plan as JSON (periods in milliseconds), as the plan store stores it.

@@ -1,6 +1,7 @@
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber, Layer, TestClock } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 
 const plan: QuotaConfig.PlanInput = {
   tiers: [{ name: "rate", algorithm: "gcra", limit: 1000, period: "1 second", burst: 1000 }]
@@ -38,7 +39,7 @@ const slowStore = (ordered: boolean) =>
     const answer = (client: string): Effect.Effect<void> =>
       Effect.suspend(() => {
         const i = pending.findIndex((p) => p.client === client)
-        if (i < 0) return Effect.zipRight(Effect.yieldNow(), answer(client))
+        if (i < 0) return Effect.andThen(Effect.yieldNow, answer(client))
         pending.splice(i, 1)[0]!.answer()
         return Effect.void
       })
@@ -59,7 +60,9 @@ const withQuota = <A, E>(
     )
     // the service reads `clock` (the test drives the TestClock through its own service)
     const layer =
-      clock === undefined ? built : Layer.scopedContext(Effect.withClock(Layer.build(built), clock))
+      clock === undefined
+        ? built
+        : Layer.effectContext(Effect.provideService(Layer.build(built), Clock.Clock, clock))
     return yield* Effect.flatMap(Quota.Quota, (quota) => body(quota, answer)).pipe(Effect.provide(layer))
   })
 
@@ -69,22 +72,24 @@ const at = (ms: number) => TestClock.setTime(ms)
  * The TestClock, read `stall(ms)` later than it is: a process that did not run for that long sees
  * its timers fire late by as much.
  */
-const stallingClock = Effect.map(Effect.clock, (test) => {
+const stallingClock = Clock.clockWith((test) => {
   let offsetMs = 0
+  const offsetNanos = () => BigInt(Math.round(offsetMs * 1e6))
   const clock: Clock.Clock = {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: () => test.unsafeCurrentTimeMillis() + offsetMs,
-    unsafeCurrentTimeNanos: () => test.unsafeCurrentTimeNanos() + BigInt(Math.round(offsetMs * 1e6)),
-    currentTimeMillis: Effect.sync(() => test.unsafeCurrentTimeMillis() + offsetMs),
-    currentTimeNanos: Effect.sync(() => test.unsafeCurrentTimeNanos() + BigInt(Math.round(offsetMs * 1e6))),
+    currentTimeMillisUnsafe: () => test.currentTimeMillisUnsafe() + offsetMs,
+    currentTimeNanosUnsafe: () => test.currentTimeNanosUnsafe() + offsetNanos(),
+    monotonicTimeNanosUnsafe: () => test.monotonicTimeNanosUnsafe() + offsetNanos(),
+    currentTimeMillis: Effect.sync(() => test.currentTimeMillisUnsafe() + offsetMs),
+    currentTimeNanos: Effect.sync(() => test.currentTimeNanosUnsafe() + offsetNanos()),
+    monotonicTimeNanos: Effect.sync(() => test.monotonicTimeNanosUnsafe() + offsetNanos()),
     sleep: (duration) => test.sleep(duration)
   }
-  return {
+  return Effect.succeed({
     clock,
     stall: (ms: number) => {
       offsetMs += ms
     }
-  }
+  })
 })
 
 /** The learned deadline, opted in: a 50 ms silence, up to 1 second while the store keeps answering. */
@@ -95,18 +100,18 @@ const learned: Quota.QuotaOptions = { deadline: "50 millis", maxDeadline: "1 sec
  * time (the deadline queue gives the loop one real I/O turn, a `setImmediate`, before it expires
  * anything).
  */
-const endedNow = <A, E>(fiber: Fiber.RuntimeFiber<A, E>) =>
+const endedNow = <A, E>(fiber: Fiber.Fiber<A, E>) =>
   Effect.gen(function* () {
-    for (let i = 0; i < 5 && fiber.unsafePoll() === null; i++)
+    for (let i = 0; i < 5 && fiber.pollUnsafe() === undefined; i++)
       yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-    return fiber.unsafePoll() !== null
+    return fiber.pollUnsafe() !== undefined
   })
 
 /** Checks "a" and "b" sent at 0, the store answers "a" at 40: returns the fiber of "b". */
 const answerFirstAt40 = (quota: Quota.Service, answer: (client: string) => Effect.Effect<void>) =>
   Effect.gen(function* () {
-    const a = yield* Effect.fork(quota.check("a"))
-    const b = yield* Effect.fork(quota.check("b"))
+    const a = yield* Effect.forkChild(quota.check("a"))
+    const b = yield* Effect.forkChild(quota.check("b"))
     yield* at(40)
     yield* answer("a")
     expect((yield* Fiber.join(a)).source).toBe("store")
@@ -117,9 +122,9 @@ const answerFirstAt40 = (quota: Quota.Service, answer: (client: string) => Effec
 const failsAt = (quota: Quota.Service, client: string, sentAt: number, failsAt: number) =>
   Effect.gen(function* () {
     yield* at(sentAt)
-    const fiber = yield* Effect.fork(quota.check(client))
+    const fiber = yield* Effect.forkChild(quota.check(client))
     yield* at(failsAt - 0.1)
-    expect(fiber.unsafePoll()).toBeNull()
+    expect(fiber.pollUnsafe()).toBeUndefined()
     yield* at(failsAt)
     expect((yield* Fiber.join(fiber)).source).toBe("fail-closed")
   })
@@ -151,21 +156,21 @@ describe("Quota deadlines (TestClock)", () => {
     () =>
       withQuota(true, {}, (quota, answer) =>
         Effect.gen(function* () {
-          const stuck = yield* Effect.fork(quota.check("stuck"))
+          const stuck = yield* Effect.forkChild(quota.check("stuck"))
           for (let t = 1; t < 10; t += 1) {
             yield* at(t)
-            const other = yield* Effect.fork(quota.check(`other${t}`))
+            const other = yield* Effect.forkChild(quota.check(`other${t}`))
             yield* answer(`other${t}`)
             expect((yield* Fiber.join(other)).source).toBe("store")
           }
           // 15 ms, fired 5 ms early like every deadline: the answers to the others extend nothing
           yield* at(9.9)
-          expect(stuck.unsafePoll()).toBeNull()
+          expect(stuck.pollUnsafe()).toBeUndefined()
           yield* at(10)
           expect(yield* endedNow(stuck)).toBe(true)
           expect((yield* Fiber.join(stuck)).source).toBe("fail-closed")
           // and a silence the store came back from (9 ms: 18 ms would be allowed if it learnt) teaches nothing
-          const slow = yield* Effect.fork(quota.check("slow"))
+          const slow = yield* Effect.forkChild(quota.check("slow"))
           yield* at(19)
           yield* answer("slow")
           expect((yield* Fiber.join(slow)).source).toBe("store")
@@ -182,7 +187,7 @@ describe("Quota deadlines (TestClock)", () => {
         {},
         (quota) =>
           Effect.gen(function* () {
-            const a = yield* Effect.fork(quota.check("a"))
+            const a = yield* Effect.forkChild(quota.check("a"))
             // the deadline timer is armed (due at 10, 5 ms early); then the process does not run
             // for 20 ms: the timer fires at 10 on the TestClock, 30 on the Clock the quota reads
             yield* at(1)
@@ -209,14 +214,14 @@ describe("Quota deadlines (TestClock)", () => {
           { deadline: "15 millis", maxDeadline: "1 second" },
           (quota) =>
             Effect.gen(function* () {
-              const a = yield* Effect.fork(quota.check("a"))
+              const a = yield* Effect.forkChild(quota.check("a"))
               yield* at(1)
               stall(20)
               yield* at(10)
               // a stall of 20 ms (seen at 30): the grace lasts until 50 (25 on the TestClock), 5 ms early
               expect(yield* endedNow(a)).toBe(false)
               yield* at(24.9)
-              expect(a.unsafePoll()).toBeNull()
+              expect(a.pollUnsafe()).toBeUndefined()
               yield* at(25)
               expect((yield* Fiber.join(a)).source).toBe("fail-closed")
             }),
@@ -234,7 +239,7 @@ describe("Quota deadlines (TestClock)", () => {
           // b is past its own deadline (50, fired 5 ms early), but the store answered at 40:
           // silent for 44 ms only
           yield* at(84)
-          expect(b.unsafePoll()).toBeNull()
+          expect(b.pollUnsafe()).toBeUndefined()
           yield* answer("b")
           expect((yield* Fiber.join(b)).source).toBe("store")
           // a check sent while the store then stays silent fails once the store has been silent
@@ -250,7 +255,7 @@ describe("Quota deadlines (TestClock)", () => {
         const fibers = []
         for (let t = 0; t <= 30; t += 10) {
           yield* at(t)
-          fibers.push(yield* Effect.fork(quota.check(`k${t}`)))
+          fibers.push(yield* Effect.forkChild(quota.check(`k${t}`)))
         }
         yield* at(35)
         yield* answer("k0")
@@ -258,7 +263,7 @@ describe("Quota deadlines (TestClock)", () => {
         // silent from 35 (k0's answer ended a 35 ms silence: 70 ms are allowed now): k10, k20, k30
         // (deadlines 60, 70, 80) all fail at 35 + 70 - 5
         yield* at(99.9)
-        for (const f of fibers.slice(1)) expect(f.unsafePoll()).toBeNull()
+        for (const f of fibers.slice(1)) expect(f.pollUnsafe()).toBeUndefined()
         yield* at(100)
         for (const f of fibers.slice(1)) expect((yield* Fiber.join(f)).source).toBe("fail-closed")
       })
@@ -268,17 +273,17 @@ describe("Quota deadlines (TestClock)", () => {
   it.effect("maxDeadline bounds the wait however long the store keeps answering others", () =>
     withQuota(true, { deadline: "50 millis", maxDeadline: "120 millis" }, (quota, answer) =>
       Effect.gen(function* () {
-        const stuck = yield* Effect.fork(quota.check("stuck"))
+        const stuck = yield* Effect.forkChild(quota.check("stuck"))
         for (let t = 10; t < 116; t += 10) {
           yield* at(t)
-          const other = yield* Effect.fork(quota.check(`other${t}`))
+          const other = yield* Effect.forkChild(quota.check(`other${t}`))
           yield* answer(`other${t}`)
           expect((yield* Fiber.join(other)).source).toBe("store")
-          expect(stuck.unsafePoll()).toBeNull()
+          expect(stuck.pollUnsafe()).toBeUndefined()
         }
         // 5 ms early, as every deadline
         yield* at(114.9)
-        expect(stuck.unsafePoll()).toBeNull()
+        expect(stuck.pollUnsafe()).toBeUndefined()
         yield* at(115)
         expect((yield* Fiber.join(stuck)).source).toBe("fail-closed")
         expect(quota.maxDeadline).toEqual(Duration.millis(120))
@@ -293,7 +298,7 @@ describe("Quota deadlines (TestClock)", () => {
         Effect.gen(function* () {
           const b = yield* answerFirstAt40(quota, answer)
           yield* at(44.9)
-          expect(b.unsafePoll()).toBeNull()
+          expect(b.pollUnsafe()).toBeUndefined()
           yield* at(45)
           expect((yield* Fiber.join(b)).source).toBe("fail-closed")
         })
@@ -305,7 +310,7 @@ describe("Quota deadlines (TestClock)", () => {
     () =>
       withQuota(true, learned, (quota, answer) =>
         Effect.gen(function* () {
-          const a = yield* Effect.fork(quota.check("a"))
+          const a = yield* Effect.forkChild(quota.check("a"))
           yield* at(40)
           yield* answer("a")
           expect((yield* Fiber.join(a)).source).toBe("store")

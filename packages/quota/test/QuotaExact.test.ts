@@ -2,7 +2,8 @@ import { Options } from "@sluice/core"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, FastCheck as fc, Layer } from "effect"
+import { Clock, Duration, Effect, Layer } from "effect"
+import fc from "fast-check"
 import { makeStore as makeRedisStore } from "../src/internal/redisQuotaStore.js"
 import { arbCost, arbPlan, capacityOf, costOf, expectExact } from "../../kernel/test/quota/ExactCases.js"
 import { type ExactTier, ExactReference } from "../../kernel/test/quota/ExactReference.js"
@@ -12,12 +13,13 @@ const unique = (name: string) => `test:${name}:${process.pid}:${Math.random().to
 /** a Clock whose time the test sets (the memory store reads it per check) */
 const manualClock = (): Clock.Clock & { now: number } => {
   const state = { now: 0 }
-  const clock = {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: () => state.now,
-    unsafeCurrentTimeNanos: () => BigInt(state.now) * 1_000_000n,
+  const clock: Clock.Clock = {
+    currentTimeMillisUnsafe: () => state.now,
+    currentTimeNanosUnsafe: () => BigInt(state.now) * 1_000_000n,
+    monotonicTimeNanosUnsafe: () => BigInt(state.now) * 1_000_000n,
     currentTimeMillis: Effect.sync(() => state.now),
     currentTimeNanos: Effect.sync(() => BigInt(state.now) * 1_000_000n),
+    monotonicTimeNanos: Effect.sync(() => BigInt(state.now) * 1_000_000n),
     sleep: () => Effect.void
   }
   return Object.defineProperty(clock, "now", {
@@ -115,7 +117,7 @@ const redisAgainstReference = (
       }
       // the memory store, fed the same checks at the same instants, decides exactly alike
       const clock = manualClock()
-      const memory = yield* Effect.withClock(QuotaStore.makeMemory(), clock)
+      const memory = yield* Effect.provideService(QuotaStore.makeMemory(), Clock.Clock, clock)
       for (const { cost, now, result } of seen) {
         clock.now = now
         const local = memory.unsafeCheck("c", plan, cost)
@@ -173,7 +175,7 @@ describe("Redis store: a client whose plan changes", () => {
           seen.push({ plan, now: result.now, result })
         }
         const clock = manualClock()
-        const memory = yield* Effect.withClock(QuotaStore.makeMemory(), clock)
+        const memory = yield* Effect.provideService(QuotaStore.makeMemory(), Clock.Clock, clock)
         for (const { now, plan, result } of seen) {
           clock.now = now
           const local = memory.unsafeCheck("p", compiled[plan]!, 1)

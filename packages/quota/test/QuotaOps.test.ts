@@ -3,7 +3,8 @@ import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
 import * as Redis from "@sluice/quota/Redis"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Layer, TestClock } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const unique = (name: string) => `test:${name}:${process.pid}:${Math.random().toString(36).slice(2)}`
@@ -149,19 +150,19 @@ describe("withQuota waits for a permit up to a bound", () => {
       const work = Effect.sync(() => ++runs)
       for (let i = 0; i < 5; i++) yield* work.pipe(Quota.withQuota("w"))
       // the 6th needs one emission interval (100 ms): within a 150 ms bound it waits
-      const fiber = yield* Effect.fork(work.pipe(Quota.withQuota("w", { maxWait: "150 millis" })))
+      const fiber = yield* Effect.forkChild(work.pipe(Quota.withQuota("w", { maxWait: "150 millis" })))
       yield* TestClock.adjust(Duration.millis(99))
-      expect(fiber.unsafePoll()).toBeNull()
+      expect(fiber.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust(Duration.millis(1))
       expect(yield* Fiber.join(fiber)).toBe(6)
       // with no bound it fails at once, as guard does
       const now = yield* Effect.flip(work.pipe(Quota.withQuota("w")))
       expect(now._tag).toBe("QuotaExceeded")
       // a permit 100 ms away does not come within 50 ms: fails at once, without waiting
-      const before = yield* TestClock.currentTimeMillis
+      const before = yield* Clock.currentTimeMillis
       const late = yield* Effect.flip(work.pipe(Quota.withQuota("w", { maxWait: "50 millis" })))
       expect(late._tag).toBe("QuotaExceeded")
-      expect(yield* TestClock.currentTimeMillis).toBe(before)
+      expect(yield* Clock.currentTimeMillis).toBe(before)
       // a cost no tier can hold never waits
       const never = yield* Effect.flip(work.pipe(Quota.withQuota("w", { cost: 6, maxWait: "1 hour" })))
       expect(never._tag === "QuotaExceeded" && Duration.isFinite(never.retryAfter)).toBe(false)

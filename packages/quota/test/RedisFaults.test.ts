@@ -2,7 +2,7 @@ import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
 import * as Redis from "@sluice/quota/Redis"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Fiber, Layer } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import * as net from "node:net"
 import {
@@ -226,7 +226,10 @@ describe("Redis quota store against a private redis-server", () => {
           states.add(yield* breaker.state)
         }
       })
-      const fibers = yield* Effect.forkAll(Array.from({ length: 16 }, () => loop))
+      const fibers = yield* Effect.forEach(
+        Array.from({ length: 16 }, () => loop),
+        (body) => Effect.forkChild(body)
+      )
       yield* Effect.sleep(Duration.millis(200))
       for (let i = 0; i < 5; i++) {
         stalls++
@@ -234,7 +237,7 @@ describe("Redis quota store against a private redis-server", () => {
         yield* Effect.sleep(Duration.millis(300))
       }
       running = false
-      yield* fibers.await
+      yield* Fiber.awaitAll(fibers)
       return { states, sources, spanning }
     })
 

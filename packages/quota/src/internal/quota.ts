@@ -1,10 +1,10 @@
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Metric from "effect/Metric"
-import * as MetricBoundaries from "effect/MetricBoundaries"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
@@ -29,7 +29,7 @@ const invalid = (message: string) => new Options.InvalidOptions({ module: "Quota
 const decodeDuration = Schema.decodeUnknownOption(Options.DurationInput)
 
 /** A duration in milliseconds; `NaN` for what is not one (the kernel's rules name it). */
-const toMillis = (input: Duration.DurationInput): number =>
+const toMillis = (input: Duration.Input): number =>
   Option.match(decodeDuration(input), { onNone: () => NaN, onSome: Duration.toMillis })
 
 /** One check: the client, the id it is stored under, its plan and its cost. */
@@ -41,47 +41,54 @@ interface Call {
 }
 
 // ---- metrics -------------------------------------------------------------
+// One metric per attribute set, made up front (or once per tier): an update then costs a
+// registry lookup, where `Metric.withAttributes` builds a Context and a key on every update.
 
-const latency = Metric.histogram(
-  "sluice_quota_check_latency_ms",
-  MetricBoundaries.exponential({ start: 0.025, factor: 2, count: 14 }),
-  "Latency of a quota check, store call included"
+const latency = Metric.histogram("sluice_quota_check_latency_ms", {
+  description: "Latency of a quota check, store call included",
+  boundaries: Metric.exponentialBoundaries({ start: 0.025, factor: 2, count: 14 })
+})
+const counter = (name: string, description: string, attributes?: Record<string, string>) =>
+  Metric.counter(name, { description, incremental: true, attributes })
+const allowedTotal = counter("sluice_quota_allowed_total", "Checks allowed")
+const deniedDescription = "Denials, by tier"
+const failOpenTotal = counter(
+  "sluice_quota_fail_open_total",
+  "Checks allowed because the store failed or missed its deadline"
 )
-const allowedTotal = Metric.counter("sluice_quota_allowed_total", { description: "Checks allowed" })
-const deniedTotal = Metric.counter("sluice_quota_denied_total", { description: "Denials, by tier" })
-const failOpenTotal = Metric.counter("sluice_quota_fail_open_total", {
-  description: "Checks allowed because the store failed or missed its deadline"
-})
-const failClosedTotal = Metric.counter("sluice_quota_fail_closed_total", {
-  description: "Checks denied because the store failed or missed its deadline"
-})
-const fallbackTotal = Metric.counter("sluice_quota_fallback_total", {
-  description: "Checks decided by the local fallback store"
-})
-const storeFailures = Metric.counter("sluice_quota_store_failures_total", {
-  description: "Store calls that failed, by reason (timeout, stalled, unavailable, error, circuit-open)"
-})
-const refundsTotal = Metric.counter("sluice_quota_refunds_total", {
-  description: "Units given back to the store for checks it counted after their deadline had been decided"
-})
-const waitedTotal = Metric.counter("sluice_quota_waited_total", {
-  description: "withQuota calls that waited for a permit"
-})
+const failClosedTotal = counter(
+  "sluice_quota_fail_closed_total",
+  "Checks denied because the store failed or missed its deadline"
+)
+const fallbackTotal = counter("sluice_quota_fallback_total", "Checks decided by the local fallback store")
+type FailureReason = QuotaStoreError["reason"] | "stalled" | "circuit-open" | "defect"
+const failureReasons: ReadonlyArray<FailureReason> = [
+  "timeout",
+  "stalled",
+  "unavailable",
+  "error",
+  "circuit-open",
+  "defect"
+]
+const storeFailures = Object.fromEntries(
+  failureReasons.map((reason) => [
+    reason,
+    counter(
+      "sluice_quota_store_failures_total",
+      "Store calls that failed, by reason (timeout, stalled, unavailable, error, circuit-open)",
+      { reason }
+    )
+  ])
+) as Record<FailureReason, Metric.Counter<number>>
+const refundsTotal = counter(
+  "sluice_quota_refunds_total",
+  "Units given back to the store for checks it counted after their deadline had been decided"
+)
+const waitedTotal = counter("sluice_quota_waited_total", "withQuota calls that waited for a permit")
 const breakerState = Metric.gauge("sluice_quota_breaker_state", {
   description: "Store circuit breaker: 0 closed, 1 half-open, 2 open"
 })
 
-const noTags: ReadonlyArray<MetricLabel.MetricLabel> = []
-const tierTags = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
-const tagsFor = (key: string, value: string) => {
-  const id = `${key}=${value}`
-  let tags = tierTags.get(id)
-  if (tags === undefined) {
-    tags = [MetricLabel.make(key, value)]
-    tierTags.set(id, tags)
-  }
-  return tags
-}
 const stateValue = { closed: 0, "half-open": 1, open: 2 } as const
 
 /** @internal */
@@ -93,8 +100,25 @@ export const make = (
   Effect.gen(function* () {
     const options = QuotaOptions.resolve(input, toMillis)
     if (Array.isArray(options)) return yield* Effect.fail(invalidOptions("Quota", options))
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
+    // Metrics are updated from store callbacks, outside any fiber: into the registry (and with
+    // the metric attributes) of the context the service is built in.
+    const services: Context.Context<never> = yield* Effect.context<never>()
     const pubsub = yield* Effect.acquireRelease(PubSub.sliding<Q.Event>(256), PubSub.shutdown)
+    const deniedByTier = new Map<string, Metric.Counter<number>>()
+    const deniedTotal = (tier: string) => {
+      let metric = deniedByTier.get(tier)
+      if (metric === undefined) {
+        metric = counter("sluice_quota_denied_total", deniedDescription, { tier })
+        deniedByTier.set(tier, metric)
+      }
+      return metric
+    }
+    const publish = (event: Q.Event) => {
+      // a subscriber 256 behind: the sliding strategy drops its oldest event (a synchronous
+      // effect, run only then), as `publishUnsafe` alone would drop the new one
+      if (!PubSub.publishUnsafe(pubsub, event)) Effect.runSync(PubSub.publish(pubsub, event))
+    }
     const deadline = Duration.millis(options.deadlineMs)
     const fallback =
       options.mode === "fallback" && store.remote
@@ -119,16 +143,17 @@ export const make = (
 
     const recordBreaker = () => {
       if (breaker === undefined) return
-      const state = breaker.unsafeState(clock.unsafeCurrentTimeMillis())
+      const state = breaker.unsafeState(clock.currentTimeMillisUnsafe())
       if (state !== lastState) {
         lastState = state
-        breakerState.unsafeUpdate(stateValue[state], noTags)
+        breakerState.updateUnsafe(stateValue[state], services)
       }
     }
 
-    const nowMs = () => Deadlines.clockMillis(clock)
+    // latencies and deadlines: elapsed time, on the Clock's monotonic time
+    const nowMs = () => Deadlines.monotonicMillis(clock)
     // decisions are made in whole milliseconds (see the kernel's quota/Plan)
-    const wholeMs = () => Math.floor(clock.unsafeCurrentTimeMillis())
+    const wholeMs = () => Math.floor(clock.currentTimeMillisUnsafe())
 
     const finish = (
       client: string,
@@ -138,14 +163,14 @@ export const make = (
       end = nowMs()
     ): Q.Decision => {
       const decision = QuotaDecision.make(client, result, source)
-      if (decision.allowed) allowedTotal.unsafeUpdate(1, noTags)
+      if (decision.allowed) allowedTotal.updateUnsafe(1, services)
       else {
-        for (const tier of decision.tiers)
-          if (!tier.allowed) deniedTotal.unsafeUpdate(1, tagsFor("tier", tier.tier))
-        // off the success path only: a denial publishes, an admission never does
-        pubsub.unsafeOffer(QuotaDecision.denied(decision, end))
+        for (const tier of decision.tiers) if (!tier.allowed) deniedTotal(tier.tier).updateUnsafe(1, services)
+        // off the success path only: a denial publishes (stamped with the Clock's epoch time), an
+        // admission never does
+        publish(QuotaDecision.denied(decision, clock.currentTimeMillisUnsafe()))
       }
-      latency.unsafeUpdate(end - start, noTags)
+      latency.updateUnsafe(end - start, services)
       return decision
     }
 
@@ -153,11 +178,11 @@ export const make = (
       call: Call,
       start: number,
       cause: Cause.Cause<unknown>
-    ): Effect.Effect<Q.Decision> =>
-      Effect.suspend(() => {
-        const failure = Cause.failureOption(cause)
+    ): Effect.Effect<Q.Decision> => {
+      const decided = Effect.suspend(() => {
+        const failure = Cause.findErrorOption(cause)
         const e = Option.getOrUndefined(failure)
-        const reason = Option.isNone(failure)
+        const reason: FailureReason = Option.isNone(failure)
           ? "defect"
           : e instanceof CircuitOpen
             ? "circuit-open"
@@ -166,7 +191,7 @@ export const make = (
               : e instanceof QuotaStoreError
                 ? e.reason
                 : "error"
-        storeFailures.unsafeUpdate(1, tagsFor("reason", reason))
+        storeFailures[reason].updateUnsafe(1, services)
         recordBreaker()
         const closedMs =
           e instanceof CircuitOpen
@@ -186,17 +211,17 @@ export const make = (
               wholeMs()
             )
         )
-        if (source !== "store") failuresBy[source].unsafeUpdate(1, noTags)
+        if (source !== "store") failuresBy[source].updateUnsafe(1, services)
         return Effect.as(
           Effect.annotateCurrentSpan("reason", reason),
           finish(call.client, result, source, start)
         )
-      }).pipe(
-        Effect.withSpan("sluice.quota.store_failure", {
-          captureStackTrace: false,
-          attributes: { client: call.client }
-        })
-      )
+      })
+      return Effect.withSpan(decided, "sluice.quota.store_failure", {
+        captureStackTrace: false,
+        attributes: { client: call.client }
+      })
+    }
 
     /** A store call that failed or was interrupted: the failure mode decides, an interruption stays one. */
     const orFailureMode = (
@@ -204,8 +229,8 @@ export const make = (
       call: Call,
       started: () => number
     ): Effect.Effect<Q.Decision> =>
-      Effect.catchAllCause(attempt, (cause) =>
-        Cause.isInterruptedOnly(cause)
+      Effect.catchCause(attempt, (cause) =>
+        Cause.hasInterruptsOnly(cause)
           ? Effect.failCause(cause as Cause.Cause<never>)
           : onStoreFailure(call, started() < 0 ? nowMs() : started(), cause)
       )
@@ -227,8 +252,7 @@ export const make = (
     // One value for every missed deadline: an error carries no per-call data here, and building
     // one (an Error, with its stack trace) on a CPU that sat idle for the whole deadline cost a
     // tenth of a millisecond or more, all of it past the deadline (bench/quota.ts, failOpenMaxMs).
-    const missed = (message: string) =>
-      new QuotaStoreError({ store: store.name, reason: "timeout", message }, true)
+    const missed = (message: string) => new QuotaStoreError({ store: store.name, reason: "timeout", message })
     const timedOut = missed("quota store missed its deadline")
     // A deadline missed while this process was not running: not the store's fault.
     const stalledOut = missed("quota check missed its deadline: the process stalled")
@@ -241,7 +265,7 @@ export const make = (
       // a late answer still shows the store is working (it teaches no silence: no entry)
       deadlines!.progress(nowMs())
       if (QuotaDecision.refundsLate(result, call.cost, toldAllowed) && store.refund !== undefined) {
-        refundsTotal.unsafeUpdate(call.cost, noTags)
+        refundsTotal.updateUnsafe(call.cost, services)
         store.refund(call.id, call.plan, call.cost)
       } else if (call.cost > 0) fallback?.learn(call.id, call.plan, result, call.cost, wholeMs())
     }
@@ -269,19 +293,20 @@ export const make = (
     const failed = (call: Call, start: number, error: QuotaStoreError): Effect.Effect<Q.Decision> => {
       const cause = Cause.fail(error)
       const decided = onStoreFailure(call, start, cause)
-      if (breaker === undefined || error === stalledOut || !health.failure(clock.unsafeCurrentTimeMillis()))
+      if (breaker === undefined || error === stalledOut || !health.failure(clock.currentTimeMillisUnsafe()))
         return decided
-      return Effect.zipRight(Effect.exit(breaker.withBreaker(Effect.failCause(cause))), decided)
+      return Effect.andThen(Effect.exit(breaker.withBreaker(Effect.failCause(cause))), decided)
     }
 
-    // The remote hot path while the breaker is closed: ONE Effect.async per check. It reads the
-    // clock once (latency and deadline), registers the deadline (a linked-list append, no timer,
-    // no fiber), and finishes the decision in the store's callback. It returns no canceler on
-    // purpose: a canceler makes Effect wrap the wait for interruption, which cost more than the
+    // The remote hot path while the breaker is closed: ONE Effect.callback per check. It reads
+    // the clock once (latency and deadline), registers the deadline (a linked-list append, no
+    // timer, no fiber), and finishes the decision in the store's callback. Its register function
+    // takes no AbortSignal and returns no canceler, on purpose: either makes Effect push a
+    // finalizer for interruption (and a signal an AbortController), which cost more than the
     // rest of the check; if the fiber is interrupted, the late answer or deadline resumes
     // nothing, and the entry leaves the deadline list when either comes (within the deadline).
     const remoteFast = (call: Call): Effect.Effect<Q.Decision> =>
-      Effect.async<Q.Decision>((resume) => {
+      Effect.callback<Q.Decision>((resume) => {
         if (health.suspect) return resume(remoteGuarded(call))
         const start = nowMs()
         const queue = deadlines!
@@ -289,8 +314,9 @@ export const make = (
         let toldAllowed = true
         const entry = queue.register(start, (stalled) =>
           resume(
-            Effect.tap(failed(call, start, stalled ? stalledOut : timedOut), (d) => {
+            Effect.map(failed(call, start, stalled ? stalledOut : timedOut), (d) => {
               toldAllowed = d.allowed
+              return d
             })
           )
         )
@@ -304,7 +330,7 @@ export const make = (
     // Through the breaker: while it is open or half-open.
     const remoteGuarded = (call: Call): Effect.Effect<Q.Decision> => {
       let start = -1
-      const attempt = Effect.async<Q.Decision, QuotaStoreError>((resume) => {
+      const attempt = Effect.callback<Q.Decision, QuotaStoreError>((resume) => {
         start = nowMs()
         const queue = deadlines!
         const entry = queue.register(start, (stalled) => resume(Effect.fail(stalled ? stalledOut : timedOut)))
@@ -318,12 +344,13 @@ export const make = (
           queue.settle(entry)
         })
       })
-      const closing = Effect.tap(breaker!.withBreaker(attempt), () => {
+      const closing = Effect.map(breaker!.withBreaker(attempt), (decision) => {
         // back to the fast path once a success has closed the breaker
-        if (breaker!.unsafeState(clock.unsafeCurrentTimeMillis()) === "closed") {
+        if (breaker!.unsafeState(clock.currentTimeMillisUnsafe()) === "closed") {
           health.closed()
           recordBreaker()
         }
+        return decision
       })
       return orFailureMode(closing, call, () => start)
     }
@@ -340,12 +367,15 @@ export const make = (
       }
       const call: Call = { client, id, plan, cost }
       if (checkCallback !== undefined) return remoteFast(call)
-      // a remote store without the callback form: Effect.timeout and the breaker around every call
+      // a remote store without the callback form: a timeout and the breaker around every call
       let start = -1
       const attempt = Effect.suspend(() => {
         start = nowMs()
         return Effect.map(
-          Effect.timeoutFail(store.check(id, plan, cost), { duration: deadline, onTimeout: () => timedOut }),
+          Effect.timeoutOrElse(store.check(id, plan, cost), {
+            duration: deadline,
+            orElse: () => Effect.fail(timedOut)
+          }),
           (result) => {
             if (lastState !== "closed") recordBreaker()
             return finish(client, result, "store", start)
@@ -373,7 +403,7 @@ export const make = (
       if (bad !== undefined) return Effect.fail(invalid(`Quota.${what}: ${bad}`))
       const plan = config.planFor(client)
       const id = storedId(client)
-      return Effect.zipRight(
+      return Effect.andThen(
         Effect.sync(() => fallback?.adjust(id, plan, sign * units, wholeMs())),
         store.adjust(id, plan, sign * units)
       )
@@ -381,13 +411,13 @@ export const make = (
 
     const block = (
       client: string,
-      duration: Duration.DurationInput
+      duration: Duration.Input
     ): Effect.Effect<void, Options.InvalidOptions | QuotaStoreError> => {
       const ms = QuotaOptions.blockMs(toMillis(duration), duration)
       if (typeof ms === "string") return Effect.fail(invalid(`Quota.block: ${ms}`))
       const plan = config.planFor(client)
       const id = storedId(client)
-      return Effect.zipRight(
+      return Effect.andThen(
         Effect.sync(() => fallback?.block(id, plan, ms, wholeMs())),
         store.block(id, plan, ms)
       )
@@ -395,7 +425,7 @@ export const make = (
 
     const reset = (client: string): Effect.Effect<void, QuotaStoreError> => {
       const id = storedId(client)
-      return Effect.zipRight(
+      return Effect.andThen(
         Effect.sync(() => fallback?.reset(id)),
         store.reset(id)
       )
@@ -421,7 +451,9 @@ export const make = (
         waitOptions?: Q.WaitOptions
       ): Effect.Effect<A, E | QuotaExceeded | Options.InvalidOptions, R> => {
         const maxWaitMs =
-          waitOptions?.maxWait === undefined ? 0 : Duration.toMillis(Duration.decode(waitOptions.maxWait))
+          waitOptions?.maxWait === undefined
+            ? 0
+            : Duration.toMillis(Duration.fromInputUnsafe(waitOptions.maxWait))
         const cost = waitOptions?.cost
         const attempt = (
           deadlineAt: number,
@@ -429,19 +461,19 @@ export const make = (
         ): Effect.Effect<A, E | QuotaExceeded | Options.InvalidOptions, R> =>
           Effect.flatMap(check(client, cost === undefined ? undefined : { cost }), (decision) => {
             if (decision.allowed) {
-              if (waited) waitedTotal.unsafeUpdate(1, noTags)
+              if (waited) waitedTotal.updateUnsafe(1, services)
               return self
             }
             const wait = QuotaDecision.waitMs(
-              clock.unsafeCurrentTimeMillis(),
+              clock.currentTimeMillisUnsafe(),
               deadlineAt,
               decision.retryAfterMs
             )
             return wait === undefined
               ? Effect.fail(toQuotaExceeded(decision))
-              : Effect.zipRight(Effect.sleep(Duration.millis(wait)), attempt(deadlineAt, true))
+              : Effect.andThen(Effect.sleep(Duration.millis(wait)), attempt(deadlineAt, true))
           })
-        return Effect.suspend(() => attempt(clock.unsafeCurrentTimeMillis() + maxWaitMs, false))
+        return Effect.suspend(() => attempt(clock.currentTimeMillisUnsafe() + maxWaitMs, false))
       }
     )
 

@@ -1,6 +1,5 @@
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { InvalidOptions } from "@sluice/core/Options"
 import { PlanTable } from "@sluice/kernel/quota/PlanTable"
@@ -10,19 +9,20 @@ import type { PlanInput, Plan } from "./quotaPlan.js"
 import { Plan as PlanSchema, compile } from "./quotaPlan.js"
 import type { QuotaConfigOptions } from "../QuotaConfig.js"
 
-const decodePlanEither = Schema.decodeUnknownEither(PlanSchema)
+// every issue of the plan, not only the first: a plan is written by hand, fixed in one go
+const decodePlanResult = Schema.decodeUnknownResult(PlanSchema, { errors: "all" })
 
 /** Decodes one plan; the message names the client (or "default") and the field. @internal */
 export const decodePlan = (input: unknown, label: string): Effect.Effect<CompiledPlan, InvalidOptions> =>
-  Either.match(decodePlanEither(input), {
-    onLeft: (error) =>
+  Result.match(decodePlanResult(input), {
+    onFailure: (error) =>
       Effect.fail(
         new InvalidOptions({
           module: "QuotaConfig",
-          message: `QuotaConfig: invalid plan for ${label}\n${ParseResult.TreeFormatter.formatErrorSync(error)}`
+          message: `QuotaConfig: invalid plan for ${label}\n${error.message}`
         })
       ),
-    onRight: (plan) => Effect.succeed(compile(plan))
+    onSuccess: (plan) => Effect.succeed(compile(plan))
   })
 
 /** How a plan's messages name a client. @internal */
@@ -64,7 +64,7 @@ export const serviceFromTable = <E = never>(
     input: PlanInput | Plan
   ): Effect.Effect<void, InvalidOptions | E> =>
     Effect.flatMap(decodePlan(input, client === undefined ? "default" : clientLabel(client)), (plan) =>
-      Effect.zipRight(
+      Effect.andThen(
         (client === undefined ? hooks?.onSetDefault(plan) : hooks?.onSet(client, plan)) ?? Effect.void,
         Effect.sync(() => table.set(plan, client))
       )
@@ -77,7 +77,7 @@ export const serviceFromTable = <E = never>(
     setDefault: (input) => write(undefined, input),
     setPlan: write,
     removePlan: (client) =>
-      Effect.zipRight(
+      Effect.andThen(
         hooks?.onRemove(client) ?? Effect.void,
         Effect.sync(() => table.remove(client))
       )

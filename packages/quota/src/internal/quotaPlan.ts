@@ -7,7 +7,7 @@ import { describeIssues } from "@sluice/kernel/quota/Options"
 import * as QuotaPlan from "@sluice/kernel/quota/Plan"
 
 /** @internal */
-export const Algorithm = Schema.Literal("gcra", "sliding-window")
+export const Algorithm = Schema.Literals(["gcra", "sliding-window"])
 
 /** @internal */
 export type Algorithm = typeof Algorithm.Type
@@ -38,7 +38,10 @@ export const toSpec = (plan: {
 })
 
 // The Schemas read the fields (a duration as a `Duration`); the rules they must follow (names,
-// positive integers, whole milliseconds, the 2^52 bound) are the kernel's `QuotaPlan.issues`.
+// positive integers, whole milliseconds, the 2^52 bound) are the kernel's `QuotaPlan.issues`,
+// reported as the filter's issues at the paths the kernel names.
+const filterIssues = (issues: ReadonlyArray<Issue>): Array<Schema.FilterIssue> =>
+  issues.map(({ message, path }) => ({ path, issue: message }))
 
 /** @internal */
 export const Tier = Schema.Struct({
@@ -47,7 +50,7 @@ export const Tier = Schema.Struct({
   limit: Schema.Number,
   period: Options.DurationInput,
   burst: Schema.optional(Schema.Number)
-}).pipe(Schema.filter((tier) => QuotaPlan.tierIssues(tierSpec(tier))))
+}).check(Schema.makeFilter((tier) => filterIssues(QuotaPlan.tierIssues(tierSpec(tier)))))
 
 /** @internal */
 export type Tier = typeof Tier.Type
@@ -61,7 +64,7 @@ export const Plan = Schema.Struct({
    * starts the block reports at least the block as its wait.
    */
   blockFor: Schema.optional(Options.DurationInput)
-}).pipe(Schema.filter((plan) => QuotaPlan.issues(toSpec(plan))))
+}).check(Schema.makeFilter((plan) => filterIssues(QuotaPlan.issues(toSpec(plan)))))
 
 /** @internal */
 export type Plan = typeof Plan.Type
@@ -70,7 +73,7 @@ export type Plan = typeof Plan.Type
 export type PlanInput = typeof Plan.Encoded
 
 /** @internal */
-export const PlanFromJson = Schema.parseJson(Plan)
+export const PlanFromJson = Schema.fromJsonString(Plan)
 
 /** Validated by the Schema above: the kernel compiles it, the plan as decoded stays with it. @internal */
 export const compile = (plan: Plan): QC.CompiledPlan => ({ plan, ...QuotaPlan.compile(toSpec(plan)) })
@@ -84,7 +87,7 @@ export class QuotaStoreError extends Schema.TaggedError<QuotaStoreError>("@sluic
   "QuotaStoreError",
   {
     store: Schema.String,
-    reason: Schema.Literal("timeout", "unavailable", "error"),
+    reason: Schema.Literals(["timeout", "unavailable", "error"]),
     message: Schema.String
   }
 ) {}

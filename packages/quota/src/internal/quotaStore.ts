@@ -1,3 +1,4 @@
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as QS from "../QuotaStore.js"
 import type * as Options from "@sluice/core/Options"
@@ -12,10 +13,10 @@ export const makeMemory = (
   Effect.gen(function* () {
     const resolved = resolveOptions(options)
     if (Array.isArray(resolved)) return yield* Effect.fail(invalidOptions("QuotaStore.memory", resolved))
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
     const state = new MemoryQuotaState(resolved)
     // decisions are made in whole milliseconds (see the kernel's quota/Plan): exact at any clock magnitude
-    const now = () => Math.floor(clock.unsafeCurrentTimeMillis())
+    const now = () => Math.floor(clock.currentTimeMillisUnsafe())
     const unsafeCheck = (client: string, plan: CompiledPlan, cost: number) =>
       state.check(client, plan, cost, now())
     return {

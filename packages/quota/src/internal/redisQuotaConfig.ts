@@ -17,7 +17,7 @@ export const planToJson = (plan: Plan): string => PlanTable.toJson(toSpec(plan))
 export interface ConfigOptions {
   readonly key?: string | undefined
   readonly default: PlanInput | Plan
-  readonly refresh?: Duration.DurationInput | undefined
+  readonly refresh?: Duration.Input | undefined
 }
 
 /** The plan source on the shared client. @internal */
@@ -39,7 +39,7 @@ export const makeConfig = (
       configInternal
         .decodePlan(PlanTable.fromStored(json), label)
         .pipe(
-          Effect.catchAll((e) =>
+          Effect.catch((e) =>
             Effect.as(Effect.logWarning(`${e.message}\n(the previous ${what} stays in force)`), undefined)
           )
         )
@@ -63,11 +63,11 @@ export const makeConfig = (
       )
     )
     const refreshLogged = refresh.pipe(
-      Effect.catchAll((e) => Effect.logWarning(`QuotaConfig: cannot read plans from Redis: ${e.message}`))
+      Effect.catch((e) => Effect.logWarning(`QuotaConfig: cannot read plans from Redis: ${e.message}`))
     )
     yield* refreshLogged
     yield* Effect.sleep(options.refresh ?? Duration.seconds(5)).pipe(
-      Effect.zipRight(refreshLogged),
+      Effect.andThen(refreshLogged),
       Effect.forever,
       Effect.forkScoped
     )

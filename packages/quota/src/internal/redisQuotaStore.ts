@@ -29,9 +29,8 @@ const noTimer = (): void => {}
 
 /** A failed Redis command as the store's error. @internal */
 export const toStoreError = (error: unknown): QuotaStoreError => {
-  const e = error instanceof Error ? error : new Error(String(error))
-  // fields known valid: skip the constructor's Schema validation on this failure path
-  return new QuotaStoreError({ store: "redis", reason: errorReason(e.message), message: e.message }, true)
+  const message = error instanceof Error ? error.message : String(error)
+  return new QuotaStoreError({ store: "redis", reason: errorReason(message), message })
 }
 
 /** Makes the Redis store from a client. One `EVALSHA` per check. @internal */
@@ -145,7 +144,7 @@ export const makeStoreFromClient = (
 
   /** A command as an Effect, its error as the store's. */
   const effect = (send: (callback: (error: Error | null | undefined) => void) => void) =>
-    Effect.async<void, QuotaStoreError>((resume) => {
+    Effect.callback<void, QuotaStoreError>((resume) => {
       send((error) => resume(error ? Effect.fail(toStoreError(error)) : Effect.void))
     })
   const adjust = (client: string, plan: CompiledPlan, units: number, blockMs: number) =>
@@ -160,7 +159,7 @@ export const makeStoreFromClient = (
     ordered: (redis as { isCluster?: boolean }).isCluster !== true,
     checkCallback,
     check: (client, plan, cost) =>
-      Effect.async<StoreResult, QuotaStoreError>((resume) => {
+      Effect.callback<StoreResult, QuotaStoreError>((resume) => {
         checkCallback(client, plan, cost, (error, result) =>
           resume(error === undefined ? Effect.succeed(result!) : Effect.fail(error))
         )
@@ -193,7 +192,7 @@ export const makeStore = (
     const scripts = new ScriptCache(maxBaked)
     const load = (script: string) => {
       try {
-        ;(redis as any).script("LOAD", script, () => {})
+        redis.script("LOAD", script, () => {})
       } catch {
         // not connected: the reconnection reloads it, or NOSCRIPT does
       }

@@ -6,7 +6,7 @@
 import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
 import * as Redis from "@sluice/quota/Redis"
-import { Effect, Layer, Metric, type MetricState } from "effect"
+import { Effect, Layer, Metric } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import * as readline from "node:readline"
 
@@ -27,7 +27,7 @@ const layer = Quota.layer(options).pipe(
   Layer.provide(RedisClient.layer({ url }))
 )
 
-const waitForGo = Effect.async<void>((resume) => {
+const waitForGo = Effect.callback<void>((resume) => {
   const lines = readline.createInterface({ input: process.stdin })
   lines.on("line", (line) => {
     if (line.trim() === "go") {
@@ -52,8 +52,9 @@ const program = Effect.gen(function* () {
   const latencies: Array<number> = []
   const timedCheck = Effect.suspend(() => {
     const start = performance.now()
-    return Effect.tap(quota.check(client), () => {
+    return Effect.map(quota.check(client), (decision) => {
       latencies.push(performance.now() - start)
+      return decision
     })
   })
   const decisions = yield* Effect.forEach(Array.from({ length: attempts }), () => timedCheck, { concurrency })
@@ -72,10 +73,10 @@ const program = Effect.gen(function* () {
   const breakerOpened = (yield* quota.breaker!.state) !== "closed"
   // why checks were decided without the store: sluice_quota_store_failures_total by reason
   const reasons: Record<string, number> = {}
-  for (const pair of yield* Metric.snapshot) {
-    if (pair.metricKey.name !== "sluice_quota_store_failures_total") continue
-    const reason = pair.metricKey.tags.find((t) => t.key === "reason")?.value ?? "?"
-    reasons[reason] = (pair.metricState as MetricState.MetricState.Counter<number>).count
+  for (const metric of yield* Metric.snapshot) {
+    if (metric.id !== "sluice_quota_store_failures_total" || metric.type !== "Counter") continue
+    const reason = String(metric.attributes?.["reason"] ?? "?")
+    reasons[reason] = Number(metric.state.count)
   }
   // give late replies time to arrive and their refunds to be sent
   yield* Effect.sleep("1 second")
