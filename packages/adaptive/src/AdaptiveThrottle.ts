@@ -46,12 +46,13 @@
  * at all: they say nothing about the backend. The state per key is bounded (`maxKeys`, least
  * recently used key evicted).
  *
- * Randomness comes from Effect's `Random` (seed it with `Effect.withRandom`
+ * Randomness comes from Effect's `Random` (seed it with `Random.withSeed`
  * for reproducible runs); time from Effect's `Clock`.
  *
- * Metrics: `sluice_adaptive_throttle_requests` and `_accepts` (tag `key`),
- * `_throttled` and the gauge `_probability` (tags `key`, `criticality`). Keys
- * beyond the first `maxKeys` distinct ones are labelled `_other`.
+ * Metrics: `sluice_adaptive_throttle_requests` and `_accepts` (attribute `key`),
+ * `_throttled` and the gauge `_probability` (attributes `key`, `criticality`). Keys
+ * beyond the first `maxKeys` distinct ones are labelled `_other`. They are updated in the
+ * context the throttle was made in (its `MetricRegistry`).
  *
  * @since 0.1.0
  */
@@ -66,7 +67,6 @@ import type * as Stream from "effect/Stream"
 import * as internal from "./internal/adaptiveThrottle.js"
 import * as Kernel from "@sluice/kernel/throttle/AdaptiveThrottle"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 
 /**
  * The throttle service.
@@ -141,15 +141,14 @@ export type Event = {
 }
 
 /**
- * The service tag.
+ * The service (a `Context.Service` key).
  *
  * @since 0.1.0
  * @category tags
  */
-export class AdaptiveThrottle extends Context.Tag("@sluice/adaptive/AdaptiveThrottle")<
-  AdaptiveThrottle,
-  Service
->() {}
+export class AdaptiveThrottle extends Context.Service<AdaptiveThrottle, Service>()(
+  "@sluice/adaptive/AdaptiveThrottle"
+) {}
 
 /**
  * A request the throttle admitted, to be settled through its gate.
@@ -172,7 +171,7 @@ export interface Ticket {
  * @category models
  */
 export interface AdaptiveThrottleOptions {
-  readonly window?: Duration.DurationInput | undefined
+  readonly window?: Duration.Input | undefined
   readonly buckets?: number | undefined
   readonly k?: number | undefined
   readonly kByCriticality?:
@@ -190,7 +189,7 @@ export interface AdaptiveThrottleOptions {
 }
 
 /**
- * The metrics the throttle updates, for reading them back (tag them with `key`,
+ * The metrics the throttle updates, for reading them back (give them the attribute `key`,
  * and `criticality` for `throttled` and `probability`).
  *
  * @example
@@ -199,17 +198,17 @@ export interface AdaptiveThrottleOptions {
  * import { Metric } from "effect"
  *
  * const throttledForUsers = Metric.value(
- *   AdaptiveThrottle.metrics.throttled.pipe(Metric.tagged("key", "users-api"), Metric.tagged("criticality", "CRITICAL"))
+ *   Metric.withAttributes(AdaptiveThrottle.metrics.throttled, { key: "users-api", criticality: "CRITICAL" })
  * )
  * ```
  * @since 0.1.0
  * @category metrics
  */
 export const metrics: {
-  readonly requests: Metric.Metric.Counter<number>
-  readonly accepts: Metric.Metric.Counter<number>
-  readonly throttled: Metric.Metric.Counter<number>
-  readonly probability: Metric.Metric.Gauge<number>
+  readonly requests: Metric.Counter<number>
+  readonly accepts: Metric.Counter<number>
+  readonly throttled: Metric.Counter<number>
+  readonly probability: Metric.Gauge<number>
 } = internal.metrics
 
 /**
@@ -339,12 +338,12 @@ export const withThrottle: {
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  * import { Config } from "effect"
  *
- * const Live = AdaptiveThrottle.layerConfig(Config.all({ k: Config.number("THROTTLE_K").pipe(Config.withDefault(2)) }))
+ * const Live = AdaptiveThrottle.layerConfig(Config.all({ k: Config.Number("THROTTLE_K").pipe(Config.withDefault(2)) }))
  * ```
  * @since 0.2.0
  * @category layers
  */
 export const layerConfig = (
   config: Config.Config<AdaptiveThrottleOptions>
-): Layer.Layer<AdaptiveThrottle, Options.InvalidOptions | ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))
+): Layer.Layer<AdaptiveThrottle, Options.InvalidOptions | Config.ConfigError> =>
+  Layer.unwrap(Effect.map(config, (options) => layer(options)))

@@ -23,8 +23,9 @@
  * `Effect.schedule`. Each recurrence waits the *current* interval, read when the
  * recurrence is decided, so a signal takes effect from the next wait on.
  *
- * Metrics (tagged `name`): `sluice_aimd_interval_ms` (gauge, the current interval) and
- * `sluice_aimd_interval_signals` (counter, tagged `throttled`).
+ * Metrics (attribute `name`): `sluice_aimd_interval_ms` (gauge, the current interval) and
+ * `sluice_aimd_interval_signals` (counter, attribute `throttled`), updated in the context the
+ * controller was made in (the default registry for `unsafeMake`).
  *
  * Signals are plain synchronous state updates (no `Ref`), so calling `unsafeSignal`
  * on every response costs a few arithmetic operations.
@@ -39,7 +40,6 @@ import type * as Schedule from "effect/Schedule"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/aimdInterval.js"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 
 /**
@@ -65,18 +65,18 @@ export type TypeId = typeof TypeId
  *   `1/I ← 1/I + rateStep × I`, `I` in seconds).
  * - `factor`: finite number > 1 (default 2) multiplying the interval on a throttle.
  * - `initial`: where the interval starts (default `min`), within `[min, max]`.
- * - `name`: tags the metrics (default `"default"`).
+ * - `name`: the metrics' `name` attribute (default `"default"`).
  *
  * @since 0.1.0
  * @category models
  */
 export interface AimdIntervalOptions {
-  readonly min: Duration.DurationInput
-  readonly max: Duration.DurationInput
-  readonly step?: Duration.DurationInput | undefined
+  readonly min: Duration.Input
+  readonly max: Duration.Input
+  readonly step?: Duration.Input | undefined
   readonly rateStep?: number | undefined
   readonly factor?: number | undefined
-  readonly initial?: Duration.DurationInput | undefined
+  readonly initial?: Duration.Input | undefined
   readonly name?: string | undefined
 }
 
@@ -157,7 +157,7 @@ export const unsafeMake: (options: AimdIntervalOptions) => Service = internal.un
 export const isAimdInterval: (u: unknown) => u is Service = internal.isAimdInterval
 
 /**
- * The default service tag.
+ * The default service (a `Context.Service` key).
  *
  * @example
  * ```ts
@@ -172,21 +172,21 @@ export const isAimdInterval: (u: unknown) => u is Service = internal.isAimdInter
  * @since 0.1.0
  * @category tags
  */
-export class AimdInterval extends Context.Tag("@sluice/adaptive/AimdInterval")<AimdInterval, Service>() {}
+export class AimdInterval extends Context.Service<AimdInterval, Service>()("@sluice/adaptive/AimdInterval") {}
 
 /**
  * A Layer that builds a controller and provides it under {@link AimdInterval},
- * or under the given tag.
+ * or under the given key.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer: {
   (options: AimdIntervalOptions): Layer.Layer<AimdInterval, Options.InvalidOptions>
-  <I>(options: AimdIntervalOptions, tag: Context.Tag<I, Service>): Layer.Layer<I, Options.InvalidOptions>
+  <I>(options: AimdIntervalOptions, tag: Context.Key<I, Service>): Layer.Layer<I, Options.InvalidOptions>
 } = (
   options: AimdIntervalOptions,
-  tag?: Context.Tag<any, Service>
+  tag?: Context.Key<any, Service>
 ): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? AimdInterval, internal.make(options))
 
 /**
@@ -199,12 +199,12 @@ export const layer: {
  * import { AimdInterval } from "@sluice/adaptive"
  * import { Config } from "effect"
  *
- * const Live = AimdInterval.layerConfig(Config.all({ min: Config.duration("SAVE_MIN"), max: Config.duration("SAVE_MAX"), step: Config.duration("SAVE_STEP") }))
+ * const Live = AimdInterval.layerConfig(Config.all({ min: Config.Duration("SAVE_MIN"), max: Config.Duration("SAVE_MAX"), step: Config.Duration("SAVE_STEP") }))
  * ```
  * @since 0.2.0
  * @category layers
  */
 export const layerConfig = (
   config: Config.Config<AimdIntervalOptions>
-): Layer.Layer<AimdInterval, Options.InvalidOptions | ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))
+): Layer.Layer<AimdInterval, Options.InvalidOptions | Config.ConfigError> =>
+  Layer.unwrap(Effect.map(config, (options) => layer(options)))

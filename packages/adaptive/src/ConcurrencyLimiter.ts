@@ -5,7 +5,7 @@
  * the limit comes from a pluggable {@link LimitAlgorithm.LimitAlgorithm}
  * (congestion window by default, or AIMD, VegasLimit, your own). Every request that
  * held a permit reports its outcome to the algorithm: *success* with its
- * round-trip time, *dropped* (`Overloaded`, a `TimeoutException`, or what
+ * round-trip time, *dropped* (`Overloaded`, a `Cause.TimeoutError`, or what
  * `isDrop` says) or *ignored* (any other error, or interruption).
  *
  * Callers that find no free permit wait in a bounded queue (FIFO by default,
@@ -20,10 +20,12 @@
  * The uncontended path is synchronous bookkeeping (one clock read, no
  * Deferred, no Ref); interruption never leaks a permit.
  *
- * Metrics (tagged `key`): `sluice_concurrency_limiter_limit`,
+ * Metrics (attribute `key`): `sluice_concurrency_limiter_limit`,
  * `sluice_concurrency_limiter_in_flight`, `sluice_concurrency_limiter_queued`
- * (gauges) and `sluice_concurrency_limiter_rejected` (counter, tagged
- * `reason`: `limit`, `queue-full`, `queue-timeout`, `displaced`).
+ * (gauges) and `sluice_concurrency_limiter_rejected` (counter, attribute
+ * `reason`: `limit`, `queue-full`, `queue-timeout`, `displaced`), updated in the context
+ * the limiter (or the service) was made in: its `MetricRegistry`, or the default one for
+ * `unsafeMake`.
  *
  * @since 0.1.0
  */
@@ -37,7 +39,6 @@ import type { Pipeable } from "effect/Pipeable"
 import * as internal from "./internal/concurrencyLimiter.js"
 import type * as LimitAlgorithm from "./limit/LimitAlgorithm.js"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 
 /**
@@ -58,7 +59,7 @@ export type TypeId = typeof TypeId
  * wait), `maxWait` (default: no limit), `order` (`"fifo"` | `"lifo"`),
  * `partitions` (guaranteed share of the limit per criticality level, each in
  * [0, 1], adding up to at most 1), `isDrop` (extra errors that mean overload),
- * and `key` (the metric tag, for standalone limiters).
+ * and `key` (the metric attribute, for standalone limiters).
  *
  * @since 0.1.0
  * @category models
@@ -76,7 +77,7 @@ export interface LimiterOptions extends LimiterFields {
 export interface LimiterFields {
   readonly algorithm?: LimitAlgorithm.Factory | undefined
   readonly maxQueue?: number | undefined
-  readonly maxWait?: Duration.DurationInput | undefined
+  readonly maxWait?: Duration.Input | undefined
   readonly order?: "fifo" | "lifo" | undefined
   readonly partitions?: { readonly [level in Criticality.Criticality]?: number | undefined } | undefined
   readonly isDrop?: ((error: unknown) => boolean) | undefined
@@ -95,7 +96,7 @@ export interface ServiceOptions extends LimiterFields {
 }
 
 /**
- * Why a call was refused without running (the `reason` tag of the rejected metric).
+ * Why a call was refused without running (the `reason` attribute of the rejected metric).
  *
  * @since 0.1.0
  * @category models
@@ -201,15 +202,14 @@ export interface Service {
 }
 
 /**
- * The service tag.
+ * The service (a `Context.Service` key).
  *
  * @since 0.1.0
  * @category tags
  */
-export class ConcurrencyLimiter extends Context.Tag("@sluice/adaptive/ConcurrencyLimiter")<
-  ConcurrencyLimiter,
-  Service
->() {}
+export class ConcurrencyLimiter extends Context.Service<ConcurrencyLimiter, Service>()(
+  "@sluice/adaptive/ConcurrencyLimiter"
+) {}
 
 /**
  * Makes a standalone limiter, failing with `InvalidOptions` on bad options.
@@ -301,7 +301,7 @@ export const withLimiter: {
 
 /**
  * How the limiter classifies an exit: success, dropped (`Overloaded`, a
- * `DontRetry` whose cause is `Overloaded`, a `TimeoutException`, or `isDrop`),
+ * `DontRetry` whose cause is `Overloaded`, a `Cause.TimeoutError`, or `isDrop`),
  * otherwise ignored (defects and interruption included).
  *
  * @example
@@ -330,12 +330,12 @@ export const classify: (
  * import { ConcurrencyLimiter } from "@sluice/adaptive"
  * import { Config } from "effect"
  *
- * const Live = ConcurrencyLimiter.layerConfig(Config.all({ maxQueue: Config.integer("LIMITER_MAX_QUEUE").pipe(Config.withDefault(100)) }))
+ * const Live = ConcurrencyLimiter.layerConfig(Config.all({ maxQueue: Config.Int("LIMITER_MAX_QUEUE").pipe(Config.withDefault(100)) }))
  * ```
  * @since 0.2.0
  * @category layers
  */
 export const layerConfig = (
   config: Config.Config<ServiceOptions>
-): Layer.Layer<ConcurrencyLimiter, Options.InvalidOptions | ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))
+): Layer.Layer<ConcurrencyLimiter, Options.InvalidOptions | Config.ConfigError> =>
+  Layer.unwrap(Effect.map(config, (options) => layer(options)))

@@ -52,10 +52,11 @@
  * and counts the work active until its ticket is settled, whatever the outcome: it
  * measures load and does not classify how the work went.
  *
- * Metrics (tag `shedder` = `name`): gauges `sluice_load_shedder_utilization`
+ * Metrics (attribute `shedder` = `name`): gauges `sluice_load_shedder_utilization`
  * and `sluice_load_shedder_event_loop_utilization`, counters
- * `sluice_load_shedder_shed` and `sluice_load_shedder_admitted` (tag
- * `criticality`). Each shed decision gets a span `sluice.load_shedder.shed`.
+ * `sluice_load_shedder_shed` and `sluice_load_shedder_admitted` (attribute
+ * `criticality`), updated in the context the shedder was made in (its `MetricRegistry`).
+ * Each shed decision gets a span `sluice.load_shedder.shed`.
  *
  * @since 0.1.0
  */
@@ -70,7 +71,6 @@ import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import * as internal from "./internal/loadShedder.js"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 
 /**
  * The shedder service.
@@ -157,25 +157,25 @@ export interface Ticket {
 }
 
 /**
- * The service tag.
+ * The service (a `Context.Service` key).
  *
  * @since 0.1.0
  * @category tags
  */
-export class LoadShedder extends Context.Tag("@sluice/adaptive/LoadShedder")<LoadShedder, Service>() {}
+export class LoadShedder extends Context.Service<LoadShedder, Service>()("@sluice/adaptive/LoadShedder") {}
 
 /**
  * Options: `capacity` (required, > 0), `smoothing` (default 1 s), `thresholds`
  * (per level, partial allowed, not decreasing with criticality), `retryAfter`
  * (the hint carried by `Overloaded`, default 1 s), `eventLoop` (`{ interval?,
- * source? }`, omitted: event-loop utilization is not used), `name` (metric tag).
+ * source? }`, omitted: event-loop utilization is not used), `name` (metric attribute).
  *
  * @since 0.1.0
  * @category models
  */
 export interface LoadShedderOptions {
   readonly capacity: number
-  readonly smoothing?: Duration.DurationInput | undefined
+  readonly smoothing?: Duration.Input | undefined
   readonly thresholds?:
     | {
         readonly SHEDDABLE?: number | undefined
@@ -184,10 +184,10 @@ export interface LoadShedderOptions {
         readonly CRITICAL_PLUS?: number | undefined
       }
     | undefined
-  readonly retryAfter?: Duration.DurationInput | undefined
+  readonly retryAfter?: Duration.Input | undefined
   readonly eventLoop?:
     | {
-        readonly interval?: Duration.DurationInput | undefined
+        readonly interval?: Duration.Input | undefined
         readonly source?: Effect.Effect<number> | undefined
       }
     | undefined
@@ -203,7 +203,7 @@ export interface LoadShedderOptions {
 export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>> = internal.defaultThresholds
 
 /**
- * The metrics the shedder updates (tag `shedder`, and `criticality` for the counters).
+ * The metrics the shedder updates (attribute `shedder`, and `criticality` for the counters).
  *
  * @example
  * ```ts
@@ -211,17 +211,17 @@ export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>
  * import { Metric } from "effect"
  *
  * const shedSheddable = Metric.value(
- *   LoadShedder.metrics.shed.pipe(Metric.tagged("shedder", "default"), Metric.tagged("criticality", "SHEDDABLE"))
+ *   Metric.withAttributes(LoadShedder.metrics.shed, { shedder: "default", criticality: "SHEDDABLE" })
  * )
  * ```
  * @since 0.1.0
  * @category metrics
  */
 export const metrics: {
-  readonly utilization: Metric.Metric.Gauge<number>
-  readonly eventLoopUtilization: Metric.Metric.Gauge<number>
-  readonly shed: Metric.Metric.Counter<number>
-  readonly admitted: Metric.Metric.Counter<number>
+  readonly utilization: Metric.Gauge<number>
+  readonly eventLoopUtilization: Metric.Gauge<number>
+  readonly shed: Metric.Counter<number>
+  readonly admitted: Metric.Counter<number>
 } = internal.metrics
 
 /**
@@ -271,7 +271,7 @@ export const make: (
  * @category layers
  */
 export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Options.InvalidOptions> =>
-  Layer.scoped(LoadShedder, internal.make(options))
+  Layer.effect(LoadShedder, internal.make(options))
 
 /**
  * Runs an effect under a shedder: the one in context, or a given one
@@ -315,12 +315,12 @@ export const withShedder: {
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Config } from "effect"
  *
- * const Live = LoadShedder.layerConfig(Config.all({ capacity: Config.number("SHEDDER_CAPACITY") }))
+ * const Live = LoadShedder.layerConfig(Config.all({ capacity: Config.Number("SHEDDER_CAPACITY") }))
  * ```
  * @since 0.2.0
  * @category layers
  */
 export const layerConfig = (
   config: Config.Config<LoadShedderOptions>
-): Layer.Layer<LoadShedder, Options.InvalidOptions | ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))
+): Layer.Layer<LoadShedder, Options.InvalidOptions | Config.ConfigError> =>
+  Layer.unwrap(Effect.map(config, (options) => layer(options)))

@@ -41,10 +41,12 @@
  * is then the departure the algorithm's `onDeparture` sees. `forLimiter` does this
  * wiring when the limiter's algorithm declares `pacingInterval`.
  *
- * Metrics (tagged `key`): `sluice_pacer_delay_ms` (histogram of the wait of
+ * Metrics (attribute `key`): `sluice_pacer_delay_ms` (histogram of the wait of
  * every departure), `sluice_pacer_queued`, `sluice_pacer_interval_ms`,
  * `sluice_pacer_srtt_ms` (gauges) and `sluice_pacer_rejected` (counter);
- * span `sluice.pacer.wait` around each wait (none when a departure leaves at once).
+ * span `sluice.pacer.wait` around each wait (none when a departure leaves at once). The
+ * metrics are updated in the context the pacer was made in (the default registry for
+ * `unsafeMake`).
  *
  * The arithmetic (slots, smoothing, bursts, the algorithm's schedule) is the kernel's
  * `@sluice/kernel/limit/Pacer`; this module sleeps with the Clock, holds the waiters and
@@ -78,7 +80,7 @@ export type TypeId = typeof TypeId
  * `smoothing` of the round-trip estimate (the RFC 6298 α, in (0, 1], default
  * 1/8), `initialRtt` (paces before the first measured success; default: do
  * not pace until then), `maxQueue` (waiters, default 1000; 0 = never wait)
- * and `key` (the metric tag).
+ * and `key` (the metric attribute).
  *
  * @since 0.1.0
  * @category models
@@ -87,7 +89,7 @@ export interface PacerTuning {
   readonly gain?: number | undefined
   readonly slowStartGain?: number | undefined
   readonly smoothing?: number | undefined
-  readonly initialRtt?: Duration.DurationInput | undefined
+  readonly initialRtt?: Duration.Input | undefined
   readonly maxQueue?: number | undefined
   readonly key?: string | undefined
 }

@@ -35,9 +35,10 @@
  *   a trickle of probe calls (0.1% by default) goes out. `setGoal` with a positive
  *   goal resumes control from `minRatio` upward.
  *
- * Metrics (tagged `name`, flushed at every update): `sluice_sampler_sent` and
+ * Metrics (attribute `name`, flushed at every update): `sluice_sampler_sent` and
  * `sluice_sampler_skipped` (counters), `sluice_sampler_ratio` (gauge, `r`),
- * `sluice_sampler_stale` (gauge, 1 while stale). Each update runs in the span
+ * `sluice_sampler_stale` (gauge, 1 while stale), in the context the sampler was made in
+ * (its `MetricRegistry`). Each update runs in the span
  * `sluice.sampler.update`; the per-call path is a few arithmetic operations.
  *
  * @since 0.1.0
@@ -53,7 +54,6 @@ import type { Options } from "@sluice/core"
 import * as internal from "./internal/proportionalSampler.js"
 import type { QpsSensor, Reading, Service as QpsSensorService } from "./QpsSensor.js"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 
 /**
  * @since 0.1.0
@@ -80,7 +80,7 @@ export type TypeId = typeof TypeId
  * - `minRatio`: lower bound of `r`, in `(0, 1]`, default 0.001.
  * - `staleAfter` (default 3 × `updatePeriod`), `staleFloor` (default 0.1),
  *   `staleDecay` (default 0.8): the stale-sensor behaviour.
- * - `name`: tags metrics (default `"default"`).
+ * - `name`: the metrics' `name` attribute (default `"default"`).
  *
  * @since 0.1.0
  * @category models
@@ -88,11 +88,11 @@ export type TypeId = typeof TypeId
 export interface ProportionalSamplerOptions {
   readonly goal: number
   readonly name?: string | undefined
-  readonly updatePeriod?: Duration.DurationInput | undefined
+  readonly updatePeriod?: Duration.Input | undefined
   readonly jitter?: number | undefined
   readonly initialRatio?: number | undefined
   readonly minRatio?: number | undefined
-  readonly staleAfter?: Duration.DurationInput | undefined
+  readonly staleAfter?: Duration.Input | undefined
   readonly staleFloor?: number | undefined
   readonly staleDecay?: number | undefined
 }
@@ -235,19 +235,18 @@ export const withSampler: {
 )
 
 /**
- * The default service tag.
+ * The default service (a `Context.Service` key).
  *
  * @since 0.1.0
  * @category tags
  */
-export class ProportionalSampler extends Context.Tag("@sluice/adaptive/ProportionalSampler")<
-  ProportionalSampler,
-  Service
->() {}
+export class ProportionalSampler extends Context.Service<ProportionalSampler, Service>()(
+  "@sluice/adaptive/ProportionalSampler"
+) {}
 
 /**
  * A Layer that builds a sampler (its update loop lives as long as the Layer) and
- * provides it under {@link ProportionalSampler}, or under the given tag.
+ * provides it under {@link ProportionalSampler}, or under the given key.
  *
  * @example
  * ```ts
@@ -266,13 +265,13 @@ export const layer: {
   (options: ProportionalSamplerOptions): Layer.Layer<ProportionalSampler, Options.InvalidOptions, QpsSensor>
   <I>(
     options: ProportionalSamplerOptions,
-    tag: Context.Tag<I, Service>
+    tag: Context.Key<I, Service>
   ): Layer.Layer<I, Options.InvalidOptions, QpsSensor>
 } = (
   options: ProportionalSamplerOptions,
-  tag?: Context.Tag<any, Service>
+  tag?: Context.Key<any, Service>
 ): Layer.Layer<any, Options.InvalidOptions, QpsSensor> =>
-  Layer.scoped(tag ?? ProportionalSampler, internal.make(options))
+  Layer.effect(tag ?? ProportionalSampler, internal.make(options))
 
 /**
  * {@link layer} with its options read from `Config` (e.g. environment variables): a
@@ -284,12 +283,12 @@ export const layer: {
  * import { ProportionalSampler } from "@sluice/adaptive"
  * import { Config } from "effect"
  *
- * const Live = ProportionalSampler.layerConfig(Config.all({ goal: Config.number("EXPORT_GOAL_QPS") }))
+ * const Live = ProportionalSampler.layerConfig(Config.all({ goal: Config.Number("EXPORT_GOAL_QPS") }))
  * ```
  * @since 0.2.0
  * @category layers
  */
 export const layerConfig = (
   config: Config.Config<ProportionalSamplerOptions>
-): Layer.Layer<ProportionalSampler, Options.InvalidOptions | ConfigError.ConfigError, QpsSensor> =>
-  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))
+): Layer.Layer<ProportionalSampler, Options.InvalidOptions | Config.ConfigError, QpsSensor> =>
+  Layer.unwrap(Effect.map(config, (options) => layer(options)))

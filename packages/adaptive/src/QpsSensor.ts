@@ -26,7 +26,6 @@ import type * as Option from "effect/Option"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/qpsSensor.js"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 
 /**
@@ -59,7 +58,7 @@ export interface Service {
  * @since 0.1.0
  * @category tags
  */
-export class QpsSensor extends Context.Tag("@sluice/adaptive/QpsSensor")<QpsSensor, Service>() {}
+export class QpsSensor extends Context.Service<QpsSensor, Service>()("@sluice/adaptive/QpsSensor") {}
 
 /**
  * Options of the in-memory sensors: `window`, how many complete seconds the
@@ -164,15 +163,15 @@ export const layerMemory = (
  * import { QpsSensor } from "@sluice/adaptive"
  * import { Config } from "effect"
  *
- * const Live = QpsSensor.layerConfig(Config.all({ window: Config.integer("QPS_WINDOW_SECONDS").pipe(Config.withDefault(2)) }))
+ * const Live = QpsSensor.layerConfig(Config.all({ window: Config.Int("QPS_WINDOW_SECONDS").pipe(Config.withDefault(2)) }))
  * ```
  * @since 0.2.0
  * @category layers
  */
 export const layerConfig = (
   config: Config.Config<MemorySensorOptions>
-): Layer.Layer<QpsSensor, Options.InvalidOptions | ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(config, (options) => layerLocal(options)))
+): Layer.Layer<QpsSensor, Options.InvalidOptions | Config.ConfigError> =>
+  Layer.unwrap(Effect.map(config, (options) => layerLocal(options)))
 
 /**
  * The local sensor's layer under the conventional name (same as {@link layerLocal}).

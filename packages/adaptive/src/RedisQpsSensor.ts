@@ -35,7 +35,6 @@ import * as internal from "./internal/redisQpsSensor.js"
 import { QpsSensor } from "./QpsSensor.js"
 import type { Service as QpsSensorService } from "./QpsSensor.js"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 
 /**
@@ -56,10 +55,10 @@ export interface RedisQpsSensorOptions extends RedisClient.ConnectionOptions {
   readonly key: string
   readonly prefix?: string | undefined
   readonly window?: number | undefined
-  readonly flushInterval?: Duration.DurationInput | undefined
-  readonly settle?: Duration.DurationInput | undefined
-  readonly timeout?: Duration.DurationInput | undefined
-  readonly ttl?: Duration.DurationInput | undefined
+  readonly flushInterval?: Duration.Input | undefined
+  readonly settle?: Duration.Input | undefined
+  readonly timeout?: Duration.Input | undefined
+  readonly ttl?: Duration.Input | undefined
 }
 
 /**
@@ -85,7 +84,7 @@ export const make: (
 ) => Effect.Effect<QpsSensorService, Options.InvalidOptions, Scope.Scope> = internal.make
 
 /**
- * A Layer providing a Redis sensor under `QpsSensor`, or under the given tag.
+ * A Layer providing a Redis sensor under `QpsSensor`, or under the given key.
  *
  * @since 0.1.0
  * @category layers
@@ -94,12 +93,12 @@ export const layer: {
   (options: RedisQpsSensorOptions): Layer.Layer<QpsSensor, Options.InvalidOptions>
   <I>(
     options: RedisQpsSensorOptions,
-    tag: Context.Tag<I, QpsSensorService>
+    tag: Context.Key<I, QpsSensorService>
   ): Layer.Layer<I, Options.InvalidOptions>
 } = (
   options: RedisQpsSensorOptions,
-  tag?: Context.Tag<any, QpsSensorService>
-): Layer.Layer<any, Options.InvalidOptions> => Layer.scoped(tag ?? QpsSensor, internal.make(options))
+  tag?: Context.Key<any, QpsSensorService>
+): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? QpsSensor, internal.make(options))
 
 /**
  * The Redis key of one second's counter.
@@ -128,7 +127,7 @@ export const keyFor: (prefix: string, key: string, second: number) => string = i
 export const layerShared = (
   options: RedisQpsSensorOptions
 ): Layer.Layer<QpsSensor, Options.InvalidOptions, RedisClient.RedisClient> =>
-  Layer.scoped(QpsSensor, internal.makeShared(options))
+  Layer.effect(QpsSensor, internal.makeShared(options))
 
 /**
  * {@link layer} with its options read from `Config` (e.g. environment variables): a
@@ -140,12 +139,12 @@ export const layerShared = (
  * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
  * import { Config } from "effect"
  *
- * const Live = RedisQpsSensor.layerConfig(Config.all({ key: Config.string("QPS_KEY"), url: Config.string("REDIS_URL") }))
+ * const Live = RedisQpsSensor.layerConfig(Config.all({ key: Config.String("QPS_KEY"), url: Config.String("REDIS_URL") }))
  * ```
  * @since 0.2.0
  * @category layers
  */
 export const layerConfig = (
   config: Config.Config<RedisQpsSensorOptions>
-): Layer.Layer<QpsSensor, Options.InvalidOptions | ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))
+): Layer.Layer<QpsSensor, Options.InvalidOptions | Config.ConfigError> =>
+  Layer.unwrap(Effect.map(config, (options) => layer(options)))

@@ -17,10 +17,11 @@
  *   per second (in between, the last value read is used), so consulting the
  *   monitor on every response stays cheap.
  *
- * Metrics (tagged `name`, `operation`, refreshed at most once per second when the
+ * Metrics (attributes `name`, `operation`, refreshed at most once per second when the
  * monitor is consulted): `sluice_threshold_monitor_rate` (gauge, per second),
  * `sluice_threshold_monitor_median_ms` (gauge), `sluice_threshold_monitor_exceeded`
- * (gauge, 0 or 1).
+ * (gauge, 0 or 1), in the context the monitor was made in (the default registry for
+ * `unsafeMake`).
  *
  * @since 0.1.0
  */
@@ -34,7 +35,6 @@ import type * as Stream from "effect/Stream"
 import type { Options } from "@sluice/core"
 import * as internal from "./internal/thresholdMonitor.js"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 
 /**
  * @since 0.1.0
@@ -59,7 +59,7 @@ export type TypeId = typeof TypeId
  */
 export interface Thresholds {
   readonly rate?: number | undefined
-  readonly latency?: Duration.DurationInput | undefined
+  readonly latency?: Duration.Input | undefined
 }
 
 /**
@@ -71,7 +71,7 @@ export interface Thresholds {
  * - `window`: the rate's averaging window (default 5 minutes); `tick` (default 5 s,
  *   at most `window`): how often events are folded into the rate.
  * - `latencyWindow` (default 1 minute): what the median is taken over.
- * - `name`: tags metrics (default `"default"`).
+ * - `name`: the metrics' `name` attribute (default `"default"`).
  *
  * @since 0.1.0
  * @category models
@@ -81,9 +81,9 @@ export interface ThresholdMonitorOptions {
   readonly thresholds?: Thresholds | undefined
   readonly operations?: Readonly<Record<string, Thresholds>> | undefined
   readonly instances?: number | undefined
-  readonly window?: Duration.DurationInput | undefined
-  readonly tick?: Duration.DurationInput | undefined
-  readonly latencyWindow?: Duration.DurationInput | undefined
+  readonly window?: Duration.Input | undefined
+  readonly tick?: Duration.Input | undefined
+  readonly latencyWindow?: Duration.Input | undefined
 }
 
 /**
@@ -115,7 +115,7 @@ export interface Service extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
   /** Records one successful call of `operation` that took `latency`. */
-  record(operation: string, latency: Duration.DurationInput): Effect.Effect<void>
+  record(operation: string, latency: Duration.Input): Effect.Effect<void>
   /**
    * Runs `self`, timing it with the `Clock`; records it as a call of `operation`
    * only if it succeeds.
@@ -233,7 +233,7 @@ export const withMonitor: {
 )
 
 /**
- * The default service tag.
+ * The default service (a `Context.Service` key).
  *
  * @example
  * ```ts
@@ -248,24 +248,23 @@ export const withMonitor: {
  * @since 0.1.0
  * @category tags
  */
-export class ThresholdMonitor extends Context.Tag("@sluice/adaptive/ThresholdMonitor")<
-  ThresholdMonitor,
-  Service
->() {}
+export class ThresholdMonitor extends Context.Service<ThresholdMonitor, Service>()(
+  "@sluice/adaptive/ThresholdMonitor"
+) {}
 
 /**
  * A Layer that builds a monitor and provides it under {@link ThresholdMonitor},
- * or under the given tag.
+ * or under the given key.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer: {
   (options: ThresholdMonitorOptions): Layer.Layer<ThresholdMonitor, Options.InvalidOptions>
-  <I>(options: ThresholdMonitorOptions, tag: Context.Tag<I, Service>): Layer.Layer<I, Options.InvalidOptions>
+  <I>(options: ThresholdMonitorOptions, tag: Context.Key<I, Service>): Layer.Layer<I, Options.InvalidOptions>
 } = (
   options: ThresholdMonitorOptions,
-  tag?: Context.Tag<any, Service>
+  tag?: Context.Key<any, Service>
 ): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? ThresholdMonitor, internal.make(options))
 
 /**
@@ -278,12 +277,12 @@ export const layer: {
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Config } from "effect"
  *
- * const Live = ThresholdMonitor.layerConfig(Config.all({ instances: Config.integer("INSTANCES").pipe(Config.withDefault(1)) }))
+ * const Live = ThresholdMonitor.layerConfig(Config.all({ instances: Config.Int("INSTANCES").pipe(Config.withDefault(1)) }))
  * ```
  * @since 0.2.0
  * @category layers
  */
 export const layerConfig = (
   config: Config.Config<ThresholdMonitorOptions>
-): Layer.Layer<ThresholdMonitor, Options.InvalidOptions | ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(config, (options) => layer(options)))
+): Layer.Layer<ThresholdMonitor, Options.InvalidOptions | Config.ConfigError> =>
+  Layer.unwrap(Effect.map(config, (options) => layer(options)))

@@ -1,6 +1,7 @@
 import * as AimdInterval from "@sluice/adaptive/AimdInterval"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Ref, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber, Ref } from "effect"
+import { TestClock } from "effect/testing"
 import { metricValue } from "./metricSnapshot.js"
 
 const base = { min: "1 second", max: "16 seconds", step: "1 second" } as const
@@ -42,7 +43,7 @@ describe("AimdInterval", () => {
       const fiber = yield* clock.pipe(
         Effect.flatMap((now) => Ref.update(runs, (xs) => [...xs, now])),
         Effect.repeat(aimd.schedule),
-        Effect.fork
+        Effect.forkChild
       )
       yield* TestClock.adjust("3 seconds") // runs at 0, 1, 2, 3
       yield* aimd.signal(true) // 2 s from the next wait on
@@ -63,7 +64,7 @@ describe("AimdInterval", () => {
         const xs = yield* Ref.updateAndGet(runs, (xs) => [...xs, now])
         return { throttle: xs.length <= 3 }
       })
-      const fiber = yield* Effect.fork(
+      const fiber = yield* Effect.forkChild(
         Effect.repeat(
           save,
           aimd.scheduleFrom((r: { readonly throttle: boolean }) => r.throttle)

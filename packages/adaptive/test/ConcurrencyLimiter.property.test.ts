@@ -1,7 +1,9 @@
 import { AimdLimit, ConcurrencyLimiter, CongestionWindow, LimitAlgorithm, VegasLimit } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, FastCheck as fc, Fiber, TestClock, TestContext } from "effect"
+import { Deferred, Duration, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 
 type Kind = "success" | "drop" | "error"
 type Op =
@@ -33,7 +35,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   }
 )
 
-const settle = Effect.repeatN(Effect.yieldNow(), 10)
+const settle = Effect.repeat(Effect.yieldNow, { times: 10 })
 
 interface Setup {
   readonly algorithm: LimitAlgorithm.LimitAlgorithm
@@ -69,7 +71,7 @@ const scenario = (setup: Setup, ops: ReadonlyArray<Op>) =>
     })
     const tasks: Array<{
       readonly gate: Deferred.Deferred<Kind>
-      readonly fiber: Fiber.RuntimeFiber<void, Errors.Overloaded | string>
+      readonly fiber: Fiber.Fiber<void, Errors.Overloaded | string>
     }> = []
     let started = 0
     const check = () => {
@@ -100,7 +102,7 @@ const scenario = (setup: Setup, ops: ReadonlyArray<Op>) =>
                     : Effect.fail("boom")
             )
           })
-          const fiber = yield* Effect.fork(
+          const fiber = yield* Effect.forkChild(
             limiter.withLimiter(body).pipe(Criticality.withCriticality(Criticality.levels[op.level]!))
           )
           tasks.push({ gate, fiber })
@@ -117,8 +119,8 @@ const scenario = (setup: Setup, ops: ReadonlyArray<Op>) =>
         case "race": {
           if (tasks.length > 0) {
             yield* Deferred.succeed(tasks[op.index % tasks.length]!.gate, "success")
-            for (let i = 0; i < op.yields; i++) yield* Effect.yieldNow()
-            yield* Fiber.interruptFork(tasks[op.victim % tasks.length]!.fiber)
+            for (let i = 0; i < op.yields; i++) yield* Effect.yieldNow
+            yield* Effect.forkDetach(Fiber.interrupt(tasks[op.victim % tasks.length]!.fiber))
           }
           break
         }
@@ -139,7 +141,7 @@ const scenario = (setup: Setup, ops: ReadonlyArray<Op>) =>
     // every body that started reported exactly once; a permit is never reported twice
     expect(samples).toBeGreaterThanOrEqual(started)
     expect(samples).toBeLessThanOrEqual(limiter.nextId)
-  }).pipe(Effect.provide(TestContext.TestContext))
+  }).pipe(Effect.provide(TestClock.layer()))
 
 const setupArb = (
   algorithm: fc.Arbitrary<readonly [() => LimitAlgorithm.LimitAlgorithm, number | undefined]>

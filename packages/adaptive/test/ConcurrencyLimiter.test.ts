@@ -1,7 +1,8 @@
 import { ConcurrencyLimiter, CongestionWindow, LimitAlgorithm } from "@sluice/adaptive"
 import { Criticality, Errors, Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, TestClock } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Metric, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { metricValue as metricState } from "./metricSnapshot.js"
 
 /** Wraps an algorithm and records every sample it receives. */
@@ -21,7 +22,7 @@ const recording = (inner: LimitAlgorithm.LimitAlgorithm) => {
 }
 
 /** Lets forked fibers run until they block. */
-const settle = Effect.repeatN(Effect.yieldNow(), 20)
+const settle = Effect.repeat(Effect.yieldNow, { times: 20 })
 
 /** A request that holds its permit until `gate` is completed. */
 const gated = <A>(gate: Deferred.Deferred<A>, log?: Array<string>, name?: string) =>
@@ -31,7 +32,7 @@ const gated = <A>(gate: Deferred.Deferred<A>, log?: Array<string>, name?: string
   })
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
-  Exit.isFailure(exit) ? (Cause.failureOption(exit.cause) as any).value : undefined
+  Option.getOrUndefined(Exit.findErrorOption(exit))
 
 describe("ConcurrencyLimiter", () => {
   it.effect("runs an uncontended effect and releases its permit", () =>
@@ -55,11 +56,11 @@ describe("ConcurrencyLimiter", () => {
         algorithm: () => algorithm,
         isDrop: (e) => e === "custom-drop"
       })
-      const fiber = yield* Effect.fork(limiter.withLimiter(Effect.sleep(Duration.millis(50))))
+      const fiber = yield* Effect.forkChild(limiter.withLimiter(Effect.sleep(Duration.millis(50))))
       yield* TestClock.adjust(Duration.millis(50))
       yield* Fiber.join(fiber)
       yield* Effect.exit(limiter.withLimiter(Effect.fail(new Errors.Overloaded({ reason: "503" }))))
-      yield* Effect.exit(limiter.withLimiter(Effect.fail(new Cause.TimeoutException())))
+      yield* Effect.exit(limiter.withLimiter(Effect.fail(new Cause.TimeoutError())))
       yield* Effect.exit(
         limiter.withLimiter(
           Effect.fail(
@@ -95,7 +96,7 @@ describe("ConcurrencyLimiter", () => {
       const gates = yield* Effect.all([Deferred.make<void>(), Deferred.make<void>(), Deferred.make<void>()])
       const log: Array<string> = []
       const fibers = yield* Effect.forEach(gates, (gate, i) =>
-        Effect.fork(limiter.withLimiter(gated(gate, log, `r${i}`)))
+        Effect.forkChild(limiter.withLimiter(gated(gate, log, `r${i}`)))
       )
       yield* settle
       expect(log).toEqual(["r0", "r1"])
@@ -122,8 +123,8 @@ describe("ConcurrencyLimiter", () => {
         maxQueue: 1
       })
       const gate = yield* Deferred.make<void>()
-      const first = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
-      const second = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+      const first = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
+      const second = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
       let ran = false
       const exit = yield* Effect.exit(limiter.withLimiter(Effect.sync(() => (ran = true))))
@@ -149,7 +150,7 @@ describe("ConcurrencyLimiter", () => {
         maxQueue: 0
       })
       const gate = yield* Deferred.make<void>()
-      const first = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+      const first = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
       const error = failureOf(yield* Effect.exit(limiter.withLimiter(Effect.void)))
       expect((error as Errors.Overloaded).reason).toMatch(/limit/)
@@ -167,9 +168,9 @@ describe("ConcurrencyLimiter", () => {
         maxWait: "100 millis"
       })
       const gate = yield* Deferred.make<void>()
-      const first = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+      const first = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
       let ran = false
-      const waiter = yield* Effect.fork(limiter.withLimiter(Effect.sync(() => (ran = true))))
+      const waiter = yield* Effect.forkChild(limiter.withLimiter(Effect.sync(() => (ran = true))))
       yield* settle
       expect(limiter.queued).toBe(1)
       yield* TestClock.adjust(Duration.millis(99))
@@ -194,11 +195,11 @@ describe("ConcurrencyLimiter", () => {
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => LimitAlgorithm.fixed(1), order })
       const gate = yield* Deferred.make<void>()
       const log: Array<string> = []
-      const holder = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+      const holder = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
-      const waiters: Array<Fiber.RuntimeFiber<void, Errors.Overloaded>> = []
+      const waiters: Array<Fiber.Fiber<void, Errors.Overloaded>> = []
       for (const name of ["a", "b", "c"]) {
-        waiters.push(yield* Effect.fork(limiter.withLimiter(Effect.sync(() => void log.push(name)))))
+        waiters.push(yield* Effect.forkChild(limiter.withLimiter(Effect.sync(() => void log.push(name)))))
         yield* settle
       }
       yield* Deferred.succeed(gate, undefined)
@@ -218,7 +219,7 @@ describe("ConcurrencyLimiter", () => {
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => LimitAlgorithm.fixed(1) })
       const gate = yield* Deferred.make<void>()
       const log: Array<string> = []
-      const holder = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+      const holder = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
       const levels: Array<Criticality.Criticality> = [
         "SHEDDABLE",
@@ -229,7 +230,7 @@ describe("ConcurrencyLimiter", () => {
       const waiters = []
       for (const level of levels) {
         waiters.push(
-          yield* Effect.fork(
+          yield* Effect.forkChild(
             limiter
               .withLimiter(Effect.sync(() => void log.push(level)))
               .pipe(Criticality.withCriticality(level))
@@ -254,13 +255,15 @@ describe("ConcurrencyLimiter", () => {
       const log: Array<string> = []
       // below the limit, CRITICAL borrows SHEDDABLE's unused share: all four run
       const holders = yield* Effect.forEach([0, 1, 2, 3], () =>
-        Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+        Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
       )
       yield* settle
       expect(limiter.inFlightOf("CRITICAL")).toBe(4)
-      const critical = yield* Effect.fork(limiter.withLimiter(Effect.sync(() => void log.push("critical"))))
+      const critical = yield* Effect.forkChild(
+        limiter.withLimiter(Effect.sync(() => void log.push("critical")))
+      )
       yield* settle
-      const sheddable = yield* Effect.fork(
+      const sheddable = yield* Effect.forkChild(
         limiter
           .withLimiter(Effect.sync(() => void log.push("sheddable")))
           .pipe(Criticality.withCriticality("SHEDDABLE"))
@@ -286,11 +289,11 @@ describe("ConcurrencyLimiter", () => {
       const log: Array<string> = []
       const sheddable = <A, E, R>(self: Effect.Effect<A, E, R>) =>
         self.pipe(Criticality.withCriticality("SHEDDABLE"))
-      const released = yield* Effect.fork(limiter.withLimiter(Deferred.await(first)))
+      const released = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(first)))
       const holders = yield* Effect.forEach(
         Array.from({ length: 99 }, (_, i) => i),
         (i) =>
-          Effect.fork(
+          Effect.forkChild(
             i < 7
               ? sheddable(limiter.withLimiter(Deferred.await(gate)))
               : limiter.withLimiter(Deferred.await(gate))
@@ -299,8 +302,10 @@ describe("ConcurrencyLimiter", () => {
       yield* settle
       expect(limiter.inFlightOf("SHEDDABLE")).toBe(7)
       const waiters = [
-        yield* Effect.fork(sheddable(limiter.withLimiter(Effect.sync(() => void log.push("sheddable"))))),
-        yield* Effect.fork(limiter.withLimiter(Effect.sync(() => void log.push("critical"))))
+        yield* Effect.forkChild(
+          sheddable(limiter.withLimiter(Effect.sync(() => void log.push("sheddable"))))
+        ),
+        yield* Effect.forkChild(limiter.withLimiter(Effect.sync(() => void log.push("critical"))))
       ]
       yield* settle
       expect(limiter.queued).toBe(2)
@@ -322,12 +327,14 @@ describe("ConcurrencyLimiter", () => {
       const gate = yield* Deferred.make<void>()
       const log: Array<string> = []
       const holders = yield* Effect.forEach([0, 1, 2, 3], () =>
-        Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+        Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
       )
       yield* settle
-      const critical = yield* Effect.fork(limiter.withLimiter(Effect.sync(() => void log.push("critical"))))
+      const critical = yield* Effect.forkChild(
+        limiter.withLimiter(Effect.sync(() => void log.push("critical")))
+      )
       yield* settle
-      const sheddable = yield* Effect.fork(
+      const sheddable = yield* Effect.forkChild(
         limiter
           .withLimiter(Effect.sync(() => void log.push("sheddable")))
           .pipe(Criticality.withCriticality("SHEDDABLE"))
@@ -346,16 +353,16 @@ describe("ConcurrencyLimiter", () => {
         maxQueue: 1
       })
       const gate = yield* Deferred.make<void>()
-      const holder = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+      const holder = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
       yield* settle
       let sheddableRan = false
-      const sheddable = yield* Effect.fork(
+      const sheddable = yield* Effect.forkChild(
         limiter
           .withLimiter(Effect.sync(() => (sheddableRan = true)))
           .pipe(Criticality.withCriticality("SHEDDABLE"))
       )
       yield* settle
-      const critical = yield* Effect.fork(limiter.withLimiter(Effect.succeed("critical")))
+      const critical = yield* Effect.forkChild(limiter.withLimiter(Effect.succeed("critical")))
       yield* settle
       const error = failureOf(yield* Fiber.await(sheddable))
       expect((error as Errors.Overloaded).reason).toMatch(/displaced/)
@@ -380,9 +387,9 @@ describe("ConcurrencyLimiter", () => {
         const { algorithm, samples } = recording(LimitAlgorithm.fixed(1))
         const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => algorithm })
         const gate = yield* Deferred.make<void>()
-        const runner = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+        const runner = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
         let waiterRan = false
-        const waiter = yield* Effect.fork(limiter.withLimiter(Effect.sync(() => (waiterRan = true))))
+        const waiter = yield* Effect.forkChild(limiter.withLimiter(Effect.sync(() => (waiterRan = true))))
         yield* settle
         expect(limiter.queued).toBe(1)
         yield* Fiber.interrupt(waiter)
@@ -408,11 +415,11 @@ describe("ConcurrencyLimiter", () => {
             ...(maxWait === undefined ? {} : { maxWait })
           })
           const gate = yield* Deferred.make<void>()
-          const holder = yield* Effect.fork(limiter.withLimiter(Deferred.await(gate)))
-          const waiter = yield* Effect.fork(limiter.withLimiter(Effect.void))
+          const holder = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
+          const waiter = yield* Effect.forkChild(limiter.withLimiter(Effect.void))
           yield* settle
           yield* Deferred.succeed(gate, undefined)
-          for (let i = 0; i < k; i++) yield* Effect.yieldNow()
+          for (let i = 0; i < k; i++) yield* Effect.yieldNow
           yield* Fiber.interrupt(waiter)
           yield* Fiber.join(holder)
           expect(limiter.inFlight).toBe(0)
@@ -434,7 +441,7 @@ describe("ConcurrencyLimiter", () => {
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => cw })
       const gates = yield* Effect.forEach([0, 1, 2, 3], () => Deferred.make<void, Errors.Overloaded>())
       const fibers = yield* Effect.forEach(gates, (gate) =>
-        Effect.fork(Effect.exit(limiter.withLimiter(Deferred.await(gate))))
+        Effect.forkChild(Effect.exit(limiter.withLimiter(Deferred.await(gate))))
       )
       yield* settle
       expect(limiter.inFlight).toBe(4)
@@ -450,13 +457,38 @@ describe("ConcurrencyLimiter", () => {
     })
   )
 
+  it.effect("updates its metrics in the registry of the context it was made in", () =>
+    Effect.gen(function* () {
+      const key = "registry-test"
+      const registry: Metric.MetricRegistry = new Map()
+      const limiter = yield* ConcurrencyLimiter.make({
+        key,
+        maxQueue: 0,
+        algorithm: () => LimitAlgorithm.fixed(1)
+      }).pipe(Effect.provideService(Metric.MetricRegistry, registry))
+      const gate = yield* Deferred.make<void>()
+      const holder = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
+      yield* settle
+      expect(failureOf(yield* Effect.exit(limiter.withLimiter(Effect.void)))).toBeInstanceOf(
+        Errors.Overloaded
+      )
+      const rejected = metricState("sluice_concurrency_limiter_rejected", { key, reason: "limit" })
+      expect(yield* rejected.pipe(Effect.provideService(Metric.MetricRegistry, registry))).toMatchObject({
+        count: 1
+      })
+      expect(yield* rejected).toBeUndefined()
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(holder)
+    })
+  )
+
   it.effect("reports limit, in-flight and queued gauges", () =>
     Effect.gen(function* () {
       const key = "gauges-test"
       const limiter = yield* ConcurrencyLimiter.make({ key, algorithm: () => LimitAlgorithm.fixed(1) })
       const gate = yield* Deferred.make<void>()
       const fibers = yield* Effect.forEach([0, 1], () =>
-        Effect.fork(limiter.withLimiter(Deferred.await(gate)))
+        Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
       )
       yield* settle
       expect(yield* metricState("sluice_concurrency_limiter_limit", { key })).toMatchObject({ value: 1 })
@@ -492,7 +524,7 @@ describe("ConcurrencyLimiter", () => {
     Effect.gen(function* () {
       const service = yield* ConcurrencyLimiter.makeService({ maxKeys: 2 })
       const gate = yield* Deferred.make<void>()
-      const busy = yield* Effect.fork(service.withLimiter(Deferred.await(gate), "busy"))
+      const busy = yield* Effect.forkChild(service.withLimiter(Deferred.await(gate), "busy"))
       yield* settle
       yield* service.get("idle")
       yield* service.get("new")

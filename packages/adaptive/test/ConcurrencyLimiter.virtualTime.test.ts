@@ -1,7 +1,8 @@
 import { AimdLimit, ConcurrencyLimiter, CongestionWindow, LimitAlgorithm, VegasLimit } from "@sluice/adaptive"
 import { Errors } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, TestClock } from "effect"
+import { Duration, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 
 /**
  * A backend with `slots` parallel slots: an accepted request holds a slot for
@@ -19,7 +20,7 @@ const overload = (algorithm: LimitAlgorithm.Factory, requests: number) =>
     const server = Effect.suspend(() => {
       if (busy >= slots) {
         rejectedByServer++
-        return Effect.zipRight(
+        return Effect.andThen(
           Effect.sleep(Duration.millis(rejectMs)),
           Effect.fail(new Errors.Overloaded({ reason: "server busy" }))
         )
@@ -33,10 +34,10 @@ const overload = (algorithm: LimitAlgorithm.Factory, requests: number) =>
     })
     const limiter = yield* ConcurrencyLimiter.make({ algorithm, maxQueue: 10_000 })
     const limits: Array<number> = []
-    const fibers: Array<Fiber.RuntimeFiber<void, Errors.Overloaded>> = []
+    const fibers: Array<Fiber.Fiber<void, Errors.Overloaded>> = []
     // TestClock.adjust is the expensive step: requests arrive in bursts of 10 every 10 ms
     for (let t = 0; t < requests; t += 10) {
-      for (let i = 0; i < 10; i++) fibers.push(yield* Effect.fork(limiter.withLimiter(server)))
+      for (let i = 0; i < 10; i++) fibers.push(yield* Effect.forkChild(limiter.withLimiter(server)))
       yield* TestClock.adjust(Duration.millis(10))
       limits.push(limiter.limit)
     }

@@ -1,6 +1,6 @@
 import { it } from "@effect/vitest"
 import { AimdLimit, ConcurrencyLimiter, CongestionWindow, VegasLimit } from "@sluice/adaptive"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Layer, Result } from "effect"
 import { describe, expect } from "vitest"
 
 describe("construction never throws (conventions §5)", () => {
@@ -21,15 +21,15 @@ describe("construction never throws (conventions §5)", () => {
   it.effect("an explicit bad combination is a typed InvalidOptions from make and layer", () =>
     Effect.gen(function* () {
       const bad = VegasLimit.factory({ initial: 50, maxLimit: 8 })
-      const made = yield* Effect.either(ConcurrencyLimiter.make({ algorithm: bad }))
-      expect(Either.isLeft(made) && made.left._tag).toBe("InvalidOptions")
-      expect(Either.isLeft(made) && made.left.message).toMatch(/initial/)
-      const service = yield* Effect.either(ConcurrencyLimiter.makeService({ algorithm: bad }))
-      expect(Either.isLeft(service) && service.left._tag).toBe("InvalidOptions")
-      const layered = yield* Effect.either(
+      const made = yield* Effect.result(ConcurrencyLimiter.make({ algorithm: bad }))
+      expect(Result.isFailure(made) && made.failure._tag).toBe("InvalidOptions")
+      expect(Result.isFailure(made) && made.failure.message).toMatch(/initial/)
+      const service = yield* Effect.result(ConcurrencyLimiter.makeService({ algorithm: bad }))
+      expect(Result.isFailure(service) && service.failure._tag).toBe("InvalidOptions")
+      const layered = yield* Effect.result(
         Layer.build(ConcurrencyLimiter.layer({ algorithm: bad })).pipe(Effect.scoped)
       )
-      expect(Either.isLeft(layered) && layered.left._tag).toBe("InvalidOptions")
+      expect(Result.isFailure(layered) && layered.failure._tag).toBe("InvalidOptions")
     })
   )
 

@@ -7,16 +7,17 @@ import {
   ThresholdMonitor
 } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
-import { Chunk, Effect, Fiber, Stream, TestClock } from "effect"
+import { Effect, Fiber, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { describe, expect } from "vitest"
 
 /** Subscribes to `events` (taking `n`) before `trigger` runs, then returns what arrived. */
 const collect = <A, E, R>(events: Stream.Stream<A>, n: number, trigger: Effect.Effect<unknown, E, R>) =>
   Effect.gen(function* () {
-    const fiber = yield* Effect.fork(Stream.runCollect(Stream.take(events, n)))
-    for (let i = 0; i < 5; i++) yield* Effect.yieldNow()
+    const fiber = yield* Effect.forkChild(Stream.runCollect(Stream.take(events, n)))
+    for (let i = 0; i < 5; i++) yield* Effect.yieldNow
     yield* trigger
-    return Chunk.toReadonlyArray(yield* Fiber.join(fiber))
+    return yield* Fiber.join(fiber)
   })
 
 describe("events (conventions §8)", () => {
@@ -27,38 +28,38 @@ describe("events (conventions §8)", () => {
       const events = yield* collect(
         throttle.events,
         1,
-        Effect.forEach(Array.from({ length: 200 }), () => Effect.either(throttle.withThrottle(drop, "users")))
+        Effect.forEach(Array.from({ length: 200 }), () => Effect.result(throttle.withThrottle(drop, "users")))
       )
       expect(events[0]).toMatchObject({ _tag: "Throttled", key: "users", criticality: "CRITICAL" })
       expect(events[0]!.probability).toBeGreaterThan(0)
     })
   )
 
-  it.scoped("the shedder reports each shed request", () =>
+  it.effect("the shedder reports each shed request", () =>
     Effect.gen(function* () {
       const shedder = yield* LoadShedder.make({ capacity: 1, smoothing: "1 second" })
-      for (let i = 0; i < 3; i++) yield* Effect.fork(shedder.withShedder(Effect.never))
-      yield* Effect.yieldNow()
+      for (let i = 0; i < 3; i++) yield* Effect.forkChild(shedder.withShedder(Effect.never))
+      yield* Effect.yieldNow
       yield* TestClock.adjust("20 seconds")
       const events = yield* collect(
         shedder.events,
         1,
-        Effect.either(shedder.withShedder(Effect.void).pipe(Criticality.withCriticality("SHEDDABLE")))
+        Effect.result(shedder.withShedder(Effect.void).pipe(Criticality.withCriticality("SHEDDABLE")))
       )
       expect(events[0]).toMatchObject({ _tag: "Shed", shedder: "default", criticality: "SHEDDABLE" })
     })
   )
 
-  it.scoped("the limiter reports refusals with their reason", () =>
+  it.effect("the limiter reports refusals with their reason", () =>
     Effect.gen(function* () {
       const limiter = yield* ConcurrencyLimiter.make({
         key: "db",
         maxQueue: 0,
         algorithm: () => LimitAlgorithm.fixed(1)
       })
-      yield* Effect.fork(limiter.withLimiter(Effect.never))
-      yield* Effect.yieldNow()
-      const events = yield* collect(limiter.events, 1, Effect.either(limiter.withLimiter(Effect.void)))
+      yield* Effect.forkChild(limiter.withLimiter(Effect.never))
+      yield* Effect.yieldNow
+      const events = yield* collect(limiter.events, 1, Effect.result(limiter.withLimiter(Effect.void)))
       expect(events).toEqual([{ _tag: "Rejected", key: "db", reason: "limit" }])
 
       const service = yield* ConcurrencyLimiter.makeService({
@@ -66,14 +67,14 @@ describe("events (conventions §8)", () => {
         maxWait: "1 second",
         algorithm: () => LimitAlgorithm.fixed(1)
       })
-      yield* Effect.fork(service.withLimiter(Effect.never, "api"))
-      yield* Effect.yieldNow()
+      yield* Effect.forkChild(service.withLimiter(Effect.never, "api"))
+      yield* Effect.yieldNow
       const timedOut = yield* collect(
         service.events,
         1,
         Effect.gen(function* () {
-          const waiter = yield* Effect.fork(Effect.either(service.withLimiter(Effect.void, "api")))
-          yield* Effect.yieldNow()
+          const waiter = yield* Effect.forkChild(Effect.result(service.withLimiter(Effect.void, "api")))
+          yield* Effect.yieldNow
           yield* TestClock.adjust("2 seconds")
           yield* Fiber.join(waiter)
         })

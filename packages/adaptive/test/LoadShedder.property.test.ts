@@ -1,7 +1,9 @@
 import { LoadShedder } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Effect, Exit, FastCheck as fc, Fiber, TestClock, TestContext } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 
 type Level = Criticality.Criticality
 
@@ -42,7 +44,7 @@ describe("LoadShedder (property)", () => {
               smoothing: "1 second",
               eventLoop: { interval: "1 second", source: Effect.sync(() => elu) }
             })
-            const holders: Array<[Deferred.Deferred<void>, Fiber.RuntimeFiber<void, Errors.Overloaded>]> = []
+            const holders: Array<[Deferred.Deferred<void>, Fiber.Fiber<void, Errors.Overloaded>]> = []
             // Decisions taken at the current instant (utilization is constant within an instant).
             let instant: Array<[Level, boolean]> = []
             const check = () => {
@@ -78,10 +80,10 @@ describe("LoadShedder (property)", () => {
                   for (const l of c.levels) {
                     const gate = yield* Deferred.make<void>()
                     const before = shedder.unsafeActive()
-                    const fiber = yield* Effect.fork(
+                    const fiber = yield* Effect.forkChild(
                       shedder.withShedder(Deferred.await(gate)).pipe(Criticality.withCriticality(l))
                     )
-                    yield* Effect.yieldNow()
+                    yield* Effect.yieldNow
                     const ok = shedder.unsafeActive() === before + 1
                     if (!ok) {
                       const exit = yield* Fiber.await(fiber)
@@ -110,7 +112,7 @@ describe("LoadShedder (property)", () => {
               yield* Fiber.await(fiber)
             }
             expect(shedder.unsafeActive()).toBe(0)
-          }).pipe(Effect.scoped, Effect.provide(TestContext.TestContext), Effect.runPromise)
+          }).pipe(Effect.scoped, Effect.provide(TestClock.layer()), Effect.runPromise)
       ),
       { numRuns: 60 }
     )
@@ -132,9 +134,7 @@ describe("LoadShedder (property)", () => {
               smoothing: "1 second",
               eventLoop: { interval: "1 second", source: Effect.sync(() => elu) }
             })
-            const holders: Array<
-              [Level, Deferred.Deferred<void>, Fiber.RuntimeFiber<void, Errors.Overloaded>]
-            > = []
+            const holders: Array<[Level, Deferred.Deferred<void>, Fiber.Fiber<void, Errors.Overloaded>]> = []
             // The most work of each level and above ever in flight: the smoothed work
             // (an average of the past) can never exceed it.
             const peak = [0, 0, 0, 0]
@@ -175,12 +175,12 @@ describe("LoadShedder (property)", () => {
                   for (const l of c.levels) {
                     const gate = yield* Deferred.make<void>()
                     const before = shedder.unsafeActive()
-                    const fiber = yield* Effect.fork(
+                    const fiber = yield* Effect.forkChild(
                       shedder
                         .withShedder(c._tag === "arrive" ? Deferred.await(gate) : Effect.void)
                         .pipe(Criticality.withCriticality(l))
                     )
-                    yield* Effect.yieldNow()
+                    yield* Effect.yieldNow
                     const exit = c._tag === "probe" ? yield* Fiber.await(fiber) : undefined
                     const admitted =
                       exit !== undefined ? Exit.isSuccess(exit) : shedder.unsafeActive() === before + 1
@@ -198,7 +198,7 @@ describe("LoadShedder (property)", () => {
               yield* Fiber.await(fiber)
             }
             expect(shedder.unsafeActive()).toBe(0)
-          }).pipe(Effect.scoped, Effect.provide(TestContext.TestContext), Effect.runPromise)
+          }).pipe(Effect.scoped, Effect.provide(TestClock.layer()), Effect.runPromise)
       ),
       { numRuns: 80 }
     )

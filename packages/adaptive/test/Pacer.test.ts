@@ -1,7 +1,9 @@
 import { ConcurrencyLimiter, CongestionWindow, Pacer } from "@sluice/adaptive"
 import { Errors, Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber, FastCheck as fc, TestClock } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Option } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 import { metricValue } from "./metricSnapshot.js"
 
 /**
@@ -12,22 +14,21 @@ const departures = (pacer: Pacer.Pacer, n: number) =>
   Effect.gen(function* () {
     const times: Array<number> = []
     const call = Effect.flatMap(Clock.currentTimeMillis, (t) =>
-      Effect.zipRight(
+      Effect.andThen(
         Effect.sync(() => times.push(t)),
         Effect.sleep("100 millis")
       )
     )
-    const fibers: Array<Fiber.RuntimeFiber<void, Errors.Overloaded>> = []
+    const fibers: Array<Fiber.Fiber<void, Errors.Overloaded>> = []
     for (let i = 0; i < n; i++) {
-      fibers.push(yield* Effect.fork(pacer.withPacer(call)))
+      fibers.push(yield* Effect.forkChild(pacer.withPacer(call)))
       // let it reserve its departure before the next one arrives
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
     }
     return { times, fibers }
   })
 
-const failureOf = <A, E>(exit: Exit.Exit<A, E>): unknown =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+const failureOf = <A, E>(exit: Exit.Exit<A, E>): unknown => Option.getOrUndefined(Exit.findErrorOption(exit))
 
 describe("Pacer", () => {
   it("has the documented defaults", () => {
@@ -84,19 +85,19 @@ describe("Pacer", () => {
       Effect.gen(function* () {
         const pacer = yield* Pacer.make({ limit: () => 4 })
         const slow = (ms: number) => Effect.sleep(Duration.millis(ms))
-        const first = yield* Effect.fork(pacer.withPacer(slow(80)))
+        const first = yield* Effect.forkChild(pacer.withPacer(slow(80)))
         yield* TestClock.adjust("80 millis")
         yield* Fiber.join(first)
         expect(pacer.srtt).toBe(80)
         expect(pacer.interval).toBe(20)
         // a fast failure (a rejection) must not make the pacer send faster
-        const failing = yield* Effect.fork(
-          pacer.withPacer(Effect.zipRight(slow(5), Effect.fail(new Errors.Overloaded({ reason: "busy" }))))
+        const failing = yield* Effect.forkChild(
+          pacer.withPacer(Effect.andThen(slow(5), Effect.fail(new Errors.Overloaded({ reason: "busy" }))))
         )
         yield* TestClock.adjust("25 millis")
         expect(Exit.isFailure(yield* Fiber.await(failing))).toBe(true)
         expect(pacer.srtt).toBe(80)
-        const second = yield* Effect.fork(pacer.withPacer(slow(160)))
+        const second = yield* Effect.forkChild(pacer.withPacer(slow(160)))
         yield* TestClock.adjust("200 millis")
         yield* Fiber.join(second)
         expect(pacer.srtt).toBe(80 + 0.125 * (160 - 80))
@@ -205,7 +206,7 @@ describe("Pacer", () => {
       expect(late.times).toEqual([20])
       expect(pacer.queued).toBe(0)
       // interrupting a departed call does not touch the queue
-      const running = yield* Effect.fork(pacer.withPacer(Effect.never))
+      const running = yield* Effect.forkChild(pacer.withPacer(Effect.never))
       yield* Fiber.interrupt(running)
       expect(pacer.queued).toBe(0)
     })
@@ -225,7 +226,7 @@ describe("Pacer", () => {
       const work = Effect.sleep("10 millis")
       for (let round = 0; round < 3; round++) {
         const fibers = yield* Effect.forEach(Array.from({ length: 12 }), () =>
-          Effect.fork(limiter.withLimiter(pacer.withPacer(work)))
+          Effect.forkChild(limiter.withLimiter(pacer.withPacer(work)))
         )
         yield* TestClock.adjust("200 millis")
         yield* Effect.forEach(fibers, Fiber.join, { discard: true })
@@ -267,16 +268,16 @@ describe("Pacer", () => {
         const start = yield* Clock.currentTimeMillis
         const order: Array<number> = []
         const times: Array<number> = []
-        const fibers: Array<Fiber.RuntimeFiber<number, Errors.Overloaded>> = []
+        const fibers: Array<Fiber.Fiber<number, Errors.Overloaded>> = []
         for (let i = 0; i < n; i++) {
           const call = Effect.flatMap(Clock.currentTimeMillis, (t) =>
             Effect.sync(() => {
               order.push(i)
               return times.push(t - start)
             })
-          ).pipe(Effect.zipLeft(Effect.sleep(Duration.millis(rtt))))
-          fibers.push(yield* Effect.fork(pacer.withPacer(call)))
-          yield* Effect.yieldNow()
+          ).pipe(Effect.tap(Effect.sleep(Duration.millis(rtt))))
+          fibers.push(yield* Effect.forkChild(pacer.withPacer(call)))
+          yield* Effect.yieldNow
         }
         yield* TestClock.adjust(Duration.millis(Math.ceil((n * rtt) / limit) + rtt + 1))
         yield* Effect.forEach(fibers, Fiber.join, { discard: true })

@@ -1,7 +1,8 @@
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Layer, Option, TestClock } from "effect"
+import { Duration, Effect, Exit, Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { metricValue } from "./metricSnapshot.js"
 
 /** Offers `perSecond` calls per second to every sampler for `seconds`, in 250 ms slices. */
@@ -29,7 +30,7 @@ const scriptedSensor = () => {
       recorded += n
     },
     measure: Effect.clockWith((clock) =>
-      Effect.sync(() => (typeof next === "function" ? next(clock.unsafeCurrentTimeMillis()) : next))
+      Effect.sync(() => (typeof next === "function" ? next(clock.currentTimeMillisUnsafe()) : next))
     )
   }
   return {
@@ -76,7 +77,7 @@ describe("QpsSensor", () => {
 })
 
 describe("ProportionalSampler", () => {
-  it.scoped("one worker with a local sensor converges to its goal", () =>
+  it.effect("one worker with a local sensor converges to its goal", () =>
     Effect.gen(function* () {
       const sampler = yield* ProportionalSampler.make({ goal: 20, updatePeriod: "5 seconds" })
       yield* offer([sampler], 50, 40)
@@ -87,7 +88,7 @@ describe("ProportionalSampler", () => {
     }).pipe(Effect.provide(QpsSensor.layerLocal()))
   )
 
-  it.scoped("workers sharing a global sensor hold the goal together, whatever their number", () =>
+  it.effect("workers sharing a global sensor hold the goal together, whatever their number", () =>
     Effect.gen(function* () {
       const store = QpsSensor.makeMemoryStore()
       const spawn = (initialRatio = 1) =>
@@ -108,7 +109,7 @@ describe("ProportionalSampler", () => {
     })
   )
 
-  it.scoped("sampled runs the work or the caller's skip value, and counts both", () =>
+  it.effect("sampled runs the work or the caller's skip value, and counts both", () =>
     Effect.gen(function* () {
       const { sensor, recorded } = scriptedSensor()
       const sampler = yield* ProportionalSampler.makeWith(
@@ -137,14 +138,14 @@ describe("ProportionalSampler", () => {
     })
   )
 
-  it.scoped("updates every period with per-worker jitter", () =>
+  it.effect("updates every period with per-worker jitter", () =>
     Effect.gen(function* () {
       const times: Array<number> = []
       const sensor: QpsSensor.Service = {
         unsafeRecord: () => {},
         measure: Effect.clockWith((clock) =>
           Effect.sync(() => {
-            times.push(clock.unsafeCurrentTimeMillis())
+            times.push(clock.currentTimeMillisUnsafe())
             return Option.none()
           })
         )
@@ -161,7 +162,7 @@ describe("ProportionalSampler", () => {
     })
   )
 
-  it.scoped("r follows r × G / M, clamped to [minRatio, 1]", () =>
+  it.effect("r follows r × G / M, clamped to [minRatio, 1]", () =>
     Effect.gen(function* () {
       const s = scriptedSensor()
       const sampler = yield* ProportionalSampler.makeWith({ goal: 100, minRatio: 0.01, jitter: 0 }, s.sensor)
@@ -183,7 +184,7 @@ describe("ProportionalSampler", () => {
     })
   )
 
-  it.scoped("a stale sensor: r is held, then decays toward the floor, never rises, and recovers", () =>
+  it.effect("a stale sensor: r is held, then decays toward the floor, never rises, and recovers", () =>
     Effect.gen(function* () {
       const s = scriptedSensor()
       const sampler = yield* ProportionalSampler.makeWith(
@@ -220,7 +221,7 @@ describe("ProportionalSampler", () => {
     })
   )
 
-  it.scoped("a stale sensor below the floor holds r: it is never raised", () =>
+  it.effect("a stale sensor below the floor holds r: it is never raised", () =>
     Effect.gen(function* () {
       const s = scriptedSensor()
       const sampler = yield* ProportionalSampler.makeWith(
@@ -237,7 +238,7 @@ describe("ProportionalSampler", () => {
     })
   )
 
-  it.scoped("NaN, negative, infinite and old readings are treated as stale, never fed in", () =>
+  it.effect("NaN, negative, infinite and old readings are treated as stale, never fed in", () =>
     Effect.gen(function* () {
       const s = scriptedSensor()
       const sampler = yield* ProportionalSampler.makeWith(
@@ -273,7 +274,7 @@ describe("ProportionalSampler", () => {
     })
   )
 
-  it.scoped("goal 0 pauses: only a probe trickle at minRatio, and setGoal resumes control", () =>
+  it.effect("goal 0 pauses: only a probe trickle at minRatio, and setGoal resumes control", () =>
     Effect.gen(function* () {
       const s = scriptedSensor()
       const sampler = yield* ProportionalSampler.makeWith({ goal: 0, minRatio: 0.01, jitter: 0 }, s.sensor)
@@ -298,7 +299,7 @@ describe("ProportionalSampler", () => {
     })
   )
 
-  it.scoped("rejects bad options naming the field", () =>
+  it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
       const { sensor } = scriptedSensor()
       const cases: Array<[ProportionalSampler.ProportionalSamplerOptions, RegExp]> = [
@@ -321,7 +322,7 @@ describe("ProportionalSampler", () => {
     })
   )
 
-  it.scoped("works as a Layer over the QpsSensor service", () =>
+  it.effect("works as a Layer over the QpsSensor service", () =>
     Effect.gen(function* () {
       const sampler = yield* ProportionalSampler.ProportionalSampler
       expect(sampler.name).toBe("layered")

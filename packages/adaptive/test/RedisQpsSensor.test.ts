@@ -1,7 +1,8 @@
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Option, TestClock } from "effect"
+import { Duration, Effect, Exit, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { Redis as IORedis } from "ioredis"
 import type { RedisOptions } from "ioredis"
 import { randomUUID } from "node:crypto"
@@ -25,7 +26,7 @@ const ownClient = (target = url, extra: RedisOptions = {}) =>
   )
 
 describe("RedisQpsSensor (real Redis)", () => {
-  it.scoped("workers on one key see the sum of what they all sent, averaged over complete seconds", () =>
+  it.effect("workers on one key see the sum of what they all sent, averaged over complete seconds", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)
       const key = "sum"
@@ -52,7 +53,7 @@ describe("RedisQpsSensor (real Redis)", () => {
     })
   )
 
-  it.scoped("samplers on a Redis sensor hold a shared goal", () =>
+  it.effect("samplers on a Redis sensor hold a shared goal", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)
       const sensors = yield* Effect.all(
@@ -85,7 +86,7 @@ describe("RedisQpsSensor (real Redis)", () => {
     })
   )
 
-  it.scoped("an unreachable Redis gives no reading, and the sampler goes stale instead of opening up", () =>
+  it.effect("an unreachable Redis gives no reading, and the sampler goes stale instead of opening up", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)
       const dead = yield* ownClient("redis://127.0.0.1:1", {
@@ -117,7 +118,7 @@ describe("RedisQpsSensor (real Redis)", () => {
     })
   )
 
-  it.scoped("Redis going away mid-run turns good readings into missing ones", () =>
+  it.effect("Redis going away mid-run turns good readings into missing ones", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)
       const redis = yield* ownClient(url, { enableOfflineQueue: false })
@@ -138,7 +139,7 @@ describe("RedisQpsSensor (real Redis)", () => {
     })
   )
 
-  it.scoped("rejects bad options naming the field", () =>
+  it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
       const cases: Array<[RedisQpsSensor.RedisQpsSensorOptions, RegExp]> = [
         [{ url, key: "" }, /key/],

@@ -1,6 +1,7 @@
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { metricValue } from "./metricSnapshot.js"
 
 /** `perSecond` successful calls of `latencyMs` each, for `seconds`, advancing the clock `step` seconds at a time. */
@@ -83,9 +84,9 @@ describe("ThresholdMonitor", () => {
       for (let i = 0; i < 20; i++)
         yield* Effect.exit(fastFailure.pipe(ThresholdMonitor.withMonitor("op", monitor)))
       for (let i = 0; i < 3; i++) {
-        const fiber = yield* Effect.fork(ThresholdMonitor.withMonitor(slow, "op", monitor))
+        const fiber = yield* Effect.forkChild(ThresholdMonitor.withMonitor(slow, "op", monitor))
         yield* TestClock.adjust("3 seconds")
-        yield* fiber.await
+        yield* Fiber.await(fiber)
       }
       const stats = yield* monitor.stats("op")
       expect(stats.medianMillis! / 3000).toBeCloseTo(1, 1)

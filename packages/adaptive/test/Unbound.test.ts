@@ -38,7 +38,7 @@ const callAllUnbound = <S extends object>(label: string, service: S, calls: Call
         : Effect.suspend(() => lift(fn(...args)))
     return Effect.exit(called).pipe(
       Effect.map((exit) => {
-        if (Exit.isFailure(exit) && Cause.isDie(exit.cause)) {
+        if (Exit.isFailure(exit) && Cause.hasDies(exit.cause)) {
           throw new Error(`${label}.${name} died unbound: ${Cause.pretty(exit.cause)}`)
         }
       })
@@ -49,7 +49,7 @@ const lift = (result: unknown): Effect.Effect<unknown, unknown> =>
   Effect.isEffect(result) ? (result as Effect.Effect<unknown, unknown>) : Effect.succeed(result)
 
 describe("unbound service functions", () => {
-  it.scoped("adaptive throttle", () =>
+  it.effect("adaptive throttle", () =>
     Effect.gen(function* () {
       const throttle = yield* AdaptiveThrottle.make()
       yield* callAllUnbound("throttle", throttle, {
@@ -64,7 +64,7 @@ describe("unbound service functions", () => {
     })
   )
 
-  it.scoped("concurrency limiter service and limiter", () =>
+  it.effect("concurrency limiter service and limiter", () =>
     Effect.gen(function* () {
       const service = yield* ConcurrencyLimiter.makeService()
       yield* callAllUnbound("limiters", service, {
@@ -87,7 +87,7 @@ describe("unbound service functions", () => {
     })
   )
 
-  it.scoped("load shedder", () =>
+  it.effect("load shedder", () =>
     Effect.gen(function* () {
       const shedder = yield* LoadShedder.make({ capacity: 10 })
       yield* callAllUnbound("shedder", shedder, {
@@ -103,7 +103,7 @@ describe("unbound service functions", () => {
     })
   )
 
-  it.scoped("pacer", () =>
+  it.effect("pacer", () =>
     Effect.gen(function* () {
       const pacer = yield* Pacer.make({ limit: () => 10 })
       yield* callAllUnbound("pacer", pacer, {
@@ -116,7 +116,7 @@ describe("unbound service functions", () => {
     })
   )
 
-  it.scoped("proportional sampler and sensor", () =>
+  it.effect("proportional sampler and sensor", () =>
     Effect.gen(function* () {
       const store = QpsSensor.makeMemoryStore()
       yield* callAllUnbound("store", store, { unsafeIncrement: [1, 1], unsafeSum: [0, 2] })
@@ -135,7 +135,7 @@ describe("unbound service functions", () => {
     })
   )
 
-  it.scoped("threshold monitor", () =>
+  it.effect("threshold monitor", () =>
     Effect.gen(function* () {
       const monitor = yield* ThresholdMonitor.make({ thresholds: { rate: 5 } })
       yield* callAllUnbound("monitor", monitor, {
@@ -155,7 +155,7 @@ describe("unbound service functions", () => {
     })
   )
 
-  it.scoped("AIMD interval", () =>
+  it.effect("AIMD interval", () =>
     Effect.gen(function* () {
       const aimd = yield* AimdInterval.make({ min: "1 second", max: "10 seconds", step: "1 second" })
       yield* callAllUnbound("aimdInterval", aimd, {

@@ -14,7 +14,7 @@ import { describe, expect } from "vitest"
 const one = Effect.succeed(1)
 
 describe("withX: one verb, self first, data-first and data-last", () => {
-  it.scoped("every policy", () =>
+  it.effect("every policy", () =>
     Effect.gen(function* () {
       expect(yield* AdaptiveThrottle.withThrottle(one, "k")).toBe(1)
       expect(yield* one.pipe(AdaptiveThrottle.withThrottle("k"))).toBe(1)

@@ -1,14 +1,12 @@
 import { Effect, Metric } from "effect"
 
-/** Reads a metric from the global registry by name and tags (whatever its description). */
-export const metricValue = (name: string, tags: Record<string, string>) =>
-  Effect.map(Metric.snapshot, (pairs) => {
-    for (const pair of pairs) {
-      if (pair.metricKey.name !== name) continue
-      const labels = pair.metricKey.tags
-      if (Object.entries(tags).every(([k, v]) => labels.some((l) => l.key === k && l.value === v))) {
-        return pair.metricState as any
-      }
+/** Reads a metric from the registry in context by name and attributes (whatever its description). */
+export const metricValue = (name: string, attributes: Record<string, string>) =>
+  Effect.map(Metric.snapshot, (snapshots) => {
+    for (const snapshot of snapshots) {
+      if (snapshot.id !== name) continue
+      const own = snapshot.attributes ?? {}
+      if (Object.entries(attributes).every(([k, v]) => own[k] === v)) return snapshot.state as any
     }
     return undefined
   })

@@ -1,15 +1,15 @@
 import { Admission, BoundedMap, Criticality, type Options, Outcome, Errors } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/throttle/AdaptiveThrottle"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
+import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as MetricLabel from "effect/MetricLabel"
+import type * as Metric from "effect/Metric"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { makeHub } from "./events.js"
-import { counter, gauge, levelTags, Millis, options, peekAt, tags } from "./service.js"
+import { makeHub, publish } from "./events.js"
+import { byLevel, counter, gauge, Millis, options, peekAt } from "./service.js"
 import type * as AT from "../AdaptiveThrottle.js"
 
 type Level = Criticality.Criticality
@@ -24,7 +24,7 @@ const AdaptiveThrottleOptions = Schema.Struct({
   window: Schema.optional(Millis),
   buckets: Schema.optional(Schema.Number),
   k: Schema.optional(Schema.Number),
-  kByCriticality: Schema.optional(Schema.Record({ key: Criticality.Criticality, value: Schema.Number })),
+  kByCriticality: Schema.optional(Schema.Record(Criticality.Criticality, Schema.Number)),
   maxProbability: Schema.optional(Schema.Number),
   minRequestRate: Schema.optional(Schema.Number),
   maxKeys: Schema.optional(Schema.Number),
@@ -35,8 +35,7 @@ const { decode } = options("AdaptiveThrottle", AdaptiveThrottleOptions, Kernel.i
 /** @internal */
 export const defaultIsRejection = (error: unknown): boolean => Outcome.ofError(error) === "dropped"
 
-/** @internal */
-export const metrics = {
+const families = {
   requests: counter(
     "sluice_adaptive_throttle_requests",
     "Requests offered to the adaptive throttle, including those it failed locally"
@@ -49,25 +48,39 @@ export const metrics = {
   probability: gauge("sluice_adaptive_throttle_probability", "Current local rejection probability")
 }
 
+/** @internal */
+export const metrics = {
+  requests: families.requests.metric,
+  accepts: families.accepts.metric,
+  throttled: families.throttled.metric,
+  probability: families.probability.metric
+}
+
 class KeyState extends Kernel.Backend {
-  readonly keyTags: ReadonlyArray<MetricLabel.MetricLabel>
-  readonly levelTags: Record<Level, ReadonlyArray<MetricLabel.MetricLabel>>
+  readonly requestsMetric: Metric.Counter<number>
+  readonly acceptsMetric: Metric.Counter<number>
+  readonly throttledMetrics: Record<Level, Metric.Counter<number>>
+  readonly probabilityMetrics: Record<Level, Metric.Gauge<number>>
   constructor(
     readonly key: string,
     label: string,
-    rule: Kernel.AdaptiveThrottle
+    rule: Kernel.AdaptiveThrottle,
+    readonly context: Context.Context<never>
   ) {
     super(rule)
-    this.keyTags = tags(["key", label])
-    this.levelTags = levelTags(this.keyTags)
+    const attributes = { key: label }
+    this.requestsMetric = families.requests.of(attributes)
+    this.acceptsMetric = families.accepts.of(attributes)
+    this.throttledMetrics = byLevel(families.throttled, attributes)
+    this.probabilityMetrics = byLevel(families.probability, attributes)
   }
   /** Pushes a level's changed probability to its gauge. */
-  readonly report = (level: Level, p: number) => metrics.probability.unsafeUpdate(p, this.levelTags[level])
+  readonly report = (level: Level, p: number) => this.probabilityMetrics[level].updateUnsafe(p, this.context)
   /** Counts a request (and an accept) in the window, and in the metrics. */
   override count(accepted: boolean) {
     super.count(accepted)
-    metrics.requests.unsafeUpdate(1, this.keyTags)
-    if (accepted) metrics.accepts.unsafeUpdate(1, this.keyTags)
+    this.requestsMetric.updateUnsafe(1, this.context)
+    if (accepted) this.acceptsMetric.updateUnsafe(1, this.context)
   }
 }
 
@@ -76,14 +89,18 @@ export const make = (
   options: AT.AdaptiveThrottleOptions = {}
 ): Effect.Effect<AT.Service, Options.InvalidOptions> =>
   Effect.flatMap(decode(options), (decoded) =>
-    Effect.map(Effect.clock, (clock) => unsafeMakeFrom(decoded, clock))
+    Effect.withFiber((fiber) => Effect.succeed(makeFrom(decoded, fiber.getRef(Clock.Clock), fiber.context)))
   )
 
-const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock: Clock.Clock): AT.Service => {
+const makeFrom = (
+  decoded: typeof AdaptiveThrottleOptions.Type,
+  peekClock: Clock.Clock,
+  context: Context.Context<never>
+): AT.Service => {
   const rule = Kernel.make(decoded)
   const { maxKeys } = rule
   // Per-key state, gates and guards: bounded, least recently used key evicted (CLOCK).
-  const states = new Kernel.Backends(maxKeys, (key, label) => new KeyState(key, label, rule))
+  const states = new Kernel.Backends(maxKeys, (key, label) => new KeyState(key, label, rule, context))
   const at = peekAt(peekClock)
   const hub = makeHub<AT.Event>()
 
@@ -91,13 +108,12 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     // The throttle's own refusals are requests the application tried (the SRE formula
     // counts them): that is what keeps `p` from running away.
     state.count(false)
-    metrics.throttled.unsafeUpdate(1, state.levelTags[level])
-    hub.unsafeOffer({ _tag: "Throttled", key: state.key, criticality: level, probability: p })
-    return Effect.fail(new Errors.Throttled({ key: state.key, probability: p })).pipe(
-      Effect.withSpan("sluice.adaptive_throttle.throttled", {
-        captureStackTrace: false,
-        attributes: { key: state.key, criticality: level, probability: p }
-      })
+    state.throttledMetrics[level].updateUnsafe(1, context)
+    publish(hub, { _tag: "Throttled", key: state.key, criticality: level, probability: p })
+    return Effect.withSpan(
+      Effect.fail(new Errors.Throttled({ key: state.key, probability: p })),
+      "sluice.adaptive_throttle.throttled",
+      { captureStackTrace: false, attributes: { key: state.key, criticality: level, probability: p } }
     )
   }
 
@@ -107,7 +123,8 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
       return state.judge(entry.criticality, entry.now, state.report) <= 0 ? state : Admission.Wait
     },
     enter: (entry) =>
-      Effect.flatMap(Context.get(entry.services, Random.Random).next, (draw) => {
+      Effect.suspend(() => {
+        const draw = entry.getRef(Random.Random).nextDoubleUnsafe()
         const state = states.get(key, entry.now)
         const p = state.probability(entry.criticality, entry.now)
         return draw < p ? reject(state, entry.criticality, p) : Effect.succeed(state)

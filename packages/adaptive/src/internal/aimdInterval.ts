@@ -1,15 +1,13 @@
 import type { Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/interval/AimdInterval"
+import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Metric from "effect/Metric"
-import type * as MetricLabel from "effect/MetricLabel"
+import type * as Metric from "effect/Metric"
 import * as Schedule from "effect/Schedule"
-import * as ScheduleDecision from "effect/ScheduleDecision"
-import * as Interval from "effect/ScheduleInterval"
 import * as Schema from "effect/Schema"
 import type * as A from "../AimdInterval.js"
-import { counter, Millis, options, Service, tags } from "./service.js"
+import { counter, gauge, Millis, noContext, options, Service, withDefault } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof A.TypeId = Symbol.for("@sluice/adaptive/AimdInterval") as any
@@ -17,7 +15,7 @@ export const TypeId: typeof A.TypeId = Symbol.for("@sluice/adaptive/AimdInterval
 const { decode, decodeSync } = options(
   "AimdInterval",
   Schema.Struct({
-    name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
+    name: withDefault(Schema.NonEmptyString, "default"),
     min: Millis,
     max: Millis,
     step: Schema.optional(Millis),
@@ -28,9 +26,10 @@ const { decode, decodeSync } = options(
   Kernel.issues
 )
 
-const intervalGauge = Metric.gauge("sluice_aimd_interval_ms", {
-  description: "Current interval of an AIMD interval controller, in milliseconds"
-})
+const intervalGauge = gauge(
+  "sluice_aimd_interval_ms",
+  "Current interval of an AIMD interval controller, in milliseconds"
+)
 const signalCounter = counter(
   "sluice_aimd_interval_signals",
   "Signals received by an AIMD interval controller, tagged throttled=true|false"
@@ -39,23 +38,24 @@ const signalCounter = counter(
 class AimdIntervalImpl extends Service implements A.Service {
   readonly [TypeId]: A.TypeId = TypeId
   private readonly aimd: Kernel.AimdInterval
-  private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
-  private readonly throttledTags: ReadonlyArray<MetricLabel.MetricLabel>
-  private readonly clearTags: ReadonlyArray<MetricLabel.MetricLabel>
+  private readonly intervalMetric: Metric.Gauge<number>
+  private readonly throttledSignals: Metric.Counter<number>
+  private readonly clearSignals: Metric.Counter<number>
   readonly rateStep: number | undefined
   readonly factor: number
   constructor(
     readonly name: string,
-    options: Kernel.Options
+    options: Kernel.Options,
+    private readonly context: Context.Context<never>
   ) {
     super()
     this.aimd = Kernel.make(options)
     this.rateStep = this.aimd.rateStep
     this.factor = this.aimd.factor
-    this.tags = tags(["name", name])
-    this.throttledTags = tags(["name", name], ["throttled", "true"])
-    this.clearTags = tags(["name", name], ["throttled", "false"])
-    intervalGauge.unsafeUpdate(this.aimd.interval, this.tags)
+    this.intervalMetric = intervalGauge.of({ name })
+    this.throttledSignals = signalCounter.of({ name, throttled: "true" })
+    this.clearSignals = signalCounter.of({ name, throttled: "false" })
+    this.intervalMetric.updateUnsafe(this.aimd.interval, this.context)
   }
   get min() {
     return Duration.millis(this.aimd.min)
@@ -68,8 +68,8 @@ class AimdIntervalImpl extends Service implements A.Service {
   }
   unsafeSignal(throttled: boolean): number {
     const interval = this.aimd.signal(throttled)
-    signalCounter.unsafeUpdate(1, throttled ? this.throttledTags : this.clearTags)
-    intervalGauge.unsafeUpdate(interval, this.tags)
+    ;(throttled ? this.throttledSignals : this.clearSignals).updateUnsafe(1, this.context)
+    this.intervalMetric.updateUnsafe(interval, this.context)
     return interval
   }
   unsafeInterval(): number {
@@ -81,13 +81,19 @@ class AimdIntervalImpl extends Service implements A.Service {
   get interval(): Effect.Effect<Duration.Duration> {
     return Effect.sync(() => Duration.millis(this.aimd.interval))
   }
-  /** Recurs forever, waiting `next(input)` milliseconds before each recurrence. */
+  /**
+   * Recurs forever, waiting `next(input)` milliseconds before each recurrence and outputting
+   * that wait. It keeps no state of its own (the controller is the state), so every run of
+   * the schedule shares the one step.
+   */
   private every<In>(next: (input: In) => number): Schedule.Schedule<Duration.Duration, In> {
-    return Schedule.makeWithState(undefined as void, (now, input: In, state) =>
-      Effect.sync(() => {
-        const ms = next(input)
-        return [state, Duration.millis(ms), ScheduleDecision.continueWith(Interval.after(now + ms))] as const
-      })
+    return Schedule.fromStep(
+      Effect.succeed((_now: number, input: In) =>
+        Effect.sync((): [Duration.Duration, Duration.Duration] => {
+          const wait = Duration.millis(next(input))
+          return [wait, wait]
+        })
+      )
     )
   }
   get schedule(): Schedule.Schedule<Duration.Duration, unknown> {
@@ -101,12 +107,14 @@ class AimdIntervalImpl extends Service implements A.Service {
 /** @internal */
 export const unsafeMake = (options: A.AimdIntervalOptions): A.Service => {
   const o = decodeSync(options)
-  return new AimdIntervalImpl(o.name, o)
+  return new AimdIntervalImpl(o.name, o, noContext)
 }
 
 /** @internal */
 export const make = (options: A.AimdIntervalOptions): Effect.Effect<A.Service, Options.InvalidOptions> =>
-  Effect.map(decode(options), (o) => new AimdIntervalImpl(o.name, o))
+  Effect.flatMap(decode(options), (o) =>
+    Effect.withFiber((fiber) => Effect.succeed(new AimdIntervalImpl(o.name, o, fiber.context)))
+  )
 
 /** @internal */
 export const isAimdInterval = (u: unknown): u is A.Service =>

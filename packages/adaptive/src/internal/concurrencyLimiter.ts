@@ -2,23 +2,22 @@ import { Admission, BoundedMap, Criticality, Errors, type Options, Outcome } fro
 import * as Limit from "@sluice/kernel/limit/Limit"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import type * as DefaultServices from "effect/DefaultServices"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
-import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
+import type * as Metric from "effect/Metric"
 import { pipeArguments } from "effect/Pipeable"
+import type * as PubSub from "effect/PubSub"
 import type * as CL from "../ConcurrencyLimiter.js"
 import type * as LA from "../limit/LimitAlgorithm.js"
 import * as congestionWindow from "./limit/congestionWindow.js"
 import { bindMethods } from "./bind.js"
-import type * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import { makeHub } from "./events.js"
+import { makeHub, publish } from "./events.js"
 import { tryConstruct, validator } from "./options.js"
+import { counter, gauge, noContext } from "./service.js"
 import * as Kernel from "@sluice/kernel/limiter/Limiter"
 
 /** @internal */
@@ -34,19 +33,13 @@ const checkService = validator<CL.ServiceOptions, ServiceConfig>(module, Kernel.
 // ---------------------------------------------------------------------------
 // metrics
 
-const limitGauge = Metric.gauge("sluice_concurrency_limiter_limit", {
-  description: "current concurrency limit of a limiter key"
-})
-const inFlightGauge = Metric.gauge("sluice_concurrency_limiter_in_flight", {
-  description: "requests holding a permit"
-})
-const queuedGauge = Metric.gauge("sluice_concurrency_limiter_queued", {
-  description: "requests waiting for a permit"
-})
-const rejectedCounter = Metric.counter("sluice_concurrency_limiter_rejected", {
-  description: "requests refused without running, by reason",
-  incremental: true
-})
+const limitGauge = gauge("sluice_concurrency_limiter_limit", "current concurrency limit of a limiter key")
+const inFlightGauge = gauge("sluice_concurrency_limiter_in_flight", "requests holding a permit")
+const queuedGauge = gauge("sluice_concurrency_limiter_queued", "requests waiting for a permit")
+const rejectedCounter = counter(
+  "sluice_concurrency_limiter_rejected",
+  "requests refused without running, by reason"
+)
 
 const reasons: ReadonlyArray<CL.RejectReason> = ["limit", "queue-full", "queue-timeout", "displaced"]
 
@@ -62,31 +55,34 @@ export const classify = (
 // ---------------------------------------------------------------------------
 // the limiter
 
-type Source = Clock.Clock | Context.Context<DefaultServices.DefaultServices>
-/** What a permit is made with: the fiber's services, or (for a drained waiter) the permit just returned, whose clock it takes. */
-type Origin = Source | Permit
+/**
+ * What a permit is made with: the work's gate entry (its clock is read from the fiber only
+ * when first needed), or, for a drained waiter, the permit just returned, whose clock it takes.
+ */
+type Origin = Admission.Entry | Permit
 
 class Permit extends Kernel.Permit implements CL.Permit {
+  private entry: Admission.Entry | undefined
+  private fiberClock: Clock.Clock | undefined
   constructor(
     readonly limiter: LimiterImpl,
     id: number,
     start: number,
     level: number,
-    /** The clock, or the fiber's services to read it from when first needed. */
-    private source: Source,
+    origin: Origin,
     queued: boolean
   ) {
     super(id, start, level, queued)
+    if (origin instanceof Permit) this.fiberClock = origin.clock
+    else this.entry = origin
   }
-  /** Looked up only when a round-trip time or a drain needs it (not on the uncontended path of a time-blind algorithm). */
+  /** Read only when a round-trip time or a drain needs it (not on the uncontended path of a time-blind algorithm). */
   get clock(): Clock.Clock {
-    const source = this.source
-    if (Context.isContext(source)) {
-      const clock = Context.get(source, Clock.Clock)
-      this.source = clock
-      return clock
+    if (this.fiberClock === undefined) {
+      this.fiberClock = this.entry!.clock
+      this.entry = undefined
     }
-    return source
+    return this.fiberClock
   }
 }
 
@@ -99,8 +95,11 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   protected readonly bound = bindMethods(this, ["inFlightOf", "queuedOf", "pipe"])
   readonly [TypeId]: CL.TypeId = TypeId
   private readonly maxWait: Duration.Duration | undefined
-  private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
-  private readonly rejectTags: Record<string, ReadonlyArray<MetricLabel.MetricLabel>>
+  // This key's series, built once: an update is then a registry lookup, not a re-keying.
+  private readonly limitMetric: Metric.Gauge<number>
+  private readonly inFlightMetric: Metric.Gauge<number>
+  private readonly queuedMetric: Metric.Gauge<number>
+  private readonly rejectedMetrics: Record<CL.RejectReason, Metric.Counter<number>>
   private reportedLimit: number
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
   readonly events: Stream.Stream<CL.Event>
@@ -110,23 +109,26 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     readonly key: string,
     algorithm: LA.LimitAlgorithm,
     config: Omit<Config, "key">,
+    /** Where the limiter's metrics are updated: the context it was made in. */
+    private readonly context: Context.Context<never>,
     private readonly hub: PubSub.PubSub<CL.Event> = makeHub<CL.Event>()
   ) {
     super(algorithm, config)
     this.events = Stream.fromPubSub(hub)
     this.maxWait = config.maxWait
-    const keyLabel = MetricLabel.make("key", key)
-    this.tags = [keyLabel]
-    this.rejectTags = Object.fromEntries(
-      reasons.map((reason) => [reason, [keyLabel, MetricLabel.make("reason", reason)]])
-    )
+    this.limitMetric = limitGauge.of({ key })
+    this.inFlightMetric = inFlightGauge.of({ key })
+    this.queuedMetric = queuedGauge.of({ key })
+    this.rejectedMetrics = Object.fromEntries(
+      reasons.map((reason) => [reason, rejectedCounter.of({ key, reason })])
+    ) as Record<CL.RejectReason, Metric.Counter<number>>
     this.reportedLimit = algorithm.limit
-    limitGauge.unsafeUpdate(this.reportedLimit, this.tags)
-    inFlightGauge.unsafeUpdate(0, this.tags)
-    queuedGauge.unsafeUpdate(0, this.tags)
+    this.limitMetric.updateUnsafe(this.reportedLimit, this.context)
+    this.inFlightMetric.updateUnsafe(0, this.context)
+    this.queuedMetric.updateUnsafe(0, this.context)
     this.gate = {
       tryEnter: (entry) => {
-        const answer = this.tryAcquire(Kernel.levelIndex[entry.criticality], entry.now, entry.services)
+        const answer = this.tryAcquire(Kernel.levelIndex[entry.criticality], entry.now, entry)
         if (answer === "wait") return Admission.Wait
         if (answer === "limit") return Admission.refuse(this.rejection("limit"))
         return answer
@@ -151,7 +153,7 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     queued: boolean,
     origin: Origin
   ): Permit {
-    return new Permit(this, id, start, level, origin instanceof Permit ? origin.clock : origin, queued)
+    return new Permit(this, id, start, level, origin, queued)
   }
 
   protected override onGranted(waiter: Waiter): void {
@@ -167,7 +169,7 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   }
 
   private sample(permit: Permit, outcome: LA.Outcome): void {
-    const now = this.needsClock ? permit.clock.unsafeCurrentTimeMillis() : permit.start
+    const now = this.needsClock ? permit.clock.currentTimeMillisUnsafe() : permit.start
     const granted = this.release(permit, outcome, now, permit)
     this.afterChange(granted, permit.queued || outcome !== "success")
   }
@@ -175,24 +177,24 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   private reportedInFlight = 0
   private reportInFlight(): void {
     this.reportedInFlight = this.inFlight
-    inFlightGauge.unsafeUpdate(this.inFlight, this.tags)
+    this.inFlightMetric.updateUnsafe(this.inFlight, this.context)
   }
 
   private afterChange(granted: number, report: boolean): void {
     const limit = this.algorithm.limit
     if (limit !== this.reportedLimit) {
       this.reportedLimit = limit
-      limitGauge.unsafeUpdate(limit, this.tags)
+      this.limitMetric.updateUnsafe(limit, this.context)
       report = true
     }
-    if (granted > 0) queuedGauge.unsafeUpdate(this.queued, this.tags)
+    if (granted > 0) this.queuedMetric.updateUnsafe(this.queued, this.context)
     // At rest the gauge reads 0 again, pushed once, not on every uncontended call.
     if (report || (this.inFlight === 0 && this.reportedInFlight !== 0)) this.reportInFlight()
   }
 
   private rejection(reason: CL.RejectReason): Errors.Overloaded {
-    rejectedCounter.unsafeUpdate(1, this.rejectTags[reason]!)
-    this.hub.unsafeOffer({ _tag: "Rejected", key: this.key, reason })
+    this.rejectedMetrics[reason].updateUnsafe(1, this.context)
+    publish(this.hub, { _tag: "Rejected", key: this.key, reason })
     return new Errors.Overloaded({ reason: `concurrency limit: ${reason}`, origin: "local" })
   }
 
@@ -200,11 +202,11 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   private abandon(waiter: Waiter): void {
     if (waiter.state === Kernel.QUEUED) {
       this.leave(waiter)
-      queuedGauge.unsafeUpdate(this.queued, this.tags)
+      this.queuedMetric.updateUnsafe(this.queued, this.context)
     } else if (waiter.state === Kernel.GRANTED) {
       waiter.state = Kernel.DONE
       const permit = waiter.permit!
-      const granted = this.releaseUnused(permit, permit.clock.unsafeCurrentTimeMillis(), permit)
+      const granted = this.releaseUnused(permit, permit.clock.currentTimeMillisUnsafe(), permit)
       this.afterChange(granted, true)
     }
   }
@@ -215,9 +217,9 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     if (!this.makeRoom(level)) return Effect.fail(this.rejection("queue-full"))
     const waiter = new Waiter(level)
     this.enqueue(waiter)
-    queuedGauge.unsafeUpdate(this.queued, this.tags)
+    this.queuedMetric.updateUnsafe(this.queued, this.context)
     this.reportInFlight()
-    const wait = Effect.async<Permit, Errors.Overloaded>((resume) => {
+    const wait = Effect.callback<Permit, Errors.Overloaded>((resume) => {
       // The fiber may have yielded between enqueueing and registering.
       if (waiter.state === Kernel.GRANTED) return resume(Effect.succeed(waiter.permit!))
       if (waiter.state === Kernel.REJECTED) return resume(Effect.fail(waiter.rejection!))
@@ -227,15 +229,16 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     const timed =
       this.maxWait === undefined
         ? wait
-        : Effect.timeoutFail(wait, {
+        : Effect.timeoutOrElse(wait, {
             duration: this.maxWait,
-            onTimeout: () => this.rejection("queue-timeout")
+            orElse: () => Effect.fail(this.rejection("queue-timeout"))
           })
     return timed.pipe(
-      Effect.withSpan("sluice.concurrency_limiter.wait", {
-        captureStackTrace: false,
-        attributes: { key: this.key, criticality: Criticality.levels[level] }
-      }),
+      Effect.withSpan(
+        "sluice.concurrency_limiter.wait",
+        { attributes: { key: this.key, criticality: Criticality.levels[level] } },
+        { captureStackTrace: false }
+      ),
       Effect.onExit((exit) => {
         // Granted: the guard owns the permit from here on. Otherwise leave the queue, or
         // give back a permit that was granted as the wait was being interrupted.
@@ -249,15 +252,20 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
 
 const defaultFactory: LA.Factory = () => congestionWindow.unsafeMake()
 
-const makeLimiter = (config: Config, hub?: PubSub.PubSub<CL.Event>): LimiterImpl =>
-  new LimiterImpl(config.key, (config.algorithm ?? defaultFactory)(config.key), config, hub)
+const makeLimiter = (
+  config: Config,
+  context: Context.Context<never>,
+  hub?: PubSub.PubSub<CL.Event>
+): LimiterImpl =>
+  new LimiterImpl(config.key, (config.algorithm ?? defaultFactory)(config.key), config, context, hub)
 
 /** @internal */
-export const unsafeMake = (options: CL.LimiterOptions = {}): CL.Limiter => makeLimiter(checkLimiter(options))
+export const unsafeMake = (options: CL.LimiterOptions = {}): CL.Limiter =>
+  makeLimiter(checkLimiter(options), noContext)
 
 /** @internal */
 export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter, Options.InvalidOptions> =>
-  tryConstruct(() => makeLimiter(checkLimiter(options)))
+  tryConstruct((context) => makeLimiter(checkLimiter(options), context))
 
 type Guard = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
 
@@ -272,7 +280,10 @@ class ServiceImpl implements CL.Service {
   >
   private readonly hub = makeHub<CL.Event>()
   readonly events: Stream.Stream<CL.Event> = Stream.fromPubSub(this.hub)
-  constructor(private readonly config: ServiceConfig) {
+  constructor(
+    private readonly config: ServiceConfig,
+    private readonly context: Context.Context<never>
+  ) {
     this.limiters = BoundedMap.make({ capacity: config.maxKeys, canEvict: (_, limiter) => limiter.idle })
     this.gates = BoundedMap.make({ capacity: config.maxKeys })
   }
@@ -282,7 +293,8 @@ class ServiceImpl implements CL.Service {
   keys(): ReadonlyArray<string> {
     return Array.from(this.limiters.keys())
   }
-  private readonly newLimiter = (key: string): LimiterImpl => makeLimiter({ ...this.config, key }, this.hub)
+  private readonly newLimiter = (key: string): LimiterImpl =>
+    makeLimiter({ ...this.config, key }, this.context, this.hub)
   private readonly newGate = (key: string) => {
     const gate: Admission.Gate<CL.Permit, Errors.Overloaded> = {
       // Straight to the map (not through the bound `unsafeGet`): this is the per-call path.
@@ -312,7 +324,7 @@ class ServiceImpl implements CL.Service {
 }
 
 /** @internal */
-export const ConcurrencyLimiter = Context.GenericTag<CL.ConcurrencyLimiter, CL.Service>(
+export const ConcurrencyLimiter = Context.Service<CL.ConcurrencyLimiter, CL.Service>(
   "@sluice/adaptive/ConcurrencyLimiter"
 )
 
@@ -320,12 +332,12 @@ export const ConcurrencyLimiter = Context.GenericTag<CL.ConcurrencyLimiter, CL.S
 export const makeService = (
   options: CL.ServiceOptions = {}
 ): Effect.Effect<CL.Service, Options.InvalidOptions> =>
-  tryConstruct(() => {
+  tryConstruct((context) => {
     const config = checkService(options)
     // Limiters are made on demand: try the factory once now, so bad algorithm
     // options fail at construction rather than on the first call.
     if (config.algorithm !== undefined) config.algorithm("")
-    return new ServiceImpl(config) as CL.Service
+    return new ServiceImpl(config, context) as CL.Service
   })
 
 /** @internal */

@@ -10,3 +10,8 @@ export const EVENT_CAPACITY = 256
  * synchronous, so synchronous constructors (`unsafeMake`, per-key limiters) can own one.
  */
 export const makeHub = <A>(): PubSub.PubSub<A> => Effect.runSync(PubSub.sliding<A>(EVENT_CAPACITY))
+
+/** @internal Publishes from synchronous bookkeeping (a sliding hub always takes the event). */
+export const publish = <A>(hub: PubSub.PubSub<A>, event: NoInfer<A>): void => {
+  PubSub.publishUnsafe(hub, event)
+}

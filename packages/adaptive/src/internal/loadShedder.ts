@@ -1,17 +1,15 @@
 import { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/shed/LoadShedder"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
-import type * as DefaultServices from "effect/DefaultServices"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { performance } from "node:perf_hooks"
 import type * as LS from "../LoadShedder.js"
-import * as Stream from "effect/Stream"
-import { makeHub } from "./events.js"
-import { counter, gauge, levelTags, Millis, options, peekAt, tags } from "./service.js"
+import { makeHub, publish } from "./events.js"
+import { byLevel, counter, gauge, Millis, options, peekAt, withDefault } from "./service.js"
 
 type Level = Criticality.Criticality
 
@@ -23,22 +21,19 @@ const UtilizationSource = Schema.declare((u: unknown): u is Effect.Effect<number
 const LoadShedderOptions = Schema.Struct({
   capacity: Schema.Number,
   smoothing: Schema.optional(Millis),
-  thresholds: Schema.optional(
-    Schema.partial(Schema.Record({ key: Criticality.Criticality, value: Schema.Number }))
-  ),
-  retryAfter: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) }),
+  thresholds: Schema.optional(Schema.Record(Criticality.Criticality, Schema.optional(Schema.Number))),
+  retryAfter: withDefault(Options.PositiveDuration, Duration.seconds(1)),
   eventLoop: Schema.optional(
     Schema.Struct({ interval: Schema.optional(Millis), source: Schema.optional(UtilizationSource) })
   ),
-  name: Schema.optionalWith(Schema.String, { default: () => "default" })
+  name: withDefault(Schema.String, "default")
 })
 const { decode } = options("LoadShedder", LoadShedderOptions, Kernel.issues)
 
 /** @internal */
 export const defaultThresholds = Kernel.defaultThresholds
 
-/** @internal */
-export const metrics = {
+const families = {
   utilization: gauge(
     "sluice_load_shedder_utilization",
     "Utilization the shedder decides on: max(smoothed active / capacity, event-loop utilization)"
@@ -49,6 +44,14 @@ export const metrics = {
   ),
   shed: counter("sluice_load_shedder_shed", "Requests shed with Overloaded"),
   admitted: counter("sluice_load_shedder_admitted", "Requests admitted")
+}
+
+/** @internal */
+export const metrics = {
+  utilization: families.utilization.metric,
+  eventLoopUtilization: families.eventLoopUtilization.metric,
+  shed: families.shed.metric,
+  admitted: families.admitted.metric
 }
 
 /**
@@ -69,12 +72,11 @@ export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> = Ef
 /**
  * Work the shedder admitted: its level, and the clock of the fiber that brought it
  * (its completion folds the averages at that clock's time). One ticket serves every
- * admission of a level from the same fiber services.
+ * admission of a level under the same clock.
  */
 class Ticket implements LS.Ticket {
   constructor(
     readonly criticality: Level,
-    readonly services: Context.Context<DefaultServices.DefaultServices>,
     readonly clock: Clock.Clock
   ) {}
 }
@@ -85,32 +87,39 @@ export const make = (
 ): Effect.Effect<LS.Service, Options.InvalidOptions, Scope.Scope> =>
   Effect.gen(function* () {
     const decoded = yield* decode(options)
-    const at = peekAt(yield* Effect.clock)
+    const at = peekAt(yield* Clock.Clock)
+    // the shedder's metrics go where it was made (its registry, its attributes)
+    const context = yield* Effect.context<never>()
     const { name, retryAfter } = decoded
     const shedder = Kernel.make(decoded)
     const { capacity, eventLoopInterval, thresholds } = shedder
     const hub = makeHub<LS.Event>()
-    const nameTags = tags(["shedder", name])
-    const byLevel = levelTags(nameTags)
+    const attributes = { shedder: name }
+    const utilizationMetric = families.utilization.of(attributes)
+    const eventLoopMetric = families.eventLoopUtilization.of(attributes)
+    const shedMetrics = byLevel(families.shed, attributes)
+    const admittedMetrics = byLevel(families.admitted, attributes)
 
-    // One ticket per level, reused while the fiber services stay the same.
+    // One ticket per level, reused while the clock stays the same.
     const tickets: Partial<Record<Level, Ticket>> = {}
     const admit = (level: Level, entry: Admission.Entry): Ticket => {
       shedder.admit(level)
-      metrics.admitted.unsafeUpdate(1, byLevel[level])
+      admittedMetrics[level].updateUnsafe(1, context)
       const ticket = tickets[level]
-      if (ticket !== undefined && ticket.services === entry.services) return ticket
-      return (tickets[level] = new Ticket(level, entry.services, Context.get(entry.services, Clock.Clock)))
+      if (ticket !== undefined && ticket.clock === entry.clock) return ticket
+      return (tickets[level] = new Ticket(level, entry.clock))
     }
 
     const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
-      metrics.shed.unsafeUpdate(1, byLevel[level])
-      hub.unsafeOffer({ _tag: "Shed", shedder: name, criticality: level, utilization: u })
-      return Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" })).pipe(
-        Effect.withSpan("sluice.load_shedder.shed", {
+      shedMetrics[level].updateUnsafe(1, context)
+      publish(hub, { _tag: "Shed", shedder: name, criticality: level, utilization: u })
+      return Effect.withSpan(
+        Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" })),
+        "sluice.load_shedder.shed",
+        {
           captureStackTrace: false,
           attributes: { shedder: name, criticality: level, utilization: u, threshold: thresholds[level] }
-        })
+        }
       )
     }
 
@@ -122,7 +131,7 @@ export const make = (
       tryEnter: (entry) => {
         const level = entry.criticality
         const u = shedder.arrive(level, entry.now)
-        metrics.utilization.unsafeUpdate(shedder.utilization(entry.now), nameTags)
+        utilizationMetric.updateUnsafe(shedder.utilization(entry.now), context)
         return shedder.sheds(level, u) ? Admission.Wait : admit(level, entry)
       },
       enter: (entry) =>
@@ -135,7 +144,7 @@ export const make = (
         }),
       settle: (ticket) => {
         const { clock, criticality } = ticket as Ticket
-        shedder.leave(criticality, clock.unsafeCurrentTimeMillis())
+        shedder.leave(criticality, clock.currentTimeMillisUnsafe())
       }
     }
     const run: LS.Service["withShedder"] = Admission.guard([gate])
@@ -143,10 +152,10 @@ export const make = (
     if (eventLoopInterval !== undefined) {
       const source = decoded.eventLoop?.source ?? (yield* nodeEventLoopUtilization)
       const sample = Effect.flatMap(source, (value) =>
-        Effect.sync(() => metrics.eventLoopUtilization.unsafeUpdate(shedder.setEventLoop(value), nameTags))
-      ).pipe(Effect.catchAllCause(() => Effect.void))
+        Effect.sync(() => eventLoopMetric.updateUnsafe(shedder.setEventLoop(value), context))
+      ).pipe(Effect.catchCause(() => Effect.void))
       yield* Effect.sleep(eventLoopInterval).pipe(
-        Effect.zipRight(sample),
+        Effect.andThen(sample),
         Effect.forever,
         Effect.interruptible,
         Effect.forkScoped

@@ -1,13 +1,13 @@
 import { Options } from "@sluice/core"
 import type * as Field from "@sluice/kernel/options/Field"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
 /**
  * @internal Checks options by the kernel's rules (`resolve`); the fields named in `durations`
- * are Effect `DurationInput`s (positive, finite), decoded here. Any issue throws one
+ * are Effect `Duration.Input`s (positive, finite), decoded here. Any issue throws one
  * `InvalidOptions` that names every field at fault.
  */
 export const validator = <I, C>(
@@ -15,7 +15,7 @@ export const validator = <I, C>(
   resolve: (input: I) => Field.Result<C>,
   durations: ReadonlyArray<string> = []
 ) => {
-  const decode = Schema.decodeUnknownEither(Options.PositiveDuration)
+  const decode = Schema.decodeUnknownResult(Options.PositiveDuration)
   return (input: I): C => {
     const result = resolve(input)
     const issues = result.ok ? [] : [...result.issues]
@@ -24,12 +24,8 @@ export const validator = <I, C>(
       const value = (input as Record<string, unknown>)[name]
       if (value === undefined) continue
       const duration = decode(value)
-      if (Either.isRight(duration)) decoded[name] = duration.right
-      else
-        issues.push({
-          path: [name],
-          message: ParseResult.ArrayFormatter.formatErrorSync(duration.left)[0]!.message
-        })
+      if (Result.isSuccess(duration)) decoded[name] = duration.success
+      else issues.push({ path: [name], message: duration.failure.message })
     }
     if (issues.length > 0) {
       const lines = issues.map((issue) => `└─ ["${issue.path.join('"]["')}"]\n   └─ ${issue.message}`)
@@ -41,13 +37,15 @@ export const validator = <I, C>(
 
 /**
  * @internal Runs a construction step that may throw `InvalidOptions` (a validator, or a user
- * factory such as `() => CongestionWindow.unsafeMake(...)`): that error goes to the failure
- * channel, anything else is a defect.
+ * factory such as `() => CongestionWindow.unsafeMake(...)`), given the context of the fiber
+ * that runs it: that error goes to the failure channel, anything else is a defect.
  */
-export const tryConstruct = <A>(f: () => A): Effect.Effect<A, Options.InvalidOptions> =>
-  Effect.suspend(() => {
+export const tryConstruct = <A>(
+  f: (context: Context.Context<never>) => A
+): Effect.Effect<A, Options.InvalidOptions> =>
+  Effect.withFiber((fiber) => {
     try {
-      return Effect.succeed(f())
+      return Effect.succeed(f(fiber.context))
     } catch (error) {
       return error instanceof Options.InvalidOptions ? Effect.fail(error) : Effect.die(error)
     }

@@ -1,17 +1,17 @@
 import { Errors, type Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/limit/Pacer"
 import type * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Metric from "effect/Metric"
-import * as MetricBoundaries from "effect/MetricBoundaries"
-import * as MetricLabel from "effect/MetricLabel"
 import { pipeArguments } from "effect/Pipeable"
 import type * as CL from "../ConcurrencyLimiter.js"
 import type * as P from "../Pacer.js"
 import { bindMethods } from "./bind.js"
 import { tryConstruct, validator } from "./options.js"
+import { counter, gauge, histogram, noContext } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/Pacer") as any
@@ -21,24 +21,44 @@ const check = validator<P.PacerOptions, P.PacerConfig>("Pacer", Kernel.configure
 // ---------------------------------------------------------------------------
 // metrics
 
-const delayHistogram = Metric.histogram(
+const delayHistogram = histogram(
   "sluice_pacer_delay_ms",
-  MetricBoundaries.exponential({ start: 0.5, factor: 2, count: 14 }),
-  "How long a departure was held back by the pacer (0 when it left at once)"
+  "How long a departure was held back by the pacer (0 when it left at once)",
+  Metric.exponentialBoundaries({ start: 0.5, factor: 2, count: 14 })
 )
-const queuedGauge = Metric.gauge("sluice_pacer_queued", {
-  description: "departures waiting for their paced slot"
-})
-const intervalGauge = Metric.gauge("sluice_pacer_interval_ms", {
-  description: "current spacing between departures: srtt / (gain × limit)"
-})
-const srttGauge = Metric.gauge("sluice_pacer_srtt_ms", {
-  description: "smoothed round-trip time of paced successes"
-})
-const rejectedCounter = Metric.counter("sluice_pacer_rejected", {
-  description: "departures refused because the pacer queue was full",
-  incremental: true
-})
+const queuedGauge = gauge("sluice_pacer_queued", "departures waiting for their paced slot")
+const intervalGauge = gauge(
+  "sluice_pacer_interval_ms",
+  "current spacing between departures: srtt / (gain × limit)"
+)
+const srttGauge = gauge("sluice_pacer_srtt_ms", "smoothed round-trip time of paced successes")
+const rejectedCounter = counter(
+  "sluice_pacer_rejected",
+  "departures refused because the pacer queue was full"
+)
+
+/**
+ * One pacer's series, built once, so that an update is a registry lookup and nothing more, and
+ * the context they are updated in: the one the pacer was made in.
+ */
+class Metrics {
+  readonly delay: Metric.Histogram<number>
+  readonly queued: Metric.Gauge<number>
+  readonly interval: Metric.Gauge<number>
+  readonly srtt: Metric.Gauge<number>
+  readonly rejected: Metric.Counter<number>
+  constructor(
+    key: string,
+    readonly context: Context.Context<never>
+  ) {
+    const attributes = { key }
+    this.delay = delayHistogram.of(attributes)
+    this.queued = queuedGauge.of(attributes)
+    this.interval = intervalGauge.of(attributes)
+    this.srtt = srttGauge.of(attributes)
+    this.rejected = rejectedCounter.of(attributes)
+  }
+}
 
 const queueFull = new Errors.Overloaded({ reason: "pacer queue full", origin: "local" })
 
@@ -47,18 +67,21 @@ const bound = ["unsafeObserve", "unsafeRelease", "withPacer", "pipe"]
 class PacerImpl extends Kernel.ReservationPacer implements P.Pacer {
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
-  private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
+  private readonly metrics: Metrics
 
-  constructor(readonly options: P.PacerConfig) {
+  constructor(
+    readonly options: P.PacerConfig,
+    context: Context.Context<never>
+  ) {
     const initialRtt = options.initialRtt
     super({ ...options, initialRtt: initialRtt === undefined ? undefined : Duration.toMillis(initialRtt) })
     this.key = options.key
-    this.tags = [MetricLabel.make("key", options.key)]
+    this.metrics = new Metrics(options.key, context)
     bindMethods(this, bound)
   }
 
   unsafeObserve(rttMillis: number): void {
-    if (this.observe(rttMillis)) srttGauge.unsafeUpdate(this.srtt!, this.tags)
+    if (this.observe(rttMillis)) this.metrics.srtt.updateUnsafe(this.srtt!, this.metrics.context)
   }
 
   unsafeRelease(k: number, now: number): void {
@@ -66,42 +89,44 @@ class PacerImpl extends Kernel.ReservationPacer implements P.Pacer {
   }
 
   private timed<A, E, R>(self: Effect.Effect<A, E, R>, clock: Clock.Clock): Effect.Effect<A, E, R> {
-    const start = clock.unsafeCurrentTimeMillis()
+    const start = clock.currentTimeMillisUnsafe()
     return Effect.map(self, (a) => {
-      this.unsafeObserve(clock.unsafeCurrentTimeMillis() - start)
+      this.unsafeObserve(clock.currentTimeMillisUnsafe() - start)
       return a
     })
   }
 
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = clock.currentTimeMillisUnsafe()
       const delay = this.reserve(now)
       if (delay === Kernel.QUEUE_FULL) {
-        rejectedCounter.unsafeUpdate(1, this.tags)
+        this.metrics.rejected.updateUnsafe(1, this.metrics.context)
         return Effect.fail(queueFull)
       }
-      if (this.reservedInterval !== undefined) intervalGauge.unsafeUpdate(this.reservedInterval, this.tags)
-      delayHistogram.unsafeUpdate(delay, this.tags)
+      if (this.reservedInterval !== undefined)
+        this.metrics.interval.updateUnsafe(this.reservedInterval, this.metrics.context)
+      this.metrics.delay.updateUnsafe(delay, this.metrics.context)
       if (delay === 0) return this.timed(self, clock)
       const slot = this.enter(now, delay)
-      queuedGauge.unsafeUpdate(this.queued, this.tags)
+      this.metrics.queued.updateUnsafe(this.queued, this.metrics.context)
       return Effect.sleep(Duration.millis(delay)).pipe(
         // a span per wait (the slow path); an undelayed departure has none
-        Effect.withSpan("sluice.pacer.wait", {
-          captureStackTrace: false,
-          attributes: { key: this.key, delayMs: delay }
-        }),
-        Effect.zipRight(
+        Effect.withSpan(
+          "sluice.pacer.wait",
+          { attributes: { key: this.key, delayMs: delay } },
+          { captureStackTrace: false }
+        ),
+        Effect.andThen(
           Effect.suspend(() => {
             this.leave(slot)
-            queuedGauge.unsafeUpdate(this.queued, this.tags)
+            this.metrics.queued.updateUnsafe(this.queued, this.metrics.context)
             return this.timed(self, clock)
           })
         ),
         Effect.onInterrupt(() =>
           Effect.sync(() => {
-            if (this.cancel(slot)) queuedGauge.unsafeUpdate(this.queued, this.tags)
+            if (this.cancel(slot)) this.metrics.queued.updateUnsafe(this.queued, this.metrics.context)
           })
         )
       )
@@ -130,13 +155,16 @@ class Waiter extends Kernel.Waiter {
 class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pacer {
   readonly [TypeId]: P.TypeId = TypeId
   readonly key: string
-  private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
+  private readonly metrics: Metrics
 
   /** Made only for an algorithm that drives pacing ({@link Kernel.drivesPacing}). */
-  constructor(readonly options: P.PacerConfig) {
+  constructor(
+    readonly options: P.PacerConfig,
+    context: Context.Context<never>
+  ) {
     super(options, options.algorithm!)
     this.key = options.key
-    this.tags = [MetricLabel.make("key", options.key)]
+    this.metrics = new Metrics(options.key, context)
     bindMethods(this, bound)
   }
 
@@ -145,7 +173,7 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
   }
 
   unsafeObserve(rttMillis: number): void {
-    if (this.observe(rttMillis)) srttGauge.unsafeUpdate(this.srtt!, this.tags)
+    if (this.observe(rttMillis)) this.metrics.srtt.updateUnsafe(this.srtt!, this.metrics.context)
   }
 
   unsafeRelease(k: number, now: number): void {
@@ -155,8 +183,8 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
   /** Runs due algorithm timers, applies a burst or pause, releases every departure due by `now`. */
   private report(now: number): void {
     this.tick(now)
-    queuedGauge.unsafeUpdate(this.queued, this.tags)
-    intervalGauge.unsafeUpdate(this.interval, this.tags)
+    this.metrics.queued.updateUnsafe(this.queued, this.metrics.context)
+    this.metrics.interval.updateUnsafe(this.interval, this.metrics.context)
   }
 
   /**
@@ -165,12 +193,12 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
    */
   private timerLoop(clock: Clock.Clock): Effect.Effect<void> {
     return Effect.suspend(() => {
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = clock.currentTimeMillisUnsafe()
       this.report(now)
       const wake = this.wakeAt(now)
       // Nothing waits, or everything is held with no timer: the next arrival or outcome re-arms.
       if (wake === Number.POSITIVE_INFINITY) return Effect.void
-      return Effect.zipRight(clock.sleep(Duration.millis(Math.max(0, wake - now))), this.timerLoop(clock))
+      return Effect.andThen(clock.sleep(Duration.millis(Math.max(0, wake - now))), this.timerLoop(clock))
     })
   }
 
@@ -179,9 +207,9 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
    * new state act at once (a new rate, the end of a hold, a burst it asked for).
    */
   private timed<A, E, R>(self: Effect.Effect<A, E, R>, clock: Clock.Clock): Effect.Effect<A, E, R> {
-    const start = clock.unsafeCurrentTimeMillis()
+    const start = clock.currentTimeMillisUnsafe()
     return Effect.onExit(self, (exit) => {
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = clock.currentTimeMillisUnsafe()
       if (exit._tag === "Success") this.unsafeObserve(now - start)
       this.report(now)
       return this.withTimer(clock, Effect.void)
@@ -190,33 +218,33 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
 
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R> {
     return Effect.clockWith((clock): Effect.Effect<A, E | Errors.Overloaded, R> => {
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = clock.currentTimeMillisUnsafe()
       this.report(now)
       const admission = this.depart(now)
       if (admission === "depart") {
-        delayHistogram.unsafeUpdate(0, this.tags)
+        this.metrics.delay.updateUnsafe(0, this.metrics.context)
         return this.timed(self, clock)
       }
       if (admission === "full") {
-        rejectedCounter.unsafeUpdate(1, this.tags)
+        this.metrics.rejected.updateUnsafe(1, this.metrics.context)
         return Effect.fail(queueFull)
       }
       const waiter = new Waiter()
       this.join(waiter)
-      queuedGauge.unsafeUpdate(this.queued, this.tags)
-      const wait = Effect.async<void>((resume) => {
+      this.metrics.queued.updateUnsafe(this.queued, this.metrics.context)
+      const wait = Effect.callback<void>((resume) => {
         if (waiter.released) return resume(Effect.void)
         waiter.resume = resume
         return Effect.sync(() => {
-          if (this.abandon(waiter)) queuedGauge.unsafeUpdate(this.queued, this.tags)
+          if (this.abandon(waiter)) this.metrics.queued.updateUnsafe(this.queued, this.metrics.context)
         })
       })
       return this.withTimer(
         clock,
-        Effect.zipRight(
+        Effect.andThen(
           wait,
           Effect.suspend(() => {
-            delayHistogram.unsafeUpdate(clock.unsafeCurrentTimeMillis() - now, this.tags)
+            this.metrics.delay.updateUnsafe(clock.currentTimeMillisUnsafe() - now, this.metrics.context)
             return this.timed(self, clock)
           })
         )
@@ -226,7 +254,7 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
 
   /** Starts the timer fiber before `effect` when the kernel says one must run. */
   private withTimer<A, E, R>(clock: Clock.Clock, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    return this.arm() ? Effect.zipRight(Effect.forkDaemon(this.timerLoop(clock)), effect) : effect
+    return this.arm() ? Effect.andThen(Effect.forkDetach(this.timerLoop(clock)), effect) : effect
   }
 
   pipe() {
@@ -235,15 +263,17 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
   }
 }
 
-const makeFrom = (config: P.PacerConfig): P.Pacer =>
-  Kernel.drivesPacing(config.algorithm) ? new ScheduledPacerImpl(config) : new PacerImpl(config)
+const makeFrom = (config: P.PacerConfig, context: Context.Context<never>): P.Pacer =>
+  Kernel.drivesPacing(config.algorithm)
+    ? new ScheduledPacerImpl(config, context)
+    : new PacerImpl(config, context)
 
 /** @internal */
-export const unsafeMake = (options: P.PacerOptions): P.Pacer => makeFrom(check(options))
+export const unsafeMake = (options: P.PacerOptions): P.Pacer => makeFrom(check(options), noContext)
 
 /** @internal */
 export const make = (options: P.PacerOptions): Effect.Effect<P.Pacer, Options.InvalidOptions> =>
-  tryConstruct(() => makeFrom(check(options)))
+  tryConstruct((context) => makeFrom(check(options), context))
 
 /** @internal */
 export const forLimiter = (

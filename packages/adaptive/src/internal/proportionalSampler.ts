@@ -1,9 +1,10 @@
 import type { Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/sample/ProportionalSampler"
 import * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as MetricLabel from "effect/MetricLabel"
+import type * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
@@ -11,7 +12,7 @@ import type * as Scope from "effect/Scope"
 import type * as P from "../ProportionalSampler.js"
 import type * as Q from "../QpsSensor.js"
 import { QpsSensor } from "../QpsSensor.js"
-import { counter, gauge, Millis, options, Service, tags } from "./service.js"
+import { counter, gauge, Millis, options, Service, withDefault } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/ProportionalSampler") as any
@@ -19,7 +20,7 @@ export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/Proportional
 const samplerOptions = options(
   "ProportionalSampler",
   Schema.Struct({
-    name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
+    name: withDefault(Schema.NonEmptyString, "default"),
     goal: Schema.Number,
     updatePeriod: Schema.optional(Millis),
     jitter: Schema.optional(Schema.Number),
@@ -43,15 +44,23 @@ const modeGauge = gauge("sluice_sampler_stale", "1 while a sampler's sensor is s
 
 class ProportionalSamplerImpl extends Service implements P.Service {
   readonly [TypeId]: P.TypeId = TypeId
-  private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
+  private readonly sentMetric: Metric.Counter<number>
+  private readonly skippedMetric: Metric.Counter<number>
+  private readonly ratioMetric: Metric.Gauge<number>
+  private readonly modeMetric: Metric.Gauge<number>
   constructor(
     readonly name: string,
     private readonly sensor: Q.Service,
-    private readonly sampler: Kernel.ProportionalSampler
+    private readonly sampler: Kernel.ProportionalSampler,
+    private readonly context: Context.Context<never>
   ) {
     super()
-    this.tags = tags(["name", name])
-    ratioGauge.unsafeUpdate(sampler.ratio, this.tags)
+    const attributes = { name }
+    this.sentMetric = sentCounter.of(attributes)
+    this.skippedMetric = skippedCounter.of(attributes)
+    this.ratioMetric = ratioGauge.of(attributes)
+    this.modeMetric = modeGauge.of(attributes)
+    this.ratioMetric.updateUnsafe(sampler.ratio, context)
   }
   unsafeSample(nowMillis: number): boolean {
     if (!this.sampler.sample()) return false
@@ -59,7 +68,7 @@ class ProportionalSamplerImpl extends Service implements P.Service {
     return true
   }
   get sample(): Effect.Effect<boolean> {
-    return Effect.clockWith((clock) => Effect.sync(() => this.unsafeSample(clock.unsafeCurrentTimeMillis())))
+    return Effect.clockWith((clock) => Effect.sync(() => this.unsafeSample(clock.currentTimeMillisUnsafe())))
   }
   withSampler<A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
@@ -67,7 +76,7 @@ class ProportionalSamplerImpl extends Service implements P.Service {
   ): Effect.Effect<A | B, E | E2, R | R2> {
     return Effect.clockWith((clock) =>
       Effect.suspend((): Effect.Effect<A | B, E | E2, R | R2> =>
-        this.unsafeSample(clock.unsafeCurrentTimeMillis()) ? self : onSkip
+        this.unsafeSample(clock.currentTimeMillisUnsafe()) ? self : onSkip
       )
     )
   }
@@ -95,16 +104,20 @@ class ProportionalSamplerImpl extends Service implements P.Service {
   }
   private flushMetrics(): void {
     const { sent, skipped } = this.sampler.drain()
-    if (sent > 0) sentCounter.unsafeUpdate(sent, this.tags)
-    if (skipped > 0) skippedCounter.unsafeUpdate(skipped, this.tags)
-    ratioGauge.unsafeUpdate(this.sampler.ratio, this.tags)
-    modeGauge.unsafeUpdate(this.sampler.mode === "stale" ? 1 : 0, this.tags)
+    if (sent > 0) this.sentMetric.updateUnsafe(sent, this.context)
+    if (skipped > 0) this.skippedMetric.updateUnsafe(skipped, this.context)
+    this.ratioMetric.updateUnsafe(this.sampler.ratio, this.context)
+    this.modeMetric.updateUnsafe(this.sampler.mode === "stale" ? 1 : 0, this.context)
   }
   get update(): Effect.Effect<void> {
     return Effect.flatMap(this.sensor.measure, (reading) =>
       Effect.map(Clock.currentTimeMillis, (now) => this.unsafeStep(now, reading))
     ).pipe(
-      Effect.withSpan("sluice.sampler.update", { captureStackTrace: false, attributes: { name: this.name } })
+      Effect.withSpan(
+        "sluice.sampler.update",
+        { attributes: { name: this.name } },
+        { captureStackTrace: false }
+      )
     )
   }
   setGoal(goal: number): Effect.Effect<void, Options.InvalidOptions> {
@@ -130,10 +143,11 @@ export const makeWith = (
     const sampler = new ProportionalSamplerImpl(
       o.name,
       sensor,
-      Kernel.make(o, now, () => credit)
+      Kernel.make(o, now, () => credit),
+      yield* Effect.context<never>()
     )
     yield* Effect.forkScoped(
-      Effect.forever(Effect.flatMap(sampler.nextDelay, Effect.sleep).pipe(Effect.zipRight(sampler.update)))
+      Effect.forever(Effect.flatMap(sampler.nextDelay, Effect.sleep).pipe(Effect.andThen(sampler.update)))
     )
     return sampler
   })

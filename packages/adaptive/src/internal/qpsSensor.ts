@@ -5,10 +5,10 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Q from "../QpsSensor.js"
-import { options, Service } from "./service.js"
+import { options, Service, withDefault } from "./service.js"
 
 /** @internal A sensor's `window` (complete seconds averaged), checked by the kernel. */
-export const Window = Schema.optionalWith(Schema.Number, { default: () => Kernel.defaults.window })
+export const Window = withDefault(Schema.Number, Kernel.defaults.window)
 
 const { decode } = options("QpsSensor", Schema.Struct({ window: Window }), Kernel.issues)
 
@@ -31,7 +31,7 @@ class MemorySensor extends Service implements Q.Service {
   }
   get measure(): Effect.Effect<Option.Option<Q.Reading>> {
     return Effect.map(Clock.currentTimeMillis, (now) =>
-      Option.fromNullable(
+      Option.fromNullishOr(
         Kernel.read((from, to) => this.store.unsafeSum(from, to), now, this.startMillis, this.window)
       )
     )

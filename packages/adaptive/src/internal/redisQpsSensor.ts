@@ -7,15 +7,15 @@ import * as Schema from "effect/Schema"
 import type * as Q from "../QpsSensor.js"
 import type * as R from "../RedisQpsSensor.js"
 import { Window } from "./qpsSensor.js"
-import { Millis, options, Service } from "./service.js"
+import { Millis, options, Service, withDefault } from "./service.js"
 
-const millis = (fallback: number) => Schema.optionalWith(Millis, { default: () => fallback })
+const millis = (fallback: number) => withDefault(Millis, fallback)
 
 const { decode } = options(
   "RedisQpsSensor",
   Schema.Struct({
     key: Schema.NonEmptyString,
-    prefix: Schema.optionalWith(Schema.String, { default: () => Kernel.defaults.prefix }),
+    prefix: withDefault(Schema.String, Kernel.defaults.prefix),
     window: Window,
     flushInterval: millis(Kernel.defaults.flushInterval),
     settle: millis(Kernel.defaults.settle),
@@ -25,7 +25,7 @@ const { decode } = options(
   Kernel.issues
 )
 
-type Decoded = Effect.Effect.Success<ReturnType<typeof decode>>
+type Decoded = Effect.Success<ReturnType<typeof decode>>
 
 /** @internal */
 export const keyFor = Kernel.keyFor
@@ -65,15 +65,17 @@ class RedisSensor extends Service implements Q.Service {
     })
   }
   get measure(): Effect.Effect<Option.Option<Q.Reading>> {
-    return Effect.gen(this, function* () {
-      const flushed = yield* this.flush
+    const { o, redis } = this
+    const flush = this.flush
+    return Effect.gen(function* () {
+      const flushed = yield* flush
       if (!flushed) return Option.none()
       const now = yield* Clock.currentTimeMillis
-      const range = Kernel.readableSeconds(now, Number.NEGATIVE_INFINITY, this.o.window, this.o.settle)
+      const range = Kernel.readableSeconds(now, Number.NEGATIVE_INFINITY, o.window, o.settle)
       if (range === undefined) return Option.none()
-      const keys = Kernel.keysFor(this.o.prefix, this.o.key, range)
-      const values = yield* Effect.tryPromise(() => this.redis.mget(...keys)).pipe(
-        Effect.timeoutOption(this.o.timeout),
+      const keys = Kernel.keysFor(o.prefix, o.key, range)
+      const values = yield* Effect.tryPromise(() => redis.mget(...keys)).pipe(
+        Effect.timeoutOption(o.timeout),
         Effect.orElseSucceed(() => Option.none<Array<string | null>>())
       )
       return Option.map(values, (replies) => Kernel.fromReplies(replies, now))
@@ -90,7 +92,7 @@ const start = <R>(
     const { client, redisOptions, url, ...rest } = options
     const o = yield* decode(rest)
     const sensor = new RedisSensor(yield* connect({ client, redisOptions, url }), o)
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(o.flushInterval), sensor.flush)))
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(o.flushInterval), sensor.flush)))
     // what was counted but not yet sent goes out when the scope closes
     yield* Effect.addFinalizer(() => sensor.flush)
     return sensor as Q.Service

@@ -1,63 +1,104 @@
 import { Criticality, Options } from "@sluice/core"
 import type * as Field from "@sluice/kernel/options/Field"
 import type * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
 import { pipeArguments, type Pipeable } from "effect/Pipeable"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import { bindMethods } from "./bind.js"
 
-// The wiring the policy bindings share: options checked by their kernel rule, metric
-// tags, and service objects whose methods work unbound.
+// The wiring the policy bindings share: options checked by their kernel rule, metrics built
+// with their attributes up front, and service objects whose methods work unbound.
 
 /** @internal A duration option in milliseconds, the unit the kernel checks and uses. */
-export const Millis: Schema.Schema<number, Duration.DurationInput> = Schema.transform(
-  Options.DurationInput,
-  Schema.Number,
-  { strict: true, decode: Duration.toMillis, encode: Duration.millis }
-).annotations({ identifier: "DurationInput" })
+export const Millis: Schema.Codec<number, Duration.Input> = Options.DurationInput.pipe(
+  Schema.decodeTo(
+    Schema.Number,
+    SchemaTransformation.transform({ decode: Duration.toMillis, encode: Duration.millis })
+  )
+).annotate({ identifier: "DurationInput" })
+
+/** @internal `schema` as an optional field that decodes a missing (or `undefined`) value to `value`. */
+export const withDefault = <S extends Schema.Top>(schema: S, value: S["Type"]) =>
+  schema.pipe(Schema.withDecodingDefaultType(Effect.succeed(value)))
 
 /**
  * @internal Decoders of a policy's options: `schema` gives the types (durations in ms), the
- * kernel's `issues` the ranges; a problem is an `InvalidOptions` naming each field.
+ * kernel's `issues` the ranges; a problem is an `InvalidOptions` naming the field.
  */
 export const options = <A, I>(
   module: string,
-  schema: Schema.Schema<A, I>,
-  issues: (options: A) => ReadonlyArray<Field.Issue>
+  schema: Schema.Codec<A, I>,
+  issues: (options: NoInfer<A>) => ReadonlyArray<Field.Issue>
 ) => {
   // named, so that a report shows the module rather than the whole type spelled out
   const identifier = `${module} options`
-  const checked = schema.annotations({ identifier }).pipe(Schema.filter((o) => issues(o), { identifier }))
+  const checked = schema.annotate({ identifier }).check(
+    Schema.makeFilter<A>((o) => issues(o).map(({ message, path }) => ({ path, issue: message })), {
+      identifier
+    })
+  )
   return { decode: Options.decode(module, checked), decodeSync: Options.decodeSync(module, checked) }
 }
 
+/**
+ * @internal The context of a policy made outside any fiber (an `unsafeMake`): its metrics go
+ * to the default registry. A policy made by an Effect keeps the context it was made in, and
+ * updates its metrics there (its `MetricRegistry`, its `CurrentMetricAttributes`) from the
+ * synchronous bookkeeping that has no fiber at hand.
+ */
+export const noContext: Context.Context<never> = Context.empty()
+
+/** @internal Attributes of one series: `{ name: value }`. */
+export type Attributes = Readonly<Record<string, string>>
+
+/**
+ * @internal A metric and its series: `metric` has no attributes (what users read through
+ * `Metric.withAttributes`), `of(attributes)` is the series of `attributes`, built once by its
+ * owner so that an update does not re-key a wrapper.
+ */
+export interface Family<M> {
+  readonly metric: M
+  readonly of: (attributes: Attributes) => M
+}
+
 /** @internal An incremental counter. */
-export const counter = (name: string, description: string) =>
-  Metric.counter(name, { description, incremental: true })
+export const counter = (name: string, description: string): Family<Metric.Counter<number>> => ({
+  metric: Metric.counter(name, { description, incremental: true }),
+  of: (attributes) => Metric.counter(name, { description, incremental: true, attributes })
+})
 
 /** @internal A gauge. */
-export const gauge = (name: string, description: string) => Metric.gauge(name, { description })
+export const gauge = (name: string, description: string): Family<Metric.Gauge<number>> => ({
+  metric: Metric.gauge(name, { description }),
+  of: (attributes) => Metric.gauge(name, { description, attributes })
+})
 
-/** @internal A policy's metric tags: `[name, value]` pairs. */
-export const tags = (...pairs: ReadonlyArray<readonly [string, string]>): Array<MetricLabel.MetricLabel> =>
-  pairs.map(([key, value]) => MetricLabel.make(key, value))
+/** @internal A histogram. */
+export const histogram = (
+  name: string,
+  description: string,
+  boundaries: ReadonlyArray<number>
+): Family<Metric.Histogram<number>> => ({
+  metric: Metric.histogram(name, { description, boundaries }),
+  of: (attributes) => Metric.histogram(name, { description, boundaries, attributes })
+})
 
-/** @internal `base` with each criticality level's tag added. */
-export const levelTags = (
-  base: ReadonlyArray<MetricLabel.MetricLabel>
-): Record<Criticality.Criticality, ReadonlyArray<MetricLabel.MetricLabel>> => {
-  const byLevel = {} as Record<Criticality.Criticality, ReadonlyArray<MetricLabel.MetricLabel>>
-  for (const level of Criticality.levels) byLevel[level] = [...base, MetricLabel.make("criticality", level)]
-  return byLevel
+/** @internal One series per criticality level, each with `base` and its level's attribute. */
+export const byLevel = <M>(family: Family<M>, base: Attributes): Record<Criticality.Criticality, M> => {
+  const series = {} as Record<Criticality.Criticality, M>
+  for (const level of Criticality.levels) series[level] = family.of({ ...base, criticality: level })
+  return series
 }
 
 /** @internal The time an `unsafe…` peek is given, else the reading of `clock`. */
 export const peekAt =
   (clock: Clock.Clock) =>
   (nowMillis?: number): number =>
-    nowMillis ?? clock.unsafeCurrentTimeMillis()
+    nowMillis ?? clock.currentTimeMillisUnsafe()
 
 /**
  * @internal A service object: every method (`pipe` included) is bound to the instance once,

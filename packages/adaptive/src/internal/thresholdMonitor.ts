@@ -1,14 +1,15 @@
 import type { Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/monitor/ThresholdMonitor"
 import * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Metric from "effect/Metric"
+import type * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as T from "../ThresholdMonitor.js"
-import { makeHub } from "./events.js"
-import { Millis, options, Service, tags } from "./service.js"
+import { makeHub, publish } from "./events.js"
+import { gauge, Millis, noContext, options, Service, withDefault } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof T.TypeId = Symbol.for("@sluice/adaptive/ThresholdMonitor") as any
@@ -18,9 +19,9 @@ const Thresholds = Schema.Struct({ rate: Schema.optional(Schema.Number), latency
 const monitorOptions = options(
   "ThresholdMonitor",
   Schema.Struct({
-    name: Schema.optionalWith(Schema.NonEmptyString, { default: () => "default" }),
+    name: withDefault(Schema.NonEmptyString, "default"),
     thresholds: Schema.optional(Thresholds),
-    operations: Schema.optional(Schema.Record({ key: Schema.String, value: Thresholds })),
+    operations: Schema.optional(Schema.Record(Schema.String, Thresholds)),
     instances: Schema.optional(Schema.Number),
     window: Schema.optional(Millis),
     tick: Schema.optional(Millis),
@@ -33,24 +34,36 @@ const decodeThresholds = options("ThresholdMonitor.thresholds", Thresholds, (t) 
 ).decode
 const decodeInstances = options("ThresholdMonitor.instances", Schema.Number, Kernel.instancesIssues).decode
 
-const rateGauge = Metric.gauge("sluice_threshold_monitor_rate", {
-  description: "Exponentially weighted rate of successful calls per second, per operation"
-})
-const medianGauge = Metric.gauge("sluice_threshold_monitor_median_ms", {
-  description: "Median latency of successful calls, per operation, in milliseconds"
-})
-const exceededGauge = Metric.gauge("sluice_threshold_monitor_exceeded", {
-  description: "1 while an operation is over one of its thresholds, else 0"
-})
+const rateGauge = gauge(
+  "sluice_threshold_monitor_rate",
+  "Exponentially weighted rate of successful calls per second, per operation"
+)
+const medianGauge = gauge(
+  "sluice_threshold_monitor_median_ms",
+  "Median latency of successful calls, per operation, in milliseconds"
+)
+const exceededGauge = gauge(
+  "sluice_threshold_monitor_exceeded",
+  "1 while an operation is over one of its thresholds, else 0"
+)
+
+/** One operation's series, built the first time the operation reports. */
+interface OperationMetrics {
+  readonly rate: Metric.Gauge<number>
+  readonly median: Metric.Gauge<number>
+  readonly exceeded: Metric.Gauge<number>
+}
 
 class ThresholdMonitorImpl extends Service implements T.Service {
   readonly [TypeId]: T.TypeId = TypeId
   private readonly hub = makeHub<T.Event>()
   readonly events: Stream.Stream<T.Event> = Stream.fromPubSub(this.hub)
   private readonly rule: Kernel.ThresholdMonitor
+  private readonly series = new Map<string, OperationMetrics>()
   constructor(
     readonly name: string,
-    options: Kernel.Options
+    options: Kernel.Options,
+    private readonly context: Context.Context<never>
   ) {
     super()
     this.rule = Kernel.make(options)
@@ -65,10 +78,10 @@ class ThresholdMonitorImpl extends Service implements T.Service {
       nowMillis
     )
     if (s.reportDue(nowMillis)) {
-      const labels = tags(["name", this.name], ["operation", operation])
-      rateGauge.unsafeUpdate(rate, labels)
-      if (median !== undefined) medianGauge.unsafeUpdate(median, labels)
-      exceededGauge.unsafeUpdate(exceeded ? 1 : 0, labels)
+      const metrics = this.metricsOf(operation)
+      metrics.rate.updateUnsafe(rate, this.context)
+      if (median !== undefined) metrics.median.updateUnsafe(median, this.context)
+      metrics.exceeded.updateUnsafe(exceeded ? 1 : 0, this.context)
     }
     const stats: T.Stats = {
       operation,
@@ -79,15 +92,28 @@ class ThresholdMonitorImpl extends Service implements T.Service {
       instances,
       exceeded
     }
-    if (s.crossed(exceeded)) this.hub.unsafeOffer({ _tag: "Crossing", operation, exceeded, stats })
+    if (s.crossed(exceeded)) publish(this.hub, { _tag: "Crossing", operation, exceeded, stats })
     return stats
+  }
+  private metricsOf(operation: string): OperationMetrics {
+    let metrics = this.series.get(operation)
+    if (metrics === undefined) {
+      const attributes = { name: this.name, operation }
+      metrics = {
+        rate: rateGauge.of(attributes),
+        median: medianGauge.of(attributes),
+        exceeded: exceededGauge.of(attributes)
+      }
+      this.series.set(operation, metrics)
+    }
+    return metrics
   }
   unsafeExceeded(operation: string, nowMillis: number): boolean {
     return this.unsafeStats(operation, nowMillis).exceeded
   }
-  record(operation: string, latency: Duration.DurationInput): Effect.Effect<void> {
+  record(operation: string, latency: Duration.Input): Effect.Effect<void> {
     return Effect.map(Clock.currentTimeMillis, (now) =>
-      this.unsafeRecord(operation, now, Duration.toMillis(Duration.decode(latency)))
+      this.unsafeRecord(operation, now, Duration.toMillis(Duration.fromInputUnsafe(latency)))
     )
   }
   exceeded(operation: string): Effect.Effect<boolean> {
@@ -116,10 +142,12 @@ class ThresholdMonitorImpl extends Service implements T.Service {
 
 /** @internal */
 export const make = (options: T.ThresholdMonitorOptions): Effect.Effect<T.Service, Options.InvalidOptions> =>
-  Effect.map(monitorOptions.decode(options), (o) => new ThresholdMonitorImpl(o.name, o))
+  Effect.flatMap(monitorOptions.decode(options), (o) =>
+    Effect.withFiber((fiber) => Effect.succeed(new ThresholdMonitorImpl(o.name, o, fiber.context)))
+  )
 
 /** @internal */
 export const unsafeMake = (options: T.ThresholdMonitorOptions): T.Service => {
   const o = monitorOptions.decodeSync(options)
-  return new ThresholdMonitorImpl(o.name, o)
+  return new ThresholdMonitorImpl(o.name, o, noContext)
 }

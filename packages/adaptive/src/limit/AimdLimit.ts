@@ -25,7 +25,7 @@ import type * as Duration from "effect/Duration"
  */
 export interface AimdLimitOptions extends BoundsOptions {
   readonly backoffRatio?: number | undefined
-  readonly timeout?: Duration.DurationInput | undefined
+  readonly timeout?: Duration.Input | undefined
 }
 
 /**

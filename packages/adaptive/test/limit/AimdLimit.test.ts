@@ -1,7 +1,7 @@
 import { AimdLimit, LimitAlgorithm } from "@sluice/adaptive"
 import { Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Option } from "effect"
 
 const sample = (outcome: LimitAlgorithm.Outcome, inFlight: number, rtt = 10): LimitAlgorithm.Sample => ({
   id: 0,
@@ -46,10 +46,9 @@ describe("AimdLimit", () => {
       for (const [bad, field] of cases) {
         const exit = yield* Effect.exit(AimdLimit.make(bad))
         expect(Exit.isFailure(exit)).toBe(true)
-        if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
-          expect(exit.cause.error).toBeInstanceOf(Options.InvalidOptions)
-          expect(exit.cause.error.message).toMatch(field)
-        }
+        const error = Option.getOrUndefined(Exit.findErrorOption(exit))
+        expect(error).toBeInstanceOf(Options.InvalidOptions)
+        expect(error?.message).toMatch(field)
         expect(() => AimdLimit.unsafeMake(bad)).toThrow(field)
       }
     })

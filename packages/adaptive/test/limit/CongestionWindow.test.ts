@@ -1,7 +1,7 @@
 import { CongestionWindow, LimitAlgorithm } from "@sluice/adaptive"
 import { Options } from "@sluice/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Option } from "effect"
 
 type Sample = LimitAlgorithm.Sample
 const drop = (id: number, nextId: number, inFlight = 10): Sample => ({
@@ -44,10 +44,9 @@ describe("CongestionWindow", () => {
       for (const [bad, field] of cases) {
         const exit = yield* Effect.exit(CongestionWindow.make(bad))
         expect(Exit.isFailure(exit)).toBe(true)
-        if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
-          expect(exit.cause.error).toBeInstanceOf(Options.InvalidOptions)
-          expect(exit.cause.error.message).toMatch(field)
-        }
+        const error = Option.getOrUndefined(Exit.findErrorOption(exit))
+        expect(error).toBeInstanceOf(Options.InvalidOptions)
+        expect(error?.message).toMatch(field)
         // a factory never throws when made; it reports the bad options when the limiter uses it
         expect(() => CongestionWindow.factory(bad)).not.toThrow()
         expect(() => CongestionWindow.factory(bad)("k")).toThrow(field)
