@@ -1,15 +1,48 @@
 /**
- * Server middleware that speaks the Sluice wire protocol, for `HttpApp`s and
- * `HttpRouter`s of `@effect/platform`. Each piece is usable alone; a typical
- * stack, outermost first:
+ * Server middleware that speaks the Sluice wire protocol, for the HTTP handlers
+ * of `effect/http`: each piece is a function from an {@link HttpApp} (an effect
+ * that answers the current `HttpServerRequest`) to another. Each piece is usable
+ * alone; a typical stack, outermost first:
  *
  * `criticality` → `mapErrors` → `retryGuard` → `loadShed` → `quota` → `backpressure` → handler
  *
+ * **Details**
+ *
+ * Apply them where an `effect/http` app takes a function of its handler: around
+ * the whole router with `HttpRouter.middleware(f, { global: true })` (missing
+ * routes included), around one route's handler in `HttpRouter.add`, or around
+ * `HttpRouter.toHttpEffect(routes)` before `HttpServer.serve`.
+ *
+ * **Gotchas**
+ *
+ * - The `middleware` option of `HttpServer.serve` and `HttpRouter.serve` runs
+ *   around the sending of the response: what these functions change in a
+ *   response would not reach the wire there.
+ * - `pipe` applies the innermost first: `app.pipe(Middleware.loadShed(),
+ *   Middleware.criticality())` runs `criticality` outside `loadShed`.
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Middleware } from "@sluice/http"
+ * import { RetryHistogram } from "@sluice/retry"
+ * import { Layer } from "effect"
+ * import { HttpRouter, HttpServerResponse } from "effect/http"
+ *
+ * const Routes = HttpRouter.add("GET", "/items", HttpServerResponse.text("[]"))
+ * const Sluice = HttpRouter.middleware(
+ *   (app) => app.pipe(Middleware.loadShed(), Middleware.retryGuard(), Middleware.mapErrors, Middleware.criticality()),
+ *   { global: true }
+ * )
+ * const App = Layer.mergeAll(Routes, Sluice).pipe(
+ *   Layer.provide(Layer.merge(LoadShedder.layer({ capacity: 200 }), RetryHistogram.layer()))
+ * )
+ * ```
  * @since 0.1.0
  */
-import type * as HttpApp from "@effect/platform/HttpApp"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as Effect from "effect/Effect"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import type * as ConcurrencyLimiter from "@sluice/adaptive/ConcurrencyLimiter"
 import type * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import type * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
@@ -20,6 +53,20 @@ import type { RetryHistogram } from "@sluice/retry"
 import type { WireProtocolSettings } from "./Protocol.js"
 import type * as Trust from "./Trust.js"
 import * as internal from "./internal/middleware.js"
+
+/**
+ * What a middleware wraps and returns: an HTTP handler, an effect that answers the
+ * current `HttpServerRequest` (a route's handler, a router's `asHttpEffect()`, or
+ * what `HttpRouter.toHttpEffect` builds).
+ *
+ * @since 1.0.0
+ * @category models
+ */
+export type HttpApp<E = never, R = never> = Effect.Effect<
+  HttpServerResponse.HttpServerResponse,
+  E,
+  R | HttpServerRequest.HttpServerRequest
+>
 
 /**
  * Options of {@link criticality}.
@@ -53,23 +100,22 @@ export interface CriticalityOptions {
  *
  * @example
  * ```ts
- * import { HttpRouter, HttpServerResponse } from "@effect/platform"
  * import { Middleware, Trust } from "@sluice/http"
  * import { Redacted } from "effect"
+ * import { HttpRouter, HttpServerResponse } from "effect/http"
  *
  * // Your own tiers send `x-sluice-trust: <secret>`; everyone else is clamped to SHEDDABLE_PLUS.
  * const trust = Trust.unsafeSharedSecret({ secret: Redacted.make("a long random shared secret") })
- * const app = HttpRouter.empty.pipe(
- *   HttpRouter.get("/", HttpServerResponse.text("ok")),
- *   Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" })
- * )
+ * const Criticality = HttpRouter.middleware(Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" }), {
+ *   global: true
+ * })
+ * const Routes = HttpRouter.add("GET", "/", HttpServerResponse.text("ok"))
  * ```
  * @since 0.1.0
  * @category combinators
  */
-export const criticality: (
-  options?: CriticalityOptions
-) => <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R> = internal.criticality
+export const criticality: (options?: CriticalityOptions) => <E, R>(app: HttpApp<E, R>) => HttpApp<E, R> =
+  internal.criticality
 
 /**
  * The response a Sluice error becomes: `DontRetry` and `Throttled` → `503` +
@@ -108,22 +154,19 @@ export const errorResponse: (
  *
  * @example
  * ```ts
- * import { HttpRouter } from "@effect/platform"
  * import { Errors } from "@sluice/core"
  * import { Middleware } from "@sluice/http"
  * import { Effect } from "effect"
+ * import { HttpRouter } from "effect/http"
  *
- * const app = HttpRouter.empty.pipe(
- *   HttpRouter.get("/", Effect.fail(new Errors.Overloaded({ reason: "busy" }))),
- *   Middleware.mapErrors
- * ) // GET / answers 503
+ * // GET / answers 503
+ * const Route = HttpRouter.add("GET", "/", Effect.fail(new Errors.Overloaded({ reason: "busy" })).pipe(Middleware.mapErrors))
  * ```
  * @since 0.1.0
  * @category combinators
  */
-export const mapErrors: <E, R>(
-  app: HttpApp.Default<E, R>
-) => HttpApp.Default<Exclude<E, Errors.SluiceError>, R> = internal.mapErrors
+export const mapErrors: <E, R>(app: HttpApp<E, R>) => HttpApp<Exclude<E, Errors.SluiceError>, R> =
+  internal.mapErrors
 
 /**
  * Is this a Sluice error?
@@ -165,20 +208,23 @@ export interface QuotaOptions {
  *
  * @example
  * ```ts
- * import { HttpRouter, HttpServerResponse } from "@effect/platform"
  * import { Middleware } from "@sluice/http"
+ * import { Effect } from "effect"
+ * import { HttpRouter, HttpServerResponse } from "effect/http"
  *
- * const app = HttpRouter.empty.pipe(
- *   HttpRouter.get("/items", HttpServerResponse.text("[]")),
- *   Middleware.quota({ client: (req) => req.headers["x-api-key"] ?? "anonymous" })
+ * const Items = HttpRouter.add(
+ *   "GET",
+ *   "/items",
+ *   Effect.succeed(HttpServerResponse.text("[]")).pipe(
+ *     Middleware.quota({ client: (req) => req.headers["x-api-key"] ?? "anonymous" })
+ *   )
  * )
  * ```
  * @since 0.1.0
  * @category combinators
  */
-export const quota: (
-  options: QuotaOptions
-) => <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | Quota.Quota> = internal.quota
+export const quota: (options: QuotaOptions) => <E, R>(app: HttpApp<E, R>) => HttpApp<E, R | Quota.Quota> =
+  internal.quota
 
 /**
  * Options of {@link backpressure}: the `operation` name (or a function of the
@@ -203,13 +249,19 @@ export interface BackpressureOptions {
  *
  * @example
  * ```ts
- * import { HttpRouter, HttpServerResponse } from "@effect/platform"
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Middleware } from "@sluice/http"
+ * import { Effect } from "effect"
+ * import { HttpRouter, HttpServerResponse } from "effect/http"
  *
  * const monitor = ThresholdMonitor.unsafeMake({ thresholds: { rate: 6 }, instances: 3 })
- * const save = HttpRouter.post("/save", HttpServerResponse.unsafeJson({ ok: true }))
- * const app = HttpRouter.empty.pipe(save, Middleware.backpressure({ operation: "save", monitor, json: true }))
+ * const Save = HttpRouter.add(
+ *   "POST",
+ *   "/save",
+ *   Effect.succeed(HttpServerResponse.jsonUnsafe({ ok: true })).pipe(
+ *     Middleware.backpressure({ operation: "save", monitor, json: true })
+ *   )
+ * )
  * ```
  * @since 0.1.0
  * @category combinators
@@ -217,11 +269,11 @@ export interface BackpressureOptions {
 export const backpressure: {
   (
     options: BackpressureOptions & { readonly monitor: ThresholdMonitor.Service }
-  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  ): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R>
   (
     options: BackpressureOptions
-  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ThresholdMonitor.ThresholdMonitor>
-} = internal.backpressure as any
+  ): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R | ThresholdMonitor.ThresholdMonitor>
+} = internal.backpressure
 
 /**
  * Sheds optional work: a `ProportionalSampler` (given, or `ProportionalSampler.ProportionalSampler`
@@ -230,21 +282,23 @@ export const backpressure: {
  *
  * @example
  * ```ts
- * import { HttpRouter, HttpServerResponse } from "@effect/platform"
  * import { Middleware } from "@sluice/http"
+ * import { Effect } from "effect"
+ * import { HttpRouter, HttpServerResponse } from "effect/http"
  *
- * const prefetch = HttpRouter.empty.pipe(
- *   HttpRouter.get("/prefetch", HttpServerResponse.text("data")),
- *   Middleware.sample()
+ * const Prefetch = HttpRouter.add(
+ *   "GET",
+ *   "/prefetch",
+ *   Effect.succeed(HttpServerResponse.text("data")).pipe(Middleware.sample())
  * )
  * ```
  * @since 0.1.0
  * @category utils
  */
 export const sample: {
-  (sampler: ProportionalSampler.Service): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
-  (): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | ProportionalSampler.ProportionalSampler>
-} = internal.sample as any
+  (sampler: ProportionalSampler.Service): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R>
+  (): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R | ProportionalSampler.ProportionalSampler>
+} = internal.sample
 
 /**
  * Sets the throttle attribute of a JSON object body (other bodies are returned
@@ -282,17 +336,17 @@ export interface LoadShedOptions {
  *
  * @example
  * ```ts
- * import { HttpRouter, HttpServerResponse } from "@effect/platform"
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Middleware } from "@sluice/http"
  * import { Layer } from "effect"
+ * import { HttpRouter, HttpServerResponse } from "effect/http"
  *
- * const app = HttpRouter.empty.pipe(
- *   HttpRouter.get("/", HttpServerResponse.text("ok")),
- *   Middleware.loadShed(),
- *   Middleware.criticality()
+ * const Shedding = HttpRouter.middleware((app) => app.pipe(Middleware.loadShed(), Middleware.criticality()), {
+ *   global: true
+ * })
+ * const App = Layer.mergeAll(HttpRouter.add("GET", "/", HttpServerResponse.text("ok")), Shedding).pipe(
+ *   Layer.provide(LoadShedder.layer({ capacity: 100 }))
  * )
- * const ShedderLive = LoadShedder.layer({ capacity: 100 })
  * ```
  * @since 0.1.0
  * @category combinators
@@ -300,14 +354,12 @@ export interface LoadShedOptions {
 export const loadShed: {
   (
     options: LoadShedOptions & { readonly shedder: LoadShedder.Service }
-  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  ): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R>
   (
     options: LoadShedOptions & { readonly limiter: ConcurrencyLimiter.Limiter }
-  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
-  (
-    options?: LoadShedOptions
-  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | LoadShedder.LoadShedder>
-} = internal.loadShed as any
+  ): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R>
+  (options?: LoadShedOptions): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R | LoadShedder.LoadShedder>
+} = internal.loadShed
 
 /**
  * Options of {@link retryGuard}: an explicit `histogram` (default:
@@ -332,22 +384,24 @@ export interface RetryGuardOptions {
  * say "don't retry": `5xx` responses get `x-sluice-dont-retry: 1`; an
  * `Overloaded` or `CircuitOpen` the handler fails with becomes `DontRetry {
  * reason: "server" }` (use {@link mapErrors} outside); any other failure or
- * defect escaping the handler is turned into its response here (as the platform
- * would: 500 for a plain error), with the header on a 5xx, and the cause kept
- * for the server's logger.
+ * defect escaping the handler is turned into its response here (as the server
+ * would: 500 for a plain error), with the header on a 5xx, and the cause
+ * reported to the `ErrorReporter`s as the server reports it.
  *
  * @example
  * ```ts
- * import { HttpRouter, HttpServerResponse } from "@effect/platform"
  * import { Middleware, Trust } from "@sluice/http"
  * import { RetryHistogram } from "@sluice/retry"
+ * import { Layer } from "effect"
+ * import { HttpRouter, HttpServerResponse } from "effect/http"
  *
- * const app = HttpRouter.empty.pipe(
- *   HttpRouter.get("/", HttpServerResponse.text("ok")),
- *   Middleware.retryGuard({ trust: Trust.loopback }),
- *   Middleware.mapErrors
+ * const Guard = HttpRouter.middleware(
+ *   (app) => app.pipe(Middleware.retryGuard({ trust: Trust.loopback }), Middleware.mapErrors),
+ *   { global: true }
  * )
- * const HistogramLive = RetryHistogram.layer({ threshold: 0.1 })
+ * const App = Layer.mergeAll(HttpRouter.add("GET", "/", HttpServerResponse.text("ok")), Guard).pipe(
+ *   Layer.provide(RetryHistogram.layer({ threshold: 0.1 }))
+ * )
  * ```
  * @since 0.1.0
  * @category combinators
@@ -355,10 +409,8 @@ export interface RetryGuardOptions {
 export const retryGuard: {
   (
     options: RetryGuardOptions & { readonly histogram: RetryHistogram.Service }
-  ): <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E | Errors.DontRetry, R>
+  ): <E, R>(app: HttpApp<E, R>) => HttpApp<E | Errors.DontRetry, R>
   (
     options?: RetryGuardOptions
-  ): <E, R>(
-    app: HttpApp.Default<E, R>
-  ) => HttpApp.Default<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram>
-} = internal.retryGuard as any
+  ): <E, R>(app: HttpApp<E, R>) => HttpApp<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram>
+} = internal.retryGuard

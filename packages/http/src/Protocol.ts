@@ -37,8 +37,8 @@ import * as RetryAfter from "@sluice/kernel/wire/RetryAfter"
 import * as internal from "./internal/protocol.js"
 
 /**
- * The header names the protocol uses. Names must be lower case (Node and the
- * platform lower-case incoming header names).
+ * The header names the protocol uses. Names must be lower case (Node and
+ * `effect/http` lower-case incoming header names).
  *
  * @since 0.1.0
  * @category models
@@ -65,30 +65,38 @@ export interface WireProtocolSettings {
   readonly headers: HeaderNames
   readonly throttleAttribute: string
   readonly maxAttempt: number
-  readonly maxRetryAfter: Duration.DurationInput
+  readonly maxRetryAfter: Duration.Input
 }
 
 /**
  * The protocol in use, as a `Context.Reference`: it has defaults, so nothing needs
- * to provide it; provide it (e.g. with {@link layer}) to rename headers.
+ * to provide it; provide it (e.g. with {@link layer}, or `Effect.provideService`)
+ * to rename headers.
  *
  * @example
  * ```ts
  * import { Protocol } from "@sluice/http"
+ * import { Effect } from "effect"
  *
  * const renamed = Protocol.layer({ headers: { criticality: "x-acme-criticality" } })
+ * const headerName = Effect.map(Protocol.WireProtocol, (settings) => settings.headers.criticality).pipe(
+ *   Effect.provide(renamed)
+ * ) // "x-acme-criticality"
  * ```
  * @since 0.1.0
- * @category models
+ * @category references
  */
-export class WireProtocol extends Context.Reference<WireProtocol>()("@sluice/http/WireProtocol", {
-  defaultValue: (): WireProtocolSettings => ({
-    headers: Headers.defaultHeaderNames,
-    throttleAttribute: "throttle",
-    maxAttempt: Headers.MAX_ATTEMPT,
-    maxRetryAfter: RetryAfter.DEFAULT_MAX_MILLIS
-  })
-}) {}
+export const WireProtocol: Context.Reference<WireProtocolSettings> = Context.Reference<WireProtocolSettings>(
+  "@sluice/http/WireProtocol",
+  {
+    defaultValue: () => ({
+      headers: Headers.defaultHeaderNames,
+      throttleAttribute: "throttle",
+      maxAttempt: Headers.MAX_ATTEMPT,
+      maxRetryAfter: RetryAfter.DEFAULT_MAX_MILLIS
+    })
+  }
+)
 
 /**
  * Builds protocol settings from partial overrides (header names are lower-cased).
@@ -107,7 +115,7 @@ export const make = (
     readonly headers?: Partial<HeaderNames> | undefined
     readonly throttleAttribute?: string | undefined
     readonly maxAttempt?: number | undefined
-    readonly maxRetryAfter?: Duration.DurationInput | undefined
+    readonly maxRetryAfter?: Duration.Input | undefined
   } = {}
 ): WireProtocolSettings => {
   const headers: Record<string, string> = { ...Headers.defaultHeaderNames }
@@ -128,7 +136,7 @@ export const make = (
  * @since 0.1.0
  * @category layers
  */
-export const layer = (overrides: Parameters<typeof make>[0]): Layer.Layer<WireProtocol> =>
+export const layer = (overrides: Parameters<typeof make>[0]): Layer.Layer<never> =>
   Layer.succeed(WireProtocol, make(overrides))
 
 /**
@@ -216,7 +224,7 @@ export const parseHttpDate: (value: string, nowMillis?: number) => number | unde
 export const parseRetryAfterAt: (
   value: string | null | undefined,
   nowMillis: number,
-  max?: Duration.DurationInput
+  max?: Duration.Input
 ) => Option.Option<Duration.Duration> = internal.parseRetryAfter
 
 /**
@@ -227,7 +235,7 @@ export const parseRetryAfterAt: (
  */
 export const parseRetryAfter = (
   value: string | null | undefined,
-  max?: Duration.DurationInput
+  max?: Duration.Input
 ): Effect.Effect<Option.Option<Duration.Duration>> =>
   Effect.map(Clock.currentTimeMillis, (now) => internal.parseRetryAfter(value, now, max))
 
@@ -246,7 +254,7 @@ export const parseRetryAfter = (
  * @since 0.1.0
  * @category utils
  */
-export const formatRetryAfter: (duration: Duration.DurationInput) => string = internal.formatRetryAfter
+export const formatRetryAfter: (duration: Duration.Input) => string = internal.formatRetryAfter
 
 /**
  * One quota tier as the rate-limit headers describe it.
@@ -257,9 +265,9 @@ export const formatRetryAfter: (duration: Duration.DurationInput) => string = in
 export interface RateLimitTier {
   readonly name: string
   readonly limit: number
-  readonly window?: Duration.DurationInput | undefined
+  readonly window?: Duration.Input | undefined
   readonly remaining: number
-  readonly reset?: Duration.DurationInput | undefined
+  readonly reset?: Duration.Input | undefined
 }
 
 /**
@@ -313,7 +321,7 @@ export const parseRateLimit: (value: string | null | undefined) => ReadonlyArray
   RateLimit.parse
 
 /**
- * Reads one header value from a platform `Headers` record (first value if repeated).
+ * Reads one header value from a `Headers` record of `effect/http` (first value if repeated).
  *
  * @since 0.1.0
  * @category utils

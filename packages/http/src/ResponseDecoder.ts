@@ -114,9 +114,9 @@ export interface Decodable extends ResponseLike {
  *
  * @example
  * ```ts
- * import { HttpClient } from "@effect/platform"
  * import { Protocol, ResponseDecoder } from "@sluice/http"
  * import { Effect } from "effect"
+ * import { HttpClient } from "effect/http"
  *
  * const program = HttpClient.get("http://localhost:8080/").pipe(
  *   Effect.flatMap((response) => ResponseDecoder.decode(response, Protocol.make(), false))

@@ -1,9 +1,10 @@
 /**
  * A resilient `HttpClient` that speaks the Sluice wire protocol.
  *
- * It wraps the platform's `HttpClient` and is provided under its own tag,
+ * It wraps the `HttpClient` of `effect/http` (e.g. `NodeHttpClient.layerUndici`
+ * of `@effect/platform-node`) and is provided under its own service,
  * {@link SluiceHttpClient}, because its error type adds Sluice's errors to
- * `HttpClientError` (the platform tag cannot carry them):
+ * `HttpClientError` (the `HttpClient` service cannot carry them):
  * `HttpClientError | Errors.Throttled | Errors.DontRetry`. `Overloaded`,
  * `QuotaExceeded` and timeouts never escape: they are retried here, at the layer
  * directly above the server that refused, and come out as `DontRetry` once
@@ -17,8 +18,8 @@
  *    the throttle, needs its own permit, and gets its own attempt number. Only
  *    idempotent methods are retried unless the caller opts in.
  * 2. **Headers**: `x-sluice-criticality` from `Criticality.currentCriticality` and
- *    `x-sluice-attempt` from `Retry.currentAttempt`. Set inside the retry loop,
- *    because the attempt number only exists there.
+ *    `x-sluice-attempt` from `Retry.currentAttempt` (both `Context.Reference`s).
+ *    Set inside the retry loop, because the attempt number only exists there.
  * 3. **Adaptive throttle** per host: may fail locally with `Throttled` (never
  *    retried). Before the limiter, so a request the client refuses does not wait
  *    for or hold a permit, and still counts as a request in the throttle's formula.
@@ -26,8 +27,9 @@
  *    permit covers only the network exchange and the decoding.
  * 5. **Send** (bounded by `attemptTimeout`) and **decode**: `429` →
  *    `QuotaExceeded`, `503` → `Overloaded`, `x-sluice-dont-retry` → `DontRetry`,
- *    transport errors marked retryable. Innermost, so the limiter sees a `503` as
- *    a drop and the throttle as a rejection. A throttle flag does not fail the
+ *    transport errors (an `HttpClientError` whose reason is a `TransportError`)
+ *    marked retryable. Innermost, so the limiter sees a `503` as a drop and the
+ *    throttle as a rejection. A throttle flag does not fail the
  *    request; it is published to {@link ThrottleSignal} when that is provided.
  *
  * Steps 1, 3 and 4 are one composition for every request, `policy.around(gates)`
@@ -41,21 +43,29 @@
  * their own layers. {@link layerDefault} and {@link makeDefault} build private
  * instances from options instead.
  *
+ * **Gotchas**
+ *
+ * - Code that yields `HttpClient.HttpClient` gets the client this one wraps, with
+ *   none of the policies: yield {@link SluiceHttpClient} for the resilient one.
+ * - Header names and the throttle attribute are read from `Protocol.WireProtocol`
+ *   when the client is built, and `ThrottleSignal` is looked up then too: provide
+ *   them to the layer (or `make`), not to the calls.
+ * - `timeout` ends when a returned response has its headers; reading its body is
+ *   the caller's, and unbounded unless the caller bounds it.
+ *
  * @since 0.1.0
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
-import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import type { Errors, Options } from "@sluice/core"
 import type { RetryBudget } from "@sluice/retry"
 import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
-import type * as Context from "effect/Context"
+import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
-
+import type * as HttpClient from "effect/http/HttpClient"
+import type * as HttpClientError from "effect/http/HttpClientError"
+import type * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as Layer from "effect/Layer"
 import type * as Schedule from "effect/Schedule"
 import * as internal from "./internal/client.js"
@@ -77,15 +87,7 @@ export type ClientError = HttpClientError.HttpClientError | Errors.Throttled | E
 export interface Client extends HttpClient.HttpClient.With<ClientError> {}
 
 /**
- * @since 0.1.0
- * @category tags
- */
-export interface SluiceHttpClient {
-  readonly _: unique symbol
-}
-
-/**
- * The client's tag.
+ * The client's service.
  *
  * @example
  * ```ts
@@ -101,7 +103,9 @@ export interface SluiceHttpClient {
  * @since 0.1.0
  * @category tags
  */
-export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.SluiceHttpClient
+export class SluiceHttpClient extends Context.Service<SluiceHttpClient, Client>()(
+  "@sluice/http/SluiceHttpClient"
+) {}
 
 /**
  * Per-client options. Scalars are validated with Schema (a bad value fails the
@@ -120,7 +124,7 @@ export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.
  *   may stall,
  * - `attemptTimeout` (default: `timeout`): the bound on each attempt (send and
  *   error body), measured from its send, and the only one that says the backend
- *   was too slow: an attempt that exceeds it fails with a `TimeoutException`, a
+ *   was too slow: an attempt that exceeds it fails with a `Cause.TimeoutError`, a
  *   drop the limiter and throttle learn from, retried while the deadline leaves
  *   room. An exchange cut off sooner, because the call's deadline was spent
  *   waiting here (for a permit, in a backoff), is ignored like a cancellation: no
@@ -149,15 +153,15 @@ export const SluiceHttpClient: Context.Tag<SluiceHttpClient, Client> = internal.
 export interface ClientOptions {
   readonly maxAttempts?: number | undefined
   readonly schedule?: Schedule.Schedule<unknown, any> | undefined
-  readonly maxRetryAfter?: Duration.DurationInput | undefined
-  readonly timeout?: Duration.DurationInput | undefined
+  readonly maxRetryAfter?: Duration.Input | undefined
+  readonly timeout?: Duration.Input | undefined
   readonly retryNonIdempotent?: boolean | undefined
   readonly throttleFromJson?: boolean | undefined
   readonly key?: ((request: HttpClientRequest.HttpClientRequest) => string) | undefined
   readonly name?: string | undefined
-  readonly attemptTimeout?: Duration.DurationInput | undefined
+  readonly attemptTimeout?: Duration.Input | undefined
   readonly retryableStatuses?: ReadonlyArray<number> | undefined
-  readonly errorBodyTimeout?: Duration.DurationInput | undefined
+  readonly errorBodyTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -186,7 +190,7 @@ export type Policies =
   RetryBudget.RetryBudget | AdaptiveThrottle.AdaptiveThrottle | ConcurrencyLimiter.ConcurrencyLimiter
 
 /**
- * Builds a client on the platform `HttpClient` and the policy services in context
+ * Builds a client on an `HttpClient` of `effect/http` and the policy services in context
  * ({@link Policies}). Header names come from `Protocol.WireProtocol`; throttle
  * signals go to `ThrottleSignal` when it is in context. Policy options (`budget`,
  * `throttle`, `limiter`) are refused with `InvalidOptions`: they belong to the
@@ -240,7 +244,7 @@ export const makeDefault: (
 ) => Effect.Effect<Client, Options.InvalidOptions, HttpClient.HttpClient> = internal.makeDefault
 
 /**
- * The client as a Layer on the platform `HttpClient` and the app's policy
+ * The client as a Layer on an `HttpClient` of `effect/http` and the app's policy
  * services: the `RetryBudget`, `AdaptiveThrottle` and `ConcurrencyLimiter` it uses
  * are the ones in context, shared with the rest of the app.
  *
@@ -261,12 +265,13 @@ export const makeDefault: (
  * @since 0.1.0
  * @category layers
  */
-export const layer: (
+export const layer = (
   options?: ClientOptions
-) => Layer.Layer<SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient | Policies> = internal.layer
+): Layer.Layer<SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient | Policies> =>
+  Layer.effect(SluiceHttpClient, internal.make(options))
 
 /**
- * The client as a Layer on the platform `HttpClient` alone, with its own private
+ * The client as a Layer on an `HttpClient` of `effect/http` alone, with its own private
  * budget, throttle and limiter built from `options`.
  * Two such clients share nothing.
  *
@@ -286,9 +291,10 @@ export const layer: (
  * @since 0.2.0
  * @category layers
  */
-export const layerDefault: (
+export const layerDefault = (
   options?: DefaultOptions
-) => Layer.Layer<SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient> = internal.layerDefault
+): Layer.Layer<SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient> =>
+  Layer.effect(SluiceHttpClient, internal.makeDefault(options))
 
 /**
  * {@link layer} with its options read from `Config` (e.g. environment variables);
@@ -298,12 +304,12 @@ export const layerDefault: (
  * @example
  * ```ts
  * import { SluiceHttpClient } from "@sluice/http"
- * import { Config } from "effect"
+ * import { Config, Duration } from "effect"
  *
  * const ClientLive = SluiceHttpClient.layerConfig(
  *   Config.all({
- *     maxAttempts: Config.integer("HTTP_MAX_ATTEMPTS").pipe(Config.withDefault(3)),
- *     timeout: Config.duration("HTTP_TIMEOUT").pipe(Config.withDefault("2 seconds"))
+ *     maxAttempts: Config.Int("HTTP_MAX_ATTEMPTS").pipe(Config.withDefault(3)),
+ *     timeout: Config.Duration("HTTP_TIMEOUT").pipe(Config.withDefault(Duration.seconds(2)))
  *   })
  * )
  * ```
@@ -314,9 +320,9 @@ export const layerConfig = (
   config: Config.Config<ClientOptions>
 ): Layer.Layer<
   SluiceHttpClient,
-  Options.InvalidOptions | ConfigError.ConfigError,
+  Options.InvalidOptions | Config.ConfigError,
   HttpClient.HttpClient | Policies
-> => Layer.unwrapEffect(Effect.map(config, internal.layer))
+> => Layer.unwrap(Effect.map(config, layer))
 
 /**
  * Opts the requests made by an effect in (`true`) or out (`false`) of retries,
@@ -338,7 +344,7 @@ export const withRetries: {
   (allow: boolean): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, allow: boolean): Effect.Effect<A, E, R>
 } = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, allow: boolean) =>
-  Effect.locally(self, internal.allowRetries, allow)
+  Effect.provideService(self, internal.allowRetries, allow)
 )
 
 /**

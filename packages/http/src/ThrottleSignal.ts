@@ -13,7 +13,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
-import type * as Queue from "effect/Queue"
+import type * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as internal from "./internal/throttleSignal.js"
@@ -39,7 +39,7 @@ export interface ThrottleSignalService {
   /** Synchronous {@link publish}, for the client's success path. */
   readonly unsafePublish: (key: string, throttled: boolean) => void
   /** A subscription, valid for the scope. */
-  readonly subscribe: Effect.Effect<Queue.Dequeue<Signal>, never, Scope.Scope>
+  readonly subscribe: Effect.Effect<PubSub.Subscription<Signal>, never, Scope.Scope>
   /** Every signal published from now on. */
   readonly changes: Stream.Stream<Signal>
   /** The last signal seen for a key. */
@@ -63,10 +63,9 @@ export interface ThrottleSignalService {
  * @since 0.1.0
  * @category tags
  */
-export class ThrottleSignal extends Context.Tag("@sluice/http/ThrottleSignal")<
-  ThrottleSignal,
-  ThrottleSignalService
->() {}
+export class ThrottleSignal extends Context.Service<ThrottleSignal, ThrottleSignalService>()(
+  "@sluice/http/ThrottleSignal"
+) {}
 
 /**
  * A hub that keeps the latest `capacity` signals per subscriber (default 1024).
@@ -99,8 +98,8 @@ export const follow = <X, E, R>(
 ): Effect.Effect<void, never, ThrottleSignal | Scope.Scope | R> =>
   Effect.flatMap(ThrottleSignal, (hub) =>
     // Subscribe before forking, so no signal published after `follow` returns is missed.
-    Effect.flatMap(hub.subscribe, (queue) =>
-      Stream.fromQueue(queue).pipe(
+    Effect.flatMap(hub.subscribe, (subscription) =>
+      Stream.fromSubscription(subscription).pipe(
         Stream.filter((s) => options.key === undefined || s.key === options.key),
         Stream.runForEach((s) => Effect.ignore(onSignal(s.throttled, s.key))),
         Effect.forkScoped,

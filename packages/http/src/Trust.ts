@@ -19,10 +19,11 @@
  * - {@link sharedSecret}: a header carrying a secret that only your own tiers
  *   know, compared in constant time. Safe behind proxies and load balancers, as
  *   long as the secret stays inside (never forward it to third parties).
- * - {@link peer} / {@link loopback}: the TCP peer address. Only meaningful when
- *   no proxy on that address forwards outside traffic; `remoteAddress` is the
- *   socket's peer unless `HttpMiddleware.xForwardedHeaders` (or similar) replaced
- *   it from a header, which a caller can forge — do not combine the two.
+ * - {@link peer} / {@link loopback}: the TCP peer address (the request's
+ *   `peerAddress`: the socket's peer, which `HttpMiddleware.xForwardedHeaders`
+ *   leaves alone when it replaces `remoteAddress` from a header). Only meaningful
+ *   when no proxy on that address forwards outside traffic: behind a proxy every
+ *   request comes from the proxy.
  * - your own: an authenticated principal (mTLS peer certificate, a verified
  *   token) that your authentication middleware put on the request.
  *
@@ -30,10 +31,10 @@
  *
  * @since 0.2.0
  */
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type { Options } from "@sluice/core"
+import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type * as FiberRef from "effect/FiberRef"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as Redacted from "effect/Redacted"
 import * as Trust from "@sluice/kernel/wire/Trust"
 import * as internal from "./internal/trust.js"
@@ -88,19 +89,20 @@ export interface SharedSecretOptions {
  *
  * @example
  * ```ts
- * import { HttpRouter, HttpServerResponse } from "@effect/platform"
  * import { Middleware, Trust } from "@sluice/http"
- * import { Config, Effect } from "effect"
+ * import { Config, Effect, Layer } from "effect"
+ * import { HttpRouter, HttpServerResponse } from "effect/http"
  *
- * const app = Effect.gen(function* () {
- *   const secret = yield* Config.redacted("SLUICE_TRUST_SECRET")
- *   const trust = yield* Trust.sharedSecret({ secret })
- *   return HttpRouter.empty.pipe(
- *     HttpRouter.get("/", HttpServerResponse.text("ok")),
- *     Middleware.retryGuard(),
- *     Middleware.criticality({ trust })
- *   )
- * })
+ * const SluiceLive = Layer.unwrap(
+ *   Effect.gen(function* () {
+ *     const secret = yield* Config.Redacted("SLUICE_TRUST_SECRET")
+ *     const trust = yield* Trust.sharedSecret({ secret })
+ *     return HttpRouter.middleware((app) => app.pipe(Middleware.retryGuard(), Middleware.criticality({ trust })), {
+ *       global: true
+ *     })
+ *   })
+ * )
+ * const App = Layer.mergeAll(HttpRouter.add("GET", "/", HttpServerResponse.text("ok")), SluiceLive)
  * ```
  * @since 0.2.0
  * @category constructors
@@ -125,8 +127,9 @@ export const sharedSecret: (
 export const unsafeSharedSecret: (options: SharedSecretOptions) => TrustPolicy = internal.unsafeSharedSecret
 
 /**
- * Trusts a request whose TCP peer address satisfies `predicate` (a request
- * without a known address is not trusted). See the module notes on proxies.
+ * Trusts a request whose TCP peer address (`peerAddress`) satisfies `predicate`
+ * (a request without a known address is not trusted). See the module notes on
+ * proxies.
  *
  * @example
  * ```ts
@@ -203,4 +206,4 @@ export const evaluate: (policy: TrustPolicy, request: HttpServerRequest.HttpServ
  * @since 0.2.0
  * @category references
  */
-export const currentCallerTrusted: FiberRef.FiberRef<boolean> = internal.currentCallerTrusted
+export const currentCallerTrusted: Context.Reference<boolean> = internal.currentCallerTrusted

@@ -1,6 +1,6 @@
 /**
  * @sluice/http: a resilient HttpClient and server middleware for
- * `@effect/platform` that speak the Sluice wire protocol.
+ * `effect/http` that speak the Sluice wire protocol.
  *
  * @since 0.1.0
  */

@@ -1,14 +1,14 @@
 // The client's own waits and its own deadline are never taken for backend overload,
 // and a retry that cannot start before the call's deadline spends nothing. TestClock
 // and an in-memory backend: every time below is exact.
-import * as HttpClient from "@effect/platform/HttpClient"
-import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { describe, expect, it } from "@effect/vitest"
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { Errors } from "@sluice/core"
 import { SluiceHttpClient } from "@sluice/http"
 import { Retry, RetryBudget } from "@sluice/retry"
-import { Cause, Effect, Exit, Fiber, Layer, Option, Schedule, TestClock } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, Option, Schedule } from "effect"
+import { HttpClient, HttpClientResponse } from "effect/http"
+import { TestClock } from "effect/testing"
 
 const KEY = "backend.test"
 const URL = `http://${KEY}/items`
@@ -40,12 +40,12 @@ const clientLayer = (
   )
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
-  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
 
 /** `n` concurrent calls, forked; the clock then runs `millis` ahead; every exit. */
 const calls = (client: SluiceHttpClient.Client, n: number, millis: number) =>
   Effect.gen(function* () {
-    const fiber = yield* Effect.fork(
+    const fiber = yield* Effect.forkChild(
       Effect.forEach(Array.from({ length: n }), () => Effect.exit(client.get(URL)), {
         concurrency: "unbounded"
       })
@@ -125,8 +125,8 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       const limiters = yield* ConcurrencyLimiter.ConcurrencyLimiter
       const budget = yield* RetryBudget.forKey("enclosing")
       // The caller has 100 ms left of its own deadline; the client's timeout would give 250.
-      const fiber = yield* Effect.fork(
-        Effect.exit(client.get(URL).pipe(Effect.locally(Retry.currentDeadline, 100)))
+      const fiber = yield* Effect.forkChild(
+        Effect.exit(client.get(URL).pipe(Effect.provideService(Retry.currentDeadline, 100)))
       )
       yield* TestClock.adjust(1_000)
       const error = failureOf(yield* Fiber.join(fiber))

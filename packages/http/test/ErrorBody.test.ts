@@ -4,7 +4,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Errors } from "@sluice/core"
 import { Middleware, Protocol, ResponseDecoder } from "@sluice/http"
-import { Cause, Duration, FastCheck as fc, Option } from "effect"
+import { Cause, Duration, Option } from "effect"
+import fc from "fast-check"
 
 const settings = Protocol.make()
 const text = new TextDecoder()
@@ -140,7 +141,7 @@ describe("error bodies: Sluice's own encoding", () => {
     const timeout = new Errors.DontRetry({
       reason: "attempts",
       attempts: 3,
-      cause: new Cause.TimeoutException()
+      cause: new Cause.TimeoutError()
     })
     expect(decoded(timeout)).toEqual(
       new Errors.DontRetry({

@@ -8,21 +8,9 @@ import {
 import { Admission, CircuitBreaker, Criticality, Errors, Options } from "@sluice/core"
 import { Backoff, Retry, RetryBudget } from "@sluice/retry"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
-import {
-  Cause,
-  Clock,
-  Data,
-  Deferred,
-  Effect,
-  Exit,
-  FastCheck as fc,
-  Fiber,
-  Layer,
-  Option,
-  Random,
-  TestClock,
-  TestContext
-} from "effect"
+import { Cause, Clock, Data, Deferred, Effect, Exit, Fiber, Layer, Option, Random } from "effect"
+import { TestClock } from "effect/testing"
+import fc from "fast-check"
 
 /** Wraps a gate and counts its open tickets; a ticket settled twice drives the count below zero. */
 const counting = <T, E>(gate: Admission.Gate<T, E>) => {
@@ -63,12 +51,12 @@ describe("gates of every policy under one Admission.guard", () => {
       })
       const guard = Admission.guard([breaker.gate, limiter.gate])
       const release = yield* Deferred.make<void>()
-      const holder = yield* Effect.fork(guard(Deferred.await(release)))
-      yield* Effect.yieldNow()
+      const holder = yield* Effect.forkChild(guard(Deferred.await(release)))
+      yield* Effect.yieldNow
       expect(limiter.inFlight).toBe(1)
       for (let i = 0; i < 50; i++) {
         const exit = yield* Effect.exit(guard(Effect.succeed("never runs")))
-        const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+        const error = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : Option.none()
         expect(Option.isSome(error) && error.value instanceof Errors.Overloaded && error.value.origin).toBe(
           "local"
         )
@@ -115,7 +103,7 @@ describe("gates of every policy under one Admission.guard", () => {
             counting(budget.gate)
           ]
           const guard = Admission.guard(gates.map((g) => g.gate))
-          const held: Array<[Deferred.Deferred<void>, Fiber.RuntimeFiber<unknown, unknown>]> = []
+          const held: Array<[Deferred.Deferred<void>, Fiber.Fiber<unknown, unknown>]> = []
           for (const s of script) {
             const release = yield* Deferred.make<void>()
             const work =
@@ -128,8 +116,8 @@ describe("gates of every policy under one Admission.guard", () => {
                     : s.work === "die"
                       ? Effect.die("bug")
                       : Deferred.await(release)
-            const fiber = yield* Effect.fork(guard(work).pipe(Criticality.withCriticality(s.level)))
-            yield* Effect.yieldNow()
+            const fiber = yield* Effect.forkChild(guard(work).pipe(Criticality.withCriticality(s.level)))
+            yield* Effect.yieldNow
             if (s.work === "interrupt") yield* Fiber.interrupt(fiber)
             else if (s.work === "hold") held.push([release, fiber])
             for (const [gate] of held.splice(0, s.release)) yield* Deferred.succeed(gate, void 0)
@@ -147,7 +135,7 @@ describe("gates of every policy under one Admission.guard", () => {
           expect(limiter.inFlight).toBe(0)
           expect(limiter.queued).toBe(0)
           expect(shedder.unsafeActive()).toBe(0)
-        }).pipe(Effect.scoped, Effect.provide(TestContext.TestContext), Effect.runPromise)
+        }).pipe(Effect.scoped, Effect.provide(TestClock.layer()), Effect.runPromise)
       ),
       { numRuns: 40 }
     )
@@ -229,7 +217,7 @@ const scriptedBackend = (outcomes: ReadonlyArray<Outcome>) => {
       case "slow":
         return Effect.as(Effect.sleep("30 millis"), state.attempts)
       case "slow-overloaded":
-        return Effect.zipRight(
+        return Effect.andThen(
           Effect.sleep("20 millis"),
           Effect.fail(new Errors.Overloaded({ reason: "late" }))
         )
@@ -241,15 +229,15 @@ const scriptedBackend = (outcomes: ReadonlyArray<Outcome>) => {
 /** Runs `effect` in a fiber while virtual time passes, so backoffs and slow answers complete. */
 const virtual = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
-    const fiber = yield* Effect.fork(effect)
+    const fiber = yield* Effect.forkChild(effect)
     yield* TestClock.adjust("1 second")
     return yield* Fiber.await(fiber)
   })
 
 const render = (exit: Exit.Exit<unknown, unknown>): string => {
   if (Exit.isSuccess(exit)) return `ok:${String(exit.value)}`
-  const failure = Cause.failureOption(exit.cause)
-  if (failure._tag === "None") return Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
+  const failure = Cause.findErrorOption(exit.cause)
+  if (failure._tag === "None") return Cause.hasInterruptsOnly(exit.cause) ? "interrupted" : "defect"
   const error = failure.value as {
     readonly _tag: string
     readonly reason?: unknown
@@ -298,7 +286,7 @@ const scenario = (
     const results: Array<string> = []
     for (const batch of batches) {
       const fibers = yield* Effect.forEach(batch.levels, (level) =>
-        Effect.fork(Criticality.withCriticality(call, level))
+        Effect.forkChild(Criticality.withCriticality(call, level))
       )
       // Long enough for every backoff, slow answer and queued waiter of the batch.
       yield* TestClock.adjust("1 second")
@@ -306,7 +294,7 @@ const scenario = (
       yield* TestClock.adjust(batch.gapMillis)
     }
     return { results, attempts: state.attempts, ...(yield* snapshot(built)) }
-  }).pipe(Effect.withRandom(Random.make(seed)), Effect.provide(TestContext.TestContext))
+  }).pipe(Random.withSeed(seed), Effect.provide(TestClock.layer()))
 
 const outcomeArb = fc.constantFrom<Outcome>(
   "ok",
@@ -392,7 +380,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
         const built = yield* build()
         const { backend, state } = scriptedBackend(["overloaded", "ok"])
         const seen: Array<number> = []
-        const observed = Effect.zipRight(
+        const observed = Effect.andThen(
           Effect.flatMap(Retry.attempt, (n) => Effect.sync(() => seen.push(n))),
           backend
         )
@@ -402,7 +390,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
         }).apply
         // The outer policy's second try runs with currentAttempt = 1; the inner policy's own tries start again at 0.
         const result = yield* Effect.flatten(
-          virtual(outer(Effect.locally(built.guard(observed), Retry.currentAttempt, 1)))
+          virtual(outer(Effect.provideService(built.guard(observed), Retry.currentAttempt, 1)))
         )
         expect(result).toBe(2)
         expect(seen).toEqual([0, 1])
@@ -421,7 +409,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
       expect(outcomes[0]).toBe("DontRetry(attempts, Overloaded(backend busy))")
       // A held permit with maxQueue 0: later calls are refused by the limiter without running.
       const fresh = yield* build({ initial: 1, maxQueue: 0, minRequestRate: 1000 })
-      const held = yield* Effect.fork(fresh.guard(Effect.never))
+      const held = yield* Effect.forkChild(fresh.guard(Effect.never))
       yield* TestClock.adjust("1 millis")
       const ran = scriptedBackend(["ok"])
       const refused = yield* virtual(fresh.guard(ran.backend))
@@ -490,7 +478,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
           const program = Effect.gen(function* () {
             const built = yield* build({ initial: 2, maxQueue: 3 })
             const fibers = yield* Effect.forEach(requests, (request) =>
-              Effect.fork(
+              Effect.forkChild(
                 Criticality.withCriticality(
                   built.guard(scriptedBackend([request.outcome]).backend),
                   request.level
@@ -505,8 +493,8 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
             for (const { at, index } of plan) {
               if (at > now) yield* TestClock.adjust(at - now)
               now = Math.max(now, at)
-              yield* Fiber.interruptFork(fibers[index]!)
-              if (index % 2 === 0) yield* Effect.yieldNow()
+              yield* Effect.forkDetach(Fiber.interrupt(fibers[index]!))
+              if (index % 2 === 0) yield* Effect.yieldNow
             }
             yield* TestClock.adjust("2 seconds")
             const exits = yield* Effect.forEach(fibers, Fiber.await)
@@ -521,9 +509,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
             expect(limiter.inFlight).toBe(0)
             return exits
           })
-          await Effect.runPromise(
-            program.pipe(Effect.withRandom(Random.make(seed)), Effect.provide(TestContext.TestContext))
-          )
+          await Effect.runPromise(program.pipe(Random.withSeed(seed), Effect.provide(TestClock.layer())))
         }
       ),
       { numRuns: 60 }
@@ -533,7 +519,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
   it.effect("an interrupted call gives its permit back and counts for nothing in the throttle", () =>
     Effect.gen(function* () {
       const built = yield* build()
-      const fiber = yield* Effect.fork(built.guard(Effect.never))
+      const fiber = yield* Effect.forkChild(built.guard(Effect.never))
       yield* TestClock.adjust("5 millis")
       expect(built.limiters.unsafeGet(KEY).inFlight).toBe(1)
       yield* Fiber.interrupt(fiber)

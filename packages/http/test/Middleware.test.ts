@@ -1,27 +1,31 @@
-import { HttpClient, HttpClientRequest, HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either } from "effect"
+import { Duration, Effect, Result } from "effect"
+import { HttpClient, HttpClientRequest, HttpRouter, HttpServerResponse } from "effect/http"
 import { Criticality, Errors } from "@sluice/core"
 import { Middleware, Protocol, ResponseDecoder } from "@sluice/http"
-import { serve } from "./utils.js"
+import { routes, serve } from "./utils.js"
 
 const settings = Protocol.make()
 
 describe("Middleware (over a real NodeHttpServer)", () => {
-  it.scopedLive("criticality: sets the FiberRef, clamps untrusted callers", () =>
+  it.live("criticality: sets the Reference, clamps untrusted callers", () =>
     Effect.gen(function* () {
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get(
+      const app = yield* routes(
+        HttpRouter.route(
+          "GET",
           "/",
           Effect.map(Criticality.current, (level) => HttpServerResponse.text(level))
-        ),
-        Middleware.criticality({
-          trust: (req) => req.headers["x-trusted"] === "yes",
-          ceiling: "SHEDDABLE_PLUS"
-        })
+        )
       )
-      const base = yield* serve(app)
+      const base = yield* serve(
+        app.pipe(
+          Middleware.criticality({
+            trust: (req) => req.headers["x-trusted"] === "yes",
+            ceiling: "SHEDDABLE_PLUS"
+          })
+        )
+      )
       const client = yield* HttpClient.HttpClient
       const level = (headers: Record<string, string>) =>
         client.get(base + "/", { headers }).pipe(Effect.flatMap((r) => r.text))
@@ -35,7 +39,7 @@ describe("Middleware (over a real NodeHttpServer)", () => {
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
-  it.scopedLive("mapErrors: every Sluice error becomes its wire response and decodes back", () =>
+  it.live("mapErrors: every Sluice error becomes its wire response and decodes back", () =>
     Effect.gen(function* () {
       const quota = new Errors.QuotaExceeded({
         tier: "spike",
@@ -53,29 +57,29 @@ describe("Middleware (over a real NodeHttpServer)", () => {
         throttled: new Errors.Throttled({ key: "backend" }),
         circuit: new Errors.CircuitOpen({ name: "db", halfOpenAt: 0, retryAfter: Duration.seconds(4) })
       }
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get(
+      const app = yield* routes(
+        HttpRouter.route(
+          "GET",
           "/:name",
           Effect.flatMap(HttpRouter.params, (p) => Effect.fail(errors[p.name!]!))
-        ),
-        Middleware.mapErrors
+        )
       )
-      const base = yield* serve(app)
+      const base = yield* serve(app.pipe(Middleware.mapErrors))
       const client = yield* HttpClient.HttpClient
       const get = (name: string) => client.execute(HttpClientRequest.get(`${base}/${name}`))
       const decode = (name: string) =>
         get(name).pipe(
           Effect.flatMap((r) => ResponseDecoder.decode(r, settings, false)),
-          Effect.either
+          Effect.result
         )
       // Sluice's own errors come back as they were sent: reason, hint, quota fields.
-      expect(yield* decode("overloaded")).toEqual(Either.left(errors.overloaded))
-      expect(yield* decode("quota")).toEqual(Either.left(quota))
-      expect(yield* decode("dontretry-overloaded")).toEqual(Either.left(errors["dontretry-overloaded"]))
-      expect(yield* decode("dontretry-quota")).toEqual(Either.left(errors["dontretry-quota"]))
+      expect(yield* decode("overloaded")).toEqual(Result.fail(errors.overloaded))
+      expect(yield* decode("quota")).toEqual(Result.fail(quota))
+      expect(yield* decode("dontretry-overloaded")).toEqual(Result.fail(errors["dontretry-overloaded"]))
+      expect(yield* decode("dontretry-quota")).toEqual(Result.fail(errors["dontretry-quota"]))
       // A DontRetry that names no cause keeps the one its status says (a 503: the server refused).
       expect(yield* decode("dontretry")).toEqual(
-        Either.left(
+        Result.fail(
           new Errors.DontRetry({
             reason: "attempts",
             attempts: 3,
@@ -85,7 +89,7 @@ describe("Middleware (over a real NodeHttpServer)", () => {
       )
       // The server's own throttle and breaker are, to its caller, the server refusing the work.
       expect(yield* decode("throttled")).toEqual(
-        Either.left(
+        Result.fail(
           new Errors.DontRetry({
             reason: "server",
             cause: new Errors.Overloaded({ reason: "throttled: backend" })
@@ -93,7 +97,7 @@ describe("Middleware (over a real NodeHttpServer)", () => {
         )
       )
       expect(yield* decode("circuit")).toEqual(
-        Either.left(new Errors.Overloaded({ reason: "circuit open: db", retryAfter: Duration.seconds(4) }))
+        Result.fail(new Errors.Overloaded({ reason: "circuit open: db", retryAfter: Duration.seconds(4) }))
       )
       // What a DontRetry gave up on keeps its status and hint on the wire.
       const quotaBelow = yield* get("dontretry-quota")

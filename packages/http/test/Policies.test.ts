@@ -1,18 +1,18 @@
 // SluiceHttpClient.layer / make use the app's RetryBudget, AdaptiveThrottle and
 // ConcurrencyLimiter from context, so an app shares them; layerDefault / makeDefault
 // build private ones.
-import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { AdaptiveThrottle, ConcurrencyLimiter, LimitAlgorithm } from "@sluice/adaptive"
 import { SluiceHttpClient } from "@sluice/http"
 import { RetryBudget } from "@sluice/retry"
-import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Schedule } from "effect"
-import { serve } from "./utils.js"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Result, Schedule } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { routes, serve } from "./utils.js"
 
 const failure = <A, E>(exit: Exit.Exit<A, E>): E => {
   if (Exit.isSuccess(exit)) throw new Error("expected a failure")
-  const e = Cause.failureOption(exit.cause)
+  const e = Cause.findErrorOption(exit.cause)
   if (Option.isNone(e)) throw new Error(`expected a typed failure: ${Cause.pretty(exit.cause)}`)
   return e.value
 }
@@ -21,13 +21,18 @@ const failure = <A, E>(exit: Exit.Exit<A, E>): E => {
 const makeBackend = (release: Deferred.Deferred<void>) => {
   const hits = new Map<string, number>()
   const hit = (name: string) => Effect.sync(() => hits.set(name, (hits.get(name) ?? 0) + 1))
-  const app = HttpRouter.empty.pipe(
-    HttpRouter.get("/ok", Effect.as(hit("ok"), HttpServerResponse.text("ok"))),
-    HttpRouter.get(
+  const app = routes(
+    HttpRouter.route("GET", "/ok", Effect.as(hit("ok"), HttpServerResponse.text("ok"))),
+    HttpRouter.route(
+      "GET",
       "/hold",
-      Effect.zipRight(hit("hold"), Effect.as(Deferred.await(release), HttpServerResponse.text("held")))
+      Effect.andThen(hit("hold"), Effect.as(Deferred.await(release), HttpServerResponse.text("held")))
     ),
-    HttpRouter.get("/overloaded", Effect.as(hit("overloaded"), HttpServerResponse.empty({ status: 503 })))
+    HttpRouter.route(
+      "GET",
+      "/overloaded",
+      Effect.as(hit("overloaded"), HttpServerResponse.empty({ status: 503 }))
+    )
   )
   return { app, hits }
 }
@@ -42,11 +47,11 @@ const waitUntil = (done: () => boolean) =>
   Effect.repeat(Effect.sleep("2 millis"), { until: done, times: 2500 })
 
 describe("SluiceHttpClient policies from context", () => {
-  it.scopedLive("the app's budget, throttle and limiter are the ones the client uses", () =>
+  it.live("the app's budget, throttle and limiter are the ones the client uses", () =>
     Effect.gen(function* () {
       const release = yield* Deferred.make<void>()
       const { app, hits } = makeBackend(release)
-      const base = yield* serve(app)
+      const base = yield* serve(yield* app)
       const host = new URL(base).host
       const client = yield* SluiceHttpClient.SluiceHttpClient
       // the app's own instances, read after calls through the client
@@ -66,7 +71,7 @@ describe("SluiceHttpClient policies from context", () => {
       expect(limiters.keys()).toEqual([host])
 
       // a call in flight holds the app's limiter's permit, which the app sees
-      const held = yield* Effect.fork(client.get(`${base}/hold`))
+      const held = yield* Effect.forkChild(client.get(`${base}/hold`))
       yield* waitUntil(() => limiters.unsafeGet(host).inFlight === 1)
       // ...and the app's own work on that host waits for the same permits
       const own = yield* Effect.exit(limiters.withLimiter(Effect.void, host))
@@ -91,17 +96,17 @@ describe("SluiceHttpClient policies from context", () => {
     )
   )
 
-  it.scopedLive("two clients on one limiter share its permits; with one name they share one budget", () =>
+  it.live("two clients on one limiter share its permits; with one name they share one budget", () =>
     Effect.gen(function* () {
       const release = yield* Deferred.make<void>()
       const { app, hits } = makeBackend(release)
-      const base = yield* serve(app)
+      const base = yield* serve(yield* app)
       const a = yield* SluiceHttpClient.make({ name: "shared", schedule: Schedule.forever })
       const b = yield* SluiceHttpClient.make({ name: "shared", schedule: Schedule.forever })
       const other = yield* SluiceHttpClient.make({ name: "other", schedule: Schedule.forever })
 
       // a holds the host's only permit: b is refused locally, never reaching the server
-      const held = yield* Effect.fork(a.get(`${base}/hold`))
+      const held = yield* Effect.forkChild(a.get(`${base}/hold`))
       yield* waitUntil(() => hits.get("hold") === 1)
       const refused = failure(yield* Effect.exit(b.get(`${base}/ok`)))
       expect(refused._tag === "DontRetry" && refused.reason).toBe("refused")
@@ -134,11 +139,11 @@ describe("SluiceHttpClient policies from context", () => {
     )
   )
 
-  it.scopedLive("two layerDefault clients share nothing, and leave the app's policies alone", () =>
+  it.live("two layerDefault clients share nothing, and leave the app's policies alone", () =>
     Effect.gen(function* () {
       const release = yield* Deferred.make<void>()
       const { app, hits } = makeBackend(release)
-      const base = yield* serve(app)
+      const base = yield* serve(yield* app)
       const host = new URL(base).host
       const options = { name: "private", schedule: Schedule.forever, limiter: onePermit, budget: oneRetry }
       const build = Effect.map(
@@ -149,7 +154,7 @@ describe("SluiceHttpClient policies from context", () => {
       const b = yield* build
 
       // a holds its own limiter's only permit: b has its own
-      const held = yield* Effect.fork(a.get(`${base}/hold`))
+      const held = yield* Effect.forkChild(a.get(`${base}/hold`))
       yield* waitUntil(() => hits.get("hold") === 1)
       expect((yield* b.get(`${base}/ok`)).status).toBe(200)
       yield* Deferred.succeed(release, undefined)
@@ -180,7 +185,7 @@ describe("SluiceHttpClient policies from context", () => {
   it.effect("layer refuses policy options (they would be ignored) naming the field", () =>
     Effect.gen(function* () {
       const options: SluiceHttpClient.DefaultOptions = { limiter: onePermit }
-      const result = yield* Effect.either(
+      const result = yield* Effect.result(
         Layer.build(
           SluiceHttpClient.layer(options).pipe(
             Layer.provide(
@@ -194,9 +199,9 @@ describe("SluiceHttpClient policies from context", () => {
           )
         ).pipe(Effect.scoped)
       )
-      expect(Either.isLeft(result) && result.left._tag).toBe("InvalidOptions")
-      expect(Either.isLeft(result) && result.left.message).toContain('["limiter"]')
-      expect(Either.isLeft(result) && result.left.message).toContain("layerDefault")
+      expect(Result.isFailure(result) && result.failure._tag).toBe("InvalidOptions")
+      expect(Result.isFailure(result) && result.failure.message).toContain('["limiter"]')
+      expect(Result.isFailure(result) && result.failure.message).toContain("layerDefault")
     })
   )
 })

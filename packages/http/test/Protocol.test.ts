@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, FastCheck as fc, Option, TestClock } from "effect"
+import { Duration, Effect, Option } from "effect"
+import { TestClock } from "effect/testing"
+import fc from "fast-check"
 import { Protocol } from "@sluice/http"
 
 describe("Protocol", () => {

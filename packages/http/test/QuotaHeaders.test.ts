@@ -1,11 +1,11 @@
-import { HttpClient, HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Layer } from "effect"
+import { HttpClient, HttpRouter, HttpServerResponse } from "effect/http"
 import { Errors } from "@sluice/core"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { Middleware, Protocol, ResponseDecoder } from "@sluice/http"
-import { serve } from "./utils.js"
+import { routes, serve } from "./utils.js"
 
 // No QuotaConfig in the app's context: the windows come from the decisions
 const QuotaLive = Quota.layer().pipe(
@@ -26,48 +26,47 @@ const QuotaLive = Quota.layer().pipe(
 )
 
 describe("quota headers", () => {
-  it.scopedLive(
-    "RateLimit-Policy always has w; on 429 Retry-After is never earlier than a denying tier's t",
-    () =>
-      Effect.gen(function* () {
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get("/", Effect.succeed(HttpServerResponse.text("ok"))),
+  it.live("RateLimit-Policy always has w; on 429 Retry-After is never earlier than a denying tier's t", () =>
+    Effect.gen(function* () {
+      const app = yield* routes(HttpRouter.route("GET", "/", Effect.succeed(HttpServerResponse.text("ok"))))
+      const base = yield* serve(
+        app.pipe(
           Middleware.quota({
             client: (req) => req.headers["x-api-key"],
             cost: (req) => Number(req.headers["x-cost"] ?? "1")
           })
         )
-        const base = yield* serve(app)
-        const client = yield* HttpClient.HttpClient
-        const call = (key: string, cost = 1) =>
-          client.get(base + "/", { headers: { "x-api-key": key, "x-cost": String(cost) } })
-        const started = yield* Clock.currentTimeMillis
-        const first = yield* call("acme")
-        expect(first.headers["ratelimit-policy"]).toBe(`"spike";q=5;w=50, "count";q=8;w=3600`)
-        for (let i = 0; i < 4; i++) expect((yield* call("acme")).status).toBe(200)
-        const denied = yield* call("acme")
-        const elapsed = (yield* Clock.currentTimeMillis) - started
-        expect(denied.status).toBe(429)
-        expect(denied.headers["ratelimit-policy"]).toBe(`"spike";q=5;w=50, "count";q=8;w=3600`)
-        // only the denying tier, its t the time until the request passes (10 s less the time
-        // since the first call), rounded up to whole seconds
-        const items = Protocol.parseRateLimit(denied.headers["ratelimit"])
-        expect(items.map((i) => i.name)).toEqual(["spike"])
-        const t = items[0]!.params["t"]!
-        expect(items[0]!.params).toEqual({ r: 0, t })
-        expect(t).toBeLessThanOrEqual(10)
-        expect(t).toBeGreaterThanOrEqual(Math.ceil((10_000 - elapsed) / 1000))
-        const retryAfter = Number(denied.headers["retry-after"])
-        expect(retryAfter).toBe(t)
-        // a cost no tier can hold: 429, no Retry-After, "don't retry"
-        const never = yield* call("other", 6)
-        expect(never.status).toBe(429)
-        expect(never.headers["retry-after"]).toBeUndefined()
-        expect(never.headers["x-sluice-dont-retry"]).toBe("1")
-        expect(Protocol.parseRateLimit(never.headers["ratelimit"])).toEqual([
-          { name: "spike", params: { r: 5 } }
-        ])
-      }).pipe(Effect.provide(Layer.mergeAll(QuotaLive, NodeHttpClient.layerUndici)))
+      )
+      const client = yield* HttpClient.HttpClient
+      const call = (key: string, cost = 1) =>
+        client.get(base + "/", { headers: { "x-api-key": key, "x-cost": String(cost) } })
+      const started = yield* Clock.currentTimeMillis
+      const first = yield* call("acme")
+      expect(first.headers["ratelimit-policy"]).toBe(`"spike";q=5;w=50, "count";q=8;w=3600`)
+      for (let i = 0; i < 4; i++) expect((yield* call("acme")).status).toBe(200)
+      const denied = yield* call("acme")
+      const elapsed = (yield* Clock.currentTimeMillis) - started
+      expect(denied.status).toBe(429)
+      expect(denied.headers["ratelimit-policy"]).toBe(`"spike";q=5;w=50, "count";q=8;w=3600`)
+      // only the denying tier, its t the time until the request passes (10 s less the time
+      // since the first call), rounded up to whole seconds
+      const items = Protocol.parseRateLimit(denied.headers["ratelimit"])
+      expect(items.map((i) => i.name)).toEqual(["spike"])
+      const t = items[0]!.params["t"]!
+      expect(items[0]!.params).toEqual({ r: 0, t })
+      expect(t).toBeLessThanOrEqual(10)
+      expect(t).toBeGreaterThanOrEqual(Math.ceil((10_000 - elapsed) / 1000))
+      const retryAfter = Number(denied.headers["retry-after"])
+      expect(retryAfter).toBe(t)
+      // a cost no tier can hold: 429, no Retry-After, "don't retry"
+      const never = yield* call("other", 6)
+      expect(never.status).toBe(429)
+      expect(never.headers["retry-after"]).toBeUndefined()
+      expect(never.headers["x-sluice-dont-retry"]).toBe("1")
+      expect(Protocol.parseRateLimit(never.headers["ratelimit"])).toEqual([
+        { name: "spike", params: { r: 5 } }
+      ])
+    }).pipe(Effect.provide(Layer.mergeAll(QuotaLive, NodeHttpClient.layerUndici)))
   )
 
   it("errorResponse sends RateLimit-Policy beside RateLimit: its 429 read from the headers alone has the limit", () => {

@@ -1,43 +1,47 @@
 // The README's two snippets, verbatim except for the port (0: picked by the OS), the URL and the
-// secret (from a map, not the environment).
+// secret (from a provider of its own, not the environment).
 import { createServer } from "node:http"
-import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { AdaptiveThrottle, ConcurrencyLimiter, LoadShedder } from "@sluice/adaptive"
 import { Criticality } from "@sluice/core"
 import { Middleware, SluiceHttpClient, ThrottleSignal, Trust } from "@sluice/http"
 import { RetryBudget, RetryHistogram } from "@sluice/retry"
-import { Config, ConfigProvider, Effect, Layer } from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer } from "effect"
+import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 
 describe("README", () => {
-  it.scopedLive("a client Layer and a router with middleware", () =>
+  it.live("a client Layer and a router with middleware", () =>
     Effect.gen(function* () {
-      const ServerLive = Effect.gen(function* () {
+      const SluiceLive = Effect.gen(function* () {
         // Our own tiers send `x-sluice-trust: <secret>`; everyone else is clamped to CRITICAL
         // and their attempt numbers are recorded apart, deciding nothing.
-        const trust = yield* Trust.sharedSecret({ secret: yield* Config.redacted("SLUICE_TRUST_SECRET") })
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get("/items", HttpServerResponse.text("[]")),
-          Middleware.loadShed(), // 503 + Retry-After, SHEDDABLE first
-          Middleware.retryGuard(), // don't-retry while (trusted) retries dominate
-          Middleware.mapErrors, // Sluice errors of handlers → 429 / 503 (+ don't-retry)
-          Middleware.criticality({ trust, ceiling: "CRITICAL" })
+        const trust = yield* Trust.sharedSecret({ secret: yield* Config.Redacted("SLUICE_TRUST_SECRET") })
+        return HttpRouter.middleware(
+          (app) =>
+            app.pipe(
+              Middleware.loadShed(), // 503 + Retry-After, SHEDDABLE first
+              Middleware.retryGuard(), // don't-retry while (trusted) retries dominate
+              Middleware.mapErrors, // Sluice errors of handlers → 429 / 503 (+ don't-retry)
+              Middleware.criticality({ trust, ceiling: "CRITICAL" })
+            ),
+          { global: true }
         )
-        return HttpServer.serve(app)
-      }).pipe(
-        Layer.unwrapEffect,
+      }).pipe(Layer.unwrap)
+
+      const ServerLive = HttpRouter.serve(
+        Layer.mergeAll(HttpRouter.add("GET", "/items", HttpServerResponse.text("[]")), SluiceLive)
+      ).pipe(
         Layer.provide(Layer.merge(LoadShedder.layer({ capacity: 200 }), RetryHistogram.layer())),
         Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0 })),
         Layer.provide(
-          Layer.setConfigProvider(
-            ConfigProvider.fromMap(new Map([["SLUICE_TRUST_SECRET", "a secret only our own tiers know"]]))
+          ConfigProvider.layer(
+            ConfigProvider.fromUnknown({ SLUICE_TRUST_SECRET: "a secret only our own tiers know" })
           )
         )
       )
       const context = yield* Layer.build(ServerLive)
-      const server = yield* Effect.provide(HttpServer.HttpServer, context)
-      const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+      const port = new URL(HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).port
 
       // The app's own policies: the client uses these instances, and so can the rest of the app.
       const PoliciesLive = Layer.mergeAll(

@@ -1,8 +1,8 @@
-import { HttpClient, HttpClientRequest, HttpRouter, HttpServerResponse } from "@effect/platform"
-import type { HttpApp } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, FastCheck as fc, Fiber, Layer, Redacted } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Redacted } from "effect"
+import { HttpClient, HttpClientRequest, HttpRouter, HttpServerResponse } from "effect/http"
+import fc from "fast-check"
 import { ConcurrencyLimiter, LimitAlgorithm, LoadShedder } from "@sluice/adaptive"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
@@ -12,7 +12,7 @@ import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { RetryHistogram } from "@sluice/retry"
 import { Middleware, Protocol, SluiceHttpClient, Trust } from "@sluice/http"
 import { performance } from "node:perf_hooks"
-import { serve } from "./utils.js"
+import { routes, serve } from "./utils.js"
 
 const QuotaLive = Quota.layer().pipe(
   Layer.provide(QuotaStore.layerMemory()),
@@ -29,20 +29,20 @@ const QuotaLive = Quota.layer().pipe(
 )
 
 describe("server middleware over a real NodeHttpServer", () => {
-  it.scopedLive("quota: 429 with Retry-After and the IETF headers; allowed responses carry them too", () =>
+  it.live("quota: 429 with Retry-After and the IETF headers; allowed responses carry them too", () =>
     Effect.gen(function* () {
       let handled = 0
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get(
+      const app = yield* routes(
+        HttpRouter.route(
+          "GET",
           "/",
           Effect.sync(() => {
             handled++
             return HttpServerResponse.text("ok")
           })
-        ),
-        Middleware.quota({ client: (req) => req.headers["x-api-key"] })
+        )
       )
-      const base = yield* serve(app)
+      const base = yield* serve(app.pipe(Middleware.quota({ client: (req) => req.headers["x-api-key"] })))
       const client = yield* HttpClient.HttpClient
       const call = (key?: string) =>
         client.get(base + "/", key === undefined ? {} : { headers: { "x-api-key": key } })
@@ -74,36 +74,35 @@ describe("server middleware over a real NodeHttpServer", () => {
     }).pipe(Effect.provide(Layer.mergeAll(QuotaLive, NodeHttpClient.layerUndici)))
   )
 
-  it.scopedLive(
-    "backpressure: throttle flag while exceeded, JSON attribute on opt-in, failures not recorded",
-    () =>
-      Effect.gen(function* () {
-        const monitor = yield* ThresholdMonitor.make({ window: "1 second", tick: "1 millis" })
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get("/save", HttpServerResponse.unsafeJson({ saved: true })),
-          HttpRouter.get("/fail", Effect.succeed(HttpServerResponse.empty({ status: 500 }))),
-          Middleware.backpressure({ operation: (req) => req.url, monitor, json: true })
-        )
-        const base = yield* serve(app)
-        const client = yield* HttpClient.HttpClient
-        const save = client.get(base + "/save")
-        const clear = yield* save
-        expect(clear.headers["x-sluice-throttle"]).toBeUndefined()
-        expect(yield* clear.json).toEqual({ saved: true })
-        yield* monitor.setThresholds({ rate: 1e-9 }, "/save")
-        const throttled = yield* save
-        expect(throttled.headers["x-sluice-throttle"]).toBe("1")
-        expect(yield* throttled.json).toEqual({ saved: true, throttle: true })
-        yield* monitor.setThresholds({}, "/save")
-        expect((yield* save).headers["x-sluice-throttle"]).toBeUndefined()
-        // failures are not recorded
-        for (let i = 0; i < 5; i++) yield* client.get(base + "/fail")
-        expect((yield* monitor.stats("/fail")).rate).toBe(0)
-        expect((yield* monitor.stats("/save")).rate).toBeGreaterThan(0)
-      }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+  it.live("backpressure: throttle flag while exceeded, JSON attribute on opt-in, failures not recorded", () =>
+    Effect.gen(function* () {
+      const monitor = yield* ThresholdMonitor.make({ window: "1 second", tick: "1 millis" })
+      const app = yield* routes(
+        HttpRouter.route("GET", "/save", HttpServerResponse.jsonUnsafe({ saved: true })),
+        HttpRouter.route("GET", "/fail", Effect.succeed(HttpServerResponse.empty({ status: 500 })))
+      )
+      const base = yield* serve(
+        app.pipe(Middleware.backpressure({ operation: (req) => req.url, monitor, json: true }))
+      )
+      const client = yield* HttpClient.HttpClient
+      const save = client.get(base + "/save")
+      const clear = yield* save
+      expect(clear.headers["x-sluice-throttle"]).toBeUndefined()
+      expect(yield* clear.json).toEqual({ saved: true })
+      yield* monitor.setThresholds({ rate: 1e-9 }, "/save")
+      const throttled = yield* save
+      expect(throttled.headers["x-sluice-throttle"]).toBe("1")
+      expect(yield* throttled.json).toEqual({ saved: true, throttle: true })
+      yield* monitor.setThresholds({}, "/save")
+      expect((yield* save).headers["x-sluice-throttle"]).toBeUndefined()
+      // failures are not recorded
+      for (let i = 0; i < 5; i++) yield* client.get(base + "/fail")
+      expect((yield* monitor.stats("/fail")).rate).toBe(0)
+      expect((yield* monitor.stats("/save")).rate).toBeGreaterThan(0)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
-  it.scopedLive("sample: sampled-out requests get 204 without running the handler", () =>
+  it.live("sample: sampled-out requests get 204 without running the handler", () =>
     Effect.gen(function* () {
       let handled = 0
       const handler = Effect.sync(() => {
@@ -119,8 +118,12 @@ describe("server middleware over a real NodeHttpServer", () => {
         { goal: 1000, initialRatio: 0.001, minRatio: 0.001, updatePeriod: "1 hour" },
         sensor
       )
-      const base1 = yield* serve(HttpRouter.empty.pipe(HttpRouter.get("/", handler), Middleware.sample(open)))
-      const base2 = yield* serve(HttpRouter.empty.pipe(HttpRouter.get("/", handler), Middleware.sample(shut)))
+      const base1 = yield* serve(
+        (yield* routes(HttpRouter.route("GET", "/", handler))).pipe(Middleware.sample(open))
+      )
+      const base2 = yield* serve(
+        (yield* routes(HttpRouter.route("GET", "/", handler))).pipe(Middleware.sample(shut))
+      )
       const client = yield* HttpClient.HttpClient
       const statuses = (base: string) =>
         Effect.forEach(Array.from({ length: 10 }), () => Effect.map(client.get(base + "/"), (r) => r.status))
@@ -133,27 +136,28 @@ describe("server middleware over a real NodeHttpServer", () => {
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
-  it.scopedLive("loadShed: sheds SHEDDABLE first, keeps CRITICAL, answers 503 + Retry-After", () =>
+  it.live("loadShed: sheds SHEDDABLE first, keeps CRITICAL, answers 503 + Retry-After", () =>
     Effect.gen(function* () {
       const release = yield* Deferred.make<void>()
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get(
+      const app = yield* routes(
+        HttpRouter.route(
+          "GET",
           "/",
           Effect.map(Criticality.current, (level) => HttpServerResponse.text(level))
         ),
-        HttpRouter.get("/hold", Effect.as(Deferred.await(release), HttpServerResponse.text("held"))),
-        Middleware.loadShed(),
-        Middleware.criticality({ trust: () => true })
+        HttpRouter.route("GET", "/hold", Effect.as(Deferred.await(release), HttpServerResponse.text("held")))
       )
-      const base = yield* serve(app)
+      const base = yield* serve(
+        app.pipe(Middleware.loadShed(), Middleware.criticality({ trust: () => true }))
+      )
       const client = yield* HttpClient.HttpClient
       const shedder = yield* LoadShedder.LoadShedder
       const get = (path: string, level: Criticality.Criticality) =>
         client.get(base + path, { headers: { "x-sluice-criticality": level } })
       // fill the server with work that holds on, until SHEDDABLE would be shed
-      const holders: Array<Fiber.RuntimeFiber<unknown, unknown>> = []
+      const holders: Array<Fiber.Fiber<unknown, unknown>> = []
       for (let i = 0; i < 20 && !shedder.unsafeWouldShed("SHEDDABLE"); i++) {
-        holders.push(yield* Effect.fork(get("/hold", "CRITICAL_PLUS")))
+        holders.push(yield* Effect.forkChild(get("/hold", "CRITICAL_PLUS")))
         yield* Effect.sleep("20 millis")
       }
       expect(shedder.unsafeWouldShed("SHEDDABLE")).toBe(true)
@@ -174,17 +178,17 @@ describe("server middleware over a real NodeHttpServer", () => {
     )
   )
 
-  it.scopedLive("retryGuard: records attempts; while retries dominate, failures say don't retry", () =>
+  it.live("retryGuard: records attempts; while retries dominate, failures say don't retry", () =>
     Effect.gen(function* () {
       const histogram = yield* RetryHistogram.make({ threshold: 0.25, minRequests: 4, window: "1 minute" })
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get("/busy", Effect.succeed(HttpServerResponse.empty({ status: 503 }))),
-        HttpRouter.get("/shed", Effect.fail(new Errors.Overloaded({ reason: "busy" }))),
-        HttpRouter.get("/ok", Effect.succeed(HttpServerResponse.text("ok"))),
-        Middleware.retryGuard({ histogram, trust: Trust.everyone }),
-        Middleware.mapErrors
+      const app = yield* routes(
+        HttpRouter.route("GET", "/busy", Effect.succeed(HttpServerResponse.empty({ status: 503 }))),
+        HttpRouter.route("GET", "/shed", Effect.fail(new Errors.Overloaded({ reason: "busy" }))),
+        HttpRouter.route("GET", "/ok", Effect.succeed(HttpServerResponse.text("ok")))
       )
-      const base = yield* serve(app)
+      const base = yield* serve(
+        app.pipe(Middleware.retryGuard({ histogram, trust: Trust.everyone }), Middleware.mapErrors)
+      )
       const client = yield* HttpClient.HttpClient
       const get = (path: string, attempt: string) =>
         client.get(base + path, { headers: { "x-sluice-attempt": attempt } })
@@ -222,25 +226,25 @@ describe("server middleware over a real NodeHttpServer", () => {
   const fullLimiterAnswers503 = (
     guard: (
       limiter: ConcurrencyLimiter.Limiter
-    ) => <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+    ) => <E, R>(app: Middleware.HttpApp<E, R>) => Middleware.HttpApp<E, R>
   ) =>
     Effect.gen(function* () {
       const release = yield* Deferred.make<void>()
       const limiter = ConcurrencyLimiter.unsafeMake({ algorithm: () => LimitAlgorithm.fixed(1), maxQueue: 0 })
       let entered = 0
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get(
+      const app = yield* routes(
+        HttpRouter.route(
+          "GET",
           "/",
           Effect.suspend(() => {
             entered++
             return Effect.as(Deferred.await(release), HttpServerResponse.text("done"))
           })
-        ),
-        guard(limiter)
+        )
       )
-      const base = yield* serve(app)
+      const base = yield* serve(app.pipe(guard(limiter)))
       const client = yield* HttpClient.HttpClient
-      const first = yield* Effect.fork(client.get(base + "/"))
+      const first = yield* Effect.forkChild(client.get(base + "/"))
       yield* Effect.repeat(Effect.sleep("2 millis"), { until: () => entered === 1, times: 2000 })
       const second = yield* client.get(base + "/")
       expect(second.status).toBe(503)
@@ -251,12 +255,12 @@ describe("server middleware over a real NodeHttpServer", () => {
       expect(limiter.inFlight).toBe(0)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
 
-  it.scopedLive("loadShed with only a limiter needs no LoadShedder in context", () =>
+  it.live("loadShed with only a limiter needs no LoadShedder in context", () =>
     // No LoadShedder layer is provided: the type says none is needed, and serving must not 500.
     fullLimiterAnswers503((limiter) => Middleware.loadShed({ limiter }))
   )
 
-  it.scopedLive("loadShed with a server-side concurrency limiter: a full limiter answers 503", () =>
+  it.live("loadShed with a server-side concurrency limiter: a full limiter answers 503", () =>
     Effect.flatMap(LoadShedder.make({ capacity: 1000 }), (shedder) =>
       fullLimiterAnswers503((limiter) => Middleware.loadShed({ shedder, limiter }))
     )
@@ -264,17 +268,17 @@ describe("server middleware over a real NodeHttpServer", () => {
 
   const SECRET = "a long random secret shared by our own tiers"
 
-  it.scopedLive("trust: a SluiceHttpClient over a platform client that adds the secret is believed", () =>
+  it.live("trust: a SluiceHttpClient over a platform client that adds the secret is believed", () =>
     Effect.gen(function* () {
       const trust = yield* Trust.sharedSecret({ secret: Redacted.make(SECRET) })
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get(
+      const app = yield* routes(
+        HttpRouter.route(
+          "GET",
           "/level",
           Effect.map(Criticality.current, (level) => HttpServerResponse.text(level))
-        ),
-        Middleware.criticality({ trust, ceiling: "CRITICAL" })
+        )
       )
-      const base = yield* serve(app)
+      const base = yield* serve(app.pipe(Middleware.criticality({ trust, ceiling: "CRITICAL" })))
       // As the README shows: the secret goes on at the platform client, under the Sluice client.
       const platform = yield* HttpClient.HttpClient
       const ownTiers = HttpClient.mapRequest(platform, HttpClientRequest.setHeader("x-sluice-trust", SECRET))
@@ -290,75 +294,77 @@ describe("server middleware over a real NodeHttpServer", () => {
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
-  it.scopedLive(
-    "trust: a spoofing caller gets neither CRITICAL_PLUS nor the power to switch retries off",
-    () =>
-      Effect.gen(function* () {
-        const histogram = yield* RetryHistogram.make({ threshold: 0.1, minRequests: 20, window: "1 minute" })
-        const trust = yield* Trust.sharedSecret({ secret: Redacted.make(SECRET) })
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get(
-            "/level",
-            Effect.map(Criticality.current, (level) => HttpServerResponse.text(level))
-          ),
-          HttpRouter.get("/busy", Effect.succeed(HttpServerResponse.empty({ status: 503 }))),
+  it.live("trust: a spoofing caller gets neither CRITICAL_PLUS nor the power to switch retries off", () =>
+    Effect.gen(function* () {
+      const histogram = yield* RetryHistogram.make({ threshold: 0.1, minRequests: 20, window: "1 minute" })
+      const trust = yield* Trust.sharedSecret({ secret: Redacted.make(SECRET) })
+      const app = yield* routes(
+        HttpRouter.route(
+          "GET",
+          "/level",
+          Effect.map(Criticality.current, (level) => HttpServerResponse.text(level))
+        ),
+        HttpRouter.route("GET", "/busy", Effect.succeed(HttpServerResponse.empty({ status: 503 })))
+      )
+      const base = yield* serve(
+        app.pipe(
           Middleware.retryGuard({ histogram }),
           Middleware.mapErrors,
           Middleware.criticality({ trust, ceiling: "CRITICAL" })
         )
-        const base = yield* serve(app)
-        const client = yield* HttpClient.HttpClient
-        // Every header a spoofer might try: the claimed level, the README's old
-        // `x-internal: 1`, a wrong secret, an empty one, a prefix of the right one.
-        const spoofs: ReadonlyArray<Record<string, string>> = [
-          { "x-internal": "1" },
-          { "x-sluice-trust": "wrong" },
-          { "x-sluice-trust": "" },
-          { "x-sluice-trust": SECRET.slice(0, -1) },
-          { "x-sluice-trust": SECRET + "x" }
-        ]
-        for (const spoof of spoofs) {
-          const r = yield* client.get(base + "/level", {
-            headers: { ...spoof, "x-sluice-criticality": "CRITICAL_PLUS" }
-          })
-          expect(yield* r.text).toBe("CRITICAL")
-        }
-        // 300 anonymous requests claiming to be retries
-        yield* Effect.forEach(
-          Array.from({ length: 300 }, (_, i) => spoofs[i % spoofs.length]!),
-          (spoof) =>
-            Effect.flatMap(
-              client.get(base + "/busy", { headers: { ...spoof, "x-sluice-attempt": "2" } }),
-              (r) => {
-                expect(r.headers["x-sluice-dont-retry"]).toBeUndefined()
-                return Effect.void
-              }
-            ),
-          { concurrency: 16 }
-        )
-        const snapshot = yield* histogram.snapshot
-        expect(snapshot.untrusted.retries).toBe(300)
-        expect(snapshot.retries).toBe(0)
-        // the other callers: a trusted first try still gets a plain, retryable 503
-        const trusted = { "x-sluice-trust": SECRET }
-        const other = yield* client.get(base + "/busy", { headers: { ...trusted, "x-sluice-attempt": "0" } })
-        expect(other.status).toBe(503)
-        expect(other.headers["x-sluice-dont-retry"]).toBeUndefined()
-        // the right secret is believed: its level, and its retries do switch retries off
-        const level = yield* client.get(base + "/level", {
-          headers: { ...trusted, "x-sluice-criticality": "CRITICAL_PLUS" }
+      )
+      const client = yield* HttpClient.HttpClient
+      // Every header a spoofer might try: the claimed level, the README's old
+      // `x-internal: 1`, a wrong secret, an empty one, a prefix of the right one.
+      const spoofs: ReadonlyArray<Record<string, string>> = [
+        { "x-internal": "1" },
+        { "x-sluice-trust": "wrong" },
+        { "x-sluice-trust": "" },
+        { "x-sluice-trust": SECRET.slice(0, -1) },
+        { "x-sluice-trust": SECRET + "x" }
+      ]
+      for (const spoof of spoofs) {
+        const r = yield* client.get(base + "/level", {
+          headers: { ...spoof, "x-sluice-criticality": "CRITICAL_PLUS" }
         })
-        expect(yield* level.text).toBe("CRITICAL_PLUS")
-        let answer = ""
-        for (let i = 0; i < 30 && answer !== "1"; i++) {
-          const r = yield* client.get(base + "/busy", { headers: { ...trusted, "x-sluice-attempt": "2" } })
-          answer = r.headers["x-sluice-dont-retry"] ?? ""
-        }
-        expect(answer).toBe("1")
-        // ... for everyone now, the spoofers included: the backend is overloaded
-        const anonymous = yield* client.get(base + "/busy")
-        expect(anonymous.headers["x-sluice-dont-retry"]).toBe("1")
-      }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+        expect(yield* r.text).toBe("CRITICAL")
+      }
+      // 300 anonymous requests claiming to be retries
+      yield* Effect.forEach(
+        Array.from({ length: 300 }, (_, i) => spoofs[i % spoofs.length]!),
+        (spoof) =>
+          Effect.flatMap(
+            client.get(base + "/busy", { headers: { ...spoof, "x-sluice-attempt": "2" } }),
+            (r) => {
+              expect(r.headers["x-sluice-dont-retry"]).toBeUndefined()
+              return Effect.void
+            }
+          ),
+        { concurrency: 16 }
+      )
+      const snapshot = yield* histogram.snapshot
+      expect(snapshot.untrusted.retries).toBe(300)
+      expect(snapshot.retries).toBe(0)
+      // the other callers: a trusted first try still gets a plain, retryable 503
+      const trusted = { "x-sluice-trust": SECRET }
+      const other = yield* client.get(base + "/busy", { headers: { ...trusted, "x-sluice-attempt": "0" } })
+      expect(other.status).toBe(503)
+      expect(other.headers["x-sluice-dont-retry"]).toBeUndefined()
+      // the right secret is believed: its level, and its retries do switch retries off
+      const level = yield* client.get(base + "/level", {
+        headers: { ...trusted, "x-sluice-criticality": "CRITICAL_PLUS" }
+      })
+      expect(yield* level.text).toBe("CRITICAL_PLUS")
+      let answer = ""
+      for (let i = 0; i < 30 && answer !== "1"; i++) {
+        const r = yield* client.get(base + "/busy", { headers: { ...trusted, "x-sluice-attempt": "2" } })
+        answer = r.headers["x-sluice-dont-retry"] ?? ""
+      }
+      expect(answer).toBe("1")
+      // ... for everyone now, the spoofers included: the backend is overloaded
+      const anonymous = yield* client.get(base + "/busy")
+      expect(anonymous.headers["x-sluice-dont-retry"]).toBe("1")
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
   it.effect("trust: short secrets and bad header names are InvalidOptions naming the field", () =>
@@ -416,18 +422,18 @@ describe("server middleware over a real NodeHttpServer", () => {
     })
   )
 
-  it.scopedLive(
+  it.live(
     "failures escaping the handler: a 5xx decided inside, with don't-retry while retries dominate",
     () =>
       Effect.gen(function* () {
         const histogram = yield* RetryHistogram.make({ threshold: 0.25, minRequests: 4, window: "1 minute" })
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get("/boom", Effect.fail(new Error("boom"))),
-          HttpRouter.get("/die", Effect.die("defect")),
-          Middleware.retryGuard({ histogram, trust: Trust.everyone }),
-          Middleware.mapErrors
+        const app = yield* routes(
+          HttpRouter.route("GET", "/boom", Effect.fail(new Error("boom"))),
+          HttpRouter.route("GET", "/die", Effect.die("defect"))
         )
-        const base = yield* serve(app)
+        const base = yield* serve(
+          app.pipe(Middleware.retryGuard({ histogram, trust: Trust.everyone }), Middleware.mapErrors)
+        )
         const client = yield* HttpClient.HttpClient
         const get = (path: string, attempt: string) =>
           client.get(base + path, { headers: { "x-sluice-attempt": attempt } })
@@ -448,7 +454,7 @@ describe("server middleware over a real NodeHttpServer", () => {
       }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
-  it.scopedLive(
+  it.live(
     "breaker refusals: an open breaker gives its remaining open time, an isolated one says don't retry",
     () =>
       Effect.gen(function* () {
@@ -457,12 +463,15 @@ describe("server middleware over a real NodeHttpServer", () => {
           consecutiveFailures: 1,
           openFor: "30 seconds"
         })
-        yield* Effect.either(breaker.withBreaker(Effect.fail("down")))
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get("/", Effect.as(breaker.withBreaker(Effect.void), HttpServerResponse.text("ok"))),
-          Middleware.mapErrors
+        yield* Effect.result(breaker.withBreaker(Effect.fail("down")))
+        const app = yield* routes(
+          HttpRouter.route(
+            "GET",
+            "/",
+            Effect.as(breaker.withBreaker(Effect.void), HttpServerResponse.text("ok"))
+          )
         )
-        const base = yield* serve(app)
+        const base = yield* serve(app.pipe(Middleware.mapErrors))
         const client = yield* HttpClient.HttpClient
         const open = yield* client.get(base + "/")
         expect(open.status).toBe(503)
@@ -491,7 +500,7 @@ describe("server middleware over a real NodeHttpServer", () => {
       }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
-  it.scopedLive(
+  it.live(
     "loadShed, event-loop signal on: a closed-loop SHEDDABLE flood never gets CRITICAL within capacity shed",
     () =>
       Effect.gen(function* () {
@@ -502,8 +511,9 @@ describe("server middleware over a real NodeHttpServer", () => {
           smoothing: "50 millis",
           eventLoop: { interval: "50 millis" }
         })
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get(
+        const app = yield* routes(
+          HttpRouter.route(
+            "GET",
             "/",
             Effect.gen(function* () {
               // a little CPU per request (to heat the loop) and some waiting
@@ -514,11 +524,11 @@ describe("server middleware over a real NodeHttpServer", () => {
               yield* Effect.sleep("20 millis")
               return HttpServerResponse.text(yield* Criticality.current)
             })
-          ),
-          Middleware.loadShed({ shedder }),
-          Middleware.criticality({ trust: Trust.loopback })
+          )
         )
-        const base = yield* serve(app)
+        const base = yield* serve(
+          app.pipe(Middleware.loadShed({ shedder }), Middleware.criticality({ trust: Trust.loopback }))
+        )
         const client = yield* HttpClient.HttpClient
         const get = (level: Criticality.Criticality) =>
           client.get(base + "/", { headers: { "x-sluice-criticality": level } }).pipe(
@@ -543,7 +553,7 @@ describe("server middleware over a real NodeHttpServer", () => {
             }),
           { concurrency: "unbounded", discard: true }
         )
-        const floodFiber = yield* Effect.fork(flood)
+        const floodFiber = yield* Effect.forkChild(flood)
         // let the flood build up until SHEDDABLE is being shed
         yield* Effect.repeat(Effect.sleep("20 millis"), { until: () => sheddable.shed >= 20, times: 1500 })
         // CRITICAL within capacity: 25 requests, 2 at a time (capacity 8)

@@ -1,12 +1,12 @@
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Either, Exit, Layer, Option, Schedule, Stream } from "effect"
+import { Cause, Duration, Effect, Exit, Layer, Option, Result, Schedule, Stream } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AimdInterval } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { Middleware, SluiceHttpClient, ThrottleSignal } from "@sluice/http"
-import { serve } from "./utils.js"
+import { routes, serve } from "./utils.js"
 
 const makeBackend = () => {
   const hits = new Map<string, number>()
@@ -19,12 +19,13 @@ const makeBackend = () => {
     name: string,
     respond: (n: number) => Effect.Effect<HttpServerResponse.HttpServerResponse, any, any>
   ) => Effect.suspend(() => respond(hit(name)))
-  const app = HttpRouter.empty.pipe(
-    HttpRouter.get(
+  const app = routes(
+    HttpRouter.route(
+      "GET",
       "/echo",
       route("echo", () =>
         Effect.map(Effect.zip(HttpServerRequest.HttpServerRequest, Criticality.current), ([req, level]) =>
-          HttpServerResponse.unsafeJson({
+          HttpServerResponse.jsonUnsafe({
             criticality: req.headers["x-sluice-criticality"],
             attempt: req.headers["x-sluice-attempt"],
             level
@@ -32,35 +33,41 @@ const makeBackend = () => {
         )
       )
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/throttle",
       route("throttle", () =>
         Effect.succeed(HttpServerResponse.text("ok", { headers: { "x-sluice-throttle": "1" } }))
       )
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/json-throttle",
       route("json-throttle", () =>
-        Effect.succeed(HttpServerResponse.unsafeJson({ throttle: true, value: 1 }))
+        Effect.succeed(HttpServerResponse.jsonUnsafe({ throttle: true, value: 1 }))
       )
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/overloaded",
       route("overloaded", () =>
         Effect.succeed(HttpServerResponse.empty({ status: 503, headers: { "retry-after": "0" } }))
       )
     ),
-    HttpRouter.post(
+    HttpRouter.route(
+      "POST",
       "/overloaded",
       route("post-overloaded", () => Effect.succeed(HttpServerResponse.empty({ status: 503 })))
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/dont-retry",
       route("dont-retry", () =>
         Effect.succeed(HttpServerResponse.empty({ status: 503, headers: { "x-sluice-dont-retry": "1" } }))
       )
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/quota",
       route("quota", () =>
         Effect.fail(
@@ -73,7 +80,8 @@ const makeBackend = () => {
         )
       )
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/quota-brief",
       route("quota-brief", (n) =>
         n === 1
@@ -86,7 +94,8 @@ const makeBackend = () => {
           : Effect.succeed(HttpServerResponse.text("ok"))
       )
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/flaky",
       route("flaky", (n) =>
         n < 3
@@ -96,15 +105,18 @@ const makeBackend = () => {
             )
       )
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/sampled",
       route("sampled", () => Effect.succeed(HttpServerResponse.empty({ status: 204 })))
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/hang",
       route("hang", () => Effect.never)
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/stalled-body",
       route("stalled-body", () =>
         Effect.succeed(
@@ -113,10 +125,8 @@ const makeBackend = () => {
           })
         )
       )
-    ),
-    Middleware.mapErrors,
-    Middleware.criticality({ trust: () => true })
-  )
+    )
+  ).pipe(Effect.map((app) => app.pipe(Middleware.mapErrors, Middleware.criticality({ trust: () => true }))))
   return { app, hits }
 }
 
@@ -129,20 +139,20 @@ const clientLayer = (options: SluiceHttpClient.DefaultOptions = {}) =>
 
 const failure = <A, E>(exit: Exit.Exit<A, E>): E => {
   if (Exit.isSuccess(exit)) throw new Error("expected a failure")
-  const e = Cause.failureOption(exit.cause)
+  const e = Cause.findErrorOption(exit.cause)
   if (Option.isNone(e)) throw new Error(`expected a typed failure: ${Cause.pretty(exit.cause)}`)
   return e.value
 }
 
 describe("SluiceHttpClient over a real NodeHttpServer", () => {
   // Once with the throttle and limiter, once with the limiter only.
-  it.scopedLive.each([
+  it.live.each([
     ["throttle and limiter", {}],
     ["limiter only", { throttle: false as const }]
   ] as const)("every wire-protocol row arrives as the right typed outcome: %s", ([, variant]) =>
     Effect.gen(function* () {
       const { app, hits } = makeBackend()
-      const base = yield* serve(app)
+      const base = yield* serve(yield* app)
       const client = yield* SluiceHttpClient.SluiceHttpClient
       const signals = yield* ThrottleSignal.ThrottleSignal
       const host = new URL(base).host
@@ -232,19 +242,22 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
     )
   )
 
-  it.scopedLive("transport errors and attempt timeouts are retried, then come out as DontRetry", () =>
+  it.live("transport errors and attempt timeouts are retried, then come out as DontRetry", () =>
     Effect.gen(function* () {
       const { app, hits } = makeBackend()
-      const base = yield* serve(app)
+      const base = yield* serve(yield* app)
       const client = yield* SluiceHttpClient.SluiceHttpClient
       const hang = failure(yield* Effect.exit(client.get(`${base}/hang`)))
       expect(hang._tag === "DontRetry" && hang.reason).toBe("attempts")
-      expect(hang._tag === "DontRetry" && Cause.isTimeoutException(hang.cause)).toBe(true)
+      expect(hang._tag === "DontRetry" && Cause.isTimeoutError(hang.cause)).toBe(true)
       expect(hits.get("hang")).toBe(3)
       // nothing listens on port 9 of loopback (discard): connection refused
       const refused = failure(yield* Effect.exit(client.get("http://127.0.0.1:9/")))
       expect(refused._tag === "DontRetry" && refused.reason).toBe("attempts")
-      expect(refused._tag === "DontRetry" && (refused.cause as any)?._tag).toBe("RequestError")
+      // Effect 4: a transport failure is an HttpClientError whose reason is a TransportError
+      // (Effect 3's RequestError with reason "Transport")
+      expect(refused._tag === "DontRetry" && (refused.cause as any)?._tag).toBe("HttpClientError")
+      expect(refused._tag === "DontRetry" && (refused.cause as any)?.reason?._tag).toBe("TransportError")
     }).pipe(
       Effect.provide(
         clientLayer({ attemptTimeout: "50 millis", throttle: false, budget: { minRetriesPerSecond: 100 } })
@@ -252,48 +265,43 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
     )
   )
 
-  it.scopedLive(
-    "timeout is the whole call's deadline: a hung backend ends the call once, by its timeout",
-    () =>
-      Effect.gen(function* () {
-        const { app, hits } = makeBackend()
-        const base = yield* serve(app)
-        const client = yield* SluiceHttpClient.SluiceHttpClient
-        const hang = failure(yield* Effect.exit(client.get(`${base}/hang`)))
-        expect(hang._tag === "DontRetry" && hang.reason).toBe("timeout")
-        // the one attempt that was cut off is what the call spent its deadline on
-        expect(hits.get("hang")).toBe(1)
-      }).pipe(Effect.provide(clientLayer({ timeout: "1 second", throttle: false })))
+  it.live("timeout is the whole call's deadline: a hung backend ends the call once, by its timeout", () =>
+    Effect.gen(function* () {
+      const { app, hits } = makeBackend()
+      const base = yield* serve(yield* app)
+      const client = yield* SluiceHttpClient.SluiceHttpClient
+      const hang = failure(yield* Effect.exit(client.get(`${base}/hang`)))
+      expect(hang._tag === "DontRetry" && hang.reason).toBe("timeout")
+      // the one attempt that was cut off is what the call spent its deadline on
+      expect(hits.get("hang")).toBe(1)
+    }).pipe(Effect.provide(clientLayer({ timeout: "1 second", throttle: false })))
   )
 
-  it.scopedLive("timeout ends with a returned response's headers: reading its body is the caller's", () =>
+  it.live("timeout ends with a returned response's headers: reading its body is the caller's", () =>
     Effect.gen(function* () {
       const { app } = makeBackend()
-      const base = yield* serve(app)
+      const base = yield* serve(yield* app)
       const client = yield* SluiceHttpClient.SluiceHttpClient
       const response = yield* client.get(`${base}/stalled-body`)
       expect(response.status).toBe(200)
       // the call's 300 ms are long gone while the body still stalls: the read is bounded
       // only by the caller's own timeout
-      const read = yield* Effect.either(Effect.timeout(response.text, "600 millis"))
-      expect(Either.isLeft(read) && Cause.isTimeoutException(read.left)).toBe(true)
+      const read = yield* Effect.result(Effect.timeout(response.text, "600 millis"))
+      expect(Result.isFailure(read) && Cause.isTimeoutError(read.failure)).toBe(true)
     }).pipe(Effect.provide(clientLayer({ timeout: "300 millis", throttle: false })))
   )
 
   it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
-      const result = yield* Effect.either(Layer.build(clientLayer({ maxAttempts: 0 })).pipe(Effect.scoped))
-      expect(Either.isLeft(result) && result.left.message).toContain("maxAttempts")
+      const result = yield* Effect.result(Layer.build(clientLayer({ maxAttempts: 0 })).pipe(Effect.scoped))
+      expect(Result.isFailure(result) && result.failure.message).toContain("maxAttempts")
     })
   )
 
-  it.scopedLive("a quota middleware's 429 arrives as QuotaExceeded with tier, limit and Retry-After", () =>
+  it.live("a quota middleware's 429 arrives as QuotaExceeded with tier, limit and Retry-After", () =>
     Effect.gen(function* () {
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get("/", Effect.succeed(HttpServerResponse.text("ok"))),
-        Middleware.quota({ client: () => "acme" })
-      )
-      const base = yield* serve(app)
+      const app = yield* routes(HttpRouter.route("GET", "/", Effect.succeed(HttpServerResponse.text("ok"))))
+      const base = yield* serve(app.pipe(Middleware.quota({ client: () => "acme" })))
       const client = yield* SluiceHttpClient.SluiceHttpClient
       expect((yield* client.get(base + "/")).status).toBe(200)
       const denied = failure(yield* Effect.exit(client.get(base + "/")))
@@ -329,10 +337,10 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
     )
   )
 
-  it.scopedLive("throttle signals drive an AimdInterval", () =>
+  it.live("throttle signals drive an AimdInterval", () =>
     Effect.gen(function* () {
       const { app } = makeBackend()
-      const base = yield* serve(app)
+      const base = yield* serve(yield* app)
       const client = yield* SluiceHttpClient.SluiceHttpClient
       const aimd = yield* AimdInterval.make({ min: "1 second", max: "1 minute", step: "1 second" })
       yield* ThrottleSignal.followAimd(aimd, { key: new URL(base).host })
@@ -352,10 +360,10 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
     }).pipe(Effect.provide(clientLayer({ throttle: false }).pipe(Layer.provideMerge(ThrottleSignal.layer()))))
   )
 
-  it.scopedLive("the client's retry budget caps retries across requests", () =>
+  it.live("the client's retry budget caps retries across requests", () =>
     Effect.gen(function* () {
       const { app, hits } = makeBackend()
-      const base = yield* serve(app)
+      const base = yield* serve(yield* app)
       const client = yield* SluiceHttpClient.SluiceHttpClient
       // one retry per 10-second window, whatever the traffic
       const first = failure(yield* Effect.exit(client.get(`${base}/overloaded`)))

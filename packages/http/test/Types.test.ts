@@ -1,23 +1,23 @@
-import type { HttpClient, HttpClientError, HttpClientResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import type { Errors, Options } from "@sluice/core"
 import { SluiceHttpClient } from "@sluice/http"
 import { RetryBudget } from "@sluice/retry"
-import { Config, ConfigError, ConfigProvider, Effect, Either, Layer } from "effect"
+import { Config, ConfigProvider, Effect, Exit, Layer, Result } from "effect"
+import type { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
 
 const PoliciesLive = Layer.mergeAll(RetryBudget.layer(), AdaptiveThrottle.layer(), ConcurrencyLimiter.layer())
 
 describe("SluiceHttpClient types", () => {
   it("the client's errors: retryable ones are gone, DontRetry and Throttled are in", () => {
     type Get = ReturnType<SluiceHttpClient.Client["get"]>
-    expectTypeOf<Effect.Effect.Success<Get>>().toEqualTypeOf<HttpClientResponse.HttpClientResponse>()
-    expectTypeOf<Effect.Effect.Error<Get>>().toEqualTypeOf<
+    expectTypeOf<Effect.Success<Get>>().toEqualTypeOf<HttpClientResponse.HttpClientResponse>()
+    expectTypeOf<Effect.Error<Get>>().toEqualTypeOf<
       HttpClientError.HttpClientError | Errors.Throttled | Errors.DontRetry
     >()
     // nothing above may retry what the client hands out: no Overloaded, no QuotaExceeded
-    expectTypeOf<Extract<Effect.Effect.Error<Get>, Errors.Overloaded | Errors.QuotaExceeded>>().toBeNever()
+    expectTypeOf<Extract<Effect.Error<Get>, Errors.Overloaded | Errors.QuotaExceeded>>().toBeNever()
   })
 
   it("layer takes its policies from context; layerDefault only the platform client", () => {
@@ -29,14 +29,8 @@ describe("SluiceHttpClient types", () => {
     expectTypeOf(SluiceHttpClient.layer({ maxAttempts: 3 })).toEqualTypeOf<
       Layer.Layer<SluiceHttpClient.SluiceHttpClient, Options.InvalidOptions, Policies>
     >()
-    expectTypeOf(
-      SluiceHttpClient.layerConfig(Config.all({ maxAttempts: Config.integer("N") }))
-    ).toEqualTypeOf<
-      Layer.Layer<
-        SluiceHttpClient.SluiceHttpClient,
-        Options.InvalidOptions | ConfigError.ConfigError,
-        Policies
-      >
+    expectTypeOf(SluiceHttpClient.layerConfig(Config.all({ maxAttempts: Config.Int("N") }))).toEqualTypeOf<
+      Layer.Layer<SluiceHttpClient.SluiceHttpClient, Options.InvalidOptions | Config.ConfigError, Policies>
     >()
     expectTypeOf(SluiceHttpClient.layerDefault({ limiter: false })).toEqualTypeOf<
       Layer.Layer<SluiceHttpClient.SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient>
@@ -56,28 +50,32 @@ describe("SluiceHttpClient types", () => {
 
   it.effect("layerConfig reads options from Config and names a bad field", () =>
     Effect.gen(function* () {
-      const layer = SluiceHttpClient.layerConfig(
-        Config.all({ maxAttempts: Config.integer("MAX_ATTEMPTS") })
-      ).pipe(Layer.provide(Layer.merge(NodeHttpClient.layerUndici, PoliciesLive)))
-      const ok = yield* Effect.either(
-        Effect.scoped(Layer.build(layer)).pipe(
-          Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["MAX_ATTEMPTS", "2"]])))
+      const config = Config.all({ maxAttempts: Config.Int("MAX_ATTEMPTS") })
+      const layer = SluiceHttpClient.layerConfig(config).pipe(
+        Layer.provide(Layer.merge(NodeHttpClient.layerUndici, PoliciesLive))
+      )
+      const build = (values: Record<string, string>) =>
+        Effect.result(
+          Effect.scoped(Layer.build(layer)).pipe(
+            Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown(values))
+          )
         )
-      )
-      expect(Either.isRight(ok)).toBe(true)
-      const bad = yield* Effect.either(
-        Effect.scoped(Layer.build(layer)).pipe(
-          Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["MAX_ATTEMPTS", "0"]])))
-        )
-      )
-      expect(Either.isLeft(bad) && String(bad.left)).toContain("maxAttempts")
-      const missing = yield* Effect.either(
-        Effect.scoped(Layer.build(layer)).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
-      )
+      const ok = yield* build({ MAX_ATTEMPTS: "2" })
+      expect(Result.isSuccess(ok)).toBe(true)
+      const bad = yield* build({ MAX_ATTEMPTS: "0" })
+      expect(Result.isFailure(bad) && String(bad.failure)).toContain("maxAttempts")
+      const missing = yield* build({})
+      // Effect 4 has no `ConfigError.isMissingDataOnly`: the data is missing exactly when
+      // `Config.withDefault` recovers, and the layer fails with the error the Config reads then.
+      const absent = ConfigProvider.fromUnknown({})
+      const missingOnly =
+        Exit.isSuccess(
+          yield* Effect.exit(config.pipe(Config.withDefault({ maxAttempts: 1 })).parse(absent))
+        ) && (yield* Effect.flip(config.parse(absent))).message
       expect(
-        Either.isLeft(missing) &&
-          ConfigError.isConfigError(missing.left) &&
-          ConfigError.isMissingDataOnly(missing.left)
+        Result.isFailure(missing) &&
+          missing.failure instanceof Config.ConfigError &&
+          missing.failure.message === missingOnly
       ).toBe(true)
     })
   )

@@ -7,7 +7,7 @@ import { ThrottleSignal } from "@sluice/http"
 import { Effect, Option } from "effect"
 
 describe("http services, unbound", () => {
-  it.scoped("ThrottleSignal: publish, unsafePublish and latest detached from the hub", () =>
+  it.effect("ThrottleSignal: publish, unsafePublish and latest detached from the hub", () =>
     Effect.gen(function* () {
       const hub = yield* ThrottleSignal.ThrottleSignal
       const { latest, publish, unsafePublish } = hub

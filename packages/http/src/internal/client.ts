@@ -1,21 +1,20 @@
-import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { Admission, BoundedMap, Criticality, Errors, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
 import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
 import * as Outgoing from "@sluice/kernel/wire/Outgoing"
 import * as Verdict from "@sluice/kernel/wire/Verdict"
+import type * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
-import * as Layer from "effect/Layer"
+import * as Fiber from "effect/Fiber"
+import * as HttpClient from "effect/http/HttpClient"
+import type * as HttpClientError from "effect/http/HttpClientError"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import type * as HttpClientResponse from "effect/http/HttpClientResponse"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
@@ -24,36 +23,55 @@ import type * as C from "../SluiceHttpClient.js"
 import { ThrottleSignal } from "../ThrottleSignal.js"
 import * as decoder from "./responseDecoder.js"
 
+const StatusCode = Schema.Int.check(Schema.isBetween({ minimum: 400, maximum: 599 }))
+
 /** @internal */
 export const ClientOptionsSchema = Schema.Struct({
-  maxAttempts: Schema.optionalWith(Options.PositiveInt, { default: () => 3 }),
-  maxRetryAfter: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.seconds(10) }),
+  maxAttempts: Options.PositiveInt.pipe(Schema.withDecodingDefaultType(Effect.succeed(3))),
+  maxRetryAfter: Options.NonNegativeDuration.pipe(
+    Schema.withDecodingDefaultType(Effect.succeed(Duration.seconds(10)))
+  ),
   timeout: Schema.optional(Options.PositiveDuration),
   attemptTimeout: Schema.optional(Options.PositiveDuration),
-  retryNonIdempotent: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  throttleFromJson: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  name: Schema.optionalWith(Schema.String, { default: () => "sluice-http" }),
-  retryableStatuses: Schema.optionalWith(Schema.Array(Schema.Int.pipe(Schema.between(400, 599))), {
-    default: () => Verdict.DEFAULT_RETRYABLE_STATUSES
-  }),
-  errorBodyTimeout: Schema.optionalWith(Options.PositiveDuration, { default: () => Duration.seconds(1) })
+  retryNonIdempotent: Schema.Boolean.pipe(Schema.withDecodingDefaultType(Effect.succeed(false))),
+  throttleFromJson: Schema.Boolean.pipe(Schema.withDecodingDefaultType(Effect.succeed(false))),
+  name: Schema.String.pipe(Schema.withDecodingDefaultType(Effect.succeed("sluice-http"))),
+  retryableStatuses: Schema.Array(StatusCode).pipe(
+    Schema.withDecodingDefaultType(Effect.succeed(Verdict.DEFAULT_RETRYABLE_STATUSES))
+  ),
+  errorBodyTimeout: Options.PositiveDuration.pipe(
+    Schema.withDecodingDefaultType(Effect.succeed(Duration.seconds(1)))
+  )
 })
 
 /** @internal */
-export const allowRetries: FiberRef.FiberRef<boolean | undefined> = FiberRef.unsafeMake<boolean | undefined>(
-  undefined
+export const allowRetries: Context.Reference<boolean | undefined> = Context.Reference<boolean | undefined>(
+  "@sluice/http/SluiceHttpClient/allowRetries",
+  { defaultValue: () => undefined }
 )
 
 /** Hosts whose composed guards are kept (as many as the throttle's and limiter's default `maxKeys`). */
 const MAX_HOSTS = 1024
 
 /**
- * The Clock time the current call began, as long as it has not waited for a limiter
- * permit; `Infinity` once it has, and outside a call with a deadline.
+ * The current call's start: the Clock time it began, as long as it has not waited for a
+ * limiter permit (`Infinity` once it has). A cell per call, so that a wait noted inside the
+ * policies' own scopes (which restore the context they were given when they end) is still
+ * seen by the exchange that follows it.
  */
-const unwaitedSince: FiberRef.FiberRef<number> = FiberRef.unsafeMake(Infinity)
+interface CallStart {
+  unwaitedSince: number
+}
 
-const noteWait = FiberRef.set(unwaitedSince, Infinity)
+const currentCall = Context.Reference<CallStart | undefined>("@sluice/http/SluiceHttpClient/currentCall", {
+  defaultValue: () => undefined
+})
+
+const noteWait = Effect.withFiber((fiber) => {
+  const call = fiber.getRef(currentCall)
+  if (call !== undefined) call.unwaitedSince = Infinity
+  return Effect.void
+})
 
 /**
  * A limiter's gate that notes on the calling fiber when the call queues for its permit
@@ -61,7 +79,7 @@ const noteWait = FiberRef.set(unwaitedSince, Infinity)
  */
 const noticingWaits = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E> => ({
   tryEnter: gate.tryEnter,
-  enter: (entry) => Effect.zipRight(noteWait, gate.enter(entry)),
+  enter: (entry) => Effect.andThen(noteWait, gate.enter(entry)),
   settle: gate.settle,
   isDrop: gate.isDrop
 })
@@ -71,29 +89,21 @@ type Guard = (
   self: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError>
 ) => Effect.Effect<HttpClientResponse.HttpClientResponse, C.ClientError>
 
-/** The two guards of one host: retried requests and requests tried once. */
-interface HostGuards {
+/** What the client keeps per host: its two guards (retried requests, requests tried once) and how it decodes. */
+interface Host {
   readonly retried: Guard
   readonly once: Guard
+  readonly decoding: decoder.DecodeOptions
 }
 
 /** @internal */
 export const hostOf = (request: HttpClientRequest.HttpClientRequest): string => Outgoing.hostOf(request.url)
 
-const signalsCounter = Metric.counter("sluice_http_client_throttle_signals", {
-  description: "responses carrying the throttle flag, by host",
-  incremental: true
-})
-
 const markTransport = (error: HttpClientError.HttpClientError): HttpClientError.HttpClientError =>
-  error._tag === "RequestError" && error.reason === "Transport" ? Errors.markRetryable(error) : error
+  error.reason._tag === "TransportError" ? Errors.markRetryable(error) : error
 
 type AttemptError =
-  | HttpClientError.HttpClientError
-  | DecodeError
-  | Errors.Overloaded
-  | Errors.Throttled
-  | import("effect/Cause").TimeoutException
+  HttpClientError.HttpClientError | DecodeError | Errors.Overloaded | Errors.Throttled | Cause.TimeoutError
 
 type ResolvedOptions = typeof ClientOptionsSchema.Type
 
@@ -205,66 +215,70 @@ const build = (
     })
     // Every request is `policy.around(gates)`: the host's throttle gate, then its limiter
     // gate (each when configured); the limiter's gate notes a wait for a permit, which the
-    // exchange's bound depends on. A host's composed guards are kept (bounded) because
-    // composing them allocates closures and handlers the success path would otherwise pay
-    // for on every request.
-    const hosts = BoundedMap.make<string, HostGuards>({ capacity: MAX_HOSTS })
-    const guardsOf = (key: string): HostGuards => {
+    // exchange's bound depends on. A host's composed guards, and the series of its throttle
+    // signals, are kept (bounded) because building them allocates closures, handlers and
+    // attribute sets the success path would otherwise pay for on every request.
+    const hosts = BoundedMap.make<string, Host>({ capacity: MAX_HOSTS })
+    const hostFor = (key: string): Host => {
       const gates: Array<Admission.Gate<any, Errors.Throttled | Errors.Overloaded>> = []
       if (throttle !== undefined) gates.push(throttle.gate(key))
       if (limiters !== undefined) gates.push(noticingWaits(limiters.gate(key)))
-      return { retried: retrying.around(gates), once: once.around(gates) }
-    }
-
-    const decoding = (key: string): decoder.DecodeOptions => ({
-      retryableStatuses: retryable,
-      bodyTimeout: errorBodyTimeout,
-      onThrottle: (throttled) => {
-        if (throttled) signalsCounter.unsafeUpdate(1, [MetricLabel.make("host", key)])
-        if (signals !== undefined) signals.unsafePublish(key, throttled)
+      const throttleSignals = Metric.counter("sluice_http_client_throttle_signals", {
+        description: "responses carrying the throttle flag, by host",
+        incremental: true,
+        attributes: { host: key }
+      })
+      return {
+        retried: retrying.around(gates),
+        once: once.around(gates),
+        decoding: {
+          retryableStatuses: retryable,
+          bodyTimeout: errorBodyTimeout,
+          onThrottle: (throttled) => {
+            // Called while the exchange's fiber decodes: its registry holds the series.
+            if (throttled) throttleSignals.updateUnsafe(1, Fiber.getCurrent()?.context ?? Context.empty())
+            if (signals !== undefined) signals.unsafePublish(key, throttled)
+          }
+        }
       }
-    })
+    }
 
     const exchange = (
       request: HttpClientRequest.HttpClientRequest,
-      key: string
+      host: Host
     ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> =>
-      Effect.withFiberRuntime((fiber) => {
+      Effect.withFiber((fiber) => {
         // Inside the retry loop: the attempt number is the policy's, the level the caller's.
+        const attempt = fiber.getRef(Retry.currentAttempt)
         const outgoing = HttpClientRequest.setHeaders(request, {
-          [names.criticality]: fiber.getFiberRef(Criticality.currentCriticality),
-          [names.attempt]: String(fiber.getFiberRef(Retry.currentAttempt))
+          [names.criticality]: fiber.getRef(Criticality.currentCriticality),
+          [names.attempt]: String(attempt)
         })
         const send: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> = Effect.flatMap(
           Effect.mapError(platform.execute(outgoing), markTransport),
-          (response) => Effect.as(decoder.decode(response, settings, json, decoding(key)), response)
+          (response) => Effect.as(decoder.decode(response, settings, json, host.decoding), response)
         )
         // The attempt's own bound, or none under a deadline that was partly spent waiting
         // (`AttemptBound.attempt`): then the deadline's timer interrupts the exchange.
         const bound = AttemptBound.attempt({
           attemptTimeout,
-          deadline: fiber.getFiberRef(Retry.currentDeadline),
-          now: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis(),
-          unwaitedSince: fiber.getFiberRef(unwaitedSince),
-          attempt: fiber.getFiberRef(Retry.currentAttempt)
+          deadline: fiber.getRef(Retry.currentDeadline),
+          now: fiber.getRef(Clock.Clock).currentTimeMillisUnsafe(),
+          unwaitedSince: fiber.getRef(currentCall)?.unwaitedSince ?? Infinity,
+          attempt
         })
         return bound === undefined ? send : Effect.timeout(send, Duration.millis(bound))
       })
 
-    const guarded = (request: HttpClientRequest.HttpClientRequest, retry: boolean, key: string) => {
-      const host = hosts.getOrCreate(key, guardsOf)
-      return (retry ? host.retried : host.once)(exchange(request, key))
-    }
-
     const execute = (request: HttpClientRequest.HttpClientRequest) =>
-      Effect.withFiberRuntime<HttpClientResponse.HttpClientResponse, C.ClientError>((fiber) => {
+      Effect.withFiber<HttpClientResponse.HttpClientResponse, C.ClientError>((fiber) => {
         const retry = Outgoing.isRetried(
           request.method,
-          fiber.getFiberRef(allowRetries),
+          fiber.getRef(allowRetries),
           config.retryNonIdempotent
         )
-        const key = keyOf(request)
-        const call = guarded(request, retry, key)
+        const host = hosts.getOrCreate(keyOf(request), hostFor)
+        const call = (retry ? host.retried : host.once)(exchange(request, host))
         if (timeout === undefined) return call
         // `timeout` bounds the whole call: the wait for a permit, every attempt, the backoff
         // between them and any error body. An exchange given its whole attempt bound times
@@ -272,24 +286,21 @@ const build = (
         // still waiting or was sent with less time than that. The deadline is also the
         // retry policy's: no retry is scheduled that could not start before it. An
         // enclosing caller's earlier deadline stays the one that counts.
-        const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-        const { deadline, left, timer } = AttemptBound.call(
-          now,
-          timeout,
-          fiber.getFiberRef(Retry.currentDeadline)
+        const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+        const { deadline, left, timer } = AttemptBound.call(now, timeout, fiber.getRef(Retry.currentDeadline))
+        const bounded = call.pipe(
+          Effect.provideService(currentCall, { unwaitedSince: now }),
+          Effect.provideService(Retry.currentDeadline, deadline)
         )
-        const bounded = Effect.locally(
-          Effect.locally(call, unwaitedSince, now),
-          Retry.currentDeadline,
-          deadline
-        )
-        return Effect.timeoutFail(bounded, {
+        return Effect.timeoutOrElse(bounded, {
           duration: Duration.millis(timer),
-          onTimeout: () =>
-            new Errors.DontRetry({
-              reason: "timeout",
-              cause: new Errors.Overloaded({ reason: `deadline of ${left} ms`, origin: "local" })
-            })
+          orElse: () =>
+            Effect.fail(
+              new Errors.DontRetry({
+                reason: "timeout",
+                cause: new Errors.Overloaded({ reason: `deadline of ${left} ms`, origin: "local" })
+              })
+            )
         })
       })
 
@@ -298,26 +309,3 @@ const build = (
       Effect.succeed
     )
   })
-
-/** @internal */
-export const SluiceHttpClient = Context.GenericTag<C.SluiceHttpClient, C.Client>(
-  "@sluice/http/SluiceHttpClient"
-)
-
-/** @internal */
-export const layer = (
-  options?: C.ClientOptions
-): Layer.Layer<
-  C.SluiceHttpClient,
-  Options.InvalidOptions,
-  | HttpClient.HttpClient
-  | AdaptiveThrottle.AdaptiveThrottle
-  | ConcurrencyLimiter.ConcurrencyLimiter
-  | RetryBudget.RetryBudget
-> => Layer.effect(SluiceHttpClient, make(options))
-
-/** @internal */
-export const layerDefault = (
-  options?: C.DefaultOptions
-): Layer.Layer<C.SluiceHttpClient, Options.InvalidOptions, HttpClient.HttpClient> =>
-  Layer.effect(SluiceHttpClient, makeDefault(options))

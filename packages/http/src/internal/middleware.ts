@@ -1,8 +1,3 @@
-import type * as HttpApp from "@effect/platform/HttpApp"
-import * as HttpBody from "@effect/platform/HttpBody"
-import * as HttpServerError from "@effect/platform/HttpServerError"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
@@ -19,37 +14,55 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as ErrorReporter from "effect/ErrorReporter"
+import * as Fiber from "effect/Fiber"
+import * as HttpBody from "effect/http/HttpBody"
+import * as HttpServerError from "effect/http/HttpServerError"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
-import * as MetricLabel from "effect/MetricLabel"
+import * as Result from "effect/Result"
+import type { ConcurrencyLimiter } from "@sluice/adaptive"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
-import * as protocol from "./protocol.js"
-import * as trustPolicy from "./trust.js"
 import type {
   BackpressureOptions,
   CriticalityOptions,
+  HttpApp,
   LoadShedOptions,
   QuotaOptions,
   RetryGuardOptions
 } from "../Middleware.js"
+import * as protocol from "./protocol.js"
+import * as trustPolicy from "./trust.js"
 
 /** @internal */
 export const isSluiceError = protocol.isSluiceError
 
-const rejected = Metric.counter("sluice_http_server_rejected", {
-  description: "requests the Sluice middleware answered with a refusal, by reason",
-  incremental: true
-})
 type Reason = Errors.SluiceError["_tag"] | "Sampled"
-const reasonTags = Object.fromEntries(
-  (["Overloaded", "QuotaExceeded", "Throttled", "CircuitOpen", "DontRetry", "Sampled"] as const).map((r) => [
-    r,
-    [MetricLabel.make("reason", r)]
-  ])
-) as unknown as Record<Reason, ReadonlyArray<MetricLabel.MetricLabel>>
 
-/** @internal */
-export const countRejection = (reason: Reason): void => rejected.unsafeUpdate(1, reasonTags[reason])
+// One series per reason, built up front: an update then costs no attribute merge.
+const rejected = Object.fromEntries(
+  (["Overloaded", "QuotaExceeded", "Throttled", "CircuitOpen", "DontRetry", "Sampled"] as const).map(
+    (reason) => [
+      reason,
+      Metric.counter("sluice_http_server_rejected", {
+        description: "requests the Sluice middleware answered with a refusal, by reason",
+        incremental: true,
+        attributes: { reason }
+      })
+    ]
+  )
+) as Record<Reason, Metric.Counter<number>>
+
+/**
+ * Counts a refusal in the registry of the fiber that answers it (`errorResponse` is a plain
+ * function, called from the middleware's effects), or in the default one outside a fiber.
+ *
+ * @internal
+ */
+export const countRejection = (reason: Reason): void =>
+  rejected[reason].updateUnsafe(1, Fiber.getCurrent()?.context ?? Context.empty())
 
 /** @internal */
 export const errorResponse = (
@@ -65,40 +78,41 @@ export const errorResponse = (
       ? { _tag: "DontRetry" as const, reason: error.reason }
       : decoded
   const { status, headers } = ErrorResponse.answer(answered, settings.headers)
-  return HttpServerResponse.unsafeJson(ErrorBody.encode(decoded), { status, headers })
+  return HttpServerResponse.jsonUnsafe(ErrorBody.encode(decoded), { status, headers })
 }
 
 /** @internal */
-export const mapErrors = <E, R>(
-  app: HttpApp.Default<E, R>
-): HttpApp.Default<Exclude<E, Errors.SluiceError>, R> =>
-  Effect.catchIf(
-    app,
-    (e): e is Extract<E, Errors.SluiceError> => isSluiceError(e),
-    (e) =>
-      Effect.map(WireProtocol, (settings) => errorResponse(e, settings)).pipe(
-        Effect.withSpan("sluice.http.map_error", { captureStackTrace: false, attributes: { error: e._tag } })
-      )
-  ) as any
+export const mapErrors = <E, R>(app: HttpApp<E, R>): HttpApp<Exclude<E, Errors.SluiceError>, R> =>
+  Effect.catch(app, (e) =>
+    isSluiceError(e)
+      ? Effect.map(WireProtocol, (settings) => errorResponse(e, settings)).pipe(
+          Effect.withSpan(
+            "sluice.http.map_error",
+            { attributes: { error: e._tag } },
+            { captureStackTrace: false }
+          )
+        )
+      : // not a Sluice error, which the compiler cannot narrow a type parameter by
+        Effect.fail(e as Exclude<E, Errors.SluiceError>)
+  )
 
 /** @internal */
 export const criticality =
   (options: CriticalityOptions = {}) =>
-  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
+  <E, R>(app: HttpApp<E, R>): HttpApp<E, R> => {
     const trust = options.trust ?? Trust.none
     const ceiling = options.ceiling ?? "CRITICAL"
     const fallback = options.default ?? "CRITICAL"
-    const trustedApp = Effect.locally(app, trustPolicy.currentCallerTrusted, true)
-    const untrustedApp = Effect.locally(app, trustPolicy.currentCallerTrusted, false)
-    return Effect.flatMap(
-      Effect.zip(HttpServerRequest.HttpServerRequest, WireProtocol),
-      ([request, settings]) => {
-        const trusted = Trust.evaluate(trust, request)
-        const header = Headers.headerValue(request.headers[settings.headers.criticality])
-        const level = Trust.level(header, trusted, ceiling, fallback)
-        return Effect.locally(trusted ? trustedApp : untrustedApp, Criticality.currentCriticality, level)
-      }
-    )
+    const trustedApp = Effect.provideService(app, trustPolicy.currentCallerTrusted, true)
+    const untrustedApp = Effect.provideService(app, trustPolicy.currentCallerTrusted, false)
+    return Effect.withFiber((fiber) => {
+      const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+      const settings = fiber.getRef(WireProtocol)
+      const trusted = Trust.evaluate(trust, request)
+      const header = Headers.headerValue(request.headers[settings.headers.criticality])
+      const level = Trust.level(header, trusted, ceiling, fallback)
+      return Effect.provideService(trusted ? trustedApp : untrustedApp, Criticality.currentCriticality, level)
+    })
   }
 
 // ---- quota -----------------------------------------------------------------
@@ -106,45 +120,42 @@ export const criticality =
 /** @internal */
 export const quota =
   (options: QuotaOptions) =>
-  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | Quota.Quota> => {
+  <E, R>(app: HttpApp<E, R>): HttpApp<E, R | Quota.Quota> => {
     const withHeaders = options.headers !== false
-    return Effect.flatMap(
-      Effect.zip(HttpServerRequest.HttpServerRequest, Effect.context<Quota.Quota>()),
-      ([request, context]) => {
-        let client: string | undefined
-        let cost = 1
-        try {
-          client = options.client(request)
-          if (options.cost !== undefined) cost = options.cost(request)
-        } catch {
-          client = undefined
-        }
-        if (client === undefined) return app
-        if (!Number.isInteger(cost) || cost < 1) cost = 1
-        const service = Context.get(context, Quota.Quota)
-        return Effect.flatMap(
-          // the cost is a positive integer here, which check never refuses
-          Effect.zip(Effect.orDie(service.check(client, { cost })), WireProtocol),
-          ([decision, settings]) => {
-            const headers = withHeaders ? QuotaHeaders.of(decision, settings.headers) : {}
-            if (!decision.allowed) {
-              const error = Quota.toQuotaExceeded(decision)
-              // a cost no tier can ever hold has an infinite retryAfter: no Retry-After, "don't retry"
-              const denied = HttpServerResponse.setHeaders(errorResponse(error, settings), headers)
-              return Effect.succeed(denied).pipe(
-                Effect.withSpan("sluice.http.quota_denied", {
-                  captureStackTrace: false,
-                  attributes: { client, tier: error.tier }
-                })
-              )
-            }
-            return withHeaders
-              ? Effect.map(app, (response) => HttpServerResponse.setHeaders(response, headers))
-              : app
-          }
-        )
+    return Effect.withFiber((fiber) => {
+      const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+      let client: string | undefined
+      let cost = 1
+      try {
+        client = options.client(request)
+        if (options.cost !== undefined) cost = options.cost(request)
+      } catch {
+        client = undefined
       }
-    )
+      if (client === undefined) return app
+      if (!Number.isInteger(cost) || cost < 1) cost = 1
+      const service = Context.getUnsafe(fiber.context, Quota.Quota)
+      const settings = fiber.getRef(WireProtocol)
+      // the cost is a positive integer here, which check never refuses
+      return Effect.flatMap(Effect.orDie(service.check(client, { cost })), (decision) => {
+        const headers = withHeaders ? QuotaHeaders.of(decision, settings.headers) : {}
+        if (!decision.allowed) {
+          const error = Quota.toQuotaExceeded(decision)
+          // a cost no tier can ever hold has an infinite retryAfter: no Retry-After, "don't retry"
+          const denied = HttpServerResponse.setHeaders(errorResponse(error, settings), headers)
+          return Effect.succeed(denied).pipe(
+            Effect.withSpan(
+              "sluice.http.quota_denied",
+              { attributes: { client, tier: error.tier } },
+              { captureStackTrace: false }
+            )
+          )
+        }
+        return withHeaders
+          ? Effect.map(app, (response) => HttpServerResponse.setHeaders(response, headers))
+          : app
+      })
+    })
   }
 
 // ---- backpressure ------------------------------------------------------------
@@ -158,20 +169,28 @@ export const addJsonAttribute = (
 ): HttpServerResponse.HttpServerResponse => {
   const body = response.body
   if (body._tag !== "Uint8Array" || !body.contentType.toLowerCase().includes("json")) return response
-  const marked = Verdict.markBodyThrottle(decoder.decode(body.body), attribute)
+  const marked = Verdict.markBodyThrottle(body.text ?? decoder.decode(body.body), attribute)
   return marked === undefined
     ? response
-    : HttpServerResponse.setBody(response, HttpBody.unsafeJson(marked, body.contentType))
+    : HttpServerResponse.setBody(response, HttpBody.jsonUnsafe(marked, body.contentType))
 }
 
 /** @internal */
-export const backpressure =
-  (options: BackpressureOptions) =>
-  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | ThresholdMonitor.ThresholdMonitor> => {
-    const operationOf =
-      typeof options.operation === "string" ? () => options.operation as string : options.operation
-    const withMonitor = (monitor: ThresholdMonitor.Service) =>
-      Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, WireProtocol), ([request, settings]) => {
+export function backpressure(
+  options: BackpressureOptions & { readonly monitor: ThresholdMonitor.Service }
+): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R>
+/** @internal */
+export function backpressure(
+  options: BackpressureOptions
+): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R | ThresholdMonitor.ThresholdMonitor>
+export function backpressure(options: BackpressureOptions) {
+  const operationOf =
+    typeof options.operation === "string" ? () => options.operation as string : options.operation
+  return <E, R>(app: HttpApp<E, R>): HttpApp<E, R | ThresholdMonitor.ThresholdMonitor> => {
+    const withMonitor = (monitor: ThresholdMonitor.Service): HttpApp<E, R> =>
+      Effect.withFiber((fiber) => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        const settings = fiber.getRef(WireProtocol)
         let operation: string
         try {
           operation = operationOf(request)
@@ -193,6 +212,7 @@ export const backpressure =
     if (options.monitor !== undefined) return withMonitor(options.monitor)
     return Effect.flatMap(ThresholdMonitor.ThresholdMonitor, withMonitor)
   }
+}
 
 // ---- sample --------------------------------------------------------------------
 
@@ -202,24 +222,39 @@ const noContent = Effect.sync(() => {
 })
 
 /** @internal */
-export const sample =
-  (sampler?: ProportionalSampler.Service) =>
-  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | ProportionalSampler.ProportionalSampler> =>
+export function sample(sampler: ProportionalSampler.Service): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R>
+/** @internal */
+export function sample(): <E, R>(
+  app: HttpApp<E, R>
+) => HttpApp<E, R | ProportionalSampler.ProportionalSampler>
+export function sample(sampler?: ProportionalSampler.Service) {
+  return <E, R>(app: HttpApp<E, R>): HttpApp<E, R | ProportionalSampler.ProportionalSampler> =>
     sampler !== undefined
       ? sampler.withSampler(app, noContent)
       : Effect.flatMap(ProportionalSampler.ProportionalSampler, (s) => s.withSampler(app, noContent))
+}
 
 // ---- loadShed -------------------------------------------------------------------
 
 /** @internal */
-export const loadShed =
-  (options: LoadShedOptions = {}) =>
-  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | LoadShedder.LoadShedder> => {
-    // The handler's own failures travel in an Either so that only the shedder's and
-    // the limiter's refusals become a 503 here; an `Overloaded` from a downstream
-    // call stays the handler's failure.
-    const inner = Effect.either(app)
-    const guarded = (shedder: LoadShedder.Service | undefined) => {
+export function loadShed(
+  options: LoadShedOptions & { readonly shedder: LoadShedder.Service }
+): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R>
+/** @internal */
+export function loadShed(
+  options: LoadShedOptions & { readonly limiter: ConcurrencyLimiter.Limiter }
+): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R>
+/** @internal */
+export function loadShed(
+  options?: LoadShedOptions
+): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R | LoadShedder.LoadShedder>
+export function loadShed(options: LoadShedOptions = {}) {
+  return <E, R>(app: HttpApp<E, R>): HttpApp<E, R | LoadShedder.LoadShedder> => {
+    // The handler's own failures travel in a Result so that only the shedder's and the
+    // limiter's refusals become a 503 here; an `Overloaded` from a downstream call stays
+    // the handler's failure.
+    const inner = Effect.result(app)
+    const guarded = (shedder: LoadShedder.Service | undefined): HttpApp<E, R> => {
       // Shedder outside, limiter inside, entered in one step (`Admission.guard`).
       const gates: Array<Admission.Gate<unknown, Errors.Overloaded>> = []
       if (shedder !== undefined) gates.push(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>)
@@ -229,13 +264,14 @@ export const loadShed =
       return Effect.matchEffect(effect, {
         onFailure: (error) =>
           Effect.map(WireProtocol, (settings) => errorResponse(error, settings)).pipe(
-            Effect.withSpan("sluice.http.shed", {
-              captureStackTrace: false,
-              attributes: { reason: error.reason }
-            })
+            Effect.withSpan(
+              "sluice.http.shed",
+              { attributes: { reason: error.reason } },
+              { captureStackTrace: false }
+            )
           ),
-        onSuccess: (either): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
-          either._tag === "Right" ? Effect.succeed(either.right) : Effect.fail(either.left)
+        onSuccess: (result): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
+          Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(result.failure)
       })
     }
     if (options.shedder !== undefined) return guarded(options.shedder)
@@ -247,25 +283,26 @@ export const loadShed =
     }
     return Effect.flatMap(LoadShedder.LoadShedder, guarded)
   }
+}
 
 // ---- retryGuard -------------------------------------------------------------------
 
 /** @internal */
-export const retryGuard =
-  (options: RetryGuardOptions = {}) =>
-  <E, R>(
-    app: HttpApp.Default<E, R>
-  ): HttpApp.Default<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram> => {
+export function retryGuard(
+  options: RetryGuardOptions & { readonly histogram: RetryHistogram.Service }
+): <E, R>(app: HttpApp<E, R>) => HttpApp<E | Errors.DontRetry, R>
+/** @internal */
+export function retryGuard(
+  options?: RetryGuardOptions
+): <E, R>(app: HttpApp<E, R>) => HttpApp<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram>
+export function retryGuard(options: RetryGuardOptions = {}) {
+  return <E, R>(app: HttpApp<E, R>): HttpApp<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram> => {
     const trust = options.trust
-    const guarded = (histogram: RetryHistogram.Service) =>
-      Effect.withFiberRuntime<
-        HttpServerResponse.HttpServerResponse,
-        E | Errors.DontRetry,
-        R | HttpServerRequest.HttpServerRequest
-      >((fiber) => {
-        const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
-        const settings = Context.get(fiber.currentContext, WireProtocol)
-        const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    const guarded = (histogram: RetryHistogram.Service): HttpApp<E | Errors.DontRetry, R> =>
+      Effect.withFiber((fiber) => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        const settings = fiber.getRef(WireProtocol)
+        const clock = fiber.getRef(Clock.Clock)
         const attempt = Headers.parseAttempt(
           Headers.headerValue(request.headers[settings.headers.attempt]),
           settings.maxAttempt
@@ -275,16 +312,17 @@ export const retryGuard =
         const trusted =
           trust !== undefined
             ? Trust.evaluate(trust, request)
-            : fiber.getFiberRef(trustPolicy.currentCallerTrusted)
-        if (trusted) histogram.unsafeRecord(clock.unsafeCurrentTimeMillis(), attempt)
-        else histogram.unsafeRecordUntrusted(clock.unsafeCurrentTimeMillis(), attempt)
-        const rejecting = () => histogram.unsafeShouldRejectRetries(clock.unsafeCurrentTimeMillis())
+            : fiber.getRef(trustPolicy.currentCallerTrusted)
+        if (trusted) histogram.unsafeRecord(clock.currentTimeMillisUnsafe(), attempt)
+        else histogram.unsafeRecordUntrusted(clock.currentTimeMillisUnsafe(), attempt)
+        const rejecting = () => histogram.unsafeShouldRejectRetries(clock.currentTimeMillisUnsafe())
         const dontRetry = (response: HttpServerResponse.HttpServerResponse) =>
           Effect.succeed(HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")).pipe(
-            Effect.withSpan("sluice.http.dont_retry", {
-              captureStackTrace: false,
-              attributes: { attempt, status: response.status }
-            })
+            Effect.withSpan(
+              "sluice.http.dont_retry",
+              { attributes: { attempt, status: response.status } },
+              { captureStackTrace: false }
+            )
           )
         return Effect.matchCauseEffect(app, {
           onSuccess: (response) =>
@@ -292,9 +330,9 @@ export const retryGuard =
             // backends (us) are overloaded, so retries would only add load.
             response.status >= 500 && rejecting() ? dontRetry(response) : Effect.succeed(response),
           onFailure: (cause): Effect.Effect<HttpServerResponse.HttpServerResponse, E | Errors.DontRetry> => {
-            if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
-            const failure = Cause.failureOption(cause)
-            if (failure._tag === "Some" && isSluiceError(failure.value)) {
+            if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+            const failure = Cause.findErrorOption(cause)
+            if (Option.isSome(failure) && isSluiceError(failure.value)) {
               // Sluice errors keep their own mapping (`mapErrors`, outside); the retryable
               // ones become terminal while retries dominate.
               const error = failure.value
@@ -303,14 +341,15 @@ export const retryGuard =
               return Effect.fail(new Errors.DontRetry({ reason: "server", cause: error }))
             }
             if (!rejecting()) return Effect.failCause(cause)
-            // Any other failure or defect: the response the platform would send
-            // (500 for a plain error, 404 for a missing route, ...) decided here, so
-            // that a 5xx carries "don't retry" too. The cause stays for the server's
-            // logger; the platform sends the response it ends with.
+            // Any other failure or defect: the response the server would send (500 for a
+            // plain error, 404 for a missing route, ...) decided here, so that a 5xx
+            // carries "don't retry" too, and the cause reported as the server reports it.
+            // The response is a success: a failure carrying it as a defect would turn every
+            // typed failure beside it into a defect for the middleware outside.
             return Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
-              Effect.flatMap(
-                response.status >= 500 ? dontRetry(response) : Effect.succeed(response),
-                (final) => Effect.failCause(Cause.sequential(rest, Cause.die(final)))
+              Effect.andThen(
+                ErrorReporter.report(rest),
+                response.status >= 500 ? dontRetry(response) : Effect.succeed(response)
               )
             )
           }
@@ -319,3 +358,4 @@ export const retryGuard =
     if (options.histogram !== undefined) return guarded(options.histogram)
     return Effect.flatMap(RetryHistogram.RetryHistogram, guarded)
   }
+}

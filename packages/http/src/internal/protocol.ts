@@ -2,7 +2,9 @@ import { Errors } from "@sluice/core"
 import * as errorBody from "@sluice/kernel/wire/ErrorBody"
 import * as RateLimit from "@sluice/kernel/wire/RateLimit"
 import * as RetryAfter from "@sluice/kernel/wire/RetryAfter"
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
+import * as HttpClientError from "effect/http/HttpClientError"
 import * as Option from "effect/Option"
 import type { RateLimitTier } from "../Protocol.js"
 
@@ -10,7 +12,7 @@ import type { RateLimitTier } from "../Protocol.js"
 export const parseRetryAfter = (
   value: string | null | undefined,
   nowMillis: number,
-  max?: Duration.DurationInput
+  max?: Duration.Input
 ): Option.Option<Duration.Duration> => {
   const maxMillis = max === undefined ? RetryAfter.DEFAULT_MAX_MILLIS : Duration.toMillis(max)
   const millis = RetryAfter.parseMillis(value, nowMillis, maxMillis)
@@ -18,7 +20,7 @@ export const parseRetryAfter = (
 }
 
 /** @internal */
-export const formatRetryAfter = (duration: Duration.DurationInput): string =>
+export const formatRetryAfter = (duration: Duration.Input): string =>
   RetryAfter.format(Duration.toMillis(duration))
 
 const toKernelTier = (t: RateLimitTier): RateLimit.Tier => ({
@@ -85,6 +87,22 @@ const causeToDecoded = (
   }
 }
 
+const requestReasons: ReadonlySet<string> = new Set(["TransportError", "EncodeError", "InvalidUrlError"])
+
+/**
+ * The name a cause that is not Sluice's goes by on the wire. Effect 4 renamed the errors a
+ * client gives up on: `TimeoutException` is `TimeoutError`, and a request or response failure
+ * is one `HttpClientError` whose `reason` says which. The names of the Effect 3 line are sent
+ * (`TimeoutException`, `RequestError`, `ResponseError`), so a body reads the same whichever line
+ * wrote it.
+ */
+const wireCause = (cause: unknown): unknown => {
+  if (Cause.isTimeoutError(cause)) return { _tag: "TimeoutException" }
+  if (HttpClientError.isHttpClientError(cause))
+    return { _tag: requestReasons.has(cause.reason._tag) ? "RequestError" : "ResponseError" }
+  return cause
+}
+
 /**
  * What a `DontRetry` gave up on, as the body says it. A Sluice error is kept whole (a nested
  * `DontRetry` stands for its own cause); anything else is named by its tag only
@@ -94,7 +112,7 @@ const dontRetryCause = (cause: unknown): errorBody.DecodedCause | undefined => {
   let current = cause
   for (let depth = 0; depth < 4 && current instanceof Errors.DontRetry; depth++) current = current.cause
   if (current === undefined || current instanceof Errors.DontRetry) return undefined
-  return isSluiceCause(current) ? causeToDecoded(current) : errorBody.foreignCause(current)
+  return isSluiceCause(current) ? causeToDecoded(current) : errorBody.foreignCause(wireCause(current))
 }
 
 /** @internal */

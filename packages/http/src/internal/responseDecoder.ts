@@ -56,10 +56,9 @@ export const decode = <Res extends Decodable>(
       const body =
         options.bodyTimeout === undefined
           ? text
-          : Effect.timeoutTo(text, {
+          : Effect.timeoutOrElse(text, {
               duration: options.bodyTimeout,
-              onTimeout: () => "",
-              onSuccess: (t) => t
+              orElse: () => Effect.succeed("")
             })
       return Effect.flatMap(body, (b) => Effect.fail(toError(Wire.withBody(error, b, maxRetryAfter))))
     }

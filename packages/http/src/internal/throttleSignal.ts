@@ -10,13 +10,13 @@ export const make = (capacity: number): Effect.Effect<ThrottleSignalService> =>
     const latest = new Map<string, boolean>()
     const unsafePublish = (key: string, throttled: boolean): void => {
       latest.set(key, throttled)
-      pubsub.unsafeOffer({ key, throttled })
+      PubSub.publishUnsafe(pubsub, { key, throttled })
     }
     return {
       unsafePublish,
       publish: (key, throttled) => Effect.sync(() => unsafePublish(key, throttled)),
       subscribe: PubSub.subscribe(pubsub),
       changes: Stream.fromPubSub(pubsub),
-      latest: (key) => Option.fromNullable(latest.get(key))
+      latest: (key) => Option.fromNullishOr(latest.get(key))
     }
   })

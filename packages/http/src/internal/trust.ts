@@ -1,9 +1,8 @@
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Options } from "@sluice/core"
 import * as Trust from "@sluice/kernel/wire/Trust"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
-import { globalValue } from "effect/GlobalValue"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { createHash, timingSafeEqual } from "node:crypto"
@@ -16,17 +15,16 @@ const RedactedString = Schema.declare(
 )
 
 const SharedSecretOptions = Schema.Struct({
-  secret: RedactedString.pipe(
-    Schema.filter((r) => Redacted.value(r).length >= Trust.MIN_SECRET_LENGTH, {
-      message: () => `expected a secret of at least ${Trust.MIN_SECRET_LENGTH} characters`
-    })
+  secret: RedactedString.check(
+    Schema.makeFilter((r) =>
+      Redacted.value(r).length >= Trust.MIN_SECRET_LENGTH
+        ? undefined
+        : `expected a secret of at least ${Trust.MIN_SECRET_LENGTH} characters`
+    )
   ),
-  header: Schema.optionalWith(
-    Schema.String.pipe(
-      Schema.filter(Trust.isHeaderName, { message: () => "expected a lower-case header name" })
-    ),
-    { default: () => Trust.DEFAULT_SECRET_HEADER }
-  )
+  header: Schema.String.check(
+    Schema.makeFilter((h) => (Trust.isHeaderName(h) ? undefined : "expected a lower-case header name"))
+  ).pipe(Schema.withDecodingDefaultType(Effect.succeed(Trust.DEFAULT_SECRET_HEADER)))
 })
 
 const digest = (value: string): Buffer => createHash("sha256").update(value, "utf8").digest()
@@ -59,13 +57,15 @@ export const unsafeSharedSecret = (options: T.SharedSecretOptions): T.TrustPolic
 export const peer =
   (predicate: (address: string) => boolean): T.TrustPolicy =>
   (request: HttpServerRequest.HttpServerRequest) =>
-    request.remoteAddress._tag === "Some" && predicate(request.remoteAddress.value) === true
+    // The socket's peer: a forwarding middleware replaces `remoteAddress` from a header a
+    // caller can write, never `peerAddress`.
+    request.peerAddress._tag === "Some" && predicate(request.peerAddress.value) === true
 
 /** @internal */
 export const loopback: T.TrustPolicy = peer(Trust.isLoopbackAddress)
 
 /** @internal */
-export const currentCallerTrusted: FiberRef.FiberRef<boolean> = globalValue(
-  Symbol.for("@sluice/http/Trust/currentCallerTrusted"),
-  () => FiberRef.unsafeMake(false)
+export const currentCallerTrusted: Context.Reference<boolean> = Context.Reference<boolean>(
+  "@sluice/http/Trust/currentCallerTrusted",
+  { defaultValue: () => false }
 )

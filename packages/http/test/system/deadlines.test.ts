@@ -17,7 +17,7 @@
  * - `sluice_concurrency_limiter_in_flight` (gauge, label `key = <host:port>`)
  *   holds the host's current in-flight count once the calls have settled.
  */
-import { HttpRouter, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
 import { LimitAlgorithm } from "@sluice/adaptive"
 import { Criticality } from "@sluice/core"
@@ -32,7 +32,8 @@ import {
   isTimeout,
   report,
   serve,
-  tally
+  tally,
+  routes
 } from "./harness.js"
 
 // A guard, not an assertion on time: far beyond every deadline below.
@@ -50,19 +51,20 @@ const neverEndingBody = (status: number, headers: Record<string, string> = {}) =
   )
 
 describe("system: the timeout bounds the whole call", () => {
-  it.scopedLive(
+  it.live(
     "a 503 / 429 whose body never comes: the call fails by its timeout and every permit returns",
     () => {
       const limit = 8
       return Effect.gen(function* () {
         const arrivals = new Arrivals()
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get("/busy", Effect.as(arrivals.record("busy"), neverEndingBody(503))),
-          HttpRouter.get(
+        const app = yield* routes(
+          HttpRouter.route("GET", "/busy", Effect.as(arrivals.record("busy"), neverEndingBody(503))),
+          HttpRouter.route(
+            "GET",
             "/quota",
             Effect.as(arrivals.record("quota"), neverEndingBody(429, { "retry-after": "0" }))
           ),
-          HttpRouter.get("/ok", Effect.as(arrivals.record("ok"), HttpServerResponse.text("ok")))
+          HttpRouter.route("GET", "/ok", Effect.as(arrivals.record("ok"), HttpServerResponse.text("ok")))
         )
         const { base, host } = yield* serve(app)
         const client = yield* SluiceHttpClient.SluiceHttpClient
@@ -123,36 +125,37 @@ describe("system: the timeout bounds the whole call", () => {
     }
   )
 
-  it.scopedLive("a call queued behind slow calls fails by its timeout, before the queue drains", () =>
+  it.live("a call queued behind slow calls fails by its timeout, before the queue drains", () =>
     Effect.gen(function* () {
       const arrivals = new Arrivals()
-      const app = HttpRouter.empty.pipe(
+      const app = yield* routes(
         // Each holder takes an eighth of the timeout: alone it would succeed.
-        HttpRouter.get(
+        HttpRouter.route(
+          "GET",
           "/slow",
-          Effect.zipRight(
+          Effect.andThen(
             arrivals.record("slow"),
             Effect.sleep("250 millis").pipe(
-              Effect.zipRight(Effect.sync(() => arrivals.add("served"))),
+              Effect.andThen(Effect.sync(() => arrivals.add("served"))),
               Effect.as(HttpServerResponse.text("ok"))
             )
           )
         ),
-        HttpRouter.get("/late", Effect.as(arrivals.record("late"), HttpServerResponse.text("ok")))
+        HttpRouter.route("GET", "/late", Effect.as(arrivals.record("late"), HttpServerResponse.text("ok")))
       )
       const { base } = yield* serve(app)
       const client = yield* SluiceHttpClient.SluiceHttpClient
 
       // CRITICAL holders keep arriving (10/s against a service of 4/s), so the queue ahead
       // of the SHEDDABLE late call never empties, however slow the machine is.
-      const fibers: Array<Fiber.RuntimeFiber<Option.Option<Exit.Exit<unknown, unknown>>>> = []
+      const fibers: Array<Fiber.Fiber<Option.Option<Exit.Exit<unknown, unknown>>>> = []
       let arriving = true
       const spawn = Effect.forkScoped(Effect.timeoutOption(Effect.exit(client.get(`${base}/slow`)), GUARD))
       fibers.push(yield* spawn)
-      const feeder = yield* Effect.fork(
+      const feeder = yield* Effect.forkChild(
         Effect.whileLoop({
           while: () => arriving,
-          body: () => Effect.zipRight(Effect.sleep("100 millis"), spawn),
+          body: () => Effect.andThen(Effect.sleep("100 millis"), spawn),
           step: (fiber) => void fibers.push(fiber)
         })
       )

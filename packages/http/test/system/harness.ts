@@ -7,14 +7,14 @@
  * API assumptions beyond today's code are listed at the top of each test file.
  */
 import { createServer } from "node:http"
-import { HttpServer, HttpServerRequest } from "@effect/platform"
-import type { HttpApp } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { SluiceHttpClient } from "@sluice/http"
 import { RetryBudget } from "@sluice/retry"
-import { Cause, Effect, Exit, Layer, Metric } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Metric } from "effect"
 import type { Scope } from "effect"
+import { HttpRouter, HttpServer, HttpServerRequest } from "effect/http"
+import type { HttpServerResponse } from "effect/http"
 
 /**
  * The client's options and those of its policies (`budget`, `throttle`, `limiter`,
@@ -46,13 +46,20 @@ export const clientLayer = ({ budget, limiter, throttle, ...options }: ClientOpt
   )
 
 /**
+ * The routes as one handler of the current request (a missing route fails with
+ * `RouteNotFound`), for Sluice's middleware to wrap as it wraps a whole router.
+ */
+export const routes = <const Routes extends ReadonlyArray<HttpRouter.Route<any, any>>>(...routes: Routes) =>
+  HttpRouter.toHttpEffect(HttpRouter.addAll(routes))
+
+/**
  * Serves `app` on 127.0.0.1, port chosen by the OS, for the life of the scope and
  * returns its base URL and the `host:port` the client keys its throttle and
  * limiter by. Connections still open when the scope closes (a response whose
  * body never ends) are destroyed first, so closing the server cannot hang.
  */
 export const serve = <E, R>(
-  app: HttpApp.Default<E, R>
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<
   { readonly base: string; readonly host: string },
   never,
@@ -67,12 +74,9 @@ export const serve = <E, R>(
     ).pipe(Effect.orDie)
     // Added after the server's own finalizer, so it runs before it.
     yield* Effect.addFinalizer(() => Effect.sync(() => node.closeAllConnections()))
-    const server = yield* Effect.provide(HttpServer.HttpServer, context)
-    const address = server.address
-    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("expected a TCP address")
-    const host = `127.0.0.1:${address.port}`
-    return { base: `http://${host}`, host }
-  }) as any
+    const base = HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+    return { base, host: new URL(base).host }
+  })
 
 /**
  * Server-side facts, counted by the test's own handlers: arrivals per route, the
@@ -122,8 +126,8 @@ export class Arrivals {
 // ---------------------------------------------------------------------------
 // metrics
 
-const matches = (pairTags: ReadonlyArray<{ key: string; value: string }>, tags: Record<string, string>) =>
-  Object.entries(tags).every(([k, v]) => pairTags.some((l) => l.key === k && l.value === v))
+const matches = (attributes: Metric.Metric.AttributeSet | undefined, tags: Record<string, string>) =>
+  Object.entries(tags).every(([k, v]) => attributes?.[k] === v)
 
 const numberOf = (state: unknown): number | undefined => {
   const s = state as { count?: unknown; value?: unknown }
@@ -133,28 +137,28 @@ const numberOf = (state: unknown): number | undefined => {
 }
 
 /**
- * The sum of a counter (or gauge) over every label set that carries `tags`
+ * The sum of a counter (or gauge) over every attribute set that carries `tags`
  * (e.g. `sluice_adaptive_throttle_throttled` of one host over all criticalities);
  * 0 when no such series exists yet.
  */
 export const metricSum = (name: string, tags: Record<string, string>): Effect.Effect<number> =>
-  Effect.map(Metric.snapshot, (pairs) => {
+  Effect.map(Metric.snapshot, (snapshots) => {
     let sum = 0
-    for (const pair of pairs) {
-      if (pair.metricKey.name !== name || !matches(pair.metricKey.tags, tags)) continue
-      sum += numberOf(pair.metricState) ?? 0
+    for (const snapshot of snapshots) {
+      if (snapshot.id !== name || !matches(snapshot.attributes, tags)) continue
+      sum += numberOf(snapshot.state) ?? 0
     }
     return sum
   })
 
-/** A gauge's current value for exactly these labels, `undefined` when never set. */
+/** A gauge's current value for exactly these attributes, `undefined` when never set. */
 export const gaugeValue = (name: string, tags: Record<string, string>): Effect.Effect<number | undefined> =>
-  Effect.map(Metric.snapshot, (pairs) => {
-    for (const pair of pairs) {
-      if (pair.metricKey.name !== name) continue
-      const labels = pair.metricKey.tags
-      if (labels.length === Object.keys(tags).length && matches(labels, tags))
-        return numberOf(pair.metricState)
+  Effect.map(Metric.snapshot, (snapshots) => {
+    for (const snapshot of snapshots) {
+      if (snapshot.id !== name) continue
+      const attributes = snapshot.attributes ?? {}
+      if (Object.keys(attributes).length === Object.keys(tags).length && matches(attributes, tags))
+        return numberOf(snapshot.state)
     }
     return undefined
   })
@@ -229,13 +233,13 @@ export const mentions = (error: unknown, text: string): boolean =>
   })
 
 /**
- * Whether the failure says the call ran out of time: a `TimeoutException`
- * somewhere in it, or a `DontRetry` / `Overloaded` whose reason names the
- * deadline (`"timeout"`, or the limiter's `"queue-timeout"`).
+ * Whether the failure says the call ran out of time: a `Cause.TimeoutError`
+ * (Effect 3's `TimeoutException`) somewhere in it, or a `DontRetry` / `Overloaded`
+ * whose reason names the deadline (`"timeout"`, or the limiter's `"queue-timeout"`).
  */
 export const isTimeout = (error: unknown): boolean =>
   chainOf(error).some((e) => {
-    if (tagOf(e) === "TimeoutException") return true
+    if (Cause.isTimeoutError(e)) return true
     const reason = (e as { readonly reason?: unknown }).reason
     return reason === "timeout" || reason === "queue-timeout"
   })
@@ -243,7 +247,7 @@ export const isTimeout = (error: unknown): boolean =>
 /** The typed failure of an exit (`undefined` for a success or an interruption). */
 export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined => {
   if (Exit.isSuccess(exit)) return undefined
-  const failure = Cause.failureOption(exit.cause)
+  const failure = Cause.findErrorOption(exit.cause)
   return failure._tag === "Some" ? failure.value : undefined
 }
 

@@ -12,13 +12,13 @@
  * quota reaches A as a `QuotaExceeded` with C's tier and limit and a retry hint no earlier
  * than C's; and B, which already retried, makes A retry nothing.
  */
-import { HttpClient, HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Errors } from "@sluice/core"
 import { Middleware, Protocol, SluiceHttpClient } from "@sluice/http"
 import { Duration, Effect, Layer, Schedule } from "effect"
-import { Arrivals, chainOf, clientLayer, describeError, failureOf, report, serve } from "./harness.js"
+import { HttpClient, HttpRouter, HttpServerResponse } from "effect/http"
+import { Arrivals, chainOf, clientLayer, describeError, failureOf, report, routes, serve } from "./harness.js"
 
 // Longer than the 200 characters a foreign body's text is cut to, with quotes and braces in it.
 const REASON =
@@ -33,25 +33,31 @@ const QUOTA = new Errors.QuotaExceeded({
 })
 
 const tierC = (arrivals: Arrivals) =>
-  HttpRouter.empty.pipe(
-    HttpRouter.get(
-      "/busy",
-      Effect.zipRight(arrivals.record("busy"), Effect.fail(new Errors.Overloaded({ reason: REASON })))
+  Effect.map(
+    routes(
+      HttpRouter.route(
+        "GET",
+        "/busy",
+        Effect.andThen(arrivals.record("busy"), Effect.fail(new Errors.Overloaded({ reason: REASON })))
+      ),
+      HttpRouter.route("GET", "/quota", Effect.andThen(arrivals.record("quota"), Effect.fail(QUOTA)))
     ),
-    HttpRouter.get("/quota", Effect.zipRight(arrivals.record("quota"), Effect.fail(QUOTA))),
     Middleware.mapErrors
   )
 
 const tierB = (arrivals: Arrivals, client: SluiceHttpClient.Client, c: string) =>
-  HttpRouter.empty.pipe(
-    HttpRouter.get(
-      "/:route",
-      Effect.gen(function* () {
-        const { route } = yield* HttpRouter.params
-        yield* arrivals.record(route!)
-        const response = yield* client.get(`${c}/${route}`)
-        return HttpServerResponse.text(yield* response.text)
-      })
+  Effect.map(
+    routes(
+      HttpRouter.route(
+        "GET",
+        "/:route",
+        Effect.gen(function* () {
+          const { route } = yield* HttpRouter.params
+          yield* arrivals.record(route!)
+          const response = yield* client.get(`${c}/${route}`)
+          return HttpServerResponse.text(yield* response.text)
+        })
+      )
     ),
     Middleware.mapErrors
   )
@@ -71,16 +77,16 @@ const stack = (bOptions: SluiceHttpClient.DefaultOptions) =>
   Effect.gen(function* () {
     const atC = new Arrivals()
     const atB = new Arrivals()
-    const c = yield* serve(tierC(atC))
+    const c = yield* serve(yield* tierC(atC))
     // B's platform client lives as long as the test's scope, like B's server.
     const undici = yield* Layer.build(NodeHttpClient.layerUndici)
     const clientB = yield* SluiceHttpClient.makeDefault(bOptions).pipe(Effect.provide(undici), Effect.orDie)
-    const b = yield* serve(tierB(atB, clientB, c.base))
+    const b = yield* serve(yield* tierB(atB, clientB, c.base))
     return { atB, atC, b: b.base }
   })
 
 describe("system: what crosses the hops A → B → C", () => {
-  it.scopedLive("C's reason reaches A as C wrote it: no JSON inside JSON, nothing cut off", () =>
+  it.live("C's reason reaches A as C wrote it: no JSON inside JSON, nothing cut off", () =>
     Effect.gen(function* () {
       const { atB, atC, b } = yield* stack({ name: "hops-b-busy", ...fast })
       const client = yield* SluiceHttpClient.SluiceHttpClient
@@ -109,7 +115,7 @@ describe("system: what crosses the hops A → B → C", () => {
     }).pipe(Effect.provide(clientLayer({ name: "hops-a-busy", ...fast })))
   )
 
-  it.scopedLive(
+  it.live(
     "C's 429 + Retry-After reaches A as a QuotaExceeded with C's tier, limit and a hint no earlier than C's",
     () =>
       Effect.gen(function* () {

@@ -12,7 +12,7 @@
  *   carry `key = <host:port>` and `criticality`; the probability gauge holds the
  *   probability the throttle computed for the latest request it admitted.
  */
-import { HttpRouter, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
 import { LimitAlgorithm } from "@sluice/adaptive"
 import { SluiceHttpClient } from "@sluice/http"
@@ -26,20 +26,22 @@ import {
   gaugeValue,
   report,
   serve,
-  tally
+  tally,
+  routes
 } from "./harness.js"
 
 describe("system: local refusals and cancellations are not backend overload", () => {
-  it.scopedLive(
+  it.live(
     "a tiny client limit against a healthy server: queue-full refusals fail the call, nothing else (no Throttled, no retry, no budget)",
     () => {
       const name = "system-tiny-limit"
       return Effect.gen(function* () {
         const arrivals = new Arrivals()
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get(
+        const app = yield* routes(
+          HttpRouter.route(
+            "GET",
             "/items",
-            Effect.zipRight(
+            Effect.andThen(
               arrivals.record("items"),
               Effect.as(Effect.sleep("20 millis"), HttpServerResponse.text("ok"))
             )
@@ -99,21 +101,22 @@ describe("system: local refusals and cancellations are not backend overload", ()
     }
   )
 
-  it.scopedLive(
+  it.live(
     "callers interrupt 80% of calls to a slow but healthy server: the throttle stays at 0, later calls are never Throttled",
     () => {
       const name = "system-cancellations"
       return Effect.gen(function* () {
         const arrivals = new Arrivals()
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get(
+        const app = yield* routes(
+          HttpRouter.route(
+            "GET",
             "/slow",
-            Effect.zipRight(
+            Effect.andThen(
               arrivals.record("slow"),
               Effect.as(Effect.sleep("300 millis"), HttpServerResponse.text("ok"))
             )
           ),
-          HttpRouter.get("/fast", Effect.as(arrivals.record("fast"), HttpServerResponse.text("ok")))
+          HttpRouter.route("GET", "/fast", Effect.as(arrivals.record("fast"), HttpServerResponse.text("ok")))
         )
         const { base, host } = yield* serve(app)
         const client = yield* SluiceHttpClient.SluiceHttpClient
@@ -169,7 +172,7 @@ describe("system: local refusals and cancellations are not backend overload", ()
         expect(later.throttled, summary).toBe(0)
         expect(delta.throttled, summary).toBe(0)
         expect(probability ?? 0, summary).toBe(0)
-        // The callers did give up on most calls (the TimeoutException of their own timeout).
+        // The callers did give up on most calls (the TimeoutError of their own timeout).
         expect(before.failed + before.throttled, summary).toBeGreaterThanOrEqual(100)
         // Cancellations are not retried.
         expect(arrivals.retries, summary).toBe(0)

@@ -20,7 +20,7 @@
  * - `sluice_retry_retries` and `sluice_retry_budget_withdrawals` carry
  *   `policy = <client name>`.
  */
-import { HttpClient, HttpRouter, HttpServerResponse } from "@effect/platform"
+import { HttpClient, HttpRouter, HttpServerResponse } from "effect/http"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
@@ -38,7 +38,8 @@ import {
   isTimeout,
   report,
   serve,
-  tally
+  tally,
+  routes
 } from "./harness.js"
 
 // A guard, not an assertion on time: far beyond every deadline below.
@@ -86,21 +87,22 @@ const worstLateness = (
 }
 
 describe("system: the client's own waits and deadline are not backend overload", () => {
-  it.scopedLive(
+  it.live(
     "waves of calls queue behind a healthy 100 ms backend: no limit falls, nothing is rejected or retried",
     () => {
       const name = "system-local-waits"
       return Effect.gen(function* () {
         const arrivals = new Arrivals()
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get(
+        const app = yield* routes(
+          HttpRouter.route(
+            "GET",
             "/items",
-            Effect.zipRight(
+            Effect.andThen(
               arrivals.record("items"),
               Effect.as(Effect.sleep("100 millis"), HttpServerResponse.text("ok"))
             )
           ),
-          HttpRouter.get("/warm", HttpServerResponse.text("ok"))
+          HttpRouter.route("GET", "/warm", HttpServerResponse.text("ok"))
         )
         const { base, host } = yield* serve(app)
         const client = yield* SluiceHttpClient.SluiceHttpClient
@@ -173,7 +175,7 @@ describe("system: the client's own waits and deadline are not backend overload",
           failureKinds: [...new Set(failures.map(describeError))].slice(0, 5),
           throttleRejections: stats.requests - stats.accepts,
           // Calls that ended by their attempt's own bound (the backend, as this process saw it, exceeded it).
-          attemptTimeouts: failures.filter((e) => chainOf(e).some(Cause.isTimeoutException)).length,
+          attemptTimeouts: failures.filter((e) => chainOf(e).some(Cause.isTimeoutError)).length,
           throttleStats: stats,
           budget: { requests: budgetStats.requests, retries: budgetStats.retries },
           arrivals: arrivals.total,
@@ -213,15 +215,15 @@ describe("system: the client's own waits and deadline are not backend overload",
     60_000
   )
 
-  it.scopedLive(
+  it.live(
     "calls to a hanging endpoint end by their timeout: no retry scheduled, no budget spent, one request each",
     () => {
       const name = "system-own-deadline"
       const calls = 10
       return Effect.gen(function* () {
         const arrivals = new Arrivals()
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get("/hang", Effect.zipRight(arrivals.record("hang"), Effect.never))
+        const app = yield* routes(
+          HttpRouter.route("GET", "/hang", Effect.andThen(arrivals.record("hang"), Effect.never))
         )
         const { base } = yield* serve(app)
         const client = yield* SluiceHttpClient.SluiceHttpClient

@@ -15,13 +15,23 @@
  * - `x-sluice-criticality` carries the caller's `Criticality.currentCriticality`
  *   (as today), so a server that sheds by criticality sees it.
  */
-import { HttpRouter, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
 import { Criticality } from "@sluice/core"
 import { Middleware, SluiceHttpClient } from "@sluice/http"
 import { Effect } from "effect"
 import type { Exit } from "effect"
-import { Arrivals, clientLayer, inRounds, counters, describeError, report, serve, tally } from "./harness.js"
+import {
+  Arrivals,
+  clientLayer,
+  inRounds,
+  counters,
+  describeError,
+  report,
+  serve,
+  tally,
+  routes
+} from "./harness.js"
 
 // The budget the client runs with, and the bound on retries it implies over a run
 // shorter than its window: ratio × requests + minRetriesPerSecond × window.
@@ -30,17 +40,18 @@ const WINDOW_SECONDS = 10
 const retryBound = (requests: number) => budget.ratio * requests + budget.minRetriesPerSecond * WINDOW_SECONDS
 
 describe("system: an overloaded backend", () => {
-  it.scopedLive(
+  it.live(
     "a server that sheds most requests: the throttle engages and retries stay within 10% of requests (+ the floor)",
     () => {
       const name = "system-overloaded"
       return Effect.gen(function* () {
         const arrivals = new Arrivals()
         // It accepts one request in four (20 ms of work) and sheds the others at once.
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get(
+        const app = yield* routes(
+          HttpRouter.route(
+            "GET",
             "/work",
-            Effect.zipRight(
+            Effect.andThen(
               arrivals.record("work"),
               Effect.suspend(() => {
                 if (arrivals.route("work") % 4 !== 1) {
@@ -95,7 +106,7 @@ describe("system: an overloaded backend", () => {
     }
   )
 
-  it.scopedLive(
+  it.live(
     "CRITICAL and SHEDDABLE callers against an overloaded backend: CRITICAL succeeds at least as often as SHEDDABLE",
     () => {
       const name = "system-criticality"
@@ -104,10 +115,11 @@ describe("system: an overloaded backend", () => {
         // A backend that sheds by criticality, as a Sluice server does, and is short of
         // capacity: 2 slots of 20 ms; SHEDDABLE work is admitted only while both are free.
         let busy = 0
-        const app = HttpRouter.empty.pipe(
-          HttpRouter.get(
+        const app = yield* routes(
+          HttpRouter.route(
+            "GET",
             "/work",
-            Effect.zipRight(
+            Effect.andThen(
               arrivals.record("work"),
               Effect.flatMap(Criticality.current, (level) =>
                 Effect.suspend(() => {
@@ -123,10 +135,9 @@ describe("system: an overloaded backend", () => {
                 })
               )
             )
-          ),
-          Middleware.criticality({ trust: () => true })
+          )
         )
-        const { base, host } = yield* serve(app)
+        const { base, host } = yield* serve(app.pipe(Middleware.criticality({ trust: () => true })))
         const client = yield* SluiceHttpClient.SluiceHttpClient
         const metrics = yield* counters({
           throttledCritical: ["sluice_adaptive_throttle_throttled", { key: host, criticality: "CRITICAL" }],

@@ -16,25 +16,36 @@
  *   status (a 500 not opted in, a 404) is the application's answer: it comes back as
  *   a response, as `HttpClient` returns it, with its body for the caller to read.
  */
-import { HttpRouter, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
 import { SluiceHttpClient } from "@sluice/http"
 import { Effect, Exit, Schedule } from "effect"
-import { Arrivals, clientLayer, describeError, failureOf, mentions, report, serve } from "./harness.js"
+import {
+  Arrivals,
+  clientLayer,
+  describeError,
+  failureOf,
+  mentions,
+  report,
+  routes,
+  serve
+} from "./harness.js"
 
 const REASON = "database busy"
 
 /** A server answering `/status/:code` with that status and the reason as its body. */
 const statusServer = (arrivals: Arrivals) =>
-  HttpRouter.empty.pipe(
-    HttpRouter.get(
+  routes(
+    HttpRouter.route(
+      "GET",
       "/status/:code",
       Effect.flatMap(HttpRouter.params, (params) => {
         const code = Number(params.code)
         return Effect.as(arrivals.record(String(code)), HttpServerResponse.text(REASON, { status: code }))
       })
     ),
-    HttpRouter.get(
+    HttpRouter.route(
+      "GET",
       "/dont-retry/:code",
       Effect.flatMap(HttpRouter.params, (params) => {
         const code = Number(params.code)
@@ -53,10 +64,10 @@ const statusServer = (arrivals: Arrivals) =>
 const base = { schedule: Schedule.forever, budget: { minRetriesPerSecond: 100 } } as const
 
 describe("system: what is retried", () => {
-  it.scopedLive("the server says don't retry: exactly one attempt reaches it", () =>
+  it.live("the server says don't retry: exactly one attempt reaches it", () =>
     Effect.gen(function* () {
       const arrivals = new Arrivals()
-      const { base: url } = yield* serve(statusServer(arrivals))
+      const { base: url } = yield* serve(yield* statusServer(arrivals))
       const client = yield* SluiceHttpClient.SluiceHttpClient
       const codes = [503, 429, 502] as const
       const results: Array<{ code: number; error: string | undefined }> = []
@@ -83,12 +94,12 @@ describe("system: what is retried", () => {
     }).pipe(Effect.provide(clientLayer({ name: "system-dont-retry", ...base })))
   )
 
-  it.scopedLive(
+  it.live(
     "502, 503, 504 and 408 are retried (3 attempts), 500 is not unless opted in; the server's reason reaches the caller",
     () =>
       Effect.gen(function* () {
         const arrivals = new Arrivals()
-        const { base: url } = yield* serve(statusServer(arrivals))
+        const { base: url } = yield* serve(yield* statusServer(arrivals))
         const client = yield* SluiceHttpClient.SluiceHttpClient
         const outcomes: Record<string, { exit: string; error?: string; mentionsReason?: boolean }> = {}
         const call = (code: number) =>
@@ -125,10 +136,10 @@ describe("system: what is retried", () => {
       }).pipe(Effect.provide(clientLayer({ name: "system-statuses", ...base })))
   )
 
-  it.scopedLive("500 is retried when the client opts in with retryableStatuses", () =>
+  it.live("500 is retried when the client opts in with retryableStatuses", () =>
     Effect.gen(function* () {
       const arrivals = new Arrivals()
-      const { base: url } = yield* serve(statusServer(arrivals))
+      const { base: url } = yield* serve(yield* statusServer(arrivals))
       const client = yield* SluiceHttpClient.SluiceHttpClient
       const exit = yield* Effect.exit(client.get(`${url}/status/500`))
       const error = failureOf(exit)
