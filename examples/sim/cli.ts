@@ -47,16 +47,12 @@ const main = async () => {
   }
   const scenario =
     (await Effect.runPromise(
-      Effect.catchAll(resolveScenario(values.scenario ?? ""), (error) =>
-        Effect.sync(() => fail(error.message))
-      )
+      Effect.catch(resolveScenario(values.scenario ?? ""), (error) => Effect.sync(() => fail(error.message)))
     )) ?? fail(`unknown or missing --scenario "${values.scenario ?? ""}"`)
   const strategy =
     scenario.builtInStrategy ??
     (await Effect.runPromise(
-      Effect.catchAll(resolveStrategy(values.strategy ?? ""), (error) =>
-        Effect.sync(() => fail(error.message))
-      )
+      Effect.catch(resolveStrategy(values.strategy ?? ""), (error) => Effect.sync(() => fail(error.message)))
     )) ??
     fail(`unknown or missing --strategy "${values.strategy ?? ""}"`)
   const seed = values.seed === undefined ? 1 : Number(values.seed)

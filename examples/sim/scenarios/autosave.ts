@@ -9,7 +9,7 @@
  *   (20 ms, recorded as a success by that instance's monitor), and the answer
  *   carries the instance's throttle flag back (`travel` again). The client feeds
  *   the flag to its `AimdInterval` through `scheduleFrom` and waits the adapted
- *   interval, stretched by ±5% jitter (`Schedule.jitteredWith`).
+ *   interval, stretched by ±5% jitter (`jitteredWith` below).
  * - Each instance's monitor has `instances: 3`; at `onAt` (60 s) the service-wide
  *   rate threshold `threshold` (6/s, so 2/s per instance) is switched on with
  *   `setThresholds`, and at `offAt` (300 s) it is removed again.
@@ -37,26 +37,26 @@ import { Simulation } from "@sluice/simulation"
 import type { Options } from "@sluice/core"
 import type { Scenario } from "../scenarios.js"
 import type { Strategy } from "@sluice/simulation/Strategy"
-import { Clock, Duration, Effect, Schedule } from "effect"
+import { Clock, Duration, Effect, Random, Schedule } from "effect"
 
 export interface AutosaveOptions {
   readonly clients?: number
-  readonly preferredInterval?: Duration.DurationInput
-  readonly maxInterval?: Duration.DurationInput
+  readonly preferredInterval?: Duration.Input
+  readonly maxInterval?: Duration.Input
   readonly mode?: "rateStep" | "step"
   readonly factor?: number
   readonly rateStep?: number
-  readonly step?: Duration.DurationInput
+  readonly step?: Duration.Input
   readonly instances?: number
   readonly threshold?: number
-  readonly monitorWindow?: Duration.DurationInput
-  readonly monitorTick?: Duration.DurationInput
-  readonly onAt?: Duration.DurationInput
-  readonly offAt?: Duration.DurationInput
-  readonly duration?: Duration.DurationInput
-  readonly travel?: Duration.DurationInput
-  readonly serviceTime?: Duration.DurationInput
-  readonly bin?: Duration.DurationInput
+  readonly monitorWindow?: Duration.Input
+  readonly monitorTick?: Duration.Input
+  readonly onAt?: Duration.Input
+  readonly offAt?: Duration.Input
+  readonly duration?: Duration.Input
+  readonly travel?: Duration.Input
+  readonly serviceTime?: Duration.Input
+  readonly bin?: Duration.Input
   readonly seed?: number
   readonly onProgress?: (elapsedMillis: number) => void
 }
@@ -83,7 +83,21 @@ export interface AutosaveReport {
   readonly timeSeries: Simulation.TimeSeries
 }
 
-const millis = (d: Duration.DurationInput) => Duration.toMillis(Duration.decode(d))
+/**
+ * Stretches every delay of a schedule by a factor drawn uniformly from [min, max] (the
+ * same draw as Effect's `Schedule.jittered`, which fixes the range at 0.8–1.2).
+ */
+const jitteredWith =
+  (min: number, max: number) =>
+  <Output, Input, Error, Env>(self: Schedule.Schedule<Output, Input, Error, Env>) =>
+    Schedule.modifyDelay(self, ({ duration }) =>
+      Effect.map(Random.next, (random) => {
+        const d = Duration.toMillis(duration)
+        return Duration.millis(d * min * (1 - random) + d * max * random)
+      })
+    )
+
+const millis = (d: Duration.Input) => Duration.toMillis(Duration.fromInputUnsafe(d))
 
 export const runAutosave = (
   options: AutosaveOptions = {}
@@ -96,7 +110,7 @@ export const runAutosave = (
     const onAt = millis(options.onAt ?? "60 seconds")
     const offAt = millis(options.offAt ?? "300 seconds")
     const duration = millis(options.duration ?? "420 seconds")
-    const travel = Duration.decode(options.travel ?? "25 millis")
+    const travel = Duration.fromInputUnsafe(options.travel ?? "25 millis")
     const serviceMs = millis(options.serviceTime ?? "20 millis")
     const binMs = millis(options.bin ?? "10 seconds")
     const mode = options.mode ?? "rateStep"
@@ -163,17 +177,16 @@ export const runAutosave = (
 
       yield* Effect.forkScoped(switches)
       for (let i = 0; i < clients; i++) {
-        const start = Effect.flatMap(
-          Effect.randomWith((r) => r.nextRange(0, preferredMs)),
-          (offset) => Effect.sleep(Duration.millis(offset))
+        const start = Effect.flatMap(Random.nextBetween(0, preferredMs), (offset) =>
+          Effect.sleep(Duration.millis(offset))
         )
         const loop = Effect.repeat(
           save(i),
           controllers[i]!.scheduleFrom((r: { readonly throttle: boolean }) => r.throttle).pipe(
-            Schedule.jitteredWith({ min: 0.95, max: 1.05 })
+            jitteredWith(0.95, 1.05)
           )
         )
-        yield* Effect.forkScoped(Effect.zipRight(start, loop))
+        yield* Effect.forkScoped(Effect.andThen(start, loop))
       }
       yield* Effect.sleep(Duration.millis(duration))
     }).pipe(Effect.scoped)
@@ -249,7 +262,7 @@ export const autosaveStrategy: Strategy = {
   name: "aimd-interval",
   description:
     "clients pace their saves with AimdInterval (rateStep 0.1/s², factor 1.5) on the throttle flag",
-  make: () => Effect.dieMessage("the autosave scenario builds its own clients")
+  make: () => Effect.die(new Error("the autosave scenario builds its own clients"))
 }
 
 /** `npm run sim -- --scenario autosave --json` */

@@ -27,7 +27,7 @@ import { AdaptiveThrottle } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
 import { Simulation } from "@sluice/simulation"
 import type { Options } from "@sluice/core"
-import { Clock, Duration, Effect, Exit } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Option } from "effect"
 import type { Scenario } from "../scenarios.js"
 import type { Strategy } from "@sluice/simulation/Strategy"
 
@@ -122,7 +122,7 @@ export const runThrottleScenario = (
 
       let second = Number.NaN
       let used = 0
-      const backend = Effect.zipRight(
+      const backend = Effect.andThen(
         Effect.sleep(travel),
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const s = Math.floor(now / 1000)
@@ -145,7 +145,7 @@ export const runThrottleScenario = (
           inFlight--
           const outcome: keyof typeof counts = Exit.isSuccess(exit)
             ? "accepted"
-            : exit.cause._tag === "Fail" && exit.cause.error._tag === "Throttled"
+            : Cause.findErrorOption(exit.cause).pipe(Option.exists((error) => error._tag === "Throttled"))
               ? "throttled"
               : "rejected"
           counts[outcome]++
@@ -155,7 +155,7 @@ export const runThrottleScenario = (
 
       for (let i = 0; i < total; i++) {
         inFlight++
-        yield* Effect.forkDaemon(one(i >= firstMeasured))
+        yield* Effect.forkDetach(one(i >= firstMeasured))
         yield* Effect.sleep(gap)
       }
       while (inFlight > 0) yield* Effect.sleep(travel)
@@ -209,7 +209,7 @@ export const runThrottleScenario = (
 export const throttleStrategy: Strategy = {
   name: "adaptive-throttle",
   description: "AdaptiveThrottle (K = 2, 2-minute window, cap 0.9) in front of the backend, no retries",
-  make: () => Effect.dieMessage("the throttle scenario builds its own client")
+  make: () => Effect.die(new Error("the throttle scenario builds its own client"))
 }
 
 /** `npm run sim -- --scenario throttle --json` */

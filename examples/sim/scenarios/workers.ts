@@ -27,20 +27,20 @@ import { Simulation } from "@sluice/simulation"
 import type { Options } from "@sluice/core"
 import type { Scenario } from "../scenarios.js"
 import type { Strategy } from "@sluice/simulation/Strategy"
-import { Clock, Duration, Effect, Fiber } from "effect"
+import { Clock, Duration, Effect, Fiber, Random } from "effect"
 
 export interface WorkersOptions {
   readonly workers?: number
   readonly incomingPerWorker?: number
   readonly goal?: number
-  readonly updatePeriod?: Duration.DurationInput
+  readonly updatePeriod?: Duration.Input
   readonly jitter?: number
   readonly sensorWindow?: number
-  readonly joinAt?: Duration.DurationInput
-  readonly leaveAt?: Duration.DurationInput
+  readonly joinAt?: Duration.Input
+  readonly leaveAt?: Duration.Input
   readonly joinInitialRatio?: number
   readonly leaving?: "oldest" | "newest"
-  readonly duration?: Duration.DurationInput
+  readonly duration?: Duration.Input
   readonly seed?: number
   readonly onProgress?: (elapsedMillis: number) => void
 }
@@ -75,7 +75,7 @@ export interface WorkersReport {
   readonly timeSeries: Simulation.TimeSeries
 }
 
-const millis = (d: Duration.DurationInput) => Duration.toMillis(Duration.decode(d))
+const millis = (d: Duration.Input) => Duration.toMillis(Duration.fromInputUnsafe(d))
 
 export const runWorkers = (
   options: WorkersOptions = {}
@@ -120,7 +120,7 @@ export const runWorkers = (
           )
           samplers.push(sampler)
           yield* Effect.addFinalizer(() => Effect.sync(() => samplers.splice(samplers.indexOf(sampler), 1)))
-          const offset = yield* Effect.randomWith((r) => r.nextRange(0, sliceMs))
+          const offset = yield* Random.nextBetween(0, sliceMs)
           yield* Effect.sleep(Duration.millis(offset))
           for (;;) {
             const now = yield* Clock.currentTimeMillis
@@ -139,11 +139,11 @@ export const runWorkers = (
           }
         }).pipe(Effect.scoped)
 
-      const fibers: Array<Fiber.RuntimeFiber<never, Options.InvalidOptions>> = []
-      for (let i = 0; i < initialWorkers; i++) fibers.push(yield* Effect.fork(worker(i, 1)))
+      const fibers: Array<Fiber.Fiber<never, Options.InvalidOptions>> = []
+      for (let i = 0; i < initialWorkers; i++) fibers.push(yield* Effect.forkChild(worker(i, 1)))
       yield* Effect.sleep(Duration.millis(joinAt))
       for (let i = 0; i < initialWorkers; i++) {
-        fibers.push(yield* Effect.fork(worker(initialWorkers + i, options.joinInitialRatio ?? 0.02)))
+        fibers.push(yield* Effect.forkChild(worker(initialWorkers + i, options.joinInitialRatio ?? 0.02)))
       }
       yield* Effect.sleep(Duration.millis(leaveAt - joinAt))
       const half = Math.floor(fibers.length / 2)
@@ -227,7 +227,7 @@ export const runWorkers = (
 export const workersStrategy: Strategy = {
   name: "proportional-sampler",
   description: "each worker sends with a ProportionalSampler (goal 100/s, 5 s updates) on a shared sensor",
-  make: () => Effect.dieMessage("the workers scenario builds its own workers")
+  make: () => Effect.die(new Error("the workers scenario builds its own workers"))
 }
 
 /** `npm run sim -- --scenario workers --json` */

@@ -16,6 +16,36 @@
  * when rejected. The report has attempts, failed attempts, efficiency, completion
  * time, the computed optimal completion time and Jain's fairness index.
  *
+ * **Details**
+ *
+ * - The program runs as a fiber of its own (`Effect.runForkWith` over the caller's
+ *   context), with the engine's `Scheduler` (a FIFO the engine drains) and its
+ *   `Clock.Clock`, `Random.Random` and {@link Recorder} provided. Every fiber it
+ *   forks inherits them; the caller's own services stay visible.
+ * - An instant is processed in two steps: every timer due then fires (a model
+ *   server's own events change its state at once), queueing the fibers it wakes, and
+ *   only then do the queued fibers run, in the order their timers were set. A
+ *   {@link SlotServer} queues its answers the same way, so no caller acts on an
+ *   instant before the server has seen all of it.
+ * - `seed` draws the same numbers as the Effect 3 line's `Random.make(seed)`, so a
+ *   run keeps the figures recorded for it there.
+ * - The engine hands control back to the caller's runtime every 5000 instants
+ *   (`onProgress` is called then), so a long run does not starve other fibers.
+ *
+ * **Gotchas**
+ *
+ * - Only Effect's `Clock` is virtual: `Date.now`, `setTimeout` and promises take real
+ *   time. While a fiber waits on one, virtual time still jumps to the other fibers'
+ *   timers; the engine waits in real time only when no timer is left.
+ * - A fiber of the caller's runtime that completes something the program waits on
+ *   (a `Deferred`, a `Queue`) resumes the program's fiber itself, outside the
+ *   engine's scheduler, as Effect does; the program's later sleeps still wait for
+ *   the engine.
+ * - The run ends with the program: fibers it detached (`Effect.forkDetach`) and
+ *   never joined are left suspended, their timers dropped.
+ * - Spans are off inside a run (virtual spans cost more than the work they wrap);
+ *   `tracing: true` turns them on.
+ *
  * @since 0.1.0
  */
 import type { Errors, Options } from "@sluice/core"
@@ -87,7 +117,7 @@ export interface RecorderService {
  * @since 0.1.0
  * @category tags
  */
-export const Recorder: Context.Tag<Recorder, RecorderService> = internal.Recorder
+export const Recorder: Context.Service<Recorder, RecorderService> = internal.Recorder
 
 /**
  * The identity of the {@link Recorder} service in a context.
@@ -103,17 +133,18 @@ export interface Recorder {
  * Options of {@link run}: `seed` for `Random` (omit to keep the ambient one),
  * `resolution` of the time series (default 100 ms), `startMillis` (the virtual
  * epoch, default 0), `maxDuration` (virtual time after which the program is
- * interrupted, default unlimited), and `onProgress`, called with the elapsed
- * virtual millis each time the engine hands control back to the outer runtime.
+ * interrupted, default unlimited), `onProgress`, called with the elapsed virtual
+ * millis each time the engine hands control back to the outer runtime, and
+ * `tracing` (spans inside the run, default off).
  *
  * @since 0.1.0
  * @category models
  */
 export interface RunOptions {
   readonly seed?: number | string | undefined
-  readonly resolution?: Duration.DurationInput | undefined
+  readonly resolution?: Duration.Input | undefined
   readonly startMillis?: number | undefined
-  readonly maxDuration?: Duration.DurationInput | undefined
+  readonly maxDuration?: Duration.Input | undefined
   readonly onProgress?: ((elapsedMillis: number) => void) | undefined
   readonly tracing?: boolean | undefined
 }
@@ -250,7 +281,7 @@ export interface SlotServer {
  *   const server = yield* Simulation.makeSlotServer({ maxBusy: 2 })
  *   const results = yield* Effect.all([server.call(0), server.call(0), server.call(0)], {
  *     concurrency: "unbounded",
- *     mode: "either"
+ *     mode: "result"
  *   }) // two successes, one Overloaded
  * })
  * const result = Simulation.run(program)

@@ -1,7 +1,7 @@
 import { Errors, Options } from "@sluice/core"
 import { Simulation } from "@sluice/simulation"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Effect, Either, Exit, Schedule, Schema } from "effect"
+import { Cause, Clock, Effect, Exit, Option, Result, Schedule, Schema } from "effect"
 
 const successValue = <A, E>(exit: Exit.Exit<A, E>): A => {
   if (Exit.isSuccess(exit)) return exit.value
@@ -12,12 +12,12 @@ const successValue = <A, E>(exit: Exit.Exit<A, E>): A => {
 const callStaggered = (server: Simulation.SlotServer, n: number, gap = 0) =>
   Effect.all(
     Array.from({ length: n }, (_, i) =>
-      Effect.zipRight(
+      Effect.andThen(
         Effect.sleep(i * gap),
-        Effect.flatMap(Effect.either(server.call(0)), (result) =>
+        Effect.flatMap(Effect.result(server.call(0)), (result) =>
           Effect.map(Clock.currentTimeMillis, (now) => ({
-            ok: Either.isRight(result),
-            reason: Either.isLeft(result) ? result.left.reason : undefined,
+            ok: Result.isSuccess(result),
+            reason: Result.isFailure(result) ? result.failure.reason : undefined,
             at: now
           }))
         )
@@ -27,12 +27,9 @@ const callStaggered = (server: Simulation.SlotServer, n: number, gap = 0) =>
   )
 
 const invalid = (exit: Exit.Exit<unknown, unknown>): string => {
-  if (
-    Exit.isFailure(exit) &&
-    exit.cause._tag === "Fail" &&
-    exit.cause.error instanceof Options.InvalidOptions
-  ) {
-    return exit.cause.error.message
+  const error = Exit.findErrorOption(exit)
+  if (Option.isSome(error) && error.value instanceof Options.InvalidOptions) {
+    return error.value.message
   }
   throw new Error(`expected InvalidOptions, got ${String(exit)}`)
 }

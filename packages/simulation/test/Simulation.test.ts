@@ -8,14 +8,15 @@ import {
   Deferred,
   Duration,
   Effect,
-  Either,
   Exit,
-  FastCheck as fc,
   Fiber,
+  Option,
   Random,
-  Schedule,
-  TestClock
+  Result,
+  Schedule
 } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 
 const successValue = <A, E>(exit: Exit.Exit<A, E>): A => {
   if (Exit.isSuccess(exit)) return exit.value
@@ -42,7 +43,7 @@ describe("Simulation.run (engine)", () => {
     Effect.gen(function* () {
       const order: Array<string> = []
       const sleeper = (name: string, millis: number) =>
-        Effect.zipRight(
+        Effect.andThen(
           Effect.sleep(millis),
           Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => order.push(`${name}@${now}`)))
         )
@@ -65,11 +66,11 @@ describe("Simulation.run (engine)", () => {
           ++tries < 4 ? Effect.fail("nope") : Effect.succeed(tries)
         ).pipe(Effect.retry(Schedule.exponential("100 millis")))
         const afterRetry = yield* Clock.currentTimeMillis // 100 + 200 + 400
-        const timedOut = yield* Effect.either(Effect.timeout(Effect.sleep("10 seconds"), "1 second"))
+        const timedOut = yield* Effect.result(Effect.timeout(Effect.sleep("10 seconds"), "1 second"))
         const afterTimeout = yield* Clock.currentTimeMillis
-        const fiber = yield* Effect.fork(Effect.as(Effect.sleep("5 seconds"), "forked"))
+        const fiber = yield* Effect.forkChild(Effect.as(Effect.sleep("5 seconds"), "forked"))
         const joined = yield* Fiber.join(fiber)
-        return { retried, afterRetry, timedOut: Either.isLeft(timedOut), afterTimeout, joined }
+        return { retried, afterRetry, timedOut: Result.isFailure(timedOut), afterTimeout, joined }
       })
       const result = yield* Simulation.run(program)
       expect(successValue(result.exit)).toEqual({
@@ -124,14 +125,14 @@ describe("Simulation.run (engine)", () => {
         maxDuration: "1 minute"
       })
       expect(result.timedOut).toBe(true)
-      expect(Exit.isInterrupted(result.exit)).toBe(true)
+      expect(Exit.hasInterrupts(result.exit)).toBe(true)
       expect(result.elapsedMillis).toBe(60_000)
     })
   )
 
   it.effect("returns the program's failure in the exit", () =>
     Effect.gen(function* () {
-      const result = yield* Simulation.run(Effect.zipRight(Effect.sleep("1 second"), Effect.fail("boom")))
+      const result = yield* Simulation.run(Effect.andThen(Effect.sleep("1 second"), Effect.fail("boom")))
       expect(result.exit).toEqual(Exit.fail("boom"))
       expect(result.elapsedMillis).toBe(1_000)
     })
@@ -139,17 +140,17 @@ describe("Simulation.run (engine)", () => {
 
   it.effect("sees the enclosing context and waits for fibers outside the simulation", () =>
     Effect.gen(function* () {
-      class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
+      class Greeting extends Context.Service<Greeting, string>()("test/Greeting") {}
       const gate = yield* Deferred.make<number>()
       const program = Effect.gen(function* () {
         yield* Effect.sleep("2 seconds")
         const value = yield* Deferred.await(gate) // completed by a fiber of the outer runtime
         return `${yield* Greeting} ${value}`
       })
-      const running = yield* Effect.fork(
+      const running = yield* Effect.forkChild(
         Simulation.run(program).pipe(Effect.provideService(Greeting, "hello"))
       )
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Deferred.succeed(gate, 42)
       const result = yield* Fiber.join(running)
       expect(successValue(result.exit)).toBe("hello 42")
@@ -160,9 +161,7 @@ describe("Simulation.run (engine)", () => {
   it.effect("is unaffected by the TestClock of the enclosing test", () =>
     Effect.gen(function* () {
       yield* TestClock.adjust("1 hour")
-      const result = yield* Simulation.run(
-        Effect.zipRight(Effect.sleep("3 seconds"), Clock.currentTimeMillis)
-      )
+      const result = yield* Simulation.run(Effect.andThen(Effect.sleep("3 seconds"), Clock.currentTimeMillis))
       expect(successValue(result.exit)).toBe(3_000)
     })
   )
@@ -170,7 +169,7 @@ describe("Simulation.run (engine)", () => {
   it.effect("rejects a non-positive resolution", () =>
     Effect.gen(function* () {
       const exit = yield* Effect.exit(Simulation.run(Effect.void, { resolution: 0 }))
-      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
     })
   )
 })
@@ -179,8 +178,8 @@ describe("Simulation.makeSlotServer", () => {
   const callAll = (server: Simulation.SlotServer, n: number) =>
     Effect.all(
       Array.from({ length: n }, () =>
-        Effect.flatMap(Effect.either(server.call(0)), (result) =>
-          Effect.map(Clock.currentTimeMillis, (now) => ({ ok: Either.isRight(result), at: now }))
+        Effect.flatMap(Effect.result(server.call(0)), (result) =>
+          Effect.map(Clock.currentTimeMillis, (now) => ({ ok: Result.isSuccess(result), at: now }))
         )
       ),
       { concurrency: "unbounded" }
@@ -191,7 +190,7 @@ describe("Simulation.makeSlotServer", () => {
       const program = Effect.gen(function* () {
         const server = yield* Simulation.makeSlotServer({ maxBusy: 2 })
         const busyAt: Array<number> = []
-        const sample = Effect.zipRight(
+        const sample = Effect.andThen(
           Effect.sleep("120 millis"),
           Effect.sync(() => busyAt.push(server.unsafeBusy()))
         )
@@ -221,26 +220,26 @@ describe("Simulation.makeSlotServer", () => {
             { at: "2 seconds", maxBusy: 1 }
           ]
         })
-        const first = yield* Effect.either(server.call(0)) // arrives at 100, done at 600
+        const first = yield* Effect.result(server.call(0)) // arrives at 100, done at 600
         yield* Effect.sleep("500 millis") // 1100: capacity 0
         const capacityAt1100 = server.unsafeMaxBusy()
-        const second = yield* Effect.either(server.call(0)) // arrives at 1200: rejected
+        const second = yield* Effect.result(server.call(0)) // arrives at 1200: rejected
         yield* Effect.sleep("1 second") // 2250
-        const third = yield* Effect.either(server.call(0)) // arrives at 2350: accepted
+        const third = yield* Effect.result(server.call(0)) // arrives at 2350: accepted
         return { first, capacityAt1100, second, third }
       })
       const { capacityAt1100, first, second, third } = successValue((yield* Simulation.run(program)).exit)
-      expect(Either.isRight(first)).toBe(true)
+      expect(Result.isSuccess(first)).toBe(true)
       expect(capacityAt1100).toBe(0)
-      expect(Either.isLeft(second) && second.left).toBeInstanceOf(Errors.Overloaded)
-      expect(Either.isRight(third)).toBe(true)
+      expect(Result.isFailure(second) && second.failure).toBeInstanceOf(Errors.Overloaded)
+      expect(Result.isSuccess(third)).toBe(true)
     })
   )
 
   it.effect("behaves the same under TestClock (the Effect.sleep path)", () =>
     Effect.gen(function* () {
       const server = yield* Simulation.makeSlotServer({ maxBusy: 2 })
-      const fiber = yield* Effect.fork(callAll(server, 3))
+      const fiber = yield* Effect.forkChild(callAll(server, 3))
       yield* TestClock.adjust("120 millis")
       expect(server.unsafeBusy()).toBe(3)
       yield* TestClock.adjust("1 second")
@@ -264,9 +263,10 @@ describe("Simulation.makeSlotServer", () => {
       ] as const) {
         const exit = yield* Effect.exit(Simulation.makeSlotServer(bad))
         expect(Exit.isFailure(exit)).toBe(true)
-        if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
-          expect(exit.cause.error).toBeInstanceOf(Options.InvalidOptions)
-          expect(exit.cause.error.message).toMatch(field)
+        const error = Exit.findErrorOption(exit)
+        if (Option.isSome(error)) {
+          expect(error.value).toBeInstanceOf(Options.InvalidOptions)
+          expect(error.value.message).toMatch(field)
         }
       }
     })

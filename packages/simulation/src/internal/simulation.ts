@@ -10,12 +10,11 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
-import * as Random from "effect/Random"
-import * as Runtime from "effect/Runtime"
-import * as Scheduler from "effect/Scheduler"
 import type * as Fiber from "effect/Fiber"
+import * as Random from "effect/Random"
+import type * as Scheduler from "effect/Scheduler"
 import type * as Sim from "../Simulation.js"
+import { seededRandom } from "./seededRandom.js"
 
 /** @internal */
 export type TimeSeries = Sim.TimeSeries
@@ -27,7 +26,7 @@ export type RecorderService = Sim.RecorderService
 export type Recorder = Sim.Recorder
 
 /** @internal */
-export const Recorder = Context.GenericTag<Sim.Recorder, RecorderService>(
+export const Recorder = Context.Service<Sim.Recorder, RecorderService>(
   "@sluice/simulation/Simulation/Recorder"
 )
 
@@ -49,6 +48,8 @@ const before = (a: Timer, b: Timer): boolean => a.at < b.at || (a.at === b.at &&
 class TimerHeap {
   private readonly items: Array<Timer> = []
   private seq = 0
+  /** Called after every push: the driver may be idle, waiting for something to do. */
+  onPush: (() => void) | undefined = undefined
   get size(): number {
     return this.items.length
   }
@@ -65,6 +66,7 @@ class TimerHeap {
       i = parent
     }
     items[i] = timer
+    this.onPush?.()
   }
   peek(): Timer | undefined {
     return this.items[0]
@@ -90,35 +92,66 @@ class TimerHeap {
   }
 }
 
-/** Runs fiber tasks from a FIFO that the driver drains; never touches real timers. */
-class VirtualScheduler implements Scheduler.Scheduler {
-  tasks: Array<Scheduler.Task> = []
+/** The tasks of one priority, first in first out. */
+class TaskQueue {
+  tasks: Array<(() => void) | undefined> = []
   head = 0
+  constructor(readonly priority: number) {}
+}
+
+/**
+ * Runs fiber tasks from queues that the driver drains; never touches real timers.
+ * Every fiber of the run gets this one dispatcher (`makeDispatcher` returns itself),
+ * so the forks, yields and resumptions of all its fibers share one FIFO per priority.
+ */
+class VirtualScheduler implements Scheduler.Scheduler, Scheduler.SchedulerDispatcher {
+  readonly executionMode = "sync" as const
+  /** By ascending priority; the runtime's own tasks (forks, yields, latches) are all 0. */
+  private readonly queues: Array<TaskQueue> = [new TaskQueue(0)]
+  /** Called when a task arrives; the driver may be idle, waiting for something to do. */
   wake: (() => void) | undefined = undefined
-  scheduleTask(task: Scheduler.Task): void {
-    this.tasks.push(task)
-    if (this.wake !== undefined) {
-      const wake = this.wake
-      this.wake = undefined
-      wake()
-    }
+  shouldYield(fiber: Fiber.Fiber<unknown, unknown>): boolean {
+    // The same operation budget as Effect's default scheduler, so fibers interleave alike.
+    return fiber.currentOpCount >= fiber.cache.maxOpsBeforeYield
   }
-  shouldYield(fiber: Fiber.RuntimeFiber<unknown, unknown>): number | false {
-    return Scheduler.defaultShouldYield(fiber)
+  makeDispatcher(): Scheduler.SchedulerDispatcher {
+    return this
   }
-  /** Runs every queued task, including the ones they schedule. */
+  scheduleTask(task: () => void, priority: number): void {
+    const queues = this.queues
+    let i = 0
+    while (i < queues.length && queues[i]!.priority < priority) i++
+    if (i === queues.length || queues[i]!.priority !== priority) queues.splice(i, 0, new TaskQueue(priority))
+    queues[i]!.tasks.push(task)
+    this.wake?.()
+  }
+  flush(): void {
+    this.drain()
+  }
+  /** Runs every queued task, including the ones they schedule: lowest priority first, FIFO within one. */
   drain(): void {
-    while (this.head < this.tasks.length) {
-      const task = this.tasks[this.head]!
-      this.tasks[this.head++] = undefined as any
+    const queues = this.queues
+    for (;;) {
+      let queue: TaskQueue | undefined = undefined
+      for (let i = 0; i < queues.length; i++) {
+        if (queues[i]!.head < queues[i]!.tasks.length) {
+          queue = queues[i]!
+          break
+        }
+      }
+      if (queue === undefined) break
+      const task = queue.tasks[queue.head]!
+      queue.tasks[queue.head++] = undefined
       task()
-      if (this.head > 4096 && this.head * 2 > this.tasks.length) {
-        this.tasks = this.tasks.slice(this.head)
-        this.head = 0
+      if (queue.head > 4096 && queue.head * 2 > queue.tasks.length) {
+        queue.tasks = queue.tasks.slice(queue.head)
+        queue.head = 0
       }
     }
-    this.tasks.length = 0
-    this.head = 0
+    for (const queue of queues) {
+      queue.tasks.length = 0
+      queue.head = 0
+    }
   }
 }
 
@@ -126,31 +159,48 @@ const NEVER_MILLIS = Number.POSITIVE_INFINITY
 
 /** @internal */
 export class VirtualClock implements Clock.Clock {
-  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
   constructor(
     public now: number,
-    readonly timers: TimerHeap
+    readonly timers: TimerHeap,
+    readonly scheduler: VirtualScheduler
   ) {}
-  unsafeCurrentTimeMillis(): number {
+  currentTimeMillisUnsafe(): number {
     return this.now
   }
-  unsafeCurrentTimeNanos(): bigint {
+  currentTimeNanosUnsafe(): bigint {
     return BigInt(Math.round(this.now * 1_000_000))
   }
+  /** Virtual time never goes back, so it is its own monotonic time. */
+  monotonicTimeNanosUnsafe(): bigint {
+    return this.currentTimeNanosUnsafe()
+  }
   /** Calls `f` (outside any fiber) after `delayMillis` of virtual time; for model servers. */
-  unsafeSchedule(delayMillis: number, f: () => void): void {
+  scheduleUnsafe(delayMillis: number, f: () => void): void {
     this.timers.push(this.now + Math.max(0, delayMillis), f)
   }
+  /**
+   * Queues `f` as a task of the run's scheduler. A model server resumes its callers
+   * through it: an Effect 4 `resume` runs the fiber at once, and a resumption queued
+   * behind the other events of the same instant keeps them in the order they happened.
+   */
+  dispatchUnsafe(f: () => void): void {
+    this.scheduler.scheduleTask(f, 0)
+  }
   readonly currentTimeMillis: Effect.Effect<number> = Effect.sync(() => this.now)
-  readonly currentTimeNanos: Effect.Effect<bigint> = Effect.sync(() => this.unsafeCurrentTimeNanos())
+  readonly currentTimeNanos: Effect.Effect<bigint> = Effect.sync(() => this.currentTimeNanosUnsafe())
+  readonly monotonicTimeNanos: Effect.Effect<bigint> = this.currentTimeNanos
   sleep(duration: Duration.Duration): Effect.Effect<void> {
     const millis = Duration.toMillis(duration)
     if (millis === NEVER_MILLIS) return Effect.never
-    // No canceler on purpose: a canceler wraps the wait in `onInterrupt`, which doubles the
-    // cost of every sleep. An interrupted fiber ignores a late resume (the runtime guards
-    // its async callback), so a stale timer fires harmlessly.
-    return Effect.async<void>((resume) => {
-      this.timers.push(this.now + Math.max(0, millis), () => resume(Effect.void))
+    // No canceler on purpose: a canceler adds an interrupt finalizer to every sleep.
+    // An interrupted fiber ignores a late resume (the runtime marks its callback
+    // resumed), so a stale timer fires harmlessly.
+    return Effect.callback<void>((resume) => {
+      // The timer queues the resumption instead of resuming: every timer due at an
+      // instant becomes runnable before any of the fibers it wakes runs.
+      this.timers.push(this.now + Math.max(0, millis), () =>
+        this.scheduler.scheduleTask(() => resume(Effect.void), 0)
+      )
     })
   }
 }
@@ -228,92 +278,112 @@ const CHUNK = 5_000
 export const run = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
   options: RunOptions = {}
-): Effect.Effect<RunResult<A, E>, never, Exclude<R, Recorder>> =>
-  Effect.flatMap(Effect.runtime<Exclude<R, Recorder>>(), (runtime) =>
-    Effect.suspend(() => {
-      const startMillis = options.startMillis ?? 0
-      const resolutionMillis = Duration.toMillis(options.resolution ?? Duration.millis(100))
-      if (!(resolutionMillis > 0) || !Number.isFinite(resolutionMillis)) {
-        return Effect.dieMessage("Simulation.run: resolution must be a positive finite duration")
-      }
-      const deadline =
-        options.maxDuration === undefined
-          ? Number.POSITIVE_INFINITY
-          : startMillis + Duration.toMillis(options.maxDuration)
-      const timers = new TimerHeap()
-      const clock = new VirtualClock(startMillis, timers)
-      const scheduler = new VirtualScheduler()
-      const recorder = new SeriesRecorder(clock, startMillis, resolutionMillis)
-      let program = effect.pipe(
-        Effect.provideService(Recorder, recorder),
-        Effect.withClock(clock)
-      ) as Effect.Effect<A, E, Exclude<R, Recorder>>
-      if (options.seed !== undefined) program = Effect.withRandom(program, Random.make(options.seed))
-      // Spans of virtual time are rarely wanted and cost more than the work they wrap.
-      if (options.tracing !== true) program = Effect.withTracerEnabled(program, false)
-      let exit: Exit.Exit<A, E> | undefined = undefined
-      let events = 0
-      let timedOut = false
-      const fiber = Runtime.runFork(runtime)(program, { scheduler })
-      fiber.addObserver((e) => {
-        exit = e
-      })
-
-      /** Drives until the program ends, the chunk is used up, or nothing is runnable. */
-      const step = (): "done" | "more" | "idle" => {
-        for (let n = 0; n < CHUNK; n++) {
-          scheduler.drain()
-          if (exit !== undefined) return "done"
-          const next = timers.peek()
-          if (next === undefined) return "idle"
-          if (next.at > deadline && !timedOut) {
-            timedOut = true
-            fiber.unsafeInterruptAsFork(FiberId.none)
-            continue
-          }
-          recorder.sampleBefore(next.at)
-          clock.now = next.at
-          events++
-          // Every timer due at this instant becomes runnable before any of them runs.
-          for (let due = timers.peek(); due !== undefined && due.at === clock.now; due = timers.peek()) {
-            timers.pop()
-            due.fire()
-          }
-        }
-        return "more"
-      }
-
-      const finish = (): RunResult<A, E> => ({
-        exit: exit!,
-        elapsedMillis: clock.now - startMillis,
-        timedOut,
-        events,
-        timeSeries: recorder.toTimeSeries(clock.now)
-      })
-
-      const loop: Effect.Effect<RunResult<A, E>> = Effect.suspend(() => {
-        const state = step()
-        options.onProgress?.(clock.now - startMillis)
-        if (state === "done") return Effect.succeed(finish())
-        if (state === "more") return Effect.zipRight(Effect.yieldNow(), loop)
-        // Nothing runnable in virtual time: the program waits on something outside
-        // (a fiber of the enclosing runtime). Sleep until a task arrives.
-        return Effect.zipRight(
-          Effect.async<void>((resume) => {
-            scheduler.wake = () => resume(Effect.void)
-            return Effect.sync(() => {
-              scheduler.wake = undefined
-            })
-          }),
-          loop
-        )
-      })
-
-      return Effect.onInterrupt(loop, () =>
-        Effect.sync(() => {
-          fiber.unsafeInterruptAsFork(FiberId.none)
-          scheduler.drain()
-        })
-      )
+): Effect.Effect<RunResult<A, E>, never, Exclude<R, Sim.Recorder>> =>
+  Effect.flatMap(Effect.context<Exclude<R, Sim.Recorder>>(), (context) => {
+    const startMillis = options.startMillis ?? 0
+    const resolutionMillis = Duration.toMillis(
+      Duration.fromInputUnsafe(options.resolution ?? Duration.millis(100))
+    )
+    if (!(resolutionMillis > 0) || !Number.isFinite(resolutionMillis)) {
+      return Effect.die(new Error("Simulation.run: resolution must be a positive finite duration"))
+    }
+    const deadline =
+      options.maxDuration === undefined
+        ? Number.POSITIVE_INFINITY
+        : startMillis + Duration.toMillis(Duration.fromInputUnsafe(options.maxDuration))
+    const timers = new TimerHeap()
+    const scheduler = new VirtualScheduler()
+    const clock = new VirtualClock(startMillis, timers, scheduler)
+    const recorder = new SeriesRecorder(clock, startMillis, resolutionMillis)
+    let program: Effect.Effect<A, E, Exclude<R, Sim.Recorder>> = effect.pipe(
+      Effect.provideService(Recorder, recorder),
+      Effect.provideService(Clock.Clock, clock)
+    )
+    // The seeded generator draws what the Effect 3 line's `Random.make(seed)` drew.
+    if (options.seed !== undefined)
+      program = Effect.provideService(program, Random.Random, seededRandom(options.seed))
+    // Spans of virtual time are rarely wanted and cost more than the work they wrap.
+    if (options.tracing !== true) program = Effect.withTracerEnabled(program, false)
+    let exit: Exit.Exit<A, E> | undefined = undefined
+    let events = 0
+    let timedOut = false
+    /** Wakes the driver when it is idle and something happened (a task, a timer, the end). */
+    let wake: (() => void) | undefined = undefined
+    const poke = () => {
+      if (wake === undefined) return
+      const f = wake
+      wake = undefined
+      f()
+    }
+    scheduler.wake = poke
+    timers.onPush = poke
+    // The program sees the caller's context (its services), on the virtual scheduler. It
+    // starts at once, on this stack; what it forks or yields waits for the first drain.
+    const fiber = Effect.runForkWith(context)(program, { scheduler })
+    fiber.addObserver((e) => {
+      exit = e
+      poke()
     })
-  )
+
+    /** Drives until the program ends, the chunk is used up, or nothing is runnable. */
+    const step = (): "done" | "more" | "idle" => {
+      for (let n = 0; n < CHUNK; n++) {
+        scheduler.drain()
+        if (exit !== undefined) return "done"
+        const next = timers.peek()
+        if (next === undefined) return "idle"
+        if (next.at > deadline && !timedOut) {
+          timedOut = true
+          fiber.interruptUnsafe()
+          continue
+        }
+        recorder.sampleBefore(next.at)
+        clock.now = next.at
+        events++
+        // Every timer due at this instant becomes runnable before any of them runs.
+        for (let due = timers.peek(); due !== undefined && due.at === clock.now; due = timers.peek()) {
+          timers.pop()
+          due.fire()
+        }
+      }
+      return "more"
+    }
+
+    const finish = (): RunResult<A, E> => ({
+      exit: exit!,
+      elapsedMillis: clock.now - startMillis,
+      timedOut,
+      events,
+      timeSeries: recorder.toTimeSeries(clock.now)
+    })
+
+    /**
+     * Nothing runnable in virtual time: the program waits on something outside (a fiber
+     * of the enclosing runtime). Sleeps until a task, a timer or the program's end
+     * arrives; the driver is resumed through the outer fiber's dispatcher, not on the
+     * stack of whatever woke it.
+     */
+    const idle = Effect.withFiber((driver) =>
+      Effect.callback<void>((resume) => {
+        wake = () => driver.currentDispatcher.scheduleTask(() => resume(Effect.void), 0)
+        return Effect.sync(() => {
+          wake = undefined
+        })
+      })
+    )
+
+    const loop: Effect.Effect<RunResult<A, E>> = Effect.suspend(() => {
+      const state = step()
+      options.onProgress?.(clock.now - startMillis)
+      if (state === "done") return Effect.succeed(finish())
+      if (state === "more") return Effect.andThen(Effect.yieldNow, loop)
+      return Effect.andThen(idle, loop)
+    })
+
+    return Effect.onInterrupt(loop, () =>
+      Effect.sync(() => {
+        fiber.interruptUnsafe()
+        scheduler.drain()
+      })
+    )
+  })

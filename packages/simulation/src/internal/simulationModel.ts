@@ -24,48 +24,58 @@ export const CapacityChange = Schema.Struct({
 })
 
 /** @internal */
-export const ServiceTime = Schema.Union(
+export const ServiceTime = Schema.Union([
   Options.PositiveDuration,
   Schema.Struct({ distribution: Schema.Literal("exponential"), mean: Options.PositiveDuration }),
   Schema.Struct({
     distribution: Schema.Literal("uniform"),
     min: Options.NonNegativeDuration,
     max: Options.PositiveDuration
-  }).pipe(
-    Schema.filter((u) =>
-      Duration.lessThanOrEqualTo(u.min, u.max)
+  }).check(
+    Schema.makeFilter((u) =>
+      Duration.isLessThanOrEqualTo(u.min, u.max)
         ? undefined
-        : { path: ["min"], message: "min must not exceed max" }
+        : { path: ["min"], issue: "min must not exceed max" }
     )
   )
-)
+])
 
 /** @internal */
 export const ServerQueue = Schema.Struct({
   size: Options.PositiveInt,
-  discipline: Schema.optionalWith(Schema.Literal("fifo", "lifo"), { default: () => "fifo" as const }),
+  discipline: Schema.Literals(["fifo", "lifo"]).pipe(
+    Schema.withDecodingDefaultType(Effect.succeed("fifo" as const))
+  ),
   timeout: Schema.optional(Options.PositiveDuration)
 })
 
 /** @internal */
 export const SlotServerOptions = Schema.Struct({
   maxBusy: Options.PositiveInt,
-  capacityChanges: Schema.optionalWith(Schema.Array(CapacityChange), { default: () => [] }),
-  travelTime: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.millis(100) }),
-  returnTime: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.zero }),
-  serviceTime: Schema.optionalWith(ServiceTime, { default: () => Duration.millis(500) }),
-  rejectTime: Schema.optionalWith(Options.NonNegativeDuration, { default: () => Duration.millis(50) }),
+  capacityChanges: Schema.Array(CapacityChange).pipe(Schema.withDecodingDefaultType(Effect.succeed([]))),
+  travelTime: Options.NonNegativeDuration.pipe(
+    Schema.withDecodingDefaultType(Effect.succeed(Duration.millis(100)))
+  ),
+  returnTime: Options.NonNegativeDuration.pipe(Schema.withDecodingDefaultType(Effect.succeed(Duration.zero))),
+  serviceTime: ServiceTime.pipe(
+    Schema.withDecodingDefaultType(Effect.succeed<typeof ServiceTime.Type>(Duration.millis(500)))
+  ),
+  rejectTime: Options.NonNegativeDuration.pipe(
+    Schema.withDecodingDefaultType(Effect.succeed(Duration.millis(50)))
+  ),
   queue: Schema.optional(ServerQueue)
 })
 
 /** @internal */
 export const Scenario = Schema.Struct({
   name: Schema.String,
-  description: Schema.optionalWith(Schema.String, { default: () => "" }),
-  clients: Schema.optionalWith(Options.PositiveInt, { default: () => 1 }),
+  description: Schema.String.pipe(Schema.withDecodingDefaultType(Effect.succeed(""))),
+  clients: Options.PositiveInt.pipe(Schema.withDecodingDefaultType(Effect.succeed(1))),
   operationsPerClient: Options.PositiveInt,
   arrivalsPerSecond: Options.PositiveNumber,
-  arrivals: Schema.optionalWith(Schema.Literal("uniform", "poisson"), { default: () => "uniform" as const }),
+  arrivals: Schema.Literals(["uniform", "poisson"]).pipe(
+    Schema.withDecodingDefaultType(Effect.succeed("uniform" as const))
+  ),
   server: SlotServerOptions
 })
 
@@ -169,9 +179,10 @@ const makeServerImpl = (
   seed: number,
   observer?: CallObserver
 ): Effect.Effect<SlotServer> =>
-  Effect.clockWith((clock) =>
+  Effect.withFiber((fiber) =>
     Effect.sync(() => {
-      const start = clock.unsafeCurrentTimeMillis()
+      const clock = fiber.getRef(Clock.Clock)
+      const start = clock.currentTimeMillisUnsafe()
       const capacity = capacityProfile(server)
       let busy = 0
       let accepted = 0
@@ -185,17 +196,23 @@ const makeServerImpl = (
       const lifo = queue?.discipline === "lifo"
       const waiting: Array<Queued> = []
       let queued = 0
-      // In virtual time the server is plain timer callbacks; under any other clock each
-      // event is a fiber sleeping on that clock. Once a request is sent it runs to its end,
-      // as a real server does not notice that the caller gave up (an interrupted caller
-      // ignores the late answer).
+      // In virtual time the server is plain timer callbacks, and an answer is queued on
+      // the run's scheduler behind the other events of its instant; under any other clock
+      // each event is a fiber sleeping on that clock (with the caller's services, so a
+      // TestClock's scheduler sees it), and an answer resumes its caller at once. Once a
+      // request is sent it runs to its end, as a real server does not notice that the
+      // caller gave up (an interrupted caller ignores the late answer).
+      const virtual = clock instanceof VirtualClock ? clock : undefined
+      const fork = Effect.runForkWith(fiber.context)
       const schedule: (delayMillis: number, f: () => void) => void =
-        clock instanceof VirtualClock
-          ? (delayMillis, f) => clock.unsafeSchedule(delayMillis, f)
+        virtual !== undefined
+          ? (delayMillis, f) => virtual.scheduleUnsafe(delayMillis, f)
           : (delayMillis, f) => {
-              Effect.runFork(Effect.zipRight(clock.sleep(Duration.millis(delayMillis)), Effect.sync(f)))
+              fork(Effect.andThen(clock.sleep(Duration.millis(delayMillis)), Effect.sync(f)))
             }
-      const now = () => clock.unsafeCurrentTimeMillis()
+      const answer: (f: () => void) => void =
+        virtual !== undefined ? (f) => virtual.dispatchUnsafe(f) : (f) => f()
+      const now = () => clock.currentTimeMillisUnsafe()
       /** Starts service on a free slot; the answer reaches the client `returnTime` after. */
       const serve = (respond: (error: Overloaded | undefined) => void) => {
         busy++
@@ -249,11 +266,11 @@ const makeServerImpl = (
       }
       const calls = new Map<number, Effect.Effect<void, Overloaded>>()
       const makeCall = (client: number): Effect.Effect<void, Overloaded> =>
-        Effect.async<void, Overloaded>((resume) => {
+        Effect.callback<void, Overloaded>((resume) => {
           observer?.onSend(client)
           const deliver = (error: Overloaded | undefined) => {
             observer?.onResult(client, error === undefined)
-            resume(error === undefined ? Effect.void : Effect.fail(error))
+            answer(() => resume(error === undefined ? Effect.void : Effect.fail(error)))
           }
           schedule(travelMillis, () =>
             arrive((error) => {
@@ -486,14 +503,14 @@ export const runScenario = <E, R>(
           recorder.unsafeGauge(w.clients === 1 ? name : `${name}.${c}`, read)
         }
       })
-      const clock = yield* Effect.clock
+      const clock = yield* Clock.Clock
       const ops = clients.map((client, c) => {
         const s = stats[c]!
         return client.run(server.call(c)).pipe(
           Effect.exit,
           Effect.map((exit) => {
             pending--
-            s.lastDone = clock.unsafeCurrentTimeMillis() - start
+            s.lastDone = clock.currentTimeMillisUnsafe() - start
             if (Exit.isSuccess(exit)) {
               s.succeeded++
               completedCounter()
@@ -509,7 +526,7 @@ export const runScenario = <E, R>(
         for (let c = 0; c < w.clients; c++) {
           const op = ops[c]!
           arrivals.push(
-            Effect.zipRight(
+            Effect.andThen(
               Effect.sleep(arrivalOffsets[c]![k]!),
               Effect.suspend(() => {
                 pending++
