@@ -126,6 +126,36 @@ describe("across lines on the wire", () => {
     for (const { child } of servers.values()) child.kill()
   })
 
+  it("both servers answer every error with the same status, headers and body", async () => {
+    const routes = [
+      "/error/overloaded",
+      "/error/quota",
+      "/error/throttled",
+      "/error/circuit-open",
+      "/error/dont-retry"
+    ]
+    const answers = async (line: Line) => {
+      const out: Record<string, unknown> = {}
+      for (const route of routes) {
+        const response = await fetch(`${servers.get(line)!.base}${route}`)
+        const headers = Object.fromEntries(
+          [...response.headers].filter(
+            ([name]) => name !== "date" && name !== "keep-alive" && name !== "connection"
+          )
+        )
+        out[route] = { status: response.status, headers, body: await response.text() }
+      }
+      return out
+    }
+    const [three, four] = [await answers("3"), await answers("4")]
+    expect(four).toEqual(three)
+    // the 429 carries the quota's RateLimit headers and Retry-After on both lines
+    expect(four["/error/quota"]).toMatchObject({
+      status: 429,
+      headers: { "retry-after": "3", "ratelimit-policy": `"per-key";q=5`, ratelimit: `"per-key";r=0;t=3` }
+    })
+  })
+
   for (const [client, server] of [
     ["3", "4"],
     ["4", "3"],
