@@ -10,7 +10,10 @@ export const make = (capacity: number): Effect.Effect<ThrottleSignalService> =>
     const latest = new Map<string, boolean>()
     const unsafePublish = (key: string, throttled: boolean): void => {
       latest.set(key, throttled)
-      PubSub.publishUnsafe(pubsub, { key, throttled })
+      const signal = { key, throttled }
+      // `publishUnsafe` refuses a signal a lagging subscriber has no room for; the sliding
+      // strategy (synchronous, run only then) drops that subscriber's oldest instead
+      if (!PubSub.publishUnsafe(pubsub, signal)) Effect.runSync(PubSub.publish(pubsub, signal))
     }
     return {
       unsafePublish,
