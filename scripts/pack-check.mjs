@@ -112,9 +112,17 @@ const app = join(work, "app")
 mkdirSync(app)
 writeFileSync(join(app, "package.json"), json({ name: "sluice-consumer", private: true, type: "module" }))
 log(`npm install ${packed.map((e) => e.filename).join(" ")} ${install.join(" ")}`)
+// --prefer-online: today's registry metadata, so a bare `effect` is today's latest
 run(
   "npm",
-  ["install", "--no-audit", "--no-fund", ...packed.map((e) => join(tarballs, e.filename)), ...install],
+  [
+    "install",
+    "--prefer-online",
+    "--no-audit",
+    "--no-fund",
+    ...packed.map((e) => join(tarballs, e.filename)),
+    ...install
+  ],
   app
 )
 // the peers' ranges admit the versions this line pins (and tests against)
@@ -185,6 +193,8 @@ for (const p of packages) {
             d.type.parameters.forEach(
               (parameter, i) =>
                 /options|config|tuning/i.test(parameter.name.getText(source)) &&
+                // an Effect `Config` (what `layerConfig` reads) is not an options record
+                !/^Config\./.test(parameter.type?.getText(source) ?? "") &&
                 optionChecks.push(
                   `ok<Missing<NonNullable<Parameters<typeof ${ns}.${d.name.text}>[${i}]>>>() // ${p.manifest.name}/${module} ${d.name.text} parameter ${i}`
                 )
