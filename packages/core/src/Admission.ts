@@ -8,9 +8,10 @@
  * its {@link Outcome.Outcome}, computed once from the work's `Exit` by the one
  * classifier in `Outcome`. A gate never classifies failures itself.
  *
- * {@link guard} composes any gates around an effect in one step: one uninterruptible
- * region, one clock read, one handler; gates are entered in order
- * (outermost first) and settled in reverse. The adaptive throttle, the concurrency
+ * {@link guard} composes any gates around an effect in one step: one exit handler (in
+ * place before the first ticket is taken, so no interruption can separate a ticket from
+ * its settlement), one clock read; gates are entered in order (outermost first) and
+ * settled in reverse. The adaptive throttle, the concurrency
  * limiter, the load shedder, the circuit breaker and the retry budget each expose
  * such a gate.
  *
@@ -26,8 +27,10 @@
  *
  * **Gotchas**
  *
- * - `tryEnter` and `settle` run synchronously inside the uninterruptible region: they
- *   must not block. Waiting belongs in `enter`, which `guard` runs interruptibly.
+ * - `tryEnter` and `settle` run synchronously, where no interruption can fall (the pass's
+ *   exit handler is in place before the first ticket is taken, and runs uninterruptibly):
+ *   they must not block. Waiting belongs in `enter`, which `guard` runs as interruptibly as
+ *   the caller runs.
  * - A refusal must be made with {@link refuse}: `guard` tells it from a ticket by its
  *   class, so a ticket may be any value (even an object with a `_tag`).
  *
@@ -119,9 +122,9 @@ export interface Refused<E> {
  * @category models
  */
 export interface Gate<T, E> {
-  /** Decide now: a ticket, a refusal, or {@link Wait}. Runs inside an uninterruptible region. */
+  /** Decide now: a ticket, a refusal, or {@link Wait}. Runs synchronously: no interruption falls inside. */
   readonly tryEnter: (entry: Entry) => T | Refused<E> | Wait
-  /** The waiting path, taken after `tryEnter` answered {@link Wait}. Interruptible. */
+  /** The waiting path, taken after `tryEnter` answered {@link Wait}. Interruptible (unless the caller is not). */
   readonly enter: (entry: Entry) => Effect.Effect<T, E>
   /**
    * Called exactly once per ticket with the outcome of the work (`"refused"` when a later
@@ -173,9 +176,15 @@ export const refuse: <E>(error: E) => Refused<E> = internal.refuse
  * with the effect's outcome (interruption of the caller is `"ignored"`).
  *
  * `orElse`, when given, handles a failure (a refusal or the effect's own error) as
- * `Effect.catch(orElse)` around the guard would, without a step of its own (it
- * is also given the guarded effect, so one guard serves every call): this
- * is how a retry policy continues after a failed first try (`Retry.Policy.around`).
+ * `Effect.catch(orElse)` around the guard would (it is also given the guarded effect,
+ * so one guard serves every call): this is how a retry policy continues after a failed
+ * first try (`Retry.Policy.around`).
+ *
+ * `admit`, when given, is what runs once every gate has admitted the work: it is given
+ * the effect and the pass's {@link Entry}, and returns the effect to run in its place
+ * (default: the effect itself). It is decided in the same step as the admission, from
+ * what the entry reads: this is how a retry policy nested in another one runs its first
+ * try at attempt 0 again.
  *
  * @example
  * ```ts
@@ -194,6 +203,16 @@ export const guard: {
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | RefusalOf<Gates[number]>, R>
   <const Gates extends ReadonlyArray<Gate<any, any>>, A2, E2, R2>(
     gates: Gates,
-    orElse: (error: unknown, self: Effect.Effect<any, any, any>) => Effect.Effect<A2, E2, R2>
+    orElse: (error: unknown, self: Effect.Effect<any, any, any>) => Effect.Effect<A2, E2, R2>,
+    admit?: Admit
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A | A2, E2, R | R2>
 } = internal.guard as any
+
+/**
+ * What runs once every gate has admitted the work (see {@link guard}): the effect itself,
+ * or one that runs it (with the same result).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Admit = <A, E, R>(self: Effect.Effect<A, E, R>, entry: Entry) => Effect.Effect<A, E, R>

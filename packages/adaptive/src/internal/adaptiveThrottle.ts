@@ -9,7 +9,7 @@ import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { makeHub, publish } from "./events.js"
-import { byLevel, counter, gauge, Millis, options, peekAt } from "./service.js"
+import { byLevel, counter, gauge, metricContext, Millis, options, peekAt } from "./service.js"
 import type * as AT from "../AdaptiveThrottle.js"
 
 type Level = Criticality.Criticality
@@ -95,8 +95,10 @@ export const make = (
 const makeFrom = (
   decoded: typeof AdaptiveThrottleOptions.Type,
   peekClock: Clock.Clock,
-  context: Context.Context<never>
+  madeIn: Context.Context<never>
 ): AT.Service => {
+  // The metrics are updated in the context the throttle was made in.
+  const context = metricContext(madeIn)
   const rule = Kernel.make(decoded)
   const { maxKeys } = rule
   // Per-key state, gates and guards: bounded, least recently used key evicted (CLOCK).

@@ -73,8 +73,9 @@ class Permit extends Kernel.Permit implements CL.Permit {
     queued: boolean
   ) {
     super(id, start, level, queued)
-    if (origin instanceof Permit) this.fiberClock = origin.clock
-    else this.entry = origin
+    // Granted from the queue, it was made with the permit just returned (see `Origin`).
+    if (queued) this.fiberClock = (origin as Permit).clock
+    else this.entry = origin as Admission.Entry
   }
   /** Read only when a round-trip time or a drain needs it (not on the uncontended path of a time-blind algorithm). */
   get clock(): Clock.Clock {

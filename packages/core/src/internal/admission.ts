@@ -1,8 +1,9 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import type * as Context from "effect/Context"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
+import type * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as Result from "effect/Result"
 import type * as A from "../Admission.js"
 import type * as Criticality from "../Criticality.js"
@@ -25,35 +26,78 @@ export const refuse = <E>(error: E): A.Refused<E> => new RefusedImpl(error)
 export const isRefused = (u: unknown): u is A.Refused<unknown> => u instanceof RefusedImpl
 
 type AnyGate = A.Gate<unknown, unknown>
-type Restore = <X, Y, R>(effect: Effect.Effect<X, Y, R>) => Effect.Effect<X, Y, R>
+type AnyEffect = Effect.Effect<unknown, unknown, unknown>
+
+type OrElse = (error: unknown, self: AnyEffect) => AnyEffect
+type Admit = (self: AnyEffect, entry: A.Entry) => AnyEffect
 
 const classifyOptions = (gates: ReadonlyArray<AnyGate>): Outcome.ClassifyOptions | undefined =>
   Outcome.anyDrop(gates.flatMap((gate) => (gate.isDrop === undefined ? [] : [gate.isDrop])))
 
-/** A fiber's `Clock`, read once per pass and only when a gate asks. */
-const clockOf = (fiber: Fiber.Fiber<unknown, unknown>): Clock.Clock => fiber.getRef(Clock.Clock)
+/**
+ * What every pass through one guard shares: worked out once when the guard is made, and
+ * what the latest pass read from its fiber's context. A context is immutable, so a pass
+ * whose fiber runs with the same context (the same object) reads the same clock and
+ * criticality from it: it takes them from here rather than looking them up again.
+ */
+class Shared {
+  readonly options: Outcome.ClassifyOptions | undefined
+  constructor(
+    readonly gates: ReadonlyArray<AnyGate>,
+    readonly orElse: OrElse | undefined,
+    readonly admit: Admit | undefined
+  ) {
+    this.options = classifyOptions(gates)
+  }
+  private context: Context.Context<never> | undefined = undefined
+  private contextClock: Clock.Clock | undefined = undefined
+  private contextLevel: Criticality.Criticality | undefined = undefined
+  private read(context: Context.Context<never>): void {
+    if (context !== this.context) {
+      this.context = context
+      this.contextClock = undefined
+      this.contextLevel = undefined
+    }
+  }
+  clockOf(context: Context.Context<never>): Clock.Clock {
+    this.read(context)
+    return (this.contextClock ??= Context.get(context, Clock.Clock))
+  }
+  levelOf(context: Context.Context<never>): Criticality.Criticality {
+    this.read(context)
+    return (this.contextLevel ??= Context.get(context, criticality.currentCriticality))
+  }
+}
 
 /**
- * One pass of work through the gates. It is the gates' `Entry` too, and holds the
- * tickets: one object per call, plus the two handlers the work's `Exit` needs.
+ * One pass of work through the gates: the gates' `Entry`, and the holder of the tickets
+ * taken so far. `settleOnExit` is installed (as `Effect.onExitPrimitive`, whose handler runs
+ * uninterruptibly) before the first ticket is taken, and every ticket is taken synchronously
+ * in `enter` or stored as its waiting path succeeds: whatever ends the pass (the work's exit,
+ * a refusal, a failed wait, the caller's interruption at any point), the handler settles
+ * exactly the tickets taken, once.
  */
 class Pass implements A.Entry {
   readonly tickets: Array<unknown>
+  /** The fiber the work runs on, set when the pass starts (`enter`). */
+  private fiber: Fiber.Fiber<unknown, unknown> = undefined as never
+  /** Tickets taken and not yet settled: `tickets[0 .. held)`. */
+  private held = 0
+  /** Past every gate: the work itself is running. */
+  private running = false
+
   constructor(
-    readonly gates: ReadonlyArray<AnyGate>,
-    readonly options: Outcome.ClassifyOptions | undefined,
-    readonly orElse: OrElse | undefined,
-    readonly restore: Restore,
-    readonly self: Effect.Effect<unknown, unknown, unknown>,
-    readonly fiber: Fiber.Fiber<unknown, unknown>
+    private readonly shared: Shared,
+    private readonly self: AnyEffect
   ) {
-    this.tickets = new Array(gates.length)
+    this.tickets = new Array(shared.gates.length)
   }
 
   private fiberClock: Clock.Clock | undefined = undefined
 
+  /** The fiber's `Clock` (`fiber.getRef(Clock.Clock)`), read once per pass and only when a gate asks. */
   get clock(): Clock.Clock {
-    return (this.fiberClock ??= clockOf(this.fiber))
+    return (this.fiberClock ??= this.shared.clockOf(this.fiber.context))
   }
 
   private time = -1
@@ -66,102 +110,101 @@ class Pass implements A.Entry {
 
   private level: Criticality.Criticality | undefined = undefined
 
-  /** Read once, and only when a gate asks (most success paths never do). */
+  /** Read once per pass, and only when a gate asks. */
   get criticality(): Criticality.Criticality {
-    return (this.level ??= this.fiber.getRef(criticality.currentCriticality))
+    return (this.level ??= this.shared.levelOf(this.fiber.context))
   }
 
   get context(): Context.Context<never> {
     return this.fiber.context
   }
 
-  readonly getRef = <A>(ref: Context.Reference<A>): A => this.fiber.getRef(ref)
+  private boundGetRef: (<X>(ref: Context.Reference<X>) => X) | undefined = undefined
 
-  /** Settles the first `count` tickets, innermost first. */
-  settle(count: number, result: Outcome.Outcome, cause?: Cause.Cause<unknown>): void {
-    for (let i = count - 1; i >= 0; i--) this.gates[i]!.settle(this.tickets[i], result, cause)
+  /** Bound to the pass, so it works unbound; made only when a gate asks. */
+  get getRef(): <X>(ref: Context.Reference<X>) => X {
+    return (this.boundGetRef ??= (ref) => this.fiber.getRef(ref))
   }
 
-  enterFrom(start: number): Effect.Effect<unknown, unknown, unknown> {
-    const gates = this.gates
+  /** Runs on the work's fiber, inside the exit handler: takes the tickets, then runs the work. */
+  readonly enter = (fiber: Fiber.Fiber<unknown, unknown>): AnyEffect => {
+    this.fiber = fiber
+    return this.enterFrom(0)
+  }
+
+  private enterFrom(start: number): AnyEffect {
+    const gates = this.shared.gates
     for (let i = start; i < gates.length; i++) {
       const result = gates[i]!.tryEnter(this)
       if (result === Wait) return this.wait(i)
       if (isRefused(result)) {
-        this.settle(i, "refused")
-        return this.orElse === undefined
-          ? Effect.fail(result.error)
-          : this.restore(this.orElse(result.error, this.self))
+        this.release("refused")
+        return Effect.fail(result.error)
       }
       this.tickets[i] = result
+      this.held = i + 1
     }
-    // The pass is its own handler object: no options object per call.
-    return Effect.matchCauseEffect(this.restore(this.self), this)
+    this.running = true
+    const admit = this.shared.admit
+    return admit === undefined ? this.self : admit(this.self, this)
   }
 
-  readonly onSuccess = (value: unknown): Effect.Effect<unknown> => {
-    this.settle(this.gates.length, "success")
-    return Effect.succeed(value)
-  }
-
-  readonly onFailure = (cause: Cause.Cause<unknown>): Effect.Effect<unknown, unknown, unknown> => {
-    this.settle(this.gates.length, outcome.ofCause(cause, this.options), cause)
-    return this.recover(cause)
-  }
-
-  /** As `Effect.catch(orElse)` after the guard, without a step of its own. */
-  recover(cause: Cause.Cause<unknown>): Effect.Effect<unknown, unknown, unknown> {
-    if (this.orElse === undefined) return Effect.failCause(cause)
-    const failure = Cause.findError(cause)
-    return Result.isSuccess(failure)
-      ? this.restore(this.orElse(failure.success, this.self))
-      : Effect.failCause(cause)
-  }
-
-  wait(i: number): Effect.Effect<unknown, unknown, unknown> {
-    return Effect.matchCauseEffect(this.restore(this.gates[i]!.enter(this)), {
-      onSuccess: (ticket) => {
-        this.tickets[i] = ticket
-        return this.enterFrom(i + 1)
-      },
-      onFailure: (cause) => {
-        // Refused while waiting, or the caller gave up: the outer gates learn nothing.
-        this.settle(i, outcome.ofCause(cause) === "ignored" ? "ignored" : "refused")
-        return this.recover(cause)
-      }
+  /** The waiting path of gate `i`: its ticket is held from the moment its wait succeeds. */
+  private wait(i: number): AnyEffect {
+    return Effect.flatMap(this.shared.gates[i]!.enter(this), (ticket) => {
+      this.tickets[i] = ticket
+      this.held = i + 1
+      return this.enterFrom(i + 1)
     })
+  }
+
+  /** Settles the tickets held, innermost first, with one outcome. */
+  private release(result: Outcome.Outcome, cause?: Cause.Cause<unknown>): void {
+    const gates = this.shared.gates
+    const held = this.held
+    this.held = 0
+    for (let i = held - 1; i >= 0; i--) gates[i]!.settle(this.tickets[i], result, cause)
+  }
+
+  /** The exit handler: the work's outcome, or, before the work ran, refused or abandoned. */
+  readonly settleOnExit = (exit: Exit.Exit<unknown, unknown>): undefined => {
+    if (this.held === 0) return undefined
+    if (exit._tag === "Success") this.release("success")
+    else if (this.running) this.release(outcome.ofCause(exit.cause, this.shared.options), exit.cause)
+    // Refused while waiting, or the caller gave up: the outer gates learn nothing.
+    else this.release(outcome.ofCause(exit.cause) === "ignored" ? "ignored" : "refused")
+    return undefined
   }
 }
 
-type OrElse = (
-  error: unknown,
-  self: Effect.Effect<unknown, unknown, unknown>
-) => Effect.Effect<unknown, unknown, unknown>
+/** As `Effect.catch(orElse)` after the guard: a typed failure of `self` goes to `orElse`. */
+const recover = (orElse: OrElse, self: AnyEffect, cause: Cause.Cause<unknown>): AnyEffect => {
+  const failure = Cause.findError(cause)
+  return Result.isSuccess(failure) ? orElse(failure.success, self) : Effect.failCause(cause)
+}
 
 /** @internal */
 export const guard = (
   gates: ReadonlyArray<AnyGate>,
-  orElse?: OrElse
+  orElse?: OrElse,
+  admit?: Admit
 ): (<X, Y, R>(self: Effect.Effect<X, Y, R>) => Effect.Effect<X, unknown, R>) => {
-  const options = classifyOptions(gates)
-  const enter = (
-    fiber: Fiber.Fiber<unknown, unknown>,
-    restore: Restore,
-    self: Effect.Effect<unknown, unknown, unknown>
-  ): Effect.Effect<unknown, unknown, unknown> =>
-    new Pass(gates, options, orElse, restore, self, fiber).enterFrom(0)
-  const guarded = (
-    self: Effect.Effect<unknown, unknown, unknown>
-  ): Effect.Effect<unknown, unknown, unknown> =>
-    // The tickets are taken inside the uninterruptible region, so no interruption can fall
-    // between being admitted and installing the handler that settles the ticket.
-    Effect.uninterruptibleMask((restore) => {
-      // The mask's body runs on the fiber that is running it: reading it here saves a
-      // `withFiber` step on every call.
-      const current = Fiber.getCurrent()
-      return current !== undefined
-        ? enter(current, restore, self)
-        : Effect.withFiber((fiber) => enter(fiber, restore, self))
-    })
+  const shared = new Shared(gates, orElse, admit)
+  // A pass per run (an effect may be run many times), made when the run starts. Its exit
+  // handler is in place before `enter` takes the first ticket, so no interruption can fall
+  // between being admitted and the ticket's settlement being guaranteed, and the work needs
+  // no uninterruptible region around it (the handler itself runs uninterruptibly).
+  const start = (self: AnyEffect): AnyEffect => {
+    const pass = new Pass(shared, self)
+    return Effect.onExitPrimitive(Effect.withFiber(pass.enter), pass.settleOnExit)
+  }
+  const guarded =
+    orElse === undefined
+      ? (self: AnyEffect): AnyEffect => Effect.suspend(() => start(self))
+      : (self: AnyEffect): AnyEffect =>
+          Effect.catchCause(
+            Effect.suspend(() => start(self)),
+            (cause) => recover(orElse, self, cause)
+          )
   return guarded as any
 }

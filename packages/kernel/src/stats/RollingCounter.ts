@@ -54,6 +54,8 @@ export class RollingCounter {
   /** The slot of bucket `last`. */
   private slot = 0
   private sum = 0
+  /** The time of the latest `advance`: advancing to it again changes nothing. */
+  private advancedTo = Number.NaN
 
   /** Throws a `RangeError` naming the field for a bad window or bucket count ({@link options}). */
   constructor(input: RollingCounterOptions) {
@@ -65,6 +67,9 @@ export class RollingCounter {
   }
 
   private advance(now: number): void {
+    // A reading and an update at the same time (a call's judge, then its settlement) slide once.
+    if (now === this.advancedTo) return
+    this.advancedTo = now
     const index = Math.floor(now / this.width)
     if (index <= this.last) return
     const steps =
@@ -99,5 +104,6 @@ export class RollingCounter {
     this.sum = 0
     this.last = Number.NEGATIVE_INFINITY
     this.slot = 0
+    this.advancedTo = Number.NaN
   }
 }

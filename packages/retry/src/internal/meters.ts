@@ -1,4 +1,19 @@
+import * as Context from "effect/Context"
 import * as Metric from "effect/Metric"
+
+/**
+ * @internal What a counter's update reads from a context, and nothing else: its
+ * `MetricRegistry` and its `CurrentMetricAttributes`, as `context` holds them. An update in
+ * it finds the same series in the same registry as in `context`, with two direct hits
+ * instead of two lookups that fall through to the References' defaults.
+ */
+export const metricContext = (context: Context.Context<never>): Context.Context<never> =>
+  Context.makeUnsafe(
+    new Map<string, unknown>([
+      [Metric.MetricRegistry.key, Context.get(context, Metric.MetricRegistry)],
+      [Metric.CurrentMetricAttributes.key, Context.get(context, Metric.CurrentMetricAttributes)]
+    ])
+  )
 
 /**
  * @internal `base` with `attributes` added, as one metric built up front: the same series as

@@ -18,7 +18,7 @@ import * as Stream from "effect/Stream"
 import type * as R from "../Retry.js"
 import type * as RB from "../RetryBudget.js"
 import * as backoff from "./backoff.js"
-import { counterWith } from "./meters.js"
+import { counterWith, metricContext } from "./meters.js"
 import * as retryBudget from "./retryBudget.js"
 
 /** @internal */
@@ -301,14 +301,42 @@ export const withRetry = ((...args: ReadonlyArray<unknown>) => {
 }) as unknown as typeof R.withRetry
 
 /**
- * The first try's bookkeeping as a gate, so it shares the one step of `Admission.guard`.
- * Entered only outside another retry layer (see `around`).
+ * The first try of a policy's `around`: its bookkeeping (budget request, attempt count) as a
+ * gate, so it shares the one step of `Admission.guard`, and what the guard admits: the work
+ * at attempt 0, also inside another policy's retry. What it reads from the fiber's context
+ * (the attempt) is read again only when the context changes (a context is immutable); the
+ * attempt counter is updated through that context's `metricContext`, made once the same
+ * context comes back (a context made per call never pays for one).
  */
-const firstTryGate = (config: Compiled, budget: RB.Budget | undefined): Admission.Gate<true, never> =>
-  retryBudget.recordingGate((entry) => {
-    budget?.unsafeRecordRequest(entry.now)
-    config.meters.attempts.updateUnsafe(1, entry.context)
-  })
+class FirstTry implements Admission.Gate<true, never> {
+  private context: Context.Context<never> | undefined = undefined
+  private metrics: Context.Context<never> | undefined = undefined
+  private atZero = true
+  constructor(
+    private readonly config: Compiled,
+    private readonly budget: RB.Budget | undefined
+  ) {}
+  private read(context: Context.Context<never>): boolean {
+    if (context === this.context) return true
+    this.context = context
+    this.metrics = undefined
+    this.atZero = Context.get(context, currentAttempt) === 0
+    return false
+  }
+  readonly tryEnter = (entry: Admission.Entry): true => {
+    this.budget?.unsafeRecordRequest(entry.now)
+    const context = entry.context
+    const metrics = this.read(context) ? (this.metrics ??= metricContext(context)) : context
+    this.config.meters.attempts.updateUnsafe(1, metrics)
+    return true
+  }
+  readonly enter = (): Effect.Effect<true> => Effect.succeed(true)
+  readonly settle = (): void => {}
+  readonly admit: Admission.Admit = (self, entry) => {
+    this.read(entry.context)
+    return this.atZero ? self : Effect.provideService(self, currentAttempt, 0)
+  }
+}
 
 const policyOf = (options: R.MakeOptions | undefined): Result.Result<R.Policy, Options.InvalidOptions> =>
   Result.flatMap(compile(options), (config) =>
@@ -331,7 +359,6 @@ export const unsafeMake = (options?: R.MakeOptions): R.Policy =>
   Result.getOrThrowWith(policyOf(options), identity)
 
 const policy = (config: Compiled, budget: RB.Budget | undefined): R.Policy => {
-  const firstTry = firstTryGate(config, budget)
   return {
     maxAttempts: config.maxAttempts,
     budget,
@@ -339,18 +366,19 @@ const policy = (config: Compiled, budget: RB.Budget | undefined): R.Policy => {
     apply: <A, E, R>(self: Effect.Effect<A, E, R>) =>
       run(self, config, budget) as Effect.Effect<A, R.PolicyError<E>, R>,
     around: (gates) => {
+      const firstTry = new FirstTry(config, budget)
       const later = Admission.guard(gates)
       // The first try, the throttle, the limiter … in one step; a failure continues in
-      // the retry loop from the guard's own handler.
-      const fused = Admission.guard([firstTry, ...gates], (error, self) =>
-        retryLoop(later(self), error, config, budget)
-      )
-      // Inside another retry layer (the fiber's attempt is not 0) the first try must run
-      // as the whole policy runs it, with the attempt set back to 0 for its own tries.
-      return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-        Effect.withFiber((fiber) =>
-          fiber.getRef(currentAttempt) === 0 ? fused(self) : run(later(self), config, budget)
-        ) as Effect.Effect<A, R.PolicyError<E | Admission.RefusalOf<(typeof gates)[number]>>, R>
+      // the retry loop from the guard's own handler. Inside another retry layer (the
+      // fiber's attempt is not 0) the first try runs as the whole policy runs it, with the
+      // attempt set back to 0 for its own tries: the guard admits it so.
+      return Admission.guard(
+        [firstTry, ...gates],
+        (error, self) => retryLoop(later(self), error, config, budget),
+        firstTry.admit
+      ) as <A, E, R>(
+        self: Effect.Effect<A, E, R>
+      ) => Effect.Effect<A, R.PolicyError<E | Admission.RefusalOf<(typeof gates)[number]>>, R>
     }
   }
 }
