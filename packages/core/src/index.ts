@@ -19,6 +19,8 @@ export * as Errors from "./Errors.js"
 export * as Ewma from "./Ewma.js"
 /** @since 0.1.0 */
 export * as LatencyWindow from "./LatencyWindow.js"
+/** @since 1.0.0 */
+export * as Meters from "./Meters.js"
 /** @since 0.1.0 */
 export * as Options from "./Options.js"
 /** @since 0.2.0 */

@@ -355,9 +355,9 @@ export const metrics: {
   readonly retries: Metric.Counter<number>
   readonly giveUps: Metric.Counter<number>
 } = {
-  attempts: internal.attemptsCounter,
-  retries: internal.retriesCounter,
-  giveUps: internal.giveUpsCounter
+  attempts: internal.attempts.metric,
+  retries: internal.retries.metric,
+  giveUps: internal.giveUps.metric
 }
 
 /**

@@ -233,4 +233,4 @@ export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> 
 export const metrics: {
   readonly withdrawals: Metric.Counter<number>
   readonly denials: Metric.Counter<number>
-} = { withdrawals: internal.withdrawals, denials: internal.denials }
+} = { withdrawals: internal.withdrawals.metric, denials: internal.denials.metric }

@@ -223,7 +223,7 @@ export const metrics: {
   readonly retryShare: Metric.Gauge<number>
   readonly rejectDecisions: Metric.Counter<number>
 } = {
-  requests: internal.requestsCounter,
-  retryShare: internal.retryShareGauge,
-  rejectDecisions: internal.rejectionsCounter
+  requests: internal.requests.metric,
+  retryShare: internal.retryShare.metric,
+  rejectDecisions: internal.rejections.metric
 }

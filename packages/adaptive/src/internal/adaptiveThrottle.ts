@@ -1,4 +1,4 @@
-import { Admission, BoundedMap, Criticality, type Options, Outcome, Errors } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Meters, type Options, Outcome } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/throttle/AdaptiveThrottle"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
@@ -9,7 +9,7 @@ import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { makeHub, publish } from "./events.js"
-import { byLevel, counter, gauge, metricContext, Millis, options, peekAt } from "./service.js"
+import { byLevel, Millis, options, peekAt } from "./service.js"
 import type * as AT from "../AdaptiveThrottle.js"
 
 type Level = Criticality.Criticality
@@ -36,16 +36,16 @@ const { decode } = options("AdaptiveThrottle", AdaptiveThrottleOptions, Kernel.i
 export const defaultIsRejection = (error: unknown): boolean => Outcome.ofError(error) === "dropped"
 
 const families = {
-  requests: counter(
+  requests: Meters.counter(
     "sluice_adaptive_throttle_requests",
     "Requests offered to the adaptive throttle, including those it failed locally"
   ),
-  accepts: counter(
+  accepts: Meters.counter(
     "sluice_adaptive_throttle_accepts",
     "Requests the backend accepted (answered without a rejection)"
   ),
-  throttled: counter("sluice_adaptive_throttle_throttled", "Requests failed locally with Throttled"),
-  probability: gauge("sluice_adaptive_throttle_probability", "Current local rejection probability")
+  throttled: Meters.counter("sluice_adaptive_throttle_throttled", "Requests failed locally with Throttled"),
+  probability: Meters.gauge("sluice_adaptive_throttle_probability", "Current local rejection probability")
 }
 
 /** @internal */
@@ -98,7 +98,7 @@ const makeFrom = (
   madeIn: Context.Context<never>
 ): AT.Service => {
   // The metrics are updated in the context the throttle was made in.
-  const context = metricContext(madeIn)
+  const context = Meters.metricContext(madeIn)
   const rule = Kernel.make(decoded)
   const { maxKeys } = rule
   // Per-key state, gates and guards: bounded, least recently used key evicted (CLOCK).

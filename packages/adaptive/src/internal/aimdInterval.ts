@@ -1,4 +1,4 @@
-import type { Options } from "@sluice/core"
+import { Meters, type Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/interval/AimdInterval"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -7,7 +7,7 @@ import type * as Metric from "effect/Metric"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as A from "../AimdInterval.js"
-import { counter, gauge, Millis, noContext, options, Service, withDefault } from "./service.js"
+import { Millis, noContext, options, Service, withDefault } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof A.TypeId = Symbol.for("@sluice/adaptive/AimdInterval") as any
@@ -26,11 +26,11 @@ const { decode, decodeSync } = options(
   Kernel.issues
 )
 
-const intervalGauge = gauge(
+const intervalGauge = Meters.gauge(
   "sluice_aimd_interval_ms",
   "Current interval of an AIMD interval controller, in milliseconds"
 )
-const signalCounter = counter(
+const signalCounter = Meters.counter(
   "sluice_aimd_interval_signals",
   "Signals received by an AIMD interval controller, tagged throttled=true|false"
 )

@@ -1,4 +1,4 @@
-import { Admission, BoundedMap, Criticality, Errors, type Options, Outcome } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Meters, type Options, Outcome } from "@sluice/core"
 import * as Limit from "@sluice/kernel/limit/Limit"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -17,7 +17,7 @@ import { bindMethods } from "./bind.js"
 import * as Stream from "effect/Stream"
 import { makeHub, publish } from "./events.js"
 import { tryConstruct, validator } from "./options.js"
-import { counter, gauge, noContext } from "./service.js"
+import { noContext } from "./service.js"
 import * as Kernel from "@sluice/kernel/limiter/Limiter"
 
 /** @internal */
@@ -33,10 +33,13 @@ const checkService = validator<CL.ServiceOptions, ServiceConfig>(module, Kernel.
 // ---------------------------------------------------------------------------
 // metrics
 
-const limitGauge = gauge("sluice_concurrency_limiter_limit", "current concurrency limit of a limiter key")
-const inFlightGauge = gauge("sluice_concurrency_limiter_in_flight", "requests holding a permit")
-const queuedGauge = gauge("sluice_concurrency_limiter_queued", "requests waiting for a permit")
-const rejectedCounter = counter(
+const limitGauge = Meters.gauge(
+  "sluice_concurrency_limiter_limit",
+  "current concurrency limit of a limiter key"
+)
+const inFlightGauge = Meters.gauge("sluice_concurrency_limiter_in_flight", "requests holding a permit")
+const queuedGauge = Meters.gauge("sluice_concurrency_limiter_queued", "requests waiting for a permit")
+const rejectedCounter = Meters.counter(
   "sluice_concurrency_limiter_rejected",
   "requests refused without running, by reason"
 )

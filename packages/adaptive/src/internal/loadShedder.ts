@@ -1,4 +1,4 @@
-import { Admission, Criticality, Errors, Options } from "@sluice/core"
+import { Admission, Criticality, Errors, Meters, Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/shed/LoadShedder"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -9,7 +9,7 @@ import * as Stream from "effect/Stream"
 import { performance } from "node:perf_hooks"
 import type * as LS from "../LoadShedder.js"
 import { makeHub, publish } from "./events.js"
-import { byLevel, counter, gauge, Millis, options, peekAt, withDefault } from "./service.js"
+import { byLevel, Millis, options, peekAt, withDefault } from "./service.js"
 
 type Level = Criticality.Criticality
 
@@ -34,16 +34,16 @@ const { decode } = options("LoadShedder", LoadShedderOptions, Kernel.issues)
 export const defaultThresholds = Kernel.defaultThresholds
 
 const families = {
-  utilization: gauge(
+  utilization: Meters.gauge(
     "sluice_load_shedder_utilization",
     "Utilization the shedder decides on: max(smoothed active / capacity, event-loop utilization)"
   ),
-  eventLoopUtilization: gauge(
+  eventLoopUtilization: Meters.gauge(
     "sluice_load_shedder_event_loop_utilization",
     "Last sampled event-loop utilization"
   ),
-  shed: counter("sluice_load_shedder_shed", "Requests shed with Overloaded"),
-  admitted: counter("sluice_load_shedder_admitted", "Requests admitted")
+  shed: Meters.counter("sluice_load_shedder_shed", "Requests shed with Overloaded"),
+  admitted: Meters.counter("sluice_load_shedder_admitted", "Requests admitted")
 }
 
 /** @internal */

@@ -1,4 +1,4 @@
-import { Errors, type Options } from "@sluice/core"
+import { Errors, Meters, type Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/limit/Pacer"
 import type * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
@@ -11,7 +11,7 @@ import type * as CL from "../ConcurrencyLimiter.js"
 import type * as P from "../Pacer.js"
 import { bindMethods } from "./bind.js"
 import { tryConstruct, validator } from "./options.js"
-import { counter, gauge, histogram, noContext } from "./service.js"
+import { noContext } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/Pacer") as any
@@ -21,18 +21,18 @@ const check = validator<P.PacerOptions, P.PacerConfig>("Pacer", Kernel.configure
 // ---------------------------------------------------------------------------
 // metrics
 
-const delayHistogram = histogram(
+const delayHistogram = Meters.histogram(
   "sluice_pacer_delay_ms",
   "How long a departure was held back by the pacer (0 when it left at once)",
   Metric.exponentialBoundaries({ start: 0.5, factor: 2, count: 14 })
 )
-const queuedGauge = gauge("sluice_pacer_queued", "departures waiting for their paced slot")
-const intervalGauge = gauge(
+const queuedGauge = Meters.gauge("sluice_pacer_queued", "departures waiting for their paced slot")
+const intervalGauge = Meters.gauge(
   "sluice_pacer_interval_ms",
   "current spacing between departures: srtt / (gain × limit)"
 )
-const srttGauge = gauge("sluice_pacer_srtt_ms", "smoothed round-trip time of paced successes")
-const rejectedCounter = counter(
+const srttGauge = Meters.gauge("sluice_pacer_srtt_ms", "smoothed round-trip time of paced successes")
+const rejectedCounter = Meters.counter(
   "sluice_pacer_rejected",
   "departures refused because the pacer queue was full"
 )

@@ -1,4 +1,4 @@
-import type { Options } from "@sluice/core"
+import { Meters, type Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/sample/ProportionalSampler"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
@@ -12,7 +12,7 @@ import type * as Scope from "effect/Scope"
 import type * as P from "../ProportionalSampler.js"
 import type * as Q from "../QpsSensor.js"
 import { QpsSensor } from "../QpsSensor.js"
-import { counter, gauge, Millis, options, Service, withDefault } from "./service.js"
+import { Millis, options, Service, withDefault } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof P.TypeId = Symbol.for("@sluice/adaptive/ProportionalSampler") as any
@@ -37,10 +37,10 @@ const decodeGoal = options("ProportionalSampler.goal", Schema.Number, Kernel.goa
 // jitter 0 draws nothing
 const noRandom = () => 0
 
-const sentCounter = counter("sluice_sampler_sent", "Calls a proportional sampler let through")
-const skippedCounter = counter("sluice_sampler_skipped", "Calls a proportional sampler skipped")
-const ratioGauge = gauge("sluice_sampler_ratio", "Share r of calls a sampler sends")
-const modeGauge = gauge("sluice_sampler_stale", "1 while a sampler's sensor is stale, else 0")
+const sentCounter = Meters.counter("sluice_sampler_sent", "Calls a proportional sampler let through")
+const skippedCounter = Meters.counter("sluice_sampler_skipped", "Calls a proportional sampler skipped")
+const ratioGauge = Meters.gauge("sluice_sampler_ratio", "Share r of calls a sampler sends")
+const modeGauge = Meters.gauge("sluice_sampler_stale", "1 while a sampler's sensor is stale, else 0")
 
 class ProportionalSamplerImpl extends Service implements P.Service {
   readonly [TypeId]: P.TypeId = TypeId

@@ -1,4 +1,4 @@
-import { Criticality, Options } from "@sluice/core"
+import { Criticality, Meters, Options } from "@sluice/core"
 import type * as Field from "@sluice/kernel/options/Field"
 import type * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -10,8 +10,8 @@ import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import { bindMethods } from "./bind.js"
 
-// The wiring the policy bindings share: options checked by their kernel rule, metrics built
-// with their attributes up front, and service objects whose methods work unbound.
+// The wiring the policy bindings share: options checked by their kernel rule, metric series by
+// criticality level, and service objects whose methods work unbound.
 
 /** @internal A duration option in milliseconds, the unit the kernel checks and uses. */
 export const Millis: Schema.Codec<number, Duration.Input> = Options.DurationInput.pipe(
@@ -52,58 +52,11 @@ export const options = <A, I>(
  */
 export const noContext: Context.Context<never> = Context.empty()
 
-/**
- * @internal What a counter's or a gauge's update reads from a context, and nothing else: its
- * `MetricRegistry` and its `CurrentMetricAttributes`, as `context` holds them. An update in
- * it finds the same series in the same registry as in `context`, with two direct hits
- * instead of two lookups that fall through to the References' defaults; a policy that
- * updates its metrics in the (immutable) context it was made in builds it once.
- */
-export const metricContext = (context: Context.Context<never>): Context.Context<never> =>
-  Context.makeUnsafe(
-    new Map<string, unknown>([
-      [Metric.MetricRegistry.key, Context.get(context, Metric.MetricRegistry)],
-      [Metric.CurrentMetricAttributes.key, Context.get(context, Metric.CurrentMetricAttributes)]
-    ])
-  )
-
-/** @internal Attributes of one series: `{ name: value }`. */
-export type Attributes = Readonly<Record<string, string>>
-
-/**
- * @internal A metric and its series: `metric` has no attributes (what users read through
- * `Metric.withAttributes`), `of(attributes)` is the series of `attributes`, built once by its
- * owner so that an update does not re-key a wrapper.
- */
-export interface Family<M> {
-  readonly metric: M
-  readonly of: (attributes: Attributes) => M
-}
-
-/** @internal An incremental counter. */
-export const counter = (name: string, description: string): Family<Metric.Counter<number>> => ({
-  metric: Metric.counter(name, { description, incremental: true }),
-  of: (attributes) => Metric.counter(name, { description, incremental: true, attributes })
-})
-
-/** @internal A gauge. */
-export const gauge = (name: string, description: string): Family<Metric.Gauge<number>> => ({
-  metric: Metric.gauge(name, { description }),
-  of: (attributes) => Metric.gauge(name, { description, attributes })
-})
-
-/** @internal A histogram. */
-export const histogram = (
-  name: string,
-  description: string,
-  boundaries: ReadonlyArray<number>
-): Family<Metric.Histogram<number>> => ({
-  metric: Metric.histogram(name, { description, boundaries }),
-  of: (attributes) => Metric.histogram(name, { description, boundaries, attributes })
-})
-
 /** @internal One series per criticality level, each with `base` and its level's attribute. */
-export const byLevel = <M>(family: Family<M>, base: Attributes): Record<Criticality.Criticality, M> => {
+export const byLevel = <M>(
+  family: Meters.Family<M>,
+  base: Metric.Metric.AttributeSet
+): Record<Criticality.Criticality, M> => {
   const series = {} as Record<Criticality.Criticality, M>
   for (const level of Criticality.levels) series[level] = family.of({ ...base, criticality: level })
   return series

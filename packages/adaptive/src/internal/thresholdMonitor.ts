@@ -1,4 +1,4 @@
-import type { Options } from "@sluice/core"
+import { Meters, type Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/monitor/ThresholdMonitor"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
@@ -9,7 +9,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as T from "../ThresholdMonitor.js"
 import { makeHub, publish } from "./events.js"
-import { gauge, Millis, noContext, options, Service, withDefault } from "./service.js"
+import { Millis, noContext, options, Service, withDefault } from "./service.js"
 
 /** @internal */
 export const TypeId: typeof T.TypeId = Symbol.for("@sluice/adaptive/ThresholdMonitor") as any
@@ -34,15 +34,15 @@ const decodeThresholds = options("ThresholdMonitor.thresholds", Thresholds, (t) 
 ).decode
 const decodeInstances = options("ThresholdMonitor.instances", Schema.Number, Kernel.instancesIssues).decode
 
-const rateGauge = gauge(
+const rateGauge = Meters.gauge(
   "sluice_threshold_monitor_rate",
   "Exponentially weighted rate of successful calls per second, per operation"
 )
-const medianGauge = gauge(
+const medianGauge = Meters.gauge(
   "sluice_threshold_monitor_median_ms",
   "Median latency of successful calls, per operation, in milliseconds"
 )
-const exceededGauge = gauge(
+const exceededGauge = Meters.gauge(
   "sluice_threshold_monitor_exceeded",
   "1 while an operation is over one of its thresholds, else 0"
 )

@@ -17,6 +17,7 @@ import * as Admission from "../Admission.js"
 import type * as CB from "../CircuitBreaker.js"
 import { CircuitOpen } from "../Errors.js"
 import * as admission from "./admission.js"
+import * as Meters from "./meters.js"
 import * as Options from "./options.js"
 import * as Breaker from "@sluice/kernel/breaker/Breaker"
 import type { InvalidOptions } from "./options.js"
@@ -58,23 +59,18 @@ type Config = typeof OptionsSchema.Type
 
 const decodeEffect = Options.decode<Config, CB.CircuitBreakerOptions>("CircuitBreaker", OptionsSchema)
 
-const stateGauge = (name: string) =>
-  Metric.gauge("sluice_circuit_breaker_state", {
-    description: "circuit breaker state: 0 closed, 1 half-open, 2 open",
-    attributes: { name }
-  })
-const transitionsCounter = (name: string, from: CB.State, to: CB.State) =>
-  Metric.counter("sluice_circuit_breaker_transitions", {
-    description: "circuit breaker state transitions, tagged from and to",
-    incremental: true,
-    attributes: { name, from, to }
-  })
-const rejectedCounter = (name: string) =>
-  Metric.counter("sluice_circuit_breaker_rejected", {
-    description: "calls refused by an open or saturated half-open circuit breaker",
-    incremental: true,
-    attributes: { name }
-  })
+const stateGauge = Meters.gauge(
+  "sluice_circuit_breaker_state",
+  "circuit breaker state: 0 closed, 1 half-open, 2 open"
+)
+const transitionsCounter = Meters.counter(
+  "sluice_circuit_breaker_transitions",
+  "circuit breaker state transitions, tagged from and to"
+)
+const rejectedCounter = Meters.counter(
+  "sluice_circuit_breaker_rejected",
+  "calls refused by an open or saturated half-open circuit breaker"
+)
 
 /** The typed error an outcome was computed from (`undefined` for a defect, or without a cause). */
 const typedError = (cause: Cause.Cause<unknown> | undefined): { readonly error: unknown } | undefined => {
@@ -135,8 +131,8 @@ class CircuitBreakerImpl implements CB.Service {
       isFailure: config.isFailure,
       onTransition: (from, to, now) => this.transitioned(from, to, now)
     })
-    this.gauge = stateGauge(this.name)
-    this.rejected = rejectedCounter(this.name)
+    this.gauge = stateGauge.of({ name: this.name })
+    this.rejected = rejectedCounter.of({ name: this.name })
     this.gauge.updateUnsafe(0, context)
     this.gate = {
       tryEnter: (entry) =>
@@ -173,7 +169,7 @@ class CircuitBreakerImpl implements CB.Service {
     const key = `${from}>${to}`
     let counter = this.transitions.get(key)
     if (counter === undefined) {
-      counter = transitionsCounter(this.name, from, to)
+      counter = transitionsCounter.of({ name: this.name, from, to })
       this.transitions.set(key, counter)
     }
     return counter

@@ -1,5 +1,5 @@
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
-import { Admission, BoundedMap, Criticality, Errors, Options } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Meters, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
 import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
 import * as Outgoing from "@sluice/kernel/wire/Outgoing"
@@ -14,7 +14,6 @@ import * as HttpClient from "effect/http/HttpClient"
 import type * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
-import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
@@ -52,6 +51,11 @@ export const allowRetries: Context.Reference<boolean | undefined> = Context.Refe
 
 /** Hosts whose composed guards are kept (as many as the throttle's and limiter's default `maxKeys`). */
 const MAX_HOSTS = 1024
+
+const throttleSignalsTotal = Meters.counter(
+  "sluice_http_client_throttle_signals",
+  "responses carrying the throttle flag, by host"
+)
 
 /**
  * The current call's start: the Clock time it began, as long as it has not waited for a
@@ -223,11 +227,7 @@ const build = (
       const gates: Array<Admission.Gate<any, Errors.Throttled | Errors.Overloaded>> = []
       if (throttle !== undefined) gates.push(throttle.gate(key))
       if (limiters !== undefined) gates.push(noticingWaits(limiters.gate(key)))
-      const throttleSignals = Metric.counter("sluice_http_client_throttle_signals", {
-        description: "responses carrying the throttle flag, by host",
-        incremental: true,
-        attributes: { host: key }
-      })
+      const throttleSignals = throttleSignalsTotal.of({ host: key })
       return {
         retried: retrying.around(gates),
         once: once.around(gates),

@@ -1,7 +1,7 @@
 import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
-import { Admission, Criticality, Errors } from "@sluice/core"
+import { Admission, Criticality, Errors, Meters } from "@sluice/core"
 import { Quota } from "@sluice/quota"
 import { RetryHistogram } from "@sluice/retry"
 import * as ErrorBody from "@sluice/kernel/wire/ErrorBody"
@@ -41,17 +41,15 @@ export const isSluiceError = protocol.isSluiceError
 
 type Reason = Errors.SluiceError["_tag"] | "Sampled"
 
+const rejectedTotal = Meters.counter(
+  "sluice_http_server_rejected",
+  "requests the Sluice middleware answered with a refusal, by reason"
+)
+
 // One series per reason, built up front: an update then costs no attribute merge.
 const rejected = Object.fromEntries(
   (["Overloaded", "QuotaExceeded", "Throttled", "CircuitOpen", "DontRetry", "Sampled"] as const).map(
-    (reason) => [
-      reason,
-      Metric.counter("sluice_http_server_rejected", {
-        description: "requests the Sluice middleware answered with a refusal, by reason",
-        incremental: true,
-        attributes: { reason }
-      })
-    ]
+    (reason) => [reason, rejectedTotal.of({ reason })]
   )
 ) as Record<Reason, Metric.Counter<number>>
 

@@ -11,6 +11,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as CircuitBreaker from "@sluice/core/CircuitBreaker"
+import * as Meters from "@sluice/core/Meters"
 import { CircuitOpen, QuotaExceeded } from "@sluice/core/Errors"
 import * as Options from "@sluice/core/Options"
 import * as ClientKey from "@sluice/kernel/quota/ClientKey"
@@ -48,19 +49,20 @@ const latency = Metric.histogram("sluice_quota_check_latency_ms", {
   description: "Latency of a quota check, store call included",
   boundaries: Metric.exponentialBoundaries({ start: 0.025, factor: 2, count: 14 })
 })
-const counter = (name: string, description: string, attributes?: Record<string, string>) =>
-  Metric.counter(name, { description, incremental: true, attributes })
-const allowedTotal = counter("sluice_quota_allowed_total", "Checks allowed")
-const deniedDescription = "Denials, by tier"
-const failOpenTotal = counter(
+const allowedTotal = Meters.counter("sluice_quota_allowed_total", "Checks allowed").metric
+const deniedTotal = Meters.counter("sluice_quota_denied_total", "Denials, by tier")
+const failOpenTotal = Meters.counter(
   "sluice_quota_fail_open_total",
   "Checks allowed because the store failed or missed its deadline"
-)
-const failClosedTotal = counter(
+).metric
+const failClosedTotal = Meters.counter(
   "sluice_quota_fail_closed_total",
   "Checks denied because the store failed or missed its deadline"
-)
-const fallbackTotal = counter("sluice_quota_fallback_total", "Checks decided by the local fallback store")
+).metric
+const fallbackTotal = Meters.counter(
+  "sluice_quota_fallback_total",
+  "Checks decided by the local fallback store"
+).metric
 type FailureReason = QuotaStoreError["reason"] | "stalled" | "circuit-open" | "defect"
 const failureReasons: ReadonlyArray<FailureReason> = [
   "timeout",
@@ -70,21 +72,21 @@ const failureReasons: ReadonlyArray<FailureReason> = [
   "circuit-open",
   "defect"
 ]
+const storeFailuresTotal = Meters.counter(
+  "sluice_quota_store_failures_total",
+  "Store calls that failed, by reason (timeout, stalled, unavailable, error, circuit-open)"
+)
 const storeFailures = Object.fromEntries(
-  failureReasons.map((reason) => [
-    reason,
-    counter(
-      "sluice_quota_store_failures_total",
-      "Store calls that failed, by reason (timeout, stalled, unavailable, error, circuit-open)",
-      { reason }
-    )
-  ])
+  failureReasons.map((reason) => [reason, storeFailuresTotal.of({ reason })])
 ) as Record<FailureReason, Metric.Counter<number>>
-const refundsTotal = counter(
+const refundsTotal = Meters.counter(
   "sluice_quota_refunds_total",
   "Units given back to the store for checks it counted after their deadline had been decided"
-)
-const waitedTotal = counter("sluice_quota_waited_total", "withQuota calls that waited for a permit")
+).metric
+const waitedTotal = Meters.counter(
+  "sluice_quota_waited_total",
+  "withQuota calls that waited for a permit"
+).metric
 const breakerState = Metric.gauge("sluice_quota_breaker_state", {
   description: "Store circuit breaker: 0 closed, 1 half-open, 2 open"
 })
@@ -106,10 +108,10 @@ export const make = (
     const services: Context.Context<never> = yield* Effect.context<never>()
     const pubsub = yield* Effect.acquireRelease(PubSub.sliding<Q.Event>(256), PubSub.shutdown)
     const deniedByTier = new Map<string, Metric.Counter<number>>()
-    const deniedTotal = (tier: string) => {
+    const deniedIn = (tier: string) => {
       let metric = deniedByTier.get(tier)
       if (metric === undefined) {
-        metric = counter("sluice_quota_denied_total", deniedDescription, { tier })
+        metric = deniedTotal.of({ tier })
         deniedByTier.set(tier, metric)
       }
       return metric
@@ -165,7 +167,7 @@ export const make = (
       const decision = QuotaDecision.make(client, result, source)
       if (decision.allowed) allowedTotal.updateUnsafe(1, services)
       else {
-        for (const tier of decision.tiers) if (!tier.allowed) deniedTotal(tier.tier).updateUnsafe(1, services)
+        for (const tier of decision.tiers) if (!tier.allowed) deniedIn(tier.tier).updateUnsafe(1, services)
         // off the success path only: a denial publishes (stamped with the Clock's epoch time), an
         // admission never does
         publish(QuotaDecision.denied(decision, clock.currentTimeMillisUnsafe()))

@@ -1,4 +1,4 @@
-import { Admission, Errors, Options, Outcome } from "@sluice/core"
+import { Admission, Errors, Meters, Options, Outcome } from "@sluice/core"
 import * as Policy from "@sluice/kernel/retry/Policy"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -18,7 +18,6 @@ import * as Stream from "effect/Stream"
 import type * as R from "../Retry.js"
 import type * as RB from "../RetryBudget.js"
 import * as backoff from "./backoff.js"
-import { counterWith, metricContext } from "./meters.js"
 import * as retryBudget from "./retryBudget.js"
 
 /** @internal */
@@ -44,20 +43,17 @@ const PolicyOptionsSchema = Schema.Struct({
 const decodeOptions = Options.decodeResult("Retry.withRetry", PolicyOptionsSchema)
 
 /** @internal */
-export const attemptsCounter = Metric.counter("sluice_retry_attempts", {
-  description: "attempts made by retry policies, first tries included",
-  incremental: true
-})
+export const attempts = Meters.counter(
+  "sluice_retry_attempts",
+  "attempts made by retry policies, first tries included"
+)
 /** @internal */
-export const retriesCounter = Metric.counter("sluice_retry_retries", {
-  description: "retries scheduled by retry policies",
-  incremental: true
-})
+export const retries = Meters.counter("sluice_retry_retries", "retries scheduled by retry policies")
 /** @internal */
-export const giveUpsCounter = Metric.counter("sluice_retry_give_ups", {
-  description: "failures a retry policy turned into DontRetry, by reason",
-  incremental: true
-})
+export const giveUps = Meters.counter(
+  "sluice_retry_give_ups",
+  "failures a retry policy turned into DontRetry, by reason"
+)
 
 /** The default: what `Outcome` says a retry policy retries (dropped, or failed and marked retryable). */
 const defaultIsRetryable = (error: unknown): boolean => Outcome.isRetryable(Outcome.ofError(error), error)
@@ -69,7 +65,7 @@ const invalid = (field: string, message: string) =>
     message: `Retry.withRetry: invalid options\n${message}\n  at ["${field}"]`
   })
 
-/** The counters one policy updates, each built once with its attributes (see `counterWith`). */
+/** The counters one policy updates, each series built once (`Meters.Family.of`). */
 interface Meters {
   readonly attempts: Metric.Counter<number>
   readonly retries: Metric.Counter<number>
@@ -81,10 +77,9 @@ interface Meters {
 const giveUpsOf = (
   policy: Metric.Metric.AttributeSet | undefined
 ): Readonly<Record<Errors.DontRetryReason, Metric.Counter<number>>> => {
-  const giveUps = {} as Record<Errors.DontRetryReason, Metric.Counter<number>>
-  for (const reason of Errors.DontRetryReason.literals)
-    giveUps[reason] = counterWith(giveUpsCounter, { ...policy, reason })
-  return giveUps
+  const series = {} as Record<Errors.DontRetryReason, Metric.Counter<number>>
+  for (const reason of Errors.DontRetryReason.literals) series[reason] = giveUps.of({ ...policy, reason })
+  return series
 }
 
 /** Shared by every policy without a name (a data-first `withRetry` compiles its options on each call). */
@@ -92,13 +87,12 @@ const unnamedGiveUps = giveUpsOf(undefined)
 
 const metersOf = (name: string | undefined): Meters => {
   const policy = name === undefined ? undefined : { policy: name }
-  const giveUps = policy === undefined ? unnamedGiveUps : giveUpsOf(policy)
   return {
-    attempts: counterWith(attemptsCounter, policy),
-    retries: counterWith(retriesCounter, policy),
-    giveUps,
-    withdrawals: counterWith(retryBudget.withdrawals, policy),
-    denials: counterWith(retryBudget.denials, policy)
+    attempts: attempts.of(policy),
+    retries: retries.of(policy),
+    giveUps: policy === undefined ? unnamedGiveUps : giveUpsOf(policy),
+    withdrawals: retryBudget.withdrawals.of(policy),
+    denials: retryBudget.denials.of(policy)
   }
 }
 
@@ -305,7 +299,7 @@ export const withRetry = ((...args: ReadonlyArray<unknown>) => {
  * gate, so it shares the one step of `Admission.guard`, and what the guard admits: the work
  * at attempt 0, also inside another policy's retry. What it reads from the fiber's context
  * (the attempt) is read again only when the context changes (a context is immutable); the
- * attempt counter is updated through that context's `metricContext`, made once the same
+ * attempt counter is updated through that context's `Meters.metricContext`, made once the same
  * context comes back (a context made per call never pays for one).
  */
 class FirstTry implements Admission.Gate<true, never> {
@@ -326,7 +320,7 @@ class FirstTry implements Admission.Gate<true, never> {
   readonly tryEnter = (entry: Admission.Entry): true => {
     this.budget?.unsafeRecordRequest(entry.now)
     const context = entry.context
-    const metrics = this.read(context) ? (this.metrics ??= metricContext(context)) : context
+    const metrics = this.read(context) ? (this.metrics ??= Meters.metricContext(context)) : context
     this.config.meters.attempts.updateUnsafe(1, metrics)
     return true
   }

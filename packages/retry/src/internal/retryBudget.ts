@@ -1,4 +1,4 @@
-import { type Admission, BoundedMap, Options } from "@sluice/core"
+import { type Admission, BoundedMap, Meters, Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/retry/Budget"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
@@ -14,16 +14,13 @@ import type * as RB from "../RetryBudget.js"
 export const RetryBudgetOptions = Schema.Struct(Options.fields(Kernel.options))
 
 /** @internal */
-export const denials = Metric.counter("sluice_retry_budget_denials", {
-  description: "retries refused by a retry budget",
-  incremental: true
-})
+export const denials = Meters.counter("sluice_retry_budget_denials", "retries refused by a retry budget")
 
 /** @internal */
-export const withdrawals = Metric.counter("sluice_retry_budget_withdrawals", {
-  description: "retries granted by a retry budget",
-  incremental: true
-})
+export const withdrawals = Meters.counter(
+  "sluice_retry_budget_withdrawals",
+  "retries granted by a retry budget"
+)
 
 /** @internal runs `f` at the current time of the running fiber's clock */
 export const atNow = <A>(f: (now: number) => A): Effect.Effect<A> =>
@@ -57,7 +54,7 @@ class BudgetImpl implements RB.Budget {
   get tryWithdraw(): Effect.Effect<boolean> {
     return Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const granted = this.unsafeTryWithdraw(now)
-      return Effect.as(Metric.update(granted ? withdrawals : denials, 1), granted)
+      return Effect.as(Metric.update(granted ? withdrawals.metric : denials.metric, 1), granted)
     })
   }
   get stats(): Effect.Effect<RB.BudgetStats> {

@@ -1,4 +1,4 @@
-import { Options } from "@sluice/core"
+import { Meters, Options } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/retry/Histogram"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -7,7 +7,6 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import type * as RH from "../RetryHistogram.js"
-import { counterWith, gaugeWith } from "./meters.js"
 import { atNow } from "./retryBudget.js"
 
 /** @internal */
@@ -17,22 +16,22 @@ export const RetryHistogramOptions = Schema.Struct({
 })
 
 /** @internal */
-export const requestsCounter = Metric.counter("sluice_retry_histogram_requests", {
-  description:
-    "incoming requests by the attempt number they carry (the last bucket is 'n+'); trusted=false: from callers not trusted, not part of the decision",
-  incremental: true
-})
+export const requests = Meters.counter(
+  "sluice_retry_histogram_requests",
+  "incoming requests by the attempt number they carry (the last bucket is 'n+'); trusted=false: from callers not trusted, not part of the decision"
+)
 
 /** @internal */
-export const retryShareGauge = Metric.gauge("sluice_retry_histogram_retry_share", {
-  description: "share of incoming requests in the window that are retries, when last evaluated"
-})
+export const retryShare = Meters.gauge(
+  "sluice_retry_histogram_retry_share",
+  "share of incoming requests in the window that are retries, when last evaluated"
+)
 
 /** @internal */
-export const rejectionsCounter = Metric.counter("sluice_retry_histogram_reject_decisions", {
-  description: "shouldRejectRetries evaluations that answered true",
-  incremental: true
-})
+export const rejections = Meters.counter(
+  "sluice_retry_histogram_reject_decisions",
+  "shouldRejectRetries evaluations that answered true"
+)
 
 /** @internal */
 export const parseAttempt: (value: string | number | null | undefined) => number = Kernel.parseAttempt
@@ -48,7 +47,7 @@ const noFiber: Context.Context<never> = Context.empty()
 
 class HistogramImpl implements RH.Service {
   private readonly histogram: Kernel.Histogram
-  /** One counter per attempt bucket and trust, built once (see `counterWith`). */
+  /** One counter per attempt bucket and trust, built once (`Meters.Family.of`). */
   private readonly requests: ReadonlyArray<Metric.Counter<number>>
   private readonly untrustedRequests: ReadonlyArray<Metric.Counter<number>>
   private readonly retryShare: Metric.Gauge<number>
@@ -59,12 +58,12 @@ class HistogramImpl implements RH.Service {
     const named = options.name === undefined ? undefined : { histogram: options.name }
     const requestsOf = (extra: Metric.Metric.AttributeSet) =>
       Array.from({ length: maxAttempt + 1 }, (_, i) =>
-        counterWith(requestsCounter, { ...named, attempt: Kernel.bucketLabel(i, maxAttempt), ...extra })
+        requests.of({ ...named, attempt: Kernel.bucketLabel(i, maxAttempt), ...extra })
       )
     this.requests = requestsOf({})
     this.untrustedRequests = requestsOf({ trusted: "false" })
-    this.retryShare = gaugeWith(retryShareGauge, named)
-    this.rejections = counterWith(rejectionsCounter, named)
+    this.retryShare = retryShare.of(named)
+    this.rejections = rejections.of(named)
   }
   private readonly recordIn = (nowMillis: number, attempt: number, context: Context.Context<never>): void => {
     this.requests[this.histogram.record(nowMillis, attempt)]!.updateUnsafe(1, context)
