@@ -28,6 +28,16 @@
  * and an `async () =>` function for cockatiel — so the figures show the overhead next
  * to the cost of the smallest real I/O.
  *
+ * The 3.x line: `bench/overhead-effect3.mjs` measures the same contenders on `effect` 3.22 and
+ * the bindings of `effect3/`, in a child process started after this one's measurements (its
+ * own npm root, so its own `effect`; the bindings built as this process runs its own: `dist/`,
+ * which `cd effect3 && npm run build` makes, or their sources under the `@sluice/source`
+ * condition, which cost about twice as much on both lines). Its JSON is the `effect3` field, and
+ * `lines` sets the two lines' ratios to cockatiel and floors side by side, each against the
+ * cockatiel of its own process. The goal (`goal`, sync mode): the client stack on Effect 4
+ * costs at most 1.0× cockatiel. `--quick` prints none of these three fields unless `--effect3`
+ * is given (the smoke test pins the short mode's fields); `--no-effect3` skips the 3.x line.
+ *
  * Prints one JSON object on stdout (with --json, nothing else).
  */
 import { AdaptiveThrottle, ConcurrencyLimiter, CongestionWindow } from "@sluice/adaptive"
@@ -40,7 +50,9 @@ import {
   retry as cockatielRetry,
   wrap
 } from "cockatiel"
-import { Effect, Layer, Schedule } from "effect"
+import { Effect, Layer, Schedule, Semaphore } from "effect"
+import { execFile } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import { args, log, median, quick, round, timeEffect, timePromise } from "./measure.js"
 
 const CALLS = quick ? 10_000 : 200_000
@@ -73,11 +85,12 @@ const program = Effect.gen(function* () {
   const sluiceCall = () => stack(work)
 
   // Naive Effect: what a user would write with the built-ins.
-  const semaphore = yield* Effect.makeSemaphore(100)
-  const schedule = Schedule.exponential("10 millis").pipe(
-    Schedule.jittered,
-    Schedule.intersect(Schedule.recurs(2))
-  )
+  const semaphore = yield* Semaphore.make(100)
+  // recurs while both do, after the longer delay (3.x: `Schedule.intersect`)
+  const schedule = Schedule.max([
+    Schedule.exponential("10 millis").pipe(Schedule.jittered),
+    Schedule.recurs(2)
+  ])
   const naiveCall = () => Effect.retry(semaphore.withPermits(1)(work), schedule)
 
   // cockatiel, as its README composes the three policies.
@@ -145,8 +158,8 @@ const program = Effect.gen(function* () {
   const limiter = limiters.unsafeGet(KEY)
   const stats = throttle.unsafeStats(KEY)
   if (limiter.inFlight !== 0 || stats.accepts !== stats.requests) {
-    return yield* Effect.dieMessage(
-      `unexpected state: inFlight=${limiter.inFlight}, ${JSON.stringify(stats)}`
+    return yield* Effect.die(
+      new Error(`unexpected state: inFlight=${limiter.inFlight}, ${JSON.stringify(stats)}`)
     )
   }
 
@@ -172,8 +185,80 @@ const program = Effect.gen(function* () {
   }
 })
 
+// the short mode prints the Effect 4 line's fields alone (the smoke test pins them)
+const extended = !quick || args.includes("--effect3")
+
+/** whether this process runs the bindings from their sources (the smoke test) rather than dist/ */
+const fromSources = [...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((a) =>
+  a.includes("@sluice/source")
+)
+
+/** The same contenders on the 3.x line, in a child process rooted in `effect3/` (see the module doc). */
+const measureEffect3 = () =>
+  new Promise<Effect3Result>((resolve, reject) => {
+    log("the 3.x line (effect3/), in a child process ...")
+    const cwd = fileURLToPath(new URL("../effect3/", import.meta.url))
+    const script = fileURLToPath(new URL("./overhead-effect3.mjs", import.meta.url))
+    execFile(
+      process.execPath,
+      [
+        "--experimental-import-meta-resolve",
+        "--import",
+        "tsx",
+        // the same build of the bindings as this process measures: its sources, or dist/
+        ...(fromSources ? ["--conditions=@sluice/source"] : []),
+        script,
+        ...args.filter((a) => a === "--quick" || a === "--async" || a === "--wall")
+      ],
+      { cwd, timeout: 15 * 60_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        error
+          ? reject(new Error(`the 3.x line's measurement failed: ${error.message}\n${stderr}`))
+          : resolve(JSON.parse(stdout.trim().split("\n").pop()!) as Effect3Result)
+    )
+  })
+
+interface Effect3Result {
+  readonly effect: string
+  readonly sluiceNsPerCall: number
+  readonly cockatielNsPerCall: number
+  readonly floorNsPerCall: number
+  readonly ratioVsCockatiel: number
+  readonly floorVsCockatiel: number
+}
+
 const result = await Effect.runPromise(program.pipe(Effect.provide(SluiceLayers)))
 log(
   `calls per measurement: ${CALLS}, repeats: ${REPEATS}, naive/sluice: ${round(result.naiveEffectNsPerCall / result.sluiceNsPerCall, 2)}x`
 )
-console.log(JSON.stringify(result))
+if (extended) {
+  const effect3 = args.includes("--no-effect3") ? undefined : await measureEffect3()
+  if (effect3 !== undefined) log(`3.x line: ${JSON.stringify(effect3)}`)
+  console.log(
+    JSON.stringify({
+      ...result,
+      ...(effect3 === undefined
+        ? {}
+        : {
+            effect3,
+            lines: {
+              effect4: {
+                ratioVsCockatiel: result.ratioVsCockatiel,
+                floorVsCockatiel: result.floorVsCockatiel
+              },
+              effect3: {
+                ratioVsCockatiel: effect3.ratioVsCockatiel,
+                floorVsCockatiel: effect3.floorVsCockatiel
+              }
+            }
+          }),
+      ...(result.mode === "sync"
+        ? {
+            goal: {
+              ratioVsCockatiel: { value: result.ratioVsCockatiel, max: 1, met: result.ratioVsCockatiel <= 1 }
+            }
+          }
+        : {})
+    })
+  )
+} else console.log(JSON.stringify(result))

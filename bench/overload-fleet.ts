@@ -8,7 +8,7 @@
  * - `sluice`: each client is a `SluiceHttpClient` with its defaults on — retry policy (3
  *   attempts, retry budget), adaptive throttle, concurrency limiter (congestion window) —
  *   waiting at most `maxRetryAfterMs` for a `Retry-After`;
- * - `naive`: each client is the platform `HttpClient` with `Effect.retry({ times: 2 })`:
+ * - `naive`: each client is `effect/http`'s `HttpClient` with `Effect.retry({ times: 2 })`:
  *   up to 3 attempts, at once, whatever the answer.
  *
  * An operation is a GET with a criticality (shares as in the parent's mix: CRITICAL,
@@ -18,11 +18,11 @@
  *
  * Not a benchmark of its own: `npm run bench:overload` starts it.
  */
-import { HttpClient } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Criticality } from "@sluice/core"
 import { SluiceHttpClient } from "@sluice/http"
 import { Duration, Effect, Fiber, ManagedRuntime } from "effect"
+import { HttpClient, HttpClientError } from "effect/http"
 import { performance } from "node:perf_hooks"
 
 /** What the parent asks for. */
@@ -49,7 +49,10 @@ export interface FleetResult {
   /** 2xx within the deadline */
   readonly ok: number
   readonly byLevel: Record<Level, { operations: number; ok: number }>
-  /** how the others ended: the error tag (`Throttled`, `DontRetry`, `ResponseError`, ...) or `Deadline` */
+  /**
+   * how the others ended: the error tag (`Throttled`, `DontRetry`, ...), an HTTP client error's
+   * reason (`StatusCodeError`, `TransportError`, ...), or `Deadline`
+   */
   readonly failures: Record<string, number>
   /** CPU time (ms) this process used during the phase */
   readonly cpuMs: number
@@ -63,6 +66,9 @@ const runFleet = (request: FleetRequest) =>
   Effect.gen(function* () {
     const platform = yield* HttpClient.HttpClient
     const clients: Array<(level: Level) => Effect.Effect<boolean, { readonly _tag: string }>> = []
+    /** what ended an operation: an HTTP client error by its reason (Effect 4 has one error class for them) */
+    const tagOf = (error: { readonly _tag: string }) =>
+      HttpClientError.isHttpClientError(error) ? error.reason._tag : error._tag
     for (let i = 0; i < request.clients; i++) {
       if (request.mode === "sluice") {
         const client = yield* SluiceHttpClient.makeDefault({
@@ -113,9 +119,9 @@ const runFleet = (request: FleetRequest) =>
       operations++
       byLevel[level].operations++
       return clients[index % clients.length]!(level).pipe(
-        Effect.timeoutFail({
+        Effect.timeoutOrElse({
           duration: Duration.millis(request.deadlineMs),
-          onTimeout: () => ({ _tag: "Deadline" })
+          orElse: () => Effect.fail({ _tag: "Deadline" })
         }),
         Effect.match({
           onSuccess: (success) => {
@@ -124,20 +130,20 @@ const runFleet = (request: FleetRequest) =>
               byLevel[level].ok++
             } else fail("Status")
           },
-          onFailure: (error) => fail(error._tag)
+          onFailure: (error) => fail(tagOf(error))
         })
       )
     }
     const cpu = process.cpuUsage()
     const began = performance.now()
-    const running: Array<Fiber.RuntimeFiber<void>> = []
+    const running: Array<Fiber.Fiber<void>> = []
     let sent = 0
     const total = Math.ceil((request.rps * request.durationMs) / 1000)
     while (sent < total) {
       yield* Effect.sleep(Duration.millis(TICK_MS))
       const elapsed = performance.now() - began
       const due = Math.min(total, Math.floor((Math.min(elapsed, request.durationMs) * request.rps) / 1000))
-      while (sent < due) running.push(yield* Effect.fork(operation(sent++)))
+      while (sent < due) running.push(yield* Effect.forkChild(operation(sent++)))
       if (elapsed >= request.durationMs) break
     }
     const sendMs = Math.min(performance.now() - began, request.durationMs)

@@ -1,7 +1,7 @@
 /**
  * Overload benchmark: `npm run bench:overload -- --json [--quick]`.
  *
- * A real `@effect/platform-node` HTTP server on 127.0.0.1 (port 0) whose backend has a
+ * A real `effect/http` server on Node (`@effect/platform-node`, 127.0.0.1, port 0) whose backend has a
  * fixed capacity: `UNITS` concurrent units of `WORK_MS` of work on average (a Semaphore
  * and an `Effect.sleep` of 0.5–1.5 × `WORK_MS`, so the capacity is real and the server's
  * CPU stays free). Three routes share that backend: `/protected` is guarded by Sluice's
@@ -50,13 +50,12 @@
  * Everything is bounded in time and count; the server and the child processes always
  * shut down, also on error.
  */
-import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
-import type { HttpApp, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ConcurrencyLimiter, LoadShedder, VegasLimit } from "@sluice/adaptive"
 import { Middleware } from "@sluice/http"
-import { Duration, Effect, Layer, Metric, MetricState, Random } from "effect"
+import { Context, Duration, Effect, Layer, Metric, Random, Semaphore } from "effect"
 import type { Scope } from "effect"
+import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { fork, type ChildProcess } from "node:child_process"
 import { createServer } from "node:http"
 import { availableParallelism, loadavg } from "node:os"
@@ -116,7 +115,7 @@ const fleetPath = fileURLToPath(new URL("./overload-fleet.ts", import.meta.url))
 
 const spawnChild = (path: string) =>
   Effect.acquireRelease(
-    Effect.async<ChildProcess, Error>((resume) => {
+    Effect.callback<ChildProcess, Error>((resume) => {
       // Under tsx the loader flags are in execArgv; otherwise load tsx explicitly.
       const execArgv = process.execArgv.some((a) => a.includes("tsx"))
         ? process.execArgv
@@ -140,7 +139,7 @@ const spawnChild = (path: string) =>
       })
     }),
     (child) =>
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
         const killer = setTimeout(() => child.kill("SIGKILL"), 2000)
         child.once("exit", () => {
@@ -156,7 +155,7 @@ const makeGenerator = Effect.map(spawnChild(generatorPath), (child): Generator =
   let nextId = 0
   return {
     run: (phase) =>
-      Effect.async<PhaseResult, Error>((resume) => {
+      Effect.callback<PhaseResult, Error>((resume) => {
         const id = nextId++
         const onMessage = (message: PhaseResult) => {
           if (message.type !== "result" || message.id !== id) return
@@ -185,9 +184,9 @@ const makeGenerator = Effect.map(spawnChild(generatorPath), (child): Generator =
         child.send(request)
         return Effect.sync(cleanup)
       }).pipe(
-        Effect.timeoutFail({
+        Effect.timeoutOrElse({
           duration: Duration.millis(phase.durationMs + DEADLINE_MS + 30_000),
-          onTimeout: () => new Error("the load generator did not answer in time")
+          orElse: () => Effect.fail(new Error("the load generator did not answer in time"))
         })
       )
   }
@@ -197,7 +196,7 @@ const makeFleet = Effect.map(spawnChild(fleetPath), (child) => {
   let nextId = 0
   return {
     run: (request: Omit<FleetRequest, "type" | "id">) =>
-      Effect.async<FleetResult, Error>((resume) => {
+      Effect.callback<FleetResult, Error>((resume) => {
         const id = nextId++
         const onMessage = (message: FleetResult) => {
           if (message.type !== "fleet-result" || message.id !== id) return
@@ -217,9 +216,9 @@ const makeFleet = Effect.map(spawnChild(fleetPath), (child) => {
         child.send({ type: "fleet", id, ...request } satisfies FleetRequest)
         return Effect.sync(cleanup)
       }).pipe(
-        Effect.timeoutFail({
+        Effect.timeoutOrElse({
           duration: Duration.millis(request.durationMs + request.deadlineMs + 60_000),
-          onTimeout: () => new Error("the fleet did not answer in time")
+          orElse: () => Effect.fail(new Error("the fleet did not answer in time"))
         })
       )
   }
@@ -228,17 +227,14 @@ const makeFleet = Effect.map(spawnChild(fleetPath), (child) => {
 // ---------------------------------------------------------------------------
 // the server
 
-const serve = <E>(app: HttpApp.Default<E, HttpServerRequest.HttpServerRequest | Scope.Scope>) =>
+const serve = <E>(app: Middleware.HttpApp<E, Scope.Scope>) =>
   Effect.gen(function* () {
     const context = yield* Layer.build(
       HttpServer.serve(app).pipe(
         Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
       )
     )
-    const server = yield* Effect.provide(HttpServer.HttpServer, context)
-    const address = server.address
-    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("expected a TCP address")
-    return `http://127.0.0.1:${address.port}`
+    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
   })
 
 // ---------------------------------------------------------------------------
@@ -273,13 +269,13 @@ const serverProbe = () => {
 }
 
 const program = Effect.gen(function* () {
-  const units = yield* Effect.makeSemaphore(UNITS)
+  const units = yield* Semaphore.make(UNITS)
   let busy = 0
   // A unit of work takes WORK_MS on average, uniformly between 0.5x and 1.5x: with a
   // fixed duration, units started together would also finish together, and the backend
   // would free its slots in clumps that no real backend has.
   const backend = units.withPermits(1)(
-    Effect.flatMap(Random.nextRange(0.5 * WORK_MS, 1.5 * WORK_MS), (ms) => {
+    Effect.flatMap(Random.nextBetween(0.5 * WORK_MS, 1.5 * WORK_MS), (ms) => {
       busy++
       return Effect.sleep(Duration.millis(ms))
     }).pipe(Effect.ensuring(Effect.sync(() => busy--)))
@@ -291,9 +287,11 @@ const program = Effect.gen(function* () {
   const timed = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.suspend(() => {
       const start = performance.now()
-      return Effect.tap(app, (response) => {
-        if (response.status < 300) serverLatencies.push(performance.now() - start)
-      })
+      return Effect.tap(app, (response) =>
+        Effect.sync(() => {
+          if (response.status < 300) serverLatencies.push(performance.now() - start)
+        })
+      )
     })
 
   // The limiter: a delay-based limit (VegasLimit, default alpha/beta), by default capped at the
@@ -332,10 +330,12 @@ const program = Effect.gen(function* () {
     fleetArrivals++
     return guarded
   })
-  const router = HttpRouter.empty.pipe(
-    HttpRouter.get("/protected", timed(guarded)),
-    HttpRouter.get("/unprotected", timed(handler)),
-    HttpRouter.get("/fleet", counted)
+  const router = yield* HttpRouter.toHttpEffect(
+    Layer.mergeAll(
+      HttpRouter.add("GET", "/protected", timed(guarded)),
+      HttpRouter.add("GET", "/unprotected", timed(handler)),
+      HttpRouter.add("GET", "/fleet", counted)
+    )
   )
   const base = yield* serve(router)
   log(`server on ${base}; capacity ${UNITS} units × ${WORK_MS} ms = ${CAPACITY_RPS} rps`)
@@ -361,8 +361,10 @@ const program = Effect.gen(function* () {
         })
         .pipe(
           Effect.tap(() =>
-            log(
-              `${probe()}, 2xx inside the server p50 ${round(percentile(serverLatencies, 0.5))} ms, p99 ${round(percentile(serverLatencies, 0.99))} ms`
+            Effect.sync(() =>
+              log(
+                `${probe()}, 2xx inside the server p50 ${round(percentile(serverLatencies, 0.5))} ms, p99 ${round(percentile(serverLatencies, 0.99))} ms`
+              )
             )
           )
         )
@@ -380,14 +382,15 @@ const program = Effect.gen(function* () {
   yield* settle
   const loaded = yield* phase("/protected", OVERLOAD, PHASE_MS)
   log(summary(`protected ${OVERLOAD}x`, loaded))
-  const counters = (yield* Metric.snapshot)
-    .filter(
-      (pair) => pair.metricKey.name.startsWith("sluice_") && MetricState.isCounterState(pair.metricState)
-    )
-    .map(
-      (pair) =>
-        `${pair.metricKey.name}{${pair.metricKey.tags.map((t) => `${t.key}=${t.value}`).join(",")}} ${(pair.metricState as MetricState.MetricState.Counter<number>).count}`
-    )
+  const counters = (yield* Metric.snapshot).flatMap((metric) =>
+    metric.type === "Counter" && metric.id.startsWith("sluice_")
+      ? [
+          `${metric.id}{${Object.entries(metric.attributes ?? {})
+            .map(([key, value]) => `${key}=${value}`)
+            .join(",")}} ${metric.state.count}`
+        ]
+      : []
+  )
   log(`counters after the protected phase (cumulative):\n  ${counters.join("\n  ")}`)
   log(`shedder after: utilization ${round(shedder.unsafeUtilization(), 3)}`)
   log(

@@ -31,7 +31,7 @@ describe("bench/quota.ts", () => {
     const prefix = `test:bench-quota:${process.pid}:${Math.random().toString(36).slice(2)}`
     const { stdout } = await runScript("bench/quota.ts", ["--json", "--quick", "--prefix", prefix], 150_000)
     // it leaves nothing behind in the shared Redis: its own keys, rate-limiter-flexible's and
-    // @effect/experimental's (which set no TTL)
+    // Effect's RateLimiter's ("effect/persistence")
     expect(await keysUnder(`${prefix}:`)).toEqual([])
     const lines = stdout.trim().split("\n")
     expect(lines).toHaveLength(1)
@@ -42,9 +42,9 @@ describe("bench/quota.ts", () => {
     expect(Number.isInteger(result.checks) && result.checks > 0).toBe(true)
     stats(result.oneTier)
     stats(result.twoTier)
-    expect(Object.keys(result.peers).sort()).toEqual(["@effect/experimental", "rate-limiter-flexible"])
+    expect(Object.keys(result.peers).sort()).toEqual(["effect/persistence", "rate-limiter-flexible"])
     stats(result.peers["rate-limiter-flexible"])
-    stats(result.peers["@effect/experimental"])
+    stats(result.peers["effect/persistence"])
     // measured from INFO commandstats: one EVALSHA per check
     expect(result.roundTripsPerCheck).toBe(1)
     expect(result.failOpenMaxMs).toBeGreaterThan(0)

@@ -5,8 +5,9 @@
  * - latency (p50, p99) of 20,000 sequential checks and throughput with 100 checks in
  *   flight from one process, for a one-tier plan (gcra), a two-tier plan (gcra
  *   spike + sliding-window count), rate-limiter-flexible's RateLimiterRedis and
- *   @effect/experimental's RateLimiter with its Redis store (token bucket), all on
- *   the same Redis, limits high enough that nothing is denied;
+ *   Effect's own RateLimiter (`effect/persistence`, token bucket) with its Redis store
+ *   over `@effect/platform-node`'s `NodeRedis` (node-redis), all on the same Redis,
+ *   limits high enough that nothing is denied;
  * - roundTripsPerCheck from Redis's own INFO commandstats (commands a client sent,
  *   not the ones a script ran), on a private redis-server so nothing else counts;
  * - failOpenMaxMs: the slowest fail-open check while that private server is paused.
@@ -25,14 +26,17 @@
  * Every key it makes in the shared Redis starts with the run's prefix (`--prefix`, default
  * `bench:<pid>:<time>`) and is deleted when the measurements end.
  *
+ * Effect's RateLimiter was `@effect/experimental`'s on the 3.x line (the peer named so in the
+ * history of bench/README.md) and is `effect/persistence`'s on Effect 4 (named so in the JSON).
+ *
  * Prints one JSON object (with --json, nothing else on stdout).
  */
-import * as RateLimiter from "@effect/experimental/RateLimiter"
-import * as RateLimiterRedis from "@effect/experimental/RateLimiter/Redis"
+import { NodeRedis } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
 import * as Redis from "@sluice/quota/Redis"
 import { Duration, Effect, Layer, ManagedRuntime } from "effect"
+import { RateLimiter } from "effect/persistence"
 import { Redis as IORedis } from "ioredis"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { RateLimiterRedis as FlexibleRedis } from "rate-limiter-flexible"
@@ -62,7 +66,7 @@ const CONC_PER_ROUND = CONCURRENT / ROUNDS
 const WARM_UP = quick ? 100 : 200
 const DEADLINE_MS = 15
 const prefixArg = args.indexOf("--prefix")
-/** every key this run makes (its own, rate-limiter-flexible's, @effect/experimental's) starts with `${run}:` */
+/** every key this run makes (its own, rate-limiter-flexible's, Effect's RateLimiter's) starts with `${run}:` */
 const run = prefixArg >= 0 ? args[prefixArg + 1]! : `bench:${process.pid}:${Date.now()}`
 const log = (...parts: Array<unknown>) => {
   if (!jsonOnly) console.error(...parts)
@@ -115,7 +119,7 @@ const effectContender = async <E, R>(
           // IN_FLIGHT long-lived fibers pulling from one counter, like the promise harness below
           let next = 0
           const worker: Effect.Effect<void, unknown> = Effect.suspend(() =>
-            next++ < count ? Effect.zipRight(check(i++), worker) : Effect.void
+            next++ < count ? Effect.andThen(check(i++), worker) : Effect.void
           )
           const start = performance.now()
           yield* Effect.all(
@@ -143,7 +147,7 @@ const quotaLayer = (
   plan: QuotaConfig.PlanInput,
   url: string,
   prefix: string,
-  deadline: Duration.DurationInput = Duration.millis(DEADLINE_MS)
+  deadline: Duration.Input = Duration.millis(DEADLINE_MS)
 ) =>
   Quota.layer({ mode: "fail-open", deadline }).pipe(
     Layer.provide(Redis.layerStoreShared({ prefix })),
@@ -210,15 +214,8 @@ const flexibleContender = async (): Promise<Contender> => {
 const experimentalContender = () =>
   effectContender(
     RateLimiter.layer.pipe(
-      Layer.provide(
-        RateLimiterRedis.layerStore({
-          ...(() => {
-            const u = new URL(REDIS_URL)
-            return { host: u.hostname, port: Number(u.port || 6379) }
-          })(),
-          prefix: `${run}:fx:`
-        })
-      )
+      Layer.provide(RateLimiter.layerStoreRedis({ prefix: `${run}:fx:` })),
+      Layer.provide(NodeRedis.layer({ url: REDIS_URL }))
     ),
     Effect.map(
       RateLimiter.RateLimiter,
@@ -305,9 +302,8 @@ const privateServer = Effect.gen(function* () {
 })
 
 /**
- * Deletes every key of this run from the shared Redis: the quota keys and rate-limiter-flexible's
- * expire on their own (in up to two hours), but @effect/experimental's token-bucket keys have no
- * TTL and would stay for good.
+ * Deletes every key of this run from the shared Redis: they all expire on their own, but only in
+ * up to two hours (and the 3.x line's `@effect/experimental` token-bucket keys never did).
  */
 const removeRunKeys = async () => {
   const redis = new IORedis(REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: 1 })
@@ -380,7 +376,7 @@ const main = Effect.gen(function* () {
     oneTier: one,
     twoTier: two,
     roundTripsPerCheck,
-    peers: { "rate-limiter-flexible": flexible, "@effect/experimental": experimental },
+    peers: { "rate-limiter-flexible": flexible, "effect/persistence": experimental },
     failOpenMaxMs
   }
   console.log(JSON.stringify(result))

@@ -86,7 +86,7 @@ const measure = (setting: Setting) =>
     }
   })
 
-type Row = Effect.Effect.Success<ReturnType<typeof measure>>
+type Row = Effect.Success<ReturnType<typeof measure>>
 
 const main = Effect.gen(function* () {
   const rows: Array<Row> = []

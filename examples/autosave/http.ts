@@ -3,8 +3,8 @@
  *
  *   npm run example:autosave -- --http            (about 9 s of real time)
  *
- * Three server instances (`@effect/platform-node` servers on loopback ports) each
- * serve `POST /save` behind `Middleware.backpressure`: a `ThresholdMonitor` per
+ * Three server instances (`effect/http` apps on `@effect/platform-node` servers,
+ * loopback ports) each serve `POST /save` behind `Middleware.backpressure`: a `ThresholdMonitor` per
  * instance times the successful saves and, while the rate is over its threshold,
  * the response carries `x-sluice-throttle: 1` (and `"throttle": true` in its JSON
  * body). Editors save round-robin across the instances through a
@@ -13,14 +13,14 @@
  * third of the run and off after two thirds.
  */
 import { createServer } from "node:http"
-import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ThresholdMonitor } from "@sluice/adaptive"
 import { Simulation } from "@sluice/simulation"
 import { Middleware, Protocol, SluiceHttpClient } from "@sluice/http"
-import { Clock, Console, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Console, Context, Duration, Effect, Layer } from "effect"
 import type { Scope } from "effect"
-import { makeEditorIntervals } from "./editors.js"
+import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { jittered, makeEditorIntervals } from "./editors.js"
 
 export interface HttpDemoOptions {
   readonly seconds?: number
@@ -55,16 +55,16 @@ export interface HttpDemoReport {
 
 const INSTANCES = 3
 
-const serveOn = (app: Parameters<typeof HttpServer.serve>[0]): Effect.Effect<string, never, Scope.Scope> =>
+/** Serves an app on a loopback port the OS picks, for the life of the scope; its URL. */
+const serveOn = (app: Middleware.HttpApp<unknown, Scope.Scope>): Effect.Effect<string, never, Scope.Scope> =>
   Effect.gen(function* () {
     const context = yield* Layer.build(
       HttpServer.serve(app).pipe(
         Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
       )
     ).pipe(Effect.orDie)
-    const server = yield* Effect.provide(HttpServer.HttpServer, context)
-    return server.address._tag === "TcpAddress" ? `http://127.0.0.1:${server.address.port}` : ""
-  }) as any
+    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+  })
 
 export const demoHttp = (
   options: HttpDemoOptions = {}
@@ -89,17 +89,20 @@ export const demoHttp = (
         tick: "50 millis"
       })
       monitors.push(monitor)
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.post(
+      const router = yield* HttpRouter.toHttpEffect(
+        HttpRouter.add(
+          "POST",
           "/save",
-          Effect.zipRight(
+          Effect.andThen(
             Effect.sleep("5 millis"), // write the document
             Effect.sync(() => {
               perInstance[i]!++
-              return HttpServerResponse.unsafeJson({ saved: true })
+              return HttpServerResponse.jsonUnsafe({ saved: true })
             })
           )
-        ),
+        )
+      )
+      const app = router.pipe(
         Middleware.backpressure({ operation: "save", monitor, json: true }),
         Middleware.mapErrors,
         Middleware.criticality()
@@ -128,13 +131,11 @@ export const demoHttp = (
         }
         return throttled
       })
-      return Effect.zipRight(
+      return Effect.andThen(
         Effect.sleep(Duration.millis((125 * i) / editors)),
-        Effect.repeat(
-          Effect.orElseSucceed(save, () => false),
-          aimds[i]!.scheduleFrom((throttled: boolean) => throttled).pipe(
-            Schedule.jitteredWith({ min: 0.95, max: 1.05 })
-          )
+        save.pipe(
+          Effect.orElseSucceed(() => false),
+          Effect.repeat(aimds[i]!.scheduleFrom((throttled: boolean) => throttled).pipe(jittered))
         )
       )
     }

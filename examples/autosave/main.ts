@@ -22,9 +22,9 @@ import { ThresholdMonitor } from "@sluice/adaptive"
 import { Simulation } from "@sluice/simulation"
 import type { Options } from "@sluice/core"
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
-import { Clock, Console, Duration, Effect, Schedule } from "effect"
+import { Clock, Console, Duration, Effect, Random } from "effect"
 import { pathToFileURL } from "node:url"
-import { makeEditorIntervals } from "./editors.js"
+import { jittered, makeEditorIntervals } from "./editors.js"
 import { demoHttp } from "./http.js"
 
 export interface DemoOptions {
@@ -115,18 +115,14 @@ export const demo = (options: DemoOptions = {}): Effect.Effect<DemoReport, Optio
         }
         return answer
       })
-      return Effect.flatMap(
-        Effect.randomWith((r) => r.nextRange(0, 125)),
-        (offset) =>
-          Effect.zipRight(
-            Effect.sleep(Duration.millis(offset)),
-            Effect.repeat(
-              save,
-              aimds[i]!.scheduleFrom((a: { readonly throttle: boolean }) => a.throttle).pipe(
-                Schedule.jitteredWith({ min: 0.95, max: 1.05 })
-              )
-            )
+      return Effect.flatMap(Random.nextBetween(0, 125), (offset) =>
+        Effect.andThen(
+          Effect.sleep(Duration.millis(offset)),
+          Effect.repeat(
+            save,
+            aimds[i]!.scheduleFrom((a: { readonly throttle: boolean }) => a.throttle).pipe(jittered)
           )
+        )
       )
     }
 

@@ -2,8 +2,8 @@
  * The quota service over real HTTP: `npm run example:quota-service -- --http
  * [--instances 3] [--seconds 2] [--json]`.
  *
- * `instances` API servers (`@effect/platform-node`, loopback ports) each guard
- * `GET /api/items` with `Middleware.quota` from @sluice/http: the caller is its
+ * `instances` API servers (`effect/http` apps on `@effect/platform-node` servers, loopback
+ * ports) each guard `GET /api/items` with `Middleware.quota` from @sluice/http: the caller is its
  * `x-api-key`, its plan comes from Redis, and every instance has its own `Quota`
  * service on the same Redis store, so the limits hold across instances. A denied
  * request gets `429` with `Retry-After`, `RateLimit-Policy` and `RateLimit`
@@ -12,14 +12,14 @@
  * what was admitted against what the plans allow.
  */
 import { createServer } from "node:http"
-import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/quota"
 import * as Redis from "@sluice/quota/Redis"
 import * as RedisClient from "@sluice/core/RedisClient"
 import { Middleware, Protocol } from "@sluice/http"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { Scope } from "effect"
+import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 
 export interface HttpQuotaOptions {
   readonly redisUrl?: string
@@ -76,10 +76,11 @@ const bound = (plan: QuotaConfig.PlanInput, ms: number) => {
   return Math.min(spike!.burst! + Math.floor((spike!.limit * ms) / 1000), count!.limit)
 }
 
-const serve = (
-  app: Parameters<typeof HttpServer.serve>[0],
-  context: Layer.Layer<Quota.Quota | QuotaConfig.QuotaConfig, any>
-) =>
+/** Serves `app` with its quota services on a loopback port the OS picks, for the life of the scope. */
+const serve = <E, LE>(
+  app: Middleware.HttpApp<E, Quota.Quota | Scope.Scope>,
+  context: Layer.Layer<Quota.Quota | QuotaConfig.QuotaConfig, LE>
+): Effect.Effect<string, never, Scope.Scope> =>
   Effect.gen(function* () {
     const built = yield* Layer.build(
       HttpServer.serve(app).pipe(
@@ -87,9 +88,8 @@ const serve = (
         Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
       )
     ).pipe(Effect.orDie)
-    const server = yield* Effect.provide(HttpServer.HttpServer, built)
-    return server.address._tag === "TcpAddress" ? `http://127.0.0.1:${server.address.port}` : ""
-  }) as Effect.Effect<string, never, Scope.Scope>
+    return HttpServer.formatAddress(Context.get(built, HttpServer.HttpServer).address)
+  })
 
 export const runHttp = (
   options: HttpQuotaOptions = {}
@@ -114,8 +114,10 @@ export const runHttp = (
     const config = yield* Redis.makeConfig({ url, key: plansKey, default: defaultPlan })
     yield* config.setPlan("acme", acmePlan)
 
-    const api = HttpRouter.empty.pipe(
-      HttpRouter.get("/api/items", HttpServerResponse.json({ items: [] })),
+    const router = yield* HttpRouter.toHttpEffect(
+      HttpRouter.add("GET", "/api/items", HttpServerResponse.json({ items: [] }))
+    )
+    const api = router.pipe(
       Middleware.quota({ client: (req) => Protocol.headerValue(req.headers["x-api-key"]) }),
       Middleware.mapErrors
     )

@@ -7,7 +7,7 @@
  * sends as many requests as it can for a few clients through `Quota.guard`; the
  * parent adds up what every process admitted and compares it with what the plans
  * allow over the run. `--http [--instances 3]` runs the API over real HTTP instead:
- * several @effect/platform-node servers guarded by @sluice/http's `Middleware.quota`
+ * several `effect/http` servers on Node guarded by @sluice/http's `Middleware.quota`
  * on the same Redis (see http.ts).
  */
 import { Quota, QuotaConfig } from "@sluice/quota"
@@ -76,7 +76,11 @@ const worker = Effect.gen(function* () {
   // what a request handler does: run the work only within quota, else fail with QuotaExceeded
   const handle = (client: string) =>
     Quota.check(client).pipe(
-      Effect.tap((decision) => decision.source === "fail-open" && bump(failedOpen, client)),
+      Effect.tap((decision) =>
+        Effect.sync(() => {
+          if (decision.source === "fail-open") bump(failedOpen, client)
+        })
+      ),
       Effect.flatMap((decision) =>
         decision.allowed ? Effect.succeed("ok") : Effect.fail(Quota.toQuotaExceeded(decision))
       ),
@@ -84,7 +88,7 @@ const worker = Effect.gen(function* () {
     )
   yield* Quota.Quota
   process.stdout.write("ready\n")
-  yield* Effect.async<void>((resume) => {
+  yield* Effect.callback<void>((resume) => {
     const lines = readline.createInterface({ input: process.stdin })
     lines.once("line", () => {
       lines.close()

@@ -2,10 +2,10 @@
  * The three scenarios of the three-tier example, each returning the counts it
  * measured (main.ts prints them, three-tier.test.ts asserts them).
  */
-import { HttpClient } from "@effect/platform"
 import { Criticality } from "@sluice/core"
 import { SluiceHttpClient } from "@sluice/http"
 import { Effect, Fiber, Schedule } from "effect"
+import { HttpClient } from "effect/http"
 import type { Level, Stack } from "./stack.js"
 
 export interface OverloadCounts {
@@ -50,11 +50,10 @@ export const overload = (
           )
     }
     const user: {
-      readonly get: (
-        url: string
-      ) => Effect.Effect<
+      readonly get: (url: string) => Effect.Effect<
         { readonly status: number },
-        { readonly _tag: string; readonly reason?: string | undefined }
+        // a Sluice error's reason is a word; an HTTP client error's (Effect 4) an error of its own
+        { readonly _tag: string; readonly reason?: unknown }
       >
     } = options.naive === true ? naive : sluice
     stack.reset()
@@ -184,7 +183,9 @@ export const shedding = (
           },
           onFailure: (e) => {
             failed[path]!++
-            failures[`${path} ${e._tag}`] = (failures[`${path} ${e._tag}`] ?? 0) + 1
+            // one error class for every client failure on Effect 4: its reason says which
+            const key = `${path} ${e.reason._tag}`
+            failures[key] = (failures[key] ?? 0) + 1
           }
         })
       )
@@ -192,11 +193,11 @@ export const shedding = (
     const waitUntil = (condition: () => boolean) =>
       condition() ? Effect.void : Effect.repeat(Effect.sleep("5 millis"), { until: condition, times: 2000 })
     // Background SHEDDABLE work, held by the backend, until it sheds SHEDDABLE.
-    const background: Array<Fiber.RuntimeFiber<unknown, unknown>> = []
+    const background: Array<Fiber.Fiber<unknown, unknown>> = []
     while (!stack.shedder.unsafeWouldShed("SHEDDABLE") && background.length < stack.shedder.capacity) {
       const arrived = stack.stats.arrived.SHEDDABLE
       background.push(
-        yield* Effect.fork(
+        yield* Effect.forkChild(
           client.get(`${stack.backend}/work`, {
             // background work of our own tiers: trusted, so its attempt numbers count
             headers: { ...stack.trustHeaders, "x-sluice-criticality": "SHEDDABLE", "x-demo-hold": "1" }

@@ -1,6 +1,6 @@
 /**
  * A three-tier stack on loopback: frontend → middle → backend, each a real
- * `@effect/platform-node` HTTP server, wired with @sluice/http.
+ * `effect/http` server on Node (`@effect/platform-node`), wired with @sluice/http.
  *
  * - backend: `criticality` (trusts the tiers inside: requests carrying the
  *   demo's shared secret in `x-sluice-trust`, see `Trust.sharedSecret`) →
@@ -18,20 +18,13 @@
  *   don't-retry answer.
  */
 import { createServer } from "node:http"
-import {
-  HttpClient,
-  HttpRouter,
-  HttpServer,
-  HttpServerRequest,
-  HttpServerResponse,
-  type HttpApp
-} from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { CongestionWindow, LoadShedder } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
 import { Middleware, SluiceHttpClient, Trust } from "@sluice/http"
 import { RetryHistogram } from "@sluice/retry"
-import { Deferred, Duration, Effect, Layer, Redacted, Schedule, type Scope } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, Redacted, Schedule, type Scope } from "effect"
+import { HttpClient, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 
 export type Level = Criticality.Criticality
 const zero = (): Record<Level, number> => ({ CRITICAL_PLUS: 0, CRITICAL: 0, SHEDDABLE_PLUS: 0, SHEDDABLE: 0 })
@@ -51,9 +44,9 @@ export interface StackOptions {
   /** Backend capacity, in concurrent requests, for its LoadShedder. */
   readonly capacity?: number
   /** How long the backend works on one request. */
-  readonly serviceTime?: Duration.DurationInput
+  readonly serviceTime?: Duration.Input
   /** The longest Retry-After the middle tier honours. */
-  readonly maxRetryAfter?: Duration.DurationInput
+  readonly maxRetryAfter?: Duration.Input
   /**
    * For comparison: the middle and frontend call downstream with the plain platform
    * client and retry every failure 3 times in all, as each layer of a naive stack
@@ -84,7 +77,7 @@ export interface Stack {
 
 /** Serves an app on a loopback port picked by the OS, for the life of the scope. */
 export const serve = <E, R>(
-  app: HttpApp.Default<E, R>
+  app: Middleware.HttpApp<E, R>
 ): Effect.Effect<
   string,
   never,
@@ -96,11 +89,8 @@ export const serve = <E, R>(
         Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
       )
     ).pipe(Effect.orDie)
-    const server = yield* Effect.provide(HttpServer.HttpServer, context)
-    const address = server.address
-    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("expected a TCP address")
-    return `http://127.0.0.1:${address.port}`
-  }) as any
+    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+  })
 
 const relay = (response: { readonly status: number; readonly text: Effect.Effect<string, unknown> }) =>
   Effect.map(
@@ -113,7 +103,7 @@ export const makeStack = (
   options: StackOptions = {}
 ): Effect.Effect<Stack, never, Scope.Scope | HttpClient.HttpClient> =>
   Effect.gen(function* () {
-    const serviceTime = Duration.decode(options.serviceTime ?? "20 millis")
+    const serviceTime = Duration.fromInputUnsafe(options.serviceTime ?? "20 millis")
     const stats: BackendStats = {
       hits: 0,
       dontRetry: 0,
@@ -158,7 +148,7 @@ export const makeStack = (
       return yield* HttpServerResponse.json({ tier: "backend", criticality: level })
     })
     // Counts every request that reached the backend, and what the shedder did with it.
-    const count = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+    const count = <E, R>(app: Middleware.HttpApp<E, R>): Middleware.HttpApp<E, R> =>
       Effect.flatMap(
         Effect.zip(HttpServerRequest.HttpServerRequest, Criticality.current),
         ([request, level]) => {
@@ -166,15 +156,17 @@ export const makeStack = (
           stats.arrived[level]++
           const attempt = Number(request.headers["x-sluice-attempt"] ?? "0")
           stats.attempts.push(attempt)
-          return Effect.tap(app, (response) => {
-            if (response.status === 503 && !down) stats.shed[level]++
-            if (response.headers["x-sluice-dont-retry"] === "1") stats.dontRetry++
-          })
+          return Effect.tap(app, (response) =>
+            Effect.sync(() => {
+              if (response.status === 503 && !down) stats.shed[level]++
+              if (response.headers["x-sluice-dont-retry"] === "1") stats.dontRetry++
+            })
+          )
         }
       )
     const histogram = yield* RetryHistogram.make({ threshold: 0.1, minRequests: 20 }).pipe(Effect.orDie)
-    const backendApp = HttpRouter.empty.pipe(
-      HttpRouter.get("/work", work),
+    const backendRouter = yield* HttpRouter.toHttpEffect(HttpRouter.add("GET", "/work", work))
+    const backendApp = backendRouter.pipe(
       Middleware.loadShed({ shedder }),
       Middleware.retryGuard({ histogram }),
       Middleware.mapErrors,
@@ -192,8 +184,9 @@ export const makeStack = (
       maxRetryAfter: options.maxRetryAfter ?? "50 millis",
       schedule: Schedule.exponential("5 millis").pipe(Schedule.jittered)
     }).pipe(Effect.orDie)
-    const middleApp = HttpRouter.empty.pipe(
-      HttpRouter.get(
+    const middleRouter = yield* HttpRouter.toHttpEffect(
+      HttpRouter.add(
+        "GET",
         "/work",
         Effect.suspend(() => {
           middleHits.value++
@@ -201,10 +194,9 @@ export const makeStack = (
             ? naiveCall(`${backend}/work`)
             : Effect.flatMap(toBackend.get(`${backend}/work`, inside), relay)
         })
-      ),
-      Middleware.mapErrors,
-      Middleware.criticality({ trust })
+      )
     )
+    const middleApp = middleRouter.pipe(Middleware.mapErrors, Middleware.criticality({ trust }))
     const middle = yield* serve(middleApp)
 
     // ---- frontend ----
@@ -219,11 +211,15 @@ export const makeStack = (
       options.naive === true
         ? naiveCall(`${middle}/work`)
         : Effect.flatMap(toMiddle.get(`${middle}/work`, inside), relay)
-    const frontendApp = HttpRouter.empty.pipe(
-      HttpRouter.get("/page", callMiddle.pipe(Criticality.withCriticality("CRITICAL"))),
-      HttpRouter.get("/prefetch", callMiddle.pipe(Criticality.withCriticality("SHEDDABLE"))),
-      // whatever the user claims, at most CRITICAL
-      HttpRouter.get("/claimed", callMiddle),
+    const frontendRouter = yield* HttpRouter.toHttpEffect(
+      Layer.mergeAll(
+        HttpRouter.add("GET", "/page", callMiddle.pipe(Criticality.withCriticality("CRITICAL"))),
+        HttpRouter.add("GET", "/prefetch", callMiddle.pipe(Criticality.withCriticality("SHEDDABLE"))),
+        // whatever the user claims, at most CRITICAL
+        HttpRouter.add("GET", "/claimed", callMiddle)
+      )
+    )
+    const frontendApp = frontendRouter.pipe(
       Middleware.mapErrors,
       Middleware.criticality({ ceiling: "CRITICAL" })
     )
