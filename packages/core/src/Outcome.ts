@@ -27,10 +27,52 @@
  * - Effect's `Cause.TimeoutError` (what `Effect.timeout` fails with) is `dropped`, also
  *   inside a `DontRetry`: a timed-out remote call is evidence of an overloaded backend.
  *
+ * **Effect's circuit breaker**
+ *
+ * {@link circuitBreakerClassifier} gives this classification to Effect's own breaker
+ * (`effect/persistence`'s `CircuitBreaker`): pass it as the `classify` option of
+ * `breaker.execute` or of `HttpClient.withCircuitBreaker`. `dropped` and `failed` are
+ * a `Failure` (with the backend's `Retry-After` as its hint), `success` a `Success`,
+ * and `refused` and `ignored` are `Ignored`: this process's own refusals (a full or
+ * timed-out limiter queue, the throttle, the shedder, an open Sluice breaker) and
+ * callers that gave up never open Effect's breaker.
+ *
+ * **Gotchas**
+ *
+ * - Effect's defaults disagree, in both directions. `breaker.execute` without
+ *   `classify` counts every failure, a local refusal included, so a full limiter
+ *   queue opens the circuit against a healthy backend. `HttpClient.withCircuitBreaker`
+ *   without it uses `HttpClient.circuitBreakerClassifier`, which ignores typed errors it
+ *   does not know: behind a `SluiceHttpClient` a `503` arrives as a `DontRetry`
+ *   wrapping a remote `Overloaded`, so that breaker never opens on the backend's 503s.
+ * - Where a deadline sits decides what it is, as in Effect: a timeout inside the breaker
+ *   (the client's `timeout`, an `Effect.timeout` around the call) is `dropped`, a
+ *   failure; a caller's deadline outside it interrupts the call, which is `ignored`.
+ * - Only failures are read: on a plain `HttpClient` a `503` response is a successful
+ *   `Exit` (a `Success`) unless `HttpClient.filterStatusOk` makes it an error (then
+ *   `failed`). A `SluiceHttpClient` already fails it with `Overloaded`.
+ *
+ * @example
+ * ```ts
+ * import { Outcome } from "@sluice/core"
+ * import { Effect } from "effect"
+ * import { CircuitBreaker } from "effect/persistence"
+ *
+ * const guarded = <A, E, R>(call: Effect.Effect<A, E, R>) =>
+ *   Effect.gen(function* () {
+ *     const breaker = yield* CircuitBreaker.make({
+ *       tripPolicy: CircuitBreaker.consecutive(5),
+ *       openDuration: "30 seconds"
+ *     })
+ *     return yield* breaker.execute(call, { key: "orders", classify: Outcome.circuitBreakerClassifier })
+ *   })
+ * ```
+ *
  * @since 0.2.0
  */
 import type * as Cause from "effect/Cause"
 import type * as Exit from "effect/Exit"
+import type { CircuitBreaker } from "effect/persistence"
 import * as Kernel from "@sluice/kernel/outcome/Outcome"
 import * as internal from "./internal/outcome.js"
 
@@ -134,3 +176,50 @@ export const isRetryable: (outcome: Outcome, error: unknown) => boolean = intern
  * @category classifying
  */
 export const isEvidence: (outcome: Outcome) => boolean = Kernel.isEvidence
+
+/**
+ * Sluice's classification in the shape of the `classify` option of Effect's
+ * `CircuitBreaker` (`breaker.execute`) and `HttpClient.withCircuitBreaker`: a call's
+ * `Exit` to a `CircuitBreaker.Outcome`.
+ *
+ * | Sluice's outcome | Effect's breaker records |
+ * |---|---|
+ * | `success` | `Success` |
+ * | `dropped` | `Failure`, with the error's `retryAfter` (also under a `DontRetry`) as its hint |
+ * | `failed` | `Failure` |
+ * | `refused` | `Ignored` |
+ * | `ignored` | `Ignored` |
+ *
+ * `options.isDrop` names extra errors (or defects) that mean an overloaded backend,
+ * as for {@link ofExit}: `classify: (exit) => Outcome.circuitBreakerClassifier(exit, { isDrop })`.
+ *
+ * **Gotchas**
+ *
+ * A successful `Exit` is a `Success` whatever its value: on a plain `HttpClient`, a
+ * `503` response counts only once `HttpClient.filterStatusOk` makes it an error.
+ *
+ * @example
+ * ```ts
+ * import { Errors, Outcome } from "@sluice/core"
+ * import { Duration, Exit } from "effect"
+ * import { CircuitBreaker } from "effect/persistence"
+ * import { HttpClient } from "effect/http"
+ *
+ * Outcome.circuitBreakerClassifier(Exit.fail(new Errors.Overloaded({ reason: "queue full", origin: "local" })))
+ * // { _tag: "Ignored" }
+ * Outcome.circuitBreakerClassifier(
+ *   Exit.fail(new Errors.Overloaded({ reason: "server", retryAfter: Duration.seconds(2) }))
+ * )
+ * // { _tag: "Failure", retryAfter: Duration.seconds(2) }
+ *
+ * // Effect's breaker in front of an HttpClient, learning through Sluice's outcomes:
+ * const guard = (breaker: CircuitBreaker.CircuitBreaker) =>
+ *   HttpClient.withCircuitBreaker({ breaker, classify: Outcome.circuitBreakerClassifier })
+ * ```
+ * @since 1.0.0
+ * @category classifying
+ */
+export const circuitBreakerClassifier: <A, E>(
+  exit: Exit.Exit<A, E>,
+  options?: ClassifyOptions
+) => CircuitBreaker.Outcome = internal.circuitBreakerClassifier

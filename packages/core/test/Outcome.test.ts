@@ -59,4 +59,38 @@ describe("Outcome", () => {
     expect(Errors.isRetryable(local)).toBe(false)
     expect(Errors.isRetryable(remote)).toBe(true)
   })
+
+  it("circuitBreakerClassifier: dropped and failed are Effect breaker failures, refused and ignored never count", () => {
+    const tag = (exit: Exit.Exit<unknown, unknown>) => Outcome.circuitBreakerClassifier(exit)._tag
+    expect(tag(Exit.succeed(1))).toBe("Success")
+    expect(tag(Exit.fail(remote))).toBe("Failure")
+    expect(tag(Exit.fail(new Errors.DontRetry({ reason: "attempts", cause: remote })))).toBe("Failure")
+    expect(tag(Exit.fail(new Cause.TimeoutError()))).toBe("Failure")
+    expect(tag(Exit.fail(new Error("boom")))).toBe("Failure")
+    expect(tag(Exit.die("bug"))).toBe("Failure")
+    expect(tag(Exit.fail(local))).toBe("Ignored")
+    expect(tag(Exit.fail(new Errors.DontRetry({ reason: "refused", cause: local })))).toBe("Ignored")
+    expect(tag(Exit.fail(new Errors.Throttled({ key: "k" })))).toBe("Ignored")
+    expect(
+      tag(Exit.fail(new Errors.CircuitOpen({ name: "b", halfOpenAt: 0, retryAfter: Duration.seconds(1) })))
+    ).toBe("Ignored")
+    expect(tag(Exit.failCause(Cause.interrupt()))).toBe("Ignored")
+    // isDrop turns an application error into a failure, as for ofExit
+    const busy = new Error("busy")
+    expect(Outcome.circuitBreakerClassifier(Exit.fail(busy), { isDrop: (e) => e === busy })._tag).toBe(
+      "Failure"
+    )
+  })
+
+  it("circuitBreakerClassifier: a backend's Retry-After is the failure's hint, also under a DontRetry", () => {
+    const hinted = new Errors.Overloaded({ reason: "server", retryAfter: Duration.seconds(2) })
+    const direct = Outcome.circuitBreakerClassifier(Exit.fail(hinted))
+    const wrapped = Outcome.circuitBreakerClassifier(
+      Exit.fail(new Errors.DontRetry({ reason: "attempts", cause: quota }))
+    )
+    expect(direct._tag === "Failure" && direct.retryAfter).toEqual(Duration.seconds(2))
+    expect(wrapped._tag === "Failure" && wrapped.retryAfter).toEqual(Duration.millis(5))
+    const plain = Outcome.circuitBreakerClassifier(Exit.fail(remote))
+    expect(plain._tag === "Failure" && plain.retryAfter).toBeUndefined()
+  })
 })
