@@ -184,14 +184,7 @@ describe("system: stacking Effect's retryTransient under Sluice's retry", () => 
           HttpClient.withCircuitBreaker({
             breaker: sluiceBreaker,
             key: "classified",
-            classify: (exit) => {
-              const outcome = Outcome.ofExit(exit)
-              return outcome === "dropped" || outcome === "failed"
-                ? CircuitBreaker.failure()
-                : outcome === "success"
-                  ? CircuitBreaker.success
-                  : CircuitBreaker.ignored
-            }
+            classify: Outcome.circuitBreakerClassifier
           })
         )
         const first = failureOf(yield* Effect.exit(classified.get(`${url}/busy`)))
