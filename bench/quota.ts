@@ -4,7 +4,8 @@
  * Against the local Redis (REDIS_URL, default redis://127.0.0.1:6379), in one run:
  * - latency (p50, p99) of 20,000 sequential checks and throughput with 100 checks in
  *   flight from one process, for a one-tier plan (gcra), a two-tier plan (gcra
- *   spike + sliding-window count), rate-limiter-flexible's RateLimiterRedis and
+ *   spike + sliding-window count; also over Effect's `Redis` service from `NodeRedis`,
+ *   `twoTierNodeRedis`), rate-limiter-flexible's RateLimiterRedis and
  *   Effect's own RateLimiter (`effect/persistence`, token bucket) with its Redis store
  *   over `@effect/platform-node`'s `NodeRedis` (node-redis), all on the same Redis,
  *   limits high enough that nothing is denied;
@@ -147,19 +148,28 @@ const quotaLayer = (
   plan: QuotaConfig.PlanInput,
   url: string,
   prefix: string,
-  deadline: Duration.Input = Duration.millis(DEADLINE_MS)
+  deadline: Duration.Input = Duration.millis(DEADLINE_MS),
+  transport: "ioredis" | "NodeRedis" = "ioredis"
 ) =>
   Quota.layer({ mode: "fail-open", deadline }).pipe(
-    Layer.provide(Redis.layerStoreShared({ prefix })),
-    Layer.provide(QuotaConfig.layer({ default: plan })),
-    Layer.provide(RedisClient.layer({ url }))
+    Layer.provide(
+      transport === "ioredis"
+        ? Redis.layerStoreShared({ prefix }).pipe(Layer.provide(RedisClient.layer({ url })))
+        : // the store on Effect's own Redis service (node-redis), as an app holding a NodeRedis would
+          Redis.layerStoreFromRedis({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url })))
+    ),
+    Layer.provide(QuotaConfig.layer({ default: plan }))
   )
 
-const quotaContender = (plan: QuotaConfig.PlanInput, label: string) => {
+const quotaContender = (
+  plan: QuotaConfig.PlanInput,
+  label: string,
+  transport: "ioredis" | "NodeRedis" = "ioredis"
+) => {
   let notFromStore = 0
   return effectContender(
     // like the peers, every measured check is decided by Redis: the deadline is not what is measured here
-    quotaLayer(plan, REDIS_URL, `${run}:${label}:`, "5 seconds"),
+    quotaLayer(plan, REDIS_URL, `${run}:${label}:`, "5 seconds", transport),
     Effect.map(
       Quota.Quota,
       (quota) => (i: number) =>
@@ -341,6 +351,7 @@ const measure = async () => {
     await flexibleContender(),
     await quotaContender(oneTier, "oneTier"),
     await quotaContender(twoTier, "twoTier"),
+    await quotaContender(twoTier, "twoTierNodeRedis", "NodeRedis"),
     await experimentalContender()
   ]
   const samples = new Map(contenders.map((c) => [c, new Samples()]))
@@ -363,18 +374,26 @@ const measure = async () => {
     for (const c of contenders) await c.close()
     await removeRunKeys()
   }
-  const [flexible, one, two, experimental] = contenders.map((c) => samples.get(c)!.stats())
-  log({ flexible, one, two, experimental })
-  return { flexible: flexible!, one: one!, two: two!, experimental: experimental! }
+  const [flexible, one, two, twoNodeRedis, experimental] = contenders.map((c) => samples.get(c)!.stats())
+  log({ flexible, one, two, twoNodeRedis, experimental })
+  return {
+    flexible: flexible!,
+    one: one!,
+    two: two!,
+    twoNodeRedis: twoNodeRedis!,
+    experimental: experimental!
+  }
 }
 
 const main = Effect.gen(function* () {
-  const { experimental, flexible, one, two } = yield* Effect.promise(measure)
+  const { experimental, flexible, one, two, twoNodeRedis } = yield* Effect.promise(measure)
   const { failOpenMaxMs, roundTripsPerCheck } = yield* privateServer
   const result = {
     checks: SEQUENTIAL + CONCURRENT,
     oneTier: one,
     twoTier: two,
+    // the same store on Effect's Redis service from NodeRedis (node-redis) instead of ioredis
+    twoTierNodeRedis: twoNodeRedis,
     roundTripsPerCheck,
     peers: { "rate-limiter-flexible": flexible, "effect/persistence": experimental },
     failOpenMaxMs

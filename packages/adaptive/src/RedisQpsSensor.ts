@@ -4,7 +4,9 @@
  * many hosts hold one goal together without knowing how many of them there are.
  *
  * This module imports `ioredis` (through `@sluice/core/RedisClient`); `layerShared` takes the
- * application's one connection from there. Import it as
+ * application's one connection from there, and `layerFromRedis` takes Effect's own `Redis`
+ * service instead (e.g. `NodeRedis` from `@effect/platform-node`, over node-redis: a flush's
+ * commands are sent together, not as an ioredis pipeline). Import it as
  * `@sluice/adaptive/RedisQpsSensor`. The package index does not load it.
  *
  * - Counting is local and synchronous: `unsafeRecord` adds to an in-process
@@ -36,6 +38,7 @@ import { QpsSensor } from "./QpsSensor.js"
 import type { Service as QpsSensorService } from "./QpsSensor.js"
 import type * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
+import type * as EffectRedis from "effect/persistence/Redis"
 
 /**
  * Options, validated by a Schema at construction, plus where the Redis client comes
@@ -128,6 +131,42 @@ export const layerShared = (
   options: RedisQpsSensorOptions
 ): Layer.Layer<QpsSensor, Options.InvalidOptions, RedisClient.RedisClient> =>
   Layer.effect(QpsSensor, internal.makeShared(options))
+
+/**
+ * Makes a Redis sensor on Effect's own `Redis` service (`effect/persistence/Redis`, e.g. from
+ * `NodeRedis.layer` of `@effect/platform-node`); the connection options of `options` are
+ * ignored.
+ *
+ * @since 1.0.0
+ * @category constructors
+ */
+export const makeFromRedis: (
+  options: RedisQpsSensorOptions
+) => Effect.Effect<QpsSensorService, Options.InvalidOptions, EffectRedis.Redis | Scope.Scope> =
+  internal.makeFromRedis
+
+/**
+ * A Layer providing a Redis sensor on Effect's own `Redis` service (e.g. `NodeRedis`), the
+ * connection the app already holds, which the quota store's `layerStoreFromRedis` can share;
+ * the connection options of `options` are ignored.
+ *
+ * @example
+ * ```ts
+ * import { NodeRedis } from "@effect/platform-node"
+ * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
+ * import { Layer } from "effect"
+ *
+ * const SensorLive = RedisQpsSensor.layerFromRedis({ key: "thumbnails" }).pipe(
+ *   Layer.provide(NodeRedis.layer({ url: "redis://127.0.0.1:6379" }))
+ * )
+ * ```
+ * @since 1.0.0
+ * @category layers
+ */
+export const layerFromRedis = (
+  options: RedisQpsSensorOptions
+): Layer.Layer<QpsSensor, Options.InvalidOptions, EffectRedis.Redis> =>
+  Layer.effect(QpsSensor, internal.makeFromRedis(options))
 
 /**
  * {@link layer} with its options read from `Config` (e.g. environment variables): a

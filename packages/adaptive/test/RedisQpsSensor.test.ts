@@ -1,7 +1,8 @@
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Option } from "effect"
+import { NodeRedis } from "@effect/platform-node"
+import { Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { Redis as IORedis } from "ioredis"
 import type { RedisOptions } from "ioredis"
@@ -25,13 +26,32 @@ const ownClient = (target = url, extra: RedisOptions = {}) =>
     (redis) => Effect.sync(() => redis.disconnect())
   )
 
-describe("RedisQpsSensor (real Redis)", () => {
+// the sensor on each client: a connection of its own (ioredis) or Effect's `Redis` from NodeRedis
+const transports = [
+  {
+    name: "ioredis",
+    make: (options: RedisQpsSensor.RedisQpsSensorOptions) => RedisQpsSensor.make({ url, ...options })
+  },
+  {
+    name: "NodeRedis",
+    make: (options: RedisQpsSensor.RedisQpsSensorOptions) =>
+      Effect.flatMap(Layer.build(NodeRedis.layer({ url })), (context) =>
+        Effect.provideContext(RedisQpsSensor.makeFromRedis(options), context)
+      )
+  }
+]
+
+/** each transport its own counters (the tests count from the same instant) */
+const prefixOf = (transport: { readonly name: string }) => `${prefix}${transport.name}:`
+
+describe.each(transports)("RedisQpsSensor (real Redis, $name)", (transport) => {
+  const prefix = prefixOf(transport)
   it.effect("workers on one key see the sum of what they all sent, averaged over complete seconds", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)
       const key = "sum"
-      const a = yield* RedisQpsSensor.make({ url, key, prefix, window: 2 })
-      const b = yield* RedisQpsSensor.make({ url, key, prefix, window: 2 })
+      const a = yield* transport.make({ key, prefix, window: 2 })
+      const b = yield* transport.make({ key, prefix, window: 2 })
       a.unsafeRecord(T0 + 10, 10)
       b.unsafeRecord(T0 + 500, 20)
       yield* TestClock.adjust("1 second")
@@ -58,7 +78,7 @@ describe("RedisQpsSensor (real Redis)", () => {
       yield* TestClock.setTime(T0)
       const sensors = yield* Effect.all(
         // the test flushes and updates itself (every 5 s), so the run is deterministic
-        [0, 1, 2].map(() => RedisQpsSensor.make({ url, key: "goal", prefix, flushInterval: "1 hour" }))
+        [0, 1, 2].map(() => transport.make({ key: "goal", prefix, flushInterval: "1 hour" }))
       )
       const workers = yield* Effect.all(
         sensors.map((sensor) => ProportionalSampler.makeWith({ goal: 60, updatePeriod: "1 hour" }, sensor))
@@ -83,6 +103,26 @@ describe("RedisQpsSensor (real Redis)", () => {
       expect(mean).toBeGreaterThan(57)
       expect(mean).toBeLessThan(63)
       for (const w of workers) expect((yield* w.state).mode).toBe("tracking")
+    })
+  )
+})
+
+describe("RedisQpsSensor (real Redis)", () => {
+  it.effect("over NodeRedis: its client closing mid-run turns good readings into missing ones", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const context = yield* Layer.build(NodeRedis.layer({ url }))
+      const sensor = yield* Effect.provideContext(
+        RedisQpsSensor.makeFromRedis({ key: `midrun-node-${randomUUID()}`, prefix }),
+        context
+      )
+      sensor.unsafeRecord(T0, 8)
+      yield* TestClock.adjust("2 seconds")
+      expect(Option.getOrThrow(yield* sensor.measure).qps).toBe(4)
+      Context.get(context, NodeRedis.NodeRedis).client.destroy()
+      sensor.unsafeRecord(T0 + 2000, 8)
+      yield* TestClock.adjust("1 second")
+      expect(Option.isNone(yield* sensor.measure)).toBe(true)
     })
   )
 

@@ -1,14 +1,12 @@
 import { Options } from "@sluice/core"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
-import * as RedisClient from "@sluice/core/RedisClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Layer } from "effect"
 import fc from "fast-check"
-import { makeStore as makeRedisStore } from "../src/internal/redisQuotaStore.js"
+import { type Transport, transports } from "./quota/transports.js"
 import { arbCost, arbPlan, capacityOf, costOf, expectExact } from "../../kernel/test/quota/ExactCases.js"
 import { type ExactTier, ExactReference } from "../../kernel/test/quota/ExactReference.js"
 
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const unique = (name: string) => `test:${name}:${process.pid}:${Math.random().toString(36).slice(2)}`
 /** a Clock whose time the test sets (the memory store reads it per check) */
 const manualClock = (): Clock.Clock & { now: number } => {
@@ -44,16 +42,19 @@ const compile = (tiers: ReadonlyArray<ExactTier>, blockForMs = 0) =>
     Effect.map(QuotaConfig.compile)
   )
 
-describe("Quota arithmetic is exact (BigInt reference, epoch-scale clocks)", () => {
-  it.live("Redis store: random plans agree with the reference and with the memory store replayed", () =>
-    redisAgainstReference(fc.constant(0), 60, 16, 30)
-  )
+describe.each(transports)(
+  "Quota arithmetic is exact (BigInt reference, epoch-scale clocks, $name)",
+  (transport) => {
+    it.live("Redis store: random plans agree with the reference and with the memory store replayed", () =>
+      redisAgainstReference(transport, fc.constant(0), 60, 16, 30)
+    )
 
-  it.live("Redis store with blockFor: random plans agree with the reference and the memory store", () =>
-    // blocks short enough to end within a run's sleeps
-    redisAgainstReference(fc.integer({ min: 1, max: 150 }), 30, 18, 15)
-  )
-})
+    it.live("Redis store with blockFor: random plans agree with the reference and the memory store", () =>
+      // blocks short enough to end within a run's sleeps
+      redisAgainstReference(transport, fc.integer({ min: 1, max: 150 }), 30, 18, 15)
+    )
+  }
+)
 
 /**
  * Random plans and steps on the Redis store (server time), each decision held to the reference
@@ -62,14 +63,14 @@ describe("Quota arithmetic is exact (BigInt reference, epoch-scale clocks)", () 
  * arguments: both kinds are held to the reference.
  */
 const redisAgainstReference = (
+  transport: Transport,
   arbBlockFor: fc.Arbitrary<number>,
   numRuns: number,
   seed: number,
   baked: number
 ) =>
   Effect.gen(function* () {
-    const { client } = yield* RedisClient.RedisClient
-    const store = yield* makeRedisStore(client, unique("exact") + ":", baked)
+    const store = yield* transport.makeStore(unique("exact") + ":", baked)
     const samples = fc.sample(
       fc.tuple(
         arbPlan,
@@ -128,9 +129,9 @@ const redisAgainstReference = (
     expect(denied).toBeGreaterThan((numRuns * 5) / 6)
     if (blocked === 0) expect(samples.every(([, blockForMs]) => blockForMs === 0)).toBe(true)
     else expect(blocked).toBeGreaterThan(numRuns)
-  }).pipe(Effect.scoped, Effect.provide(RedisClient.layer({ url: REDIS_URL })))
+  }).pipe(Effect.scoped)
 
-describe("Redis store: a client whose plan changes", () => {
+describe.each(transports)("Redis store: a client whose plan changes ($name)", (transport) => {
   const plans: ReadonlyArray<QuotaConfig.PlanInput> = [
     {
       tiers: [
@@ -160,9 +161,8 @@ describe("Redis store: a client whose plan changes", () => {
     "keeps the state of tiers that kept name and algorithm, decision for decision as the memory store",
     () =>
       Effect.gen(function* () {
-        const { client } = yield* RedisClient.RedisClient
         // plan 0's script has its numbers written in, the others take them as arguments
-        const store = yield* makeRedisStore(client, unique("reshape") + ":", 1)
+        const store = yield* transport.makeStore(unique("reshape") + ":", 1)
         const compiled = yield* Effect.forEach(plans, (plan) =>
           Effect.orDie(
             Options.decode("test", QuotaConfig.Plan)(plan as typeof QuotaConfig.Plan.Encoded)
@@ -194,7 +194,7 @@ describe("Redis store: a client whose plan changes", () => {
         // and a reward under the second plan gives it back to the first
         yield* store.adjust("q", compiled[1]!, -2)
         expect((yield* store.check("q", compiled[0]!, 0)).tiers.map((t) => t.remaining)).toEqual([4, 6])
-      }).pipe(Effect.scoped, Effect.provide(RedisClient.layer({ url: REDIS_URL })))
+      }).pipe(Effect.scoped)
   )
 })
 

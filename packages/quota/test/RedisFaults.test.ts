@@ -1,3 +1,4 @@
+import { NodeRedis } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
 import * as Redis from "@sluice/quota/Redis"
@@ -79,7 +80,24 @@ const blackholeProxy = async (port: number) => {
   }
 }
 
-describe("Redis quota store against a private redis-server", () => {
+// the store on each client: ioredis (the shared `RedisClient`) or Effect's `Redis` from NodeRedis
+// (node-redis), both reconnecting every 100 ms (node-redis' default backs off to 2 s)
+const transports = [
+  {
+    name: "ioredis",
+    store: (url: string, prefix: string) =>
+      Redis.layerStoreShared({ prefix }).pipe(Layer.provide(RedisClient.layer({ url })))
+  },
+  {
+    name: "NodeRedis",
+    store: (url: string, prefix: string) =>
+      Redis.layerStoreFromRedis({ prefix }).pipe(
+        Layer.provide(NodeRedis.layer({ url, socket: { reconnectStrategy: () => 100 } }))
+      )
+  }
+]
+
+describe.each(transports)("Redis quota store against a private redis-server ($name)", (transport) => {
   let server: RedisServer
   beforeAll(async () => {
     server = await startRedis()
@@ -88,9 +106,8 @@ describe("Redis quota store against a private redis-server", () => {
 
   const quotaLayer = (options: Quota.QuotaOptions, url = server.url) =>
     Quota.layer(options).pipe(
-      Layer.provide(Redis.layerStoreShared({ prefix: `faults:${Math.random()}:` })),
-      Layer.provide(QuotaConfig.layer({ default: plan })),
-      Layer.provide(RedisClient.layer({ url }))
+      Layer.provide(transport.store(url, `faults:${Math.random()}:`)),
+      Layer.provide(QuotaConfig.layer({ default: plan }))
     )
 
   it.live("a two-tier check is ONE round trip (INFO commandstats); NOSCRIPT reloads with EVAL", () =>

@@ -9,6 +9,7 @@ import { Redis as IORedis } from "ioredis"
 import { decodeState, tierId } from "@sluice/kernel/quota/RedisScript"
 import { freePort } from "./quota/redisServer.js"
 import { Reference } from "./quota/reference.js"
+import { transports } from "./quota/transports.js"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 
@@ -41,10 +42,10 @@ const withAdmin = <A>(f: (redis: IORedis) => Promise<A>) =>
     (redis) => Effect.promise(() => redis.quit())
   )
 
-describe("Redis quota store (real Redis)", () => {
+describe.each(transports)("Redis quota store (real Redis, $name)", (transport) => {
   it.live("GCRA and sliding-window decisions match a brute-force reference under the real clock", () =>
     Effect.gen(function* () {
-      const store = yield* Redis.makeStore({ url: REDIS_URL, prefix: unique("ref") + ":" })
+      const store = yield* transport.makeStore(unique("ref") + ":")
       // gcra: 25 ms per unit, bucket 6; sliding window: 10 per 300 ms (integer µs everywhere)
       const plan = yield* decodePlan({
         tiers: [
@@ -86,7 +87,7 @@ describe("Redis quota store (real Redis)", () => {
   it.live("one key per client under its hash tag, with a TTL; a denied request writes nothing", () =>
     Effect.gen(function* () {
       const prefix = unique("keys") + ":"
-      const store = yield* Redis.makeStore({ url: REDIS_URL, prefix })
+      const store = yield* transport.makeStore(prefix)
       const plan = yield* decodePlan({
         tiers: [
           { name: "spike", algorithm: "gcra", limit: 20, period: "1 minute", burst: 40 },
@@ -154,7 +155,7 @@ describe("Redis quota store (real Redis)", () => {
     () =>
       Effect.gen(function* () {
         const prefix = unique("old") + ":"
-        const store = yield* Redis.makeStore({ url: REDIS_URL, prefix })
+        const store = yield* transport.makeStore(prefix)
         const plan = yield* decodePlan({
           tiers: [{ name: "count", algorithm: "sliding-window", limit: 2, period: "1 hour" }]
         })
@@ -183,7 +184,7 @@ describe("Redis quota store (real Redis)", () => {
     Effect.gen(function* () {
       // a generous deadline: these tests are about decisions, not about the failure mode
       const layer = Quota.layer({ deadline: "2 seconds" }).pipe(
-        Layer.provide(Redis.layerStore({ url: REDIS_URL, prefix: unique("guard") + ":" })),
+        Layer.provide(transport.layerStore(unique("guard") + ":")),
         Layer.provide(
           QuotaConfig.layer({
             default: {
@@ -210,6 +211,111 @@ describe("Redis quota store (real Redis)", () => {
     })
   )
 
+  it.live("plans in a Redis hash: shared, validated, refreshed; an invalid plan keeps the previous one", () =>
+    Effect.gen(function* () {
+      const key = unique("plans")
+      const logs: Array<string> = []
+      const logger = Logger.layer([Logger.make(({ message }) => logs.push(String(message)))])
+      const defaultPlan: QuotaConfig.PlanInput = {
+        tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
+      }
+      const a = yield* transport.makeConfig({ key, default: defaultPlan, refresh: "1 hour" })
+      const b = yield* transport.makeConfig({ key, default: defaultPlan, refresh: "1 hour" })
+      yield* a.setPlan("acme", {
+        tiers: [{ name: "count", algorithm: "sliding-window", limit: 5000, period: "1 hour" }]
+      })
+      // takes effect here at once, elsewhere after a refresh
+      expect(a.planFor("acme").tiers[0]!.name).toBe("count")
+      expect(b.planFor("acme").tiers[0]!.name).toBe("spike")
+      yield* b.refresh
+      expect(b.planFor("acme").tiers[0]).toMatchObject({ name: "count", limit: 5000, periodMs: 3_600_000 })
+
+      // an invalid plan through the API is rejected before it is written
+      const bad = yield* Effect.exit(
+        a.setPlan("acme", { tiers: [{ name: "count", algorithm: "sliding-window", limit: 0, period: 1 }] })
+      )
+      expect(Exit.isFailure(bad) && String(bad.cause)).toMatch(/limit/)
+      expect(JSON.parse((yield* withAdmin((r) => r.hget(key, "acme")))!).tiers[0].limit).toBe(5000)
+
+      // an invalid plan written behind our back is logged (naming the field) and ignored
+      yield* withAdmin((r) =>
+        r.hset(
+          key,
+          "acme",
+          JSON.stringify({ tiers: [{ name: "count", algorithm: "gcra", limit: 3, period: -5 }] })
+        )
+      )
+      yield* b.refresh.pipe(Effect.provide(logger))
+      expect(b.planFor("acme").tiers[0]).toMatchObject({ name: "count", limit: 5000 })
+      expect(logs.join("\n")).toMatch(/period/)
+
+      // removing the override falls back to the default everywhere
+      yield* a.removePlan("acme")
+      yield* b.refresh
+      expect(b.planFor("acme").tiers[0]!.name).toBe("spike")
+      yield* withAdmin((r) => r.del(key))
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("plans in Redis: the default set on one instance is the default of every instance", () =>
+    Effect.gen(function* () {
+      const key = unique("plans-default")
+      const configured: QuotaConfig.PlanInput = {
+        tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
+      }
+      const shared: QuotaConfig.PlanInput = {
+        tiers: [{ name: "count", algorithm: "sliding-window", limit: 7, period: "1 minute" }],
+        blockFor: "2 seconds"
+      }
+      const a = yield* transport.makeConfig({ key, default: configured, refresh: "1 hour" })
+      const b = yield* transport.makeConfig({ key, default: configured, refresh: "1 hour" })
+      yield* a.setDefault(shared)
+      // at once here, after a refresh there
+      expect(a.planFor("anyone").tiers[0]).toMatchObject({ name: "count", limit: 7 })
+      yield* b.refresh
+      expect(b.planFor("anyone").tiers[0]).toMatchObject({ name: "count", limit: 7, periodMs: 60_000 })
+      expect((yield* b.defaultPlan).blockFor).toEqual(Duration.seconds(2))
+      // an instance started later begins with it
+      const c = yield* transport.makeConfig({ key, default: configured, refresh: "1 hour" })
+      expect(c.planFor("anyone").tiers[0]).toMatchObject({ name: "count", limit: 7 })
+      // an override still wins over the shared default
+      yield* a.setPlan("acme", configured)
+      yield* c.refresh
+      expect(c.planFor("acme").tiers[0]!.name).toBe("spike")
+      // deleted from Redis: every instance goes back to the default it was configured with
+      yield* withAdmin((r) => r.del(`${key}:default`))
+      yield* b.refresh
+      expect(b.planFor("anyone").tiers[0]!.name).toBe("spike")
+      yield* withAdmin((r) => r.del(key))
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("100 concurrent checks from one process: each client admits exactly its limit", () =>
+    Effect.gen(function* () {
+      // a generous deadline: these tests are about decisions, not about the failure mode
+      const layer = Quota.layer({ deadline: "2 seconds" }).pipe(
+        Layer.provide(transport.layerStore(unique("conc") + ":")),
+        Layer.provide(
+          QuotaConfig.layer({
+            default: { tiers: [{ name: "n", algorithm: "sliding-window", limit: 50, period: "1 hour" }] }
+          })
+        )
+      )
+      const decisions = yield* Effect.forEach(
+        Array.from({ length: 200 }, (_, i) => i),
+        (i) => Quota.check(`c${i % 3}`),
+        { concurrency: 100 }
+      ).pipe(Effect.provide(layer))
+      expect(decisions.every((d) => d.source === "store")).toBe(true)
+      // 67, 67 and 66 attempts: 50 admitted each
+      for (const client of ["c0", "c1", "c2"]) {
+        expect(decisions.filter((d) => d.client === client && d.allowed).length).toBe(50)
+      }
+    })
+  )
+})
+
+describe("Redis quota store (real Redis, ioredis connections)", () => {
   it.live(
     "layerStoreConfig: the store's url and prefix from Config; a missing value fails with ConfigError",
     () =>
@@ -286,52 +392,6 @@ describe("Redis quota store (real Redis)", () => {
       })
   )
 
-  it.live("plans in a Redis hash: shared, validated, refreshed; an invalid plan keeps the previous one", () =>
-    Effect.gen(function* () {
-      const key = unique("plans")
-      const logs: Array<string> = []
-      const logger = Logger.layer([Logger.make(({ message }) => logs.push(String(message)))])
-      const defaultPlan: QuotaConfig.PlanInput = {
-        tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
-      }
-      const a = yield* Redis.makeConfig({ url: REDIS_URL, key, default: defaultPlan, refresh: "1 hour" })
-      const b = yield* Redis.makeConfig({ url: REDIS_URL, key, default: defaultPlan, refresh: "1 hour" })
-      yield* a.setPlan("acme", {
-        tiers: [{ name: "count", algorithm: "sliding-window", limit: 5000, period: "1 hour" }]
-      })
-      // takes effect here at once, elsewhere after a refresh
-      expect(a.planFor("acme").tiers[0]!.name).toBe("count")
-      expect(b.planFor("acme").tiers[0]!.name).toBe("spike")
-      yield* b.refresh
-      expect(b.planFor("acme").tiers[0]).toMatchObject({ name: "count", limit: 5000, periodMs: 3_600_000 })
-
-      // an invalid plan through the API is rejected before it is written
-      const bad = yield* Effect.exit(
-        a.setPlan("acme", { tiers: [{ name: "count", algorithm: "sliding-window", limit: 0, period: 1 }] })
-      )
-      expect(Exit.isFailure(bad) && String(bad.cause)).toMatch(/limit/)
-      expect(JSON.parse((yield* withAdmin((r) => r.hget(key, "acme")))!).tiers[0].limit).toBe(5000)
-
-      // an invalid plan written behind our back is logged (naming the field) and ignored
-      yield* withAdmin((r) =>
-        r.hset(
-          key,
-          "acme",
-          JSON.stringify({ tiers: [{ name: "count", algorithm: "gcra", limit: 3, period: -5 }] })
-        )
-      )
-      yield* b.refresh.pipe(Effect.provide(logger))
-      expect(b.planFor("acme").tiers[0]).toMatchObject({ name: "count", limit: 5000 })
-      expect(logs.join("\n")).toMatch(/period/)
-
-      // removing the override falls back to the default everywhere
-      yield* a.removePlan("acme")
-      yield* b.refresh
-      expect(b.planFor("acme").tiers[0]!.name).toBe("spike")
-      yield* withAdmin((r) => r.del(key))
-    }).pipe(Effect.scoped)
-  )
-
   it.live("plans in Redis: writes to an unreachable Redis fail typed, and the plans in force stay", () =>
     Effect.gen(function* () {
       const defaultPlan: QuotaConfig.PlanInput = {
@@ -375,62 +435,5 @@ describe("Redis quota store (real Redis)", () => {
       ])
         expect(yield* Effect.flip(write)).toMatchObject({ _tag: "QuotaStoreError", reason: "unavailable" })
     }).pipe(Effect.scoped)
-  )
-
-  it.live("plans in Redis: the default set on one instance is the default of every instance", () =>
-    Effect.gen(function* () {
-      const key = unique("plans-default")
-      const configured: QuotaConfig.PlanInput = {
-        tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
-      }
-      const shared: QuotaConfig.PlanInput = {
-        tiers: [{ name: "count", algorithm: "sliding-window", limit: 7, period: "1 minute" }],
-        blockFor: "2 seconds"
-      }
-      const a = yield* Redis.makeConfig({ url: REDIS_URL, key, default: configured, refresh: "1 hour" })
-      const b = yield* Redis.makeConfig({ url: REDIS_URL, key, default: configured, refresh: "1 hour" })
-      yield* a.setDefault(shared)
-      // at once here, after a refresh there
-      expect(a.planFor("anyone").tiers[0]).toMatchObject({ name: "count", limit: 7 })
-      yield* b.refresh
-      expect(b.planFor("anyone").tiers[0]).toMatchObject({ name: "count", limit: 7, periodMs: 60_000 })
-      expect((yield* b.defaultPlan).blockFor).toEqual(Duration.seconds(2))
-      // an instance started later begins with it
-      const c = yield* Redis.makeConfig({ url: REDIS_URL, key, default: configured, refresh: "1 hour" })
-      expect(c.planFor("anyone").tiers[0]).toMatchObject({ name: "count", limit: 7 })
-      // an override still wins over the shared default
-      yield* a.setPlan("acme", configured)
-      yield* c.refresh
-      expect(c.planFor("acme").tiers[0]!.name).toBe("spike")
-      // deleted from Redis: every instance goes back to the default it was configured with
-      yield* withAdmin((r) => r.del(`${key}:default`))
-      yield* b.refresh
-      expect(b.planFor("anyone").tiers[0]!.name).toBe("spike")
-      yield* withAdmin((r) => r.del(key))
-    }).pipe(Effect.scoped)
-  )
-
-  it.live("100 concurrent checks from one process: each client admits exactly its limit", () =>
-    Effect.gen(function* () {
-      // a generous deadline: these tests are about decisions, not about the failure mode
-      const layer = Quota.layer({ deadline: "2 seconds" }).pipe(
-        Layer.provide(Redis.layerStore({ url: REDIS_URL, prefix: unique("conc") + ":" })),
-        Layer.provide(
-          QuotaConfig.layer({
-            default: { tiers: [{ name: "n", algorithm: "sliding-window", limit: 50, period: "1 hour" }] }
-          })
-        )
-      )
-      const decisions = yield* Effect.forEach(
-        Array.from({ length: 200 }, (_, i) => i),
-        (i) => Quota.check(`c${i % 3}`),
-        { concurrency: 100 }
-      ).pipe(Effect.provide(layer))
-      expect(decisions.every((d) => d.source === "store")).toBe(true)
-      // 67, 67 and 66 attempts: 50 admitted each
-      for (const client of ["c0", "c1", "c2"]) {
-        expect(decisions.filter((d) => d.client === client && d.allowed).length).toBe(50)
-      }
-    })
   )
 })

@@ -3,6 +3,7 @@ import * as Kernel from "@sluice/kernel/sample/QpsSensor"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as EffectRedis from "effect/persistence/Redis"
 import * as Schema from "effect/Schema"
 import type * as Q from "../QpsSensor.js"
 import type * as R from "../RedisQpsSensor.js"
@@ -30,11 +31,60 @@ type Decoded = Effect.Success<ReturnType<typeof decode>>
 /** @internal */
 export const keyFor = Kernel.keyFor
 
+/** The two things the sensor asks of Redis. @internal */
+export interface SensorConnection {
+  /** `INCRBY` + `EXPIRE` per key, sent together; fails if any command failed. */
+  readonly add: (
+    counts: ReadonlyArray<readonly [string, number]>,
+    ttlSeconds: number
+  ) => Effect.Effect<void, unknown>
+  readonly mget: (keys: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string | null>, unknown>
+}
+
+/** The sensor's commands over an ioredis client: one pipeline per flush. @internal */
+export const ioredisConnection = (redis: RedisClient.Client): SensorConnection => ({
+  add: (counts, ttlSeconds) =>
+    Effect.tryPromise(() => {
+      const pipeline = redis.pipeline()
+      for (const [key, n] of counts) {
+        pipeline.incrby(key, n)
+        pipeline.expire(key, ttlSeconds)
+      }
+      return pipeline.exec()
+    }).pipe(
+      Effect.flatMap((results) =>
+        results !== null && results.every(([error]) => error === null) ? Effect.void : Effect.fail(results)
+      )
+    ),
+  mget: (keys) => Effect.tryPromise(() => redis.mget(...keys))
+})
+
+/**
+ * The sensor's commands over Effect's `Redis` service: a flush's commands are all sent at once
+ * (node-redis writes them in one batch).
+ *
+ * @internal
+ */
+export const effectConnection = (redis: EffectRedis.Redis["Service"]): SensorConnection => ({
+  add: (counts, ttlSeconds) =>
+    Effect.all(
+      counts.flatMap(([key, n]) => [
+        redis.send("INCRBY", key, String(n)),
+        redis.send("EXPIRE", key, String(ttlSeconds))
+      ]),
+      { concurrency: "unbounded", discard: true }
+    ),
+  mget: (keys) =>
+    Effect.map(redis.send<ReadonlyArray<unknown>>("MGET", ...keys), (replies) =>
+      replies.map((reply) => (reply === null || reply === undefined ? null : String(reply)))
+    )
+})
+
 class RedisSensor extends Service implements Q.Service {
   private readonly pending = new Kernel.SecondCounts(Infinity)
   private readonly ttlSeconds: number
   constructor(
-    private readonly redis: RedisClient.Client,
+    private readonly redis: SensorConnection,
     private readonly o: Decoded
   ) {
     super()
@@ -48,16 +98,12 @@ class RedisSensor extends Service implements Q.Service {
     return Effect.suspend(() => {
       if (this.pending.size === 0) return Effect.succeed(true)
       const batch = this.pending.drain()
-      return Effect.tryPromise(() => {
-        const pipeline = this.redis.pipeline()
-        for (const [second, n] of batch) {
-          const key = keyFor(this.o.prefix, this.o.key, second)
-          pipeline.incrby(key, n)
-          pipeline.expire(key, this.ttlSeconds)
-        }
-        return pipeline.exec()
-      }).pipe(
-        Effect.map((results) => results !== null && results.every(([error]) => error === null)),
+      const counts = Array.from(
+        batch,
+        ([second, n]) => [keyFor(this.o.prefix, this.o.key, second), n] as const
+      )
+      return this.redis.add(counts, this.ttlSeconds).pipe(
+        Effect.as(true),
         Effect.timeoutOption(this.o.timeout),
         Effect.map(Option.getOrElse(() => false)),
         Effect.orElseSucceed(() => false)
@@ -74,9 +120,9 @@ class RedisSensor extends Service implements Q.Service {
       const range = Kernel.readableSeconds(now, Number.NEGATIVE_INFINITY, o.window, o.settle)
       if (range === undefined) return Option.none()
       const keys = Kernel.keysFor(o.prefix, o.key, range)
-      const values = yield* Effect.tryPromise(() => redis.mget(...keys)).pipe(
+      const values = yield* redis.mget(keys).pipe(
         Effect.timeoutOption(o.timeout),
-        Effect.orElseSucceed(() => Option.none<Array<string | null>>())
+        Effect.orElseSucceed(() => Option.none<ReadonlyArray<string | null>>())
       )
       return Option.map(values, (replies) => Kernel.fromReplies(replies, now))
     })
@@ -86,7 +132,7 @@ class RedisSensor extends Service implements Q.Service {
 // The sensor over a client: its own connection (`make`) or the app's shared one.
 const start = <R>(
   options: R.RedisQpsSensorOptions,
-  connect: (connection: RedisClient.ConnectionOptions) => Effect.Effect<RedisClient.Client, never, R>
+  connect: (connection: RedisClient.ConnectionOptions) => Effect.Effect<SensorConnection, never, R>
 ) =>
   Effect.gen(function* () {
     const { client, redisOptions, url, ...rest } = options
@@ -99,8 +145,13 @@ const start = <R>(
   })
 
 /** @internal */
-export const make = (options: R.RedisQpsSensorOptions) => start(options, RedisClient.client)
+export const make = (options: R.RedisQpsSensorOptions) =>
+  start(options, (connection) => Effect.map(RedisClient.client(connection), ioredisConnection))
 
 /** The sensor on the app's shared client (`@sluice/core/RedisClient`). @internal */
 export const makeShared = (options: R.RedisQpsSensorOptions) =>
-  start(options, () => Effect.map(RedisClient.RedisClient, (shared) => shared.client))
+  start(options, () => Effect.map(RedisClient.RedisClient, (shared) => ioredisConnection(shared.client)))
+
+/** The sensor on Effect's `Redis` service (e.g. `NodeRedis`). @internal */
+export const makeFromRedis = (options: R.RedisQpsSensorOptions) =>
+  start(options, () => Effect.map(EffectRedis.Redis, effectConnection))

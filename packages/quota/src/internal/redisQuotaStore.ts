@@ -1,4 +1,8 @@
+import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as EffectRedis from "effect/persistence/Redis"
 import type * as Scope from "effect/Scope"
 import type { Cluster, Redis as IORedis } from "ioredis"
 import { Command } from "ioredis"
@@ -27,19 +31,43 @@ const WRITE_BATCH = 16
 
 const noTimer = (): void => {}
 
+/** A failed command's message (an Effect `RedisError`'s is its cause's). */
+const messageOf = (error: unknown): string => {
+  if (error instanceof Error) {
+    if (error.message === "" && "cause" in error && error.cause !== undefined) return messageOf(error.cause)
+    return error.message
+  }
+  return String(error)
+}
+
 /** A failed Redis command as the store's error. @internal */
 export const toStoreError = (error: unknown): QuotaStoreError => {
-  const message = error instanceof Error ? error.message : String(error)
+  const message = messageOf(error)
   return new QuotaStoreError({ store: "redis", reason: errorReason(message), message })
 }
 
-/** Makes the Redis store from a client. One `EVALSHA` per check. @internal */
-export const makeStoreFromClient = (
-  redis: Client,
-  prefix = "sluice:quota:",
-  scripts: ScriptCache = new ScriptCache()
-): Store => {
-  const name = "redis"
+/**
+ * What the store needs of a connection: a command sent with a callback (called once; it may
+ * also throw synchronously), whether answers come back in call order, and optional hooks
+ * around each check (ioredis batches the socket writes of checks issued in one tick).
+ *
+ * @internal
+ */
+export interface Transport {
+  /** `bounded`: the caller bounds the call itself (a check: `Quota`'s deadline queue). */
+  readonly send: (
+    command: string,
+    args: Array<string>,
+    callback: (error: unknown, reply: unknown) => void,
+    bounded: boolean
+  ) => void
+  readonly ordered: boolean
+  readonly beginCheck?: (() => void) | undefined
+  readonly endCheck?: (() => void) | undefined
+}
+
+/** The ioredis transport: one `Command` per call, check writes corked per tick. @internal */
+export const ioredisTransport = (redis: Client): Transport => {
   // Checks issued in the same tick (e.g. many fibers resumed by one batch of replies) leave in
   // few socket writes: the first corks the connection's socket, every WRITE_BATCH-th flushes
   // what is corked so far (Redis starts on those while this process builds the rest: with one
@@ -77,34 +105,59 @@ export const makeStoreFromClient = (
     keyPrefix === undefined
       ? { replyEncoding: "utf8" as const }
       : { replyEncoding: "utf8" as const, keyPrefix }
+  return {
+    // a cluster answers from one connection per node: one node's answers say nothing of another
+    ordered: (redis as { isCluster?: boolean }).isCluster !== true,
+    beginCheck: () => {
+      cork()
+      inFlight++
+    },
+    endCheck: () => {
+      inFlight--
+    },
+    send: (name, args, callback, bounded) => {
+      const command = new Command(name.toLowerCase(), args, commandOptions, callback)
+      // a bounded call skips ioredis' `commandTimeout` timer: a Node timer armed and cleared per
+      // command is a noticeable share of a loopback round trip, and the deadline queue already
+      // bounds the call
+      if (bounded) command.setTimeout = noTimer
+      redis.sendCommand(command)
+    }
+  }
+}
 
-  /**
-   * EVALSHA, falling back to EVAL once on NOSCRIPT (restart, SCRIPT FLUSH, another node).
-   * `bounded`: the caller bounds the call itself (a check: `Quota`'s deadline queue), so the
-   * command skips ioredis' `commandTimeout` timer: a Node timer armed and cleared per command is
-   * a noticeable share of a loopback round trip, and the deadline queue already bounds the call.
-   */
+/** Makes the Redis store from a client. One `EVALSHA` per check. @internal */
+export const makeStoreFromClient = (
+  redis: Client,
+  prefix = "sluice:quota:",
+  scripts: ScriptCache = new ScriptCache()
+): Store => makeStoreFromTransport(ioredisTransport(redis), prefix, scripts)
+
+/** Makes the Redis store over a transport. One `EVALSHA` per check. @internal */
+export const makeStoreFromTransport = (
+  transport: Transport,
+  prefix = "sluice:quota:",
+  scripts: ScriptCache = new ScriptCache()
+): Store => {
+  const name = "redis"
+
+  /** EVALSHA, falling back to EVAL once on NOSCRIPT (restart, SCRIPT FLUSH, another node). */
   const run = (
     sha: string,
     script: string,
     args: Array<string>,
-    callback: (error: Error | null | undefined, reply: unknown) => void,
+    callback: (error: unknown, reply: unknown) => void,
     bounded = false
   ) => {
     let loaded = false
-    const send = (name: string) => {
-      const command = new Command(name, args, commandOptions, onReply)
-      if (bounded) command.setTimeout = noTimer
-      redis.sendCommand(command)
-    }
-    const onReply = (error: Error | null | undefined, reply: unknown): void => {
-      if (error && !loaded && error.message.startsWith("NOSCRIPT")) {
+    const onReply = (error: unknown, reply: unknown): void => {
+      if (error && !loaded && messageOf(error).startsWith("NOSCRIPT")) {
         loaded = true
         args[0] = script
         try {
-          send("eval")
+          transport.send("EVAL", args, onReply, bounded)
         } catch (e) {
-          onReply(e as Error, undefined)
+          onReply(e, undefined)
         }
         return
       }
@@ -112,23 +165,22 @@ export const makeStoreFromClient = (
     }
     args[0] = sha
     try {
-      send("evalsha")
+      transport.send("EVALSHA", args, onReply, bounded)
     } catch (e) {
       loaded = true
-      onReply(e as Error, undefined)
+      onReply(e, undefined)
     }
   }
 
   const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback) => {
     const compiled = scripts.get(plan)
-    cork()
-    inFlight++
+    transport.beginCheck?.()
     run(
       compiled.sha,
       compiled.script,
       checkArgs(compiled, plan, keyOf(prefix, client), cost),
       (error, reply) => {
-        inFlight--
+        transport.endCheck?.()
         if (error) return callback(toStoreError(error), undefined)
         let result: StoreResult
         try {
@@ -143,7 +195,7 @@ export const makeStoreFromClient = (
   }
 
   /** A command as an Effect, its error as the store's. */
-  const effect = (send: (callback: (error: Error | null | undefined) => void) => void) =>
+  const effect = (send: (callback: (error: unknown) => void) => void) =>
     Effect.callback<void, QuotaStoreError>((resume) => {
       send((error) => resume(error ? Effect.fail(toStoreError(error)) : Effect.void))
     })
@@ -155,8 +207,7 @@ export const makeStoreFromClient = (
   return {
     name,
     remote: true,
-    // a cluster answers from one connection per node: one node's answers say nothing of another
-    ordered: (redis as { isCluster?: boolean }).isCluster !== true,
+    ordered: transport.ordered,
     checkCallback,
     check: (client, plan, cost) =>
       Effect.callback<StoreResult, QuotaStoreError>((resume) => {
@@ -170,7 +221,11 @@ export const makeStoreFromClient = (
     block: (client, plan, durationMs) => adjust(client, plan, 0, durationMs),
     reset: (client) =>
       effect((callback) => {
-        redis.sendCommand(new Command("del", [keyOf(prefix, client)], commandOptions, callback))
+        try {
+          transport.send("DEL", [keyOf(prefix, client)], callback, false)
+        } catch (e) {
+          callback(e)
+        }
       })
   }
 }
@@ -204,4 +259,55 @@ export const makeStore = (
     redis.on("ready", onReady)
     yield* Effect.addFinalizer(() => Effect.sync(() => redis.off("ready", onReady)))
     return makeStoreFromClient(redis, prefix, scripts)
+  })
+
+/**
+ * The transport over Effect's `Redis` service (e.g. `NodeRedis`): each call is its `send` run
+ * at once in the layer's context, so SCRIPT LOAD leaves before the EVALSHA that follows it.
+ * One connection answers in call order.
+ *
+ * @internal
+ */
+export const effectTransport = (
+  redis: EffectRedis.Redis["Service"],
+  context: Context.Context<never>
+): Transport => {
+  const run = Effect.runCallbackWith(context)
+  return {
+    ordered: true,
+    send: (name, args, callback) => {
+      run(redis.send(name, ...args), {
+        onExit: (exit) =>
+          Exit.isSuccess(exit)
+            ? callback(undefined, exit.value)
+            : callback(Cause.squash(exit.cause), undefined)
+      })
+    }
+  }
+}
+
+/**
+ * The Redis store on Effect's `Redis` service: loads each shape's script when it is first seen
+ * (sent before that check's EVALSHA); after a restart of Redis, NOSCRIPT reloads it with EVAL.
+ *
+ * @internal
+ */
+export const makeStoreEffect = (
+  prefix?: string,
+  maxBaked?: number
+): Effect.Effect<Store, never, EffectRedis.Redis> =>
+  Effect.gen(function* () {
+    const redis = yield* EffectRedis.Redis
+    const transport = effectTransport(redis, yield* Effect.context<never>())
+    const scripts = new ScriptCache(maxBaked)
+    scripts.onNew = (script) =>
+      transport.send(
+        "SCRIPT",
+        ["LOAD", script],
+        () => {
+          // a failed load: NOSCRIPT loads it with EVAL
+        },
+        false
+      )
+    return makeStoreFromTransport(transport, prefix, scripts)
   })

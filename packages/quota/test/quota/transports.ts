@@ -1,0 +1,55 @@
+/**
+ * The Redis store's two transports, for tests run on both against the real Redis: ioredis (a
+ * connection of the store's own) and Effect's `Redis` service from `NodeRedis` (node-redis).
+ */
+import { NodeRedis } from "@effect/platform-node"
+import * as RedisClient from "@sluice/core/RedisClient"
+import type { QuotaStore } from "@sluice/quota"
+import * as Redis from "@sluice/quota/Redis"
+import { Effect, Layer, type Scope } from "effect"
+import { makeStore, makeStoreEffect } from "../../src/internal/redisQuotaStore.js"
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+
+type PlanStoreOptions = Omit<Redis.ConfigOptions, keyof RedisClient.ConnectionOptions>
+
+export interface Transport {
+  readonly name: string
+  /** The store on a connection opened for it, closed with the scope. */
+  readonly makeStore: (
+    prefix: string,
+    maxBaked?: number
+  ) => Effect.Effect<QuotaStore.Store, unknown, Scope.Scope>
+  /** The store as a layer on a connection opened for it. */
+  readonly layerStore: (prefix: string) => Layer.Layer<QuotaStore.QuotaStore, unknown>
+  /** The plan store on a connection opened for it, closed with the scope. */
+  readonly makeConfig: (
+    options: PlanStoreOptions
+  ) => Effect.Effect<Effect.Success<ReturnType<typeof Redis.makeConfig>>, unknown, Scope.Scope>
+}
+
+/** Effect's `Redis` (and `NodeRedis`) in the scope. */
+const nodeRedis = Layer.build(NodeRedis.layer({ url: REDIS_URL }))
+
+export const transports: ReadonlyArray<Transport> = [
+  {
+    name: "ioredis",
+    makeStore: (prefix, maxBaked) =>
+      Effect.flatMap(RedisClient.client({ url: REDIS_URL }), (client) => makeStore(client, prefix, maxBaked)),
+    layerStore: (prefix) => Redis.layerStore({ url: REDIS_URL, prefix }),
+    makeConfig: (options) => Redis.makeConfig({ url: REDIS_URL, ...options })
+  },
+  {
+    name: "NodeRedis",
+    makeStore: (prefix, maxBaked) =>
+      Effect.flatMap(nodeRedis, (context) =>
+        Effect.provideContext(makeStoreEffect(prefix, maxBaked), context)
+      ),
+    layerStore: (prefix) =>
+      Redis.layerStoreFromRedis({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url: REDIS_URL }))),
+    makeConfig: (options) =>
+      Effect.flatMap(nodeRedis, (context) =>
+        Effect.provideContext(Redis.makeConfigFromRedis(options), context)
+      )
+  }
+]
