@@ -1,7 +1,9 @@
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Tracer } from "effect"
-import { makeClient, makeServer, runLoad, scrape } from "./main.js"
+import { makeClient, makeServer, otlp, runLoad, scrape } from "./main.js"
 
 /** One sample of a Prometheus text: its name, labels and value. */
 interface Sample {
@@ -134,8 +136,11 @@ describe("examples/metrics: Sluice's metrics through PrometheusMetrics, its span
         return yield* runLoad(yield* makeClient, server.url, { requests: 200, concurrency: 32 })
       }).pipe(Effect.provideService(Tracer.Tracer, tracer))
       const named = (name: string) => spans.filter((span) => span.name === name)
-      // the traces of the client's requests (Effect's HttpClient spans, kind "client")
-      const clientTraces = new Set(spans.filter((span) => span.kind === "client").map((span) => span.traceId))
+      // one trace per call (runLoad's span "example.call")
+      const calls = named("example.call")
+      expect(calls.length).toBe(200)
+      const clientTraces = new Set(calls.map((span) => span.traceId))
+      expect(clientTraces.size).toBe(200)
 
       const sheds = named("sluice.load_shedder.shed")
       expect(sheds.length).toBeGreaterThan(0)
@@ -175,11 +180,65 @@ describe("examples/metrics: Sluice's metrics through PrometheusMetrics, its span
         const reason = outcome.slice("DontRetry(".length, -1)
         expect(giveUps.filter((span) => span.attributes.get("sluice.retry.reason") === reason).length).toBe(n)
       }
-      for (const span of giveUps) expect(span.attributes.get("sluice.retry.policy")).toBe("metrics-example")
+      for (const span of giveUps) {
+        expect(span.attributes.get("sluice.retry.policy")).toBe("metrics-example")
+        expect(clientTraces.has(span.traceId)).toBe(true)
+      }
 
       const throttled = named("sluice.adaptive_throttle.throttled")
       expect(throttled.length).toBe(outcomes["Throttled"] ?? 0)
-      for (const span of throttled) expect(span.attributes.get("probability")).toBeGreaterThan(0)
+      for (const span of throttled) {
+        expect(span.attributes.get("probability")).toBeGreaterThan(0)
+        expect(clientTraces.has(span.traceId)).toBe(true)
+      }
     }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici))
+  )
+
+  it.live(
+    "with an OTLP endpoint, the sluice_* metrics and the spans are sent to it; without one, nothing is",
+    () =>
+      Effect.gen(function* () {
+        // a stand-in collector on a loopback port: what was posted, by path
+        const received: Record<string, string> = {}
+        const collector = yield* Effect.acquireRelease(
+          Effect.callback<ReturnType<typeof createServer>>((resume) => {
+            const server = createServer((request, response) => {
+              let body = ""
+              request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
+              request.on("end", () => {
+                received[request.url ?? ""] = (received[request.url ?? ""] ?? "") + body
+                response.writeHead(200, { "content-type": "application/json" }).end("{}")
+              })
+            })
+            server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+          }),
+          (server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+        )
+        const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`
+        const run = (baseUrl: string | undefined) =>
+          Effect.gen(function* () {
+            const server = yield* makeServer()
+            return yield* runLoad(yield* makeClient, server.url, { requests: 100, concurrency: 32 })
+          }).pipe(Effect.scoped, Effect.provide(otlp(baseUrl)))
+
+        yield* run(undefined)
+        expect(received).toEqual({})
+
+        // the exporters send what they buffered when their layer's scope closes
+        const outcomes = yield* run(endpoint)
+        expect(Object.keys(received).sort()).toEqual(expect.arrayContaining(["/v1/metrics", "/v1/traces"]))
+        const metrics = received["/v1/metrics"]!
+        for (const name of [
+          "sluice_concurrency_limiter_limit",
+          "sluice_adaptive_throttle_probability",
+          "sluice_retry_attempts",
+          "sluice_quota_allowed_total",
+          "sluice_load_shedder_admitted"
+        ])
+          expect(metrics).toContain(`"${name}"`)
+        const traces = received["/v1/traces"]!
+        expect(traces).toContain('"sluice.http.quota_denied"')
+        if ((outcomes["DontRetry(budget)"] ?? 0) > 0) expect(traces).toContain('"sluice.retry.give_up"')
+      }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici))
   )
 })

@@ -26,8 +26,7 @@
  * `sluice_http_server_rejected{reason}`).
  *
  * **OTLP** is opt-in: with `OTEL_EXPORTER_OTLP_ENDPOINT` set (e.g. `http://localhost:4318`),
- * `Otlp.layerFromConfig` sends the same metrics and the traces to that collector (JSON over
- * HTTP). A refused, retried or shed call is visible in a trace: the spans
+ * `Otlp.layerJson` sends the same metrics and the traces to that collector (JSON over HTTP). A refused, retried or shed call is visible in a trace: the spans
  * `sluice.load_shedder.shed` (attributes `shedder`, `criticality`, `utilization`) and
  * `sluice.http.shed` on the server, `sluice.http.quota_denied` (`client`, `tier`),
  * `sluice.retry.attempt` (`sluice.retry.attempt`, `sluice.retry.delay_ms`) and
@@ -44,7 +43,7 @@ import { Middleware, Protocol, SluiceHttpClient } from "@sluice/http"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { Context, Effect, Exit, Layer, Schedule, type Scope } from "effect"
 import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
-import { Otlp, OtlpSerialization, PrometheusMetrics } from "effect/observability"
+import { Otlp, OtlpExporter, PrometheusMetrics } from "effect/observability"
 
 export interface ServerOptions {
   /** The shedder's capacity, in concurrent requests (default 2). */
@@ -137,21 +136,24 @@ export const runLoad = (
     const count = (outcome: string) => {
       outcomes[outcome] = (outcomes[outcome] ?? 0) + 1
     }
-    const call = (i: number) =>
-      client
-        .get(`${url}/api/work`, { headers: { "x-api-key": i % 4 === 0 ? "noisy" : `caller-${i % 7}` } })
-        .pipe(
-          Effect.flatMap((response) => Effect.as(Effect.ignore(response.text), response.status)),
-          Criticality.withCriticality(i % 2 === 1 ? "SHEDDABLE" : "CRITICAL"),
-          Effect.exit,
-          Effect.map((exit) => {
-            if (Exit.isSuccess(exit)) return count(String(exit.value))
-            const error = Exit.findErrorOption(exit)
-            if (error._tag === "None") return count("defect")
-            const e = error.value
-            count(e._tag === "DontRetry" ? `DontRetry(${e.reason})` : e._tag)
-          })
-        )
+    const call = (i: number) => {
+      const apiKey = i % 4 === 0 ? "noisy" : `caller-${i % 7}`
+      const level = i % 2 === 1 ? "SHEDDABLE" : "CRITICAL"
+      return client.get(`${url}/api/work`, { headers: { "x-api-key": apiKey } }).pipe(
+        Effect.flatMap((response) => Effect.as(Effect.ignore(response.text), response.status)),
+        Criticality.withCriticality(level),
+        // one trace per call: its tries, retries, give-up and the server's spans (traceparent)
+        Effect.withSpan("example.call", { attributes: { "api.key": apiKey, criticality: level } }),
+        Effect.exit,
+        Effect.map((exit) => {
+          if (Exit.isSuccess(exit)) return count(String(exit.value))
+          const error = Exit.findErrorOption(exit)
+          if (error._tag === "None") return count("defect")
+          const e = error.value
+          count(e._tag === "DontRetry" ? `DontRetry(${e.reason})` : e._tag)
+        })
+      )
+    }
     yield* Effect.forEach(
       Array.from({ length: options.requests ?? 400 }, (_, i) => i),
       call,
@@ -172,14 +174,18 @@ export const sluiceSeries = (text: string): ReadonlyArray<string> =>
   text.split("\n").filter((line) => line.startsWith("sluice_"))
 
 /**
- * OTLP export of metrics and traces (and logs), on only when `OTEL_EXPORTER_OTLP_ENDPOINT`
- * (or a per-signal `OTEL_EXPORTER_OTLP_*_ENDPOINT`) is set: `Otlp.layerFromConfig` reads
- * the standard OpenTelemetry variables and provides a no-op otherwise.
+ * OTLP export of metrics, traces and logs to `baseUrl` (`/v1/metrics`, `/v1/traces`, `/v1/logs`,
+ * JSON over HTTP), or nothing when `baseUrl` is `undefined` or empty. The example passes
+ * `OTEL_EXPORTER_OTLP_ENDPOINT`. (`Otlp.layerFromConfig` reads the standard variables too, but
+ * sends a signal only when `OTEL_<SIGNAL>_EXPORTER=otlp` is also set.) What is buffered is
+ * sent when the layer's scope closes.
  */
-export const OtlpLive = Otlp.layerFromConfig({ resource: { serviceName: "sluice-metrics-example" } }).pipe(
-  Layer.provide(OtlpSerialization.layerJson),
-  Layer.provide(NodeHttpClient.layerUndici)
-)
+export const otlp = (baseUrl: string | undefined): Layer.Layer<OtlpExporter.Flusher> =>
+  baseUrl === undefined || baseUrl === ""
+    ? OtlpExporter.layerFlusher
+    : Otlp.layerJson({ baseUrl, resource: { serviceName: "sluice-metrics-example" } }).pipe(
+        Layer.provide(NodeHttpClient.layerUndici)
+      )
 
 const args = process.argv.slice(2)
 const flag = (name: string, fallback: string) => {
@@ -201,7 +207,10 @@ const main = Effect.gen(function* () {
     console.log(`GET ${server.url}/metrics, the sluice_* series:`)
     for (const line of series) console.log(`  ${line}`)
   }
-}).pipe(Effect.scoped, Effect.provide(Layer.merge(NodeHttpClient.layerUndici, OtlpLive)))
+}).pipe(
+  Effect.scoped,
+  Effect.provide(Layer.merge(NodeHttpClient.layerUndici, otlp(process.env.OTEL_EXPORTER_OTLP_ENDPOINT)))
+)
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   Effect.runPromise(main).then(
