@@ -26,7 +26,9 @@
  * `sluice_http_server_rejected{reason}`).
  *
  * **OTLP** is opt-in: with `OTEL_EXPORTER_OTLP_ENDPOINT` set (e.g. `http://localhost:4318`),
- * `Otlp.layerJson` sends the same metrics and the traces to that collector (JSON over HTTP). A refused, retried or shed call is visible in a trace: the spans
+ * `Otlp.layerJson` sends the same metrics and the traces to that collector (JSON over HTTP).
+ * Each call runs in a span of its own (`example.call`), and the server continues its trace
+ * (`traceparent`), so a refused, retried or shed call is visible in its trace: the spans
  * `sluice.load_shedder.shed` (attributes `shedder`, `criticality`, `utilization`) and
  * `sluice.http.shed` on the server, `sluice.http.quota_denied` (`client`, `tier`),
  * `sluice.retry.attempt` (`sluice.retry.attempt`, `sluice.retry.delay_ms`) and
