@@ -340,6 +340,11 @@ export const events: Stream.Stream<Event, never, RetryEvents> = internal.events
  * `Metric.MetricRegistry` holds the series, and attributes provided as
  * `Metric.CurrentMetricAttributes` are added to the policy's own.
  *
+ * Spans: every retry runs in `sluice.retry.attempt` (attributes `sluice.retry.attempt`,
+ * `sluice.retry.delay_ms`), and a give-up fails in `sluice.retry.give_up` (attributes
+ * `sluice.retry.reason`, `sluice.retry.attempts`), both with `sluice.retry.policy` when
+ * the policy has a name; a first try that succeeds opens no span.
+ *
  * @example
  * ```ts
  * import { Retry } from "@sluice/retry"

@@ -177,7 +177,20 @@ const giveUp = (
       error,
       at: nowOf(fiber)
     })
-    return Effect.fail(new Errors.DontRetry({ reason, attempts, cause: error }))
+    // A span only on this path (no cost to calls that succeed or are retried): a trace shows
+    // why the policy stopped, e.g. a retry the budget refused.
+    return Effect.withSpan(
+      Effect.fail(new Errors.DontRetry({ reason, attempts, cause: error })),
+      "sluice.retry.give_up",
+      {
+        captureStackTrace: false,
+        attributes: {
+          "sluice.retry.reason": reason,
+          "sluice.retry.attempts": attempts,
+          ...(config.name !== undefined ? { "sluice.retry.policy": config.name } : {})
+        }
+      }
+    )
   })
 
 /** The time the schedule asks the next try to start at, or `undefined` when it is done. */
