@@ -37,11 +37,21 @@ describe("bench/quota.ts", () => {
     expect(lines).toHaveLength(1)
     const result = JSON.parse(lines[0]!)
     expect(Object.keys(result).sort()).toEqual(
-      ["checks", "failOpenMaxMs", "oneTier", "peers", "roundTripsPerCheck", "twoTier"].sort()
+      [
+        "checks",
+        "failOpenMaxMs",
+        "oneTier",
+        "peers",
+        "roundTripsPerCheck",
+        "twoTier",
+        "twoTierNodeRedis"
+      ].sort()
     )
     expect(Number.isInteger(result.checks) && result.checks > 0).toBe(true)
     stats(result.oneTier)
     stats(result.twoTier)
+    // the same store over Effect's Redis (NodeRedis)
+    stats(result.twoTierNodeRedis)
     expect(Object.keys(result.peers).sort()).toEqual(["effect/persistence", "rate-limiter-flexible"])
     stats(result.peers["rate-limiter-flexible"])
     stats(result.peers["effect/persistence"])
