@@ -72,7 +72,16 @@ export interface StoreOptions extends RedisClient.ConnectionOptions {
  * @since 0.1.0
  * @category models
  */
-export interface ConfigOptions extends RedisClient.ConnectionOptions, configInternal.ConfigOptions {}
+export interface ConfigOptions extends RedisClient.ConnectionOptions, PlanStoreOptions {}
+
+/**
+ * The plan store's own options, without a connection's: what {@link makeConfigFromRedis} and
+ * {@link layerPlanStoreFromRedis} take (the connection is Effect's `Redis` from context).
+ *
+ * @since 1.0.0
+ * @category models
+ */
+export interface PlanStoreOptions extends configInternal.ConfigOptions {}
 
 /**
  * Makes the Redis store on the shared connection (`RedisClient`).
@@ -297,7 +306,7 @@ export const layerStoreFromRedis = (
  * @category constructors
  */
 export const makeConfigFromRedis = (
-  options: configInternal.ConfigOptions
+  options: PlanStoreOptions
 ): Effect.Effect<
   QuotaConfigNs.Service<QuotaStoreNs.QuotaStoreError> & {
     readonly refresh: Effect.Effect<void, QuotaStoreNs.QuotaStoreError>
@@ -324,7 +333,7 @@ export const makeConfigFromRedis = (
  * @category layers
  */
 export const layerPlanStoreFromRedis = (
-  options: configInternal.ConfigOptions
+  options: PlanStoreOptions
 ): Layer.Layer<QuotaConfig, InvalidOptions, EffectRedis.Redis> =>
   Layer.effect(QuotaConfig, makeConfigFromRedis(options))
 
