@@ -17,7 +17,7 @@ import { Quota, QuotaConfig } from "@sluice/quota"
 import * as Redis from "@sluice/quota/Redis"
 import * as RedisClient from "@sluice/core/RedisClient"
 import { Middleware, Protocol } from "@sluice/http"
-import { Context, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import type { Scope } from "effect"
 import { HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 
@@ -70,11 +70,20 @@ const acmePlan: QuotaConfig.PlanInput = {
 }
 const clients = ["acme", "globex", "initech"]
 
-/** the most a plan can admit over `ms`, from an empty state */
-const bound = (plan: QuotaConfig.PlanInput, ms: number) => {
-  const [spike, count] = plan.tiers as ReadonlyArray<{ limit: number; burst?: number }>
-  return Math.min(spike!.burst! + Math.floor((spike!.limit * ms) / 1000), count!.limit)
-}
+/**
+ * The most a plan can admit over `ms`, from an empty state: per tier, its burst (GCRA) or limit
+ * (sliding window) plus what refills in `ms`. A sliding window's refill is real too: a run that
+ * crosses the window's boundary sees the previous window's count weighted down as the new one
+ * advances (at most `limit × ms / period` more), so the count tier alone is not a cap.
+ */
+const bound = (plan: QuotaConfig.PlanInput, ms: number) =>
+  Math.min(
+    ...(plan.tiers as ReadonlyArray<{ limit: number; burst?: number; period: Duration.Input }>).map(
+      (tier) =>
+        (tier.burst ?? tier.limit) +
+        Math.floor((tier.limit * ms) / Duration.toMillis(Duration.fromInputUnsafe(tier.period)))
+    )
+  )
 
 /** Serves `app` with its quota services on a loopback port the OS picks, for the life of the scope. */
 const serve = <E, LE>(
