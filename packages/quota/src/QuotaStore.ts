@@ -104,6 +104,14 @@ export interface Store {
    * `deadline` while answers keep coming, up to `maxDeadline`.
    */
   readonly ordered?: boolean | undefined
+  /**
+   * At most this many checks resumed per turn of the event loop (the rest on the turns that
+   * follow; answers are still taken, and deadlines settled, as they come). For a client that
+   * writes every command of one turn in one socket write (node-redis): with many checks in
+   * flight, the checks resumed by one batch of answers then leave in several writes, and Redis
+   * works on the first while this process builds the rest.
+   */
+  readonly resumesPerTurn?: number | undefined
   /** Adds `units` to every tier's count (a penalty), or gives them back when negative (a reward), clamped to [0, capacity]. */
   readonly adjust: (client: string, plan: CompiledPlan, units: number) => Effect.Effect<void, QuotaStoreError>
   /** Blocks a client for `durationMs` (a longer block in force stays). */

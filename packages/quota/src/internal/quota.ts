@@ -21,6 +21,7 @@ import * as QuotaOptions from "@sluice/kernel/quota/Options"
 import { SustainedFailure } from "@sluice/kernel/quota/SustainedFailure"
 import type * as Q from "../Quota.js"
 import * as Deadlines from "./deadlines.js"
+import * as TurnPacer from "./turnPacer.js"
 import type * as QC from "../QuotaConfig.js"
 import type { Store, StoreResult } from "../QuotaStore.js"
 import { invalidOptions, QuotaStoreError } from "./quotaPlan.js"
@@ -251,6 +252,8 @@ export const make = (
             maxTimeoutMs: options.maxDeadlineMs
           })
         : undefined
+    // resumes answered checks a few per event-loop turn when the store asks for it
+    const paced = store.resumesPerTurn !== undefined ? TurnPacer.make(store.resumesPerTurn) : undefined
     // One value for every missed deadline: an error carries no per-call data here, and building
     // one (an Error, with its stack trace) on a CPU that sat idle for the whole deadline cost a
     // tenth of a millisecond or more, all of it past the deadline (bench/quota.ts, failOpenMaxMs).
@@ -325,7 +328,9 @@ export const make = (
         checkCallback!(call.id, call.plan, call.cost, (error, result) => {
           if (!queue.settle(entry)) return lateReply(call, result, toldAllowed)
           if (error !== undefined) return resume(failed(call, start, error))
-          resume(Effect.succeed(answered(entry, call, start, result!, true)))
+          const decided = Effect.succeed(answered(entry, call, start, result!, true))
+          if (paced === undefined) resume(decided)
+          else paced(() => resume(decided))
         })
       })
 
