@@ -104,10 +104,15 @@ describe("examples/metrics: Sluice's metrics through PrometheusMetrics, its span
         denials
       )
 
-      // quota: every check is allowed or denied (by tier), the memory store never fails
-      const allowed = sum(samples, "sluice_quota_allowed_total")
-      const denied = sum(samples, "sluice_quota_denied_total", { tier: "spike" })
+      // quota: every check is allowed or denied (by tier), by the store (source), which never fails
+      const allowed = sum(samples, "sluice_quota_allowed_total", { source: "store" })
+      const denied = sum(samples, "sluice_quota_denied_total", { tier: "spike", source: "store" })
       expect(denied).toBeGreaterThan(0)
+      for (const decision of [
+        ...select(samples, "sluice_quota_allowed_total"),
+        ...select(samples, "sluice_quota_denied_total")
+      ])
+        expect(decision.labels["source"]).toBe("store")
       expect(allowed + denied).toBe(sum(samples, "sluice_quota_check_latency_ms_count"))
       expect(allowed).toBe(outcomes["200"])
       expect(sum(samples, "sluice_quota_fallback_total")).toBe(0)

@@ -20,8 +20,10 @@
  * the client's limiter (`sluice_concurrency_limiter_limit{key}`), its throttle's rejection
  * probability (`sluice_adaptive_throttle_probability{key}`), the retry budget
  * (`sluice_retry_budget_withdrawals` / `_denials{policy}`), quota decisions
- * (`sluice_quota_allowed_total`, `sluice_quota_denied_total{tier}`; decisions of the failure
- * mode are `sluice_quota_fallback_total`, `_fail_open_total`, `_fail_closed_total`), and
+ * by source (`sluice_quota_allowed_total{source}`, `sluice_quota_denied_total{tier,source}`:
+ * `source` is `store`, or the failure mode that decided: `fallback`, `fail-open`,
+ * `fail-closed`, each also counted in `sluice_quota_fallback_total`, `_fail_open_total`,
+ * `_fail_closed_total`), and
  * sheds by criticality (`sluice_load_shedder_shed{shedder,criticality}`,
  * `sluice_http_server_rejected{reason}`).
  *

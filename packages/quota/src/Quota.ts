@@ -36,8 +36,8 @@
  *   sustained failure (see {@link QuotaOptions}), and a deadline missed because this
  *   process was not running (a CPU stall) is not held against the store.
  * - Metrics (Effect `Metric`s, updated in the context the service is built in):
- *   `sluice_quota_check_latency_ms`, `sluice_quota_allowed_total`,
- *   `sluice_quota_denied_total{tier}`, `sluice_quota_fail_open_total`,
+ *   `sluice_quota_check_latency_ms`, `sluice_quota_allowed_total{source}`,
+ *   `sluice_quota_denied_total{tier,source}` (`source`: `store` or the failure mode that decided), `sluice_quota_fail_open_total`,
  *   `sluice_quota_fail_closed_total`, `sluice_quota_fallback_total`,
  *   `sluice_quota_store_failures_total{reason}`, `sluice_quota_refunds_total`,
  *   `sluice_quota_waited_total`, `sluice_quota_breaker_state`. A decision by the
@@ -185,7 +185,7 @@ export interface QuotaOptions extends KernelOptions.Input<Duration.Input> {}
 /**
  * A quota event, published on the service's `events` stream: `Denied` when a check
  * denies a client (the tier that denied, the wait, what decided, when).
- * Admissions publish nothing. Beside the metrics `sluice_quota_denied_total` (by tier).
+ * Admissions publish nothing. Beside the metrics `sluice_quota_denied_total` (by tier and source).
  *
  * @example
  * ```ts

@@ -1,7 +1,7 @@
 import { Errors, Options } from "@sluice/core"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Layer } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Layer, Metric } from "effect"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
 import { Reference, type RefTier } from "./quota/reference.js"
@@ -283,6 +283,65 @@ describe("Quota (memory store)", () => {
           expect(calls).toBe(4)
         }).pipe(Effect.provide(layer))
       })
+  )
+
+  it.effect("counts decisions by source: the store's, and each failure mode's", () =>
+    Effect.gen(function* () {
+      // every call fails at once, like a Redis that refuses connections
+      const refusing: QuotaStore.Store = {
+        name: "refusing",
+        remote: true,
+        check: () => Effect.never,
+        checkCallback: (_client, _plan, _cost, callback) =>
+          callback(
+            new QuotaStore.QuotaStoreError({ store: "refusing", reason: "unavailable", message: "refused" }),
+            undefined
+          ),
+        adjust: () => Effect.void,
+        block: () => Effect.void,
+        reset: () => Effect.void
+      }
+      const counted = (name: string, source: string) =>
+        Effect.map(Metric.snapshot, (snapshots) => {
+          const byTier: Record<string, number> = {}
+          for (const m of snapshots)
+            if (m.id === name && m.attributes?.["source"] === source && m.type === "Counter")
+              byTier[String(m.attributes["tier"] ?? "")] = Number(m.state.count)
+          return byTier
+        })
+      const run = (mode: Quota.FailureMode | "memory") =>
+        Effect.gen(function* () {
+          const layer =
+            mode === "memory"
+              ? quotaLayer(twoTier)
+              : Quota.layer({ mode }).pipe(
+                  Layer.provide(Layer.succeed(QuotaStore.QuotaStore, refusing)),
+                  Layer.provide(QuotaConfig.layer({ default: twoTier }))
+                )
+          const decisions = yield* Effect.flatMap(Quota.Quota, (quota) =>
+            Effect.forEach(Array.from({ length: 12 }), () => quota.check("c"))
+          ).pipe(Effect.provide(layer))
+          const source = mode === "memory" ? "store" : mode
+          expect(decisions.every((d) => d.source === source)).toBe(true)
+          const deniedByTier: Record<string, number> = {}
+          for (const d of decisions)
+            for (const tier of d.tiers)
+              if (!tier.allowed) deniedByTier[tier.tier] = (deniedByTier[tier.tier] ?? 0) + 1
+          expect(yield* counted("sluice_quota_allowed_total", source)).toEqual(
+            decisions.some((d) => d.allowed) ? { "": decisions.filter((d) => d.allowed).length } : {}
+          )
+          expect(yield* counted("sluice_quota_denied_total", source)).toEqual(deniedByTier)
+          return decisions
+        }).pipe(Effect.provideService(Metric.MetricRegistry, new Map()))
+      // the memory store: 5 of the spike tier's burst, then denials by the spike tier
+      const memory = yield* run("memory")
+      expect(memory.filter((d) => d.allowed).length).toBe(5)
+      expect((yield* run("fail-open")).every((d) => d.allowed)).toBe(true)
+      expect((yield* run("fail-closed")).some((d) => d.allowed)).toBe(false)
+      // the fallback: a local quota on the same plan (a share of it): some allowed, then denied
+      const fallback = yield* run("fallback")
+      expect(fallback.some((d) => d.allowed) && fallback.some((d) => !d.allowed)).toBe(true)
+    })
   )
 
   it.effect("rejects bad options and bad costs", () =>

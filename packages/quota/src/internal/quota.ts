@@ -50,8 +50,18 @@ const latency = Metric.histogram("sluice_quota_check_latency_ms", {
   description: "Latency of a quota check, store call included",
   boundaries: Metric.exponentialBoundaries({ start: 0.025, factor: 2, count: 14 })
 })
-const allowedTotal = Meters.counter("sluice_quota_allowed_total", "Checks allowed").metric
-const deniedTotal = Meters.counter("sluice_quota_denied_total", "Denials, by tier")
+const allowedTotal = Meters.counter(
+  "sluice_quota_allowed_total",
+  "Checks allowed, by source (store, fallback, fail-open)"
+)
+const deniedTotal = Meters.counter(
+  "sluice_quota_denied_total",
+  "Denials, by tier and source (store, fallback, fail-closed)"
+)
+const sources: ReadonlyArray<Q.DecisionSource> = ["store", "fallback", "fail-open", "fail-closed"]
+const allowedBy = Object.fromEntries(
+  sources.map((source) => [source, allowedTotal.of({ source })])
+) as Record<Q.DecisionSource, Metric.Counter<number>>
 const failOpenTotal = Meters.counter(
   "sluice_quota_fail_open_total",
   "Checks allowed because the store failed or missed its deadline"
@@ -108,12 +118,16 @@ export const make = (
     // the metric attributes) of the context the service is built in.
     const services: Context.Context<never> = yield* Effect.context<never>()
     const pubsub = yield* Effect.acquireRelease(PubSub.sliding<Q.Event>(256), PubSub.shutdown)
-    const deniedByTier = new Map<string, Metric.Counter<number>>()
-    const deniedIn = (tier: string) => {
-      let metric = deniedByTier.get(tier)
+    // denial series by source, then tier (tiers are the plans' own names: made when first seen)
+    const deniedBy = Object.fromEntries(
+      sources.map((source) => [source, new Map<string, Metric.Counter<number>>()])
+    ) as Record<Q.DecisionSource, Map<string, Metric.Counter<number>>>
+    const deniedIn = (source: Q.DecisionSource, tier: string) => {
+      const byTier = deniedBy[source]
+      let metric = byTier.get(tier)
       if (metric === undefined) {
-        metric = deniedTotal.of({ tier })
-        deniedByTier.set(tier, metric)
+        metric = deniedTotal.of({ tier, source })
+        byTier.set(tier, metric)
       }
       return metric
     }
@@ -166,9 +180,10 @@ export const make = (
       end = nowMs()
     ): Q.Decision => {
       const decision = QuotaDecision.make(client, result, source)
-      if (decision.allowed) allowedTotal.updateUnsafe(1, services)
+      if (decision.allowed) allowedBy[source].updateUnsafe(1, services)
       else {
-        for (const tier of decision.tiers) if (!tier.allowed) deniedIn(tier.tier).updateUnsafe(1, services)
+        for (const tier of decision.tiers)
+          if (!tier.allowed) deniedIn(source, tier.tier).updateUnsafe(1, services)
         // off the success path only: a denial publishes (stamped with the Clock's epoch time), an
         // admission never does
         publish(QuotaDecision.denied(decision, clock.currentTimeMillisUnsafe()))
