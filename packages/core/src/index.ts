@@ -15,6 +15,8 @@ export * as CircuitBreaker from "./CircuitBreaker.js"
 export * as Criticality from "./Criticality.js"
 /** @since 0.1.0 */
 export * as Errors from "./Errors.js"
+/** @since 1.0.0 */
+export * as EventHub from "./EventHub.js"
 /** @since 0.1.0 */
 export * as Ewma from "./Ewma.js"
 /** @since 0.1.0 */

@@ -8,7 +8,7 @@ import type * as Metric from "effect/Metric"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { makeHub, publish } from "./events.js"
+import * as EventHub from "@sluice/core/EventHub"
 import { byLevel, Millis, options, peekAt } from "./service.js"
 import type * as AT from "../AdaptiveThrottle.js"
 
@@ -104,14 +104,14 @@ const makeFrom = (
   // Per-key state, gates and guards: bounded, least recently used key evicted (CLOCK).
   const states = new Kernel.Backends(maxKeys, (key, label) => new KeyState(key, label, rule, context))
   const at = peekAt(peekClock)
-  const hub = makeHub<AT.Event>()
+  const hub = EventHub.makeUnsafe<AT.Event>()
 
   const reject = (state: KeyState, level: Level, p: number): Effect.Effect<never, Errors.Throttled> => {
     // The throttle's own refusals are requests the application tried (the SRE formula
     // counts them): that is what keeps `p` from running away.
     state.count(false)
     state.throttledMetrics[level].updateUnsafe(1, context)
-    publish(hub, { _tag: "Throttled", key: state.key, criticality: level, probability: p })
+    EventHub.publish(hub, { _tag: "Throttled", key: state.key, criticality: level, probability: p })
     return Effect.withSpan(
       Effect.fail(new Errors.Throttled({ key: state.key, probability: p })),
       "sluice.adaptive_throttle.throttled",

@@ -15,7 +15,7 @@ import type * as LA from "../limit/LimitAlgorithm.js"
 import * as congestionWindow from "./limit/congestionWindow.js"
 import { bindMethods } from "./bind.js"
 import * as Stream from "effect/Stream"
-import { makeHub, publish } from "./events.js"
+import * as EventHub from "@sluice/core/EventHub"
 import { tryConstruct, validator } from "./options.js"
 import { noContext } from "./service.js"
 import * as Kernel from "@sluice/kernel/limiter/Limiter"
@@ -115,7 +115,7 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     config: Omit<Config, "key">,
     /** Where the limiter's metrics are updated: the context it was made in. */
     private readonly context: Context.Context<never>,
-    private readonly hub: PubSub.PubSub<CL.Event> = makeHub<CL.Event>()
+    private readonly hub: PubSub.PubSub<CL.Event> = EventHub.makeUnsafe<CL.Event>()
   ) {
     super(algorithm, config)
     this.events = Stream.fromPubSub(hub)
@@ -198,7 +198,7 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
 
   private rejection(reason: CL.RejectReason): Errors.Overloaded {
     this.rejectedMetrics[reason].updateUnsafe(1, this.context)
-    publish(this.hub, { _tag: "Rejected", key: this.key, reason })
+    EventHub.publish(this.hub, { _tag: "Rejected", key: this.key, reason })
     return new Errors.Overloaded({ reason: `concurrency limit: ${reason}`, origin: "local" })
   }
 
@@ -282,7 +282,7 @@ class ServiceImpl implements CL.Service {
     string,
     { readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>; readonly guard: Guard }
   >
-  private readonly hub = makeHub<CL.Event>()
+  private readonly hub = EventHub.makeUnsafe<CL.Event>()
   readonly events: Stream.Stream<CL.Event> = Stream.fromPubSub(this.hub)
   constructor(
     private readonly config: ServiceConfig,

@@ -8,7 +8,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { performance } from "node:perf_hooks"
 import type * as LS from "../LoadShedder.js"
-import { makeHub, publish } from "./events.js"
+import * as EventHub from "@sluice/core/EventHub"
 import { byLevel, Millis, options, peekAt, withDefault } from "./service.js"
 
 type Level = Criticality.Criticality
@@ -93,7 +93,7 @@ export const make = (
     const { name, retryAfter } = decoded
     const shedder = Kernel.make(decoded)
     const { capacity, eventLoopInterval, thresholds } = shedder
-    const hub = makeHub<LS.Event>()
+    const hub = EventHub.makeUnsafe<LS.Event>()
     const attributes = { shedder: name }
     const utilizationMetric = families.utilization.of(attributes)
     const eventLoopMetric = families.eventLoopUtilization.of(attributes)
@@ -112,7 +112,7 @@ export const make = (
 
     const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
       shedMetrics[level].updateUnsafe(1, context)
-      publish(hub, { _tag: "Shed", shedder: name, criticality: level, utilization: u })
+      EventHub.publish(hub, { _tag: "Shed", shedder: name, criticality: level, utilization: u })
       return Effect.withSpan(
         Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" })),
         "sluice.load_shedder.shed",

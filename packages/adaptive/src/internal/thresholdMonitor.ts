@@ -8,7 +8,7 @@ import type * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as T from "../ThresholdMonitor.js"
-import { makeHub, publish } from "./events.js"
+import * as EventHub from "@sluice/core/EventHub"
 import { Millis, noContext, options, Service, withDefault } from "./service.js"
 
 /** @internal */
@@ -56,7 +56,7 @@ interface OperationMetrics {
 
 class ThresholdMonitorImpl extends Service implements T.Service {
   readonly [TypeId]: T.TypeId = TypeId
-  private readonly hub = makeHub<T.Event>()
+  private readonly hub = EventHub.makeUnsafe<T.Event>()
   readonly events: Stream.Stream<T.Event> = Stream.fromPubSub(this.hub)
   private readonly rule: Kernel.ThresholdMonitor
   private readonly series = new Map<string, OperationMetrics>()
@@ -92,7 +92,7 @@ class ThresholdMonitorImpl extends Service implements T.Service {
       instances,
       exceeded
     }
-    if (s.crossed(exceeded)) publish(this.hub, { _tag: "Crossing", operation, exceeded, stats })
+    if (s.crossed(exceeded)) EventHub.publish(this.hub, { _tag: "Crossing", operation, exceeded, stats })
     return stats
   }
   private metricsOf(operation: string): OperationMetrics {

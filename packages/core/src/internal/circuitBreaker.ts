@@ -8,7 +8,8 @@ import { dual } from "effect/Function"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import { pipeArguments } from "effect/Pipeable"
-import * as PubSub from "effect/PubSub"
+import type * as PubSub from "effect/PubSub"
+import * as EventHub from "../EventHub.js"
 import * as Pull from "effect/Pull"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
@@ -184,7 +185,7 @@ class CircuitBreakerImpl implements CB.Service {
     this.gauge.updateUnsafe(gaugeValue[toName], this.context)
     this.transitionsOf(fromName, toName).updateUnsafe(1, this.context)
     const change: CB.StateChange = { name: this.name, from: fromName, to: toName, at: now }
-    PubSub.publishUnsafe(this.pubsub, change)
+    EventHub.publish(this.pubsub, change)
     if (this.onStateChange !== undefined) {
       try {
         this.onStateChange(change)
@@ -267,7 +268,7 @@ class CircuitBreakerImpl implements CB.Service {
 /** @internal */
 export const make = (options: CB.CircuitBreakerOptions): Effect.Effect<CB.Service, InvalidOptions> =>
   Effect.map(
-    Effect.all([decodeEffect(options), Effect.context<never>(), PubSub.sliding<CB.StateChange>(256)]),
+    Effect.all([decodeEffect(options), Effect.context<never>(), EventHub.make<CB.StateChange>()]),
     ([config, context, pubsub]) => new CircuitBreakerImpl(config, context, pubsub)
   )
 

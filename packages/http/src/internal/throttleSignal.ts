@@ -1,19 +1,17 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
+import * as EventHub from "@sluice/core/EventHub"
 import * as Stream from "effect/Stream"
 import type { Signal, ThrottleSignalService } from "../ThrottleSignal.js"
 
 /** @internal */
 export const make = (capacity: number): Effect.Effect<ThrottleSignalService> =>
-  Effect.map(PubSub.sliding<Signal>(capacity), (pubsub) => {
+  Effect.map(EventHub.make<Signal>(capacity), (pubsub) => {
     const latest = new Map<string, boolean>()
     const unsafePublish = (key: string, throttled: boolean): void => {
       latest.set(key, throttled)
-      const signal = { key, throttled }
-      // `publishUnsafe` refuses a signal a lagging subscriber has no room for; the sliding
-      // strategy (synchronous, run only then) drops that subscriber's oldest instead
-      if (!PubSub.publishUnsafe(pubsub, signal)) Effect.runSync(PubSub.publish(pubsub, signal))
+      EventHub.publish(pubsub, { key, throttled })
     }
     return {
       unsafePublish,

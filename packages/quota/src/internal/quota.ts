@@ -11,6 +11,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as CircuitBreaker from "@sluice/core/CircuitBreaker"
+import * as EventHub from "@sluice/core/EventHub"
 import * as Meters from "@sluice/core/Meters"
 import { CircuitOpen, QuotaExceeded } from "@sluice/core/Errors"
 import * as Options from "@sluice/core/Options"
@@ -117,7 +118,7 @@ export const make = (
     // Metrics are updated from store callbacks, outside any fiber: into the registry (and with
     // the metric attributes) of the context the service is built in.
     const services: Context.Context<never> = yield* Effect.context<never>()
-    const pubsub = yield* Effect.acquireRelease(PubSub.sliding<Q.Event>(256), PubSub.shutdown)
+    const pubsub = yield* Effect.acquireRelease(EventHub.make<Q.Event>(), PubSub.shutdown)
     // denial series by source, then tier (tiers are the plans' own names: made when first seen)
     const deniedBy = Object.fromEntries(
       sources.map((source) => [source, new Map<string, Metric.Counter<number>>()])
@@ -130,11 +131,6 @@ export const make = (
         byTier.set(tier, metric)
       }
       return metric
-    }
-    const publish = (event: Q.Event) => {
-      // a subscriber 256 behind: the sliding strategy drops its oldest event (a synchronous
-      // effect, run only then), as `publishUnsafe` alone would drop the new one
-      if (!PubSub.publishUnsafe(pubsub, event)) Effect.runSync(PubSub.publish(pubsub, event))
     }
     const deadline = Duration.millis(options.deadlineMs)
     const fallback =
@@ -186,7 +182,7 @@ export const make = (
           if (!tier.allowed) deniedIn(source, tier.tier).updateUnsafe(1, services)
         // off the success path only: a denial publishes (stamped with the Clock's epoch time), an
         // admission never does
-        publish(QuotaDecision.denied(decision, clock.currentTimeMillisUnsafe()))
+        EventHub.publish(pubsub, QuotaDecision.denied(decision, clock.currentTimeMillisUnsafe()))
       }
       latency.updateUnsafe(end - start, services)
       return decision

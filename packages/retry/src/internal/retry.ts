@@ -1,4 +1,4 @@
-import { Admission, Errors, Meters, Options, Outcome } from "@sluice/core"
+import { Admission, Errors, EventHub, Meters, Options, Outcome } from "@sluice/core"
 import * as Policy from "@sluice/kernel/retry/Policy"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -139,13 +139,9 @@ export const RetryEvents = Context.Service<R.RetryEvents, R.EventsService>("@slu
 export const layerEvents = (capacity = 256): Layer.Layer<R.RetryEvents> =>
   Layer.effect(
     RetryEvents,
-    Effect.map(Effect.acquireRelease(PubSub.sliding<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
+    Effect.map(Effect.acquireRelease(EventHub.make<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
       events: Stream.fromPubSub(pubsub),
-      unsafePublish: (event: R.Event) => {
-        // `publishUnsafe` refuses an event a lagging subscriber has no room for; the sliding
-        // strategy, whose surplus handling is synchronous, drops that subscriber's oldest instead.
-        if (!PubSub.publishUnsafe(pubsub, event)) Effect.runSync(PubSub.publish(pubsub, event))
-      }
+      unsafePublish: (event: R.Event) => EventHub.publish(pubsub, event)
     }))
   )
 
