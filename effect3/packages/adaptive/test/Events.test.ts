@@ -7,7 +7,7 @@ import {
   ThresholdMonitor
 } from "@sluice/adaptive"
 import { Criticality, Errors } from "@sluice/core"
-import { Chunk, Effect, Fiber, Stream, TestClock } from "effect"
+import { Chunk, Deferred, Effect, Fiber, Stream, TestClock } from "effect"
 import { describe, expect } from "vitest"
 
 /** Subscribes to `events` (taking `n`) before `trigger` runs, then returns what arrived. */
@@ -20,6 +20,38 @@ const collect = <A, E, R>(events: Stream.Stream<A>, n: number, trigger: Effect.E
   })
 
 describe("events (conventions §8)", () => {
+  it.effect("a subscriber that falls behind loses the oldest events, not the newest", () =>
+    Effect.gen(function* () {
+      const monitor = yield* ThresholdMonitor.make({ thresholds: { latency: "100 millis" } })
+      // one crossing per operation: each event names its own
+      const cross = (operation: string) =>
+        Effect.andThen(monitor.record(operation, "500 millis"), monitor.exceeded(operation))
+      const resume = yield* Deferred.make<void>()
+      const received: Array<string> = []
+      const subscriber = yield* Effect.fork(
+        Stream.runForEach(monitor.events, (event) => {
+          received.push(event.operation)
+          // stops reading after its first event until told to go on
+          return received.length === 1 ? Deferred.await(resume) : Effect.void
+        })
+      )
+      for (let i = 0; received.length === 0 && i < 100; i++) {
+        yield* cross(`warm-up ${i}`)
+        yield* Effect.yieldNow()
+      }
+      expect(received.length).toBe(1)
+      // 300 events while it does not read: more than its 256 places
+      for (let i = 0; i < 300; i++) yield* cross(`op${i}`)
+      yield* Deferred.succeed(resume, undefined)
+      for (let i = 0; received.at(-1) !== "op299" && i < 1000; i++) yield* Effect.yieldNow()
+      yield* Fiber.interrupt(subscriber)
+      const ops = received.slice(1).map((operation) => Number(operation.slice(2)))
+      expect(ops.at(-1)).toBe(299)
+      expect(ops.length).toBeLessThan(300)
+      expect(ops).toEqual([...ops].sort((a, b) => a - b))
+    })
+  )
+
   it.effect("the throttle reports each local refusal", () =>
     Effect.gen(function* () {
       const throttle = yield* AdaptiveThrottle.make({ minRequestRate: 0 })

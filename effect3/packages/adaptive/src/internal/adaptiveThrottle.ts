@@ -8,7 +8,7 @@ import type * as MetricLabel from "effect/MetricLabel"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { makeHub } from "./events.js"
+import { makeHub, publish } from "./events.js"
 import { counter, gauge, levelTags, Millis, options, peekAt, tags } from "./service.js"
 import type * as AT from "../AdaptiveThrottle.js"
 
@@ -92,7 +92,7 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
     // counts them): that is what keeps `p` from running away.
     state.count(false)
     metrics.throttled.unsafeUpdate(1, state.levelTags[level])
-    hub.unsafeOffer({ _tag: "Throttled", key: state.key, criticality: level, probability: p })
+    publish(hub, { _tag: "Throttled", key: state.key, criticality: level, probability: p })
     return Effect.fail(new Errors.Throttled({ key: state.key, probability: p })).pipe(
       Effect.withSpan("sluice.adaptive_throttle.throttled", {
         captureStackTrace: false,

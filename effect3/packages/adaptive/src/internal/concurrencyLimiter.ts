@@ -17,7 +17,7 @@ import * as congestionWindow from "./limit/congestionWindow.js"
 import { bindMethods } from "./bind.js"
 import type * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import { makeHub } from "./events.js"
+import { makeHub, publish } from "./events.js"
 import { tryConstruct, validator } from "./options.js"
 import * as Kernel from "@sluice/kernel/limiter/Limiter"
 
@@ -192,7 +192,7 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
 
   private rejection(reason: CL.RejectReason): Errors.Overloaded {
     rejectedCounter.unsafeUpdate(1, this.rejectTags[reason]!)
-    this.hub.unsafeOffer({ _tag: "Rejected", key: this.key, reason })
+    publish(this.hub, { _tag: "Rejected", key: this.key, reason })
     return new Errors.Overloaded({ reason: `concurrency limit: ${reason}`, origin: "local" })
   }
 

@@ -10,3 +10,12 @@ export const EVENT_CAPACITY = 256
  * synchronous, so synchronous constructors (`unsafeMake`, per-key limiters) can own one.
  */
 export const makeHub = <A>(): PubSub.PubSub<A> => Effect.runSync(PubSub.sliding<A>(EVENT_CAPACITY))
+
+/**
+ * @internal Publishes synchronously. `unsafeOffer` alone refuses an event a lagging subscriber
+ * has no room for (the NEW event is lost); the sliding strategy, run only then, drops that
+ * subscriber's oldest instead. A hub shut down takes nothing (the exit is ignored).
+ */
+export const publish = <A>(hub: PubSub.PubSub<A>, event: NoInfer<A>): void => {
+  if (!hub.unsafeOffer(event)) Effect.runSyncExit(PubSub.publish(hub, event))
+}

@@ -10,7 +10,7 @@ import type * as Scope from "effect/Scope"
 import { performance } from "node:perf_hooks"
 import type * as LS from "../LoadShedder.js"
 import * as Stream from "effect/Stream"
-import { makeHub } from "./events.js"
+import { makeHub, publish } from "./events.js"
 import { counter, gauge, levelTags, Millis, options, peekAt, tags } from "./service.js"
 
 type Level = Criticality.Criticality
@@ -105,7 +105,7 @@ export const make = (
 
     const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
       metrics.shed.unsafeUpdate(1, byLevel[level])
-      hub.unsafeOffer({ _tag: "Shed", shedder: name, criticality: level, utilization: u })
+      publish(hub, { _tag: "Shed", shedder: name, criticality: level, utilization: u })
       return Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" })).pipe(
         Effect.withSpan("sluice.load_shedder.shed", {
           captureStackTrace: false,

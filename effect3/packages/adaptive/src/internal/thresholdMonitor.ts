@@ -7,7 +7,7 @@ import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as T from "../ThresholdMonitor.js"
-import { makeHub } from "./events.js"
+import { makeHub, publish } from "./events.js"
 import { Millis, options, Service, tags } from "./service.js"
 
 /** @internal */
@@ -79,7 +79,7 @@ class ThresholdMonitorImpl extends Service implements T.Service {
       instances,
       exceeded
     }
-    if (s.crossed(exceeded)) this.hub.unsafeOffer({ _tag: "Crossing", operation, exceeded, stats })
+    if (s.crossed(exceeded)) publish(this.hub, { _tag: "Crossing", operation, exceeded, stats })
     return stats
   }
   unsafeExceeded(operation: string, nowMillis: number): boolean {

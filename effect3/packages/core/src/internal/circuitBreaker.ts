@@ -174,7 +174,9 @@ class CircuitBreakerImpl implements CB.Service {
     this.gauge.unsafeUpdate(gaugeValue[toName], [])
     this.transitions.unsafeUpdate(1, [MetricLabel.make("from", fromName), MetricLabel.make("to", toName)])
     const change: CB.StateChange = { name: this.name, from: fromName, to: toName, at: now }
-    this.pubsub.unsafeOffer(change)
+    // a subscriber 256 behind: the sliding strategy drops its oldest change (run only then),
+    // as `unsafeOffer` alone would drop the new one
+    if (!this.pubsub.unsafeOffer(change)) Effect.runSyncExit(PubSub.publish(this.pubsub, change))
     if (this.onStateChange !== undefined) {
       try {
         this.onStateChange(change)

@@ -10,7 +10,10 @@ export const make = (capacity: number): Effect.Effect<ThrottleSignalService> =>
     const latest = new Map<string, boolean>()
     const unsafePublish = (key: string, throttled: boolean): void => {
       latest.set(key, throttled)
-      pubsub.unsafeOffer({ key, throttled })
+      const signal = { key, throttled }
+      // `unsafeOffer` refuses a signal a lagging subscriber has no room for (the new one would
+      // be lost); the sliding strategy, run only then, drops that subscriber's oldest instead
+      if (!pubsub.unsafeOffer(signal)) Effect.runSyncExit(PubSub.publish(pubsub, signal))
     }
     return {
       unsafePublish,

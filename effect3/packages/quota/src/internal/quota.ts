@@ -143,7 +143,10 @@ export const make = (
         for (const tier of decision.tiers)
           if (!tier.allowed) deniedTotal.unsafeUpdate(1, tagsFor("tier", tier.tier))
         // off the success path only: a denial publishes, an admission never does
-        pubsub.unsafeOffer(QuotaDecision.denied(decision, end))
+        const denied = QuotaDecision.denied(decision, end)
+        // a subscriber 256 behind: the sliding strategy drops its oldest event (run only then),
+        // as `unsafeOffer` alone would drop the new one
+        if (!pubsub.unsafeOffer(denied)) Effect.runSyncExit(PubSub.publish(pubsub, denied))
       }
       latency.unsafeUpdate(end - start, noTags)
       return decision

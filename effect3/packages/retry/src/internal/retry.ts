@@ -119,7 +119,11 @@ export const layerEvents = (capacity = 256): Layer.Layer<R.RetryEvents> =>
     RetryEvents,
     Effect.map(Effect.acquireRelease(PubSub.sliding<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
       events: Stream.fromPubSub(pubsub),
-      unsafePublish: (event: R.Event) => void pubsub.unsafeOffer(event)
+      unsafePublish: (event: R.Event) => {
+        // `unsafeOffer` refuses an event a lagging subscriber has no room for (the new one would
+        // be lost); the sliding strategy, run only then, drops that subscriber's oldest instead
+        if (!pubsub.unsafeOffer(event)) Effect.runSyncExit(PubSub.publish(pubsub, event))
+      }
     }))
   )
 
