@@ -35,6 +35,7 @@
 import { NodeRedis } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
+import * as EffectRedis from "@sluice/quota/EffectRedis"
 import * as Redis from "@sluice/quota/Redis"
 import { Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { RateLimiter } from "effect/persistence"
@@ -156,7 +157,7 @@ const quotaLayer = (
       transport === "ioredis"
         ? Redis.layerStoreShared({ prefix }).pipe(Layer.provide(RedisClient.layer({ url })))
         : // the store on Effect's own Redis service (node-redis), as an app holding a NodeRedis would
-          Redis.layerStoreFromRedis({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url })))
+          EffectRedis.layerStore({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url })))
     ),
     Layer.provide(QuotaConfig.layer({ default: plan }))
   )

@@ -11,8 +11,10 @@
  * - {@link makeMemory} with a shared {@link MemoryStore}: workers in one process (and
  *   the simulation's stand-in for Redis).
  * - `RedisQpsSensor` (subpath `@sluice/adaptive/RedisQpsSensor`): workers anywhere,
- *   through Redis. The package index does not load it, so programs without Redis
- *   never import `ioredis`.
+ *   through Redis over ioredis; `EffectRedisQpsSensor` (subpath
+ *   `@sluice/adaptive/EffectRedisQpsSensor`): the same over Effect's own `Redis` service
+ *   (e.g. `NodeRedis`), never loading `ioredis`. The package index loads neither, so
+ *   programs without Redis never import `ioredis`.
  *
  * `measure` returns `None` when no reading can be had (no complete second yet, or
  * the store is unreachable); the sampler treats that, and any reading that is not a

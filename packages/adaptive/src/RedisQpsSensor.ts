@@ -4,10 +4,10 @@
  * many hosts hold one goal together without knowing how many of them there are.
  *
  * This module imports `ioredis` (through `@sluice/core/RedisClient`); `layerShared` takes the
- * application's one connection from there, and `layerFromRedis` takes Effect's own `Redis`
- * service instead (e.g. `NodeRedis` from `@effect/platform-node`, over node-redis: a flush's
- * commands are sent together, not as an ioredis pipeline). Import it as
- * `@sluice/adaptive/RedisQpsSensor`. The package index does not load it.
+ * application's one connection from there. Import it as `@sluice/adaptive/RedisQpsSensor`. The
+ * package index does not load it. The same sensor over Effect's own `Redis` service (e.g.
+ * `NodeRedis` from `@effect/platform-node`) is `@sluice/adaptive/EffectRedisQpsSensor`, which
+ * never loads `ioredis`: an app that holds no ioredis imports that one instead.
  *
  * - Counting is local and synchronous: `unsafeRecord` adds to an in-process
  *   per-second tally, and a background fiber flushes it every `flushInterval`
@@ -28,17 +28,17 @@
  * @since 0.1.0
  */
 import type * as Context from "effect/Context"
-import type * as Duration from "effect/Duration"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
 import type * as RedisClient from "@sluice/core/RedisClient"
+import type { SensorOptions } from "./EffectRedisQpsSensor.js"
 import * as internal from "./internal/redisQpsSensor.js"
+import * as sensorInternal from "./internal/redisSensor.js"
 import { QpsSensor } from "./QpsSensor.js"
 import type { Service as QpsSensorService } from "./QpsSensor.js"
 import type * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
-import type * as EffectRedis from "effect/persistence/Redis"
 
 /**
  * Options, validated by a Schema at construction, plus where the Redis client comes
@@ -54,15 +54,7 @@ import type * as EffectRedis from "effect/persistence/Redis"
  * @since 0.1.0
  * @category models
  */
-export interface RedisQpsSensorOptions extends RedisClient.ConnectionOptions {
-  readonly key: string
-  readonly prefix?: string | undefined
-  readonly window?: number | undefined
-  readonly flushInterval?: Duration.Input | undefined
-  readonly settle?: Duration.Input | undefined
-  readonly timeout?: Duration.Input | undefined
-  readonly ttl?: Duration.Input | undefined
-}
+export interface RedisQpsSensorOptions extends RedisClient.ConnectionOptions, SensorOptions {}
 
 /**
  * Makes a Redis sensor; its flush loop (and a client built here) live as long as the scope.
@@ -109,7 +101,7 @@ export const layer: {
  * @since 0.1.0
  * @category utils
  */
-export const keyFor: (prefix: string, key: string, second: number) => string = internal.keyFor
+export const keyFor: (prefix: string, key: string, second: number) => string = sensorInternal.keyFor
 
 /**
  * A Layer providing a Redis sensor on the application's shared connection
@@ -131,42 +123,6 @@ export const layerShared = (
   options: RedisQpsSensorOptions
 ): Layer.Layer<QpsSensor, Options.InvalidOptions, RedisClient.RedisClient> =>
   Layer.effect(QpsSensor, internal.makeShared(options))
-
-/**
- * Makes a Redis sensor on Effect's own `Redis` service (`effect/persistence/Redis`, e.g. from
- * `NodeRedis.layer` of `@effect/platform-node`); the connection options of `options` are
- * ignored.
- *
- * @since 1.0.0
- * @category constructors
- */
-export const makeFromRedis: (
-  options: RedisQpsSensorOptions
-) => Effect.Effect<QpsSensorService, Options.InvalidOptions, EffectRedis.Redis | Scope.Scope> =
-  internal.makeFromRedis
-
-/**
- * A Layer providing a Redis sensor on Effect's own `Redis` service (e.g. `NodeRedis`), the
- * connection the app already holds, which the quota store's `layerStoreFromRedis` can share;
- * the connection options of `options` are ignored.
- *
- * @example
- * ```ts
- * import { NodeRedis } from "@effect/platform-node"
- * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
- * import { Layer } from "effect"
- *
- * const SensorLive = RedisQpsSensor.layerFromRedis({ key: "thumbnails" }).pipe(
- *   Layer.provide(NodeRedis.layer({ url: "redis://127.0.0.1:6379" }))
- * )
- * ```
- * @since 1.0.0
- * @category layers
- */
-export const layerFromRedis = (
-  options: RedisQpsSensorOptions
-): Layer.Layer<QpsSensor, Options.InvalidOptions, EffectRedis.Redis> =>
-  Layer.effect(QpsSensor, internal.makeFromRedis(options))
 
 /**
  * {@link layer} with its options read from `Config` (e.g. environment variables): a

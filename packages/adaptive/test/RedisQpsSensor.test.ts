@@ -1,3 +1,4 @@
+import * as EffectRedisQpsSensor from "@sluice/adaptive/EffectRedisQpsSensor"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
 import { describe, expect, it } from "@effect/vitest"
@@ -36,7 +37,7 @@ const transports = [
     name: "NodeRedis",
     make: (options: RedisQpsSensor.RedisQpsSensorOptions) =>
       Effect.flatMap(Layer.build(NodeRedis.layer({ url })), (context) =>
-        Effect.provideContext(RedisQpsSensor.makeFromRedis(options), context)
+        Effect.provideContext(EffectRedisQpsSensor.make(options), context)
       )
   }
 ]
@@ -113,7 +114,7 @@ describe("RedisQpsSensor (real Redis)", () => {
       yield* TestClock.setTime(T0)
       const context = yield* Layer.build(NodeRedis.layer({ url }))
       const sensor = yield* Effect.provideContext(
-        RedisQpsSensor.makeFromRedis({ key: `midrun-node-${randomUUID()}`, prefix }),
+        EffectRedisQpsSensor.make({ key: `midrun-node-${randomUUID()}`, prefix }),
         context
       )
       sensor.unsafeRecord(T0, 8)

@@ -15,21 +15,18 @@
  * The plan store is a {@link QuotaConfig} whose per-client overrides live in a Redis hash and
  * whose default, once set, in a key beside it, so every instance sees the same plans.
  *
- * Each comes three ways: `layerStore` / `layerPlanStore` open a connection of their own (from
- * the options, or the `REDIS_URL` config), `layerStoreShared` / `layerPlanStoreShared` take
+ * Each comes two ways: `layerStore` / `layerPlanStore` open a connection of their own (from
+ * the options, or the `REDIS_URL` config), and `layerStoreShared` / `layerPlanStoreShared` take
  * the application's one ioredis connection from `@sluice/core/RedisClient`, which the adaptive
- * `RedisQpsSensor` shares too, and `layerStoreFromRedis` / `layerPlanStoreFromRedis` take
- * Effect's own `Redis` service (`effect/persistence/Redis`, e.g. `NodeRedis.layer` from
- * `@effect/platform-node`, over node-redis), so an app that already holds one opens no second
- * connection. Over either client a check is the same single `EVALSHA` on the same keys.
+ * `RedisQpsSensor` shares too. The same store and plan store over Effect's own `Redis` service
+ * (`effect/persistence/Redis`, e.g. `NodeRedis.layer` from `@effect/platform-node`) are
+ * `@sluice/quota/EffectRedis`, which never loads `ioredis`.
  *
  * **Gotchas**
  *
- * - This module imports `ioredis` (an optional peer dependency), even when only the
- *   `...FromRedis` constructors are used; `@sluice/quota` itself never loads it.
- * - Over Effect's `Redis`, a restarted Redis is noticed by its first `NOSCRIPT` (that check
- *   sends the script with `EVAL`), not by a reconnection event; node-redis' own command
- *   timeouts, if any, still apply to checks (`Quota`'s deadline bounds them anyway).
+ * - This module imports `ioredis` (an optional peer dependency); `@sluice/quota` itself never
+ *   loads it. An app that holds Effect's `Redis` (e.g. `NodeRedis`) and no ioredis imports
+ *   `@sluice/quota/EffectRedis` instead, which needs no ioredis installed.
  * - A check's deadline is `Quota`'s, not the client's: checks skip ioredis' `commandTimeout`,
  *   which still bounds the other commands (adjustments, plan reads and writes).
  * - `SET … KEEPTTL` needs Redis 6.0 or later.
@@ -39,10 +36,11 @@
 import type * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as EffectRedis from "effect/persistence/Redis"
 import type * as Scope from "effect/Scope"
 import type { InvalidOptions } from "@sluice/core/Options"
 import * as RedisClient from "@sluice/core/RedisClient"
+import type { PlanStoreOptions } from "./EffectRedis.js"
+import * as planStore from "./internal/redisPlanStore.js"
 import * as configInternal from "./internal/redisQuotaConfig.js"
 import * as internal from "./internal/redisQuotaStore.js"
 import { QuotaConfig } from "./QuotaConfig.js"
@@ -73,15 +71,6 @@ export interface StoreOptions extends RedisClient.ConnectionOptions {
  * @category models
  */
 export interface ConfigOptions extends RedisClient.ConnectionOptions, PlanStoreOptions {}
-
-/**
- * The plan store's own options, without a connection's: what {@link makeConfigFromRedis} and
- * {@link layerPlanStoreFromRedis} take (the connection is Effect's `Redis` from context).
- *
- * @since 1.0.0
- * @category models
- */
-export interface PlanStoreOptions extends configInternal.ConfigOptions {}
 
 /**
  * Makes the Redis store on the shared connection (`RedisClient`).
@@ -259,88 +248,9 @@ export const layerPlanStore = (options: ConfigOptions): Layer.Layer<QuotaConfig,
   Layer.effect(QuotaConfig, makeConfig(options))
 
 /**
- * Makes the Redis store on Effect's own `Redis` service (`effect/persistence/Redis`), e.g. the
- * one `NodeRedis.layer` from `@effect/platform-node` provides: the app's connection, no second
- * one. Same script, keys and decisions as {@link makeStore}; only `prefix` applies.
- *
- * @since 1.0.0
- * @category constructors
- */
-export const makeStoreFromRedis = (
-  options: { readonly prefix?: string | undefined } = {}
-): Effect.Effect<QuotaStoreNs.Store, never, EffectRedis.Redis> => internal.makeStoreEffect(options.prefix)
-
-/**
- * The Redis store as a layer on Effect's own `Redis` service (see {@link makeStoreFromRedis}).
- *
- * @example
- * ```ts
- * import { NodeRedis } from "@effect/platform-node"
- * import { Quota, QuotaConfig } from "@sluice/quota"
- * import * as Redis from "@sluice/quota/Redis"
- * import { Layer } from "effect"
- *
- * // the quota store on the app's NodeRedis connection (node-redis), not a connection of its own
- * const QuotaLive = Quota.layer({ deadline: "15 millis" }).pipe(
- *   Layer.provide(Redis.layerStoreFromRedis({ prefix: "sluice:quota:" })),
- *   Layer.provide(
- *     QuotaConfig.layer({
- *       default: { tiers: [{ name: "count", algorithm: "sliding-window", limit: 5000, period: "1 hour" }] }
- *     })
- *   ),
- *   Layer.provide(NodeRedis.layer({ url: "redis://127.0.0.1:6379" }))
- * )
- * ```
- * @since 1.0.0
- * @category layers
- */
-export const layerStoreFromRedis = (
-  options: { readonly prefix?: string | undefined } = {}
-): Layer.Layer<QuotaStore, never, EffectRedis.Redis> => Layer.effect(QuotaStore, makeStoreFromRedis(options))
-
-/**
- * The plan store ({@link makeConfigShared}) on Effect's own `Redis` service (e.g.
- * `NodeRedis`); the connection options are ignored.
- *
- * @since 1.0.0
- * @category constructors
- */
-export const makeConfigFromRedis = (
-  options: PlanStoreOptions
-): Effect.Effect<
-  QuotaConfigNs.Service<QuotaStoreNs.QuotaStoreError> & {
-    readonly refresh: Effect.Effect<void, QuotaStoreNs.QuotaStoreError>
-  },
-  InvalidOptions,
-  EffectRedis.Redis | Scope.Scope
-> => configInternal.makeConfigEffect(options)
-
-/**
- * The plan store as a layer on Effect's own `Redis` service (see {@link makeConfigFromRedis}).
- *
- * @example
- * ```ts
- * import { NodeRedis } from "@effect/platform-node"
- * import * as Redis from "@sluice/quota/Redis"
- * import { Layer } from "effect"
- *
- * const ConfigLive = Redis.layerPlanStoreFromRedis({
- *   key: "sluice:quota:plans",
- *   default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
- * }).pipe(Layer.provide(NodeRedis.layer({ url: "redis://127.0.0.1:6379" })))
- * ```
- * @since 1.0.0
- * @category layers
- */
-export const layerPlanStoreFromRedis = (
-  options: PlanStoreOptions
-): Layer.Layer<QuotaConfig, InvalidOptions, EffectRedis.Redis> =>
-  Layer.effect(QuotaConfig, makeConfigFromRedis(options))
-
-/**
  * A plan as JSON (periods in milliseconds), as the plan store stores it.
  *
  * @since 0.1.0
  * @category encoding
  */
-export const planToJson: (plan: QuotaConfigNs.Plan) => string = configInternal.planToJson
+export const planToJson: (plan: QuotaConfigNs.Plan) => string = planStore.planToJson

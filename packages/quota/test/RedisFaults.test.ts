@@ -1,6 +1,7 @@
 import { NodeRedis } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/quota"
 import * as RedisClient from "@sluice/core/RedisClient"
+import * as EffectRedis from "@sluice/quota/EffectRedis"
 import * as Redis from "@sluice/quota/Redis"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer } from "effect"
@@ -91,7 +92,7 @@ const transports = [
   {
     name: "NodeRedis",
     store: (url: string, prefix: string) =>
-      Redis.layerStoreFromRedis({ prefix }).pipe(
+      EffectRedis.layerStore({ prefix }).pipe(
         Layer.provide(NodeRedis.layer({ url, socket: { reconnectStrategy: () => 100 } }))
       )
   }

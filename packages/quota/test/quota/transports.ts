@@ -5,13 +5,13 @@
 import { NodeRedis } from "@effect/platform-node"
 import * as RedisClient from "@sluice/core/RedisClient"
 import type { QuotaStore } from "@sluice/quota"
+import * as EffectRedis from "@sluice/quota/EffectRedis"
 import * as Redis from "@sluice/quota/Redis"
 import { Effect, Layer, type Scope } from "effect"
-import { makeStore, makeStoreEffect } from "../../src/internal/redisQuotaStore.js"
+import { makeStore } from "../../src/internal/redisQuotaStore.js"
+import { makeStoreEffect } from "../../src/internal/redisTransportStore.js"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
-
-type PlanStoreOptions = Omit<Redis.ConfigOptions, keyof RedisClient.ConnectionOptions>
 
 export interface Transport {
   readonly name: string
@@ -24,7 +24,7 @@ export interface Transport {
   readonly layerStore: (prefix: string) => Layer.Layer<QuotaStore.QuotaStore, unknown>
   /** The plan store on a connection opened for it, closed with the scope. */
   readonly makeConfig: (
-    options: PlanStoreOptions
+    options: EffectRedis.PlanStoreOptions
   ) => Effect.Effect<Effect.Success<ReturnType<typeof Redis.makeConfig>>, unknown, Scope.Scope>
 }
 
@@ -46,10 +46,8 @@ export const transports: ReadonlyArray<Transport> = [
         Effect.provideContext(makeStoreEffect(prefix, maxBaked), context)
       ),
     layerStore: (prefix) =>
-      Redis.layerStoreFromRedis({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url: REDIS_URL }))),
+      EffectRedis.layerStore({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url: REDIS_URL }))),
     makeConfig: (options) =>
-      Effect.flatMap(nodeRedis, (context) =>
-        Effect.provideContext(Redis.makeConfigFromRedis(options), context)
-      )
+      Effect.flatMap(nodeRedis, (context) => Effect.provideContext(EffectRedis.makeConfig(options), context))
   }
 ]
