@@ -6,8 +6,8 @@
  * spread round-robin over a fleet of clients, as over the instances of a calling service:
  *
  * - `sluice`: each client is a `SluiceHttpClient` with its defaults on — retry policy (3
- *   attempts, retry budget), adaptive throttle, concurrency limiter (congestion window) —
- *   waiting at most `maxRetryAfterMs` for a `Retry-After`;
+ *   attempts, retry budget), adaptive throttle, concurrency limiter (congestion window, or
+ *   `AimdLimit` with `limiter: "aimd"`) — waiting at most `maxRetryAfterMs` for a `Retry-After`;
  * - `naive`: each client is `effect/http`'s `HttpClient` with `Effect.retry({ times: 2 })`:
  *   up to 3 attempts, at once, whatever the answer.
  *
@@ -21,6 +21,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { Criticality } from "@sluice/core"
 import { SluiceHttpClient } from "@sluice/http"
+import * as AimdLimit from "@sluice/adaptive/limit/AimdLimit"
 import { Duration, Effect, Fiber, ManagedRuntime } from "effect"
 import { HttpClient, HttpClientError } from "effect/http"
 import { performance } from "node:perf_hooks"
@@ -36,6 +37,8 @@ export interface FleetRequest {
   readonly durationMs: number
   readonly deadlineMs: number
   readonly maxRetryAfterMs: number
+  /** the Sluice clients' limit algorithm: their default (a congestion window), or `AimdLimit` */
+  readonly limiter: "default" | "aimd"
   readonly criticalShare: number
   readonly sheddablePlusShare: number
 }
@@ -74,7 +77,8 @@ const runFleet = (request: FleetRequest) =>
         const client = yield* SluiceHttpClient.makeDefault({
           name: `fleet-${request.id}-${i}`,
           maxAttempts: 3,
-          maxRetryAfter: Duration.millis(request.maxRetryAfterMs)
+          maxRetryAfter: Duration.millis(request.maxRetryAfterMs),
+          ...(request.limiter === "aimd" ? { limiter: { algorithm: AimdLimit.factory() } } : {})
         })
         clients.push((level) =>
           client.get(request.url).pipe(

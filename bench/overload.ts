@@ -46,7 +46,9 @@
  * Options: `--quick` (short phases, for the CI smoke test), `--units N`, `--work-ms N`,
  * `--critical-share R` (default 0.2), `--mix-critical R` (0.05), `--mix-default R` (0.15),
  * `--overload X` (default 10), `--seconds S` (length of each measured phase), `--sockets
- * N` (generator connections, default max(64, 8 × units)), `--fleet-clients N` (4).
+ * N` (generator connections, default max(64, 8 × units)), `--fleet-clients N` (4),
+ * `--fleet-limiter default|aimd` (the Sluice clients' limit algorithm: their default, a
+ * congestion window, or `AimdLimit`).
  * Everything is bounded in time and count; the server and the child processes always
  * shut down, also on error.
  */
@@ -92,6 +94,14 @@ const SMOOTHING_MS = option("smoothing-ms", 20)
 const MAX_LIMIT = option("max-limit", UNITS)
 const HARD_LIMIT_MS = 10 * 60_000
 const FLEET_CLIENTS = option("fleet-clients", 4)
+/** the Sluice fleet's limit algorithm: the client's default (a congestion window) or `aimd` (AimdLimit) */
+const FLEET_LIMITER: FleetRequest["limiter"] = (() => {
+  const i = args.indexOf("--fleet-limiter")
+  if (i < 0) return "default"
+  const value = args[i + 1]
+  if (value !== "default" && value !== "aimd") throw new Error("--fleet-limiter: expected default or aimd")
+  return value
+})()
 
 // tsx turns source maps on; then every `error.stack` read (Effect reads one when a span
 // ends in failure, e.g. each shed request) parses source maps. Not what a deployed server pays.
@@ -424,6 +434,7 @@ const program = Effect.gen(function* () {
         durationMs: PHASE_MS,
         deadlineMs: 2 * DEADLINE_MS,
         maxRetryAfterMs: 200,
+        limiter: FLEET_LIMITER,
         criticalShare: MIX_CRITICAL,
         sheddablePlusShare: MIX_DEFAULT
       })
@@ -448,6 +459,7 @@ const program = Effect.gen(function* () {
     })
   const fleet = {
     clients: FLEET_CLIENTS,
+    limiter: FLEET_LIMITER,
     offeredOperationsRps: CAPACITY_RPS * OVERLOAD,
     sluice: yield* fleetRun("sluice"),
     naive: yield* fleetRun("naive")
