@@ -278,7 +278,9 @@ export interface LoadShedOptions {
  * criticality (set it with {@link criticality}, outside) or refuses it, `SHEDDABLE`
  * first and `CRITICAL_PLUS` last. A refusal (of the shedder or of the optional
  * limiter) is `503` + `Retry-After` without running the handler; the handler's
- * own failures pass through unchanged.
+ * own failures pass through unchanged. A request waiting in the limiter's queue
+ * leaves it when its caller disconnects, and its handler never runs: the wait is
+ * interruptible although the server runs middleware uninterruptibly.
  *
  * @example
  * ```ts

@@ -211,6 +211,20 @@ export const sample =
 
 // ---- loadShed -------------------------------------------------------------------
 
+/**
+ * `gate` whose wait is interruptible even where its caller is not. The HTTP server runs
+ * middleware uninterruptibly (the router makes only a route's handler interruptible), so a
+ * request waiting in the limiter's queue would outlive its caller's socket: hold a place in
+ * the queue, then run the handler for nobody. Only the wait is: the admission, the work and
+ * the settlement keep the caller's interruptibility.
+ */
+const interruptibleWait = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E> => ({
+  tryEnter: (entry) => gate.tryEnter(entry),
+  enter: (entry) => Effect.interruptible(gate.enter(entry)),
+  settle: (ticket, outcome, cause) => gate.settle(ticket, outcome, cause),
+  isDrop: gate.isDrop
+})
+
 /** @internal */
 export const loadShed =
   (options: LoadShedOptions = {}) =>
@@ -222,9 +236,10 @@ export const loadShed =
     const guarded = (shedder: LoadShedder.Service | undefined) => {
       // Shedder outside, limiter inside, entered in one step (`Admission.guard`).
       const gates: Array<Admission.Gate<unknown, Errors.Overloaded>> = []
-      if (shedder !== undefined) gates.push(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>)
+      if (shedder !== undefined)
+        gates.push(interruptibleWait(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>))
       if (options.limiter !== undefined)
-        gates.push(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>)
+        gates.push(interruptibleWait(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>))
       const effect = inner.pipe(Admission.guard(gates))
       return Effect.matchEffect(effect, {
         onFailure: (error) =>
