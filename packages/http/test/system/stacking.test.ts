@@ -41,12 +41,13 @@ import { CircuitBreaker } from "effect/persistence"
 import { Arrivals, describeError, failureOf, hasTag, report, routes, serve } from "./harness.js"
 
 /**
- * A server whose `/busy` always answers 503 (arrivals counted by attempt header) and whose `/error`
- * always answers 500.
+ * Serves, for the test's scope, an app whose `/busy` always answers 503 (arrivals counted, and
+ * counted by attempt header in `attempts`) and whose `/error` always answers 500.
  */
-const unavailable = (arrivals: Arrivals) => {
+const serveUnavailable = Effect.gen(function* () {
+  const arrivals = new Arrivals()
   const attempts = new Map<number, number>()
-  const app = routes(
+  const app = yield* routes(
     HttpRouter.route(
       "GET",
       "/busy",
@@ -61,8 +62,27 @@ const unavailable = (arrivals: Arrivals) => {
       Effect.as(arrivals.record("error"), HttpServerResponse.text("bug", { status: 500 }))
     )
   )
-  return { app, attempts }
-}
+  const { base: url } = yield* serve(app)
+  return { arrivals, attempts, url }
+})
+
+/** An error as the report shows it (`undefined`: none). */
+const shown = (error: unknown) => (error === undefined ? undefined : describeError(error))
+
+/** One call of the `SluiceHttpClient` in context to `/busy`: its error and the figures reported under `label`. */
+const sluiceBusyCall = (label: string) =>
+  Effect.gen(function* () {
+    const { arrivals, attempts, url } = yield* serveUnavailable
+    const client = yield* SluiceHttpClient.SluiceHttpClient
+    const error = failureOf(yield* Effect.exit(client.get(`${url}/busy`)))
+    const figures = {
+      arrivals: arrivals.route("busy"),
+      byAttempt: Object.fromEntries(attempts),
+      error: shown(error)
+    }
+    yield* report(label, figures)
+    return { arrivals, attempts, error, figures }
+  })
 
 // Zero backoff and a budget large enough never to be the limit: the counts are the retry policies' alone.
 const sluiceOptions = {
@@ -93,21 +113,11 @@ const sluiceOver = (name: string, http: Layer.Layer<HttpClient.HttpClient>) =>
 describe("system: stacking Effect's retryTransient under Sluice's retry", () => {
   it.live("Sluice's retry at one layer: 3 requests for one call, then DontRetry", () =>
     Effect.gen(function* () {
-      const arrivals = new Arrivals()
-      const server = unavailable(arrivals)
-      const { base: url } = yield* serve(yield* server.app)
-      const client = yield* SluiceHttpClient.SluiceHttpClient
-      const error = failureOf(yield* Effect.exit(client.get(`${url}/busy`)))
-      const figures = {
-        arrivals: arrivals.route("busy"),
-        byAttempt: Object.fromEntries(server.attempts),
-        error: error === undefined ? undefined : describeError(error)
-      }
-      yield* report("sluice alone", figures)
+      const { arrivals, attempts, error, figures } = yield* sluiceBusyCall("sluice alone")
 
       expect(arrivals.route("busy"), JSON.stringify(figures)).toBe(3)
       // One request per attempt number: 0 (the first try), 1, 2.
-      expect(Object.fromEntries(server.attempts), JSON.stringify(figures)).toEqual({ 0: 1, 1: 1, 2: 1 })
+      expect(Object.fromEntries(attempts), JSON.stringify(figures)).toEqual({ 0: 1, 1: 1, 2: 1 })
       expect(hasTag(error, "DontRetry"), JSON.stringify(figures)).toBe(true)
     }).pipe(Effect.provide(sluiceOver("system-stacking-alone", NodeHttpClient.layerUndici)))
   )
@@ -116,9 +126,7 @@ describe("system: stacking Effect's retryTransient under Sluice's retry", () => 
     "Effect's retryTransient({ times: 2 }) alone: 3 requests, and the last 503 comes back as a response",
     () =>
       Effect.gen(function* () {
-        const arrivals = new Arrivals()
-        const server = unavailable(arrivals)
-        const { base: url } = yield* serve(yield* server.app)
+        const { arrivals, url } = yield* serveUnavailable
         const client = yield* HttpClient.HttpClient
         const response = yield* client.get(`${url}/busy`)
         yield* report("retryTransient alone", { arrivals: arrivals.route("busy"), status: response.status })
@@ -132,23 +140,13 @@ describe("system: stacking Effect's retryTransient under Sluice's retry", () => 
     "Sluice over retryTransient({ times: 2 }): 3 × 3 = 9 requests for one call, 3 attempts as Sluice counts them",
     () =>
       Effect.gen(function* () {
-        const arrivals = new Arrivals()
-        const server = unavailable(arrivals)
-        const { base: url } = yield* serve(yield* server.app)
-        const client = yield* SluiceHttpClient.SluiceHttpClient
-        const error = failureOf(yield* Effect.exit(client.get(`${url}/busy`)))
-        const figures = {
-          arrivals: arrivals.route("busy"),
-          byAttempt: Object.fromEntries(server.attempts),
-          error: error === undefined ? undefined : describeError(error)
-        }
-        yield* report("sluice over retryTransient", figures)
+        const { arrivals, attempts, error, figures } = yield* sluiceBusyCall("sluice over retryTransient")
 
         // Each of Sluice's 3 attempts is a first try and 2 repeats underneath.
         expect(arrivals.route("busy"), JSON.stringify(figures)).toBe(9)
         // The repeats resend the attempt's request as it is: the server sees attempt
         // numbers 0, 1, 2 three times each, and cannot tell a repeat from its original.
-        expect(Object.fromEntries(server.attempts), JSON.stringify(figures)).toEqual({ 0: 3, 1: 3, 2: 3 })
+        expect(Object.fromEntries(attempts), JSON.stringify(figures)).toEqual({ 0: 3, 1: 3, 2: 3 })
         expect(hasTag(error, "DontRetry"), JSON.stringify(figures)).toBe(true)
       }).pipe(Effect.provide(sluiceOver("system-stacking-stacked", undiciWithRetryTransient)))
   )
@@ -157,9 +155,7 @@ describe("system: stacking Effect's retryTransient under Sluice's retry", () => 
     "Effect's withCircuitBreaker on a SluiceHttpClient: DontRetry is Ignored by default, counted with Sluice's Outcome",
     () =>
       Effect.gen(function* () {
-        const arrivals = new Arrivals()
-        const server = unavailable(arrivals)
-        const { base: url } = yield* serve(yield* server.app)
+        const { arrivals, url } = yield* serveUnavailable
         const client = yield* SluiceHttpClient.SluiceHttpClient
         const breakerOf = CircuitBreaker.make({
           tripPolicy: CircuitBreaker.consecutive(1),
@@ -198,8 +194,8 @@ describe("system: stacking Effect's retryTransient under Sluice's retry", () => 
           plainErrors,
           classifiedArrivals,
           classifiedState,
-          first: first === undefined ? undefined : describeError(first),
-          second: second === undefined ? undefined : describeError(second)
+          first: shown(first),
+          second: shown(second)
         }
         yield* report("withCircuitBreaker over sluice", figures)
         const summary = JSON.stringify(figures)
@@ -249,7 +245,7 @@ describe("system: stacking Effect's retryTransient under Sluice's retry", () => 
       )
       yield* report("retryTransient mixed", {
         requests,
-        error: error === undefined ? undefined : describeError(error)
+        error: shown(error)
       })
 
       // The repeat of 503s (2 repeats) runs inside the retry of errors (2 retries): 3 rounds of 3.
@@ -262,9 +258,7 @@ describe("system: stacking Effect's retryTransient under Sluice's retry", () => 
     "retryTransient({ times: 2 }) on a SluiceHttpClient: DontRetry is not repeated, a returned 500 is",
     () =>
       Effect.gen(function* () {
-        const arrivals = new Arrivals()
-        const server = unavailable(arrivals)
-        const { base: url } = yield* serve(yield* server.app)
+        const { arrivals, url } = yield* serveUnavailable
         const client = (yield* SluiceHttpClient.SluiceHttpClient).pipe(
           HttpClient.retryTransient({ times: 2 })
         )
@@ -272,7 +266,7 @@ describe("system: stacking Effect's retryTransient under Sluice's retry", () => 
         const error = yield* client.get(`${url}/error`)
         const figures = {
           busy: arrivals.route("busy"),
-          busyError: busy === undefined ? undefined : describeError(busy),
+          busyError: shown(busy),
           error: arrivals.route("error"),
           errorRetries: arrivals.retriesOf("error"),
           errorStatus: error.status
