@@ -16,7 +16,7 @@ export default tseslint.config(
         "error",
         {
           selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']",
-          message: "Read time through Effect's Clock (DESIGN §7)."
+          message: "Read time through Effect's Clock (docs/ARCHITECTURE.md §1)."
         }
       ]
     }

@@ -1,5 +1,5 @@
 /**
- * How close can DESIGN §5's Reno window get to the optimum? `npm run bench:sim-sweep [-- --quick]`.
+ * How close can the Reno window (docs/ARCHITECTURE.md §5) get to the optimum? `npm run bench:sim-sweep [-- --quick]`.
  *
  * Runs the real `CongestionWindow` (Reno, factor 0.9, unchanged) behind a `ConcurrencyLimiter`
  * with immediate retries, as the demo's `cwnd-reno` strategy, under a grid of `Pacer` settings

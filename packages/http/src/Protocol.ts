@@ -1,5 +1,5 @@
 /**
- * The Sluice wire protocol (DESIGN §4): header names and the parsing and
+ * The Sluice wire protocol (docs/ARCHITECTURE.md §4): header names and the parsing and
  * formatting of every header value.
  *
  * | direction | signal |
@@ -46,7 +46,7 @@ import * as internal from "./internal/protocol.js"
 export interface HeaderNames extends Headers.HeaderNames {}
 
 /**
- * The default header names of DESIGN §4.
+ * The default header names of docs/ARCHITECTURE.md §4.
  *
  * @since 0.1.0
  * @category constants

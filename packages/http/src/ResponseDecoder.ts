@@ -1,5 +1,5 @@
 /**
- * Turns an HTTP response into Sluice's typed outcomes (DESIGN §4):
+ * Turns an HTTP response into Sluice's typed outcomes (docs/ARCHITECTURE.md §4):
  *
  * | response | outcome |
  * |---|---|

@@ -479,7 +479,7 @@ export const optimalCompletionMillis: (
 export const jainFairness: (values: ReadonlyArray<number>) => number = model.jainFairness
 
 /**
- * The reference scenario (DESIGN §6): 2000 operations arriving at 1000/s; 100 ms to
+ * The reference scenario of the demo: 2000 operations arriving at 1000/s; 100 ms to
  * reach the server; 50 slots; an accepted request holds a slot for 500 ms; a
  * rejection holds one for 50 ms.
  *

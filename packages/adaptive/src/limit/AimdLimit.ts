@@ -1,5 +1,5 @@
 /**
- * Additive-increase / multiplicative-decrease concurrency limit (DESIGN §5).
+ * Additive-increase / multiplicative-decrease concurrency limit (docs/ARCHITECTURE.md §5).
  *
  * On a drop the limit becomes `floor(limit × backoffRatio)` (0.9 by default);
  * on a success it grows by 1, but only while the limit is actually used

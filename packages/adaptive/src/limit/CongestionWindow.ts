@@ -1,6 +1,6 @@
 /**
  * The congestion window: TCP's answer to "how much may I send?", applied to
- * requests instead of bytes (DESIGN §5).
+ * requests instead of bytes (docs/ARCHITECTURE.md §5).
  *
  * State: `cwnd` (start 20), `ssthresh` (start 1024) and the set of requests
  * whose errors are ignored. On a success `cwnd` grows by 1 below `ssthresh`

@@ -1,5 +1,5 @@
 /**
- * A delay-based concurrency limit in the style of TCP VegasLimit (DESIGN §5).
+ * A delay-based concurrency limit in the style of TCP VegasLimit (docs/ARCHITECTURE.md §5).
  *
  * It learns the no-load latency (the smallest round-trip time of a success)
  * and estimates how many requests wait in the backend's queue:
