@@ -40,6 +40,7 @@
  * ```
  * @since 0.1.0
  */
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -89,13 +90,36 @@ export interface CriticalityOptions {
    * `CRITICAL`); for an untrusted caller, clamped to the ceiling too.
    */
   readonly default?: Criticality.Criticality | undefined
+  /**
+   * How the caller's deadline (`x-sluice-deadline-ms`, the milliseconds it has left) becomes
+   * the request's: `maxUntrusted`, the longest deadline an untrusted caller may claim (default
+   * 30 seconds; a trusted caller's is believed up to a day), and `margin`, kept back for the
+   * answer's way back (default 5 ms). `false`: the header is ignored.
+   */
+  readonly deadline?: DeadlineOptions | false | undefined
 }
 
 /**
- * Reads `x-sluice-criticality`, clamps it to the ceiling unless the trust policy
- * trusts the caller, and runs the handler with that level in
- * `Criticality.currentCriticality`, so shedders see it and outgoing Sluice client
- * calls carry it on. The verdict is also kept in `Trust.currentCallerTrusted`,
+ * Options of the deadline {@link criticality} reads from a request.
+ *
+ * @since 1.0.0
+ * @category models
+ */
+export interface DeadlineOptions {
+  readonly maxUntrusted?: Duration.Input | undefined
+  readonly margin?: Duration.Input | undefined
+}
+
+/**
+ * Reads the caller's context: `x-sluice-criticality`, clamped to the ceiling unless the
+ * trust policy trusts the caller, into `Criticality.currentCriticality`, so shedders see it
+ * and outgoing Sluice client calls carry it on; and `x-sluice-deadline-ms`, the time the
+ * caller has left (clamped to `deadline.maxUntrusted` for an untrusted caller, less
+ * `deadline.margin`), into `Retry.currentDeadline`, so {@link loadShed}'s queue lets no
+ * request wait past it and every `SluiceHttpClient` call the handler makes lives under what
+ * is left. A request whose caller has already given up is answered `503` with
+ * `x-sluice-dont-retry` at once (`sluice_http_server_expired_total{stage="arrival"}`), and
+ * its handler never runs. The trust verdict is also kept in `Trust.currentCallerTrusted`,
  * where {@link retryGuard} reads it: one policy decides both.
  *
  * @example

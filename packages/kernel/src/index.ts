@@ -114,6 +114,8 @@ export * as Outgoing from "./wire/Outgoing.js"
 
 /** @since 0.2.0 */
 export * as AttemptBound from "./deadline/AttemptBound.js"
+/** @since 1.0.0 */
+export * as Propagation from "./deadline/Propagation.js"
 
 /** @since 0.2.0 */
 export * as Breaker from "./breaker/Breaker.js"

@@ -2,6 +2,7 @@ import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { Admission, BoundedMap, Criticality, Errors, Meters, Options } from "@sluice/core"
 import { Retry, RetryBudget } from "@sluice/retry"
 import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
+import * as Propagation from "@sluice/kernel/deadline/Propagation"
 import * as Outgoing from "@sluice/kernel/wire/Outgoing"
 import * as Verdict from "@sluice/kernel/wire/Verdict"
 import type * as Cause from "effect/Cause"
@@ -250,10 +251,18 @@ const build = (
       Effect.withFiber((fiber) => {
         // Inside the retry loop: the attempt number is the policy's, the level the caller's.
         const attempt = fiber.getRef(Retry.currentAttempt)
-        const outgoing = HttpClientRequest.setHeaders(request, {
+        const deadline = fiber.getRef(Retry.currentDeadline)
+        const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+        const headers: Record<string, string> = {
           [names.criticality]: fiber.getRef(Criticality.currentCriticality),
           [names.attempt]: String(attempt)
-        })
+        }
+        // The time left of the call's deadline travels with the attempt, relative so that the
+        // server's clock need not agree with ours: the server stops working for us once we
+        // have given up.
+        const left = Propagation.outgoing(deadline, now)
+        if (left !== undefined) headers[names.deadline] = left
+        const outgoing = HttpClientRequest.setHeaders(request, headers)
         const send: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> = Effect.flatMap(
           Effect.mapError(platform.execute(outgoing), markTransport),
           (response) => Effect.as(decoder.decode(response, settings, json, host.decoding), response)
@@ -262,8 +271,8 @@ const build = (
         // (`AttemptBound.attempt`): then the deadline's timer interrupts the exchange.
         const bound = AttemptBound.attempt({
           attemptTimeout,
-          deadline: fiber.getRef(Retry.currentDeadline),
-          now: fiber.getRef(Clock.Clock).currentTimeMillisUnsafe(),
+          deadline,
+          now,
           unwaitedSince: fiber.getRef(currentCall)?.unwaitedSince ?? Infinity,
           attempt
         })
@@ -279,7 +288,11 @@ const build = (
         )
         const host = hosts.getOrCreate(keyOf(request), hostFor)
         const call = (retry ? host.retried : host.once)(exchange(request, host))
-        if (timeout === undefined) return call
+        // Without a timeout of its own, a call still lives under an enclosing deadline (a
+        // caller's, or the one a Sluice server read from its request): nothing is sent for a
+        // caller that has given up.
+        const enclosing = fiber.getRef(Retry.currentDeadline)
+        if (timeout === undefined && enclosing === Infinity) return call
         // `timeout` bounds the whole call: the wait for a permit, every attempt, the backoff
         // between them and any error body. An exchange given its whole attempt bound times
         // out at the deadline itself; this timer, a little later, interrupts whatever is
@@ -287,21 +300,22 @@ const build = (
         // retry policy's: no retry is scheduled that could not start before it. An
         // enclosing caller's earlier deadline stays the one that counts.
         const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
-        const { deadline, left, timer } = AttemptBound.call(now, timeout, fiber.getRef(Retry.currentDeadline))
+        const { deadline, left, timer } = AttemptBound.call(now, timeout ?? Infinity, enclosing)
         const bounded = call.pipe(
           Effect.provideService(currentCall, { unwaitedSince: now }),
           Effect.provideService(Retry.currentDeadline, deadline)
         )
-        return Effect.timeoutOrElse(bounded, {
-          duration: Duration.millis(timer),
-          orElse: () =>
-            Effect.fail(
-              new Errors.DontRetry({
-                reason: "timeout",
-                cause: new Errors.Overloaded({ reason: `deadline of ${left} ms`, origin: "local" })
-              })
-            )
-        })
+        const timedOut = Effect.suspend(() =>
+          Effect.fail(
+            new Errors.DontRetry({
+              reason: "timeout",
+              cause: new Errors.Overloaded({ reason: `deadline of ${left} ms`, origin: "local" })
+            })
+          )
+        )
+        // A deadline already spent (an enclosing caller's) sends nothing.
+        if (left === 0) return timedOut
+        return Effect.timeoutOrElse(bounded, { duration: Duration.millis(timer), orElse: () => timedOut })
       })
 
     return HttpClient.makeWith<never, never, C.ClientError, never>(

@@ -3,7 +3,8 @@ import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import { Admission, Criticality, Errors, Meters } from "@sluice/core"
 import { Quota } from "@sluice/quota"
-import { RetryHistogram } from "@sluice/retry"
+import { Retry, RetryHistogram } from "@sluice/retry"
+import * as Propagation from "@sluice/kernel/deadline/Propagation"
 import * as ErrorBody from "@sluice/kernel/wire/ErrorBody"
 import * as ErrorResponse from "@sluice/kernel/wire/ErrorResponse"
 import * as Headers from "@sluice/kernel/wire/Headers"
@@ -13,6 +14,7 @@ import * as Verdict from "@sluice/kernel/wire/Verdict"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as ErrorReporter from "effect/ErrorReporter"
 import * as Fiber from "effect/Fiber"
@@ -94,6 +96,27 @@ export const mapErrors = <E, R>(app: HttpApp<E, R>): HttpApp<Exclude<E, Errors.S
         Effect.fail(e as Exclude<E, Errors.SluiceError>)
   )
 
+const expiredTotal = Meters.counter(
+  "sluice_http_server_expired",
+  "requests refused because their caller's deadline had passed, by stage (arrival, queue)"
+)
+const expiredAt = {
+  arrival: expiredTotal.of({ stage: "arrival" }),
+  queue: expiredTotal.of({ stage: "queue" })
+}
+
+/** The refusal of work whose caller has given up: terminal, so nobody retries it. */
+const expired = (stage: keyof typeof expiredAt, context: Context.Context<never>): Errors.DontRetry => {
+  expiredAt[stage].updateUnsafe(1, context)
+  return new Errors.DontRetry({
+    reason: "timeout",
+    cause: new Errors.Overloaded({ reason: `caller's deadline passed (${stage})`, origin: "local" })
+  })
+}
+
+const DEFAULT_MAX_UNTRUSTED_DEADLINE = Duration.seconds(30)
+const DEFAULT_DEADLINE_MARGIN = Duration.millis(5)
+
 /** @internal */
 export const criticality =
   (options: CriticalityOptions = {}) =>
@@ -101,6 +124,14 @@ export const criticality =
     const trust = options.trust ?? Trust.none
     const ceiling = options.ceiling ?? "CRITICAL"
     const fallback = options.default ?? "CRITICAL"
+    const deadlines = options.deadline !== false
+    const deadlineOptions = options.deadline === false ? {} : (options.deadline ?? {})
+    const maxUntrustedMs = Duration.toMillis(
+      Duration.fromInputUnsafe(deadlineOptions.maxUntrusted ?? DEFAULT_MAX_UNTRUSTED_DEADLINE)
+    )
+    const marginMs = Duration.toMillis(
+      Duration.fromInputUnsafe(deadlineOptions.margin ?? DEFAULT_DEADLINE_MARGIN)
+    )
     const trustedApp = Effect.provideService(app, trustPolicy.currentCallerTrusted, true)
     const untrustedApp = Effect.provideService(app, trustPolicy.currentCallerTrusted, false)
     return Effect.withFiber((fiber) => {
@@ -109,7 +140,26 @@ export const criticality =
       const trusted = Trust.evaluate(trust, request)
       const header = Headers.headerValue(request.headers[settings.headers.criticality])
       const level = Trust.level(header, trusted, ceiling, fallback)
-      return Effect.provideService(trusted ? trustedApp : untrustedApp, Criticality.currentCriticality, level)
+      const withLevel = Effect.provideService(
+        trusted ? trustedApp : untrustedApp,
+        Criticality.currentCriticality,
+        level
+      )
+      const claimedMs = deadlines
+        ? Propagation.parse(Headers.headerValue(request.headers[settings.headers.deadline]))
+        : undefined
+      if (claimedMs === undefined) return withLevel
+      const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+      const deadline = Propagation.incoming({ claimedMs, trusted, maxUntrustedMs, marginMs, now })
+      // Nobody will read the answer: refused before any work, and never retried.
+      if (Propagation.expired(deadline, now))
+        return Effect.succeed(errorResponse(expired("arrival", fiber.context), settings))
+      // An enclosing deadline of this server's own (a test's, an outer middleware's) stays if earlier.
+      return Effect.provideService(
+        withLevel,
+        Retry.currentDeadline,
+        Math.min(deadline, fiber.getRef(Retry.currentDeadline))
+      )
     })
   }
 
@@ -241,9 +291,18 @@ export function sample(sampler?: ProportionalSampler.Service) {
  * in the queue, then run the handler for nobody. Only the wait is: the admission, the work
  * and the settlement keep the caller's interruptibility.
  */
-const interruptibleWait = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E> => ({
+const interruptibleWait = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E | Errors.DontRetry> => ({
   tryEnter: (entry) => gate.tryEnter(entry),
-  enter: (entry) => Effect.interruptible(gate.enter(entry)),
+  enter: (entry) => {
+    const wait = Effect.interruptible(gate.enter(entry))
+    // No request waits past its caller's deadline (`criticality` reads it from the request).
+    const deadline = entry.getRef(Retry.currentDeadline)
+    if (deadline === Infinity) return wait
+    return Effect.timeoutOrElse(wait, {
+      duration: Duration.millis(Math.max(0, deadline - entry.now)),
+      orElse: () => Effect.fail(expired("queue", entry.context))
+    })
+  },
   settle: (ticket, outcome, cause) => gate.settle(ticket, outcome, cause),
   isDrop: gate.isDrop
 })
@@ -268,7 +327,7 @@ export function loadShed(options: LoadShedOptions = {}) {
     const inner = Effect.result(app)
     const guarded = (shedder: LoadShedder.Service | undefined): HttpApp<E, R> => {
       // Shedder outside, limiter inside, entered in one step (`Admission.guard`).
-      const gates: Array<Admission.Gate<unknown, Errors.Overloaded>> = []
+      const gates: Array<Admission.Gate<unknown, Errors.Overloaded | Errors.DontRetry>> = []
       if (shedder !== undefined)
         gates.push(interruptibleWait(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>))
       if (options.limiter !== undefined)

@@ -18,6 +18,8 @@
 export interface HeaderNames {
   readonly criticality: string
   readonly attempt: string
+  /** the time left of the caller's deadline, in milliseconds (`deadline/Propagation`) */
+  readonly deadline: string
   readonly throttle: string
   readonly dontRetry: string
   readonly retryAfter: string
@@ -27,7 +29,7 @@ export interface HeaderNames {
 
 /**
  * The default header names: `x-sluice-criticality`, `x-sluice-attempt`,
- * `x-sluice-throttle`, `x-sluice-dont-retry`, and the standard `retry-after`,
+ * `x-sluice-deadline-ms`, `x-sluice-throttle`, `x-sluice-dont-retry`, and the standard `retry-after`,
  * `ratelimit-policy`, `ratelimit`.
  *
  * @since 0.2.0
@@ -35,6 +37,7 @@ export interface HeaderNames {
 export const defaultHeaderNames: HeaderNames = {
   criticality: "x-sluice-criticality",
   attempt: "x-sluice-attempt",
+  deadline: "x-sluice-deadline-ms",
   throttle: "x-sluice-throttle",
   dontRetry: "x-sluice-dont-retry",
   retryAfter: "retry-after",
