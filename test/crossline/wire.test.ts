@@ -156,6 +156,19 @@ describe("across lines on the wire", () => {
     })
   })
 
+  it("deadlines: a 3.x server ignores x-sluice-deadline-ms, a 4.x server refuses a caller that gave up", async () => {
+    const spent = { headers: { "x-sluice-deadline-ms": "0" } }
+    const three = await fetch(`${servers.get("3")!.base}/echo`, spent)
+    expect(three.status).toBe(200)
+    await three.text()
+    const four = await fetch(`${servers.get("4")!.base}/echo`, spent)
+    expect(four.status).toBe(503)
+    expect(four.headers.get("x-sluice-dont-retry")).toBe("1")
+    await four.text()
+  })
+
+  // The 4.x client calls under a 10 s timeout, so each of its attempts carries x-sluice-deadline-ms:
+  // the 4→3 pairing is a 1.x client with deadlines on against a 3.x server, which ignores them.
   for (const [client, server] of [
     ["3", "4"],
     ["4", "3"],
