@@ -171,6 +171,24 @@ export const parseAttempt: (value: string | null | undefined, max?: number) => n
 export const parseFlag: (value: string | null | undefined) => boolean = Headers.parseFlag
 
 /**
+ * Whether a response is a degraded answer (`x-sluice-degraded: 1`, or the header named in
+ * `names`): a cheaper answer a server gave under overload instead of refusing.
+ *
+ * @example
+ * ```ts
+ * import { Protocol } from "@sluice/http"
+ *
+ * Protocol.isDegraded({ "x-sluice-degraded": "1" }) // true
+ * ```
+ * @since 1.0.0
+ * @category utils
+ */
+export const isDegraded = (
+  headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>,
+  names: HeaderNames = Headers.defaultHeaderNames
+): boolean => Headers.parseFlag(Headers.headerValue(headers[names.degraded]))
+
+/**
  * Parses `x-sluice-criticality` with core's `Criticality.parse`: unknown values
  * give the fallback (default `CRITICAL`).
  *

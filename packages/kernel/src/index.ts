@@ -51,7 +51,7 @@ export * as PlanTable from "./quota/PlanTable.js"
 /** @since 0.2.0 */
 export * as SustainedFailure from "./quota/SustainedFailure.js"
 /** @since 0.2.0 */
-export * as Fallback from "./quota/Fallback.js"
+export * as QuotaFallback from "./quota/Fallback.js"
 /** @since 0.2.0 */
 export * as Field from "./options/Field.js"
 /** @since 0.2.0 */
@@ -116,6 +116,8 @@ export * as Outgoing from "./wire/Outgoing.js"
 export * as AttemptBound from "./deadline/AttemptBound.js"
 /** @since 1.0.0 */
 export * as Propagation from "./deadline/Propagation.js"
+/** @since 1.0.0 */
+export * as Fallback from "./fallback/Fallback.js"
 
 /** @since 0.2.0 */
 export * as Breaker from "./breaker/Breaker.js"

@@ -3,6 +3,7 @@ import { Admission, BoundedMap, Criticality, Errors, Meters, Options } from "@sl
 import { Retry, RetryBudget } from "@sluice/retry"
 import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
 import * as Propagation from "@sluice/kernel/deadline/Propagation"
+import * as Headers from "@sluice/kernel/wire/Headers"
 import * as Outgoing from "@sluice/kernel/wire/Outgoing"
 import * as Verdict from "@sluice/kernel/wire/Verdict"
 import type * as Cause from "effect/Cause"
@@ -15,6 +16,7 @@ import * as HttpClient from "effect/http/HttpClient"
 import type * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import type * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
@@ -52,6 +54,11 @@ export const allowRetries: Context.Reference<boolean | undefined> = Context.Refe
 
 /** Hosts whose composed guards are kept (as many as the throttle's and limiter's default `maxKeys`). */
 const MAX_HOSTS = 1024
+
+const degradedTotal = Meters.counter(
+  "sluice_http_client_degraded",
+  "responses a server marked as degraded answers (x-sluice-degraded), by host"
+)
 
 const throttleSignalsTotal = Meters.counter(
   "sluice_http_client_throttle_signals",
@@ -99,6 +106,7 @@ interface Host {
   readonly retried: Guard
   readonly once: Guard
   readonly decoding: decoder.DecodeOptions
+  readonly degraded: Metric.Counter<number>
 }
 
 /** @internal */
@@ -232,6 +240,7 @@ const build = (
       return {
         retried: retrying.around(gates),
         once: once.around(gates),
+        degraded: degradedTotal.of({ host: key }),
         decoding: {
           retryableStatuses: retryable,
           bodyTimeout: errorBodyTimeout,
@@ -265,7 +274,11 @@ const build = (
         const outgoing = HttpClientRequest.setHeaders(request, headers)
         const send: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> = Effect.flatMap(
           Effect.mapError(platform.execute(outgoing), markTransport),
-          (response) => Effect.as(decoder.decode(response, settings, json, host.decoding), response)
+          (response) => {
+            if (names.degraded in response.headers && Headers.parseFlag(response.headers[names.degraded]))
+              host.degraded.updateUnsafe(1, fiber.context)
+            return Effect.as(decoder.decode(response, settings, json, host.decoding), response)
+          }
         )
         // The attempt's own bound, or none under a deadline that was partly spent waiting
         // (`AttemptBound.attempt`): then the deadline's timer interrupts the exchange.

@@ -22,6 +22,8 @@ export interface HeaderNames {
   readonly deadline: string
   readonly throttle: string
   readonly dontRetry: string
+  /** a cheaper answer served under overload (a cached copy, a partial result) */
+  readonly degraded: string
   readonly retryAfter: string
   readonly rateLimitPolicy: string
   readonly rateLimit: string
@@ -29,7 +31,7 @@ export interface HeaderNames {
 
 /**
  * The default header names: `x-sluice-criticality`, `x-sluice-attempt`,
- * `x-sluice-deadline-ms`, `x-sluice-throttle`, `x-sluice-dont-retry`, and the standard `retry-after`,
+ * `x-sluice-deadline-ms`, `x-sluice-throttle`, `x-sluice-dont-retry`, `x-sluice-degraded`, and the standard `retry-after`,
  * `ratelimit-policy`, `ratelimit`.
  *
  * @since 0.2.0
@@ -40,6 +42,7 @@ export const defaultHeaderNames: HeaderNames = {
   deadline: "x-sluice-deadline-ms",
   throttle: "x-sluice-throttle",
   dontRetry: "x-sluice-dont-retry",
+  degraded: "x-sluice-degraded",
   retryAfter: "retry-after",
   rateLimitPolicy: "ratelimit-policy",
   rateLimit: "ratelimit"
