@@ -234,20 +234,6 @@ export function sample(sampler?: ProportionalSampler.Service) {
 
 // ---- loadShed -------------------------------------------------------------------
 
-/**
- * `gate` whose wait is interruptible even where its caller is not. Effect 4's HTTP server
- * runs middleware uninterruptibly (the router makes only a route's handler interruptible),
- * so a request waiting in the limiter's queue would outlive its caller's socket: hold a place
- * in the queue, then run the handler for nobody. Only the wait is: the admission, the work
- * and the settlement keep the caller's interruptibility.
- */
-const interruptibleWait = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E> => ({
-  tryEnter: (entry) => gate.tryEnter(entry),
-  enter: (entry) => Effect.interruptible(gate.enter(entry)),
-  settle: (ticket, outcome, cause) => gate.settle(ticket, outcome, cause),
-  isDrop: gate.isDrop
-})
-
 /** @internal */
 export function loadShed(
   options: LoadShedOptions & { readonly shedder: LoadShedder.Service }
@@ -269,10 +255,11 @@ export function loadShed(options: LoadShedOptions = {}) {
     const guarded = (shedder: LoadShedder.Service | undefined): HttpApp<E, R> => {
       // Shedder outside, limiter inside, entered in one step (`Admission.guard`).
       const gates: Array<Admission.Gate<unknown, Errors.Overloaded>> = []
-      if (shedder !== undefined)
-        gates.push(interruptibleWait(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>))
+      // Effect's HTTP server runs middleware uninterruptibly: the limiter's wait is
+      // interruptible on its own, so a caller that left gives up its place in the queue.
+      if (shedder !== undefined) gates.push(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>)
       if (options.limiter !== undefined)
-        gates.push(interruptibleWait(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>))
+        gates.push(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>)
       const effect = inner.pipe(Admission.guard(gates))
       return Effect.matchEffect(effect, {
         onFailure: (error) =>
