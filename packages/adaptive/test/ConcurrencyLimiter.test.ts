@@ -403,6 +403,42 @@ describe("ConcurrencyLimiter", () => {
       })
   )
 
+  it.effect("a caller interrupted before it reaches the gate never queues nor gets a permit", () =>
+    Effect.gen(function* () {
+      // The interruption is pending while the caller runs uninterruptibly (as Effect's HTTP
+      // server runs middleware): the wait for a permit is interruptible on its own.
+      for (const maxWait of [undefined, "1 second"] as const) {
+        const limiter = yield* ConcurrencyLimiter.make({
+          algorithm: () => LimitAlgorithm.fixed(1),
+          maxQueue: 4,
+          ...(maxWait === undefined ? {} : { maxWait })
+        })
+        const gate = yield* Deferred.make<void>()
+        const holder = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
+        yield* settle
+        let ran = 0
+        const late = yield* Effect.forkChild(
+          Effect.uninterruptible(
+            Effect.andThen(Effect.sleep("20 millis"), limiter.withLimiter(Effect.sync(() => ran++)))
+          )
+        )
+        yield* settle
+        const interrupting = yield* Effect.forkChild(Fiber.interrupt(late))
+        yield* TestClock.adjust("20 millis")
+        yield* Fiber.join(interrupting)
+        expect(Exit.hasInterrupts(yield* Fiber.await(late))).toBe(true)
+        expect(limiter.queued).toBe(0)
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(holder)
+        yield* TestClock.adjust("2 seconds")
+        expect(ran).toBe(0)
+        expect(limiter.inFlight).toBe(0)
+        expect(limiter.queued).toBe(0)
+        expect(yield* limiter.withLimiter(Effect.succeed("next"))).toBe("next")
+      }
+    })
+  )
+
   it.effect("a waiter interrupted just after being granted a permit gives it back", () =>
     Effect.gen(function* () {
       // k scheduler turns between the release and the interruption cover the window where

@@ -29,8 +29,11 @@
  *
  * - `tryEnter` and `settle` run synchronously, where no interruption can fall (the pass's
  *   exit handler is in place before the first ticket is taken, and runs uninterruptibly):
- *   they must not block. Waiting belongs in `enter`, which `guard` runs as interruptibly as
- *   the caller runs.
+ *   they must not block. Waiting belongs in `enter`, which `guard` runs uninterruptibly, so
+ *   that a ticket it returns is held by the pass with no interruptible step in between. A
+ *   gate that waits makes the wait itself interruptible (`Effect.interruptible`, whatever its
+ *   caller's region: a caller that left must not keep a place in a queue), inside an exit
+ *   handler that gives back a ticket granted as the wait was interrupted.
  * - A refusal must be made with {@link refuse}: `guard` tells it from a ticket by its
  *   class, so a ticket may be any value (even an object with a `_tag`).
  *
@@ -124,7 +127,11 @@ export interface Refused<E> {
 export interface Gate<T, E> {
   /** Decide now: a ticket, a refusal, or {@link Wait}. Runs synchronously: no interruption falls inside. */
   readonly tryEnter: (entry: Entry) => T | Refused<E> | Wait
-  /** The waiting path, taken after `tryEnter` answered {@link Wait}. Interruptible (unless the caller is not). */
+  /**
+   * The waiting path, taken after `tryEnter` answered {@link Wait}. Run uninterruptibly:
+   * a gate makes its wait interruptible itself, and gives back a ticket granted as the wait
+   * was interrupted (see the module's Gotchas).
+   */
   readonly enter: (entry: Entry) => Effect.Effect<T, E>
   /**
    * Called exactly once per ticket with the outcome of the work (`"refused"` when a later

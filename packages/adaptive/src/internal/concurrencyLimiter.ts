@@ -215,42 +215,56 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     }
   }
 
-  /** The waiting path: a permit once one is free, or a local refusal. */
+  /**
+   * The waiting path: a permit once one is free, or a local refusal. The guard runs it
+   * uninterruptibly; only the wait itself is interruptible, whatever the caller's region
+   * (Effect's HTTP server runs middleware uninterruptibly: a caller that left must not keep
+   * its place in the queue, nor run its handler for nobody).
+   */
   private waitFor(level: number): Effect.Effect<Permit, Errors.Overloaded> {
-    // A full queue displaces the least critical waiter for more critical work.
-    if (!this.makeRoom(level)) return Effect.fail(this.rejection("queue-full"))
-    const waiter = new Waiter(level)
-    this.enqueue(waiter)
-    this.queuedMetric.updateUnsafe(this.queued, this.context)
-    this.reportInFlight()
-    const wait = Effect.callback<Permit, Errors.Overloaded>((resume) => {
-      // The fiber may have yielded between enqueueing and registering.
-      if (waiter.state === Kernel.GRANTED) return resume(Effect.succeed(waiter.permit!))
-      if (waiter.state === Kernel.REJECTED) return resume(Effect.fail(waiter.rejection!))
-      waiter.resume = resume
-      return Effect.sync(() => this.abandon(waiter))
-    })
-    const timed =
-      this.maxWait === undefined
-        ? wait
-        : Effect.timeoutOrElse(wait, {
-            duration: this.maxWait,
-            orElse: () => Effect.fail(this.rejection("queue-timeout"))
-          })
-    return timed.pipe(
-      Effect.withSpan(
-        "sluice.concurrency_limiter.wait",
-        { attributes: { key: this.key, criticality: Criticality.levels[level] } },
-        { captureStackTrace: false }
-      ),
-      Effect.onExit((exit) => {
-        // Granted: the guard owns the permit from here on. Otherwise leave the queue, or
-        // give back a permit that was granted as the wait was being interrupted.
-        if (exit._tag === "Success") waiter.state = Kernel.DONE
-        else this.abandon(waiter)
-        return Effect.void
+    return Effect.suspend(() => {
+      // A full queue of work at least as critical: refused at once, with no wait set up.
+      if (!this.hasRoom(level)) return Effect.fail(this.rejection("queue-full"))
+      let waiter: Waiter | undefined
+      // The waiter joins the queue in the step that registers how it resumes and how it
+      // leaves: a fiber whose interruption is pending as it reaches the gate stops at the
+      // edge of the interruptible region, before it holds a place or can be granted a permit.
+      const wait = Effect.callback<Permit, Errors.Overloaded>((resume) => {
+        // A full queue displaces the least critical waiter for more critical work.
+        if (!this.makeRoom(level)) return resume(Effect.fail(this.rejection("queue-full")))
+        const joined = (waiter = new Waiter(level))
+        joined.resume = resume
+        this.enqueue(joined)
+        this.queuedMetric.updateUnsafe(this.queued, this.context)
+        this.reportInFlight()
+        return Effect.sync(() => this.abandon(joined))
       })
-    )
+      const timed =
+        this.maxWait === undefined
+          ? wait
+          : Effect.timeoutOrElse(wait, {
+              duration: this.maxWait,
+              orElse: () => Effect.fail(this.rejection("queue-timeout"))
+            })
+      return timed.pipe(
+        Effect.withSpan(
+          "sluice.concurrency_limiter.wait",
+          { attributes: { key: this.key, criticality: Criticality.levels[level] } },
+          { captureStackTrace: false }
+        ),
+        Effect.interruptible,
+        // Outside the interruptible region: a permit granted as the wait was interrupted is
+        // given back here; a permit that came out of the wait is the guard's from here on
+        // (the guard stores it with no interruptible step in between).
+        Effect.onExit((exit) => {
+          if (waiter !== undefined) {
+            if (exit._tag === "Success") waiter.state = Kernel.DONE
+            else this.abandon(waiter)
+          }
+          return Effect.void
+        })
+      )
+    })
   }
 }
 

@@ -149,13 +149,20 @@ class Pass implements A.Entry {
     return admit === undefined ? this.self : admit(this.self, this)
   }
 
-  /** The waiting path of gate `i`: its ticket is held from the moment its wait succeeds. */
+  /**
+   * The waiting path of gate `i`, run uninterruptibly: a ticket that comes out of `enter`
+   * is held before any interruption can fall, so none is lost between the gate and the
+   * pass. A gate makes its own wait interruptible, with an exit handler outside the wait
+   * that gives back a ticket granted as the wait was interrupted (`Gate.enter`).
+   */
   private wait(i: number): AnyEffect {
-    return Effect.flatMap(this.shared.gates[i]!.enter(this), (ticket) => {
-      this.tickets[i] = ticket
-      this.held = i + 1
-      return this.enterFrom(i + 1)
-    })
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(this.shared.gates[i]!.enter(this), (ticket) => {
+        this.tickets[i] = ticket
+        this.held = i + 1
+        return restore(this.enterFrom(i + 1))
+      })
+    )
   }
 
   /** Settles the tickets held, innermost first, with one outcome. */

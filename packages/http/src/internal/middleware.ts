@@ -285,17 +285,15 @@ export function sample(sampler?: ProportionalSampler.Service) {
 // ---- loadShed -------------------------------------------------------------------
 
 /**
- * `gate` whose wait is interruptible even where its caller is not. Effect 4's HTTP server
- * runs middleware uninterruptibly (the router makes only a route's handler interruptible),
- * so a request waiting in the limiter's queue would outlive its caller's socket: hold a place
- * in the queue, then run the handler for nobody. Only the wait is: the admission, the work
- * and the settlement keep the caller's interruptibility.
+ * `gate` whose wait ends at the request's deadline (`criticality` reads it from the request):
+ * no request waits for an answer its caller will not read. The wait itself is interruptible
+ * (the limiter's own), so the timer can end it although Effect's server runs middleware
+ * uninterruptibly.
  */
-const interruptibleWait = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E | Errors.DontRetry> => ({
-  tryEnter: (entry) => gate.tryEnter(entry),
+const boundedByDeadline = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E | Errors.DontRetry> => ({
+  tryEnter: gate.tryEnter,
   enter: (entry) => {
-    const wait = Effect.interruptible(gate.enter(entry))
-    // No request waits past its caller's deadline (`criticality` reads it from the request).
+    const wait = gate.enter(entry)
     const deadline = entry.getRef(Retry.currentDeadline)
     if (deadline === Infinity) return wait
     return Effect.timeoutOrElse(wait, {
@@ -303,7 +301,7 @@ const interruptibleWait = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, 
       orElse: () => Effect.fail(expired("queue", entry.context))
     })
   },
-  settle: (ticket, outcome, cause) => gate.settle(ticket, outcome, cause),
+  settle: gate.settle,
   isDrop: gate.isDrop
 })
 
@@ -328,10 +326,11 @@ export function loadShed(options: LoadShedOptions = {}) {
     const guarded = (shedder: LoadShedder.Service | undefined): HttpApp<E, R> => {
       // Shedder outside, limiter inside, entered in one step (`Admission.guard`).
       const gates: Array<Admission.Gate<unknown, Errors.Overloaded | Errors.DontRetry>> = []
-      if (shedder !== undefined)
-        gates.push(interruptibleWait(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>))
+      // Effect's HTTP server runs middleware uninterruptibly: the limiter's wait is
+      // interruptible on its own, so a caller that left gives up its place in the queue.
+      if (shedder !== undefined) gates.push(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>)
       if (options.limiter !== undefined)
-        gates.push(interruptibleWait(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>))
+        gates.push(boundedByDeadline(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>))
       const effect = inner.pipe(Admission.guard(gates))
       return Effect.matchEffect(effect, {
         onFailure: (error) =>

@@ -338,6 +338,14 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
   }
 
   /**
+   * Whether a waiter at `level` would find room ({@link makeRoom} would answer `true`),
+   * without displacing anyone: lets a binding refuse at once, before it sets up a wait.
+   */
+  hasRoom(level: number): boolean {
+    return this.queued < this.maxQueue || this.victimFor(level) !== undefined
+  }
+
+  /**
    * Room for one more waiter at `level`: `true` when the queue has room, or after displacing
    * the least critical waiter (handed to {@link onDisplaced}); `false` when the queue is full
    * of work at least as critical.
