@@ -116,6 +116,9 @@ export * as Outgoing from "./wire/Outgoing.js"
 export * as AttemptBound from "./deadline/AttemptBound.js"
 
 /** @since 0.2.0 */
+export * as Stall from "./deadline/Stall.js"
+
+/** @since 0.2.0 */
 export * as Breaker from "./breaker/Breaker.js"
 
 /** @since 0.2.0 */
