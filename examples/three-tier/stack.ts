@@ -75,7 +75,12 @@ export interface Stack {
   readonly reset: () => void
 }
 
-/** Serves an app on a loopback port picked by the OS, for the life of the scope. */
+/**
+ * Serves an app on a loopback port picked by the OS, for the life of the scope. Each tier's
+ * app is its routes' effect (`HttpRouter.toHttpEffect`): a route's handler is interruptible,
+ * so a caller that hangs up stops the tier's work and its client's retries downstream. A
+ * plain effect given to `HttpServer.serve` would run uninterruptibly, to its end.
+ */
 export const serve = <E, R>(
   app: Middleware.HttpApp<E, R>
 ): Effect.Effect<

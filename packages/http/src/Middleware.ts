@@ -20,6 +20,10 @@
  *   response would not reach the wire there.
  * - `pipe` applies the innermost first: `app.pipe(Middleware.loadShed(),
  *   Middleware.criticality())` runs `criticality` outside `loadShed`.
+ * - A caller that hangs up interrupts a route's handler (the router makes it
+ *   interruptible), and so the Sluice client calls it makes; a plain effect given
+ *   to `HttpServer.serve` runs uninterruptibly, to its end: serve handlers as
+ *   routes, or wrap a plain one in `Effect.interruptible` inside these functions.
  *
  * @example
  * ```ts

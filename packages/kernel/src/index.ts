@@ -120,6 +120,9 @@ export * as Propagation from "./deadline/Propagation.js"
 export * as Fallback from "./fallback/Fallback.js"
 
 /** @since 0.2.0 */
+export * as Stall from "./deadline/Stall.js"
+
+/** @since 0.2.0 */
 export * as Breaker from "./breaker/Breaker.js"
 
 /** @since 0.2.0 */

@@ -112,6 +112,12 @@ export interface Budget {
   readonly unsafeRecordRequest: (nowMillis: number) => void
   /** Grants and records one retry, or returns `false` when the budget is spent. */
   readonly unsafeTryWithdraw: (nowMillis: number) => boolean
+  /**
+   * Gives back the retry granted at `withdrawnAtMillis`, one that never reached the backend
+   * (the retry policy refunds a retry its own gates refused or that was abandoned before it
+   * was sent): the budget bounds the load retries add, and that one added none.
+   */
+  readonly unsafeRefund: (withdrawnAtMillis: number, nowMillis: number) => void
   readonly unsafeStats: (nowMillis: number) => BudgetStats
   readonly recordRequest: Effect.Effect<void>
   /** Grants and records one retry now; updates the grant / denial metrics. */
@@ -215,8 +221,9 @@ export const layerConfig: (
 export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> = internal.forKey
 
 /**
- * Budget metrics: `sluice_retry_budget_withdrawals` (retries granted) and
- * `sluice_retry_budget_denials` (retries refused), with the attribute `policy` when
+ * Budget metrics: `sluice_retry_budget_withdrawals` (retries granted),
+ * `sluice_retry_budget_denials` (retries refused) and `sluice_retry_budget_refunds`
+ * (granted retries given back because they never left), with the attribute `policy` when
  * the policy that asked has a `name`. `Budget.tryWithdraw` updates them without it;
  * the `unsafe*` methods update none.
  *
@@ -233,4 +240,9 @@ export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> 
 export const metrics: {
   readonly withdrawals: Metric.Counter<number>
   readonly denials: Metric.Counter<number>
-} = { withdrawals: internal.withdrawals.metric, denials: internal.denials.metric }
+  readonly refunds: Metric.Counter<number>
+} = {
+  withdrawals: internal.withdrawals.metric,
+  denials: internal.denials.metric,
+  refunds: internal.refunds.metric
+}

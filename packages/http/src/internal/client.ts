@@ -3,10 +3,11 @@ import { Admission, BoundedMap, Criticality, Errors, Meters, Options } from "@sl
 import { Retry, RetryBudget } from "@sluice/retry"
 import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
 import * as Propagation from "@sluice/kernel/deadline/Propagation"
+import * as Stall from "@sluice/kernel/deadline/Stall"
 import * as Headers from "@sluice/kernel/wire/Headers"
 import * as Outgoing from "@sluice/kernel/wire/Outgoing"
 import * as Verdict from "@sluice/kernel/wire/Verdict"
-import type * as Cause from "effect/Cause"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -95,6 +96,19 @@ const noticingWaits = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E> =
   settle: gate.settle,
   isDrop: gate.isDrop
 })
+
+/**
+ * One turn of the event loop's I/O: a `setImmediate` callback runs after the poll phase, so an
+ * answer already in the socket has been read (and its exchange settled) when it resumes. Not a
+ * timer and not time: `Clock.sleep(0)` only yields to other fibers.
+ */
+const ioTurn: Effect.Effect<void> = Effect.callback<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+/** The Clock's monotonic time in fractional milliseconds: a deadline is elapsed time. */
+const monotonicMillis = (clock: Clock.Clock): number => Number(clock.monotonicTimeNanosUnsafe()) / 1e6
 
 /** A request through its host's gates, under the retry policy or the one-try policy. */
 type Guard = (
@@ -253,6 +267,41 @@ const build = (
       }
     }
 
+    // The last time this client read an answer (monotonic ms): the process was running then, so
+    // a timer that fires late after it has not stalled that long (`Stall.stalledFor`).
+    let answeredAt = -Infinity
+
+    /**
+     * `self`, failed with `expire(stalledMs)` if it has not ended `millis` from now. A timer
+     * that fires late because this process did not run (`Stall`) may find the answer unread in
+     * the socket: one I/O turn lets the exchange read it and win first. A miss still left after
+     * a stall long against `millis` (`Stall.isOwnMiss`) is `expire`d with how long the process
+     * stalled, for the caller to decide as its own (never a backend's drop); `stalledMs` is 0
+     * for the remote side's miss.
+     */
+    const expireAfter = <A, E, R, E2>(
+      self: Effect.Effect<A, E, R>,
+      clock: Clock.Clock,
+      millis: number,
+      expire: (stalledMs: number) => E2
+    ): Effect.Effect<A, E | E2, R> => {
+      const dueAt = monotonicMillis(clock) + millis
+      const timer = Effect.flatMap(clock.sleep(Duration.millis(millis)), () => {
+        const stalled = Stall.stalledFor(monotonicMillis(clock), dueAt, answeredAt)
+        if (!Stall.isStall(stalled)) return Effect.fail(expire(0))
+        return Effect.andThen(ioTurn, Effect.fail(expire(Stall.isOwnMiss(stalled, millis) ? stalled : 0)))
+      })
+      return Effect.raceFirst(self, timer)
+    }
+
+    const attemptExpired = (bound: number) => (stalledMs: number) =>
+      stalledMs === 0
+        ? new Cause.TimeoutError(`attempt timed out after ${bound} ms`)
+        : new Errors.Overloaded({
+            reason: `attempt timed out after ${bound} ms while this process stalled for ${Math.round(stalledMs)} ms`,
+            origin: "local"
+          })
+
     const exchange = (
       request: HttpClientRequest.HttpClientRequest,
       host: Host
@@ -261,7 +310,8 @@ const build = (
         // Inside the retry loop: the attempt number is the policy's, the level the caller's.
         const attempt = fiber.getRef(Retry.currentAttempt)
         const deadline = fiber.getRef(Retry.currentDeadline)
-        const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+        const clock = fiber.getRef(Clock.Clock)
+        const now = clock.currentTimeMillisUnsafe()
         const headers: Record<string, string> = {
           [names.criticality]: fiber.getRef(Criticality.currentCriticality),
           [names.attempt]: String(attempt)
@@ -275,6 +325,9 @@ const build = (
         const send: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> = Effect.flatMap(
           Effect.mapError(platform.execute(outgoing), markTransport),
           (response) => {
+            // read on every answer: even a client without a timeout of its own may run under an
+            // enclosing deadline, whose timer judges stalls by it
+            answeredAt = monotonicMillis(clock)
             if (names.degraded in response.headers && Headers.parseFlag(response.headers[names.degraded]))
               host.degraded.updateUnsafe(1, fiber.context)
             return Effect.as(decoder.decode(response, settings, json, host.decoding), response)
@@ -289,7 +342,9 @@ const build = (
           unwaitedSince: fiber.getRef(currentCall)?.unwaitedSince ?? Infinity,
           attempt
         })
-        return bound === undefined ? send : Effect.timeout(send, Duration.millis(bound))
+        // A miss of the attempt's bound is a drop (`Cause.TimeoutError`), unless the timer found
+        // this process stalled: then it is a local refusal, which teaches no policy.
+        return bound === undefined ? send : expireAfter(send, clock, bound, attemptExpired(bound))
       })
 
     const execute = (request: HttpClientRequest.HttpClientRequest) =>
@@ -312,23 +367,37 @@ const build = (
         // still waiting or was sent with less time than that. The deadline is also the
         // retry policy's: no retry is scheduled that could not start before it. An
         // enclosing caller's earlier deadline stays the one that counts.
-        const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+        const clock = fiber.getRef(Clock.Clock)
+        const now = clock.currentTimeMillisUnsafe()
         const { deadline, left, timer } = AttemptBound.call(now, timeout ?? Infinity, enclosing)
         const bounded = call.pipe(
           Effect.provideService(currentCall, { unwaitedSince: now }),
           Effect.provideService(Retry.currentDeadline, deadline)
         )
-        const timedOut = Effect.suspend(() =>
-          Effect.fail(
+        // A deadline already spent (an enclosing caller's) sends nothing.
+        if (left === 0)
+          return Effect.fail(
             new Errors.DontRetry({
               reason: "timeout",
               cause: new Errors.Overloaded({ reason: `deadline of ${left} ms`, origin: "local" })
             })
           )
+        return expireAfter(
+          bounded,
+          clock,
+          timer,
+          (stalledMs) =>
+            new Errors.DontRetry({
+              reason: "timeout",
+              cause: new Errors.Overloaded({
+                reason:
+                  stalledMs === 0
+                    ? `deadline of ${left} ms`
+                    : `deadline of ${left} ms, missed while this process stalled for ${Math.round(stalledMs)} ms`,
+                origin: "local"
+              })
+            })
         )
-        // A deadline already spent (an enclosing caller's) sends nothing.
-        if (left === 0) return timedOut
-        return Effect.timeoutOrElse(bounded, { duration: Duration.millis(timer), orElse: () => timedOut })
       })
 
     return HttpClient.makeWith<never, never, C.ClientError, never>(

@@ -19,8 +19,8 @@
  *
  * Before expiring anything the queue asks for one I/O turn, so a reply already sitting in the
  * socket settles its call first. A wake that comes late while calls are in flight (more than
- * `STALL_MS` after the later of the wake it meant and the last answer it read) means the process
- * was not running: the calls it expires are marked `stalled` (not the store's fault). With a
+ * `Stall.STALL_MS` after the later of the wake it meant and the last answer it read: the rule of
+ * `deadline/Stall`, which the HTTP client's timers share) means the process was not running: the calls it expires are marked `stalled` (not the store's fault). With a
  * `maxTimeoutMs` above the timeout, calls may also wait past the timeout for what is not the
  * store's fault:
  * - A stalled process: the time it did not run is added to the queue's `stalled` total, and
@@ -35,6 +35,8 @@
  *
  * @since 0.2.0
  */
+
+import * as Stall from "../deadline/Stall.js"
 
 /**
  * A registered call: a node of the queue's doubly linked list.
@@ -68,14 +70,6 @@ export interface Entry {
  * @since 0.2.0
  */
 export const slackFor = (timeoutMs: number): number => Math.min(5, Math.max(0.5, timeoutMs / 3))
-
-/**
- * A deadline timer that fires more than this late means the process itself was not running:
- * the time it fired late is not counted against the calls.
- *
- * @since 0.2.0
- */
-export const STALL_MS = 3
 
 /**
  * A stall at least this long is a saturated host, not the hiccups of a busy VM (a few ms late now
@@ -268,9 +262,8 @@ export class DeadlineQueue {
     // host, not the few ms a busy VM takes now and then) is given once more to the calls then in
     // flight (`graceUntil`), for a store starved with this process to answer once both run again;
     // not under a hard bound, which promises the caller its decision by the timeout.
-    const ran = this.lastAnswerAt > this.wakeAt ? this.lastAnswerAt : this.wakeAt
-    if (!this.graced && this.wakeAt >= 0 && this.head !== undefined && now - ran > STALL_MS) {
-      const late = now - ran
+    const late = Stall.stalledFor(now, this.wakeAt, this.lastAnswerAt)
+    if (!this.graced && this.wakeAt >= 0 && this.head !== undefined && Stall.isStall(late)) {
       this.stalled += late
       if (late >= LONG_STALL_MS && !this.hard) this.graceUntil = now + late
       this.lateWake = true

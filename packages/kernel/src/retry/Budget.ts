@@ -118,6 +118,15 @@ export class Budget {
     return true
   }
 
+  /**
+   * Gives back, at `now`, the retry withdrawn at `withdrawnAt`: one that never reached the
+   * backend (this process refused it, or it was abandoned before it was sent) added no load,
+   * and the budget bounds load. Nothing once the withdrawal has left the window.
+   */
+  refund(withdrawnAt: number, now: number): void {
+    this.retries.removeAt(withdrawnAt, now, 1)
+  }
+
   /** The counts of the window ending at `now`. */
   stats(now: number): BudgetStats {
     const requests = this.requests.total(now)

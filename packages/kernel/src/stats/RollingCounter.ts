@@ -92,6 +92,24 @@ export class RollingCounter {
     this.sum += amount
   }
 
+  /**
+   * Takes back up to `amount` (default 1) of what was added at time `at`, as seen at `now`: from
+   * `at`'s own bucket, so the total falls now and stays right when that bucket leaves the window
+   * (taking it from the latest bucket would outlive the event it cancels). Nothing once `at`'s
+   * bucket has left the window; never below zero.
+   */
+  removeAt(at: number, now: number, amount = 1): void {
+    this.advance(now)
+    const index = Math.floor(at / this.width)
+    if (index > this.last || index <= this.last - this.buckets) return
+    const slot = ((index % this.buckets) + this.buckets) % this.buckets
+    const taken = Math.min(amount, this.counts[slot]!)
+    if (!(taken > 0)) return
+    this.counts[slot]! -= taken
+    this.sum -= taken
+    if (this.sum < 1e-9) this.sum = Math.max(0, this.sum)
+  }
+
   /** The total over the window ending at `now`. */
   total(now: number): number {
     this.advance(now)

@@ -30,6 +30,24 @@ describe("Budget", () => {
     expect(budget.tryWithdraw(11_000)).toBe(false)
   })
 
+  it("a refund gives a withdrawal back from its own bucket: the count stays right when that bucket leaves", () => {
+    const budget = make(0, 0.2) // reserve = 2 retries per 10 s window
+    expect(budget.tryWithdraw(500)).toBe(true)
+    expect(budget.tryWithdraw(5_500)).toBe(true)
+    expect(budget.tryWithdraw(5_500)).toBe(false)
+    budget.refund(500, 5_600)
+    expect(budget.stats(5_600)).toMatchObject({ retries: 1, available: 1 })
+    // 500's bucket has left the window: a refund taken from the latest bucket would now read 0
+    expect(budget.stats(10_600)).toMatchObject({ retries: 1, available: 1 })
+    expect(budget.stats(15_600)).toMatchObject({ retries: 0, available: 2 })
+    // a refund of a withdrawal already out of the window, or a second one, changes nothing
+    expect(budget.tryWithdraw(15_600)).toBe(true)
+    budget.refund(500, 15_700)
+    budget.refund(15_600, 15_700)
+    budget.refund(15_600, 15_700)
+    expect(budget.stats(15_700)).toMatchObject({ retries: 0, available: 2 })
+  })
+
   it("the reserve is the floor per second over the window", () => {
     expect(Budget.reserveOf(0.5, 10_000)).toBe(5)
     expect(Budget.reserveOf(1, 2500)).toBe(2.5)

@@ -72,6 +72,7 @@ interface Meters {
   readonly giveUps: Readonly<Record<Errors.DontRetryReason, Metric.Counter<number>>>
   readonly withdrawals: Metric.Counter<number>
   readonly denials: Metric.Counter<number>
+  readonly refunds: Metric.Counter<number>
 }
 
 const giveUpsOf = (
@@ -92,7 +93,8 @@ const metersOf = (name: string | undefined): Meters => {
     retries: retries.of(policy),
     giveUps: policy === undefined ? unnamedGiveUps : giveUpsOf(policy),
     withdrawals: retryBudget.withdrawals.of(policy),
-    denials: retryBudget.denials.of(policy)
+    denials: retryBudget.denials.of(policy),
+    refunds: retryBudget.refunds.of(policy)
   }
 }
 
@@ -200,11 +202,34 @@ const scheduledAt = <E, R>(
     () => Effect.undefined
   )
 
+/** Whether a try reached what it guards: set when the work behind the policy's gates starts. */
+interface Sent {
+  left: boolean
+}
+
+/**
+ * The work of a retry, noting in `sent` when it starts: behind `gates` (the policy's `around`),
+ * so a retry the throttle or limiter refused, or that was abandoned while it waited, is seen
+ * never to have left.
+ */
+const marked = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  gates: (<A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, unknown, R>) | undefined,
+  sent: Sent
+): Effect.Effect<A, unknown, R> => {
+  const work = Effect.suspend(() => {
+    sent.left = true
+    return self
+  })
+  return gates === undefined ? work : gates(work)
+}
+
 const retryLoop = <A, E, R>(
   self: Effect.Effect<A, E, R>,
   firstError: E,
   config: Compiled,
-  budget: RB.Budget | undefined
+  budget: RB.Budget | undefined,
+  gates?: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, unknown, R>
 ): Effect.Effect<A, unknown, R> => {
   const first = Policy.verdict(firstError, 1, config)
   if (first !== "retry")
@@ -238,6 +263,17 @@ const retryLoop = <A, E, R>(
           ;(granted ? meters.withdrawals : meters.denials).updateUnsafe(1, context)
           if (!granted) return yield* giveUp("budget", attempts, error, config)
         }
+        // The retry is paid for now, so that retries waiting in backoff count, and given back if
+        // it never leaves: refused by this process (its gates, or a local refusal from inside a
+        // composition the policy cannot see) or abandoned before it was sent. The budget bounds
+        // the load retries add to the backend; that one added none.
+        const sent: Sent = { left: false }
+        const refund = (failure: unknown): void => {
+          if (budget === undefined) return
+          if (sent.left && (gates !== undefined || Outcome.ofError(failure) !== "refused")) return
+          budget.unsafeRefund(now, nowOf(fiber))
+          meters.refunds.updateUnsafe(1, context)
+        }
         meters.retries.updateUnsafe(1, context)
         const attemptNumber = attempts
         sink?.unsafePublish({
@@ -255,9 +291,12 @@ const retryLoop = <A, E, R>(
           Effect.andThen(
             Effect.suspend(() => {
               meters.attempts.updateUnsafe(1, context)
-              return Effect.result(Effect.provideService(self, currentAttempt, attemptNumber))
+              return Effect.result(
+                Effect.provideService(marked(self, gates, sent), currentAttempt, attemptNumber)
+              )
             })
           ),
+          Effect.onInterrupt(() => Effect.sync(() => refund(undefined))),
           // No stack capture: `new Error()` per retry dominated the cost of a retry storm.
           Effect.withSpan(
             "sluice.retry.attempt",
@@ -274,6 +313,7 @@ const retryLoop = <A, E, R>(
         attempts++
         if (Result.isSuccess(result)) return result.success
         error = result.failure
+        refund(error)
       }
     })
   })
@@ -377,7 +417,7 @@ const policy = (config: Compiled, budget: RB.Budget | undefined): R.Policy => {
       // attempt set back to 0 for its own tries: the guard admits it so.
       return Admission.guard(
         [firstTry, ...gates],
-        (error, self) => retryLoop(later(self), error, config, budget),
+        (error, self) => retryLoop(self, error, config, budget, later),
         firstTry.admit
       ) as <A, E, R>(
         self: Effect.Effect<A, E, R>

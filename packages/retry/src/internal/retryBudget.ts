@@ -22,6 +22,12 @@ export const withdrawals = Meters.counter(
   "retries granted by a retry budget"
 )
 
+/** @internal */
+export const refunds = Meters.counter(
+  "sluice_retry_budget_refunds",
+  "granted retries given back: they never reached the backend"
+)
+
 /** @internal runs `f` at the current time of the running fiber's clock */
 export const atNow = <A>(f: (now: number) => A): Effect.Effect<A> =>
   Effect.clockWith((clock) => Effect.sync(() => f(clock.currentTimeMillisUnsafe())))
@@ -47,6 +53,8 @@ class BudgetImpl implements RB.Budget {
   readonly gate = recordingGate((entry) => this.unsafeRecordRequest(entry.now))
   readonly unsafeRecordRequest = (nowMillis: number): void => this.budget.recordRequest(nowMillis)
   readonly unsafeTryWithdraw = (nowMillis: number): boolean => this.budget.tryWithdraw(nowMillis)
+  readonly unsafeRefund = (withdrawnAtMillis: number, nowMillis: number): void =>
+    this.budget.refund(withdrawnAtMillis, nowMillis)
   readonly unsafeStats = (nowMillis: number): RB.BudgetStats => this.budget.stats(nowMillis)
   get recordRequest(): Effect.Effect<void> {
     return atNow(this.unsafeRecordRequest)
