@@ -471,7 +471,8 @@ export const make = (
         const maxWaitMs =
           waitOptions?.maxWait === undefined
             ? 0
-            : Duration.toMillis(Duration.fromInputUnsafe(waitOptions.maxWait))
+            : QuotaOptions.maxWaitMs(toMillis(waitOptions.maxWait), waitOptions.maxWait)
+        if (typeof maxWaitMs === "string") return Effect.fail(invalid(`Quota.withQuota: ${maxWaitMs}`))
         const cost = waitOptions?.cost
         const attempt = (
           deadlineAt: number,
