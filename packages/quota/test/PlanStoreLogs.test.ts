@@ -1,12 +1,14 @@
 // The Redis plan store while Redis is down: it keeps the plans in force and says so once per
 // outage, not once per refresh.
-import { QuotaStore } from "@sluice/quota"
+import { type QuotaConfig, QuotaStore } from "@sluice/quota"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Logger } from "effect"
 import { TestClock } from "effect/testing"
 import { makeConfigOn, type PlanConnection } from "../src/internal/redisPlanStore.js"
 
-const plan = { tiers: [{ name: "spike", algorithm: "gcra" as const, limit: 10, period: "1 second" }] }
+const plan: QuotaConfig.PlanInput = {
+  tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
+}
 
 describe("Redis plan store: logging while Redis is down", () => {
   it.effect("warns once per outage (not per refresh) and once when Redis answers again", () =>
