@@ -133,7 +133,8 @@ export interface CheckOptions {
 }
 
 /**
- * Options of {@link withQuota}: `cost` and `maxWait` (default 0: do not wait).
+ * Options of {@link withQuota}: `cost` and `maxWait` (default 0: do not wait; a duration that is
+ * negative, not finite or not a duration fails with `InvalidOptions`).
  *
  * @since 0.2.0
  * @category models

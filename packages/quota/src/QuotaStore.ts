@@ -87,14 +87,18 @@ export interface Store {
   readonly unsafeCheck?: ((client: string, plan: CompiledPlan, cost: number) => StoreResult) | undefined
   /**
    * Callback form of `check` for remote stores: lets `Quota` enforce its deadline
-   * without a fiber or a timer per call. Must call `callback` at most once.
+   * without a fiber or a timer per call. Must call `callback` at most once. `floor`: the
+   * client's block and state as this instance last knew them (see the kernel's
+   * `Fallback.floor`): a store that lost the client's state (a restarted or failed-over Redis)
+   * raises it to the floor in the same call, the larger of the two, never the sum.
    */
   readonly checkCallback?:
     | ((
         client: string,
         plan: CompiledPlan,
         cost: number,
-        callback: (error: QuotaStoreError | undefined, result: StoreResult | undefined) => void
+        callback: (error: QuotaStoreError | undefined, result: StoreResult | undefined) => void,
+        floor?: ReadonlyArray<number> | undefined
       ) => void)
     | undefined
   /**

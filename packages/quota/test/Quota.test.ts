@@ -360,4 +360,39 @@ describe("Quota (memory store)", () => {
       expect(Exit.isFailure(cost) && String(cost.cause)).toMatch(/cost/)
     }).pipe(Effect.scoped)
   )
+
+  it.effect("refuses null for every option, naming it, as it refuses any other bad value", () =>
+    Effect.gen(function* () {
+      const fields = [
+        "mode",
+        "deadline",
+        "maxDeadline",
+        "breaker",
+        "failClosedRetryAfter",
+        "fallbackShare",
+        "fallbackMaxClients",
+        "maxClientIdLength"
+      ]
+      const breakerFields = [
+        "failureRatio",
+        "window",
+        "minimumCalls",
+        "consecutiveFailures",
+        "minFailureSpan",
+        "openFor",
+        "halfOpenProbes"
+      ]
+      const cases = [
+        ...fields.map((field) => [field, { [field]: null }] as const),
+        ...breakerFields.map((field) => [`breaker.${field}`, { breaker: { [field]: null } }] as const)
+      ]
+      for (const [field, options] of cases) {
+        const exit = yield* Effect.exit(
+          Quota.make(options as unknown as Quota.QuotaOptions).pipe(Effect.provide(quotaLayer(twoTier)))
+        )
+        expect(failureOf(exit), field).toBeInstanceOf(Options.InvalidOptions)
+        expect(String((failureOf(exit) as Options.InvalidOptions).message), field).toContain(`${field}:`)
+      }
+    }).pipe(Effect.scoped)
+  )
 })

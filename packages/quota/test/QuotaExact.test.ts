@@ -53,6 +53,11 @@ describe.each(transports)(
       // blocks short enough to end within a run's sleeps
       redisAgainstReference(transport, fc.integer({ min: 1, max: 150 }), 30, 18, 15)
     )
+
+    it.live(
+      "Redis store restarted at any point: the floor each check brings keeps every decision exact",
+      () => redisAgainstReference(transport, fc.integer({ min: 0, max: 150 }), 40, 19, 20, true)
+    )
   }
 )
 
@@ -67,7 +72,8 @@ const redisAgainstReference = (
   arbBlockFor: fc.Arbitrary<number>,
   numRuns: number,
   seed: number,
-  baked: number
+  baked: number,
+  restarts = false
 ) =>
   Effect.gen(function* () {
     const store = yield* transport.makeStore(unique("exact") + ":", baked)
@@ -91,15 +97,28 @@ const redisAgainstReference = (
     let checks = 0
     let denied = 0
     let blocked = 0
+    let restarted = 0
+    let raised = 0
     for (const [index, [tiers, blockForMs, steps]] of samples.entries()) {
       const plan = yield* compile(tiers, blockForMs)
       const reference = new ExactReference(tiers, blockForMs)
       const minCap = Math.min(...tiers.map(capacityOf))
       const seen: Array<{ now: number; cost: number; result: QuotaStore.StoreResult }> = []
-      for (const step of steps) {
+      for (const [at, step] of steps.entries()) {
         if (step.sleep > 0) yield* Effect.sleep(Duration.millis(step.sleep))
         const cost = costOf(step.cost, minCap)
-        const result = yield* store.check(`c${index}`, plan, cost)
+        const previous = seen[seen.length - 1]?.result
+        // every fourth check, Redis forgets the client (as a restart without persistence does)
+        // and the check brings the state the last answer carried: decisions stay exact
+        const restart = restarts && previous !== undefined && (index + at) % 4 === 3
+        if (restart) {
+          yield* store.reset(`c${index}`)
+          restarted++
+        }
+        const result = restart
+          ? yield* checkWithFloor(store, `c${index}`, plan, cost, floorOf(previous!))
+          : yield* store.check(`c${index}`, plan, cost)
+        if (result.raised === true) raised++
         // Redis' TIME, floored to the ms: an epoch-scale clock
         expect(Number.isInteger(result.now) && result.now > 1.7e12).toBe(true)
         const expected = reference.check(result.now, cost)
@@ -122,14 +141,44 @@ const redisAgainstReference = (
       for (const { cost, now, result } of seen) {
         clock.now = now
         const local = memory.unsafeCheck("c", plan, cost)
-        expect(local).toEqual(result)
+        const { raised: _raised, state: _state, ...decided } = result
+        expect(local).toEqual(decided)
       }
     }
     expect(checks).toBeGreaterThan(numRuns * 5)
     expect(denied).toBeGreaterThan((numRuns * 5) / 6)
     if (blocked === 0) expect(samples.every(([, blockForMs]) => blockForMs === 0)).toBe(true)
     else expect(blocked).toBeGreaterThan(numRuns)
+    if (restarts) {
+      expect(restarted).toBeGreaterThan(numRuns / 2)
+      // most lost states still held something spent: those were raised back
+      expect(raised).toBeGreaterThan(restarted / 3)
+    } else expect(raised).toBe(0)
   }).pipe(Effect.scoped)
+
+/** The floor a caller holds after an answer: its block, then the state the answer carried. */
+const floorOf = (result: QuotaStore.StoreResult): Array<number> => [
+  (result.blockedMs ?? 0) > 0 ? result.now + result.blockedMs! : 0,
+  ...result.state!
+]
+
+/** A check that brings a floor (as `Quota` sends its fallback's). */
+const checkWithFloor = (
+  store: QuotaStore.Store,
+  client: string,
+  plan: QuotaConfig.CompiledPlan,
+  cost: number,
+  floor: ReadonlyArray<number>
+) =>
+  Effect.callback<QuotaStore.StoreResult, QuotaStore.QuotaStoreError>((resume) =>
+    store.checkCallback!(
+      client,
+      plan,
+      cost,
+      (error, result) => resume(error === undefined ? Effect.succeed(result!) : Effect.fail(error)),
+      floor
+    )
+  )
 
 describe.each(transports)("Redis store: a client whose plan changes ($name)", (transport) => {
   const plans: ReadonlyArray<QuotaConfig.PlanInput> = [
@@ -179,7 +228,8 @@ describe.each(transports)("Redis store: a client whose plan changes ($name)", (t
         for (const { now, plan, result } of seen) {
           clock.now = now
           const local = memory.unsafeCheck("p", compiled[plan]!, 1)
-          expect(local, `plan ${plan} at ${now}`).toEqual({ ...result, now: local.now })
+          const { raised: _raised, state: _state, ...decided } = result
+          expect(local, `plan ${plan} at ${now}`).toEqual({ ...decided, now: local.now })
         }
         // the daily count carried across plans 0, 1 and 2 (it started anew under plan 3)
         expect(seen.filter((s) => s.result.allowed).length).toBeGreaterThan(10)

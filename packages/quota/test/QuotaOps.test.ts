@@ -169,4 +169,24 @@ describe("withQuota waits for a permit up to a bound", () => {
       expect(runs).toBe(6)
     }).pipe(Effect.provide(memoryLayer(plan)))
   )
+
+  it.effect("refuses a maxWait that is not a finite duration of at least 0 with InvalidOptions", () =>
+    Effect.gen(function* () {
+      let runs = 0
+      const work = Effect.sync(() => ++runs)
+      for (const maxWait of [NaN, -1, "-5 millis", "1e400 seconds", Duration.infinity, "soon"]) {
+        const exit = yield* Effect.exit(
+          work.pipe(Quota.withQuota("v", { maxWait: maxWait as Duration.Input }))
+        )
+        const error = exit._tag === "Failure" ? exit.cause.reasons[0] : undefined
+        expect(error !== undefined && error._tag === "Fail" && error.error).toBeInstanceOf(
+          Options.InvalidOptions
+        )
+        expect(String(exit._tag === "Failure" && exit.cause)).toMatch(/maxWait/)
+      }
+      expect(runs).toBe(0)
+      // 0 is "do not wait", as when absent
+      expect(yield* work.pipe(Quota.withQuota("v", { maxWait: 0 }))).toBe(1)
+    }).pipe(Effect.provide(memoryLayer(plan)))
+  )
 })

@@ -8,12 +8,13 @@
 import { encode } from "./Utf8.js"
 
 /**
- * `text`'s UTF-8 bytes padded to whole 64-byte blocks, as a big-endian view of them.
+ * `text`'s UTF-8 bytes (with `lossless`, WTF-8: see `Utf8.encode`) padded to whole 64-byte
+ * blocks, as a big-endian view of them.
  *
  * @since 0.2.0
  */
-export const padded = (text: string): DataView => {
-  const bytes = encode(text)
+export const padded = (text: string, lossless = false): DataView => {
+  const bytes = encode(text, lossless)
   const bitLength = bytes.length * 8
   const blocks = new Uint8Array(((bytes.length + 9 + 63) >> 6) << 6)
   blocks.set(bytes)

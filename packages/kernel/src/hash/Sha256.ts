@@ -21,12 +21,14 @@ const K = new Uint32Array([
 const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n))
 
 /**
- * The SHA-256 of `text`'s UTF-8 bytes, as 64 lowercase hex digits.
+ * The SHA-256 of `text`'s UTF-8 bytes, as 64 lowercase hex digits. With `lossless`, of its WTF-8
+ * bytes (a lone surrogate as its own three bytes, not U+FFFD): the same digest for well-formed
+ * text, distinct digests for texts that differ only in lone surrogates.
  *
  * @since 0.2.0
  */
-export const hex = (text: string): string => {
-  const view = padded(text)
+export const hex = (text: string, lossless = false): string => {
+  const view = padded(text, lossless)
   const h = new Uint32Array([
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
   ])

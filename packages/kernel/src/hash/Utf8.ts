@@ -7,11 +7,13 @@
  */
 
 /**
- * The UTF-8 encoding of `text`; a lone surrogate is encoded as U+FFFD (`EF BF BD`).
+ * The UTF-8 encoding of `text`; a lone surrogate is encoded as U+FFFD (`EF BF BD`), or, with
+ * `lossless`, as its own three bytes (WTF-8: `ED A0 80` for U+D800), which no well-formed text
+ * produces, so distinct strings always have distinct bytes (and well-formed text its UTF-8).
  *
  * @since 0.2.0
  */
-export const encode = (text: string): Uint8Array => {
+export const encode = (text: string, lossless = false): Uint8Array => {
   // at most three bytes per UTF-16 code unit (a surrogate pair: four bytes for two units)
   const out = new Uint8Array(text.length * 3)
   let n = 0
@@ -37,7 +39,7 @@ export const encode = (text: string): Uint8Array => {
         i++
         continue
       }
-      c = 0xfffd
+      if (!lossless) c = 0xfffd
     }
     out[n++] = 0xe0 | (c >> 12)
     out[n++] = 0x80 | ((c >> 6) & 0x3f)

@@ -9,7 +9,7 @@
  */
 import type { Issue } from "../options/Field.js"
 import type { CompiledPlan, StoreResult } from "./Plan.js"
-import { adjustTier, checkState, fullAt, initState, startBlock, stateSize } from "./Plan.js"
+import { adjustTier, checkState, fullAt, initState, raiseState, startBlock, stateSize } from "./Plan.js"
 
 interface ClientState {
   shape: string
@@ -179,6 +179,39 @@ export class MemoryQuotaState {
     const { inCurrent, state } = this.enter(client, plan, now)
     if (until > state.blockedUntil) state.blockedUntil = until
     this.leave(client, plan, state, inCurrent, now)
+  }
+
+  /**
+   * Raises a client's state to at least `floor` (the plan's layout, see `raiseState`) and its
+   * block to at least `blockedUntil`.
+   */
+  raise(
+    client: string,
+    plan: CompiledPlan,
+    floor: ArrayLike<number>,
+    blockedUntil: number,
+    now: number
+  ): void {
+    const { inCurrent, state } = this.enter(client, plan, now)
+    raiseState(plan.tiers, state.state, floor)
+    if (blockedUntil > state.blockedUntil) state.blockedUntil = blockedUntil
+    this.leave(client, plan, state, inCurrent, now)
+  }
+
+  /**
+   * A client's state as a floor for a store that may have lost it: its block, then its numbers
+   * in the plan's layout; `undefined` when it holds nothing a new client would not (or was kept
+   * for another plan's shape).
+   */
+  floorOf(client: string, plan: CompiledPlan, now: number): Array<number> | undefined {
+    const state = this.current.clients.get(client) ?? this.previous.clients.get(client)
+    if (state === undefined || state.expiresAt <= now || state.shape !== plan.shape) return undefined
+    const numbers = state.state
+    const floor: Array<number> = new Array(numbers.length + 1)
+    floor[0] = state.blockedUntil
+    // a tier never used holds -Infinity: 0 is as old, and a number every store reads
+    for (let i = 0; i < numbers.length; i++) floor[i + 1] = numbers[i] === -Infinity ? 0 : numbers[i]!
+    return floor
   }
 
   /** Forgets a client: its next check starts with full tiers and no block. */

@@ -150,14 +150,19 @@ export const resolve = <D>(input: Input<D>, toMillis: (duration: D) => number): 
     if (problem !== undefined) issues.push({ path, message: problem })
     return n
   }
-  const mode = input.mode ?? defaults.mode
+  // only an absent option (or `undefined`) takes its default: `null` is a value, refused like any other
+  const mode = input.mode === undefined ? defaults.mode : input.mode
   if (!failureModes.includes(mode)) {
     issues.push({
       path: ["mode"],
       message: `expected one of ${failureModes.join(", ")}, got ${String(mode)}`
     })
   }
-  const b = input.breaker ?? {}
+  let b: BreakerInput<D> = {}
+  if (input.breaker !== undefined) {
+    if (typeof input.breaker === "object" && input.breaker !== null) b = input.breaker
+    else issues.push({ path: ["breaker"], message: `expected an object, got ${String(input.breaker)}` })
+  }
   const d = defaults.breaker
   const deadlineMs = read(["deadline"], input.deadline, "span", defaults.deadlineMs)
   const maxClientIdLength = read(
@@ -238,6 +243,17 @@ export const unitsIssue = (units: number): string | undefined =>
   Number.isSafeInteger(units) && units > 0
     ? undefined
     : `units must be a positive integer, got ${String(units)}`
+
+/**
+ * How long `withQuota` may wait for a permit, in milliseconds, or what is wrong with it: finite
+ * and at least 0 (0: do not wait). `given`: the duration as the caller wrote it, for the message.
+ *
+ * @since 1.0.0
+ */
+export const maxWaitMs = (ms: number, given: unknown = ms): number | string =>
+  Number.isFinite(ms) && ms >= 0
+    ? ms
+    : `maxWait must be a finite duration of at least 0, got ${String(given)}`
 
 /**
  * A block's duration in whole milliseconds (rounded up), or what is wrong with it: it must be

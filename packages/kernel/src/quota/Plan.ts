@@ -216,6 +216,14 @@ export interface StoreResult {
   readonly now: number
   /** when the client is blocked: milliseconds until the block ends (else 0) */
   readonly blockedMs?: number | undefined
+  /**
+   * A remote store's answer may carry the client's state after the check, exact, in the plan's
+   * layout (see {@link stateSize}: gcra `t, r`, sliding-window `window, current, previous`), so
+   * a local fallback holds what the store saw spent and can give it back to a store that lost it.
+   */
+  readonly state?: ReadonlyArray<number> | undefined
+  /** the store had lost (part of) the client's state and took the floor sent with the check */
+  readonly raised?: boolean | undefined
 }
 
 /**
@@ -577,3 +585,91 @@ export const blockTiers = (decisions: ReadonlyArray<TierDecision>, blockedMs: nu
     allowed: false,
     retryAfterMs: d.retryAfterMs > blockedMs ? d.retryAfterMs : blockedMs
   }))
+
+/**
+ * Raises a client's state (`into`, rolled or not) to at least `floor` (the same plan's layout),
+ * tier by tier: the later gcra arrival time, the larger sliding-window counts once both are
+ * rolled to the same window. Exact: merging a state with itself, or with an older state of the
+ * same client, changes nothing. Answers whether anything was raised.
+ *
+ * @since 1.0.0
+ */
+export const raiseState = (
+  tiers: ReadonlyArray<CompiledTier>,
+  into: Array<number>,
+  floor: ArrayLike<number>
+): boolean => {
+  let raised = false
+  for (let i = 0; i < tiers.length; i++) {
+    const o = tiers[i]!.offset
+    if (tiers[i]!.algorithm === "gcra") {
+      const ft = floor[o]!
+      const fr = floor[o + 1]!
+      const t = into[o]!
+      if (ft > t || (ft === t && fr > into[o + 1]!)) {
+        into[o] = ft
+        into[o + 1] = fr
+        raised = true
+      }
+    } else {
+      let fw = floor[o]!
+      let fc = floor[o + 1]!
+      let fp = floor[o + 2]!
+      if (fc === 0 && fp === 0) continue
+      const w = into[o]!
+      if (fw < w) {
+        // the floor is older: rolled to the state's window
+        fp = fw === w - 1 ? fc : 0
+        fc = 0
+        fw = w
+      } else if (fw > w) {
+        into[o + 2] = w === fw - 1 ? into[o + 1]! : 0
+        into[o + 1] = 0
+        into[o] = fw
+      }
+      if (fc > into[o + 1]!) {
+        into[o + 1] = fc
+        raised = true
+      }
+      if (fp > into[o + 2]!) {
+        into[o + 2] = fp
+        raised = true
+      }
+    }
+  }
+  return raised
+}
+
+/**
+ * A client's state after a store's answer, rebuilt from the debts and counts it decided on
+ * (before consumption, at `now`): gcra `t, r` of the debt after the check, sliding-window the
+ * window and counts after it.
+ *
+ * @since 1.0.0
+ */
+export const stateAfter = (
+  tiers: ReadonlyArray<CompiledTier>,
+  views: ReadonlyArray<TierView>,
+  size: number,
+  cost: number,
+  consumed: boolean,
+  now: number
+): Array<number> => {
+  const state: Array<number> = new Array(size)
+  for (let i = 0; i < tiers.length; i++) {
+    const tier = tiers[i]!
+    const view = views[i]!
+    const o = tier.offset
+    if (tier.algorithm === "gcra") {
+      const debt = consumed ? view.a + cost * tier.periodMs : view.a
+      const whole = floorDiv(debt, tier.limit)
+      state[o] = now + whole
+      state[o + 1] = debt - whole * tier.limit
+    } else {
+      state[o] = Math.floor(now / tier.periodMs)
+      state[o + 1] = consumed ? view.a + cost : view.a
+      state[o + 2] = view.b
+    }
+  }
+  return state
+}

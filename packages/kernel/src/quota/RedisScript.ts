@@ -10,7 +10,7 @@
  */
 import * as Sha1 from "../hash/Sha1.js"
 import type { CompiledPlan, CompiledTier, StoreResult, TierDecision, TierView } from "./Plan.js"
-import { blockTiers, decideTier, startBlock } from "./Plan.js"
+import { blockTiers, decideTier, startBlock, stateAfter } from "./Plan.js"
 
 const tierIds = new WeakMap<Pick<CompiledTier, "name" | "algorithm">, number>()
 
@@ -82,8 +82,13 @@ const READ_ANY = `
  * state and replaced on the next write.
  *
  * ARGV: cost (0: a peek, decided as one unit, nothing written), then unless baked the block
- * duration (ms, 0: none) and per tier capacity, period (ms), limit. Reply: time (ms), allowed
- * (1/0), blocked for (ms: 0 when not blocked, negated when this denial starts the block, whose
+ * duration (ms, 0: none) and per tier capacity, period (ms), limit, then optionally the floor:
+ * blocked until (ms) and per tier the state as the caller last knew it (gcra `t, r`;
+ * sliding-window window, current, previous). A Redis that restarted without persistence, or a
+ * replica promoted before the last writes reached it, has lost some of the state; the floor puts
+ * it back: every tier is raised to the larger of the two (never the sum), and a raised state is
+ * written even when the check is denied. Reply: time (ms), allowed (1/0, plus 2 when the floor
+ * raised the state), blocked for (ms: 0 when not blocked, negated when this denial starts the block, whose
  * denying tiers then report at least the block: `startBlock`), the state before consumption rolled to that
  * time (gcra: the debt `(tat − time) × limit`; sliding-window: current, previous), then, when
  * not allowed, per tier 1/0 whether it admits. The client derives remaining, reset and
@@ -119,6 +124,13 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
   /** the numbers written after e and b when only a block starts */
   const kept: Array<string> = []
   const fulls: Array<string> = []
+  /** raising each tier to the floor sent with the check */
+  const raise: Array<string> = []
+  /** when each tier of the state as it stands (`kept`) is full again */
+  const keptFulls: Array<string> = []
+  // where the floor starts in ARGV: after the cost and, unless baked, the plan's numbers
+  const floorAt = baked ? 2 : 3 + 3 * plan.tiers.length
+  let floorArg = floorAt + 1
   plan.tiers.forEach((tier, i) => {
     const n = i + 1
     const a = 3 + 3 * i
@@ -147,6 +159,12 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
       written.push(id, `now + q${n}`, `m${n}`)
       kept.push(id, `t${n}`, `r${n}`)
       fulls.push(`now + q${n} + (m${n} > 0 and 1 or 0)`)
+      keptFulls.push(`t${n} + (r${n} > 0 and 1 or 0)`)
+      raise.push(
+        `  local ft, fr = num(ARGV[${floorArg}]), num(ARGV[${floorArg + 1}])`,
+        `  if (ft > now or (ft == now and fr > 0)) and (ft > t${n} or (ft == t${n} and fr > r${n})) then t${n}, r${n}, raised = ft, fr, true end`
+      )
+      floorArg += 2
     } else {
       stored.push(`x${n}`, `sw${n}`, `c${n}`, `p${n}`)
       initial.push("nil", "nil", "0", "0")
@@ -161,6 +179,19 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
       written.push(id, `w${n}`, `c${n} + cost`, `p${n}`)
       kept.push(id, `w${n}`, `c${n}`, `p${n}`)
       fulls.push(`(w${n} + 2) * per${n}`)
+      keptFulls.push(`(w${n} + 2) * per${n}`)
+      // both rolled to the later window, then the larger counts
+      raise.push(
+        `  local fw, fc, fp = num(ARGV[${floorArg}]), num(ARGV[${floorArg + 1}]), num(ARGV[${floorArg + 2}])`,
+        `  if (fc > 0 or fp > 0) and fw >= floor(now / per${n}) - 1 then`,
+        `    if sw${n} == nil then sw${n} = fw`,
+        `    elseif fw < sw${n} then if fw == sw${n} - 1 then fp = fc else fp = 0 end; fc = 0`,
+        `    elseif fw > sw${n} then if sw${n} == fw - 1 then p${n} = c${n} else p${n} = 0 end; c${n} = 0; sw${n} = fw end`,
+        `    if fc > c${n} then c${n}, raised = fc, true end`,
+        `    if fp > p${n} then p${n}, raised = fp, true end`,
+        `  end`
+      )
+      floorArg += 3
     }
   })
   const newClient = `e, b, ${stored.join(", ")} = 0, 0, ${initial.join(", ")}`
@@ -177,20 +208,45 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
     ...adopt.map((line) => `    ${line}`),
     "  end",
     "end",
+    // the floor sent with the check (the state this client had, as the caller last knew it: a
+    // Redis restarted or failed over may have lost it): the larger of the two, never the sum
+    "local raised = false",
+    `if ARGV[${floorAt}] then`,
+    `  local fb = num(ARGV[${floorAt}])`,
+    "  if fb > now and fb > b then b, raised = fb, true end",
+    ...raise,
+    "end",
     ...decide
   )
+  const keptFull = (indent: string) => [
+    `${indent}local kf = ${keptFulls[0]}`,
+    ...keptFulls.slice(1).map((expr) => `${indent}if ${expr} > kf then kf = ${expr} end`),
+    `${indent}if b > kf then kf = b end`
+  ]
   const all = oks.join(" and ")
   const okList = oks.map((ok) => `${ok} and 1 or 0`).join(", ")
   const set = (numbers: Array<string>, ttl: string) =>
     `redis.call('SET', k, struct.pack(${format}, e, b, ${numbers.join(", ")}), ${ttl})`
   lines.push(
+    // a raised state is written whatever the decision, so an instance that does not know the
+    // floor finds it
+    "if raised then",
+    ...keptFull("  "),
+    "  if kf > now then",
+    "    local slack = floor((kf - now) / 2)",
+    "    if slack < 1000 then slack = 1000 end",
+    "    e = kf + slack",
+    `    ${set(kept, "'PX', e - now")}`,
+    "  end",
+    "end",
+    "local flag = raised and 2 or 0",
     "if b > now then",
-    `  return { now, 0, b - now, ${state.join(", ")}, ${okList} }`,
+    `  return { now, flag, b - now, ${state.join(", ")}, ${okList} }`,
     "end",
     `local all = ${all}`,
     "if peek then",
-    `  if all then return { now, 1, 0, ${state.join(", ")} } end`,
-    `  return { now, 0, 0, ${state.join(", ")}, ${okList} }`,
+    `  if all then return { now, 1 + flag, 0, ${state.join(", ")} } end`,
+    `  return { now, flag, 0, ${state.join(", ")}, ${okList} }`,
     "end",
     "if not all then",
     // a denial that starts a block (none when the plan's numbers are written in and it has no blockFor)
@@ -206,10 +262,10 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
           "    else",
           `      ${set(kept, "'KEEPTTL'")}`,
           "    end",
-          `    return { now, 0, -block, ${state.join(", ")}, ${okList} }`,
+          `    return { now, flag, -block, ${state.join(", ")}, ${okList} }`,
           "  end"
         ]),
-    `  return { now, 0, 0, ${state.join(", ")}, ${okList} }`,
+    `  return { now, flag, 0, ${state.join(", ")}, ${okList} }`,
     "end",
     ...consume,
     // every tier is full again at `full`; the TTL is set past it with a slack (half as long
@@ -224,7 +280,7 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
     "else",
     `  ${set(written, "'KEEPTTL'")}`,
     "end",
-    `return { now, 1, 0, ${state.join(", ")} }`
+    `return { now, 1 + flag, 0, ${state.join(", ")} }`
   )
   return lines.join("\n") + "\n"
 }
@@ -321,7 +377,9 @@ export const keyOf = (prefix: string, client: string): string => prefix + "{" + 
 /**
  * The arguments of a check's `EVALSHA`: index 0 is left for the script's name (its SHA-1, or
  * the script itself after NOSCRIPT), then `numkeys`, the key, the cost and, unless the script
- * has the plan's numbers written in, the rest of {@link CompiledPlan.redisArgs}.
+ * has the plan's numbers written in, the rest of {@link CompiledPlan.redisArgs}, then the floor, if
+ * any: the client's block and state in the plan's layout as the caller last knew them (the
+ * script raises the stored state to it: the larger of the two, never the sum).
  *
  * @since 0.2.0
  */
@@ -329,14 +387,17 @@ export const checkArgs = (
   script: CheckScript,
   plan: CompiledPlan,
   key: string,
-  cost: number
+  cost: number,
+  floor?: ArrayLike<number>
 ): Array<string> => {
   const tail = plan.redisArgs
-  const args: Array<string> = new Array(script.baked ? 4 : 3 + tail.length)
+  const size = script.baked ? 4 : 3 + tail.length
+  const args: Array<string> = new Array(floor === undefined ? size : size + floor.length)
   args[1] = "1"
   args[2] = key
   args[3] = cost === 1 ? "1" : String(cost)
   if (!script.baked) for (let i = 1; i < tail.length; i++) args[3 + i] = tail[i]!
+  if (floor !== undefined) for (let i = 0; i < floor.length; i++) args[size + i] = String(floor[i])
   return args
 }
 
@@ -397,7 +458,9 @@ export const decodeState = (
 /** Decodes a script reply into the decisions (the memory store's functions on Redis' state). @since 0.2.0 */
 export const parseReply = (reply: ReadonlyArray<number>, plan: CompiledPlan, cost: number): StoreResult => {
   const now = reply[0]!
-  const allowed = reply[1] === 1
+  // 1: admitted; 2: the state was raised to the floor sent with the check
+  const allowed = (reply[1]! & 1) === 1
+  const raised = reply[1]! >= 2
   const blockedMs = reply[2]!
   const tiers = plan.tiers
   const peek = cost === 0
@@ -407,9 +470,11 @@ export const parseReply = (reply: ReadonlyArray<number>, plan: CompiledPlan, cos
   let r = 3
   // the reply holds one number per gcra tier and two per sliding-window tier
   const okAt = 3 + plan.stateSize - tiers.length
-  const view: TierView = { a: 0, b: 0, start: 0 }
+  const views: Array<TierView> = new Array(tiers.length)
   for (let i = 0; i < tiers.length; i++) {
     const tier = tiers[i]!
+    const view: TierView = { a: 0, b: 0, start: 0 }
+    views[i] = view
     if (tier.algorithm === "gcra") {
       view.a = reply[r++]!
       view.b = 0
@@ -423,11 +488,14 @@ export const parseReply = (reply: ReadonlyArray<number>, plan: CompiledPlan, cos
     const ok = allowed || reply[okAt + i] === 1
     decisions[i] = decideTier(tier, view, k, now, ok, consumed)
   }
-  return blockedMs > 0
-    ? { allowed: false, tiers: blockTiers(decisions, blockedMs), now, blockedMs }
-    : blockedMs < 0
-      ? startBlock({ allowed, tiers: decisions, now }, -blockedMs)
-      : { allowed, tiers: decisions, now }
+  const state = stateAfter(tiers, views, plan.stateSize, k, consumed, now)
+  const result: StoreResult =
+    blockedMs > 0
+      ? { allowed: false, tiers: blockTiers(decisions, blockedMs), now, blockedMs, state }
+      : blockedMs < 0
+        ? { ...startBlock({ allowed, tiers: decisions, now }, -blockedMs), state }
+        : { allowed, tiers: decisions, now, state }
+  return raised ? { ...result, raised } : result
 }
 
 /**

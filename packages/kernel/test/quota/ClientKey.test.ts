@@ -5,6 +5,22 @@ import fc from "fast-check"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
 
+/** WTF-8: UTF-8, with a lone surrogate as its own three bytes (not U+FFFD) */
+const wtf8 = (text: string): Buffer => {
+  const parts: Array<Buffer> = []
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    const next = text.charCodeAt(i + 1)
+    if (c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+      parts.push(Buffer.from(text.slice(i, i + 2), "utf8"))
+      i++
+    } else if (c >= 0xd800 && c <= 0xdfff)
+      parts.push(Buffer.from([0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)]))
+    else parts.push(Buffer.from(text[i]!, "utf8"))
+  }
+  return Buffer.concat(parts)
+}
+
 describe("ClientKey", () => {
   it("an id above the bound is keyed by its first code units, `#` and its SHA-256, whatever the characters", () => {
     const ids = fc.sample(fc.string({ unit: "binary", minLength: 101, maxLength: 400 }), {
@@ -14,11 +30,45 @@ describe("ClientKey", () => {
     ids.push("é".repeat(300), "😀".repeat(150), "\ud800".repeat(120))
     for (const id of ids) {
       const key = ClientKey.storedId(id, 100)
-      expect(key).toBe(`${id.slice(0, 35)}#${createHash("sha256").update(id).digest("hex")}`)
+      expect(key).toBe(`${id.slice(0, 35)}#${createHash("sha256").update(wtf8(id)).digest("hex")}`)
       expect(key).toHaveLength(100)
     }
     expect(ClientKey.storedId("short", 100)).toBe("short")
     expect(ClientKey.storedId("k".repeat(100), 100)).toBe("k".repeat(100))
+  })
+
+  it("an id with a lone surrogate is keyed by itself, `#` and the SHA-256 of its WTF-8 bytes: distinct ids, distinct keys, and distinct UTF-8", () => {
+    const odd = [
+      "\ud800",
+      "\ud801",
+      "\udc00",
+      "a\ud800",
+      "a\udc00b",
+      "\ud800\ud800",
+      "\udc00\ud800",
+      "\ufffd"
+    ]
+    const ids = [
+      ...odd,
+      ...fc.sample(fc.string({ unit: "binary", maxLength: 20 }), { numRuns: 300, seed: 9 })
+    ]
+    const keys = new Map<string, string>()
+    const bytes = new Map<string, string>()
+    for (const id of ids) {
+      const key = ClientKey.storedId(id, 100)
+      if (Buffer.from(id, "utf8").toString("utf8") !== id) {
+        expect(key).toBe(`${id}#${createHash("sha256").update(wtf8(id)).digest("hex")}`)
+      } else expect(key).toBe(id)
+      // what Redis stores: the key's UTF-8 (a lone surrogate there is U+FFFD)
+      const utf8 = Buffer.from(key, "utf8").toString("hex")
+      expect(keys.get(key) ?? id, JSON.stringify(id)).toBe(id)
+      expect(bytes.get(utf8) ?? id, JSON.stringify(id)).toBe(id)
+      keys.set(key, id)
+      bytes.set(utf8, id)
+    }
+    // well-formed ids (a surrogate pair, U+FFFD) are their own keys
+    expect(ClientKey.storedId("\ud83d\ude00", 100)).toBe("\ud83d\ude00")
+    expect(ClientKey.storedId("\ufffd", 100)).toBe("\ufffd")
   })
 })
 

@@ -95,6 +95,10 @@ const refundsTotal = Meters.counter(
   "sluice_quota_refunds_total",
   "Units given back to the store for checks it counted after their deadline had been decided"
 ).metric
+const raisedTotal = Meters.counter(
+  "sluice_quota_store_raised_total",
+  "Checks whose client state the store had lost (a restarted or failed-over Redis) and took back from this instance's floor"
+).metric
 const waitedTotal = Meters.counter(
   "sluice_quota_waited_total",
   "withQuota calls that waited for a permit"
@@ -299,7 +303,8 @@ export const make = (
       deadlines!.progress(end, entry)
       health.success()
       if (lastState !== "closed") recordBreaker()
-      if (learnAdmissions || !result.allowed)
+      if (result.raised === true) raisedTotal.updateUnsafe(1, services)
+      if (learnAdmissions || !result.allowed || result.state !== undefined)
         fallback?.learn(call.id, call.plan, result, call.cost, wholeMs())
       return finish(call.client, result, "store", start, end)
     }
@@ -336,13 +341,19 @@ export const make = (
             })
           )
         )
-        checkCallback!(call.id, call.plan, call.cost, (error, result) => {
-          if (!queue.settle(entry)) return lateReply(call, result, toldAllowed)
-          if (error !== undefined) return resume(failed(call, start, error))
-          const decided = Effect.succeed(answered(entry, call, start, result!, true))
-          if (paced === undefined) resume(decided)
-          else paced(() => resume(decided))
-        })
+        checkCallback!(
+          call.id,
+          call.plan,
+          call.cost,
+          (error, result) => {
+            if (!queue.settle(entry)) return lateReply(call, result, toldAllowed)
+            if (error !== undefined) return resume(failed(call, start, error))
+            const decided = Effect.succeed(answered(entry, call, start, result!, true))
+            if (paced === undefined) resume(decided)
+            else paced(() => resume(decided))
+          },
+          fallback?.floor(call.id, call.plan, wholeMs())
+        )
       })
 
     // Through the breaker: while it is open or half-open.
@@ -352,12 +363,18 @@ export const make = (
         start = nowMs()
         const queue = deadlines!
         const entry = queue.register(start, (stalled) => resume(Effect.fail(stalled ? stalledOut : timedOut)))
-        checkCallback!(call.id, call.plan, call.cost, (error, result) => {
-          // the failure mode's verdict is not known here: a late admission is refunded unless fail-open
-          if (!queue.settle(entry)) return lateReply(call, result, options.mode === "fail-open")
-          if (error !== undefined) return resume(Effect.fail(error))
-          resume(Effect.succeed(answered(entry, call, start, result!, false)))
-        })
+        checkCallback!(
+          call.id,
+          call.plan,
+          call.cost,
+          (error, result) => {
+            // the failure mode's verdict is not known here: a late admission is refunded unless fail-open
+            if (!queue.settle(entry)) return lateReply(call, result, options.mode === "fail-open")
+            if (error !== undefined) return resume(Effect.fail(error))
+            resume(Effect.succeed(answered(entry, call, start, result!, false)))
+          },
+          fallback?.floor(call.id, call.plan, wholeMs())
+        )
         return Effect.sync(() => {
           queue.settle(entry)
         })
@@ -471,7 +488,8 @@ export const make = (
         const maxWaitMs =
           waitOptions?.maxWait === undefined
             ? 0
-            : Duration.toMillis(Duration.fromInputUnsafe(waitOptions.maxWait))
+            : QuotaOptions.maxWaitMs(toMillis(waitOptions.maxWait), waitOptions.maxWait)
+        if (typeof maxWaitMs === "string") return Effect.fail(invalid(`Quota.withQuota: ${maxWaitMs}`))
         const cost = waitOptions?.cost
         const attempt = (
           deadlineAt: number,

@@ -123,8 +123,24 @@ export const makeConfigOn = (
         })
       )
     )
+    // one warning per outage, not one per refresh: a Redis down for an hour at the default
+    // refresh would otherwise log 720 identical lines; its end is logged once too
+    let unreadable = false
     const refreshLogged = refresh.pipe(
-      Effect.catch((e) => Effect.logWarning(`QuotaConfig: cannot read plans from Redis: ${e.message}`))
+      Effect.matchEffect({
+        onFailure: (e) => {
+          if (unreadable) return Effect.void
+          unreadable = true
+          return Effect.logWarning(
+            `QuotaConfig: cannot read plans from Redis: ${e.message} (the plans in force stay; logged once until Redis answers again)`
+          )
+        },
+        onSuccess: () => {
+          if (!unreadable) return Effect.void
+          unreadable = false
+          return Effect.logInfo("QuotaConfig: plans read from Redis again")
+        }
+      })
     )
     yield* refreshLogged
     yield* Effect.sleep(options.refresh ?? Duration.seconds(5)).pipe(

@@ -97,13 +97,13 @@ export const makeStoreFromTransport = (
     }
   }
 
-  const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback) => {
+  const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback, floor) => {
     const compiled = scripts.get(plan)
     transport.beginCheck?.()
     run(
       compiled.sha,
       compiled.script,
-      checkArgs(compiled, plan, keyOf(prefix, client), cost),
+      checkArgs(compiled, plan, keyOf(prefix, client), cost, floor),
       (error, reply) => {
         transport.endCheck?.()
         if (error) return callback(toStoreError(error), undefined)
