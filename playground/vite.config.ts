@@ -8,5 +8,11 @@ export default defineConfig({
   // the repository.
   resolve: { conditions: ["@sluice/source"] },
   worker: { format: "es" },
-  build: { outDir: "dist", emptyOutDir: true, target: "es2022", reportCompressedSize: true }
+  build: {
+    outDir: "dist",
+    emptyOutDir: true,
+    target: "es2022",
+    // The timings report is a build-speed hint, noise in `npm run playground` and the test output.
+    rolldownOptions: { checks: { pluginTimings: false } }
+  }
 })

@@ -33,7 +33,10 @@ const TYPES: Record<string, string> = {
 }
 
 /** A static file server for `dir` on 127.0.0.1 (`port` 0 picks a free one). */
-export const serveStatic = (dir: string, port = 0): Promise<{ readonly server: Server; readonly url: string }> => {
+export const serveStatic = (
+  dir: string,
+  port = 0
+): Promise<{ readonly server: Server; readonly url: string }> => {
   const root = resolve(dir)
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? "/", "http://localhost").pathname)
@@ -48,7 +51,10 @@ export const serveStatic = (dir: string, port = 0): Promise<{ readonly server: S
           res.writeHead(404).end()
           return
         }
-        res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream", "cache-control": "no-cache" })
+        res.writeHead(200, {
+          "content-type": TYPES[extname(file)] ?? "application/octet-stream",
+          "cache-control": "no-cache"
+        })
         createReadStream(file).pipe(res)
       },
       () => res.writeHead(404).end()

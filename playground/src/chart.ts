@@ -32,7 +32,11 @@ const niceStep = (span: number, ticks: number) => {
 }
 
 const fmt = (v: number) =>
-  Math.abs(v) >= 10_000 ? `${Math.round(v / 1000)}k` : Math.abs(v) >= 1000 ? `${(v / 1000).toFixed(1)}k` : `${+v.toFixed(2)}`
+  Math.abs(v) >= 10_000
+    ? `${Math.round(v / 1000)}k`
+    : Math.abs(v) >= 1000
+      ? `${(v / 1000).toFixed(1)}k`
+      : `${+v.toFixed(2)}`
 
 const el = (name: string, attrs: Record<string, string | number>, text?: string) => {
   const node = document.createElementNS(SVG_NS, name)
@@ -45,7 +49,10 @@ const el = (name: string, attrs: Record<string, string | number>, text?: string)
 export const drawChart = (options: ChartOptions, lines: ReadonlyArray<Line>): SVGSVGElement => {
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img" }) as SVGSVGElement
   svg.append(el("text", { x: M.left, y: 18, class: "title" }, options.title))
-  const shown = lines.map((l) => ({ ...l, points: options.log ? l.points.filter((p) => p.value > 0) : l.points }))
+  const shown = lines.map((l) => ({
+    ...l,
+    points: options.log ? l.points.filter((p) => p.value > 0) : l.points
+  }))
   const all = shown.flatMap((l) => l.points)
   const xMax = Math.max(1, ...all.map((p) => p.t))
   const yMaxRaw = Math.max(options.log ? 10 : 1, ...all.map((p) => p.value))
@@ -79,11 +86,23 @@ export const drawChart = (options: ChartOptions, lines: ReadonlyArray<Line>): SV
     grid.append(el("text", { x, y: H - M.bottom + 16, class: "tick", "text-anchor": "middle" }, fmt(t)))
   }
   svg.append(grid)
-  svg.append(el("text", { x: M.left + plotW / 2, y: H - 4, class: "axis", "text-anchor": "middle" }, "virtual time (s)"))
   svg.append(
     el(
       "text",
-      { x: 12, y: M.top + plotH / 2, class: "axis", "text-anchor": "middle", transform: `rotate(-90 12 ${M.top + plotH / 2})` },
+      { x: M.left + plotW / 2, y: H - 4, class: "axis", "text-anchor": "middle" },
+      "virtual time (s)"
+    )
+  )
+  svg.append(
+    el(
+      "text",
+      {
+        x: 12,
+        y: M.top + plotH / 2,
+        class: "axis",
+        "text-anchor": "middle",
+        transform: `rotate(-90 12 ${M.top + plotH / 2})`
+      },
       options.yTitle
     )
   )
@@ -99,7 +118,12 @@ export const drawChart = (options: ChartOptions, lines: ReadonlyArray<Line>): SV
       else d += `L${x},${y}`
       prevY = Number(y)
     }
-    const path = el("path", { d, stroke: line.color, class: line.strategy === options.fresh ? "line fresh" : "line", pathLength: 1 })
+    const path = el("path", {
+      d,
+      stroke: line.color,
+      class: line.strategy === options.fresh ? "line fresh" : "line",
+      pathLength: 1
+    })
     path.append(el("title", {}, line.strategy))
     svg.append(path)
   }

@@ -26,7 +26,18 @@ const ui = {
 }
 
 /** Tableau 10, in the demo's strategy order, so a strategy keeps its colour in every chart. */
-const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
+const PALETTE = [
+  "#4e79a7",
+  "#f28e2b",
+  "#e15759",
+  "#76b7b2",
+  "#59a14f",
+  "#edc948",
+  "#b07aa1",
+  "#ff9da7",
+  "#9c755f",
+  "#bab0ac"
+]
 const strategyNames = Strategy.builtIns.map((s) => s.name)
 const colorOf = (name: string) => PALETTE[Math.max(0, strategyNames.indexOf(name)) % PALETTE.length]!
 const CUSTOM = "custom"
@@ -146,11 +157,26 @@ ui.operations.addEventListener("change", () => editJson("operationsPerClient", N
 
 // --- output ----------------------------------------------------------------------------
 
-const chartSpecs = (scenario: string): ReadonlyArray<{ options: ChartOptions; pick: (r: StrategyResult) => Line["points"] }> => [
-  { options: { title: `${scenario}: attempts per second (log scale)`, yTitle: "attempts / s (log)", log: true }, pick: (r) => r.attempts },
+const chartSpecs = (
+  scenario: string
+): ReadonlyArray<{ options: ChartOptions; pick: (r: StrategyResult) => Line["points"] }> => [
+  {
+    options: {
+      title: `${scenario}: attempts per second (log scale)`,
+      yTitle: "attempts / s (log)",
+      log: true
+    },
+    pick: (r) => r.attempts
+  },
   { options: { title: `${scenario}: attempts per second`, yTitle: "attempts / s" }, pick: (r) => r.attempts },
-  { options: { title: `${scenario}: successful attempts per second`, yTitle: "successes / s" }, pick: (r) => r.successes },
-  { options: { title: `${scenario}: concurrency limit over time`, yTitle: "limit (in flight)", step: true }, pick: (r) => r.cwnd }
+  {
+    options: { title: `${scenario}: successful attempts per second`, yTitle: "successes / s" },
+    pick: (r) => r.successes
+  },
+  {
+    options: { title: `${scenario}: concurrency limit over time`, yTitle: "limit (in flight)", step: true },
+    pick: (r) => r.cwnd
+  }
 ]
 
 const drawOutput = (scenario: string, results: ReadonlyArray<StrategyResult>, fresh?: string) => {
@@ -179,7 +205,9 @@ const drawOutput = (scenario: string, results: ReadonlyArray<StrategyResult>, fr
     })
   )
   ui.optimal.textContent =
-    results.length > 0 ? `optimal completion: ${results[0]!.json.optimalSeconds.toFixed(2)} s (the server's capacity, no failures)` : ""
+    results.length > 0
+      ? `optimal completion: ${results[0]!.json.optimalSeconds.toFixed(2)} s (the server's capacity, no failures)`
+      : ""
 }
 
 // --- running ---------------------------------------------------------------------------
@@ -217,7 +245,13 @@ const start = () => {
   document.body.dataset.state = "running"
   ui.run.disabled = true
   ui.status.textContent = "starting…"
-  const request: RunRequest = { type: "run", id: runId, scenarioJson: state.json, strategies: state.strategies, seed: state.seed }
+  const request: RunRequest = {
+    type: "run",
+    id: runId,
+    scenarioJson: state.json,
+    strategies: state.strategies,
+    seed: state.seed
+  }
   worker.postMessage(request)
 }
 

@@ -21,7 +21,12 @@ export interface StrategyResult {
 
 export type WorkerMessage =
   | { readonly type: "invalid"; readonly id: number; readonly message: string }
-  | { readonly type: "progress"; readonly id: number; readonly strategy: string; readonly virtualMillis: number }
+  | {
+      readonly type: "progress"
+      readonly id: number
+      readonly strategy: string
+      readonly virtualMillis: number
+    }
   | { readonly type: "result"; readonly id: number; readonly result: StrategyResult }
   | { readonly type: "done"; readonly id: number; readonly wallMs: number }
   | { readonly type: "failed"; readonly id: number; readonly message: string }

@@ -3,16 +3,20 @@
  * runner as `npm run demo` and `npm run sim`, so a scenario, strategy and seed give the
  * CLI's numbers.
  */
-/// <reference lib="webworker" />
 import { Series, Simulation, Strategy } from "@sluice/simulation"
 import { Effect } from "effect"
 import { runOne } from "../../examples/sim/run.js"
 import { workloadScenario } from "../../examples/sim/workload.js"
 import type { RunRequest, WorkerMessage } from "./protocol.js"
 
-declare const self: DedicatedWorkerGlobalScope
+/** The part of a dedicated worker's scope used here (the page's DOM types describe `self` as a window). */
+interface WorkerScope {
+  postMessage(message: WorkerMessage): void
+  onmessage: ((event: MessageEvent<RunRequest>) => void) | null
+}
+const scope = globalThis as unknown as WorkerScope
 
-const post = (message: WorkerMessage) => self.postMessage(message)
+const post = (message: WorkerMessage) => scope.postMessage(message)
 
 /** Progress is a hint for the page; one message per ~50 ms of wall time is plenty. */
 const PROGRESS_EVERY_MS = 50
@@ -63,7 +67,7 @@ const run = async (request: RunRequest) => {
   post({ type: "done", id, wallMs: performance.now() - started })
 }
 
-self.onmessage = (event: MessageEvent<RunRequest>) => {
+scope.onmessage = (event: MessageEvent<RunRequest>) => {
   run(event.data).catch((error: unknown) =>
     post({
       type: "failed",

@@ -5,10 +5,11 @@
  */
 import { Simulation } from "@sluice/simulation"
 import { Effect } from "effect"
-import { mkdtemp, rm } from "node:fs/promises"
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises"
 import type { Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { gzipSync } from "node:zlib"
 import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runOne } from "../../examples/sim/run.js"
@@ -52,11 +53,24 @@ const openPage = async (hash: string): Promise<{ page: Page; errors: Array<strin
 }
 
 const settled = (page: Page) =>
-  page.waitForFunction(() => ["done", "invalid", "failed"].includes(document.body.dataset.state ?? ""), null, {
-    timeout: 90_000
-  })
+  page.waitForFunction(
+    () => ["done", "invalid", "failed"].includes(document.body.dataset.state ?? ""),
+    null,
+    {
+      timeout: 90_000
+    }
+  )
 
 describe("playground", () => {
+  it("ships at most 500 KB of gzipped JavaScript (page and worker)", async () => {
+    const assets = join(outDir, "assets")
+    const scripts = (await readdir(assets)).filter((f) => f.endsWith(".js"))
+    expect(scripts.length).toBeGreaterThanOrEqual(2)
+    let gzipped = 0
+    for (const file of scripts) gzipped += gzipSync(await readFile(join(assets, file)), { level: 9 }).length
+    expect(gzipped).toBeLessThanOrEqual(500 * 1024)
+  })
+
   it("runs overload-2000 with every demo strategy and shows the demo's rows", async () => {
     const names = strategies.map((s) => s.name)
     const { page, errors } = await openPage(`scenario=overload-2000&strategies=${names.join(",")}&seed=1`)
@@ -87,7 +101,10 @@ describe("playground", () => {
     await settled(page)
     const bad = [
       JSON.stringify({ ...Simulation.overload2000, operationsPerClient: -5 }),
-      JSON.stringify({ ...Simulation.overload2000, server: { ...Simulation.overload2000.server, maxBusy: 0 } }),
+      JSON.stringify({
+        ...Simulation.overload2000,
+        server: { ...Simulation.overload2000.server, maxBusy: 0 }
+      }),
       '{ "name": "broken",'
     ]
     for (const text of bad) {

@@ -51,8 +51,11 @@ export interface SeriesRun {
  * @since 1.0.0
  * @category points
  */
-export const ratePoints: (runs: ReadonlyArray<SeriesRun>, counter: string, binMillis?: number) => Array<Point> =
-  internal.ratePoints
+export const ratePoints: (
+  runs: ReadonlyArray<SeriesRun>,
+  counter: string,
+  binMillis?: number
+) => Array<Point> = internal.ratePoints
 
 /**
  * A gauge's samples (for example `cwnd`, the concurrency limit), for the runs that recorded it.
@@ -68,4 +71,5 @@ export const ratePoints: (runs: ReadonlyArray<SeriesRun>, counter: string, binMi
  * @since 1.0.0
  * @category points
  */
-export const gaugePoints: (runs: ReadonlyArray<SeriesRun>, gauge: string) => Array<Point> = internal.gaugePoints
+export const gaugePoints: (runs: ReadonlyArray<SeriesRun>, gauge: string) => Array<Point> =
+  internal.gaugePoints
