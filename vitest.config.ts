@@ -35,7 +35,8 @@ export default defineConfig({
             "packages/*/test/**/*.test.ts",
             "examples/**/*.test.ts",
             "bench/**/*.test.ts",
-            "test/**/*.test.ts"
+            "test/**/*.test.ts",
+            "playground/test/**/*.test.ts"
           ],
           exclude: ["**/node_modules/**", "**/dist/**", "packages/kernel/**", ...alone]
         }

@@ -11,46 +11,12 @@ import { Charts } from "@sluice/simulation"
 import { runOne, type SimRun } from "./run.js"
 import { findScenario } from "./scenarios.js"
 import { strategies } from "./strategies.js"
+import { formatTable } from "./table.js"
 
 const OUT = "out"
 const SCENARIO = "overload-2000"
 /** `--docs` also refreshes the README's chart (a copy of the log-scale request-rate chart). */
 const DOCS_CHART = "docs/overload-2000.svg"
-
-const pad = (s: string, n: number) => s.padEnd(n)
-const lpad = (s: string, n: number) => s.padStart(n)
-
-export const formatTable = (runs: ReadonlyArray<SimRun>): string => {
-  const header = [
-    "strategy",
-    "succeeded",
-    "attempts",
-    "failed",
-    "efficiency",
-    "completion",
-    "x optimal",
-    "wall"
-  ]
-  const rows = runs.map((r) => {
-    const j = r.json
-    const efficiency = j.attempts === 0 ? 0 : (j.attempts - j.failedAttempts) / j.attempts
-    return [
-      j.strategy,
-      `${j.succeeded}/${j.operations}`,
-      String(j.attempts),
-      String(j.failedAttempts),
-      `${(100 * efficiency).toFixed(1)}%`,
-      `${j.completionSeconds.toFixed(2)} s`,
-      // A run that lost operations has no meaningful completion ratio.
-      j.succeeded === j.operations ? (j.completionSeconds / j.optimalSeconds).toFixed(2) : "-",
-      `${j.wallMs.toFixed(0)} ms`
-    ]
-  })
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)))
-  const line = (cells: ReadonlyArray<string>) =>
-    cells.map((c, i) => (i === 0 ? pad(c, widths[i]!) : lpad(c, widths[i]!))).join("  ")
-  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
-}
 
 const main = async () => {
   const started = performance.now()

@@ -2,7 +2,7 @@
  * Runs one scenario with one strategy and shapes the CLI's JSON line.
  */
 import { Effect } from "effect"
-import type { Scenario, ScenarioResult } from "./scenarios.js"
+import type { Scenario, ScenarioResult } from "./workload.js"
 import type { Strategy } from "@sluice/simulation/Strategy"
 
 /** The CLI's `--json` object. */

@@ -7,63 +7,14 @@
  */
 import type { Options } from "@sluice/core"
 import { Simulation } from "@sluice/simulation"
-import type { Strategy } from "@sluice/simulation/Strategy"
 import { Effect } from "effect"
 import { readFile } from "node:fs/promises"
 import { autosaveScenario } from "./scenarios/autosave.js"
 import { throttleScenario } from "./scenarios/throttle.js"
 import { workersScenario } from "./scenarios/workers.js"
+import { workloadScenario, type Scenario } from "./workload.js"
 
-/** What every scenario reports (times in virtual milliseconds). */
-export interface ScenarioResult {
-  readonly operations: number
-  readonly succeeded: number
-  readonly attempts: number
-  readonly failedAttempts: number
-  readonly completionMillis: number
-  readonly optimalMillis: number
-  /** Jain's index of per-client goodput, for scenarios with several clients. */
-  readonly fairness?: number | undefined
-  /** Control-loop scenarios: seconds until the measured rate settles, worst overshoot and steady error (percent). */
-  readonly settleSeconds?: number | undefined
-  readonly overshootPct?: number | undefined
-  readonly steadyErrorPct?: number | undefined
-  readonly timeSeries: Simulation.TimeSeries
-  /** The scenario's own full report, for tests and charts. */
-  readonly detail: unknown
-}
-
-export interface Scenario {
-  readonly name: string
-  readonly description: string
-  /** A scenario that builds its own clients names them here; `--strategy` is then not needed. */
-  readonly builtInStrategy?: Strategy | undefined
-  readonly run: (
-    strategy: Strategy,
-    options: Simulation.RunOptions
-  ) => Effect.Effect<ScenarioResult, Options.InvalidOptions>
-}
-
-/** A scenario that drives a `Simulation.Scenario` (one slot server, open-loop arrivals). */
-export const workloadScenario = (
-  workload: Simulation.Scenario,
-  reportFairness = (workload.clients ?? 1) > 1
-): Scenario => ({
-  name: workload.name,
-  description: workload.description ?? "",
-  run: (strategy, options) =>
-    Effect.map(Simulation.runScenario(workload, strategy.make, options), (report) => ({
-      operations: report.operations,
-      succeeded: report.succeeded,
-      attempts: report.attempts,
-      failedAttempts: report.failedAttempts,
-      completionMillis: report.completionMillis,
-      optimalMillis: report.optimalMillis,
-      fairness: reportFairness ? report.fairness : undefined,
-      timeSeries: report.timeSeries,
-      detail: report
-    }))
-})
+export { workloadScenario, type Scenario, type ScenarioResult } from "./workload.js"
 
 export const scenarios: ReadonlyArray<Scenario> = [
   workloadScenario(Simulation.overload2000),

@@ -11,3 +11,5 @@ export * as Charts from "./Charts.js"
 export * as Simulation from "./Simulation.js"
 /** @since 0.1.0 */
 export * as Strategy from "./Strategy.js"
+/** @since 1.0.0 */
+export * as Series from "./Series.js"

@@ -5,52 +5,7 @@ import * as vega from "vega"
 import * as vl from "vega-lite"
 import type { TopLevelSpec } from "vega-lite"
 import type { ChartRun } from "../Charts.js"
-
-interface Point {
-  readonly strategy: string
-  readonly t: number
-  readonly value: number
-}
-
-/** Sums a counter into `binMillis` bins and turns it into a per-second rate. */
-/** @internal */
-export const ratePoints = (
-  runs: ReadonlyArray<ChartRun>,
-  counter: string,
-  binMillis = 1000
-): Array<Point> => {
-  const points: Array<Point> = []
-  for (const run of runs) {
-    const ts = run.timeSeries
-    const values = ts.counters[counter] ?? []
-    const perBin = Math.max(1, Math.round(binMillis / ts.resolutionMillis))
-    for (let i = 0; i < values.length; i += perBin) {
-      let sum = 0
-      for (let j = i; j < Math.min(values.length, i + perBin); j++) sum += values[j]!
-      points.push({
-        strategy: run.strategy,
-        t: ts.times[i]! / 1000,
-        value: (sum * 1000) / (perBin * ts.resolutionMillis)
-      })
-    }
-  }
-  return points
-}
-
-/** A gauge's samples, for the runs that recorded it. */
-/** @internal */
-export const gaugePoints = (runs: ReadonlyArray<ChartRun>, gauge: string): Array<Point> => {
-  const points: Array<Point> = []
-  for (const run of runs) {
-    const ts = run.timeSeries
-    const values = ts.gauges[gauge]
-    if (values === undefined) continue
-    values.forEach((value, i) => {
-      if (Number.isFinite(value)) points.push({ strategy: run.strategy, t: ts.times[i]! / 1000, value })
-    })
-  }
-  return points
-}
+import { gaugePoints, ratePoints, type Point } from "./series.js"
 
 const lineChart = (options: {
   readonly title: string
