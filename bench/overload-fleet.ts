@@ -6,8 +6,9 @@
  * spread round-robin over a fleet of clients, as over the instances of a calling service:
  *
  * - `sluice`: each client is a `SluiceHttpClient` with its defaults on — retry policy (3
- *   attempts, retry budget), adaptive throttle, concurrency limiter (congestion window, or
- *   `AimdLimit` with `limiter: "aimd"`) — waiting at most `maxRetryAfterMs` for a `Retry-After`;
+ *   attempts, retry budget), adaptive throttle, concurrency limiter (a congestion window per
+ *   criticality level; `AimdLimit` with `limiter: "aimd"`; one window per host with
+ *   `limiter: "per-host"`) — waiting at most `maxRetryAfterMs` for a `Retry-After`;
  * - `naive`: each client is `effect/http`'s `HttpClient` with `Effect.retry({ times: 2 })`:
  *   up to 3 attempts, at once, whatever the answer.
  *
@@ -37,8 +38,12 @@ export interface FleetRequest {
   readonly durationMs: number
   readonly deadlineMs: number
   readonly maxRetryAfterMs: number
-  /** the Sluice clients' limit algorithm: their default (a congestion window), or `AimdLimit` */
-  readonly limiter: "default" | "aimd"
+  /**
+   * the Sluice clients' limiter: their default (a congestion window per host and
+   * criticality level), `AimdLimit` per level, or one congestion window per host
+   * (`limitPerCriticality: false`)
+   */
+  readonly limiter: "default" | "aimd" | "per-host"
   readonly criticalShare: number
   readonly sheddablePlusShare: number
 }
@@ -78,7 +83,8 @@ const runFleet = (request: FleetRequest) =>
           name: `fleet-${request.id}-${i}`,
           maxAttempts: 3,
           maxRetryAfter: Duration.millis(request.maxRetryAfterMs),
-          ...(request.limiter === "aimd" ? { limiter: { algorithm: AimdLimit.factory() } } : {})
+          ...(request.limiter === "aimd" ? { limiter: { algorithm: AimdLimit.factory() } } : {}),
+          ...(request.limiter === "per-host" ? { limitPerCriticality: false } : {})
         })
         clients.push((level) =>
           client.get(request.url).pipe(

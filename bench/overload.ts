@@ -99,7 +99,8 @@ const FLEET_LIMITER: FleetRequest["limiter"] = (() => {
   const i = args.indexOf("--fleet-limiter")
   if (i < 0) return "default"
   const value = args[i + 1]
-  if (value !== "default" && value !== "aimd") throw new Error("--fleet-limiter: expected default or aimd")
+  if (value !== "default" && value !== "aimd" && value !== "per-host")
+    throw new Error("--fleet-limiter: expected default, aimd or per-host")
   return value
 })()
 
