@@ -6,8 +6,10 @@
  * spread round-robin over a fleet of clients, as over the instances of a calling service:
  *
  * - `sluice`: each client is a `SluiceHttpClient` with its defaults on — retry policy (3
- *   attempts, retry budget), adaptive throttle, concurrency limiter (congestion window, or
- *   `AimdLimit` with `limiter: "aimd"`) — waiting at most `maxRetryAfterMs` for a `Retry-After`;
+ *   attempts, retry budget), adaptive throttle and concurrency limiter per host and
+ *   criticality level (a congestion window, waiters newest first; `AimdLimit` with
+ *   `limiter: "aimd"`; one state per host, oldest first, with `limiter: "per-host-fifo"`) —
+ *   waiting at most `maxRetryAfterMs` for a `Retry-After`;
  * - `naive`: each client is `effect/http`'s `HttpClient` with `Effect.retry({ times: 2 })`:
  *   up to 3 attempts, at once, whatever the answer.
  *
@@ -37,8 +39,12 @@ export interface FleetRequest {
   readonly durationMs: number
   readonly deadlineMs: number
   readonly maxRetryAfterMs: number
-  /** the Sluice clients' limit algorithm: their default (a congestion window), or `AimdLimit` */
-  readonly limiter: "default" | "aimd"
+  /**
+   * the Sluice clients' limiter: their default (a throttle and a congestion window per host
+   * and criticality level, waiters newest first), `AimdLimit` instead of the window, or
+   * the client before its defaults changed: one state per host, waiters oldest first
+   */
+  readonly limiter: "default" | "aimd" | "per-host-fifo"
   readonly criticalShare: number
   readonly sheddablePlusShare: number
 }
@@ -78,7 +84,10 @@ const runFleet = (request: FleetRequest) =>
           name: `fleet-${request.id}-${i}`,
           maxAttempts: 3,
           maxRetryAfter: Duration.millis(request.maxRetryAfterMs),
-          ...(request.limiter === "aimd" ? { limiter: { algorithm: AimdLimit.factory() } } : {})
+          ...(request.limiter === "aimd" ? { limiter: { algorithm: AimdLimit.factory() } } : {}),
+          ...(request.limiter === "per-host-fifo"
+            ? { limitPerCriticality: false, limiter: { order: "fifo" as const } }
+            : {})
         })
         clients.push((level) =>
           client.get(request.url).pipe(

@@ -34,7 +34,8 @@
  * DEFAULT, SHEDDABLE}, p99AdmittedMs, unprotected: {...}, goals: {goodputRatio,
  * criticalSuccessRatio, p99AdmittedOverUnloaded, met}}, fleet: {clients,
  * offeredOperationsRps, sluice: {operations, ok, attemptsAtServer, attemptsPerOperation,
- * attemptsPerSuccess, goodputRatio, criticalSuccess, failures}, naive: {...}}, machine:
+ * attemptsPerSuccess, goodputRatio, criticalSuccess, failures}, naive: {...}, goals:
+ * {goodputRatio, attemptsPerOperation, criticalSuccess, met}}, machine:
  * {cpus, loadAverage}}` — the top-level fields are phases 1–3; goodput counts 2xx
  * responses received within the deadline per second of offered load; p99AdmittedMs is
  * over the 2xx responses of the phase; the unprotected p99Ms is over every request of
@@ -47,8 +48,9 @@
  * `--critical-share R` (default 0.2), `--mix-critical R` (0.05), `--mix-default R` (0.15),
  * `--overload X` (default 10), `--seconds S` (length of each measured phase), `--sockets
  * N` (generator connections, default max(64, 8 × units)), `--fleet-clients N` (4),
- * `--fleet-limiter default|aimd` (the Sluice clients' limit algorithm: their default, a
- * congestion window, or `AimdLimit`).
+ * `--fleet-limiter default|aimd|per-host-fifo` (the Sluice clients' limiter: their default,
+ * a congestion window per host and criticality level serving waiters newest first; `AimdLimit`;
+ * or one window and throttle per host serving waiters oldest first, as before).
  * Everything is bounded in time and count; the server and the child processes always
  * shut down, also on error.
  */
@@ -94,12 +96,16 @@ const SMOOTHING_MS = option("smoothing-ms", 20)
 const MAX_LIMIT = option("max-limit", UNITS)
 const HARD_LIMIT_MS = 10 * 60_000
 const FLEET_CLIENTS = option("fleet-clients", 4)
-/** the Sluice fleet's limit algorithm: the client's default (a congestion window) or `aimd` (AimdLimit) */
+/**
+ * the Sluice fleet's limiter: the client's default (per host and level, newest first), `aimd`
+ * (AimdLimit), or `per-host-fifo` (one state per host, oldest first: the client before)
+ */
 const FLEET_LIMITER: FleetRequest["limiter"] = (() => {
   const i = args.indexOf("--fleet-limiter")
   if (i < 0) return "default"
   const value = args[i + 1]
-  if (value !== "default" && value !== "aimd") throw new Error("--fleet-limiter: expected default or aimd")
+  if (value !== "default" && value !== "aimd" && value !== "per-host-fifo")
+    throw new Error("--fleet-limiter: expected default, aimd or per-host-fifo")
   return value
 })()
 
@@ -457,12 +463,35 @@ const program = Effect.gen(function* () {
         failures: result.failures
       }
     })
+  const sluiceFleet = yield* fleetRun("sluice")
+  const naiveFleet = yield* fleetRun("naive")
+  // The Sluice clients never lose to naive ones: at least their goodput and 0.95 of the
+  // capacity, at most half an attempt per operation at the server, every CRITICAL served.
+  const fleetGoals = {
+    goodputRatio: {
+      value: sluiceFleet.goodputRatio,
+      min: 0.95,
+      naive: naiveFleet.goodputRatio,
+      met: sluiceFleet.goodputRatio >= 0.95 && sluiceFleet.goodputRatio >= naiveFleet.goodputRatio
+    },
+    attemptsPerOperation: {
+      value: sluiceFleet.attemptsPerOperation,
+      max: 0.5,
+      met: sluiceFleet.attemptsPerOperation <= 0.5
+    },
+    criticalSuccess: { value: sluiceFleet.criticalSuccess, min: 1, met: sluiceFleet.criticalSuccess >= 1 }
+  }
   const fleet = {
     clients: FLEET_CLIENTS,
     limiter: FLEET_LIMITER,
     offeredOperationsRps: CAPACITY_RPS * OVERLOAD,
-    sluice: yield* fleetRun("sluice"),
-    naive: yield* fleetRun("naive")
+    sluice: sluiceFleet,
+    naive: naiveFleet,
+    goals: {
+      ...fleetGoals,
+      met:
+        fleetGoals.goodputRatio.met && fleetGoals.attemptsPerOperation.met && fleetGoals.criticalSuccess.met
+    }
   }
 
   const goodput = perSecond(loaded.ok, loaded.sendMs)

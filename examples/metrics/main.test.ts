@@ -26,13 +26,17 @@ const parse = (text: string): ReadonlyArray<Sample> =>
     })
 
 /** The samples of `name` whose labels include `labels`. */
-const select = (samples: ReadonlyArray<Sample>, name: string, labels: Record<string, string> = {}) =>
+type Match = string | ((value: string) => boolean)
+const matches = (match: Match, value: string | undefined) =>
+  value !== undefined && (typeof match === "string" ? value === match : match(value))
+const select = (samples: ReadonlyArray<Sample>, name: string, labels: Record<string, Match> = {}) =>
   samples.filter(
     (sample) =>
-      sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value)
+      sample.name === name &&
+      Object.entries(labels).every(([key, match]) => matches(match, sample.labels[key]))
   )
 /** The sum of the samples of `name` whose labels include `labels` (0 when there are none). */
-const sum = (samples: ReadonlyArray<Sample>, name: string, labels: Record<string, string> = {}) =>
+const sum = (samples: ReadonlyArray<Sample>, name: string, labels: Record<string, Match> = {}) =>
   select(samples, name, labels).reduce((total, sample) => total + sample.value, 0)
 
 /** An in-memory tracer: every span it starts. */
@@ -67,14 +71,16 @@ describe("examples/metrics: Sluice's metrics through PrometheusMetrics, its span
       expect(text).toContain("# TYPE sluice_load_shedder_shed counter")
       expect(text).toContain("# TYPE sluice_concurrency_limiter_limit gauge")
 
-      // limits: the client's limiter, per backend host
-      const [limit] = select(samples, "sluice_concurrency_limiter_limit", { key: host })
+      // the client's throttle and limiter keep their state per backend host and criticality level
+      const ofHost = (key: string) => key.startsWith(`${host}/`)
+      // limits: the client's limiter, per backend host and level
+      const [limit] = select(samples, "sluice_concurrency_limiter_limit", { key: ofHost })
       expect(limit).toBeDefined()
       expect(limit!.value).toBeGreaterThanOrEqual(1)
 
       // throttle: its rejection probability per host and criticality, a probability
-      const probabilities = select(samples, "sluice_adaptive_throttle_probability", { key: host })
-      expect(probabilities.map((s) => s.labels["criticality"]).sort()).toEqual([
+      const probabilities = select(samples, "sluice_adaptive_throttle_probability", { key: ofHost })
+      expect([...new Set(probabilities.map((s) => s.labels["criticality"]))].sort()).toEqual([
         "CRITICAL",
         "CRITICAL_PLUS",
         "SHEDDABLE",
@@ -87,8 +93,8 @@ describe("examples/metrics: Sluice's metrics through PrometheusMetrics, its span
       // every try went through the throttle: the retry policy's attempts are its requests
       const attempts = sum(samples, "sluice_retry_attempts", { policy: "metrics-example" })
       expect(attempts).toBeGreaterThan(calls)
-      expect(sum(samples, "sluice_adaptive_throttle_requests", { key: host })).toBe(attempts)
-      expect(sum(samples, "sluice_adaptive_throttle_throttled", { key: host })).toBe(
+      expect(sum(samples, "sluice_adaptive_throttle_requests", { key: ofHost })).toBe(attempts)
+      expect(sum(samples, "sluice_adaptive_throttle_throttled", { key: ofHost })).toBe(
         outcomes["Throttled"] ?? 0
       )
 

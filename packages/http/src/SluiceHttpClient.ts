@@ -20,11 +20,13 @@
  * 2. **Headers**: `x-sluice-criticality` from `Criticality.currentCriticality` and
  *    `x-sluice-attempt` from `Retry.currentAttempt` (both `Context.Reference`s).
  *    Set inside the retry loop, because the attempt number only exists there.
- * 3. **Adaptive throttle** per host: may fail locally with `Throttled` (never
+ * 3. **Adaptive throttle** per host and criticality level: may fail locally with `Throttled` (never
  *    retried). Before the limiter, so a request the client refuses does not wait
  *    for or hold a permit, and still counts as a request in the throttle's formula.
- * 4. **Concurrency limiter** per host (default: the congestion window). Its
- *    permit covers only the network exchange and the decoding.
+ * 4. **Concurrency limiter** per host and criticality level (default: the
+ *    congestion window; `limitPerCriticality: false` for one per host). Its
+ *    permit covers only the network exchange and the decoding. The private limiter
+ *    of {@link makeDefault} serves its waiters newest first (`order: "lifo"`).
  * 5. **Send** (bounded by `attemptTimeout`) and **decode**: `429` →
  *    `QuotaExceeded`, `503` → `Overloaded`, `x-sluice-dont-retry` → `DontRetry`,
  *    transport errors (an `HttpClientError` whose reason is a `TransportError`)
@@ -141,6 +143,12 @@ export class SluiceHttpClient extends Context.Service<SluiceHttpClient, Client>(
  *   TRACE are retried; see {@link withRetries} for a per-call opt-in),
  * - `throttleFromJson` (also read the throttle flag from a JSON body attribute),
  * - `key` (the per-backend key of throttle and limiter, default the URL's host),
+ * - `limitPerCriticality` (default true): the throttle and the limiter keep their
+ *   state per backend key and criticality level (their key is `host/LEVEL`), so a
+ *   level learns only from its own drops. A server that sheds by priority refuses
+ *   `SHEDDABLE` work while it still admits `CRITICAL`; with one state per host
+ *   (`false`) those sheds shrink the window and raise the refusals of every level,
+ *   and the critical work waits behind them,
  * - `name` (default `"sluice-http"`): the metric tag, and the key of this client's
  *   budget in the `RetryBudget` service (clients with the same name share one budget).
  *
@@ -162,6 +170,7 @@ export interface ClientOptions {
   readonly attemptTimeout?: Duration.Input | undefined
   readonly retryableStatuses?: ReadonlyArray<number> | undefined
   readonly errorBodyTimeout?: Duration.Input | undefined
+  readonly limitPerCriticality?: boolean | undefined
 }
 
 /**
@@ -169,7 +178,9 @@ export interface ClientOptions {
  * {@link ClientOptions} and the options of the client's private policy instances,
  * each of which can be turned off with `false`: `budget` (`RetryBudget` options),
  * `throttle` (`AdaptiveThrottle` options), `limiter` (`ConcurrencyLimiter` service
- * options, e.g. `{ algorithm: AimdLimit.factory() }`).
+ * options, e.g. `{ algorithm: AimdLimit.factory() }`; `order` defaults to `"lifo"`
+ * here: under overload the newest waiter has the most of its deadline left, while the
+ * oldest would be sent to hold a server's slot for an answer nobody waits for).
  *
  * @since 0.2.0
  * @category models

@@ -12,6 +12,8 @@ import { TestClock } from "effect/testing"
 
 const KEY = "backend.test"
 const URL = `http://${KEY}/items`
+/** The throttle's and the limiter's key for the client's (CRITICAL) calls. */
+const STATE = `${KEY}/CRITICAL`
 
 /** A backend that answers every request after `millis` (or never), counting first tries and retries. */
 const makeBackend = (millis: number | "never") => {
@@ -71,8 +73,8 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       const budget = yield* RetryBudget.forKey("local-waits")
 
       const exits = yield* calls(client, 120, 1_000)
-      const limiter = limiters.unsafeGet(KEY)
-      const stats = throttle.unsafeStats(KEY)
+      const limiter = limiters.unsafeGet(STATE)
+      const stats = throttle.unsafeStats(STATE)
       const failures = exits.map(failureOf).filter((e) => e !== undefined)
       const succeeded = exits.filter(Exit.isSuccess).length
 
@@ -113,7 +115,7 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       // The one attempt hung for the whole timeout (the default attemptTimeout): the
       // backend was too slow, the throttle counts it as a rejection.
       expect(isDontRetry(error, "timeout")).toBe(true)
-      expect(throttle.unsafeStats(KEY)).toEqual({ requests: 1, accepts: 0 })
+      expect(throttle.unsafeStats(STATE)).toEqual({ requests: 1, accepts: 0 })
     }).pipe(Effect.provide(clientLayer(backend.layer, { name: "slow-backend", timeout: "250 millis" })))
   })
 
@@ -133,8 +135,8 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       expect(isDontRetry(error, "timeout")).toBe(true)
       expect(backend.seen).toEqual({ requests: 1, retries: 0 })
       // The exchange had 100 ms, not its 250 ms bound: nothing learnt, nothing spent.
-      expect(throttle.unsafeStats(KEY)).toEqual({ requests: 0, accepts: 0 })
-      expect(limiters.unsafeGet(KEY).limit).toBe(20)
+      expect(throttle.unsafeStats(STATE)).toEqual({ requests: 0, accepts: 0 })
+      expect(limiters.unsafeGet(STATE).limit).toBe(20)
       expect((yield* budget.stats).retries).toBe(0)
     }).pipe(Effect.provide(clientLayer(backend.layer, { name: "enclosing", timeout: "250 millis" })))
   })

@@ -52,7 +52,8 @@ describe("SluiceHttpClient policies from context", () => {
       const release = yield* Deferred.make<void>()
       const { app, hits } = makeBackend(release)
       const base = yield* serve(yield* app)
-      const host = new URL(base).host
+      // the client keeps the throttle's and the limiter's state per host and criticality level
+      const host = `${new URL(base).host}/CRITICAL`
       const client = yield* SluiceHttpClient.SluiceHttpClient
       // the app's own instances, read after calls through the client
       const budget = yield* RetryBudget.forKey("orders")
@@ -168,7 +169,7 @@ describe("SluiceHttpClient policies from context", () => {
       // the app's services in context saw none of it
       const budget = yield* RetryBudget.forKey("private")
       expect((yield* budget.stats).requests).toBe(0)
-      expect((yield* AdaptiveThrottle.AdaptiveThrottle).unsafeStats(host).requests).toBe(0)
+      expect((yield* AdaptiveThrottle.AdaptiveThrottle).unsafeStats(`${host}/CRITICAL`).requests).toBe(0)
       expect((yield* ConcurrencyLimiter.ConcurrencyLimiter).size).toBe(0)
     }).pipe(
       Effect.provide(

@@ -7,6 +7,8 @@
 
 /** @since 0.1.0 */
 export * as Charts from "./Charts.js"
+/** @since 1.1.0 */
+export * as PriorityFleet from "./PriorityFleet.js"
 /** @since 0.1.0 */
 export * as Simulation from "./Simulation.js"
 /** @since 0.1.0 */

@@ -44,7 +44,8 @@ export const ClientOptionsSchema = Schema.Struct({
   ),
   errorBodyTimeout: Options.PositiveDuration.pipe(
     Schema.withDecodingDefaultType(Effect.succeed(Duration.seconds(1)))
-  )
+  ),
+  limitPerCriticality: Schema.Boolean.pipe(Schema.withDecodingDefaultType(Effect.succeed(true)))
 })
 
 /** @internal */
@@ -197,8 +198,13 @@ export const makeDefault = (
     const config = yield* decodeOptions(options)
     return yield* build(options, config, {
       throttle: options.throttle === false ? undefined : yield* AdaptiveThrottle.make(options.throttle ?? {}),
+      // Newest first: under overload the waiters that have waited longest have the least of
+      // their callers' time left, and one sent late holds a server's slot for an answer its
+      // caller stops waiting for; the newest still has its whole deadline.
       limiters:
-        options.limiter === false ? undefined : yield* ConcurrencyLimiter.makeService(options.limiter ?? {}),
+        options.limiter === false
+          ? undefined
+          : yield* ConcurrencyLimiter.makeService({ order: "lifo", ...options.limiter }),
       budgets: options.budget === false ? undefined : yield* RetryBudget.make(options.budget ?? {})
     })
   })
@@ -245,11 +251,21 @@ const build = (
     // exchange's bound depends on. A host's composed guards, and the series of its throttle
     // signals, are kept (bounded) because building them allocates closures, handlers and
     // attribute sets the success path would otherwise pay for on every request.
+    //
+    // With `limitPerCriticality` a host's guards are kept per level, the throttle and the
+    // limiter each keyed `host/LEVEL`: a server that sheds by priority refuses the least
+    // critical work while it still admits the rest, so a shed of one level says nothing
+    // about the room left for a more critical one. Shared, those sheds shrink the window
+    // and raise the throttle's refusals for every level, and the critical work waits
+    // behind them until its deadline.
+    const perLevel = config.limitPerCriticality
     const hosts = BoundedMap.make<string, Host>({ capacity: MAX_HOSTS })
-    const hostFor = (key: string): Host => {
+    const hostFor = (entry: string): Host => {
+      const cut = perLevel ? entry.lastIndexOf("/") : -1
+      const key = cut < 0 ? entry : entry.slice(0, cut)
       const gates: Array<Admission.Gate<any, Errors.Throttled | Errors.Overloaded>> = []
-      if (throttle !== undefined) gates.push(throttle.gate(key))
-      if (limiters !== undefined) gates.push(noticingWaits(limiters.gate(key)))
+      if (throttle !== undefined) gates.push(throttle.gate(entry))
+      if (limiters !== undefined) gates.push(noticingWaits(limiters.gate(entry)))
       const throttleSignals = throttleSignalsTotal.of({ host: key })
       return {
         retried: retrying.around(gates),
@@ -354,7 +370,10 @@ const build = (
           fiber.getRef(allowRetries),
           config.retryNonIdempotent
         )
-        const host = hosts.getOrCreate(keyOf(request), hostFor)
+        const host = hosts.getOrCreate(
+          perLevel ? `${keyOf(request)}/${fiber.getRef(Criticality.currentCriticality)}` : keyOf(request),
+          hostFor
+        )
         const call = (retry ? host.retried : host.once)(exchange(request, host))
         // Without a timeout of its own, a call still lives under an enclosing deadline (a
         // caller's, or the one a Sluice server read from its request): nothing is sent for a

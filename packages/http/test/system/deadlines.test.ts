@@ -88,7 +88,9 @@ describe("system: the timeout bounds the whole call", () => {
             { concurrency: "unbounded" }
           )).flatMap((o) => (Option.isSome(o) ? [o.value] : []))
         )
-        const inFlight = yield* gaugeValue("sluice_concurrency_limiter_in_flight", { key: host })
+        const inFlight = yield* gaugeValue("sluice_concurrency_limiter_in_flight", {
+          key: `${host}/CRITICAL`
+        })
         const figures = {
           hung,
           failed: errors.filter((e) => e !== undefined).length,
@@ -197,6 +199,8 @@ describe("system: the timeout bounds the whole call", () => {
         clientLayer({
           name: "system-permit-wait",
           timeout: "2 seconds",
+          // one limiter for every level, so that the SHEDDABLE late call queues behind the others
+          limitPerCriticality: false,
           limiter: { algorithm: () => LimitAlgorithm.fixed(1) }
         })
       )

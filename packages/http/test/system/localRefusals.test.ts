@@ -52,7 +52,7 @@ describe("system: local refusals and cancellations are not backend overload", ()
         const metrics = yield* counters({
           retries: ["sluice_retry_retries", { policy: name }],
           withdrawals: ["sluice_retry_budget_withdrawals", { policy: name }],
-          throttled: ["sluice_adaptive_throttle_throttled", { key: host }]
+          throttled: ["sluice_adaptive_throttle_throttled", { key: `${host}/CRITICAL` }]
         })
 
         const rounds = 6
@@ -64,7 +64,7 @@ describe("system: local refusals and cancellations are not backend overload", ()
         // set when a request is admitted).
         const probe = yield* Effect.exit(client.get(`${base}/items`))
         const probability = yield* gaugeValue("sluice_adaptive_throttle_probability", {
-          key: host,
+          key: `${host}/CRITICAL`,
           criticality: "CRITICAL"
         })
         const figures = {
@@ -122,7 +122,7 @@ describe("system: local refusals and cancellations are not backend overload", ()
         const client = yield* SluiceHttpClient.SluiceHttpClient
         const metrics = yield* counters({
           retries: ["sluice_retry_retries", { policy: name }],
-          throttled: ["sluice_adaptive_throttle_throttled", { key: host }]
+          throttled: ["sluice_adaptive_throttle_throttled", { key: `${host}/CRITICAL` }]
         })
 
         // 5 waves of 40 calls; in each, 4 of 5 callers give up after 30 ms (the
@@ -152,7 +152,7 @@ describe("system: local refusals and cancellations are not backend overload", ()
         )
         const delta = yield* metrics.delta
         const probability = yield* gaugeValue("sluice_adaptive_throttle_probability", {
-          key: host,
+          key: `${host}/CRITICAL`,
           criticality: "CRITICAL"
         })
         const figures = {

@@ -69,7 +69,7 @@ describe("system: an overloaded backend", () => {
           retries: ["sluice_retry_retries", { policy: name }],
           withdrawals: ["sluice_retry_budget_withdrawals", { policy: name }],
           refunds: ["sluice_retry_budget_refunds", { policy: name }],
-          throttled: ["sluice_adaptive_throttle_throttled", { key: host }]
+          throttled: ["sluice_adaptive_throttle_throttled", { key: `${host}/CRITICAL` }]
         })
 
         // 8 rounds of 30 concurrent calls: 240 requests, over the throttle's
@@ -142,8 +142,14 @@ describe("system: an overloaded backend", () => {
         const { base, host } = yield* serve(app.pipe(Middleware.criticality({ trust: () => true })))
         const client = yield* SluiceHttpClient.SluiceHttpClient
         const metrics = yield* counters({
-          throttledCritical: ["sluice_adaptive_throttle_throttled", { key: host, criticality: "CRITICAL" }],
-          throttledSheddable: ["sluice_adaptive_throttle_throttled", { key: host, criticality: "SHEDDABLE" }]
+          throttledCritical: [
+            "sluice_adaptive_throttle_throttled",
+            { key: `${host}/CRITICAL`, criticality: "CRITICAL" }
+          ],
+          throttledSheddable: [
+            "sluice_adaptive_throttle_throttled",
+            { key: `${host}/SHEDDABLE`, criticality: "SHEDDABLE" }
+          ]
         })
 
         // 10 rounds of 24 concurrent calls, CRITICAL and SHEDDABLE interleaved.
