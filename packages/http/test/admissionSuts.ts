@@ -80,7 +80,10 @@ const client = (setup: Setup, timeout: "1 minute" | undefined): Effect.Effect<Su
       )
     )
     const limiters = yield* ConcurrencyLimiter.makeService(limiterOptions(setup))
-    const client = yield* SluiceHttpClient.make(timeout === undefined ? {} : { timeout }).pipe(
+    // One limiter per host (not per criticality), so that one bound holds for every level here.
+    const client = yield* SluiceHttpClient.make(
+      timeout === undefined ? { limitPerCriticality: false } : { timeout, limitPerCriticality: false }
+    ).pipe(
       Effect.provide(
         Layer.mergeAll(
           Layer.succeed(HttpClient.HttpClient, backend),
