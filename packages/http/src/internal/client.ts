@@ -335,15 +335,16 @@ const build = (
         // The time left of the call's deadline travels with the attempt, relative so that the
         // server's clock need not agree with ours: the server stops working for us once we
         // have given up.
+        const timed = deadline !== Infinity || attemptTimeout !== Infinity
         const left = Propagation.outgoing(deadline, now)
         if (left !== undefined) headers[names.deadline] = left
         const outgoing = HttpClientRequest.setHeaders(request, headers)
         const send: Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> = Effect.flatMap(
           Effect.mapError(platform.execute(outgoing), markTransport),
           (response) => {
-            // read on every answer: even a client without a timeout of its own may run under an
-            // enclosing deadline, whose timer judges stalls by it
-            answeredAt = monotonicMillis(clock)
+            // Only a timer judges stalls by it: the attempt's own bound, or the call's deadline
+            // (its timeout's, or an enclosing caller's that a client without a timeout inherits).
+            if (timed) answeredAt = monotonicMillis(clock)
             if (names.degraded in response.headers && Headers.parseFlag(response.headers[names.degraded]))
               host.degraded.updateUnsafe(1, fiber.context)
             return Effect.as(decoder.decode(response, settings, json, host.decoding), response)
