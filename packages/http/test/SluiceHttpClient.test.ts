@@ -7,6 +7,7 @@ import { Criticality, Errors } from "@sluice/core"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { Middleware, SluiceHttpClient, ThrottleSignal } from "@sluice/http"
 import { routes, serve } from "./utils.js"
+import { isOwnStall } from "./system/harness.js"
 
 const makeBackend = () => {
   const hits = new Map<string, number>()
@@ -248,9 +249,16 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
       const base = yield* serve(yield* app)
       const client = yield* SluiceHttpClient.SluiceHttpClient
       const hang = failure(yield* Effect.exit(client.get(`${base}/hang`)))
-      expect(hang._tag === "DontRetry" && hang.reason).toBe("attempts")
-      expect(hang._tag === "DontRetry" && Cause.isTimeoutError(hang.cause)).toBe(true)
-      expect(hits.get("hang")).toBe(3)
+      // On a host so loaded that this process does not run for a whole 50 ms bound, the
+      // miss is its own (a local refusal, not retried); otherwise the backend's drop.
+      if (isOwnStall(hang)) {
+        expect(hang._tag === "DontRetry" && hang.reason).toBe("refused")
+        expect(hits.get("hang")).toBeLessThanOrEqual(3)
+      } else {
+        expect(hang._tag === "DontRetry" && hang.reason).toBe("attempts")
+        expect(hang._tag === "DontRetry" && Cause.isTimeoutError(hang.cause)).toBe(true)
+        expect(hits.get("hang")).toBe(3)
+      }
       // nothing listens on port 9 of loopback (discard): connection refused
       const refused = failure(yield* Effect.exit(client.get("http://127.0.0.1:9/")))
       expect(refused._tag === "DontRetry" && refused.reason).toBe("attempts")

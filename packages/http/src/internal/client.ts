@@ -291,7 +291,7 @@ const build = (
      * `self`, failed with `expire(stalledMs)` if it has not ended `millis` from now. A timer
      * that fires late because this process did not run (`Stall`) may find the answer unread in
      * the socket: one I/O turn lets the exchange read it and win first. A miss still left after
-     * a stall long against `millis` (`Stall.isOwnMiss`) is `expire`d with how long the process
+     * a stall at least as long as `millis` (`Stall.isOwnMiss`) is `expire`d with how long the process
      * stalled, for the caller to decide as its own (never a backend's drop); `stalledMs` is 0
      * for the remote side's miss.
      */

@@ -235,13 +235,30 @@ export const mentions = (error: unknown, text: string): boolean =>
 /**
  * Whether the failure says the call ran out of time: a `Cause.TimeoutError`
  * (Effect 3's `TimeoutException`) somewhere in it, or a `DontRetry` / `Overloaded`
- * whose reason names the deadline (`"timeout"`, or the limiter's `"queue-timeout"`).
+ * whose reason names the deadline (`"timeout"`, or the limiter's `"queue-timeout"`),
+ * or an attempt's deadline this process missed while it stalled ({@link isOwnStall}).
  */
 export const isTimeout = (error: unknown): boolean =>
+  isOwnStall(error) ||
   chainOf(error).some((e) => {
     if (Cause.isTimeoutError(e)) return true
     const reason = (e as { readonly reason?: unknown }).reason
     return reason === "timeout" || reason === "queue-timeout"
+  })
+
+/**
+ * Whether the failure is a deadline this process missed because it did not run for at least
+ * as long (a loaded host): a local `Overloaded` saying so, never the backend's drop.
+ */
+export const isOwnStall = (error: unknown): boolean =>
+  chainOf(error).some((e) => {
+    const node = e as { readonly _tag?: unknown; readonly origin?: unknown; readonly reason?: unknown }
+    return (
+      node._tag === "Overloaded" &&
+      node.origin === "local" &&
+      typeof node.reason === "string" &&
+      node.reason.includes("while this process stalled")
+    )
   })
 
 /** The typed failure of an exit (`undefined` for a success or an interruption). */

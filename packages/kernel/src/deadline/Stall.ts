@@ -10,8 +10,8 @@
  *
  * The quota store's deadline queue and the HTTP client's attempt and call timers decide with
  * this one rule; the client then gives the event loop one I/O turn (an answer read then is an
- * answer in time) and holds a miss still left against itself only for a stall long against the
- * timeout ({@link isOwnMiss}).
+ * answer in time) and holds a miss still left against itself only for a stall at least as long
+ * as the timeout ({@link isOwnMiss}).
  *
  * @since 0.2.0
  */
@@ -46,22 +46,16 @@ export const stalledFor = (now: number, dueAt: number, ranAt: number): number =>
 export const isStall = (stalledMs: number): boolean => stalledMs > STALL_MS
 
 /**
- * The share of a timeout a stall must last for a miss of that timeout, with no answer even once
- * the process ran again, to be the process's own rather than the remote side's: a stall short
- * against the timeout left the remote side most of it (a timer a few ms late under load is not
- * a reason to stop learning that a backend hangs), and one this long may have kept the request
- * itself from leaving (a connection to open, a write to flush).
- *
- * @since 0.2.0
- */
-export const OWN_MISS_SHARE = 0.25
-
-/**
- * Whether a miss of a `timeoutMs` deadline whose timer found the process not running for
- * `stalledMs` is the process's own: a stall ({@link isStall}) of at least
- * {@link OWN_MISS_SHARE} of the timeout.
+ * Whether a miss of a `timeoutMs` deadline, with no answer even once the process ran again,
+ * whose timer found the process not running for `stalledMs` is the process's own rather than
+ * the remote side's: a stall ({@link isStall}) at least as long as the timeout. A stall shorter
+ * than the timeout left the remote side part of it, and an answer that then did not come even
+ * with the stall's time added says more about the remote side than about this process (on a
+ * host loaded enough, timers run tens of ms late, and a backend that hangs must still be
+ * learnt); a stall as long as the timeout may have kept the request itself from leaving (a
+ * connection to open, a write to flush).
  *
  * @since 0.2.0
  */
 export const isOwnMiss = (stalledMs: number, timeoutMs: number): boolean =>
-  isStall(stalledMs) && stalledMs >= OWN_MISS_SHARE * timeoutMs
+  isStall(stalledMs) && stalledMs >= timeoutMs
