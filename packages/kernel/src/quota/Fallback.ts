@@ -16,7 +16,9 @@
  * answered, plus what the fallback itself admitted meanwhile, in the store's units.
  * {@link Fallback.floor} is sent with each check; the store raises its state to it (the maximum,
  * never the sum), so a client is never admitted past its plan and the fallback's share across
- * the loss. With the share 1 the fallback's own state is that floor. Penalties, rewards, blocks
+ * the loss. The floor is kept on the store's clock (Redis' `TIME`), exactly as answered, so
+ * sending it back never raises a store that remembers; the fallback decides on this process's
+ * clock, its state moved by the difference seen in the last answer. Penalties, rewards, blocks
  * and resets reach it as they reach the store.
  *
  * @since 0.2.0
@@ -43,13 +45,15 @@ export interface FallbackOptions {
  */
 export class Fallback {
   private readonly state: MemoryQuotaState
-  /** the store's floor, on the store's plans: the fallback's own state when the share is 1 */
+  /** the store's floor: on the store's plans and the store's clock */
   private readonly floors: MemoryQuotaState
   private readonly scaled = new WeakMap<CompiledPlan, CompiledPlan>()
+  /** this process's clock minus the store's, as of the last answer */
+  private offset = 0
 
   constructor(readonly options: FallbackOptions) {
     this.state = new MemoryQuotaState({ maxClients: options.maxClients })
-    this.floors = options.share === 1 ? this.state : new MemoryQuotaState({ maxClients: options.maxClients })
+    this.floors = new MemoryQuotaState({ maxClients: options.maxClients })
   }
 
   /** A plan scaled by the share (computed once per plan). */
@@ -65,11 +69,9 @@ export class Fallback {
   /** Decides a check the store could not answer; what it admits is added to the store's floor. */
   check(client: string, plan: CompiledPlan, cost: number, now: number): StoreResult {
     const result = this.state.check(client, this.plan(plan), cost, now)
-    if (this.floors !== this.state) {
-      if (result.allowed && cost > 0) this.floors.adjust(client, plan, cost, now)
-      else if (result.blockedMs !== undefined && result.blockedMs > 0)
-        this.floors.block(client, plan, now + result.blockedMs, now)
-    }
+    if (result.allowed && cost > 0) this.floors.adjust(client, plan, cost, now - this.offset)
+    else if (result.blockedMs !== undefined && result.blockedMs > 0)
+      this.floors.block(client, plan, now - this.offset + result.blockedMs, now - this.offset)
     return result
   }
 
@@ -83,11 +85,16 @@ export class Fallback {
   learn(client: string, plan: CompiledPlan, result: StoreResult, cost: number, now: number): void {
     const state = result.state
     if (state !== undefined) {
-      const blockedUntil =
-        result.blockedMs !== undefined && result.blockedMs > 0 ? result.now + result.blockedMs : 0
-      this.floors.raise(client, plan, state, blockedUntil, now)
-      if (this.floors !== this.state)
-        this.state.raise(client, this.plan(plan), this.atShare(plan, state), blockedUntil, now)
+      const blockedMs = result.blockedMs !== undefined && result.blockedMs > 0 ? result.blockedMs : 0
+      this.floors.raise(client, plan, state, blockedMs > 0 ? result.now + blockedMs : 0, result.now)
+      this.offset = now - result.now
+      this.state.raise(
+        client,
+        this.plan(plan),
+        this.local(plan, state, now, result.now),
+        blockedMs > 0 ? now + blockedMs : 0,
+        now
+      )
       return
     }
     if (!result.allowed) return this.denied(client, plan, result, now)
@@ -97,49 +104,65 @@ export class Fallback {
   }
 
   /**
-   * A store state at the share, rounded towards spent: a gcra tier keeps its arrival time (at the
-   * share the bucket refills as fast, relative to its size), a sliding window's counts scale.
+   * A store state as the fallback's: on this process's clock (moved by the offset) and at the
+   * share, rounded towards spent: a gcra tier keeps its arrival time (at the share the bucket
+   * refills as fast, relative to its size), a sliding window's counts scale.
    */
-  private atShare(plan: CompiledPlan, state: ReadonlyArray<number>): Array<number> {
+  private local(
+    plan: CompiledPlan,
+    state: ReadonlyArray<number>,
+    now: number,
+    storeNow: number
+  ): Array<number> {
     const scaledPlan = this.plan(plan)
+    const offset = now - storeNow
     const out = state.slice()
     for (let i = 0; i < plan.tiers.length; i++) {
       const tier = plan.tiers[i]!
       const small = scaledPlan.tiers[i]!
       const o = tier.offset
       if (tier.algorithm === "gcra") {
-        // the remainder r of 1/limit ms, in 1/limit' ms, rounded up
-        out[o + 1] = ceilDiv(state[o + 1]! * small.limit, tier.limit)
-        if (out[o + 1]! >= small.limit) {
-          out[o] = state[o]! + 1
-          out[o + 1] = 0
+        out[o] = state[o]! + offset
+        if (small !== tier) {
+          // the remainder r of 1/limit ms, in 1/limit' ms, rounded up
+          out[o + 1] = ceilDiv(state[o + 1]! * small.limit, tier.limit)
+          if (out[o + 1]! >= small.limit) {
+            out[o] = out[o]! + 1
+            out[o + 1] = 0
+          }
         }
       } else {
-        out[o + 1] = Math.min(small.capacity, ceilDiv(state[o + 1]! * small.capacity, tier.capacity))
-        out[o + 2] = Math.min(small.capacity, ceilDiv(state[o + 2]! * small.capacity, tier.capacity))
+        // the store's window as the local one that holds the answer (the two clocks' windows
+        // need not line up: the counts then stay in force up to a window longer, or shorter)
+        const per = tier.periodMs
+        out[o] = Math.floor(now / per) - (Math.floor(storeNow / per) - state[o]!)
+        if (small !== tier) {
+          out[o + 1] = Math.min(small.capacity, ceilDiv(state[o + 1]! * small.capacity, tier.capacity))
+          out[o + 2] = Math.min(small.capacity, ceilDiv(state[o + 2]! * small.capacity, tier.capacity))
+        }
       }
     }
     return out
   }
 
   /**
-   * The floor of a client's state to send with a check (its block, then the plan's layout), or
-   * `undefined` when the fallback knows of nothing spent.
+   * The floor of a client's state to send with a check (its block, then the plan's layout, on
+   * the store's clock), or `undefined` when the fallback knows of nothing spent.
    */
   floor(client: string, plan: CompiledPlan, now: number): Array<number> | undefined {
-    return this.floors.floorOf(client, plan, now)
+    return this.floors.floorOf(client, plan, now - this.offset)
   }
 
   /** A penalty (`units` > 0) or a reward (< 0), as the store gets it. */
   adjust(client: string, plan: CompiledPlan, units: number, now: number): void {
     this.state.adjust(client, this.plan(plan), units, now)
-    if (this.floors !== this.state) this.floors.adjust(client, plan, units, now)
+    this.floors.adjust(client, plan, units, now - this.offset)
   }
 
   /** A block of `durationMs` from `now`, as the store gets it. */
   block(client: string, plan: CompiledPlan, durationMs: number, now: number): void {
     this.state.block(client, this.plan(plan), now + durationMs, now)
-    if (this.floors !== this.state) this.floors.block(client, plan, now + durationMs, now)
+    this.floors.block(client, plan, now - this.offset + durationMs, now - this.offset)
   }
 
   /** Forgets a client. */
