@@ -92,10 +92,10 @@ describe("SluiceHttpClient: local refusals", () => {
           yield* Effect.forEach(fibers, Fiber.interrupt)
         }
         // 150 calls sent and then cancelled by their callers.
-      expect(backend.seen.arrivals).toBe(150)
+        expect(backend.seen.arrivals).toBe(150)
         expect(throttle.unsafeStats(key)).toEqual({ requests: 0, accepts: 0 })
         expect(limiters.keys()).toEqual([key])
-      expect(limiters.unsafeGet(key).limit).toBe(20)
+        expect(limiters.unsafeGet(key).limit).toBe(20)
         expect(limiters.unsafeGet(key).inFlight).toBe(0)
         expect((yield* budget.stats).retries).toBe(0)
       }).pipe(
