@@ -107,7 +107,7 @@ export interface Report {
  *
  * const program = Effect.gen(function* () {
  *   const perLevel = yield* PriorityFleet.run({ seed: 1 })
- *   const perHost = yield* PriorityFleet.run({ seed: 1, limit: "per-host" })
+ *   const perHost = yield* PriorityFleet.run({ seed: 1, perLevel: false, order: "fifo" })
  *   return perLevel.goodputRatio / perHost.goodputRatio
  * })
  * ```
