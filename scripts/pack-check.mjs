@@ -125,20 +125,32 @@ run(
   ],
   app
 )
-// the peers' ranges admit the versions this line pins (and tests against)
+// the peers' ranges admit the versions this line pins (and tests against): the pinned one, and
+// any other major installed beside it under an alias (`"ioredis6": "npm:ioredis@6.0.0"`)
+const caretAdmits = (alternative, installed) => {
+  const m = /^\^(\d+)\.(\d+)\.(\d+)$/.exec(alternative.trim())
+  const v = installed.split(".").map(Number)
+  return (
+    m !== null &&
+    (Number(m[1]) > 0
+      ? v[0] === Number(m[1]) && (v[1] > Number(m[2]) || (v[1] === Number(m[2]) && v[2] >= Number(m[3])))
+      : v[0] === 0 && v[1] === Number(m[2]) && v[2] >= Number(m[3]))
+  )
+}
+const rootDevDependencies = rootPackage.devDependencies ?? {}
 for (const p of packages) {
   for (const [name, range] of Object.entries(p.manifest.peerDependencies ?? {})) {
-    const installed = JSON.parse(
-      readFileSync(join(root, "node_modules", name, "package.json"), "utf8")
-    ).version
-    const m = /^\^(\d+)\.(\d+)\.(\d+)$/.exec(range)
-    const v = installed.split(".").map(Number)
-    const ok =
-      m !== null &&
-      (Number(m[1]) > 0
-        ? v[0] === Number(m[1]) && (v[1] > Number(m[2]) || (v[1] === Number(m[2]) && v[2] >= Number(m[3])))
-        : v[0] === 0 && v[1] === Number(m[2]) && v[2] >= Number(m[3]))
-    if (!ok) failures.push(`${p.manifest.name}: peer ${name}@${range} does not admit the tested ${installed}`)
+    const aliases = Object.entries(rootDevDependencies)
+      .filter(([, spec]) => typeof spec === "string" && spec.startsWith(`npm:${name}@`))
+      .map(([alias]) => alias)
+    for (const dir of [name, ...aliases]) {
+      const installed = JSON.parse(
+        readFileSync(join(root, "node_modules", dir, "package.json"), "utf8")
+      ).version
+      const ok = range.split("||").some((alternative) => caretAdmits(alternative, installed))
+      if (!ok)
+        failures.push(`${p.manifest.name}: peer ${name}@${range} does not admit the tested ${installed}`)
+    }
   }
 }
 

@@ -6,7 +6,9 @@
  *
  * `--scenario` is a built-in name or a JSON file (a `Simulation.Scenario`); `--strategy`
  * a built-in name or a module that exports a `Strategy` (`./file.ts#name` picks one).
- * With `--json` it prints exactly one JSON object (see `SimJson`).
+ * With `--json` it prints exactly one JSON object (see `SimJson`). The scenarios that build
+ * their own client (autosave, workers, throttle) refuse another `--strategy`; `--help` prints
+ * the usage and exits 0, whatever else is given.
  */
 import { Effect } from "effect"
 import { parseArgs } from "node:util"
@@ -17,6 +19,7 @@ import { resolveStrategy, strategyNames } from "./strategies.js"
 const usage = () =>
   [
     "usage: npm run sim -- --scenario <name|file.json> --strategy <name|module.ts[#name]> [--seed N] [--json]",
+    "  (autosave, workers and throttle bring their own client: they take no other --strategy)",
     `  scenarios:  ${scenarioNames().join(", ")}, or a JSON file (see examples/sim/my-server.json)`,
     `  strategies: ${strategyNames().join(", ")}, or a module exporting a Strategy`
   ].join("\n")
@@ -27,6 +30,13 @@ const fail = (message: string): never => {
 }
 
 const main = async () => {
+  // Asked for help, the user gets it whatever else the line holds (a missing value, an unknown
+  // option), and it is not an error.
+  const args = process.argv.slice(2)
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(`${usage()}\n`)
+    return
+  }
   let values: { scenario?: string; strategy?: string; seed?: string; json?: boolean; help?: boolean }
   try {
     ;({ values } = parseArgs({
@@ -49,8 +59,14 @@ const main = async () => {
     (await Effect.runPromise(
       Effect.catch(resolveScenario(values.scenario ?? ""), (error) => Effect.sync(() => fail(error.message)))
     )) ?? fail(`unknown or missing --scenario "${values.scenario ?? ""}"`)
+  // A scenario that brings its own client cannot run another: say so rather than run its own.
+  const builtIn = scenario.builtInStrategy
+  if (builtIn !== undefined && values.strategy !== undefined && values.strategy !== builtIn.name)
+    fail(
+      `the ${scenario.name} scenario runs its own strategy (${builtIn.name}) and takes no --strategy, got "${values.strategy}"`
+    )
   const strategy =
-    scenario.builtInStrategy ??
+    builtIn ??
     (await Effect.runPromise(
       Effect.catch(resolveStrategy(values.strategy ?? ""), (error) => Effect.sync(() => fail(error.message)))
     )) ??

@@ -209,4 +209,40 @@ describe("simulation scenarios and strategies", () => {
       }),
     120_000
   )
+  it.effect(
+    "the CLI: --help prints the usage and exits 0 whatever else is given; a built-in client refuses another --strategy",
+    () =>
+      Effect.gen(function* () {
+        const cli = (...args: Array<string>) =>
+          Effect.promise(() =>
+            promisify(execFile)(
+              "npx",
+              ["tsx", "--conditions=@sluice/source", "examples/sim/cli.ts", ...args],
+              {
+                cwd: new URL("../..", import.meta.url).pathname
+              }
+            ).then(
+              ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+              (error: { code?: number; stdout?: string; stderr?: string }) => ({
+                code: error.code ?? -1,
+                stdout: error.stdout ?? "",
+                stderr: error.stderr ?? ""
+              })
+            )
+          )
+        for (const args of [
+          ["--help", "--bogus"],
+          ["--scenario", "--help"]
+        ]) {
+          const help = yield* cli(...args)
+          expect({ args, code: help.code }).toEqual({ args, code: 0 })
+          expect(help.stdout).toContain("usage: npm run sim")
+        }
+        const refused = yield* cli("--scenario", "throttle", "--strategy", "naive", "--json")
+        expect(refused.code).toBe(2)
+        expect(refused.stdout).toBe("")
+        expect(refused.stderr).toContain("the throttle scenario runs its own strategy (adaptive-throttle)")
+      }),
+    120_000
+  )
 })

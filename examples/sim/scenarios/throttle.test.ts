@@ -1,6 +1,7 @@
 import { AdaptiveThrottle } from "@sluice/adaptive"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { readFileSync } from "node:fs"
 import { runOne } from "../run.js"
 import { findScenario } from "../scenarios.js"
 import { predictedShares, runThrottleScenario } from "./throttle.js"
@@ -77,6 +78,21 @@ describe("throttle scenario (simulation)", () => {
       expect(run.json.steadyErrorPct!).toBeLessThan((100 * TOLERANCE) / 0.3)
       // Requests that reached the backend and were rejected, over all offered: about 30%, not 70%.
       expect(Math.abs(run.json.failedAttempts / run.json.operations - 0.3)).toBeLessThan(TOLERANCE)
+      // What the adaptive READMEs (both lines) quote is what this run prints.
+      const steady = (run.result.detail as { readonly steady: { readonly rejected: number } }).steady
+      for (const path of ["packages/adaptive/README.md", "effect3/packages/adaptive/README.md"]) {
+        const readme = readFileSync(new URL(`../../../${path}`, import.meta.url), "utf8").replace(/\s+/g, " ")
+        const quoted =
+          /share ([\d.]+)% of all requests and ([\d.]+)% after the first 240 s .*?`steadyErrorPct` ([\d.]+) with seed 1/.exec(
+            readme
+          )
+        expect(quoted, path).not.toBeNull()
+        expect(quoted!.slice(1).map(Number), path).toEqual([
+          Number(((100 * run.json.failedAttempts) / run.json.operations).toFixed(1)),
+          Number((100 * steady.rejected).toFixed(1)),
+          run.json.steadyErrorPct
+        ])
+      }
     })
   )
 })

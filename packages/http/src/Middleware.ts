@@ -234,6 +234,13 @@ export interface QuotaOptions {
  * `t`. A cost no tier can ever hold gets `429` without `Retry-After` and with
  * `x-sluice-dont-retry: 1`.
  *
+ * A `client` of `undefined` skips the check. A `client` or `cost` function that
+ * throws admits nobody, and a cost that is not a whole number of units (negative,
+ * fractional, `NaN`, `Infinity`; `0` is a peek, as in `Quota.check`) is never
+ * rounded: the request gets `400` with the body
+ * `{ "error": { "_tag": "InvalidRequest", "field": "client" | "cost", "message" } }`,
+ * the handler does not run and nothing is charged.
+ *
  * @example
  * ```ts
  * import { Middleware } from "@sluice/http"

@@ -39,6 +39,22 @@ describe("Middleware (over a real NodeHttpServer)", () => {
     }).pipe(Effect.provide(NodeHttpClient.layerUndici))
   )
 
+  it("errorResponse: a quota hint of 0, negative or NaN is never `Retry-After: 0` nor a negative hint in the body", () => {
+    for (const millis of [0, -1500, NaN]) {
+      const error = new Errors.QuotaExceeded({
+        tier: "spike",
+        limit: 5,
+        remaining: 0,
+        retryAfter: Duration.millis(millis)
+      })
+      const response = Middleware.errorResponse(error, Protocol.make())
+      expect(response.status).toBe(429)
+      expect(response.headers["retry-after"]).toBe("1")
+      const body = response.body._tag === "Uint8Array" ? new TextDecoder().decode(response.body.body) : ""
+      expect(JSON.parse(body)).toMatchObject({ error: { _tag: "QuotaExceeded", retryAfterMs: 0 } })
+    }
+  })
+
   it.live("mapErrors: every Sluice error becomes its wire response and decodes back", () =>
     Effect.gen(function* () {
       const quota = new Errors.QuotaExceeded({

@@ -1,5 +1,6 @@
 // The README's two snippets, verbatim except for the port (0: picked by the OS), the URL and the
 // secret (from a provider of its own, not the environment).
+import { readFileSync } from "node:fs"
 import { createServer } from "node:http"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -7,8 +8,9 @@ import { AdaptiveThrottle, ConcurrencyLimiter, LoadShedder } from "@sluice/adapt
 import { Criticality } from "@sluice/core"
 import { Middleware, SluiceHttpClient, ThrottleSignal, Trust } from "@sluice/http"
 import { RetryBudget, RetryHistogram } from "@sluice/retry"
-import { Config, ConfigProvider, Context, Effect, Layer } from "effect"
+import { Config, ConfigProvider, Context, Duration, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { ClientOptionsSchema } from "../src/internal/client.js"
 
 describe("README", () => {
   it.live("a client Layer and a router with middleware", () =>
@@ -67,6 +69,20 @@ describe("README", () => {
       const response = yield* program
       expect(response.status).toBe(200)
       expect(yield* response.text).toBe("[]")
+    })
+  )
+})
+
+describe("README option table", () => {
+  it.effect("states the client's own defaults for maxRetryAfter and errorBodyTimeout", () =>
+    Effect.gen(function* () {
+      const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8")
+      const row = (option: string) =>
+        new RegExp(`^\\| \`${option}\` \\| ([^|]+) \\|`, "m").exec(readme)?.[1]?.trim()
+      const defaults = yield* Schema.decodeUnknownEffect(ClientOptionsSchema)({})
+      const seconds = (d: Duration.Duration) => `${Duration.toSeconds(d)} s`
+      expect(row("maxRetryAfter")).toBe(seconds(defaults.maxRetryAfter))
+      expect(row("errorBodyTimeout")).toBe(seconds(defaults.errorBodyTimeout))
     })
   )
 })

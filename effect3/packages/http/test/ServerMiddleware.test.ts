@@ -75,6 +75,67 @@ describe("server middleware over a real NodeHttpServer", () => {
   )
 
   it.scopedLive(
+    "quota fails closed: a spent key stays refused whatever its cost header or credential says",
+    () =>
+      Effect.gen(function* () {
+        let handled = 0
+        const app = HttpRouter.empty.pipe(
+          HttpRouter.get(
+            "/",
+            Effect.sync(() => {
+              handled++
+              return HttpServerResponse.text("ok")
+            })
+          ),
+          Middleware.quota({
+            // a bearer token that does not parse throws, as an application's parser would
+            client: (req) => {
+              const auth = req.headers["authorization"]
+              if (auth === undefined) return undefined
+              if (!auth.startsWith("Bearer ")) throw new Error(`malformed credential ${auth}`)
+              return auth.slice(7)
+            },
+            cost: (req) => {
+              const batch = req.headers["x-batch"]
+              if (batch === undefined) return 1
+              if (!/^[0-9.-]+$/.test(batch)) throw new Error("malformed batch header")
+              return Number(batch)
+            }
+          })
+        )
+        const base = yield* serve(app)
+        const client = yield* HttpClient.HttpClient
+        const call = (headers: Record<string, string>) => client.get(base + "/", { headers })
+        for (let i = 0; i < 3; i++) expect((yield* call({ authorization: "Bearer acme" })).status).toBe(200)
+        expect((yield* call({ authorization: "Bearer acme" })).status).toBe(429)
+        expect(handled).toBe(3)
+        const statuses: Array<number> = []
+        for (const batch of ["many", "2.5", "-1", "NaN", "1e400"]) {
+          const response = yield* call({ authorization: "Bearer acme", "x-batch": batch })
+          statuses.push(response.status)
+          expect(yield* response.json).toMatchObject({ error: { _tag: "InvalidRequest", field: "cost" } })
+        }
+        expect(statuses).toEqual([400, 400, 400, 400, 400])
+        const malformed = yield* call({ authorization: "Basic acme" })
+        expect(malformed.status).toBe(400)
+        const body = yield* malformed.json
+        expect(body).toEqual({
+          error: { _tag: "InvalidRequest", field: "client", message: expect.any(String) }
+        })
+        // what the application threw, which may quote the credential, stays on the server
+        expect(JSON.stringify(body)).not.toContain("acme")
+        // a fresh key: a fractional cost is refused, never charged as 1
+        expect((yield* call({ authorization: "Bearer other", "x-batch": "2.5" })).status).toBe(400)
+        const fresh = yield* call({ authorization: "Bearer other", "x-batch": "3" })
+        expect(fresh.status).toBe(200)
+        expect(handled).toBe(4)
+        // only a client of undefined skips the check
+        expect((yield* call({})).status).toBe(200)
+        expect(handled).toBe(5)
+      }).pipe(Effect.provide(Layer.mergeAll(QuotaLive, NodeHttpClient.layerUndici)))
+  )
+
+  it.scopedLive(
     "backpressure: throttle flag while exceeded, JSON attribute on opt-in, failures not recorded",
     () =>
       Effect.gen(function* () {

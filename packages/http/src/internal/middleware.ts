@@ -165,6 +165,25 @@ export const criticality =
 
 // ---- quota -----------------------------------------------------------------
 
+/**
+ * The answer to a request whose quota cannot be decided: its `client` or `cost` function
+ * threw, or its cost is not a whole number of units. The body names which, never what was
+ * thrown (that may quote the credential).
+ *
+ * @internal
+ */
+export const invalidQuotaRequest = (field: "client" | "cost"): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.jsonUnsafe(
+    {
+      error: {
+        _tag: "InvalidRequest",
+        field,
+        message: `Middleware.quota: the request's ${field} cannot be read`
+      }
+    },
+    { status: 400 }
+  )
+
 /** @internal */
 export const quota =
   (options: QuotaOptions) =>
@@ -172,20 +191,28 @@ export const quota =
     const withHeaders = options.headers !== false
     return Effect.withFiber((fiber) => {
       const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+      // A function that throws admits nobody: only a client of `undefined` skips the check.
       let client: string | undefined
       let cost = 1
       try {
         client = options.client(request)
-        if (options.cost !== undefined) cost = options.cost(request)
       } catch {
-        client = undefined
+        return Effect.succeed(invalidQuotaRequest("client"))
       }
       if (client === undefined) return app
-      if (!Number.isInteger(cost) || cost < 1) cost = 1
+      try {
+        if (options.cost !== undefined) cost = options.cost(request)
+      } catch {
+        return Effect.succeed(invalidQuotaRequest("cost"))
+      }
       const service = Context.getUnsafe(fiber.context, Quota.Quota)
       const settings = fiber.getRef(WireProtocol)
-      // the cost is a positive integer here, which check never refuses
-      return Effect.flatMap(Effect.orDie(service.check(client, { cost })), (decision) => {
+      // check refuses a negative, fractional or non-finite cost (the rule lives in the quota)
+      const checked = Effect.catchTag(service.check(client, { cost }), "InvalidOptions", () =>
+        Effect.succeed(undefined)
+      )
+      return Effect.flatMap(checked, (decision) => {
+        if (decision === undefined) return Effect.succeed(invalidQuotaRequest("cost"))
         const headers = withHeaders ? QuotaHeaders.of(decision, settings.headers) : {}
         if (!decision.allowed) {
           const error = Quota.toQuotaExceeded(decision)

@@ -222,19 +222,28 @@ export const parse = (text: string): Decoded | undefined => {
   }
 }
 
+/**
+ * A hint as it is sent: a wait cannot be negative, and `NaN` says nothing, so both are 0
+ * ("no wait known"); `Infinity` stays "never". Readers refuse a negative hint, so without
+ * this a body would not decode at all.
+ *
+ * @since 1.0.0
+ */
+export const hint = (millis: number): number => (Number.isNaN(millis) || millis <= 0 ? 0 : millis)
+
 const causeJson = (e: DecodedCause): CauseJson => {
   switch (e._tag) {
     case "Overloaded":
       return e.retryAfterMs === undefined
         ? { _tag: "Overloaded", reason: e.reason }
-        : { _tag: "Overloaded", reason: e.reason, retryAfterMs: portable(e.retryAfterMs) }
+        : { _tag: "Overloaded", reason: e.reason, retryAfterMs: portable(hint(e.retryAfterMs)) }
     case "QuotaExceeded":
       return {
         _tag: "QuotaExceeded",
         tier: e.tier,
         limit: portable(e.limit),
         remaining: portable(e.remaining),
-        retryAfterMs: portable(e.retryAfterMs)
+        retryAfterMs: portable(hint(e.retryAfterMs))
       }
     case "Throttled":
       return e.probability === undefined
@@ -245,7 +254,7 @@ const causeJson = (e: DecodedCause): CauseJson => {
         _tag: "CircuitOpen",
         name: e.name,
         halfOpenAt: portable(e.halfOpenAt),
-        retryAfterMs: portable(e.retryAfterMs)
+        retryAfterMs: portable(hint(e.retryAfterMs))
       }
   }
 }

@@ -17,7 +17,7 @@
  *
  * @since 0.2.0
  */
-import type * as ErrorBody from "./ErrorBody.js"
+import * as ErrorBody from "./ErrorBody.js"
 import type * as Headers from "./Headers.js"
 import * as RateLimit from "./RateLimit.js"
 import * as RetryAfter from "./RetryAfter.js"
@@ -47,16 +47,18 @@ export const answer = (error: ErrorBody.Decoded, names: Headers.HeaderNames): An
   const cause = error._tag === "DontRetry" ? error.cause : error
   if (cause?._tag === "QuotaExceeded") {
     status = 429
-    const millis = cause.retryAfterMs
+    // A 429 always names a wait, at least a second, even for a hint of 0, a negative or NaN
+    // one (a clock that went back, a caller's own arithmetic): 0 would invite a retry at once.
+    const millis = ErrorBody.hint(cause.retryAfterMs)
     if (millis === Infinity) headers[names.dontRetry] = "1"
-    else headers[names.retryAfter] = RetryAfter.format(millis)
+    else headers[names.retryAfter] = RetryAfter.format(Math.max(millis, 1))
     const tier = { name: cause.tier, limit: cause.limit, remaining: cause.remaining }
     headers[names.rateLimitPolicy] = RateLimit.formatPolicy([tier])
     headers[names.rateLimit] = RateLimit.format([
       Number.isFinite(millis) ? { ...tier, resetMillis: millis } : tier
     ])
   } else if (cause?._tag === "Overloaded" || cause?._tag === "CircuitOpen") {
-    const millis = cause.retryAfterMs ?? 0
+    const millis = ErrorBody.hint(cause.retryAfterMs ?? 0)
     if (millis === Infinity) headers[names.dontRetry] = "1"
     else if (millis > 0) headers[names.retryAfter] = RetryAfter.format(millis)
   }

@@ -66,5 +66,6 @@ export const parseMillis = (
 export const format = (millis: number): string => {
   if (Number.isNaN(millis) || millis <= 0) return "0"
   if (millis >= MAX_SECONDS * 1000) return String(MAX_SECONDS)
-  return String(Math.ceil(millis / 1000))
+  // a denormal delay divides to 0: a positive one is still at least a second
+  return String(Math.max(1, Math.ceil(millis / 1000)))
 }

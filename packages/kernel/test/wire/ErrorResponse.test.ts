@@ -1,4 +1,4 @@
-import type * as ErrorBody from "@sluice/kernel/wire/ErrorBody"
+import * as ErrorBody from "@sluice/kernel/wire/ErrorBody"
 import * as ErrorResponse from "@sluice/kernel/wire/ErrorResponse"
 import * as Headers from "@sluice/kernel/wire/Headers"
 import * as Verdict from "@sluice/kernel/wire/Verdict"
@@ -110,6 +110,48 @@ describe("ErrorResponse", () => {
         if (inner._tag === "QuotaExceeded")
           expect(readInner).toMatchObject({ tier: inner.tier, limit: inner.limit })
       })
+    )
+  })
+  it("any hint, zero, negative and NaN included: never `Retry-After: 0`, never a negative or NaN hint in the body", () => {
+    const hint = fc.oneof(
+      fc.constantFrom(0, -0, -1, -1500, NaN, Infinity, -Infinity, 1, 999, 1000, 1001),
+      fc.double({ noNaN: false })
+    )
+    const cause = fc.oneof(
+      hint.map((retryAfterMs): ErrorBody.DecodedCause => ({ ...quota, retryAfterMs })),
+      hint.map((retryAfterMs): ErrorBody.DecodedCause => ({
+        _tag: "Overloaded",
+        reason: "busy",
+        retryAfterMs
+      })),
+      hint.map((retryAfterMs): ErrorBody.DecodedCause => ({
+        _tag: "CircuitOpen",
+        name: "db",
+        halfOpenAt: 1,
+        retryAfterMs
+      }))
+    )
+    const error = fc.oneof(
+      cause,
+      cause.map((c): ErrorBody.Decoded => ({ _tag: "DontRetry", reason: "attempts", attempts: 3, cause: c }))
+    )
+    fc.assert(
+      fc.property(error, (e) => {
+        const { headers } = answer(e)
+        const retryAfter = headers["retry-after"]
+        if (retryAfter !== undefined) expect(Number(retryAfter)).toBeGreaterThanOrEqual(1)
+        const t = /;t=(\d+)/.exec(headers["ratelimit"] ?? "")
+        if (t !== null) expect(Number(t[1])).toBeGreaterThanOrEqual(0)
+        const text = JSON.stringify(ErrorBody.encode(e))
+        const hints = [...text.matchAll(/"retryAfterMs":("?[^,}"]*"?)/g)].map(
+          (m) => JSON.parse(m[1]!) as unknown
+        )
+        expect(hints.length).toBeGreaterThan(0)
+        for (const h of hints) expect(h === "Infinity" || (typeof h === "number" && h >= 0)).toBe(true)
+        // and so a Sluice reader decodes the body it is sent
+        expect(ErrorBody.parse(text)).toBeDefined()
+      }),
+      { numRuns: 500 }
     )
   })
 })

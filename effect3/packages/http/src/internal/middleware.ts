@@ -103,6 +103,25 @@ export const criticality =
 
 // ---- quota -----------------------------------------------------------------
 
+/**
+ * The answer to a request whose quota cannot be decided: its `client` or `cost` function
+ * threw, or its cost is not a whole number of units. The body names which, never what was
+ * thrown (that may quote the credential).
+ *
+ * @internal
+ */
+export const invalidQuotaRequest = (field: "client" | "cost"): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.unsafeJson(
+    {
+      error: {
+        _tag: "InvalidRequest",
+        field,
+        message: `Middleware.quota: the request's ${field} cannot be read`
+      }
+    },
+    { status: 400 }
+  )
+
 /** @internal */
 export const quota =
   (options: QuotaOptions) =>
@@ -111,38 +130,43 @@ export const quota =
     return Effect.flatMap(
       Effect.zip(HttpServerRequest.HttpServerRequest, Effect.context<Quota.Quota>()),
       ([request, context]) => {
+        // A function that throws admits nobody: only a client of `undefined` skips the check.
         let client: string | undefined
         let cost = 1
         try {
           client = options.client(request)
-          if (options.cost !== undefined) cost = options.cost(request)
         } catch {
-          client = undefined
+          return Effect.succeed(invalidQuotaRequest("client"))
         }
         if (client === undefined) return app
-        if (!Number.isInteger(cost) || cost < 1) cost = 1
+        try {
+          if (options.cost !== undefined) cost = options.cost(request)
+        } catch {
+          return Effect.succeed(invalidQuotaRequest("cost"))
+        }
         const service = Context.get(context, Quota.Quota)
-        return Effect.flatMap(
-          // the cost is a positive integer here, which check never refuses
-          Effect.zip(Effect.orDie(service.check(client, { cost })), WireProtocol),
-          ([decision, settings]) => {
-            const headers = withHeaders ? QuotaHeaders.of(decision, settings.headers) : {}
-            if (!decision.allowed) {
-              const error = Quota.toQuotaExceeded(decision)
-              // a cost no tier can ever hold has an infinite retryAfter: no Retry-After, "don't retry"
-              const denied = HttpServerResponse.setHeaders(errorResponse(error, settings), headers)
-              return Effect.succeed(denied).pipe(
-                Effect.withSpan("sluice.http.quota_denied", {
-                  captureStackTrace: false,
-                  attributes: { client, tier: error.tier }
-                })
-              )
-            }
-            return withHeaders
-              ? Effect.map(app, (response) => HttpServerResponse.setHeaders(response, headers))
-              : app
-          }
+        // check refuses a negative, fractional or non-finite cost (the rule lives in the quota)
+        const checked = Effect.catchTag(service.check(client, { cost }), "InvalidOptions", () =>
+          Effect.succeed(undefined)
         )
+        return Effect.flatMap(Effect.zip(checked, WireProtocol), ([decision, settings]) => {
+          if (decision === undefined) return Effect.succeed(invalidQuotaRequest("cost"))
+          const headers = withHeaders ? QuotaHeaders.of(decision, settings.headers) : {}
+          if (!decision.allowed) {
+            const error = Quota.toQuotaExceeded(decision)
+            // a cost no tier can ever hold has an infinite retryAfter: no Retry-After, "don't retry"
+            const denied = HttpServerResponse.setHeaders(errorResponse(error, settings), headers)
+            return Effect.succeed(denied).pipe(
+              Effect.withSpan("sluice.http.quota_denied", {
+                captureStackTrace: false,
+                attributes: { client, tier: error.tier }
+              })
+            )
+          }
+          return withHeaders
+            ? Effect.map(app, (response) => HttpServerResponse.setHeaders(response, headers))
+            : app
+        })
       }
     )
   }
