@@ -271,8 +271,10 @@ export function loadShed(options: LoadShedOptions = {}) {
       const gates: Array<Admission.Gate<unknown, Errors.Overloaded>> = []
       if (shedder !== undefined)
         gates.push(interruptibleWait(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>))
-      if (options.limiter !== undefined)
-        gates.push(interruptibleWait(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>))
+      // A limiter given here replaces the shedder's own bound.
+      const limiter = options.limiter ?? shedder?.bound
+      if (limiter !== undefined)
+        gates.push(interruptibleWait(limiter.gate as Admission.Gate<unknown, Errors.Overloaded>))
       const effect = inner.pipe(Admission.guard(gates))
       return Effect.matchEffect(effect, {
         onFailure: (error) =>
