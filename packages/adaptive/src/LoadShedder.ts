@@ -66,7 +66,8 @@
  * and `sluice_load_shedder_event_loop_utilization`, counters
  * `sluice_load_shedder_shed` and `sluice_load_shedder_admitted` (attribute
  * `criticality`), updated in the context the shedder was made in (its `MetricRegistry`).
- * Each shed decision gets a span `sluice.load_shedder.shed`.
+ * A shed opens no span (under a flood it would cost more than the refusal) and reuses one
+ * `Overloaded` value; the counters and {@link Service.events} see each one.
  *
  * @since 0.1.0
  */

@@ -147,37 +147,32 @@ export const make = (
       return (tickets[level] = new Ticket(level, entry.clock))
     }
 
-    const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
+    // One refusal value, made once: a shed under a flood must cost little, so no error is
+    // built (and no stack captured) and no span opened per refusal; the counters by level
+    // and the events stream keep every refusal observable.
+    const refusal = Admission.refuse(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" }))
+    const shed = (level: Level, u: number) => {
       shedMetrics[level].updateUnsafe(1, context)
       EventHub.publish(hub, { _tag: "Shed", shedder: name, criticality: level, utilization: u })
-      return Effect.withSpan(
-        Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" })),
-        "sluice.load_shedder.shed",
-        {
-          captureStackTrace: false,
-          attributes: { shedder: name, criticality: level, utilization: u, threshold: thresholds[level] }
-        }
-      )
+      return refusal
     }
 
-    // The shedder's side of the admission protocol. Work is admitted at once or shed; a
-    // shed goes down the waiting path (`Wait`) only so that the refusal fails inside its span.
-    // Whatever the outcome, a settled ticket is work that left: the shedder counts load,
-    // it learns nothing from how the work went.
+    // The shedder's side of the admission protocol: work is admitted or shed at once, it
+    // never waits here. Whatever the outcome, a settled ticket is work that left: the
+    // shedder counts load, it learns nothing from how the work went.
     const gate: Admission.Gate<LS.Ticket, Errors.Overloaded> = {
       tryEnter: (entry) => {
         const level = entry.criticality
         const u = shedder.arrive(level, entry.now)
         utilizationMetric.updateUnsafe(shedder.utilization(entry.now), context)
-        return shedder.sheds(level, u) ? Admission.Wait : admit(level, entry)
+        return shedder.sheds(level, u) ? shed(level, u) : admit(level, entry)
       },
+      // never taken: `tryEnter` never answers Wait
       enter: (entry) =>
         Effect.suspend(() => {
           const level = entry.criticality
           const u = shedder.arrive(level, entry.now)
-          // Admitted (the load fell since `tryEnter`): counted in one synchronous step that
-          // hands the ticket straight on, so no interruption falls between the count and the ticket.
-          return shedder.sheds(level, u) ? shed(level, u) : Effect.sync(() => admit(level, entry))
+          return shedder.sheds(level, u) ? Effect.fail(refusal.error) : Effect.sync(() => admit(level, entry))
         }),
       settle: (ticket) => {
         const { clock, criticality } = ticket as Ticket
