@@ -559,7 +559,9 @@ const program = Effect.gen(function* () {
   const shedder = yield* LoadShedder.make({
     capacity: 2 * UNITS,
     smoothing: Duration.millis(SMOOTHING_MS),
-    thresholds: { SHEDDABLE: 0.8, SHEDDABLE_PLUS: 0.9, CRITICAL: 1.1, CRITICAL_PLUS: 1.2 }
+    thresholds: { SHEDDABLE: 0.8, SHEDDABLE_PLUS: 0.9, CRITICAL: 1.1, CRITICAL_PLUS: 1.2 },
+    // the limiter above is this composition's bound: the shedder judges against its own capacity
+    bound: false
   })
   // A request without a criticality header is SHEDDABLE_PLUS here (the server's choice):
   // the mix's "DEFAULT" share.
