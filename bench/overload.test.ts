@@ -1,5 +1,5 @@
 // Smoke test: the overload benchmark runs in its short mode (a real server, a generator
-// process, five short phases) and prints the JSON bench/README.md quotes. Shape and sanity
+// process, five short phases, and a short closed-loop flood driven by autocannon) and prints the JSON bench/README.md quotes. Shape and sanity
 // only: goodput and latency depend on the machine, so no goal is asserted.
 import { describe, expect, it } from "vitest"
 import { runScript } from "./runScript.js"
@@ -28,6 +28,7 @@ describe("bench:overload --quick --json", () => {
           "unprotected",
           "mix",
           "fleet",
+          "flood",
           "machine"
         ].sort()
       )
@@ -78,6 +79,50 @@ describe("bench:overload --quick --json", () => {
         expect(f.attemptsPerOperation).toBeCloseTo(f.attemptsAtServer / f.operations, 2)
         if (f.ok > 0) expect(f.attemptsPerSuccess).toBeCloseTo(f.attemptsAtServer / f.ok, 2)
       }
+      // the closed-loop flood (autocannon) against the README's server and the two bare 503s
+      const flood = result.flood
+      expect(Object.keys(flood).sort()).toEqual(
+        [
+          "seconds",
+          "connections",
+          "goodputRps",
+          "goodputRatio",
+          "critical",
+          "unloadedP99Ms",
+          "refusalsPerSec",
+          "floor",
+          "refusalCostVsEffect",
+          "goals"
+        ].sort()
+      )
+      expect(flood.connections).toEqual({ flood: 64, critical: 4 })
+      expect(flood.goodputRatio).toBeCloseTo(flood.goodputRps / result.capacityRps, 2)
+      // a hard bound: never more than capacity served per unit of work (with slack for the
+      // shortest units, 0.5x the mean, and the run's edges)
+      expect(flood.goodputRatio).toBeLessThanOrEqual(2.2)
+      expect(flood.critical.served).toBeLessThanOrEqual(flood.critical.total)
+      expect(flood.critical.total).toBeGreaterThan(0)
+      expect(flood.critical.p50Ms).toBeLessThanOrEqual(flood.critical.p99Ms)
+      expect(flood.unloadedP99Ms).toBeGreaterThan(0)
+      // the flood was refused (and answered) by all three servers
+      expect(flood.refusalsPerSec).toBeGreaterThan(0)
+      expect(flood.floor.effectRefusalsPerSec).toBeGreaterThan(0)
+      expect(flood.floor.nodeRefusalsPerSec).toBeGreaterThan(0)
+      expect(flood.refusalCostVsEffect).toBeCloseTo(
+        flood.floor.effectRefusalsPerSec / flood.refusalsPerSec,
+        1
+      )
+      const fg = flood.goals
+      expect(fg.goodputRatio).toMatchObject({ min: 0.9, met: fg.goodputRatio.value >= 0.9 })
+      expect(fg.criticalSuccess).toMatchObject({ min: 1, met: fg.criticalSuccess.value >= 1 })
+      expect(fg.criticalP99OverUnloaded).toMatchObject({ max: 2, met: fg.criticalP99OverUnloaded.value <= 2 })
+      expect(fg.refusalCostVsEffect).toMatchObject({ max: 2, met: fg.refusalCostVsEffect.value <= 2 })
+      expect(fg.met).toBe(
+        fg.goodputRatio.met &&
+          fg.criticalSuccess.met &&
+          fg.criticalP99OverUnloaded.met &&
+          fg.refusalCostVsEffect.met
+      )
       expect(result.machine.cpus).toBeGreaterThan(0)
       expect(result.machine.loadAverage).toHaveLength(3)
     }

@@ -56,11 +56,14 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ConcurrencyLimiter, LoadShedder, VegasLimit } from "@sluice/adaptive"
-import { Middleware } from "@sluice/http"
-import { Context, Duration, Effect, Layer, Metric, Random, Semaphore } from "effect"
+import { Middleware, Trust } from "@sluice/http"
+import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
+import { RetryHistogram } from "@sluice/retry"
+import { Context, Duration, Effect, Layer, Metric, Random, Redacted, Semaphore } from "effect"
 import type { Scope } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
-import { fork, type ChildProcess } from "node:child_process"
+import { execFile, fork, type ChildProcess } from "node:child_process"
+import { createRequire } from "node:module"
 import { createServer } from "node:http"
 import { availableParallelism, loadavg } from "node:os"
 import { monitorEventLoopDelay, performance } from "node:perf_hooks"
@@ -95,6 +98,10 @@ const SOCKETS = option("sockets", Math.max(64, 8 * UNITS))
 const SMOOTHING_MS = option("smoothing-ms", 20)
 const MAX_LIMIT = option("max-limit", UNITS)
 const HARD_LIMIT_MS = 10 * 60_000
+/** the closed-loop flood (autocannon): seconds per run, flood and CRITICAL connections */
+const FLOOD_MS = option("flood-seconds", quick ? 2 : 10) * 1000
+const FLOOD_CONNECTIONS = option("flood-connections", 64)
+const CRITICAL_CONNECTIONS = option("critical-connections", Math.max(1, Math.floor(UNITS / 2)))
 const FLEET_CLIENTS = option("fleet-clients", 4)
 /**
  * the Sluice fleet's limiter: the client's default (per host and level, newest first), `aimd`
@@ -284,6 +291,225 @@ const serverProbe = () => {
   }
 }
 
+// ---------------------------------------------------------------------------
+// the closed-loop flood: autocannon in child processes against the README's server
+
+const autocannonBin = createRequire(import.meta.url).resolve("autocannon/autocannon.js")
+
+interface Cannon {
+  readonly ok: number
+  readonly non2xx: number
+  readonly errors: number
+  readonly timeouts: number
+  readonly seconds: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+}
+
+/** One autocannon process: `connections` keep-alive connections, each with one request outstanding. */
+const cannon = (url: string, connections: number, headers: Record<string, string>, durationMs: number) =>
+  Effect.callback<Cannon, Error>((resume) => {
+    const argv = [
+      autocannonBin,
+      "--json",
+      "-c",
+      String(connections),
+      "-d",
+      String(durationMs / 1000),
+      "-t",
+      "10"
+    ]
+    for (const [name, value] of Object.entries(headers)) argv.push("-H", `${name}=${value}`)
+    argv.push(url)
+    const child = execFile(process.execPath, argv, { maxBuffer: 16 << 20 }, (error, stdout) => {
+      if (error !== null) return resume(Effect.fail(error))
+      try {
+        const r = JSON.parse(stdout)
+        resume(
+          Effect.succeed({
+            ok: r["2xx"],
+            non2xx: r.non2xx,
+            errors: r.errors,
+            timeouts: r.timeouts,
+            seconds: r.duration,
+            p50Ms: r.latency.p50,
+            p99Ms: r.latency.p99
+          })
+        )
+      } catch (e) {
+        resume(Effect.fail(new Error(`autocannon printed no JSON: ${String(e)}`)))
+      }
+    })
+    return Effect.sync(() => child.kill())
+  })
+
+const TRUST_SECRET = "bench-overload-trust-secret"
+
+/**
+ * The server `packages/http/README.md` shows ("A router with middleware"), with a quota
+ * on `x-api-key` in front and `capacity` = the backend's units: the configuration a new
+ * user runs, with its defaults.
+ */
+const readmeServer = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
+  Effect.gen(function* () {
+    const trust = yield* Trust.sharedSecret({ secret: Redacted.make(TRUST_SECRET) })
+    const SluiceLive = HttpRouter.middleware(
+      (app) =>
+        app.pipe(
+          Middleware.loadShed(),
+          Middleware.retryGuard(),
+          Middleware.quota({ client: (request) => request.headers["x-api-key"] }),
+          Middleware.mapErrors,
+          Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" })
+        ),
+      { global: true }
+    )
+    const QuotaLive = Quota.layer().pipe(
+      Layer.provide(QuotaStore.layerMemory()),
+      Layer.provide(
+        QuotaConfig.layer({
+          default: {
+            tiers: [{ name: "spike", algorithm: "gcra", limit: 100, period: "1 second", burst: 100 }]
+          }
+        })
+      )
+    )
+    return yield* serveLayer(
+      HttpRouter.serve(Layer.mergeAll(HttpRouter.add("GET", "/", handler), SluiceLive), {
+        disableLogger: true,
+        disableListenLog: true
+      }).pipe(
+        Layer.provide(
+          Layer.mergeAll(LoadShedder.layer({ capacity: UNITS }), RetryHistogram.layer(), QuotaLive)
+        )
+      )
+    )
+  })
+
+const serveLayer = <E>(layer: Layer.Layer<never, E, HttpServer.HttpServer>) =>
+  Effect.gen(function* () {
+    const context = yield* Layer.build(
+      Layer.provideMerge(
+        layer,
+        NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" })
+      )
+    )
+    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+  })
+
+const bareEffect503 = serveLayer(
+  HttpRouter.serve(HttpRouter.add("GET", "/", HttpServerResponse.empty({ status: 503 })), {
+    disableLogger: true,
+    disableListenLog: true
+  })
+)
+
+const bareNode503 = Effect.acquireRelease(
+  Effect.callback<{ server: ReturnType<typeof createServer>; url: string }>((resume) => {
+    const server = createServer((_, response) => {
+      response.statusCode = 503
+      response.end()
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      resume(Effect.succeed({ server, url: `http://127.0.0.1:${port}` }))
+    })
+  }),
+  ({ server }) =>
+    Effect.callback<void>((resume) => {
+      server.closeAllConnections()
+      server.close(() => resume(Effect.void))
+    })
+).pipe(Effect.map(({ url }) => url))
+
+/** 64 flood connections: half `SHEDDABLE`, half without a header (untrusted, so at most the ceiling). */
+const flood = (url: string, durationMs: number) =>
+  Effect.all(
+    [
+      cannon(url, Math.ceil(FLOOD_CONNECTIONS / 2), { "x-sluice-criticality": "SHEDDABLE" }, durationMs),
+      cannon(url, Math.floor(FLOOD_CONNECTIONS / 2), {}, durationMs)
+    ],
+    { concurrency: 2 }
+  )
+const critical = (url: string, durationMs: number) =>
+  cannon(
+    url,
+    CRITICAL_CONNECTIONS,
+    { "x-sluice-criticality": "CRITICAL", "x-sluice-trust": TRUST_SECRET },
+    durationMs
+  )
+
+const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
+  Effect.gen(function* () {
+    const url = yield* readmeServer(handler)
+    const effectUrl = yield* bareEffect503
+    const nodeUrl = yield* bareNode503
+    // warm-up, then CRITICAL alone (its unloaded latency), then flood + CRITICAL
+    yield* critical(url, Math.min(FLOOD_MS, 2000))
+    const unloaded = yield* critical(url, FLOOD_MS)
+    log(`flood: CRITICAL alone: ok ${unloaded.ok}, p50 ${unloaded.p50Ms} ms, p99 ${unloaded.p99Ms} ms`)
+    yield* Effect.sleep("500 millis")
+    const [[sheddable, headerless], crit] = yield* Effect.all(
+      [flood(url, FLOOD_MS), critical(url, FLOOD_MS)],
+      {
+        concurrency: 2
+      }
+    )
+    const seconds = Math.max(sheddable.seconds, headerless.seconds, crit.seconds)
+    log(
+      `flood: SHEDDABLE ${JSON.stringify(sheddable)}\n  header-less ${JSON.stringify(headerless)}\n  CRITICAL ${JSON.stringify(crit)}`
+    )
+    yield* Effect.sleep("500 millis")
+    const [effectA, effectB] = yield* flood(effectUrl, FLOOD_MS)
+    yield* Effect.sleep("200 millis")
+    const [nodeA, nodeB] = yield* flood(nodeUrl, FLOOD_MS)
+    const refusals = (...runs: ReadonlyArray<Cannon>) =>
+      runs.reduce((sum, r) => sum + r.non2xx, 0) / Math.max(...runs.map((r) => r.seconds))
+    const refusalsPerSec = refusals(sheddable, headerless, crit)
+    const effectRefusalsPerSec = refusals(effectA, effectB)
+    const nodeRefusalsPerSec = refusals(nodeA, nodeB)
+    const goodput = (sheddable.ok + headerless.ok + crit.ok) / seconds
+    const goodputRatio = goodput / CAPACITY_RPS
+    const criticalTotal = crit.ok + crit.non2xx + crit.errors + crit.timeouts
+    const criticalSuccess = criticalTotal === 0 ? 0 : crit.ok / criticalTotal
+    const p99Ratio = crit.p99Ms / unloaded.p99Ms
+    // a refusal's cost against Effect's own 503: how many more of Effect's refusals the same flood gets
+    const refusalCostVsEffect = effectRefusalsPerSec / Math.max(1, refusalsPerSec)
+    const goals = {
+      goodputRatio: { value: round(goodputRatio, 3), min: 0.9, met: goodputRatio >= 0.9 },
+      criticalSuccess: {
+        value: round(criticalSuccess, 4),
+        min: 1,
+        met: criticalTotal > 0 && criticalSuccess >= 1
+      },
+      criticalP99OverUnloaded: { value: round(p99Ratio, 2), max: 2, met: p99Ratio <= 2 },
+      refusalCostVsEffect: { value: round(refusalCostVsEffect, 2), max: 2, met: refusalCostVsEffect <= 2 }
+    }
+    return {
+      seconds: round(seconds, 1),
+      connections: { flood: FLOOD_CONNECTIONS, critical: CRITICAL_CONNECTIONS },
+      goodputRps: round(goodput),
+      goodputRatio: round(goodputRatio, 3),
+      critical: { served: crit.ok, total: criticalTotal, p50Ms: crit.p50Ms, p99Ms: crit.p99Ms },
+      unloadedP99Ms: unloaded.p99Ms,
+      refusalsPerSec: Math.round(refusalsPerSec),
+      floor: {
+        effectRefusalsPerSec: Math.round(effectRefusalsPerSec),
+        nodeRefusalsPerSec: Math.round(nodeRefusalsPerSec)
+      },
+      refusalCostVsEffect: round(refusalCostVsEffect, 2),
+      goals: {
+        ...goals,
+        met:
+          goals.goodputRatio.met &&
+          goals.criticalSuccess.met &&
+          goals.criticalP99OverUnloaded.met &&
+          goals.refusalCostVsEffect.met
+      }
+    }
+  })
+
 const program = Effect.gen(function* () {
   const units = yield* Semaphore.make(UNITS)
   let busy = 0
@@ -297,6 +523,14 @@ const program = Effect.gen(function* () {
     }).pipe(Effect.ensuring(Effect.sync(() => busy--)))
   )
   const handler = Effect.as(backend, HttpServerResponse.text("ok"))
+  if (args.includes("--flood-only")) {
+    const floodOnly = yield* floodPhase(handler)
+    log(`flood: ${JSON.stringify(floodOnly)}`)
+    return {
+      flood: floodOnly,
+      machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
+    }
+  }
   // Server-side time of each 2xx answer, from the start of the handler chain: tells time
   // spent inside the server from time spent in sockets and the generator.
   let serverLatencies: Array<number> = []
@@ -331,7 +565,9 @@ const program = Effect.gen(function* () {
   const shedder = yield* LoadShedder.make({
     capacity: 2 * UNITS,
     smoothing: Duration.millis(SMOOTHING_MS),
-    thresholds: { SHEDDABLE: 0.8, SHEDDABLE_PLUS: 0.9, CRITICAL: 1.1, CRITICAL_PLUS: 1.2 }
+    thresholds: { SHEDDABLE: 0.8, SHEDDABLE_PLUS: 0.9, CRITICAL: 1.1, CRITICAL_PLUS: 1.2 },
+    // the limiter above is this composition's bound: the shedder judges against its own capacity
+    bound: false
   })
   // A request without a criticality header is SHEDDABLE_PLUS here (the server's choice):
   // the mix's "DEFAULT" share.
@@ -493,6 +729,9 @@ const program = Effect.gen(function* () {
         fleetGoals.goodputRatio.met && fleetGoals.attemptsPerOperation.met && fleetGoals.criticalSuccess.met
     }
   }
+  yield* settle
+  const floodResult = yield* floodPhase(handler)
+  log(`flood: ${JSON.stringify(floodResult)}`)
 
   const goodput = perSecond(loaded.ok, loaded.sendMs)
   const ratio = (s: { sent: number; ok: number }) => (s.sent === 0 ? 1 : s.ok / s.sent)
@@ -555,6 +794,7 @@ const program = Effect.gen(function* () {
     },
     mix,
     fleet,
+    flood: floodResult,
     machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
   }
 })

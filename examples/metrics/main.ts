@@ -25,14 +25,15 @@
  * `fail-closed`, each also counted in `sluice_quota_fallback_total`, `_fail_open_total`,
  * `_fail_closed_total`), and
  * sheds by criticality (`sluice_load_shedder_shed{shedder,criticality}`,
- * `sluice_http_server_rejected{reason}`).
+ * `sluice_http_server_rejected{reason,criticality}`).
  *
  * **OTLP** is opt-in: with `OTEL_EXPORTER_OTLP_ENDPOINT` set (e.g. `http://localhost:4318`),
  * `Otlp.layerJson` sends the same metrics and the traces to that collector (JSON over HTTP).
  * Each call runs in a span of its own (`example.call`), and the server continues its trace
- * (`traceparent`), so a refused, retried or shed call is visible in its trace: the spans
- * `sluice.load_shedder.shed` (attributes `shedder`, `criticality`, `utilization`) and
- * `sluice.http.shed` on the server, `sluice.http.quota_denied` (`client`, `tier`),
+ * (`traceparent`), so a refused, retried or shed call is visible in its trace: a shed
+ * request's server span carries `sluice.refused` (`shed`) and `sluice.criticality` (a shed
+ * opens no span of its own: under a flood it would cost more than the refusal),
+ * `sluice.http.quota_denied` (`client`, `tier`),
  * `sluice.retry.attempt` (`sluice.retry.attempt`, `sluice.retry.delay_ms`) and
  * `sluice.retry.give_up` (`sluice.retry.reason`, e.g. `budget`) on the client, and
  * `sluice.adaptive_throttle.throttled` (`key`, `probability`) for a call the throttle refused.

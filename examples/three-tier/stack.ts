@@ -141,7 +141,10 @@ export const makeStack = (
     const shedder = yield* LoadShedder.make({
       capacity: options.capacity ?? 8,
       smoothing: "50 millis",
-      retryAfter: "1 second"
+      retryAfter: "1 second",
+      // the demo holds requests in the backend to show shedding by utilization alone (its
+      // scenarios count utilization against `capacity`): no hard bound here
+      bound: false
     }).pipe(Effect.orDie)
     const work = Effect.gen(function* () {
       const level = yield* Criticality.current

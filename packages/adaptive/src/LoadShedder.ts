@@ -13,6 +13,16 @@
  *   on a `Clock`-driven schedule. The source is injectable
  *   (`eventLoop.source`), so tests and simulations are deterministic.
  *
+ * **The hard bound.** A smoothed average lags a burst on purpose, so a burst at an idle
+ * server would be admitted whole while the estimate catches up. By default the shedder
+ * therefore carries a concurrency limiter ({@link Service.bound}): at most `capacity`
+ * requests run at once, and up to `bound.maxQueue` (default `capacity / 2`) wait at most
+ * `bound.maxWait` (default 1 s) in a queue that serves the most critical waiter first and
+ * makes a less critical waiter give way to a more critical arrival. The smoothed work is
+ * then judged against `capacity + maxQueue` (what the bound holds): the shedder refuses
+ * cheaply what the queue could not take, and the queue decides between levels. `bound: false`
+ * leaves the shedder alone (utilization against `capacity`, no bound).
+ *
  * Utilization decides *how much* is shed, criticality decides *who*: shedding is
  * strictly by criticality. A request at level `L` is shed with
  * `Errors.Overloaded({ reason: "shed", retryAfter })` when its level's
@@ -56,11 +66,13 @@
  * and `sluice_load_shedder_event_loop_utilization`, counters
  * `sluice_load_shedder_shed` and `sluice_load_shedder_admitted` (attribute
  * `criticality`), updated in the context the shedder was made in (its `MetricRegistry`).
- * Each shed decision gets a span `sluice.load_shedder.shed`.
+ * A shed opens no span (under a flood it would cost more than the refusal) and reuses one
+ * `Overloaded` value; the counters and {@link Service.events} see each one.
  *
  * @since 0.1.0
  */
 import type { Admission, Criticality, Errors, Options } from "@sluice/core"
+import type * as ConcurrencyLimiter from "./ConcurrencyLimiter.js"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -124,6 +136,15 @@ export interface Service {
   readonly capacity: number
   readonly retryAfter: Duration.Duration
   /**
+   * The hard bound on admitted concurrent work (see the module notes): a concurrency
+   * limiter of `capacity` permits (rounded) whose queue serves the most critical waiter
+   * first; `undefined` with `bound: false`. `withShedder` and `Middleware.loadShed()` enter
+   * the shedder and then this limiter, in one step.
+   *
+   * @since 1.1.0
+   */
+  readonly bound: ConcurrencyLimiter.Limiter | undefined
+  /**
    * Every shed request, as it happens (published off the success path only; a
    * subscriber that falls behind by more than 256 events loses the oldest).
    *
@@ -168,7 +189,9 @@ export class LoadShedder extends Context.Service<LoadShedder, Service>()("@sluic
  * Options: `capacity` (required, > 0), `smoothing` (default 1 s), `thresholds`
  * (per level, partial allowed, not decreasing with criticality), `retryAfter`
  * (the hint carried by `Overloaded`, default 1 s), `eventLoop` (`{ interval?,
- * source? }`, omitted: event-loop utilization is not used), `name` (metric attribute).
+ * source? }`, omitted: event-loop utilization is not used), `bound` (the hard bound:
+ * `{ maxQueue?, maxWait? }`, default `capacity / 2` waiters for at most 1 s; `false`: none),
+ * `name` (metric attribute).
  *
  * @since 0.1.0
  * @category models
@@ -189,6 +212,13 @@ export interface LoadShedderOptions {
     | {
         readonly interval?: Duration.Input | undefined
         readonly source?: Effect.Effect<number> | undefined
+      }
+    | undefined
+  readonly bound?:
+    | false
+    | {
+        readonly maxQueue?: number | undefined
+        readonly maxWait?: Duration.Input | undefined
       }
     | undefined
   readonly name?: string | undefined

@@ -37,7 +37,7 @@ describe("events (conventions §8)", () => {
 
   it.effect("the shedder reports each shed request", () =>
     Effect.gen(function* () {
-      const shedder = yield* LoadShedder.make({ capacity: 1, smoothing: "1 second" })
+      const shedder = yield* LoadShedder.make({ capacity: 1, smoothing: "1 second", bound: false })
       for (let i = 0; i < 3; i++) yield* Effect.forkChild(shedder.withShedder(Effect.never))
       yield* Effect.yieldNow
       yield* TestClock.adjust("20 seconds")

@@ -37,7 +37,7 @@ const admitted = (shedder: LoadShedder.Service) =>
 describe("LoadShedder", () => {
   it.effect("sheds by criticality, SHEDDABLE first and CRITICAL_PLUS last", () =>
     Effect.gen(function* () {
-      const shedder = yield* LoadShedder.make({ capacity: 20, smoothing: "1 second" })
+      const shedder = yield* LoadShedder.make({ capacity: 20, smoothing: "1 second", bound: false })
       const gate = yield* Deferred.make<void>()
       expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE"])
       // 17 in flight for 20 s (20 time constants): utilization 0.85.
@@ -70,7 +70,7 @@ describe("LoadShedder", () => {
 
   it.effect("smooths with exponential decay and recovers when load falls", () =>
     Effect.gen(function* () {
-      const shedder = yield* LoadShedder.make({ capacity: 10, smoothing: "2 seconds" })
+      const shedder = yield* LoadShedder.make({ capacity: 10, smoothing: "2 seconds", bound: false })
       const gate = yield* Deferred.make<void>()
       const fibers = yield* hold(shedder, 10, gate)
       // A step from 0 to 10 in flight: utilization 1 − e^(−t/τ).
@@ -98,7 +98,7 @@ describe("LoadShedder", () => {
 
   it.effect("interruption, failure and success all release the active count", () =>
     Effect.gen(function* () {
-      const shedder = yield* LoadShedder.make({ capacity: 5 })
+      const shedder = yield* LoadShedder.make({ capacity: 5, bound: false })
       const fiber = yield* Effect.forkChild(shedder.withShedder(Effect.never))
       yield* Effect.yieldNow
       expect(shedder.unsafeActive()).toBe(1)
@@ -183,7 +183,7 @@ describe("LoadShedder", () => {
 
   it.effect("reports metrics: utilization gauge, shed and admitted counters by criticality", () =>
     Effect.gen(function* () {
-      const shedder = yield* LoadShedder.make({ capacity: 2, name: "metrics-test" })
+      const shedder = yield* LoadShedder.make({ capacity: 2, name: "metrics-test", bound: false })
       const gate = yield* Deferred.make<void>()
       yield* hold(shedder, 2, gate)
       yield* TestClock.adjust("10 seconds")
@@ -234,7 +234,7 @@ describe("LoadShedder", () => {
     "strictly by criticality: SHEDDABLE work in flight never gets CRITICAL within capacity shed",
     () =>
       Effect.gen(function* () {
-        const shedder = yield* LoadShedder.make({ capacity: 10, smoothing: "100 millis" })
+        const shedder = yield* LoadShedder.make({ capacity: 10, smoothing: "100 millis", bound: false })
         const gate = yield* Deferred.make<void>()
         const fibers: Array<Fiber.Fiber<void, Errors.Overloaded>> = []
         const start = (level: Level) =>

@@ -350,7 +350,8 @@ export const addJsonAttribute: (
 /**
  * Options of {@link loadShed}: an explicit `shedder` (default: `LoadShedder`
  * from context) and an optional server-side concurrency `limiter` (e.g. with a
- * delay-based limit algorithm), checked after the shedder. Given only a
+ * delay-based limit algorithm), checked after the shedder in place of the shedder's
+ * own hard bound (`LoadShedder.Service.bound`). Given only a
  * `limiter`, the middleware needs no `LoadShedder`: it uses one from context
  * when there is one, and the limiter alone otherwise.
  *
@@ -365,7 +366,9 @@ export interface LoadShedOptions {
 /**
  * Sheds by utilization: the `LoadShedder` admits the request at the current
  * criticality (set it with {@link criticality}, outside) or refuses it, `SHEDDABLE`
- * first and `CRITICAL_PLUS` last. A refusal (of the shedder or of the optional
+ * first and `CRITICAL_PLUS` last, then its hard bound (`LoadShedder.Service.bound`, on
+ * by default) holds admitted work to `capacity` at once with a short wait ordered by
+ * criticality, so one layer gives both. A refusal (of the shedder or of the
  * limiter) is `503` + `Retry-After` without running the handler; the handler's
  * own failures pass through unchanged. A request waiting in the limiter's queue
  * leaves it when its caller disconnects, and its handler never runs: the wait is

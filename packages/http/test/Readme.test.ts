@@ -16,16 +16,17 @@ describe("README", () => {
   it.live("a client Layer and a router with middleware", () =>
     Effect.gen(function* () {
       const SluiceLive = Effect.gen(function* () {
-        // Our own tiers send `x-sluice-trust: <secret>`; everyone else is clamped to CRITICAL
-        // and their attempt numbers are recorded apart, deciding nothing.
+        // Our own tiers send `x-sluice-trust: <secret>`; everyone else is clamped to SHEDDABLE_PLUS
+        // (so a flood from outside never competes with our own CRITICAL work) and their attempt
+        // numbers are recorded apart, deciding nothing.
         const trust = yield* Trust.sharedSecret({ secret: yield* Config.Redacted("SLUICE_TRUST_SECRET") })
         return HttpRouter.middleware(
           (app) =>
             app.pipe(
-              Middleware.loadShed(), // 503 + Retry-After, SHEDDABLE first
+              Middleware.loadShed(), // at most `capacity` at once, a short wait by criticality, 503 + Retry-After
               Middleware.retryGuard(), // don't-retry while (trusted) retries dominate
               Middleware.mapErrors, // Sluice errors of handlers → 429 / 503 (+ don't-retry)
-              Middleware.criticality({ trust, ceiling: "CRITICAL" })
+              Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" })
             ),
           { global: true }
         )

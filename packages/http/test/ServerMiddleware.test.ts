@@ -236,7 +236,10 @@ describe("server middleware over a real NodeHttpServer", () => {
       yield* Fiber.joinAll(holders)
     }).pipe(
       Effect.provide(
-        Layer.mergeAll(LoadShedder.layer({ capacity: 4, smoothing: "10 millis" }), NodeHttpClient.layerUndici)
+        Layer.mergeAll(
+          LoadShedder.layer({ capacity: 4, smoothing: "10 millis", bound: false }),
+          NodeHttpClient.layerUndici
+        )
       )
     )
   )

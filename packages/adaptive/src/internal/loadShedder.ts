@@ -9,6 +9,9 @@ import * as Stream from "effect/Stream"
 import { performance } from "node:perf_hooks"
 import type * as LS from "../LoadShedder.js"
 import * as EventHub from "@sluice/core/EventHub"
+import type * as CL from "../ConcurrencyLimiter.js"
+import * as limiterInternal from "./concurrencyLimiter.js"
+import * as limitAlgorithm from "./limit/limitAlgorithm.js"
 import { byLevel, Millis, options, peekAt, withDefault } from "./service.js"
 
 type Level = Criticality.Criticality
@@ -25,6 +28,15 @@ const LoadShedderOptions = Schema.Struct({
   retryAfter: withDefault(Options.PositiveDuration, Duration.seconds(1)),
   eventLoop: Schema.optional(
     Schema.Struct({ interval: Schema.optional(Millis), source: Schema.optional(UtilizationSource) })
+  ),
+  bound: Schema.optional(
+    Schema.Union([
+      Schema.Literal(false),
+      Schema.Struct({
+        maxQueue: Schema.optional(Schema.Number),
+        maxWait: Schema.optional(Options.PositiveDuration)
+      })
+    ])
   ),
   name: withDefault(Schema.String, "default")
 })
@@ -91,8 +103,33 @@ export const make = (
     // the shedder's metrics go where it was made (its registry, its attributes)
     const context = yield* Effect.context<never>()
     const { name, retryAfter } = decoded
-    const shedder = Kernel.make(decoded)
-    const { capacity, eventLoopInterval, thresholds } = shedder
+    // The hard bound: a concurrency limiter of `capacity` permits with a short queue that
+    // serves the most critical waiter first. The smoothed estimate lags a burst by design
+    // (a burst at an idle server reads as an idle server), so without it a burst would be
+    // admitted whole; the limiter holds the line while the estimate catches up. The
+    // shedder then judges the work inside it (running and queued) against what the bound
+    // holds, so that it refuses cheaply what the queue could not take, and leaves the
+    // queue to decide between levels.
+    const permits = Math.max(1, Math.round(decoded.capacity))
+    const maxQueue =
+      decoded.bound === false ? 0 : (decoded.bound?.maxQueue ?? Math.max(1, Math.floor(permits / 2)))
+    const bound: CL.Limiter | undefined =
+      decoded.bound === false
+        ? undefined
+        : yield* limiterInternal.make({
+            key: `load-shedder:${name}`,
+            algorithm: () => limitAlgorithm.fixed(permits),
+            maxQueue,
+            maxWait: decoded.bound?.maxWait ?? Duration.seconds(1)
+          })
+    const shedder = Kernel.make({
+      capacity: decoded.capacity + maxQueue,
+      smoothing: decoded.smoothing,
+      thresholds: decoded.thresholds,
+      eventLoop: decoded.eventLoop
+    })
+    const { eventLoopInterval, thresholds } = shedder
+    const capacity = decoded.capacity
     const hub = EventHub.makeUnsafe<LS.Event>()
     const attributes = { shedder: name }
     const utilizationMetric = families.utilization.of(attributes)
@@ -110,44 +147,41 @@ export const make = (
       return (tickets[level] = new Ticket(level, entry.clock))
     }
 
-    const shed = (level: Level, u: number): Effect.Effect<never, Errors.Overloaded> => {
+    // One refusal value, made once: a shed under a flood must cost little, so no error is
+    // built (and no stack captured) and no span opened per refusal; the counters by level
+    // and the events stream keep every refusal observable.
+    const refusal = Admission.refuse(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" }))
+    const shed = (level: Level, u: number) => {
       shedMetrics[level].updateUnsafe(1, context)
       EventHub.publish(hub, { _tag: "Shed", shedder: name, criticality: level, utilization: u })
-      return Effect.withSpan(
-        Effect.fail(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" })),
-        "sluice.load_shedder.shed",
-        {
-          captureStackTrace: false,
-          attributes: { shedder: name, criticality: level, utilization: u, threshold: thresholds[level] }
-        }
-      )
+      return refusal
     }
 
-    // The shedder's side of the admission protocol. Work is admitted at once or shed; a
-    // shed goes down the waiting path (`Wait`) only so that the refusal fails inside its span.
-    // Whatever the outcome, a settled ticket is work that left: the shedder counts load,
-    // it learns nothing from how the work went.
+    // The shedder's side of the admission protocol: work is admitted or shed at once, it
+    // never waits here. Whatever the outcome, a settled ticket is work that left: the
+    // shedder counts load, it learns nothing from how the work went.
     const gate: Admission.Gate<LS.Ticket, Errors.Overloaded> = {
       tryEnter: (entry) => {
         const level = entry.criticality
         const u = shedder.arrive(level, entry.now)
         utilizationMetric.updateUnsafe(shedder.utilization(entry.now), context)
-        return shedder.sheds(level, u) ? Admission.Wait : admit(level, entry)
+        return shedder.sheds(level, u) ? shed(level, u) : admit(level, entry)
       },
+      // never taken: `tryEnter` never answers Wait
       enter: (entry) =>
         Effect.suspend(() => {
           const level = entry.criticality
           const u = shedder.arrive(level, entry.now)
-          // Admitted (the load fell since `tryEnter`): counted in one synchronous step that
-          // hands the ticket straight on, so no interruption falls between the count and the ticket.
-          return shedder.sheds(level, u) ? shed(level, u) : Effect.sync(() => admit(level, entry))
+          return shedder.sheds(level, u) ? Effect.fail(refusal.error) : Effect.sync(() => admit(level, entry))
         }),
       settle: (ticket) => {
         const { clock, criticality } = ticket as Ticket
         shedder.leave(criticality, clock.currentTimeMillisUnsafe())
       }
     }
-    const run: LS.Service["withShedder"] = Admission.guard([gate])
+    const run: LS.Service["withShedder"] = Admission.guard(
+      bound === undefined ? [gate] : [gate, bound.gate as Admission.Gate<unknown, Errors.Overloaded>]
+    )
 
     if (eventLoopInterval !== undefined) {
       const source = decoded.eventLoop?.source ?? (yield* nodeEventLoopUtilization)
@@ -178,6 +212,7 @@ export const make = (
       thresholds,
       capacity,
       retryAfter,
+      bound,
       events: Stream.fromPubSub(hub)
     } satisfies LS.Service
   })

@@ -25,6 +25,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
+import * as Tracer from "effect/Tracer"
 import type { ConcurrencyLimiter } from "@sluice/adaptive"
 import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
 import type {
@@ -45,31 +46,39 @@ type Reason = Errors.SluiceError["_tag"] | "Sampled"
 
 const rejectedTotal = Meters.counter(
   "sluice_http_server_rejected",
-  "requests the Sluice middleware answered with a refusal, by reason"
+  "requests the Sluice middleware answered with a refusal, by reason and criticality"
 )
 
-// One series per reason, built up front: an update then costs no attribute merge.
+const reasons = ["Overloaded", "QuotaExceeded", "Throttled", "CircuitOpen", "DontRetry", "Sampled"] as const
+
+// One series per reason and level, built up front: an update then costs no attribute merge
+// and allocates nothing.
 const rejected = Object.fromEntries(
-  (["Overloaded", "QuotaExceeded", "Throttled", "CircuitOpen", "DontRetry", "Sampled"] as const).map(
-    (reason) => [reason, rejectedTotal.of({ reason })]
-  )
-) as Record<Reason, Metric.Counter<number>>
+  reasons.map((reason) => [
+    reason,
+    Object.fromEntries(
+      Criticality.levels.map((criticality) => [criticality, rejectedTotal.of({ reason, criticality })])
+    )
+  ])
+) as Record<Reason, Record<Criticality.Criticality, Metric.Counter<number>>>
 
 /**
  * Counts a refusal in the registry of the fiber that answers it (`errorResponse` is a plain
- * function, called from the middleware's effects), or in the default one outside a fiber.
+ * function, called from the middleware's effects), at that fiber's criticality, or in the
+ * default registry at the default level outside a fiber.
  *
  * @internal
  */
-export const countRejection = (reason: Reason): void =>
-  rejected[reason].updateUnsafe(1, Fiber.getCurrent()?.context ?? Context.empty())
+export const countRejection = (reason: Reason): void => {
+  const fiber = Fiber.getCurrent()
+  if (fiber === undefined) return rejected[reason].CRITICAL.updateUnsafe(1, Context.empty())
+  rejected[reason][fiber.getRef(Criticality.currentCriticality)].updateUnsafe(1, fiber.context)
+}
 
-/** @internal */
-export const errorResponse = (
+const encodeResponse = (
   error: Errors.SluiceError,
   settings: WireProtocolSettings
 ): HttpServerResponse.HttpServerResponse => {
-  countRejection(error._tag)
   const decoded = protocol.toDecoded(error)
   // The body names what a DontRetry of a DontRetry gave up on; its status says no more than
   // "don't retry".
@@ -81,17 +90,32 @@ export const errorResponse = (
   return HttpServerResponse.jsonUnsafe(ErrorBody.encode(decoded), { status, headers })
 }
 
+// A policy that refuses many requests refuses them with one error value (the shedder's
+// shed): its answer is encoded once per error and protocol settings, not once per
+// refusal. Responses are immutable, so one can answer every such refusal.
+const encoded = new WeakMap<
+  Errors.SluiceError,
+  { readonly settings: WireProtocolSettings; readonly response: HttpServerResponse.HttpServerResponse }
+>()
+
+/** @internal */
+export const errorResponse = (
+  error: Errors.SluiceError,
+  settings: WireProtocolSettings
+): HttpServerResponse.HttpServerResponse => {
+  countRejection(error._tag)
+  const cached = encoded.get(error)
+  if (cached !== undefined && cached.settings === settings) return cached.response
+  const response = encodeResponse(error, settings)
+  encoded.set(error, { settings, response })
+  return response
+}
+
 /** @internal */
 export const mapErrors = <E, R>(app: HttpApp<E, R>): HttpApp<Exclude<E, Errors.SluiceError>, R> =>
   Effect.catch(app, (e) =>
     isSluiceError(e)
-      ? Effect.map(WireProtocol, (settings) => errorResponse(e, settings)).pipe(
-          Effect.withSpan(
-            "sluice.http.map_error",
-            { attributes: { error: e._tag } },
-            { captureStackTrace: false }
-          )
-        )
+      ? Effect.map(WireProtocol, (settings) => errorResponse(e, settings))
       : // not a Sluice error, which the compiler cannot narrow a type parameter by
         Effect.fail(e as Exclude<E, Errors.SluiceError>)
   )
@@ -356,18 +380,24 @@ export function loadShed(options: LoadShedOptions = {}) {
       // Effect's HTTP server runs middleware uninterruptibly: the limiter's wait is
       // interruptible on its own, so a caller that left gives up its place in the queue.
       if (shedder !== undefined) gates.push(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>)
-      if (options.limiter !== undefined)
-        gates.push(boundedByDeadline(options.limiter.gate as Admission.Gate<unknown, Errors.Overloaded>))
+      // A limiter given here replaces the shedder's own bound.
+      const limiter = options.limiter ?? shedder?.bound
+      if (limiter !== undefined)
+        gates.push(boundedByDeadline(limiter.gate as Admission.Gate<unknown, Errors.Overloaded>))
       const effect = inner.pipe(Admission.guard(gates))
       return Effect.matchEffect(effect, {
+        // No span of its own per refusal: under a flood it would cost more than the refusal.
+        // The request's own span, where a tracer samples it, says why it was refused; the
+        // counters by reason and criticality see every one.
         onFailure: (error) =>
-          Effect.map(WireProtocol, (settings) => errorResponse(error, settings)).pipe(
-            Effect.withSpan(
-              "sluice.http.shed",
-              { attributes: { reason: error.reason } },
-              { captureStackTrace: false }
-            )
-          ),
+          Effect.withFiber((fiber) => {
+            const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+            if (span !== undefined && span._tag === "Span" && span.sampled) {
+              span.attribute("sluice.refused", error.reason)
+              span.attribute("sluice.criticality", fiber.getRef(Criticality.currentCriticality))
+            }
+            return Effect.succeed(errorResponse(error, fiber.getRef(WireProtocol)))
+          }),
         onSuccess: (result): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
           Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(result.failure)
       })
