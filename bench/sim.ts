@@ -11,7 +11,8 @@
  * the whole demo under 20 s. Wall time depends on what else the machine runs, so the
  * process CPU time and the load average are reported next to it.
  */
-import { Charts, Simulation, Strategy } from "@sluice/simulation"
+import { Simulation, Strategy } from "@sluice/simulation"
+import * as Charts from "@sluice/simulation/Charts"
 import { Effect } from "effect"
 import { cpus, loadavg } from "node:os"
 import { measureGoals, type GoalReport } from "../examples/sim/goals.js"

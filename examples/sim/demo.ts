@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { mkdir, writeFile } from "node:fs/promises"
 import { join } from "node:path"
-import { Charts } from "@sluice/simulation"
+import * as Charts from "@sluice/simulation/Charts"
 import { runOne, type SimRun } from "./run.js"
 import { findScenario } from "./scenarios.js"
 import { strategies } from "./strategies.js"

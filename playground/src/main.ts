@@ -6,6 +6,7 @@
 import { Simulation, Strategy } from "@sluice/simulation"
 import { tableHeader, tableRow } from "../../examples/sim/table.js"
 import { drawChart, type ChartOptions, type Line } from "./chart.js"
+import { changedOptions, optionFields, type StrategyOptions } from "./options.js"
 import type { RunRequest, StrategyResult, WorkerMessage } from "./protocol.js"
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T
@@ -48,6 +49,7 @@ interface PageState {
   readonly scenario: string
   readonly json: string
   readonly strategies: ReadonlyArray<string>
+  readonly options: Readonly<Record<string, StrategyOptions>>
   readonly seed: number
 }
 
@@ -60,7 +62,14 @@ const readHash = (): PageState => {
   const scenario = json !== null ? CUSTOM : named in Simulation.scenarios ? named : "overload-2000"
   const picked = params.get("strategies")
   const seed = Number(params.get("seed") ?? "1")
+  let options: Record<string, StrategyOptions> = {}
+  try {
+    options = JSON.parse(params.get("options") ?? "{}") as Record<string, StrategyOptions>
+  } catch {
+    // A hand-edited link with broken options: the defaults.
+  }
   return {
+    options,
     scenario,
     json: json ?? prettyJson(scenario),
     strategies: picked === null ? strategyNames : picked.split(",").filter((s) => strategyNames.includes(s)),
@@ -71,7 +80,22 @@ const readHash = (): PageState => {
 const currentState = (): PageState => ({
   scenario: ui.scenario.value,
   json: ui.json.value,
-  strategies: [...ui.strategies.querySelectorAll<HTMLInputElement>("input:checked")].map((i) => i.value),
+  strategies: [...ui.strategies.querySelectorAll<HTMLInputElement>("input[type=checkbox]:checked")].map(
+    (i) => i.value
+  ),
+  options: Object.fromEntries(
+    strategyNames
+      .map((name) => {
+        const read: Record<string, number> = {}
+        for (const input of ui.strategies.querySelectorAll<HTMLInputElement>(
+          `input[data-option^="${name}."]`
+        )) {
+          read[input.dataset.option!.slice(name.length + 1)] = Number(input.value)
+        }
+        return [name, changedOptions(name, read)] as const
+      })
+      .filter(([, o]) => Object.keys(o).length > 0)
+  ),
   seed: Number(ui.seed.value)
 })
 
@@ -80,6 +104,7 @@ const writeHash = (state: PageState) => {
   if (state.scenario === CUSTOM) params.set("json", JSON.stringify(JSON.parse(state.json)))
   else params.set("scenario", state.scenario)
   params.set("strategies", state.strategies.join(","))
+  if (Object.keys(state.options).length > 0) params.set("options", JSON.stringify(state.options))
   params.set("seed", String(state.seed))
   history.replaceState(null, "", `#${params}`)
 }
@@ -99,6 +124,19 @@ for (const s of Strategy.builtIns) {
   swatch.className = "swatch"
   swatch.style.background = colorOf(s.name)
   label.append(box, swatch, `${s.name}`)
+  for (const field of optionFields[s.name] ?? []) {
+    const input = document.createElement("input")
+    input.type = "number"
+    input.step = String(field.step)
+    input.className = "option"
+    input.title = field.label
+    input.dataset.option = `${s.name}.${field.key}`
+    input.value = String(field.defaultValue)
+    const small = document.createElement("span")
+    small.className = "option-label"
+    small.textContent = field.label
+    label.append(small, input)
+  }
   ui.strategies.append(label)
 }
 
@@ -131,7 +169,13 @@ const applyState = (state: PageState) => {
   ui.json.value = state.scenario === CUSTOM ? formatJson(state.json) : prettyJson(state.scenario)
   ui.seed.value = String(state.seed)
   for (const box of ui.strategies.querySelectorAll<HTMLInputElement>("input")) {
-    box.checked = state.strategies.includes(box.value)
+    if (box.type === "checkbox") box.checked = state.strategies.includes(box.value)
+  }
+  for (const input of ui.strategies.querySelectorAll<HTMLInputElement>("input[data-option]")) {
+    const [name, key] = input.dataset.option!.split(".") as [string, string]
+    input.value = String(
+      state.options[name]?.[key] ?? optionFields[name]!.find((f) => f.key === key)!.defaultValue
+    )
   }
   syncKnobs()
 }
@@ -250,6 +294,7 @@ const start = () => {
     id: runId,
     scenarioJson: state.json,
     strategies: state.strategies,
+    options: state.options,
     seed: state.seed
   }
   worker.postMessage(request)

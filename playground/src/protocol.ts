@@ -8,6 +8,8 @@ export interface RunRequest {
   /** The scenario as JSON text, validated in the worker exactly as the CLI validates a scenario file. */
   readonly scenarioJson: string
   readonly strategies: ReadonlyArray<string>
+  /** Changed options per strategy (see options.ts); a strategy without any is the built-in. */
+  readonly options: Readonly<Record<string, Readonly<Record<string, number>>>>
   readonly seed: number
 }
 

@@ -3,10 +3,11 @@
  * runner as `npm run demo` and `npm run sim`, so a scenario, strategy and seed give the
  * CLI's numbers.
  */
-import { Series, Simulation, Strategy } from "@sluice/simulation"
+import { Series, Simulation } from "@sluice/simulation"
 import { Effect } from "effect"
 import { runOne } from "../../examples/sim/run.js"
 import { workloadScenario } from "../../examples/sim/workload.js"
+import { strategyWith } from "./options.js"
 import type { RunRequest, WorkerMessage } from "./protocol.js"
 
 /** The part of a dedicated worker's scope used here (the page's DOM types describe `self` as a window). */
@@ -31,7 +32,7 @@ const run = async (request: RunRequest) => {
   const scenario = workloadScenario(parsed.success)
   const started = performance.now()
   for (const name of request.strategies) {
-    const strategy = Strategy.builtIns.find((s) => s.name === name)
+    const strategy = strategyWith(name, request.options[name] ?? {})
     if (strategy === undefined) {
       post({ type: "failed", id, message: `unknown strategy "${name}"` })
       return

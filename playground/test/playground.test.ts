@@ -17,6 +17,7 @@ import { findScenario } from "../../examples/sim/scenarios.js"
 import { strategies } from "../../examples/sim/strategies.js"
 import { tableHeader, tableRow } from "../../examples/sim/table.js"
 import { launchChromium, type Browser } from "../serve/browser.js"
+import { strategyWith } from "../src/options.js"
 import { buildPlayground, serveStatic } from "../serve/static.js"
 
 /** Every column but the last (wall time differs between any two runs). */
@@ -92,6 +93,30 @@ describe("playground", () => {
     expect(await page.$$eval("#charts svg:first-child path.line", (paths) => paths.length)).toBe(names.length)
     // The state is in the URL: the same link reproduces the run.
     expect(new URLSearchParams(new URL(page.url()).hash.slice(1)).get("strategies")).toBe(names.join(","))
+    expect(errors).toEqual([])
+    await page.close()
+  }, 120_000)
+
+  it("runs a strategy with changed options, kept in the URL", async () => {
+    const options = { naive: { maxAttempts: 3 }, "cwnd-reno": { backoffRatio: 0.7 } }
+    const { page, errors } = await openPage(
+      `scenario=overload-2000&strategies=naive,cwnd-reno&options=${encodeURIComponent(JSON.stringify(options))}&seed=1`
+    )
+    await settled(page)
+    expect(await page.evaluate(() => document.body.dataset.state)).toBe("done")
+    const shown = await page.$$eval("#table tbody tr", (rows) =>
+      rows.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? ""))
+    )
+    const scenario = findScenario("overload-2000")!
+    const expected: Array<ReadonlyArray<string>> = []
+    for (const [name, o] of Object.entries(options)) {
+      const run = await Effect.runPromise(runOne(scenario, strategyWith(name, o)!, { seed: 1 }))
+      expected.push(tableRow(run.json).slice(0, COMPARED))
+    }
+    expect(shown.map((row) => row.slice(0, COMPARED))).toEqual(expected)
+    // Not the built-ins: 3 attempts per operation at most, where the demo's naive makes 19,550.
+    expect(Number(shown[0]![2])).toBeLessThanOrEqual(3 * 2000)
+    expect(await page.inputValue('input[data-option="naive.maxAttempts"]')).toBe("3")
     expect(errors).toEqual([])
     await page.close()
   }, 120_000)

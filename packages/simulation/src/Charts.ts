@@ -3,6 +3,11 @@
  * demo's request rate (linear and log scale), goodput and concurrency limit per
  * strategy.
  *
+ * **Gotchas**: this module is a subpath of its own (`@sluice/simulation/Charts`), not
+ * part of the package's entry: vega-lite's declarations do not typecheck in an app with
+ * `exactOptionalPropertyTypes` and without `skipLibCheck`, so only an app that draws
+ * charts meets them. {@link Series} gives the same points without vega.
+ *
  * @since 0.1.0
  */
 import type { TopLevelSpec } from "vega-lite"
@@ -34,7 +39,7 @@ export type Spec = TopLevelSpec
  *
  * @example
  * ```ts
- * import { Charts } from "@sluice/simulation"
+ * import * as Charts from "@sluice/simulation/Charts"
  * import type { Simulation } from "@sluice/simulation"
  *
  * declare const timeSeries: Simulation.TimeSeries
@@ -52,7 +57,7 @@ export const demoCharts: (scenario: string, runs: ReadonlyArray<ChartRun>) => Re
  *
  * @example
  * ```ts
- * import { Charts } from "@sluice/simulation"
+ * import * as Charts from "@sluice/simulation/Charts"
  *
  * declare const spec: Charts.Spec
  * const svg: Promise<string> = Charts.renderSvg(spec)
