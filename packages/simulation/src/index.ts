@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 
-/** @since 0.1.0 */
+/** @since 1.0.0 */
 export * as PriorityFleet from "./PriorityFleet.js"
 /** @since 0.1.0 */
 export * as Simulation from "./Simulation.js"
