@@ -200,7 +200,9 @@ describe("SluiceHttpClient policies from context", () => {
         ).pipe(Effect.scoped)
       )
       expect(Result.isFailure(result) && result.failure._tag).toBe("InvalidOptions")
-      expect(Result.isFailure(result) && result.failure.message).toContain("\nlimiter: the policies come from context here")
+      expect(Result.isFailure(result) && result.failure.message).toContain(
+        "\nlimiter: the policies come from context here"
+      )
       expect(Result.isFailure(result) && result.failure.message).toContain("layerDefault")
     })
   )
