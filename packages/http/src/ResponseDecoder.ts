@@ -19,7 +19,6 @@
  * @since 0.1.0
  */
 import type * as Effect from "effect/Effect"
-import type * as Stream from "effect/Stream"
 import type { Errors } from "@sluice/core"
 import type { WireProtocolSettings } from "./Protocol.js"
 import type * as Wire from "@sluice/kernel/wire/Verdict"
@@ -97,8 +96,7 @@ export const withBody: (error: DecodeError, body: string, settings: WireProtocol
 
 /**
  * What {@link decode} reads of a response: status, headers, and the body as JSON
- * (for the throttle attribute) or as text (for an error; from `stream` when the
- * response has one, so that an error body costs at most 64 KB whatever its size).
+ * (for the throttle attribute) or as text (for an error).
  *
  * @since 0.2.0
  * @category models
@@ -106,11 +104,6 @@ export const withBody: (error: DecodeError, body: string, settings: WireProtocol
 export interface Decodable extends ResponseLike {
   readonly json: Effect.Effect<unknown, unknown>
   readonly text: Effect.Effect<string, unknown>
-  /**
-   * The body as bytes (an `HttpClientResponse` has it): when present, an error
-   * body is read from it, at most 64 KB, and the rest is dropped unread.
-   */
-  readonly stream?: Stream.Stream<Uint8Array, unknown> | undefined
 }
 
 /**

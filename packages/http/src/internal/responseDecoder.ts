@@ -1,8 +1,6 @@
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
-import * as ErrorBody from "@sluice/kernel/wire/ErrorBody"
 import * as Wire from "@sluice/kernel/wire/Verdict"
 import type { WireProtocolSettings } from "../Protocol.js"
 import type { Decodable, DecodeError, ResponseLike, Verdict } from "../ResponseDecoder.js"
@@ -32,52 +30,6 @@ export const withBody = (error: DecodeError, body: string, settings: WireProtoco
   return refined === decoded ? error : toError(refined)
 }
 
-const utf8 = new TextDecoder()
-
-/**
- * The first `max` bytes of a body as text. Reading stops there and the stream's finalizer
- * drops the rest with its connection: a body of any size, or one that never ends, costs the
- * reader `max` bytes. A character cut in two at the bound decodes as U+FFFD; the error body's
- * strings are cut far sooner anyway.
- *
- * @internal
- */
-export const readPrefix = <E, R>(
-  stream: Stream.Stream<Uint8Array, E, R>,
-  max: number
-): Effect.Effect<string, E, R> =>
-  Effect.suspend(() => {
-    const kept: Array<Uint8Array> = []
-    let size = 0
-    const collect = Stream.runForEachWhile(stream, (chunk) =>
-      Effect.sync(() => {
-        const room = max - size
-        // a copy, so the kept bytes do not hold the whole of a large chunk alive
-        const part = chunk.length > room ? chunk.slice(0, room) : chunk
-        kept.push(part)
-        size += part.length
-        return size < max
-      })
-    )
-    return Effect.map(collect, () => {
-      const bytes = new Uint8Array(size)
-      let at = 0
-      for (const part of kept) {
-        bytes.set(part, at)
-        at += part.length
-      }
-      return utf8.decode(bytes)
-    })
-  })
-
-/**
- * The most of an error body `decode` reads: one byte past the longest text parsed as Sluice's
- * own body, so a longer one is still recognised as not Sluice's.
- *
- * @internal
- */
-export const MAX_ERROR_BODY_BYTES = ErrorBody.MAX_BODY + 1
-
 /** What the client adds to `decode`: its retryable statuses, a bound on the error body, a listener. @internal */
 export interface DecodeOptions {
   readonly retryableStatuses?: ReadonlySet<number> | undefined
@@ -100,11 +52,7 @@ export const decode = <Res extends Decodable>(
       options.onThrottle?.(v.throttled)
       // The error body is read for the server's error; a bound on it keeps a body that never
       // comes from holding what the caller holds (a permit), and the connection is reused.
-      // Its size is bounded as well as its time: a huge or endless body is cut, not buffered.
-      const text = Effect.orElseSucceed(
-        response.stream === undefined ? response.text : readPrefix(response.stream, MAX_ERROR_BODY_BYTES),
-        () => ""
-      )
+      const text = Effect.orElseSucceed(response.text, () => "")
       const body =
         options.bodyTimeout === undefined
           ? text
