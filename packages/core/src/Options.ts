@@ -247,4 +247,5 @@ export const decodeResult: <A, I>(
  * @since 1.0.0
  * @category errors
  */
-export const invalid: (module: string, issues: ReadonlyArray<Field.Issue>) => InvalidOptions = internal.invalid
+export const invalid: (module: string, issues: ReadonlyArray<Field.Issue>) => InvalidOptions =
+  internal.invalid

@@ -134,7 +134,9 @@ const issuesOf = (error: Schema.SchemaError): Array<Field.Issue> =>
 const declaredKeys = (schema: Schema.Top): ReadonlySet<string> | undefined => {
   const keysOf = (ast: SchemaAST.AST): Array<string> | undefined => {
     if (SchemaAST.isObjects(ast)) {
-      return ast.indexSignatures.length === 0 ? ast.propertySignatures.map((ps) => String(ps.name)) : undefined
+      return ast.indexSignatures.length === 0
+        ? ast.propertySignatures.map((ps) => String(ps.name))
+        : undefined
     }
     if (SchemaAST.isUnion(ast)) {
       const keys: Array<string> = []
@@ -169,7 +171,8 @@ export const decodeResult = <A, I>(module: string, schema: Schema.Codec<A, I>) =
   return (input: I): Result.Result<A, InvalidOptions> => {
     const unknown = unknownIn(input)
     const result = run(input)
-    if (Result.isFailure(result)) return Result.fail(invalid(module, [...unknown, ...issuesOf(result.failure)]))
+    if (Result.isFailure(result))
+      return Result.fail(invalid(module, [...unknown, ...issuesOf(result.failure)]))
     return unknown.length === 0 ? Result.succeed(result.success) : Result.fail(invalid(module, unknown))
   }
 }

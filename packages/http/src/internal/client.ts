@@ -121,7 +121,10 @@ interface Policies {
 // The functions (`key`, `schedule`) and the private policies' options (`makeDefault`) are
 // checked where they are used: declared here so that they are options and any other key is not.
 const byHand = { key: Schema.optional(Schema.Unknown), schedule: Schema.optional(Schema.Unknown) }
-const decodeClient = Options.decode("SluiceHttpClient", Schema.Struct({ ...ClientOptionsSchema.fields, ...byHand }))
+const decodeClient = Options.decode(
+  "SluiceHttpClient",
+  Schema.Struct({ ...ClientOptionsSchema.fields, ...byHand })
+)
 const decodeDefault = Options.decode(
   "SluiceHttpClient",
   Schema.Struct({
@@ -136,7 +139,10 @@ const decodeOptions = (
   options: C.ClientOptions,
   withPolicies = false
 ): Effect.Effect<ResolvedOptions, Options.InvalidOptions> =>
-  (withPolicies ? decodeDefault : decodeClient)(options) as Effect.Effect<ResolvedOptions, Options.InvalidOptions>
+  (withPolicies ? decodeDefault : decodeClient)(options) as Effect.Effect<
+    ResolvedOptions,
+    Options.InvalidOptions
+  >
 
 /** Options of `makeDefault` that configure private policy instances. */
 const POLICY_FIELDS = ["budget", "throttle", "limiter"] as const

@@ -171,7 +171,8 @@ export const resolve = <D>(input: Input<D>, toMillis: (duration: D) => number): 
   // A key no option declares is refused, at the top and in `breaker`.
   const issues: Array<Issue> = unknownKeys(input, inputKeys)
   if (typeof input.breaker === "object" && input.breaker !== null) {
-    for (const issue of unknownKeys(input.breaker, breakerKeys)) issues.push({ ...issue, path: ["breaker", ...issue.path] })
+    for (const issue of unknownKeys(input.breaker, breakerKeys))
+      issues.push({ ...issue, path: ["breaker", ...issue.path] })
   }
   const read = (path: Array<string>, value: unknown, kind: keyof typeof kinds, fallback: number): number => {
     if (value === undefined) return fallback
