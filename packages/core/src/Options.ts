@@ -13,8 +13,12 @@
  * - A duration option is given as any `Duration.Input` (millis, a `Duration`, a bigint of
  *   nanos, `"2 minutes"`, `[seconds, nanos]`, `{ seconds: 2 }`) and decoded to a `Duration`;
  *   a negative or `NaN` one is refused as written.
- * - The message of {@link InvalidOptions} is `"<Module>: invalid options"` followed by the
- *   Schema error, e.g. `expected a positive integer, got 0` and `at ["consecutiveFailures"]`.
+ * - The message of {@link InvalidOptions} has one layout on every constructor (the kernel's
+ *   `Field.describe`): `"<Module>: invalid options"`, then a line per field at fault,
+ *   `field: problem`, e.g. `consecutiveFailures: expected a positive integer, got 0`.
+ * - A key the options' schema does not declare is refused (`factor: is not an option`): a
+ *   misspelt or removed option, or a key a `Config` source carries for something else, is
+ *   reported rather than dropped.
  * - An option with a default is a `Schema.withDecodingDefaultType` field: missing or
  *   `undefined`, it decodes to the default.
  *
@@ -31,7 +35,8 @@
  * const decodePool = Options.decode("Pool", PoolOptions)
  *
  * const pool = decodePool({ size: 4 }) // Effect<{ size: 4, idle: 30 seconds }, InvalidOptions>
- * const bad = decodePool({ size: 0 }) // fails: "Pool: invalid options\nexpected a positive integer, got 0\n  at [\"size\"]"
+ * const bad = decodePool({ size: 0 }) // fails: "Pool: invalid options\nsize: expected a positive integer, got 0"
+ * const typo = decodePool(JSON.parse(`{ "size": 4, "idel": "1 minute" }`)) // fails: "Pool: invalid options\nidel: is not an option"
  * ```
  *
  * @since 0.1.0
@@ -225,3 +230,22 @@ export const decodeResult: <A, I>(
   module: string,
   schema: Schema.Codec<A, I>
 ) => (input: I) => Result.Result<A, InvalidOptions> = internal.decodeResult
+
+/**
+ * An {@link InvalidOptions} for the kernel's issues (`Field.Issue`: a field's path and what is
+ * wrong), worded in the one layout every constructor uses (`Field.describe`): for a check a
+ * schema cannot express.
+ *
+ * @example
+ * ```ts
+ * import { Options } from "@sluice/core"
+ *
+ * const error = Options.invalid("Pool", [{ path: ["size"], message: "must not exceed max" }])
+ * // error.message: "Pool: invalid options\nsize: must not exceed max"
+ * ```
+ *
+ * @since 1.0.0
+ * @category errors
+ */
+export const invalid: (module: string, issues: ReadonlyArray<Field.Issue>) => InvalidOptions =
+  internal.invalid

@@ -408,22 +408,22 @@ describe("CircuitBreaker", () => {
   it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
       const cases: Array<[CircuitBreaker.CircuitBreakerOptions, RegExp]> = [
-        [{ name: "" }, /\["name"\]/],
-        [{ name: "x", consecutiveFailures: 0 }, /\["consecutiveFailures"\]/],
-        [{ name: "x", consecutiveFailures: 1.5 }, /\["consecutiveFailures"\]/],
-        [{ name: "x", consecutiveFailures: Number.NaN }, /\["consecutiveFailures"\]/],
-        [{ name: "x", halfOpenProbes: 0 }, /\["halfOpenProbes"\]/],
-        [{ name: "x", openFor: -1 }, /\["openFor"\]/],
-        [{ name: "x", openFor: 0 }, /\["openFor"\]/],
-        [{ name: "x", openFor: Number.NaN }, /\["openFor"\]/],
-        [{ name: "x", failureRatio: { ratio: 0, window: "1 second", minimumCalls: 1 } }, /\["ratio"\]/],
-        [{ name: "x", failureRatio: { ratio: 1.5, window: "1 second", minimumCalls: 1 } }, /\["ratio"\]/],
-        [{ name: "x", failureRatio: { ratio: 0.5, window: 0, minimumCalls: 1 } }, /\["window"\]/],
+        [{ name: "" }, /[\n.]name: /],
+        [{ name: "x", consecutiveFailures: 0 }, /[\n.]consecutiveFailures: /],
+        [{ name: "x", consecutiveFailures: 1.5 }, /[\n.]consecutiveFailures: /],
+        [{ name: "x", consecutiveFailures: Number.NaN }, /[\n.]consecutiveFailures: /],
+        [{ name: "x", halfOpenProbes: 0 }, /[\n.]halfOpenProbes: /],
+        [{ name: "x", openFor: -1 }, /[\n.]openFor: /],
+        [{ name: "x", openFor: 0 }, /[\n.]openFor: /],
+        [{ name: "x", openFor: Number.NaN }, /[\n.]openFor: /],
+        [{ name: "x", failureRatio: { ratio: 0, window: "1 second", minimumCalls: 1 } }, /[\n.]ratio: /],
+        [{ name: "x", failureRatio: { ratio: 1.5, window: "1 second", minimumCalls: 1 } }, /[\n.]ratio: /],
+        [{ name: "x", failureRatio: { ratio: 0.5, window: 0, minimumCalls: 1 } }, /[\n.]window: /],
         [
           { name: "x", failureRatio: { ratio: 0.5, window: "1 second", minimumCalls: 0 } },
-          /\["minimumCalls"\]/
+          /[\n.]minimumCalls: /
         ],
-        [{ name: "x", isFailure: 3 as any }, /\["isFailure"\]/]
+        [{ name: "x", isFailure: 3 as any }, /[\n.]isFailure: /]
       ]
       for (const [options, field] of cases) {
         const exit = yield* Effect.exit(CircuitBreaker.make(options))

@@ -56,14 +56,14 @@ describe("LatencyWindow", () => {
   it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
       const cases: Array<[LatencyWindow.LatencyWindowOptions, RegExp]> = [
-        [{ window: 0 }, /\["window"\]/],
-        [{ window: -1 }, /\["window"\]/],
-        [{ window: Number.NaN }, /\["window"\]/],
-        [{ window: "1 minute", subWindows: 0 }, /\["subWindows"\]/],
-        [{ window: "1 minute", subWindows: 2.5 }, /\["subWindows"\]/],
-        [{ window: "1 minute", relativeAccuracy: 0 }, /\["relativeAccuracy"\]/],
-        [{ window: "1 minute", relativeAccuracy: 1 }, /\["relativeAccuracy"\]/],
-        [{ window: "1 minute", relativeAccuracy: Number.NaN }, /\["relativeAccuracy"\]/]
+        [{ window: 0 }, /[\n.]window: /],
+        [{ window: -1 }, /[\n.]window: /],
+        [{ window: Number.NaN }, /[\n.]window: /],
+        [{ window: "1 minute", subWindows: 0 }, /[\n.]subWindows: /],
+        [{ window: "1 minute", subWindows: 2.5 }, /[\n.]subWindows: /],
+        [{ window: "1 minute", relativeAccuracy: 0 }, /[\n.]relativeAccuracy: /],
+        [{ window: "1 minute", relativeAccuracy: 1 }, /[\n.]relativeAccuracy: /],
+        [{ window: "1 minute", relativeAccuracy: Number.NaN }, /[\n.]relativeAccuracy: /]
       ]
       for (const [options, field] of cases) {
         const exit = yield* Effect.exit(LatencyWindow.make(options))

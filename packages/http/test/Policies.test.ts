@@ -201,7 +201,9 @@ describe("SluiceHttpClient policies from context", () => {
         ).pipe(Effect.scoped)
       )
       expect(Result.isFailure(result) && result.failure._tag).toBe("InvalidOptions")
-      expect(Result.isFailure(result) && result.failure.message).toContain('["limiter"]')
+      expect(Result.isFailure(result) && result.failure.message).toContain(
+        "\nlimiter: the policies come from context here"
+      )
       expect(Result.isFailure(result) && result.failure.message).toContain("layerDefault")
     })
   )

@@ -1,5 +1,5 @@
 import { Options } from "@sluice/core"
-import type * as Field from "@sluice/kernel/options/Field"
+import * as Field from "@sluice/kernel/options/Field"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -17,7 +17,14 @@ export const validator = <I, C>(
 ) => {
   const decode = Schema.decodeUnknownResult(Options.PositiveDuration)
   return (input: I): C => {
-    const result = resolve(input)
+    // The kernel checks every other key, and refuses one it does not know.
+    let kernelInput = input
+    if (durations.some((name) => Object.hasOwn(input as object, name))) {
+      const rest: Record<string, unknown> = { ...(input as Record<string, unknown>) }
+      for (const name of durations) delete rest[name]
+      kernelInput = rest as I
+    }
+    const result = resolve(kernelInput)
     const issues = result.ok ? [] : [...result.issues]
     const decoded: Record<string, unknown> = {}
     for (const name of durations) {
@@ -28,8 +35,7 @@ export const validator = <I, C>(
       else issues.push({ path: [name], message: duration.failure.message })
     }
     if (issues.length > 0) {
-      const lines = issues.map((issue) => `└─ ["${issue.path.join('"]["')}"]\n   └─ ${issue.message}`)
-      throw new Options.InvalidOptions({ module, message: `${module}: invalid options\n${lines.join("\n")}` })
+      throw new Options.InvalidOptions({ module, message: Field.describe(module, issues) })
     }
     return { ...(result as { readonly value: C }).value, ...decoded }
   }

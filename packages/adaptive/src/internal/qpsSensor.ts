@@ -43,7 +43,8 @@ export const makeMemory = (
   options: Q.MemorySensorOptions & { readonly store?: Q.MemoryStore | undefined } = {}
 ): Effect.Effect<Q.Service, Options.InvalidOptions> =>
   Effect.gen(function* () {
-    const { window } = yield* decode({ window: options.window })
+    const { store, ...rest } = options
+    const { window } = yield* decode(rest)
     const now = yield* Clock.currentTimeMillis
-    return new MemorySensor(options.store ?? makeMemoryStore(window + 10), window, now)
+    return new MemorySensor(store ?? makeMemoryStore(window + 10), window, now)
   })

@@ -4,6 +4,7 @@ import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as Field from "@sluice/kernel/options/Field"
@@ -110,21 +111,82 @@ const propertyOf = ({
 export const fields = <S extends Field.Spec<Record<string, number | undefined>>>(spec: S): Fields<S> =>
   Object.fromEntries(Object.entries(spec).map(([name, field]) => [name, propertyOf(field)])) as Fields<S>
 
-const toInvalid = (module: string, error: Schema.SchemaError) =>
-  new InvalidOptions({ module, message: `${module}: invalid options\n${error.message}` })
+/** @internal The kernel's issues as one `InvalidOptions`, in the kernel's one layout. */
+export const invalid = (module: string, issues: ReadonlyArray<Field.Issue>): InvalidOptions =>
+  new InvalidOptions({ module, message: Field.describe(module, issues) })
 
-/** @internal */
-export const decode = <A, I>(module: string, schema: Schema.Codec<A, I>) => {
-  const run = Schema.decodeEffect(schema)
-  return (input: I): Effect.Effect<A, InvalidOptions> =>
-    Effect.mapError(run(input), (e) => toInvalid(module, e))
+const standardIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** A Schema failure as the kernel's issues: the field's path, and what is wrong with it. */
+const issuesOf = (error: Schema.SchemaError): Array<Field.Issue> =>
+  standardIssues(error.issue).issues.map((issue) => ({
+    path: (issue.path ?? []).map((segment) =>
+      String(typeof segment === "object" && segment !== null && "key" in segment ? segment.key : segment)
+    ),
+    message: issue.message
+  }))
+
+/**
+ * The keys an options object of `schema` may have, read from the shape its users write (the
+ * encoded side); `undefined` when that shape is not a plain struct (a record, a union with one),
+ * whose keys are not checked.
+ */
+const declaredKeys = (schema: Schema.Top): ReadonlySet<string> | undefined => {
+  const keysOf = (ast: SchemaAST.AST): Array<string> | undefined => {
+    if (SchemaAST.isObjects(ast)) {
+      return ast.indexSignatures.length === 0
+        ? ast.propertySignatures.map((ps) => String(ps.name))
+        : undefined
+    }
+    if (SchemaAST.isUnion(ast)) {
+      const keys: Array<string> = []
+      for (const member of ast.types) {
+        if (!SchemaAST.isObjects(member)) continue
+        const own = keysOf(member)
+        if (own === undefined) return undefined
+        keys.push(...own)
+      }
+      return keys
+    }
+    return undefined
+  }
+  const keys = keysOf(SchemaAST.toEncoded(schema.ast))
+  return keys === undefined ? undefined : new Set(keys)
 }
 
-/** @internal decodes to a `Result`, never throwing */
+/** The keys of an options object that `schema` does not declare, as the kernel words them. */
+const unknownKeysOf = (schema: Schema.Top) => {
+  const known = declaredKeys(schema)
+  return (input: unknown): Array<Field.Issue> =>
+    known !== undefined && typeof input === "object" && input !== null ? Field.unknownKeys(input, known) : []
+}
+
+/**
+ * @internal Decodes options with `schema`; a key the schema does not declare is an issue by the
+ * kernel's rule (`Field.unknownKeys`), reported with the schema's own issues.
+ */
 export const decodeResult = <A, I>(module: string, schema: Schema.Codec<A, I>) => {
   const run = Schema.decodeResult(schema)
-  return (input: I): Result.Result<A, InvalidOptions> =>
-    Result.mapError(run(input), (e) => toInvalid(module, e))
+  const unknownIn = unknownKeysOf(schema)
+  return (input: I): Result.Result<A, InvalidOptions> => {
+    const unknown = unknownIn(input)
+    const result = run(input)
+    if (Result.isFailure(result))
+      return Result.fail(invalid(module, [...unknown, ...issuesOf(result.failure)]))
+    return unknown.length === 0 ? Result.succeed(result.success) : Result.fail(invalid(module, unknown))
+  }
+}
+
+/** @internal As {@link decodeResult}, as an `Effect`. */
+export const decode = <A, I>(module: string, schema: Schema.Codec<A, I>) => {
+  const run = Schema.decodeEffect(schema)
+  const unknownIn = unknownKeysOf(schema)
+  return (input: I): Effect.Effect<A, InvalidOptions> =>
+    Effect.suspend(() => {
+      const unknown = unknownIn(input)
+      const decoded = Effect.mapError(run(input), (e) => invalid(module, [...unknown, ...issuesOf(e)]))
+      return unknown.length === 0 ? decoded : Effect.andThen(decoded, Effect.fail(invalid(module, unknown)))
+    })
 }
 
 /** @internal */

@@ -142,10 +142,31 @@ interface Policies {
   readonly budgets: RetryBudget.Service | undefined
 }
 
-// The policies' options and the functions (`key`, `schedule`) are not the schema's: decoding
-// leaves them out.
-const decodeOptions = (options: C.ClientOptions): Effect.Effect<ResolvedOptions, Options.InvalidOptions> =>
-  Options.decode("SluiceHttpClient", ClientOptionsSchema)(options)
+// The functions (`key`, `schedule`) and the private policies' options (`makeDefault`) are
+// checked where they are used: declared here so that they are options and any other key is not.
+const byHand = { key: Schema.optional(Schema.Unknown), schedule: Schema.optional(Schema.Unknown) }
+const decodeClient = Options.decode(
+  "SluiceHttpClient",
+  Schema.Struct({ ...ClientOptionsSchema.fields, ...byHand })
+)
+const decodeDefault = Options.decode(
+  "SluiceHttpClient",
+  Schema.Struct({
+    ...ClientOptionsSchema.fields,
+    ...byHand,
+    budget: Schema.optional(Schema.Unknown),
+    throttle: Schema.optional(Schema.Unknown),
+    limiter: Schema.optional(Schema.Unknown)
+  })
+)
+const decodeOptions = (
+  options: C.ClientOptions,
+  withPolicies = false
+): Effect.Effect<ResolvedOptions, Options.InvalidOptions> =>
+  (withPolicies ? decodeDefault : decodeClient)(options) as Effect.Effect<
+    ResolvedOptions,
+    Options.InvalidOptions
+  >
 
 /** Options of `makeDefault` that configure private policy instances. */
 const POLICY_FIELDS = ["budget", "throttle", "limiter"] as const
@@ -171,12 +192,14 @@ export const make = (
     // in context, or private ones in `makeDefault`): say so instead.
     const misplaced = POLICY_FIELDS.find((field) => (options as Record<string, unknown>)[field] !== undefined)
     if (misplaced !== undefined) {
-      return yield* new Options.InvalidOptions({
-        module: "SluiceHttpClient",
-        message:
-          `SluiceHttpClient: invalid options\n└─ ["${misplaced}"]\n   └─ the policies come from context here: ` +
-          `configure the ${misplaced} service's own layer, or use layerDefault / makeDefault for private ones`
-      })
+      return yield* Options.invalid("SluiceHttpClient", [
+        {
+          path: [misplaced],
+          message:
+            `the policies come from context here: configure the ${misplaced} service's own layer, ` +
+            `or use layerDefault / makeDefault for private ones`
+        }
+      ])
     }
     const config = yield* decodeOptions(options)
     return yield* build(options, config, {
@@ -195,7 +218,7 @@ export const makeDefault = (
   options: C.DefaultOptions = {}
 ): Effect.Effect<C.Client, Options.InvalidOptions, HttpClient.HttpClient> =>
   Effect.gen(function* () {
-    const config = yield* decodeOptions(options)
+    const config = yield* decodeOptions(options, true)
     return yield* build(options, config, {
       throttle: options.throttle === false ? undefined : yield* AdaptiveThrottle.make(options.throttle ?? {}),
       // Newest first: under overload the waiters that have waited longest have the least of

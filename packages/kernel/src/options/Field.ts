@@ -227,8 +227,39 @@ export const orderIssues = (fields: ReadonlyArray<readonly [name: string, value:
 }
 
 /**
- * Validates `input` field by field (fields not in `spec` are left out), fills in the defaults,
- * then, when every field is acceptable, applies `rules` across fields (e.g. `min ≤ max`).
+ * An issue per key of `input` that is not one of `known`: an option a constructor does not
+ * declare is a mistake (a misspelling, an option from another version, a key a `Config` source
+ * carries for something else), not something to drop in silence. Every own enumerable key
+ * counts, even one whose value is `undefined`.
+ *
+ * @since 0.2.0
+ */
+export const unknownKeys = (input: object, known: Iterable<string>): Array<Issue> => {
+  const declared = known instanceof Set ? (known as ReadonlySet<string>) : new Set(known)
+  const issues: Array<Issue> = []
+  for (const key of Object.keys(input)) {
+    if (!declared.has(key)) issues.push({ path: [key], message: "is not an option" })
+  }
+  return issues
+}
+
+/**
+ * The one layout of an invalid-options message, on every constructor and both Effect lines:
+ * `module: invalid options`, then a line per issue, `path: message` (a nested field's path
+ * joined with dots, as {@link orThrow} words it).
+ *
+ * @since 0.2.0
+ */
+export const describe = (module: string, issues: ReadonlyArray<Issue>): string =>
+  [`${module}: invalid options`, ...issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`)].join(
+    "\n"
+  )
+
+/**
+ * Validates `input` field by field, fills in the defaults, then, when every field is
+ * acceptable, applies `rules` across fields (e.g. `min ≤ max`). A key of `input` that `spec`
+ * does not declare is an issue ({@link unknownKeys}): a binding that reads some options itself
+ * (durations it decodes) passes the rest.
  *
  * @since 0.2.0
  */
@@ -236,8 +267,14 @@ export const resolve = <C>(
   spec: Spec<C>,
   input: object,
   rules?: (config: C) => ReadonlyArray<Issue>
+): Result<C> => resolveFields(spec, input, rules, unknownKeys(input, Object.keys(spec)))
+
+const resolveFields = <C>(
+  spec: Spec<C>,
+  input: object,
+  rules: ((config: C) => ReadonlyArray<Issue>) | undefined,
+  issues: Array<Issue>
 ): Result<C> => {
-  const issues: Array<Issue> = []
   const config: Record<string, unknown> = {}
   for (const name of Object.keys(spec)) {
     const field = (spec as Record<string, Field<unknown>>)[name]!
@@ -315,7 +352,9 @@ export const orThrow = (issues: ReadonlyArray<Issue>): void => {
 /**
  * {@link resolve}s `input`, or throws a `RangeError` for the first issue as {@link orThrow} does,
  * its field under `path` (a nested configuration's own name): for a kernel constructor, so it
- * refuses a missing field and fills in a default by the same rule a binding checks.
+ * refuses a missing field and fills in a default by the same rule a binding checks. It reads
+ * its own fields of what may be a larger configuration (a constructor resolves its parts
+ * one by one): other keys are left to the check of the whole, its binding's.
  *
  * @since 0.2.0
  */
@@ -325,7 +364,7 @@ export const resolveOrThrow = <C>(
   path: ReadonlyArray<string> = [],
   rules?: (config: C) => ReadonlyArray<Issue>
 ): C => {
-  const result = resolve(spec, input, rules)
+  const result = resolveFields(spec, input, rules, [])
   if (result.ok) return result.value
   const first = result.issues[0]!
   return raise({ path: [...path, ...first.path], message: first.message })

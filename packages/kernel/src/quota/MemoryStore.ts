@@ -7,7 +7,7 @@
  *
  * @since 0.2.0
  */
-import type { Issue } from "../options/Field.js"
+import { type Issue, unknownKeys } from "../options/Field.js"
 import type { CompiledPlan, StoreResult } from "./Plan.js"
 import { adjustTier, checkState, fullAt, initState, raiseState, startBlock, stateSize } from "./Plan.js"
 
@@ -66,10 +66,12 @@ export const DEFAULT_MAX_CLIENTS = 100_000
 export const resolveOptions = (input: {
   readonly maxClients?: number | undefined
 }): MemoryOptions | Array<Issue> => {
+  const issues = unknownKeys(input, ["maxClients"])
   const maxClients = input.maxClients ?? DEFAULT_MAX_CLIENTS
-  return Number.isInteger(maxClients) && maxClients > 0
-    ? { maxClients }
-    : [{ path: ["maxClients"], message: `expected a positive integer, got ${String(maxClients)}` }]
+  if (!(Number.isInteger(maxClients) && maxClients > 0)) {
+    issues.push({ path: ["maxClients"], message: `expected a positive integer, got ${String(maxClients)}` })
+  }
+  return issues.length === 0 ? { maxClients } : issues
 }
 
 /** A generation of clients, and the instant after which every one of them is idle. */

@@ -13,7 +13,14 @@
  *
  * @since 0.2.0
  */
-import { type Issue, finiteDuration, positiveDuration, positiveInt, positiveRatio } from "../options/Field.js"
+import {
+  type Issue,
+  finiteDuration,
+  positiveDuration,
+  positiveInt,
+  positiveRatio,
+  unknownKeys
+} from "../options/Field.js"
 import { DEFAULT_MAX_CLIENTS } from "./MemoryStore.js"
 
 /**
@@ -133,6 +140,26 @@ const kinds = {
   gap: { check: finiteDuration, duration: true }
 } as const
 
+const inputKeys: ReadonlyArray<keyof Input> = [
+  "mode",
+  "deadline",
+  "maxDeadline",
+  "breaker",
+  "failClosedRetryAfter",
+  "fallbackShare",
+  "fallbackMaxClients",
+  "maxClientIdLength"
+]
+const breakerKeys: ReadonlyArray<keyof BreakerInput> = [
+  "failureRatio",
+  "window",
+  "minimumCalls",
+  "consecutiveFailures",
+  "minFailureSpan",
+  "openFor",
+  "halfOpenProbes"
+]
+
 /**
  * Resolves options: every field given is checked (a duration through `toMillis`, which answers
  * `NaN` for what is not a duration), every field absent takes its default. Answers the options,
@@ -141,7 +168,12 @@ const kinds = {
  * @since 0.2.0
  */
 export const resolve = <D>(input: Input<D>, toMillis: (duration: D) => number): Options | Array<Issue> => {
-  const issues: Array<Issue> = []
+  // A key no option declares is refused, at the top and in `breaker`.
+  const issues: Array<Issue> = unknownKeys(input, inputKeys)
+  if (typeof input.breaker === "object" && input.breaker !== null) {
+    for (const issue of unknownKeys(input.breaker, breakerKeys))
+      issues.push({ ...issue, path: ["breaker", ...issue.path] })
+  }
   const read = (path: Array<string>, value: unknown, kind: keyof typeof kinds, fallback: number): number => {
     if (value === undefined) return fallback
     const { check, duration } = kinds[kind]

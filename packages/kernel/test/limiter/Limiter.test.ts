@@ -299,8 +299,15 @@ describe("Limiter options", () => {
     }
     expect(fields(Limiter.configureService({ maxKeys: 0 }))).toEqual(["maxKeys"])
     expect(fields(Limiter.configure({ key: 3 }))).toEqual(["key"])
-    expect(Limiter.configure({ maxKeys: 0 }).ok).toBe(true)
-    expect(Limiter.configureService({ key: 3 }).ok).toBe(true)
+    // Each form's own keys only: another form's key is not an option of this one.
+    expect(Limiter.configure({ maxKeys: 0 })).toEqual({
+      ok: false,
+      issues: [{ path: ["maxKeys"], message: "is not an option" }]
+    })
+    expect(Limiter.configureService({ key: "a" })).toEqual({
+      ok: false,
+      issues: [{ path: ["key"], message: "is not an option" }]
+    })
   })
 
   it("guaranteed shares: ratios by level that add up to at most 1, exactly", () => {

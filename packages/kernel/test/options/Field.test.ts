@@ -35,14 +35,47 @@ describe("Field.resolve", () => {
   }
   const limit = () => 1
 
-  it("fills in the defaults, keeps what is given, leaves out optional and unknown fields", () => {
-    const result = Field.resolve(spec, { limit, other: 5 })
+  it("fills in the defaults, keeps what is given, leaves out optional fields", () => {
+    const result = Field.resolve(spec, { limit })
     expect(result).toEqual({ ok: true, value: { limit, maxQueue: 1000, order: "fifo" } })
     expect(result.ok && "initial" in result.value).toBe(false)
     expect(Field.resolve(spec, { limit, initial: 3, maxQueue: 0, order: undefined })).toEqual({
       ok: true,
       value: { limit, initial: 3, maxQueue: 0, order: "fifo" }
     })
+  })
+
+  it("refuses a key it does not declare, even one set to undefined, beside the other issues", () => {
+    expect(Field.resolve(spec, { limit, factor: 0.9 })).toEqual({
+      ok: false,
+      issues: [{ path: ["factor"], message: "is not an option" }]
+    })
+    expect(Field.resolve(spec, { limit, other: undefined, maxQueue: -1 })).toEqual({
+      ok: false,
+      issues: [
+        { path: ["other"], message: "is not an option" },
+        { path: ["maxQueue"], message: "expected a non-negative integer, got -1" }
+      ]
+    })
+    // A kernel constructor resolves its own fields of a larger configuration.
+    expect(Field.resolveOrThrow(spec, { limit, other: 5 })).toEqual({ limit, maxQueue: 1000, order: "fifo" })
+  })
+
+  it("unknownKeys: an issue per own key not declared", () => {
+    expect(Field.unknownKeys({ a: 1, b: undefined, c: 3 }, ["a"])).toEqual([
+      { path: ["b"], message: "is not an option" },
+      { path: ["c"], message: "is not an option" }
+    ])
+    expect(Field.unknownKeys({ a: 1 }, new Set(["a", "b"]))).toEqual([])
+  })
+
+  it("describe: one layout for every invalid-options message", () => {
+    expect(
+      Field.describe("Pool", [
+        { path: ["size"], message: "expected a positive integer, got 0" },
+        { path: ["thresholds", "CRITICAL"], message: "too low" }
+      ])
+    ).toBe("Pool: invalid options\nsize: expected a positive integer, got 0\nthresholds.CRITICAL: too low")
   })
 
   it("reports every field at fault, by name; a missing required field is one", () => {

@@ -37,7 +37,12 @@ export const currentDeadline: Context.Reference<number> = Context.Reference<numb
 
 const PolicyOptionsSchema = Schema.Struct({
   ...Options.fields(Policy.options),
-  name: Schema.optional(Schema.String)
+  name: Schema.optional(Schema.String),
+  // Checked by hand below (a Schedule, a budget or its key, a predicate): declared here so
+  // that they are options and any other key is not.
+  schedule: Schema.optional(Schema.Unknown),
+  budget: Schema.optional(Schema.Unknown),
+  isRetryable: Schema.optional(Schema.Unknown)
 })
 
 const decodeOptions = Options.decodeResult("Retry.withRetry", PolicyOptionsSchema)
@@ -59,11 +64,7 @@ export const giveUps = Meters.counter(
 const defaultIsRetryable = (error: unknown): boolean => Outcome.isRetryable(Outcome.ofError(error), error)
 
 const invalid = (field: string, message: string) =>
-  new Options.InvalidOptions({
-    module: "Retry.withRetry",
-    // worded as `Options.decode` words a Schema issue
-    message: `Retry.withRetry: invalid options\n${message}\n  at ["${field}"]`
-  })
+  Options.invalid("Retry.withRetry", [{ path: [field], message }])
 
 /** The counters one policy updates, each series built once (`Meters.Family.of`). */
 interface Meters {
