@@ -1,6 +1,6 @@
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { Admission, BoundedMap, Criticality, Errors, Meters, Options } from "@sluice/core"
-import { Retry, RetryBudget } from "@sluice/retry"
+import { Hedge, Retry, RetryBudget } from "@sluice/retry"
 import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
 import * as Outgoing from "@sluice/kernel/wire/Outgoing"
 import * as Verdict from "@sluice/kernel/wire/Verdict"
@@ -97,6 +97,8 @@ type Guard = (
 interface Host {
   readonly retried: Guard
   readonly once: Guard
+  /** Retried requests of the hedged methods, when the client hedges. */
+  readonly hedged: Guard | undefined
   readonly decoding: decoder.DecodeOptions
 }
 
@@ -180,11 +182,14 @@ export const makeDefault = (
     })
   })
 
+/** The methods hedged by default: reads, whose second copy costs the backend nothing but work. */
+const HEDGED_METHODS: ReadonlyArray<string> = ["GET", "HEAD"]
+
 const build = (
   options: C.ClientOptions,
   config: ResolvedOptions,
   policies: Policies
-): Effect.Effect<C.Client, never, HttpClient.HttpClient> =>
+): Effect.Effect<C.Client, Options.InvalidOptions, HttpClient.HttpClient> =>
   Effect.gen(function* () {
     const platform = yield* HttpClient.HttpClient
     const settings: WireProtocolSettings = yield* WireProtocol
@@ -209,6 +214,14 @@ const build = (
       ...(budget !== undefined ? { budget } : {})
     }
     const retrying = Retry.unsafeMake(policyOptions)
+    const { methods: hedgedMethods, ...hedgeOptions } = options.hedge ?? {}
+    const hedging =
+      options.hedge === undefined
+        ? undefined
+        : yield* Hedge.make({ ...hedgeOptions, policy: retrying, name: config.name })
+    const hedgedSet: ReadonlySet<string> = new Set(
+      (hedgedMethods ?? HEDGED_METHODS).map((m) => m.toUpperCase())
+    )
     // Requests that are not retried go through the same gates and still count as
     // requests in the budget's ratio.
     const once = Retry.unsafeMake({
@@ -228,13 +241,20 @@ const build = (
       if (throttle !== undefined) gates.push(throttle.gate(key))
       if (limiters !== undefined) gates.push(noticingWaits(limiters.gate(key)))
       const throttleSignals = throttleSignalsTotal.of({ host: key })
+      // No hedge while the backend's last answer carried the throttle signal, or while the
+      // client's own throttle rejects any of its requests: a hedge is for a healthy backend.
+      let signalled = false
+      const paused = (): boolean =>
+        signalled || (throttle !== undefined && throttle.unsafeProbability(key) > 0)
       return {
         retried: retrying.around(gates),
         once: once.around(gates),
+        hedged: hedging?.around(gates, paused),
         decoding: {
           retryableStatuses: retryable,
           bodyTimeout: errorBodyTimeout,
           onThrottle: (throttled) => {
+            signalled = throttled
             // Called while the exchange's fiber decodes: its registry holds the series.
             if (throttled) throttleSignals.updateUnsafe(1, Fiber.getCurrent()?.context ?? Context.empty())
             if (signals !== undefined) signals.unsafePublish(key, throttled)
@@ -278,7 +298,12 @@ const build = (
           config.retryNonIdempotent
         )
         const host = hosts.getOrCreate(keyOf(request), hostFor)
-        const call = (retry ? host.retried : host.once)(exchange(request, host))
+        const guard = retry
+          ? host.hedged !== undefined && hedgedSet.has(request.method)
+            ? host.hedged
+            : host.retried
+          : host.once
+        const call = guard(exchange(request, host))
         if (timeout === undefined) return call
         // `timeout` bounds the whole call: the wait for a permit, every attempt, the backoff
         // between them and any error body. An exchange given its whole attempt bound times
