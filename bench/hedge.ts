@@ -128,7 +128,14 @@ const offer = (url: string, rps: number, name: string, options: SluiceHttpClient
       }
       if (flag("verbose")) console.error(name, "sent", total)
       yield* Fiber.awaitAll(fibers)
-      if (flag("verbose")) console.error(name, "done", ok)
+      if (flag("verbose")) {
+        const refused = yield* Effect.map(Metric.snapshot, (snapshots) =>
+          snapshots
+            .filter((s) => s.id === "sluice_hedge_refused" && s.attributes?.["policy"] === name)
+            .map((s) => [s.attributes?.["reason"], (s.state as { count: number }).count])
+        )
+        console.error(name, "done", ok, JSON.stringify(refused), "p99", percentile(latencies, 0.99))
+      }
       const elapsedMs = performance.now() - start
       const hedges = yield* Effect.map(Metric.snapshot, (snapshots) =>
         snapshots
@@ -153,7 +160,7 @@ const program = Effect.gen(function* () {
 
   const capacityRps = (UNITS * 1000) / meanWorkMs
   const offeredRps = capacityRps * OVERLOAD
-  const overloadOptions = { timeout: Duration.seconds(1) }
+  const overloadOptions = { timeout: Duration.seconds(1), limiter: false } as const
   const busyPlain = yield* offer(`${base}/busy?plain`, offeredRps, "busy-plain", overloadOptions)
   const busyHedged = yield* offer(`${base}/busy?hedged`, offeredRps, "busy-hedged", {
     ...overloadOptions,

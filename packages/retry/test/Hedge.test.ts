@@ -61,10 +61,17 @@ describe("Hedge", () => {
   it.effect("sends a hedge after the delay; the first success wins and the loser is interrupted", () =>
     Effect.gen(function* () {
       const { call, log } = scripted([{ millis: 1_000 }, { millis: 10 }])
-      const hedge = yield* Hedge.make({ policy: yield* Retry.make({ maxAttempts: 1 }), delay: 100 })
+      const hedge = yield* Hedge.make({ policy: yield* Retry.make({ maxAttempts: 1 }), delay: 100, name: "win" })
       const { exit, took } = yield* inVirtualTime(hedge.apply(call))
       expect(exit._tag === "Success" && exit.value).toBe(1)
       expect(took).toBe(110)
+      // One loser cancelled, one hedge sent and won; a call the primary wins cancels nothing.
+      yield* inVirtualTime(hedge.apply(scripted([{ millis: 10 }]).call))
+      const count = (metric: typeof Hedge.metrics.sent) =>
+        Effect.map(Metric.value(Metric.withAttributes(metric, { policy: "win" })), (state) => state.count)
+      expect(yield* count(Hedge.metrics.cancelled)).toBe(1)
+      expect(yield* count(Hedge.metrics.sent)).toBe(1)
+      expect(yield* count(Hedge.metrics.won)).toBe(1)
       expect(log.map((e) => [e.attempt, e.at % 100_000, e.end])).toEqual([
         [0, 0, "interrupted"],
         [1, 100, "done"]

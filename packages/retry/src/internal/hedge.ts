@@ -154,7 +154,9 @@ const race = <A, E, R>(
       })
       const launcherFiber = yield* Effect.forkChild(launcher)
       const exit = yield* Effect.exit(Deferred.await(winner))
-      const losers = fibers.filter((fiber) => fiber.pollUnsafe() === undefined)
+      // The winner completed the Deferred from its own exit handler: it may not be done yet.
+      const winning = Exit.isSuccess(exit) ? exit.value[1] : 0
+      const losers = fibers.filter((fiber, attempt) => attempt !== winning && fiber.pollUnsafe() === undefined)
       yield* Fiber.interrupt(launcherFiber)
       // Losers: interrupted as a caller interrupts work (their tickets settle "ignored": they
       // teach no limit and no throttle), and awaited so that no permit outlives the call.
