@@ -2,18 +2,18 @@
  * Hedging benchmark: `npm run bench:hedge -- --json [--quick]`.
  *
  * A real `effect/http` server on Node (127.0.0.1, port 0) whose backend answers in `MEDIAN_MS`
- * (default 50), except for a 5% tail that takes 10× as long, drawn per request, so a hedge of a
+ * (default 100), except for a 5% tail that takes 10× as long, drawn per request, so a hedge of a
  * slow request is most likely fast. Clients are `SluiceHttpClient.makeDefault` over undici, in
  * this process, driven open loop (a request every `1000 / rps` ms, bounded by time and count).
  *
- * 1. **Tail**: the backend is unloaded (`--rps`, default 80, for `--seconds`). A client without
- *    hedging, then one with `hedge: { delay }` where the delay is 1.2× the median the first
+ * 1. **Tail**: the backend is unloaded (`--rps`, default 40, for `--seconds`). A client without
+ *    hedging, then one with `hedge: { delay }` where the delay is 1.1× the median the first
  *    client measured (the delay a user reads off a latency dashboard; `--delay-factor`). The
  *    server counts the attempts that reach it: `extraRequestRatio` = attempts / requests − 1 of
  *    the hedging client.
  * 2. **Overload**: the same backend behind `Middleware.loadShed` with a fixed concurrency limit
- *    of `UNITS` (default 4) and a short queue, offered 10× its capacity (`UNITS / mean work`),
- *    first by a client without hedging, then by a fresh one with it; each request has a 1 s
+ *    of `UNITS` (default 2) and a short queue, offered 10× its capacity (`UNITS / mean work`),
+ *    by a client without hedging and a fresh one with it, taking turns in 4 rounds; each request has a 1 s
  *    deadline (`timeout`). `hedgeShare` = hedges the client sent (`sluice_hedge_sent`) per
  *    request; `goodputRatio` = 2xx answers per second / capacity.
  *
@@ -39,14 +39,16 @@ const option = (name: string, fallback: number) => {
   return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback
 }
 const quick = flag("quick")
-const MEDIAN_MS = option("median-ms", 50)
+const MEDIAN_MS = option("median-ms", 100)
 const TAIL_SHARE = 0.05
 const TAIL_FACTOR = 10
-const RPS = option("rps", 80)
+const RPS = option("rps", 40)
 const SECONDS = option("seconds", quick ? 1.5 : 10)
-const UNITS = option("units", 4)
+const UNITS = option("units", 2)
 const OVERLOAD = option("overload", 10)
-const DELAY_FACTOR = option("delay-factor", 1.2)
+const DELAY_FACTOR = option("delay-factor", 1.1)
+const WARM = 8
+const ROUNDS = quick ? 1 : 4
 const HARD_LIMIT_MS = option("hard-limit-s", 300) * 1000
 
 const workMs = () => (Math.random() < TAIL_SHARE ? MEDIAN_MS * TAIL_FACTOR : MEDIAN_MS)
@@ -76,8 +78,12 @@ const serve = Effect.gen(function* () {
     maxWait: Duration.millis(MEDIAN_MS * 2),
     algorithm: () => LimitAlgorithm.fixed(UNITS)
   })
-  const tail = yield* HttpRouter.toHttpEffect(HttpRouter.addAll([HttpRouter.route("GET", "/tail", work("tail"))]))
-  const busy = yield* HttpRouter.toHttpEffect(HttpRouter.addAll([HttpRouter.route("GET", "/busy", work("busy"))]))
+  const tail = yield* HttpRouter.toHttpEffect(
+    HttpRouter.addAll([HttpRouter.route("GET", "/tail", work("tail"))])
+  )
+  const busy = yield* HttpRouter.toHttpEffect(
+    HttpRouter.addAll([HttpRouter.route("GET", "/busy", work("busy"))])
+  )
   const guarded = busy.pipe(Middleware.loadShed({ limiter }))
   const app = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
     request.url.startsWith("/busy") ? guarded : tail
@@ -99,13 +105,29 @@ interface Phase {
 }
 
 /** Offers `rps` requests per second to `url` for `SECONDS` through a fresh client. */
-const offer = (url: string, rps: number, name: string, options: SluiceHttpClient.DefaultOptions) =>
+const offer = (
+  url: string,
+  rps: number,
+  name: string,
+  options: SluiceHttpClient.DefaultOptions,
+  seconds = SECONDS
+) =>
   Effect.scoped(
     Effect.gen(function* () {
       const client = yield* SluiceHttpClient.makeDefault({ ...options, name })
+      // Open the client's connections before measuring (a fresh pool's first requests pay for them).
+      yield* Effect.forEach(
+        Array.from({ length: WARM }),
+        () =>
+          client.get(`${url.split("?")[0]}?warm`).pipe(
+            Effect.flatMap((r) => r.text),
+            Effect.ignore
+          ),
+        { concurrency: WARM }
+      )
       const latencies: Array<number> = []
       let ok = 0
-      const total = Math.round(rps * SECONDS)
+      const total = Math.round(rps * seconds)
       const interval = 1000 / rps
       const fibers: Array<Fiber.Fiber<unknown, unknown>> = []
       const start = performance.now()
@@ -148,12 +170,14 @@ const offer = (url: string, rps: number, name: string, options: SluiceHttpClient
 
 const program = Effect.gen(function* () {
   const base = yield* serve
-  // A warm-up: sockets, JIT.
-  yield* offer(`${base}/tail?warm`, 50, "warm", {})
+  // A warm-up: JIT.
+  yield* offer(`${base}/tail?warm`, RPS, "warm", {})
   const plain = yield* offer(`${base}/tail?plain`, RPS, "tail-plain", {})
   const p50Ms = percentile(plain.latencies, 0.5)
   const delayMs = Math.ceil(p50Ms * DELAY_FACTOR)
-  const hedged = yield* offer(`${base}/tail?hedged`, RPS, "tail-hedged", { hedge: { delay: Duration.millis(delayMs) } })
+  const hedged = yield* offer(`${base}/tail?hedged`, RPS, "tail-hedged", {
+    hedge: { delay: Duration.millis(delayMs) }
+  })
   const p99NoHedgeMs = percentile(plain.latencies, 0.99)
   const p99HedgeMs = percentile(hedged.latencies, 0.99)
   const extraRequestRatio = (arrivals.get("tail?hedged") ?? 0) / hedged.requests - 1
@@ -161,11 +185,36 @@ const program = Effect.gen(function* () {
   const capacityRps = (UNITS * 1000) / meanWorkMs
   const offeredRps = capacityRps * OVERLOAD
   const overloadOptions = { timeout: Duration.seconds(1), limiter: false } as const
-  const busyPlain = yield* offer(`${base}/busy?plain`, offeredRps, "busy-plain", overloadOptions)
-  const busyHedged = yield* offer(`${base}/busy?hedged`, offeredRps, "busy-hedged", {
-    ...overloadOptions,
-    hedge: { delay: Duration.millis(delayMs) }
+  // The two clients take turns, ROUNDS times, so that a drift of the machine's load hits both.
+  const merge = (a: Phase, b: Phase): Phase => ({
+    requests: a.requests + b.requests,
+    ok: a.ok + b.ok,
+    latencies: [...a.latencies, ...b.latencies],
+    hedges: a.hedges + b.hedges,
+    elapsedMs: a.elapsedMs + b.elapsedMs
   })
+  const empty: Phase = { requests: 0, ok: 0, latencies: [], hedges: 0, elapsedMs: 0 }
+  let busyPlain = empty
+  let busyHedged = empty
+  for (let round = 0; round < ROUNDS; round++) {
+    busyPlain = merge(
+      busyPlain,
+      yield* offer(`${base}/busy?plain`, offeredRps, `busy-plain-${round}`, overloadOptions, SECONDS / ROUNDS)
+    )
+    busyHedged = merge(
+      busyHedged,
+      yield* offer(
+        `${base}/busy?hedged`,
+        offeredRps,
+        `busy-hedged-${round}`,
+        {
+          ...overloadOptions,
+          hedge: { delay: Duration.millis(delayMs) }
+        },
+        SECONDS / ROUNDS
+      )
+    )
+  }
   const goodput = (phase: Phase) => (phase.ok * 1000) / phase.elapsedMs / capacityRps
   const goodputRatio = goodput(busyHedged)
   const goodputRatioNoHedge = goodput(busyPlain)

@@ -11,8 +11,8 @@
  * A hedge is sent only:
  * - while no attempt of the call has failed (a failure is the backend's answer: retries handle it,
  *   with their backoff, so hedging never multiplies failures);
- * - while the `paused` check given to `around` says no (the HTTP client pauses hedging while the
- *   backend signals throttle or its adaptive throttle rejects);
+ * - while the `paused` check given to `around` says no (the HTTP client pauses hedging for a
+ *   backend that signals throttle, failed an attempt lately, or that its adaptive throttle rejects);
  * - after a withdrawal from the retry policy's budget, the same one its retries spend;
  * - through the same gates (throttle, limiter) as every try: a refusal stops further hedges.
  *
@@ -87,7 +87,7 @@ export interface HedgeOptions {
 /**
  * A hedging policy built once. `apply(self)` hedges `self` around the retry policy's `apply`;
  * `around(gates, paused)` hedges where `policy.around(gates)` retries: every hedge passes the
- * same gates, and none is sent while `paused()` answers true. A learned delay is learned per
+ * same gates, and none is sent while `paused(now)` (the Clock's epoch milliseconds) answers true. A learned delay is learned per
  * `around` (the HTTP client builds one per host) and per policy for `apply`.
  *
  * @since 1.1.0
@@ -99,7 +99,7 @@ export interface Policy {
   readonly apply: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, Retry.PolicyError<E>, R>
   readonly around: <const Gates extends ReadonlyArray<Admission.Gate<any, any>>>(
     gates: Gates,
-    paused?: () => boolean
+    paused?: (now: number) => boolean
   ) => <A, E, R>(
     self: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, Retry.PolicyError<E | Admission.RefusalOf<Gates[number]>>, R>

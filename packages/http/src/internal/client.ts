@@ -99,6 +99,8 @@ interface Host {
   readonly once: Guard
   /** Retried requests of the hedged methods, when the client hedges. */
   readonly hedged: Guard | undefined
+  /** When an attempt to the host last failed (Clock epoch ms): hedging pauses after it. */
+  readonly failedAt: { at: number }
   readonly decoding: decoder.DecodeOptions
 }
 
@@ -182,6 +184,9 @@ export const makeDefault = (
     })
   })
 
+/** How long hedging to a host pauses after an attempt to it failed. */
+const HEDGE_PAUSE_AFTER_FAILURE_MS = 5_000
+
 /** The methods hedged by default: reads, whose second copy costs the backend nothing but work. */
 const HEDGED_METHODS: ReadonlyArray<string> = ["GET", "HEAD"]
 
@@ -241,15 +246,20 @@ const build = (
       if (throttle !== undefined) gates.push(throttle.gate(key))
       if (limiters !== undefined) gates.push(noticingWaits(limiters.gate(key)))
       const throttleSignals = throttleSignalsTotal.of({ host: key })
-      // No hedge while the backend's last answer carried the throttle signal, or while the
-      // client's own throttle rejects any of its requests: a hedge is for a healthy backend.
+      // No hedge while the backend's last answer carried the throttle signal, for a while after
+      // any attempt to it failed, or while the client's own throttle rejects any of its
+      // requests: a hedge is for a healthy backend, and overload shows first as failures.
       let signalled = false
-      const paused = (): boolean =>
-        signalled || (throttle !== undefined && throttle.unsafeProbability(key) > 0)
+      const failedAt = { at: Number.NEGATIVE_INFINITY }
+      const paused = (now: number): boolean =>
+        signalled ||
+        now - failedAt.at < HEDGE_PAUSE_AFTER_FAILURE_MS ||
+        (throttle !== undefined && throttle.unsafeProbability(key) > 0)
       return {
         retried: retrying.around(gates),
         once: once.around(gates),
         hedged: hedging?.around(gates, paused),
+        failedAt,
         decoding: {
           retryableStatuses: retryable,
           bodyTimeout: errorBodyTimeout,
@@ -287,7 +297,14 @@ const build = (
           unwaitedSince: fiber.getRef(currentCall)?.unwaitedSince ?? Infinity,
           attempt
         })
-        return bound === undefined ? send : Effect.timeout(send, Duration.millis(bound))
+        const sent = bound === undefined ? send : Effect.timeout(send, Duration.millis(bound))
+        return host.hedged === undefined
+          ? sent
+          : Effect.tapError(sent, () =>
+              Effect.sync(() => {
+                host.failedAt.at = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+              })
+            )
       })
 
     const execute = (request: HttpClientRequest.HttpClientRequest) =>

@@ -85,7 +85,7 @@ const race = <A, E, R>(
   delay: Kernel.Delay,
   delayMillis: number,
   budget: { readonly unsafeTryWithdraw: (now: number) => boolean } | undefined,
-  paused: () => boolean
+  paused: (now: number) => boolean
 ): Effect.Effect<A, unknown, R> =>
   Effect.withFiber((parent) => {
     const context = parent.context
@@ -118,7 +118,7 @@ const race = <A, E, R>(
         for (let k = 1; ; k++) {
           yield* Effect.sleep(Duration.millis(delayMillis))
           const now = yield* Clock.currentTimeMillis
-          const answer = Kernel.verdict({ sent: k - 1, failed, paused: paused() }, config, () =>
+          const answer = Kernel.verdict({ sent: k - 1, failed, paused: paused(now) }, config, () =>
             budget === undefined ? true : budget.unsafeTryWithdraw(now)
           )
           if (answer !== "hedge") {
@@ -190,7 +190,7 @@ const hedged = <A, E, R>(
   once: (self: Effect.Effect<A, E, R>) => Effect.Effect<A, unknown, R>,
   config: Compiled,
   budget: RetryApi.Policy["budget"],
-  paused: () => boolean
+  paused: (now: number) => boolean
 ): ((self: Effect.Effect<A, E, R>) => Effect.Effect<A, unknown, R>) => {
   const delay = new Kernel.Delay(config)
   return (self) =>
