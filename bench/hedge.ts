@@ -2,17 +2,17 @@
  * Hedging benchmark: `npm run bench:hedge -- --json [--quick]`.
  *
  * A real `effect/http` server on Node (127.0.0.1, port 0) whose backend answers in `MEDIAN_MS`
- * (default 100), except for a 5% tail that takes 10× as long, drawn per request, so a hedge of a
+ * (default 250), except for a 5% tail that takes 10× as long, drawn per request, so a hedge of a
  * slow request is most likely fast. Clients are `SluiceHttpClient.makeDefault` over undici, in
  * this process, driven open loop (a request every `1000 / rps` ms, bounded by time and count).
  *
  * 1. **Tail**: the backend is unloaded (`--rps`, default 40, for `--seconds`). A client without
- *    hedging, then one with `hedge: { delay }` where the delay is 1.1× the median the first
+ *    hedging, then one with `hedge: { delay }` where the delay is 1.2× the median the first
  *    client measured (the delay a user reads off a latency dashboard; `--delay-factor`). The
  *    server counts the attempts that reach it: `extraRequestRatio` = attempts / requests − 1 of
  *    the hedging client.
  * 2. **Overload**: the same backend behind `Middleware.loadShed` with a fixed concurrency limit
- *    of `UNITS` (default 2) and a short queue, offered 10× its capacity (`UNITS / mean work`),
+ *    of `UNITS` (default 8) and a short queue, offered 10× its capacity (`UNITS / mean work`),
  *    by a client without hedging and a fresh one with it, taking turns in 4 rounds; each request has a 1 s
  *    deadline (`timeout`). `hedgeShare` = hedges the client sent (`sluice_hedge_sent`) per
  *    request; `goodputRatio` = 2xx answers per second / capacity.
@@ -39,14 +39,14 @@ const option = (name: string, fallback: number) => {
   return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback
 }
 const quick = flag("quick")
-const MEDIAN_MS = option("median-ms", 100)
+const MEDIAN_MS = option("median-ms", 250)
 const TAIL_SHARE = 0.05
 const TAIL_FACTOR = 10
 const RPS = option("rps", 40)
 const SECONDS = option("seconds", quick ? 1.5 : 10)
-const UNITS = option("units", 2)
+const UNITS = option("units", 8)
 const OVERLOAD = option("overload", 10)
-const DELAY_FACTOR = option("delay-factor", 1.1)
+const DELAY_FACTOR = option("delay-factor", 1.2)
 const WARM = 8
 const ROUNDS = quick ? 1 : 4
 const HARD_LIMIT_MS = option("hard-limit-s", 300) * 1000
