@@ -61,7 +61,11 @@ describe("Hedge", () => {
   it.effect("sends a hedge after the delay; the first success wins and the loser is interrupted", () =>
     Effect.gen(function* () {
       const { call, log } = scripted([{ millis: 1_000 }, { millis: 10 }])
-      const hedge = yield* Hedge.make({ policy: yield* Retry.make({ maxAttempts: 1 }), delay: 100, name: "win" })
+      const hedge = yield* Hedge.make({
+        policy: yield* Retry.make({ maxAttempts: 1 }),
+        delay: 100,
+        name: "win"
+      })
       const { exit, took } = yield* inVirtualTime(hedge.apply(call))
       expect(exit._tag === "Success" && exit.value).toBe(1)
       expect(took).toBe(110)

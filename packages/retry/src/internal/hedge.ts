@@ -156,7 +156,9 @@ const race = <A, E, R>(
       const exit = yield* Effect.exit(Deferred.await(winner))
       // The winner completed the Deferred from its own exit handler: it may not be done yet.
       const winning = Exit.isSuccess(exit) ? exit.value[1] : 0
-      const losers = fibers.filter((fiber, attempt) => attempt !== winning && fiber.pollUnsafe() === undefined)
+      const losers = fibers.filter(
+        (fiber, attempt) => attempt !== winning && fiber.pollUnsafe() === undefined
+      )
       yield* Fiber.interrupt(launcherFiber)
       // Losers: interrupted as a caller interrupts work (their tickets settle "ignored": they
       // teach no limit and no throttle), and awaited so that no permit outlives the call.
