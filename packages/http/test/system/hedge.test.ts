@@ -71,4 +71,71 @@ describe("system: hedged requests", () => {
       Effect.provide(clientLayer({ name: "system-hedge", maxAttempts: 2, hedge: { delay: "50 millis" } }))
     )
   )
+
+  it.live("no hedge for a call that failed once, nor to a host that just failed an attempt", () =>
+    Effect.gen(function* () {
+      const arrivals = new Arrivals()
+      let failFirst = true
+      // /flaky answers its very first attempt 503 at once; every other attempt takes 400 ms (well
+      // past the 50 ms hedge delay).
+      const slow = (route: string) =>
+        Effect.flatMap(arrivals.record(route), () => {
+          if (route === "flaky" && failFirst) {
+            failFirst = false
+            return Effect.succeed(HttpServerResponse.text("busy", { status: 503 }))
+          }
+          return Effect.as(Effect.sleep("400 millis"), HttpServerResponse.text("ok"))
+        })
+      const app = yield* routes(
+        HttpRouter.route("GET", "/flaky", slow("flaky")),
+        HttpRouter.route("GET", "/read", slow("read"))
+      )
+      const { base } = yield* serve(app)
+      const client = yield* SluiceHttpClient.SluiceHttpClient
+      // The first try fails (503): no hedge during its retry (the call failed once), nor for the
+      // next call to the host (paused after a failed attempt).
+      expect(yield* Effect.flatMap(client.get(`${base}/flaky`), (r) => r.text)).toBe("ok")
+      expect(arrivals.route("flaky")).toBe(2)
+      expect(yield* Effect.flatMap(client.get(`${base}/read`), (r) => r.text)).toBe("ok")
+      expect(arrivals.route("read")).toBe(1)
+      expect(yield* metricSum("sluice_hedge_sent", { policy: "system-hedge-paused" })).toBe(0)
+      expect(
+        yield* metricSum("sluice_hedge_refused", { policy: "system-hedge-paused", reason: "paused" })
+      ).toBe(1)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(
+        clientLayer({ name: "system-hedge-paused", maxAttempts: 2, hedge: { delay: "50 millis" } })
+      )
+    )
+  )
+
+  it.live("no hedge while the host's last answer carried the throttle signal", () =>
+    Effect.gen(function* () {
+      const arrivals = new Arrivals()
+      const app = yield* routes(
+        HttpRouter.route(
+          "GET",
+          "/throttling",
+          Effect.flatMap(arrivals.record("throttling"), () =>
+            Effect.sleep("400 millis").pipe(
+              Effect.as(HttpServerResponse.text("ok", { headers: { "x-sluice-throttle": "1" } }))
+            )
+          )
+        )
+      )
+      const { base } = yield* serve(app)
+      const client = yield* SluiceHttpClient.SluiceHttpClient
+      // The first call is hedged (nothing known yet); its answer says throttle: the second is not.
+      yield* Effect.flatMap(client.get(`${base}/throttling`), (r) => r.text)
+      expect(arrivals.route("throttling")).toBe(2)
+      yield* Effect.flatMap(client.get(`${base}/throttling`), (r) => r.text)
+      expect(arrivals.route("throttling")).toBe(3)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(
+        clientLayer({ name: "system-hedge-throttle", maxAttempts: 2, hedge: { delay: "50 millis" } })
+      )
+    )
+  )
 })
