@@ -59,7 +59,7 @@
  */
 import type { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import type { Errors, Options } from "@sluice/core"
-import type { RetryBudget } from "@sluice/retry"
+import type { Hedge, RetryBudget } from "@sluice/retry"
 import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
@@ -150,7 +150,9 @@ export class SluiceHttpClient extends Context.Service<SluiceHttpClient, Client>(
  *   (`false`) those sheds shrink the window and raise the refusals of every level,
  *   and the critical work waits behind them,
  * - `name` (default `"sluice-http"`): the metric tag, and the key of this client's
- *   budget in the `RetryBudget` service (clients with the same name share one budget).
+ *   budget in the `RetryBudget` service (clients with the same name share one budget),
+ * - `hedge` ({@link HedgeOptions}; default off): after a delay, a slow retried request of a
+ *   hedged method gets another copy; the first success wins, the other is cancelled.
  *
  * The policies themselves are configured where they are built: by their own layers
  * for {@link layer}, by {@link DefaultOptions} for {@link layerDefault}.
@@ -171,6 +173,21 @@ export interface ClientOptions {
   readonly retryableStatuses?: ReadonlyArray<number> | undefined
   readonly errorBodyTimeout?: Duration.Input | undefined
   readonly limitPerCriticality?: boolean | undefined
+  readonly hedge?: HedgeOptions | undefined
+}
+
+/**
+ * The client's `hedge` option: `Hedge` options (`delay`, or a learned `quantile` with
+ * `minSamples` and `window`; `maxHedges`) and the `methods` hedged (default GET and HEAD; a
+ * request is hedged only when it is also retried, see `retryNonIdempotent` and
+ * {@link withRetries}). The hedges spend this client's retry budget, pass its throttle and
+ * limiter, and pause per host while the host signals throttle or the throttle rejects.
+ *
+ * @since 1.1.0
+ * @category models
+ */
+export interface HedgeOptions extends Omit<Hedge.HedgeOptions, "policy" | "name"> {
+  readonly methods?: ReadonlyArray<string> | undefined
 }
 
 /**

@@ -12,6 +12,8 @@ export * as Backoff from "./Backoff.js"
  * @since 1.0.0
  */
 export * as Fallback from "./Fallback.js"
+/** @since 1.1.0 */
+export * as Hedge from "./Hedge.js"
 /** @since 0.1.0 */
 export * as Retry from "./Retry.js"
 /** @since 0.1.0 */

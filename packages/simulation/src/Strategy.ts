@@ -106,6 +106,15 @@ export const exponential: Strategy = internal.exponential
 export const exponentialBudget: Strategy = internal.exponentialBudget
 
 /**
+ * `exponentialBudget`, and a hedge (`Hedge`) after the p95 of the client's recent
+ * latencies, withdrawn from the same 10% retry budget.
+ *
+ * @since 1.1.0
+ * @category built-ins
+ */
+export const hedgeBudget: Strategy = internal.hedgeBudget
+
+/**
  * Congestion window, Tahoe (back to 20 on overload, factor 0.5), paced, immediate retries.
  *
  * @since 0.1.0

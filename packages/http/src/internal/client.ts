@@ -1,6 +1,6 @@
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
 import { Admission, BoundedMap, Criticality, Errors, Meters, Options } from "@sluice/core"
-import { Retry, RetryBudget } from "@sluice/retry"
+import { Hedge, Retry, RetryBudget } from "@sluice/retry"
 import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
 import * as Propagation from "@sluice/kernel/deadline/Propagation"
 import * as Stall from "@sluice/kernel/deadline/Stall"
@@ -120,6 +120,10 @@ type Guard = (
 interface Host {
   readonly retried: Guard
   readonly once: Guard
+  /** Retried requests of the hedged methods, when the client hedges. */
+  readonly hedged: Guard | undefined
+  /** When an attempt to the host last failed (Clock epoch ms): hedging pauses after it. */
+  readonly failedAt: { at: number }
   readonly decoding: decoder.DecodeOptions
   readonly degraded: Metric.Counter<number>
 }
@@ -232,11 +236,17 @@ export const makeDefault = (
     })
   })
 
+/** How long hedging to a host pauses after an attempt to it failed. */
+const HEDGE_PAUSE_AFTER_FAILURE_MS = 5_000
+
+/** The methods hedged by default: reads, whose second copy costs the backend nothing but work. */
+const HEDGED_METHODS: ReadonlyArray<string> = ["GET", "HEAD"]
+
 const build = (
   options: C.ClientOptions,
   config: ResolvedOptions,
   policies: Policies
-): Effect.Effect<C.Client, never, HttpClient.HttpClient> =>
+): Effect.Effect<C.Client, Options.InvalidOptions, HttpClient.HttpClient> =>
   Effect.gen(function* () {
     const platform = yield* HttpClient.HttpClient
     const settings: WireProtocolSettings = yield* WireProtocol
@@ -261,6 +271,14 @@ const build = (
       ...(budget !== undefined ? { budget } : {})
     }
     const retrying = Retry.unsafeMake(policyOptions)
+    const { methods: hedgedMethods, ...hedgeOptions } = options.hedge ?? {}
+    const hedging =
+      options.hedge === undefined
+        ? undefined
+        : yield* Hedge.make({ ...hedgeOptions, policy: retrying, name: config.name })
+    const hedgedSet: ReadonlySet<string> = new Set(
+      (hedgedMethods ?? HEDGED_METHODS).map((m) => m.toUpperCase())
+    )
     // Requests that are not retried go through the same gates and still count as
     // requests in the budget's ratio.
     const once = Retry.unsafeMake({
@@ -290,14 +308,26 @@ const build = (
       if (throttle !== undefined) gates.push(throttle.gate(entry))
       if (limiters !== undefined) gates.push(noticingWaits(limiters.gate(entry)))
       const throttleSignals = throttleSignalsTotal.of({ host: key })
+      // No hedge while the backend's last answer carried the throttle signal, for a while after
+      // any attempt to it failed, or while the client's own throttle rejects any of its
+      // requests: a hedge is for a healthy backend, and overload shows first as failures.
+      let signalled = false
+      const failedAt = { at: Number.NEGATIVE_INFINITY }
+      const paused = (now: number): boolean =>
+        signalled ||
+        now - failedAt.at < HEDGE_PAUSE_AFTER_FAILURE_MS ||
+        (throttle !== undefined && throttle.unsafeProbability(entry) > 0)
       return {
         retried: retrying.around(gates),
         once: once.around(gates),
         degraded: degradedTotal.of({ host: key }),
+        hedged: hedging?.around(gates, paused),
+        failedAt,
         decoding: {
           retryableStatuses: retryable,
           bodyTimeout: errorBodyTimeout,
           onThrottle: (throttled) => {
+            signalled = throttled
             // Called while the exchange's fiber decodes: its registry holds the series.
             if (throttled) throttleSignals.updateUnsafe(1, Fiber.getCurrent()?.context ?? Context.empty())
             if (signals !== undefined) signals.unsafePublish(key, throttled)
@@ -384,7 +414,14 @@ const build = (
         })
         // A miss of the attempt's bound is a drop (`Cause.TimeoutError`), unless the timer found
         // this process stalled: then it is a local refusal, which teaches no policy.
-        return bound === undefined ? send : expireAfter(send, clock, bound, attemptExpired(bound))
+        const sent = bound === undefined ? send : expireAfter(send, clock, bound, attemptExpired(bound))
+        return host.hedged === undefined
+          ? sent
+          : Effect.tapError(sent, () =>
+              Effect.sync(() => {
+                host.failedAt.at = clock.currentTimeMillisUnsafe()
+              })
+            )
       })
 
     const execute = (request: HttpClientRequest.HttpClientRequest) =>
@@ -398,7 +435,12 @@ const build = (
           perLevel ? `${keyOf(request)}/${fiber.getRef(Criticality.currentCriticality)}` : keyOf(request),
           hostFor
         )
-        const call = (retry ? host.retried : host.once)(exchange(request, host))
+        const guard = retry
+          ? host.hedged !== undefined && hedgedSet.has(request.method)
+            ? host.hedged
+            : host.retried
+          : host.once
+        const call = guard(exchange(request, host))
         // Without a timeout of its own, a call still lives under an enclosing deadline (a
         // caller's, or the one a Sluice server read from its request): nothing is sent for a
         // caller that has given up.

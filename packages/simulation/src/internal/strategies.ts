@@ -11,7 +11,7 @@ import {
   VegasLimit
 } from "@sluice/adaptive"
 import type { Options } from "@sluice/core"
-import { Backoff, Retry, RetryBudget } from "@sluice/retry"
+import { Backoff, Hedge, Retry, RetryBudget } from "@sluice/retry"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
@@ -111,6 +111,23 @@ export const exponentialBudget: Strategy = {
 }
 
 /** @internal */
+export const hedgeBudget: Strategy = {
+  name: "hedge-budget",
+  description:
+    "exponential-budget, and a hedge after the p95 of recent latencies, from the same 10% retry budget",
+  make: (index) =>
+    Effect.map(RetryBudget.make({ ratio: 0.1 }), (budgets) => {
+      const policy = Retry.unsafeMake({
+        maxAttempts: 3,
+        schedule: exponentialBackoff(),
+        budget: budgets.forKey(`client-${index}`)
+      })
+      const hedge = Hedge.unsafeMake({ policy, quantile: 0.95, maxHedges: 1 }).apply
+      return { run: (attempt) => hedge(attempt) }
+    })
+}
+
+/** @internal */
 export const cwndTahoe: Strategy = {
   name: "cwnd-tahoe",
   description: "congestion window (Tahoe: back to 20 on overload, factor 0.5), paced, immediate retries",
@@ -158,7 +175,8 @@ export const builtIns: ReadonlyArray<Strategy> = [
   cwndReno,
   tempo,
   aimd,
-  vegas
+  vegas,
+  hedgeBudget
 ]
 
 /** @internal */
