@@ -146,9 +146,14 @@ interface Policies {
   readonly budgets: RetryBudget.Service | undefined
 }
 
-// The functions (`key`, `schedule`) and the private policies' options (`makeDefault`) are
-// checked where they are used: declared here so that they are options and any other key is not.
-const byHand = { key: Schema.optional(Schema.Unknown), schedule: Schema.optional(Schema.Unknown) }
+// The functions (`key`, `schedule`), the hedging options (`Hedge.make`) and the private policies'
+// options (`makeDefault`) are checked where they are used: declared here so that they are options
+// and any other key is not.
+const byHand = {
+  key: Schema.optional(Schema.Unknown),
+  schedule: Schema.optional(Schema.Unknown),
+  hedge: Schema.optional(Schema.Unknown)
+}
 const decodeClient = Options.decode(
   "SluiceHttpClient",
   Schema.Struct({ ...ClientOptionsSchema.fields, ...byHand })
