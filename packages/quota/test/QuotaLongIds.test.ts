@@ -11,22 +11,7 @@ import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import { createHash } from "node:crypto"
 import { freePort } from "./quota/redisServer.js"
-
-/** WTF-8: UTF-8, with a lone surrogate as its own three bytes (not U+FFFD) */
-const wtf8 = (text: string): Buffer => {
-  const parts: Array<Buffer> = []
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    const next = text.charCodeAt(i + 1)
-    if (c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-      parts.push(Buffer.from(text.slice(i, i + 2), "utf8"))
-      i++
-    } else if (c >= 0xd800 && c <= 0xdfff)
-      parts.push(Buffer.from([0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)]))
-    else parts.push(Buffer.from(text[i]!, "utf8"))
-  }
-  return Buffer.concat(parts)
-}
+import { wtf8 } from "../../kernel/test/quota/Wtf8.js"
 
 // gc() without starting the worker with --expose-gc (as bench/quota-memory.ts does)
 v8.setFlagsFromString("--expose-gc")
