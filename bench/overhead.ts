@@ -76,7 +76,7 @@ const program = Effect.gen(function* () {
   const budget = yield* RetryBudget.forKey("bench-client")
   const throttle = yield* AdaptiveThrottle.AdaptiveThrottle
   const limiters = yield* ConcurrencyLimiter.ConcurrencyLimiter
-  const retry = Retry.unsafeMake({ maxAttempts: 3, budget })
+  const retry = Retry.makeUnsafe({ maxAttempts: 3, budget })
   const retrying = retry.apply
   // The stack as @sluice/http's client runs it: the retry policy around the throttle's
   // and the limiter's gates (one synchronous admission step for all three, the full
@@ -119,8 +119,8 @@ const program = Effect.gen(function* () {
   ]
   if (layers) {
     // Each layer of the stack alone, to see which one costs what (stderr only).
-    const retryNoBudget = Retry.unsafeMake({ maxAttempts: 3 }).apply
-    const limiter = limiters.unsafeGet("layers")
+    const retryNoBudget = Retry.makeUnsafe({ maxAttempts: 3 }).apply
+    const limiter = limiters.getUnsafe("layers")
     variants.push(
       [
         "composed stack",
@@ -155,8 +155,8 @@ const program = Effect.gen(function* () {
   for (const [name] of variants) log(`median ${name}: ${round(median(samples[name]!))} ns/call`)
 
   // The stack must really have been on the success path the whole time.
-  const limiter = limiters.unsafeGet(KEY)
-  const stats = throttle.unsafeStats(KEY)
+  const limiter = limiters.getUnsafe(KEY)
+  const stats = throttle.statsUnsafe(KEY)
   if (limiter.inFlight !== 0 || stats.accepts !== stats.requests) {
     return yield* Effect.die(
       new Error(`unexpected state: inFlight=${limiter.inFlight}, ${JSON.stringify(stats)}`)

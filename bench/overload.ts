@@ -644,7 +644,7 @@ const program = Effect.gen(function* () {
       : []
   )
   log(`counters after the protected phase (cumulative):\n  ${counters.join("\n  ")}`)
-  log(`shedder after: utilization ${round(shedder.unsafeUtilization(), 3)}`)
+  log(`shedder after: utilization ${round(shedder.utilizationUnsafe(), 3)}`)
   log(
     `limiter after: limit ${round(limiter.limit, 2)}, in flight ${limiter.inFlight}, queued ${limiter.queued}`
   )

@@ -43,7 +43,7 @@ const measure = (plan: QuotaConfig.PlanInput, maxClients: number) => {
   const before = heap()
   let store: QuotaStore.MemoryStore | undefined = Effect.runSync(QuotaStore.makeMemory({ maxClients }))
   const start = performance.now()
-  for (const client of clients) store.unsafeCheck(client, compiled, 1)
+  for (const client of clients) store.checkUnsafe(client, compiled, 1)
   const elapsedMs = performance.now() - start
   const after = heap()
   const size = Effect.runSync(store.size)

@@ -50,7 +50,7 @@ const guess = (node, name, text, file) => {
   if (/^is[A-Z]/.test(name)) return "guards"
   if (/^[A-Z0-9_]+$/.test(name) || /^DEFAULT/.test(name) || /^default[A-Z]/.test(name)) return "constants"
   if (
-    /^(make|unsafeMake|from|of|fixed|exponential|decorrelated|factory|client|server|sharedSecret|loopback|everyone|none|peer|memory|redis)/.test(
+    /^(make|from|of|fixed|exponential|decorrelated|factory|client|server|sharedSecret|loopback|everyone|none|peer|memory|redis)/.test(
       name
     )
   )

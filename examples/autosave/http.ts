@@ -153,7 +153,7 @@ export const demoHttp = (
       for (let s = 0; s < seconds; s++) {
         yield* Effect.sleep("1 second")
         const row = perSecond[s]!
-        row.meanIntervalMs = aimds.reduce((a, x) => a + x.unsafeInterval(), 0) / aimds.length
+        row.meanIntervalMs = aimds.reduce((a, x) => a + x.intervalUnsafe(), 0) / aimds.length
         if (print) {
           yield* Console.log(
             `${String(s + 1).padStart(3)}s  ${String(row.saves).padStart(3)} saves/s  throttled ${String(row.throttled).padStart(3)}  mean interval ${row.meanIntervalMs.toFixed(0).padStart(5)} ms  ${"#".repeat(Math.round(row.saves / 2))}`

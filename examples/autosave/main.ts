@@ -142,7 +142,7 @@ export const demo = (options: DemoOptions = {}): Effect.Effect<DemoReport, Optio
       for (let s = 0; s < seconds; s++) {
         yield* Effect.sleep("1 second")
         const row = perSecond[s]!
-        const mean = aimds.reduce((a, x) => a + x.unsafeInterval(), 0) / aimds.length
+        const mean = aimds.reduce((a, x) => a + x.intervalUnsafe(), 0) / aimds.length
         row.meanIntervalMs = mean
         if (print) {
           const bar = "#".repeat(Math.round(row.saves / 2))

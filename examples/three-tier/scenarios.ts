@@ -194,7 +194,7 @@ export const shedding = (
       condition() ? Effect.void : Effect.repeat(Effect.sleep("5 millis"), { until: condition, times: 2000 })
     // Background SHEDDABLE work, held by the backend, until it sheds SHEDDABLE.
     const background: Array<Fiber.Fiber<unknown, unknown>> = []
-    while (!stack.shedder.unsafeWouldShed("SHEDDABLE") && background.length < stack.shedder.capacity) {
+    while (!stack.shedder.wouldShedUnsafe("SHEDDABLE") && background.length < stack.shedder.capacity) {
       const arrived = stack.stats.arrived.SHEDDABLE
       background.push(
         yield* Effect.forkChild(
@@ -208,7 +208,7 @@ export const shedding = (
       // let the smoothed utilization catch up with the new request
       yield* Effect.sleep("60 millis")
     }
-    const utilization = Math.round(stack.shedder.unsafeUtilization() * 100) / 100
+    const utilization = Math.round(stack.shedder.utilizationUnsafe() * 100) / 100
     const heldBackground = background.length
     stack.reset()
     // User traffic: one SHEDDABLE and one CRITICAL request after the other, side by side.

@@ -120,8 +120,8 @@ export const runAutosave = (
 
     const program = Effect.gen(function* () {
       const recorder = yield* Simulation.Recorder
-      const countSave = recorder.unsafeCounter("saves")
-      const countThrottled = recorder.unsafeCounter("throttled")
+      const countSave = recorder.counterUnsafe("saves")
+      const countThrottled = recorder.counterUnsafe("throttled")
       const monitors = yield* Effect.all(
         Array.from({ length: instances }, (_, i) =>
           ThresholdMonitor.make({
@@ -146,7 +146,7 @@ export const runAutosave = (
           })
         )
       )
-      controllers.forEach((aimd, i) => recorder.unsafeGauge(`interval.${i}`, () => aimd.unsafeInterval()))
+      controllers.forEach((aimd, i) => recorder.gaugeUnsafe(`interval.${i}`, () => aimd.intervalUnsafe()))
 
       /** One save: to an instance and back, with the instance's throttle flag. */
       const save = (client: number) =>
@@ -158,8 +158,8 @@ export const runAutosave = (
           countSave()
           yield* Effect.sleep(Duration.millis(serviceMs))
           const now = yield* Clock.currentTimeMillis
-          monitor.unsafeRecord("save", now, serviceMs)
-          const throttle = monitor.unsafeExceeded("save", now)
+          monitor.recordUnsafe("save", now, serviceMs)
+          const throttle = monitor.exceededUnsafe("save", now)
           if (throttle) {
             throttledResponses++
             countThrottled()

@@ -114,11 +114,11 @@ export const runThrottleScenario = (
       const throttle = yield* AdaptiveThrottle.make({ k: options.k ?? 2 })
       const recorder = yield* Simulation.Recorder
       const record = {
-        throttled: recorder.unsafeCounter("throttled"),
-        rejected: recorder.unsafeCounter("rejected"),
-        accepted: recorder.unsafeCounter("accepted")
+        throttled: recorder.counterUnsafe("throttled"),
+        rejected: recorder.counterUnsafe("rejected"),
+        accepted: recorder.counterUnsafe("accepted")
       }
-      recorder.unsafeGauge("probability", () => (useThrottle ? throttle.unsafeProbability(KEY, level) : 0))
+      recorder.gaugeUnsafe("probability", () => (useThrottle ? throttle.probabilityUnsafe(KEY, level) : 0))
 
       let second = Number.NaN
       let used = 0
@@ -162,7 +162,7 @@ export const runThrottleScenario = (
       return {
         k: throttle.k(level),
         maxProbability: throttle.maxProbability,
-        finalProbability: useThrottle ? throttle.unsafeProbability(KEY, level) : 0
+        finalProbability: useThrottle ? throttle.probabilityUnsafe(KEY, level) : 0
       }
     }).pipe(Criticality.withCriticality(level))
 

@@ -97,12 +97,12 @@ export const runWorkers = (
 
     const program = Effect.gen(function* () {
       const recorder = yield* Simulation.Recorder
-      const countSent = recorder.unsafeCounter("sent")
-      const countSkipped = recorder.unsafeCounter("skipped")
+      const countSent = recorder.counterUnsafe("sent")
+      const countSkipped = recorder.counterUnsafe("skipped")
       const store = QpsSensor.makeMemoryStore()
       const samplers: Array<ProportionalSampler.Service> = []
-      recorder.unsafeGauge("meanRatio", () =>
-        samplers.length === 0 ? 0 : samplers.reduce((a, s) => a + s.unsafeRatio(), 0) / samplers.length
+      recorder.gaugeUnsafe("meanRatio", () =>
+        samplers.length === 0 ? 0 : samplers.reduce((a, s) => a + s.ratioUnsafe(), 0) / samplers.length
       )
 
       const worker = (index: number, initialRatio: number) =>
@@ -126,7 +126,7 @@ export const runWorkers = (
             const now = yield* Clock.currentTimeMillis
             for (let i = 0; i < perSlice; i++) {
               offered++
-              if (sampler.unsafeSample(now)) {
+              if (sampler.sampleUnsafe(now)) {
                 sent++
                 countSent()
                 const s = Math.floor(now / 1000)

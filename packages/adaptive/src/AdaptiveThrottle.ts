@@ -92,7 +92,7 @@ export interface Service {
    * Synchronous peek of the current probability (for metrics and simulations).
    * Without `nowMillis` it reads the `Clock` the throttle was built with.
    */
-  readonly unsafeProbability: (
+  readonly probabilityUnsafe: (
     key: string,
     criticality?: Criticality.Criticality,
     nowMillis?: number
@@ -106,12 +106,12 @@ export interface Service {
    */
   readonly gate: (key: string) => Admission.Gate<Ticket, Errors.Throttled>
   /** Synchronous peek of the windowed counts of `key`. */
-  readonly unsafeStats: (
+  readonly statsUnsafe: (
     key: string,
     nowMillis?: number
   ) => { readonly requests: number; readonly accepts: number }
   /** The keys currently tracked (at most `maxKeys`). */
-  readonly unsafeKeys: () => ReadonlyArray<string>
+  readonly keysUnsafe: () => ReadonlyArray<string>
   /** The K used for a level. */
   readonly k: (criticality: Criticality.Criticality) => number
   readonly maxProbability: number

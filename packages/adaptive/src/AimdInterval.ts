@@ -25,9 +25,9 @@
  *
  * Metrics (attribute `name`): `sluice_aimd_interval_ms` (gauge, the current interval) and
  * `sluice_aimd_interval_signals` (counter, attribute `throttled`), updated in the context the
- * controller was made in (the default registry for `unsafeMake`).
+ * controller was made in (the default registry for `makeUnsafe`).
  *
- * Signals are plain synchronous state updates (no `Ref`), so calling `unsafeSignal`
+ * Signals are plain synchronous state updates (no `Ref`), so calling `signalUnsafe`
  * on every response costs a few arithmetic operations.
  *
  * @since 0.1.0
@@ -100,9 +100,9 @@ export interface Service extends Pipeable {
   /** The current interval. */
   readonly interval: Effect.Effect<Duration.Duration>
   /** Synchronous {@link AimdInterval.signal}; returns the new interval in millis. */
-  unsafeSignal(throttled: boolean): number
+  signalUnsafe(throttled: boolean): number
   /** The current interval in millis. */
-  unsafeInterval(): number
+  intervalUnsafe(): number
   /**
    * Recurs forever, waiting the current interval before each recurrence; outputs
    * the interval it waited. Feed signals with {@link AimdInterval.signal}.
@@ -146,7 +146,7 @@ export const make: (options: AimdIntervalOptions) => Effect.Effect<Service, Opti
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options: AimdIntervalOptions) => Service = internal.unsafeMake
+export const makeUnsafe: (options: AimdIntervalOptions) => Service = internal.makeUnsafe
 
 /**
  * Is this value an {@link Service}?

@@ -25,7 +25,7 @@
  * (gauges) and `sluice_concurrency_limiter_rejected` (counter, attribute
  * `reason`: `limit`, `queue-full`, `queue-timeout`, `displaced`), updated in the context
  * the limiter (or the service) was made in: its `MetricRegistry`, or the default one for
- * `unsafeMake`.
+ * `makeUnsafe`.
  *
  * @since 0.1.0
  */
@@ -184,7 +184,7 @@ export interface Service {
   readonly size: number
   keys(): ReadonlyArray<string>
   get(key: string): Effect.Effect<Limiter>
-  unsafeGet(key: string): Limiter
+  getUnsafe(key: string): Limiter
   /**
    * Runs `self` under the limiter of `key` (default `"default"`).
    *
@@ -237,7 +237,7 @@ export const make: (options?: LimiterOptions) => Effect.Effect<Limiter, Options.
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options?: LimiterOptions) => Limiter = internal.unsafeMake
+export const makeUnsafe: (options?: LimiterOptions) => Limiter = internal.makeUnsafe
 
 /**
  * Makes the per-key service, failing with `InvalidOptions` on bad options.
@@ -279,7 +279,7 @@ export const layer: (options?: ServiceOptions) => Layer.Layer<ConcurrencyLimiter
  * const limited = ConcurrencyLimiter.withLimiter(Effect.succeed(1), "db")
  * const same = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter("db"))
  *
- * const limiter = ConcurrencyLimiter.unsafeMake({ maxQueue: 0 })
+ * const limiter = ConcurrencyLimiter.makeUnsafe({ maxQueue: 0 })
  * const standalone = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter(limiter))
  * ```
  * @since 0.1.0

@@ -111,7 +111,7 @@ export interface Service {
   /** The utilization now: `max(smoothed active / capacity, event-loop utilization)`, all levels. */
   readonly utilization: Effect.Effect<number>
   /** Synchronous peek of the utilization; without `nowMillis`, reads the `Clock` the shedder was built with. */
-  readonly unsafeUtilization: (nowMillis?: number) => number
+  readonly utilizationUnsafe: (nowMillis?: number) => number
   /**
    * The utilization a request at `criticality` is judged by now (see the module
    * notes): the work of that level and above, or the event-loop utilization if
@@ -119,19 +119,19 @@ export interface Service {
    *
    * @since 0.2.0
    */
-  readonly unsafeLevelUtilization: (criticality: Criticality.Criticality, nowMillis?: number) => number
+  readonly levelUtilizationUnsafe: (criticality: Criticality.Criticality, nowMillis?: number) => number
   /** Guarded fibers in flight right now. */
-  readonly unsafeActive: () => number
+  readonly activeUnsafe: () => number
   /**
    * Guarded fibers of one level in flight right now.
    *
    * @since 0.2.0
    */
-  readonly unsafeActiveOf: (criticality: Criticality.Criticality) => number
+  readonly activeOfUnsafe: (criticality: Criticality.Criticality) => number
   /** The last event-loop utilization sample (0 when not sampling). */
-  readonly unsafeEventLoopUtilization: () => number
+  readonly eventLoopUtilizationUnsafe: () => number
   /** Would a request at `criticality` be shed now? */
-  readonly unsafeWouldShed: (criticality: Criticality.Criticality, nowMillis?: number) => boolean
+  readonly wouldShedUnsafe: (criticality: Criticality.Criticality, nowMillis?: number) => boolean
   readonly thresholds: Readonly<Record<Criticality.Criticality, number>>
   readonly capacity: number
   readonly retryAfter: Duration.Duration

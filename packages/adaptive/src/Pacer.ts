@@ -46,7 +46,7 @@
  * `sluice_pacer_srtt_ms` (gauges) and `sluice_pacer_rejected` (counter);
  * span `sluice.pacer.wait` around each wait (none when a departure leaves at once). The
  * metrics are updated in the context the pacer was made in (the default registry for
- * `unsafeMake`).
+ * `makeUnsafe`).
  *
  * The arithmetic (slots, smoothing, bursts, the algorithm's schedule) is the kernel's
  * `@sluice/kernel/limit/Pacer`; this module sleeps with the Clock, holds the waiters and
@@ -151,7 +151,7 @@ export interface Pacer extends Pipeable {
    */
   withPacer<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Overloaded, R>
   /** Feeds a round-trip sample (millis) measured elsewhere. */
-  unsafeObserve(rttMillis: number): void
+  observeUnsafe(rttMillis: number): void
   /**
    * A burst or a pause at the same average rate. `k > 0`: the next `k` departures
    * leave at once and the rest of the schedule moves back by `k` intervals; `k < 0`:
@@ -159,7 +159,7 @@ export interface Pacer extends Pipeable {
    *
    * @since 0.2.0
    */
-  unsafeRelease(k: number, now: number): void
+  releaseUnsafe(k: number, now: number): void
 }
 
 /**
@@ -190,13 +190,13 @@ export const make: (options: PacerOptions) => Effect.Effect<Pacer, Options.Inval
  * import { Pacer } from "@sluice/adaptive"
  *
  * let window = 10
- * const pacer = Pacer.unsafeMake({ limit: () => window, initialRtt: "100 millis" })
+ * const pacer = Pacer.makeUnsafe({ limit: () => window, initialRtt: "100 millis" })
  * pacer.interval // 10 (millis)
  * ```
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options: PacerOptions) => Pacer = internal.unsafeMake
+export const makeUnsafe: (options: PacerOptions) => Pacer = internal.makeUnsafe
 
 /**
  * A pacer that spreads a limiter's window: `limit` is the limiter's limit, the
@@ -237,7 +237,7 @@ export const forLimiter: (
  * import { Pacer } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * const pacer = Pacer.unsafeMake({ limit: () => 20 })
+ * const pacer = Pacer.makeUnsafe({ limit: () => 20 })
  * const paced = Effect.succeed(1).pipe(Pacer.withPacer(pacer))
  * const same = Pacer.withPacer(Effect.succeed(1), pacer)
  * ```

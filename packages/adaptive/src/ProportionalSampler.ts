@@ -150,8 +150,8 @@ export interface Service extends Pipeable {
   /** Changes the goal QPS at run time. */
   setGoal(goal: number): Effect.Effect<void, Options.InvalidOptions>
   /** {@link ProportionalSampler.sample} at the given clock reading. */
-  unsafeSample(nowMillis: number): boolean
-  unsafeRatio(): number
+  sampleUnsafe(nowMillis: number): boolean
+  ratioUnsafe(): number
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Where a `ProportionalSampler` gets the measured QPS `M` from.
  *
- * A sensor counts the calls a worker actually sends (`unsafeRecord`) and reports a
+ * A sensor counts the calls a worker actually sends (`recordUnsafe`) and reports a
  * smoothed rate (`measure`): the average over the last `window` complete seconds
  * (default 2). It is `local` when it counts only this worker, and global when every
  * worker counts into one shared set of per-second counters, so each sees the sum
@@ -49,7 +49,7 @@ export interface Reading {
  */
 export interface Service {
   /** Counts `n` calls sent at the given clock reading (synchronous, for the hot path). */
-  unsafeRecord(nowMillis: number, n: number): void
+  recordUnsafe(nowMillis: number, n: number): void
   /** The smoothed QPS now, or `None` when there is no measurement. */
   readonly measure: Effect.Effect<Option.Option<Reading>>
 }
@@ -80,9 +80,9 @@ export interface MemorySensorOptions {
  * @category models
  */
 export interface MemoryStore {
-  unsafeIncrement(second: number, n: number): void
+  incrementUnsafe(second: number, n: number): void
   /** The sum of the counts of seconds `fromSecond..toSecond` (inclusive). */
-  unsafeSum(fromSecond: number, toSecond: number): number
+  sumUnsafe(fromSecond: number, toSecond: number): number
 }
 
 /**

@@ -9,7 +9,7 @@
  * `NodeRedis` from `@effect/platform-node`) is `@sluice/adaptive/EffectRedisQpsSensor`, which
  * never loads `ioredis`: an app that holds no ioredis imports that one instead.
  *
- * - Counting is local and synchronous: `unsafeRecord` adds to an in-process
+ * - Counting is local and synchronous: `recordUnsafe` adds to an in-process
  *   per-second tally, and a background fiber flushes it every `flushInterval`
  *   (default 100 ms) with one pipeline of `INCRBY` + `EXPIRE` per second touched,
  *   so the hot path never waits on Redis. Keys are

@@ -21,7 +21,7 @@
  * monitor is consulted): `sluice_threshold_monitor_rate` (gauge, per second),
  * `sluice_threshold_monitor_median_ms` (gauge), `sluice_threshold_monitor_exceeded`
  * (gauge, 0 or 1), in the context the monitor was made in (the default registry for
- * `unsafeMake`).
+ * `makeUnsafe`).
  *
  * @since 0.1.0
  */
@@ -132,11 +132,11 @@ export interface Service extends Pipeable {
   setInstances(instances: number): Effect.Effect<void, Options.InvalidOptions>
   readonly instances: Effect.Effect<number>
   /** {@link ThresholdMonitor.record} with an explicit clock reading and latency, in millis. */
-  unsafeRecord(operation: string, nowMillis: number, latencyMillis: number): void
+  recordUnsafe(operation: string, nowMillis: number, latencyMillis: number): void
   /** {@link ThresholdMonitor.exceeded} at the given clock reading. */
-  unsafeExceeded(operation: string, nowMillis: number): boolean
+  exceededUnsafe(operation: string, nowMillis: number): boolean
   /** {@link ThresholdMonitor.stats} at the given clock reading. */
-  unsafeStats(operation: string, nowMillis: number): Stats
+  statsUnsafe(operation: string, nowMillis: number): Stats
   /**
    * Threshold crossings: an operation going over one of its thresholds, or back under
    * all of them. A crossing is seen when the monitor evaluates the operation
@@ -196,7 +196,7 @@ export const make: (options: ThresholdMonitorOptions) => Effect.Effect<Service, 
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options: ThresholdMonitorOptions) => Service = internal.unsafeMake
+export const makeUnsafe: (options: ThresholdMonitorOptions) => Service = internal.makeUnsafe
 
 /**
  * Times an effect and records it, if it succeeds, as a call of `operation` on a

@@ -97,11 +97,11 @@ describe("AdaptiveThrottle", () => {
       expect(Math.abs(tally.reachedAndRejected / tally.requests - (1 - pStar - 0.3))).toBeLessThan(0.02)
       expect(tally.accepted / tally.requests).toBeCloseTo(0.3, 3)
       // The peek agrees with the formula evaluated on the window's counts.
-      const { accepts, requests } = throttle.unsafeStats("api")
+      const { accepts, requests } = throttle.statsUnsafe("api")
       const formula = Math.max(0, (requests - 2 * accepts) / (requests + 1))
-      expect(throttle.unsafeProbability("api")).toBeCloseTo(formula, 12)
+      expect(throttle.probabilityUnsafe("api")).toBeCloseTo(formula, 12)
       expect(Math.abs(formula - pStar)).toBeLessThan(0.01)
-      expect(yield* throttle.probability("api")).toBe(throttle.unsafeProbability("api"))
+      expect(yield* throttle.probability("api")).toBe(throttle.probabilityUnsafe("api"))
     }).pipe(seeded(42))
   )
 
@@ -152,7 +152,7 @@ describe("AdaptiveThrottle", () => {
       // On one shared state, the peek orders the levels the same way.
       const backend = capacityBackend(30)
       yield* drive(throttle, "shared", backend.call, 100, 20)
-      const peeks = Criticality.levels.map((l) => throttle.unsafeProbability("shared", l))
+      const peeks = Criticality.levels.map((l) => throttle.probabilityUnsafe("shared", l))
       expect(peeks[0]!).toBeLessThan(peeks[1]!)
       expect(peeks[1]!).toBeLessThan(peeks[2]!)
       expect(peeks[2]!).toBeLessThan(peeks[3]!)
@@ -164,8 +164,8 @@ describe("AdaptiveThrottle", () => {
       const down = Effect.fail(new Errors.Overloaded({ reason: "down" }))
       const throttle = yield* AdaptiveThrottle.make({ window: "10 seconds", buckets: 10 })
       yield* drive(throttle, "down", down, 100, 20, "1 second")
-      expect(throttle.unsafeProbability("down")).toBe(0.9)
-      expect(throttle.unsafeProbability("down", "CRITICAL_PLUS")).toBe(0.9)
+      expect(throttle.probabilityUnsafe("down")).toBe(0.9)
+      expect(throttle.probabilityUnsafe("down", "CRITICAL_PLUS")).toBe(0.9)
       // 6 000 requests at p = 0.9: sd ≈ 0.004, tolerance 0.015.
       const tally = yield* drive(throttle, "down", down, 100, 60, "1 second")
       expect(Math.abs(tally.throttled / tally.requests - 0.9)).toBeLessThan(0.015)
@@ -173,7 +173,7 @@ describe("AdaptiveThrottle", () => {
 
       const lower = yield* AdaptiveThrottle.make({ window: "10 seconds", buckets: 10, maxProbability: 0.5 })
       yield* drive(lower, "down", down, 100, 20, "1 second")
-      expect(lower.unsafeProbability("down", "SHEDDABLE")).toBe(0.5)
+      expect(lower.probabilityUnsafe("down", "SHEDDABLE")).toBe(0.5)
     }).pipe(seeded(3))
   )
 
@@ -185,16 +185,16 @@ describe("AdaptiveThrottle", () => {
       )
       const throttle = yield* AdaptiveThrottle.make({ window: "10 seconds", buckets: 10 })
       yield* drive(throttle, "b", backend, 100, 15, "500 millis")
-      expect(throttle.unsafeProbability("b")).toBe(0.9)
+      expect(throttle.probabilityUnsafe("b")).toBe(0.9)
       // Only admitted requests can be accepted, so p falls window by window
       // (p' ≈ 1 − K·(1 − p): 0.9 → 0.8 → 0.6 → 0.2 → 0), not at once.
       healthy = true
       yield* drive(throttle, "b", backend, 100, 10, "500 millis")
-      const afterOneWindow = throttle.unsafeProbability("b")
+      const afterOneWindow = throttle.probabilityUnsafe("b")
       expect(afterOneWindow).toBeGreaterThan(0)
       expect(afterOneWindow).toBeLessThan(0.9)
       yield* drive(throttle, "b", backend, 100, 40, "500 millis")
-      expect(throttle.unsafeProbability("b")).toBe(0)
+      expect(throttle.probabilityUnsafe("b")).toBe(0)
     }).pipe(seeded(5))
   )
 
@@ -206,15 +206,15 @@ describe("AdaptiveThrottle", () => {
       const quiet = yield* drive(throttle, "quiet", down, 0.5, 600, "2 seconds")
       expect(quiet.requests).toBe(300)
       expect(quiet.throttled).toBe(0)
-      expect(throttle.unsafeProbability("quiet")).toBe(0)
+      expect(throttle.probabilityUnsafe("quiet")).toBe(0)
       // The same client at 2/s crosses the guard and is throttled.
       const busy = yield* drive(throttle, "quiet", down, 2, 300, "500 millis")
       expect(busy.throttled).toBeGreaterThan(0)
-      expect(throttle.unsafeProbability("quiet")).toBe(0.9)
+      expect(throttle.probabilityUnsafe("quiet")).toBe(0.9)
       // minRequestRate: 0 turns the guard off: the very second failed request can be throttled.
       const eager = yield* AdaptiveThrottle.make({ minRequestRate: 0 })
       yield* Effect.exit(eager.withThrottle(down, "x"))
-      expect(eager.unsafeProbability("x")).toBeCloseTo(1 / 2, 12)
+      expect(eager.probabilityUnsafe("x")).toBeCloseTo(1 / 2, 12)
     }).pipe(seeded(11))
   )
 
@@ -224,7 +224,7 @@ describe("AdaptiveThrottle", () => {
       const byDefault = yield* AdaptiveThrottle.make({ window: "10 seconds", buckets: 10, minRequestRate: 0 })
       const d = yield* drive(byDefault, "k", notFound, 100, 5)
       expect(d.throttled).toBe(0)
-      expect(byDefault.unsafeStats("k")).toEqual({ requests: 500, accepts: 500 })
+      expect(byDefault.statsUnsafe("k")).toEqual({ requests: 500, accepts: 500 })
 
       const custom = yield* AdaptiveThrottle.make({
         window: "10 seconds",
@@ -233,7 +233,7 @@ describe("AdaptiveThrottle", () => {
       })
       const c = yield* drive(custom, "k", notFound, 100, 10)
       expect(c.throttled).toBeGreaterThan(700)
-      expect(custom.unsafeStats("k").accepts).toBe(0)
+      expect(custom.statsUnsafe("k").accepts).toBe(0)
 
       for (const error of [
         new Errors.Overloaded({ reason: "x" }),
@@ -254,7 +254,7 @@ describe("AdaptiveThrottle", () => {
       // Defects go through the same predicate: a generic defect is an answer.
       const dying = yield* AdaptiveThrottle.make({ window: "10 seconds", minRequestRate: 0 })
       yield* Effect.exit(dying.withThrottle(Effect.die(new Error("bug")), "k"))
-      expect(dying.unsafeStats("k")).toEqual({ requests: 1, accepts: 1 })
+      expect(dying.statsUnsafe("k")).toEqual({ requests: 1, accepts: 1 })
     }).pipe(seeded(13))
   )
 
@@ -275,14 +275,14 @@ describe("AdaptiveThrottle", () => {
         const tally = yield* drive(throttle, "k", down, 100, 5)
         expect(tally.throttled).toBeGreaterThan(300)
         expect(reached).toBe(500 - tally.throttled)
-        expect(throttle.unsafeStats("k")).toEqual({ requests: 500, accepts: 0 })
+        expect(throttle.statsUnsafe("k")).toEqual({ requests: 500, accepts: 0 })
 
         const other = yield* AdaptiveThrottle.make({ window: "10 seconds" })
         const fiber = yield* Effect.forkChild(other.withThrottle(Effect.never, "slow"))
         yield* TestClock.adjust(Duration.seconds(1))
         yield* Fiber.interrupt(fiber)
         // Cancelled by its caller: no evidence about the backend either way.
-        expect(other.unsafeStats("slow")).toEqual({ requests: 0, accepts: 0 })
+        expect(other.statsUnsafe("slow")).toEqual({ requests: 0, accepts: 0 })
 
         // Refused on this side (a local limiter's queue, an open breaker) is not a rejection.
         const local = yield* AdaptiveThrottle.make({ window: "10 seconds", minRequestRate: 0 })
@@ -302,8 +302,8 @@ describe("AdaptiveThrottle", () => {
             )
           )
         }
-        expect(local.unsafeStats("q")).toEqual({ requests: 0, accepts: 0 })
-        expect(local.unsafeProbability("q")).toBe(0)
+        expect(local.statsUnsafe("q")).toEqual({ requests: 0, accepts: 0 })
+        expect(local.probabilityUnsafe("q")).toBe(0)
       }).pipe(seeded(17))
   )
 
@@ -346,7 +346,7 @@ describe("AdaptiveThrottle", () => {
         expect(error!.probability).toBeLessThanOrEqual(0.9)
         const ok = yield* Effect.succeed(1).pipe(AdaptiveThrottle.withThrottle("healthy"))
         expect(ok).toBe(1)
-        expect(throttle.unsafeStats("healthy")).toEqual({ requests: 1, accepts: 1 })
+        expect(throttle.statsUnsafe("healthy")).toEqual({ requests: 1, accepts: 1 })
       })
       yield* program.pipe(Effect.provide(AdaptiveThrottle.layer({ minRequestRate: 0 })))
     }).pipe(seeded(19))
@@ -362,9 +362,9 @@ describe("AdaptiveThrottle", () => {
       yield* throttle.withThrottle(Effect.void, "a")
       yield* TestClock.adjust(Duration.millis(1))
       yield* throttle.withThrottle(Effect.void, "c")
-      expect([...throttle.unsafeKeys()].sort()).toEqual(["a", "c"])
-      expect(throttle.unsafeStats("b")).toEqual({ requests: 0, accepts: 0 })
-      expect(throttle.unsafeStats("a")).toEqual({ requests: 2, accepts: 2 })
+      expect([...throttle.keysUnsafe()].sort()).toEqual(["a", "c"])
+      expect(throttle.statsUnsafe("b")).toEqual({ requests: 0, accepts: 0 })
+      expect(throttle.statsUnsafe("a")).toEqual({ requests: 2, accepts: 2 })
     })
   )
 

@@ -29,9 +29,9 @@ describe("AimdInterval", () => {
         step: "250 millis",
         initial: "4 seconds"
       })
-      expect(aimd.unsafeInterval()).toBe(4000)
-      expect(aimd.unsafeSignal(true)).toBe(6000)
-      expect(aimd.unsafeSignal(false)).toBe(5750)
+      expect(aimd.intervalUnsafe()).toBe(4000)
+      expect(aimd.signalUnsafe(true)).toBe(6000)
+      expect(aimd.signalUnsafe(false)).toBe(5750)
     })
   )
 
@@ -80,18 +80,18 @@ describe("AimdInterval", () => {
 
   it.effect("rateStep mode: a clear signal raises the rate by rateStep per second waited", () =>
     Effect.sync(() => {
-      const aimd = AimdInterval.unsafeMake({
+      const aimd = AimdInterval.makeUnsafe({
         min: "100 millis",
         max: "1 minute",
         rateStep: 0.25,
         initial: "2 seconds"
       })
       expect(aimd.step).toBeUndefined()
-      expect(aimd.unsafeSignal(false)).toBeCloseTo(1000, 6) // 1/2 + 0.25 × 2 = 1 per second
-      expect(aimd.unsafeSignal(false)).toBeCloseTo(800, 6) // 1 + 0.25 × 1 = 1.25 per second
-      expect(aimd.unsafeSignal(true)).toBeCloseTo(1600, 6)
-      for (let i = 0; i < 1000; i++) aimd.unsafeSignal(false)
-      expect(aimd.unsafeInterval()).toBe(100)
+      expect(aimd.signalUnsafe(false)).toBeCloseTo(1000, 6) // 1/2 + 0.25 × 2 = 1 per second
+      expect(aimd.signalUnsafe(false)).toBeCloseTo(800, 6) // 1 + 0.25 × 1 = 1.25 per second
+      expect(aimd.signalUnsafe(true)).toBeCloseTo(1600, 6)
+      for (let i = 0; i < 1000; i++) aimd.signalUnsafe(false)
+      expect(aimd.intervalUnsafe()).toBe(100)
     })
   )
 
@@ -126,7 +126,7 @@ describe("AimdInterval", () => {
         const exit = yield* Effect.exit(AimdInterval.make(options))
         expect(Exit.isFailure(exit)).toBe(true)
         if (Exit.isFailure(exit)) expect(String(exit.cause)).toMatch(field)
-        expect(() => AimdInterval.unsafeMake(options)).toThrow(field)
+        expect(() => AimdInterval.makeUnsafe(options)).toThrow(field)
       }
     })
   )

@@ -183,17 +183,17 @@ describe("ConcurrencyLimiter properties", () => {
         fc
           .integer({ min: 1, max: 4 })
           .map(
-            (n) => [() => CongestionWindow.unsafeMake({ initial: n, variant: "tahoe" }), undefined] as const
+            (n) => [() => CongestionWindow.makeUnsafe({ initial: n, variant: "tahoe" }), undefined] as const
           ),
         fc
           .integer({ min: 1, max: 4 })
-          .map((n) => [() => CongestionWindow.unsafeMake({ initial: n, ssthresh: 3 }), undefined] as const),
+          .map((n) => [() => CongestionWindow.makeUnsafe({ initial: n, ssthresh: 3 }), undefined] as const),
         fc
           .integer({ min: 2, max: 4 })
-          .map((n) => [() => AimdLimit.unsafeMake({ initial: n, backoffRatio: 0.5 }), undefined] as const),
+          .map((n) => [() => AimdLimit.makeUnsafe({ initial: n, backoffRatio: 0.5 }), undefined] as const),
         fc
           .integer({ min: 1, max: 4 })
-          .map((n) => [() => VegasLimit.unsafeMake({ initial: n, probeMultiplier: 1 }), undefined] as const)
+          .map((n) => [() => VegasLimit.makeUnsafe({ initial: n, probeMultiplier: 1 }), undefined] as const)
       ),
       150
     ))

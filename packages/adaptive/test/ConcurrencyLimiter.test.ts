@@ -37,7 +37,7 @@ const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
 describe("ConcurrencyLimiter", () => {
   it.effect("runs an uncontended effect and releases its permit", () =>
     Effect.gen(function* () {
-      const { algorithm, samples } = recording(CongestionWindow.unsafeMake())
+      const { algorithm, samples } = recording(CongestionWindow.makeUnsafe())
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => algorithm, key: "uncontended" })
       expect(yield* limiter.withLimiter(Effect.succeed(42))).toBe(42)
       expect(limiter.inFlight).toBe(0)
@@ -473,7 +473,7 @@ describe("ConcurrencyLimiter", () => {
 
   it.effect("drives the congestion window: one burst of overload errors counts once", () =>
     Effect.gen(function* () {
-      const cw = CongestionWindow.unsafeMake({ initial: 4 })
+      const cw = CongestionWindow.makeUnsafe({ initial: 4 })
       const limiter = yield* ConcurrencyLimiter.make({ algorithm: () => cw })
       const gates = yield* Effect.forEach([0, 1, 2, 3], () => Deferred.make<void, Errors.Overloaded>())
       const fibers = yield* Effect.forEach(gates, (gate) =>
@@ -572,7 +572,7 @@ describe("ConcurrencyLimiter", () => {
 
   it.effect("withLimiter is dual", () =>
     Effect.gen(function* () {
-      const limiter = ConcurrencyLimiter.unsafeMake()
+      const limiter = ConcurrencyLimiter.makeUnsafe()
       expect(yield* Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter(limiter))).toBe(1)
       expect(yield* ConcurrencyLimiter.withLimiter(Effect.succeed(2), limiter)).toBe(2)
     })
@@ -602,9 +602,9 @@ describe("ConcurrencyLimiter", () => {
         )
         expect(failureOf(layerExit)).toBeInstanceOf(Options.InvalidOptions)
       }
-      expect(() => ConcurrencyLimiter.unsafeMake({ maxQueue: -1 })).toThrow(/maxQueue/)
+      expect(() => ConcurrencyLimiter.makeUnsafe({ maxQueue: -1 })).toThrow(/maxQueue/)
       // a factory that throws InvalidOptions fails construction, not the first call
-      const badFactory = () => CongestionWindow.unsafeMake({ backoffRatio: 2 })
+      const badFactory = () => CongestionWindow.makeUnsafe({ backoffRatio: 2 })
       const serviceError = failureOf(
         yield* Effect.exit(ConcurrencyLimiter.makeService({ algorithm: badFactory }))
       )

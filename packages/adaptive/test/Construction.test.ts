@@ -9,7 +9,7 @@ describe("construction never throws (conventions §5)", () => {
     expect(factory("k").limit).toBe(8)
     expect(AimdLimit.factory({ maxLimit: 8 })("k").limit).toBe(8)
     expect(CongestionWindow.factory({ maxLimit: 8 })("k").limit).toBe(8)
-    expect(VegasLimit.unsafeMake({ minLimit: 30, maxLimit: 40 }).limit).toBe(30)
+    expect(VegasLimit.makeUnsafe({ minLimit: 30, maxLimit: 40 }).limit).toBe(30)
   })
 
   it("factories with bad options do not throw when called", () => {
@@ -34,7 +34,7 @@ describe("construction never throws (conventions §5)", () => {
   )
 
   it("one name per concept: CongestionWindow takes backoffRatio", () => {
-    expect(CongestionWindow.unsafeMake({ backoffRatio: 0.9 }).options.backoffRatio).toBe(0.9)
-    expect(CongestionWindow.unsafeMake().options.maxLimit).toBe(1000)
+    expect(CongestionWindow.makeUnsafe({ backoffRatio: 0.9 }).options.backoffRatio).toBe(0.9)
+    expect(CongestionWindow.makeUnsafe().options.maxLimit).toBe(1000)
   })
 })

@@ -81,12 +81,12 @@ describe("LoadShedder (property)", () => {
                 case "arrive": {
                   for (const l of c.levels) {
                     const gate = yield* Deferred.make<void>()
-                    const before = shedder.unsafeActive()
+                    const before = shedder.activeUnsafe()
                     const fiber = yield* Effect.forkChild(
                       shedder.withShedder(Deferred.await(gate)).pipe(Criticality.withCriticality(l))
                     )
                     yield* Effect.yieldNow
-                    const ok = shedder.unsafeActive() === before + 1
+                    const ok = shedder.activeUnsafe() === before + 1
                     if (!ok) {
                       const exit = yield* Fiber.await(fiber)
                       expect(Exit.isFailure(exit)).toBe(true)
@@ -113,7 +113,7 @@ describe("LoadShedder (property)", () => {
               yield* Deferred.succeed(gate, void 0)
               yield* Fiber.await(fiber)
             }
-            expect(shedder.unsafeActive()).toBe(0)
+            expect(shedder.activeUnsafe()).toBe(0)
           }).pipe(Effect.scoped, Effect.provide(TestClock.layer()), Effect.runPromise)
       ),
       { numRuns: 60 }
@@ -152,7 +152,7 @@ describe("LoadShedder (property)", () => {
               const r = rank(l)
               const belowShare = peak[r]! < t[l] * capacity
               const loopNotOnIt =
-                shedder.unsafeEventLoopUtilization() < t[l] ||
+                shedder.eventLoopUtilizationUnsafe() < t[l] ||
                 arrivals.slice(0, r).some((times) => times.some((at) => at < now && now - at <= 2000))
               if (belowShare && loopNotOnIt) expect(admitted).toBe(true)
             }
@@ -178,7 +178,7 @@ describe("LoadShedder (property)", () => {
                 case "probe": {
                   for (const l of c.levels) {
                     const gate = yield* Deferred.make<void>()
-                    const before = shedder.unsafeActive()
+                    const before = shedder.activeUnsafe()
                     const fiber = yield* Effect.forkChild(
                       shedder
                         .withShedder(c._tag === "arrive" ? Deferred.await(gate) : Effect.void)
@@ -187,7 +187,7 @@ describe("LoadShedder (property)", () => {
                     yield* Effect.yieldNow
                     const exit = c._tag === "probe" ? yield* Fiber.await(fiber) : undefined
                     const admitted =
-                      exit !== undefined ? Exit.isSuccess(exit) : shedder.unsafeActive() === before + 1
+                      exit !== undefined ? Exit.isSuccess(exit) : shedder.activeUnsafe() === before + 1
                     expectAdmissible(l, now, admitted)
                     arrivals[rank(l)]!.push(now)
                     if (c._tag === "arrive" && admitted) holders.push([l, gate, fiber])
@@ -201,7 +201,7 @@ describe("LoadShedder (property)", () => {
               yield* Deferred.succeed(gate, void 0)
               yield* Fiber.await(fiber)
             }
-            expect(shedder.unsafeActive()).toBe(0)
+            expect(shedder.activeUnsafe()).toBe(0)
           }).pipe(Effect.scoped, Effect.provide(TestClock.layer()), Effect.runPromise)
       ),
       { numRuns: 80 }

@@ -42,9 +42,9 @@ describe("LoadShedder", () => {
       expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE"])
       // 17 in flight for 20 s (20 time constants): utilization 0.85.
       yield* hold(shedder, 17, gate)
-      expect(shedder.unsafeActive()).toBe(17)
+      expect(shedder.activeUnsafe()).toBe(17)
       yield* TestClock.adjust("20 seconds")
-      expect(shedder.unsafeUtilization()).toBeCloseTo(0.85, 6)
+      expect(shedder.utilizationUnsafe()).toBeCloseTo(0.85, 6)
       expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS"])
       yield* hold(shedder, 2, gate) // 0.95
       yield* TestClock.adjust("20 seconds")
@@ -54,7 +54,7 @@ describe("LoadShedder", () => {
       expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS"])
       yield* hold(shedder, 2, gate) // 1.15
       yield* TestClock.adjust("20 seconds")
-      expect(shedder.unsafeActive()).toBe(23)
+      expect(shedder.activeUnsafe()).toBe(23)
       expect(yield* admitted(shedder)).toEqual([])
       const exit = yield* Effect.exit(shedder.withShedder(Effect.void))
       // Effect 4 annotates a failure with the span it failed in: compare the failure itself.
@@ -64,7 +64,7 @@ describe("LoadShedder", () => {
       )
       yield* Deferred.succeed(gate, void 0)
       yield* Effect.yieldNow
-      expect(shedder.unsafeActive()).toBe(0)
+      expect(shedder.activeUnsafe()).toBe(0)
     })
   )
 
@@ -75,17 +75,17 @@ describe("LoadShedder", () => {
       const fibers = yield* hold(shedder, 10, gate)
       // A step from 0 to 10 in flight: utilization 1 − e^(−t/τ).
       yield* TestClock.adjust("1 second")
-      expect(shedder.unsafeUtilization()).toBeCloseTo(1 - Math.exp(-0.5), 9)
+      expect(shedder.utilizationUnsafe()).toBeCloseTo(1 - Math.exp(-0.5), 9)
       expect(yield* admitted(shedder)).toEqual(Criticality.levels)
       yield* TestClock.adjust("9 seconds")
-      const u0 = shedder.unsafeUtilization()
+      const u0 = shedder.utilizationUnsafe()
       expect(u0).toBeCloseTo(1 - Math.exp(-5), 9) // 0.993: just below CRITICAL's 1.0
       expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS", "CRITICAL"])
       // Load falls to 0: utilization decays as u0 · e^(−t/τ).
       for (const fiber of fibers) yield* Fiber.interrupt(fiber)
-      expect(shedder.unsafeActive()).toBe(0)
+      expect(shedder.activeUnsafe()).toBe(0)
       yield* TestClock.adjust("100 millis")
-      expect(shedder.unsafeUtilization()).toBeCloseTo(u0 * Math.exp(-0.05), 9)
+      expect(shedder.utilizationUnsafe()).toBeCloseTo(u0 * Math.exp(-0.05), 9)
       expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS", "CRITICAL"])
       // SHEDDABLE comes back once u0 · e^(−t/τ) < 0.8, i.e. after τ · ln(u0 / 0.8) ≈ 0.43 s.
       const back = 2000 * Math.log(u0 / 0.8)
@@ -101,27 +101,27 @@ describe("LoadShedder", () => {
       const shedder = yield* LoadShedder.make({ capacity: 5, bound: false })
       const fiber = yield* Effect.forkChild(shedder.withShedder(Effect.never))
       yield* Effect.yieldNow
-      expect(shedder.unsafeActive()).toBe(1)
+      expect(shedder.activeUnsafe()).toBe(1)
       yield* Fiber.interrupt(fiber)
-      expect(shedder.unsafeActive()).toBe(0)
+      expect(shedder.activeUnsafe()).toBe(0)
       // Interrupted while sleeping under TestClock.
       const sleeper = yield* Effect.forkChild(shedder.withShedder(Effect.sleep("1 minute")))
       yield* Effect.yieldNow
-      expect(shedder.unsafeActive()).toBe(1)
+      expect(shedder.activeUnsafe()).toBe(1)
       yield* TestClock.adjust("10 seconds")
       yield* Fiber.interrupt(sleeper)
-      expect(shedder.unsafeActive()).toBe(0)
+      expect(shedder.activeUnsafe()).toBe(0)
       expect(yield* Effect.exit(shedder.withShedder(Effect.fail("boom")))).toStrictEqual(Exit.fail("boom"))
       yield* Effect.exit(shedder.withShedder(Effect.die("bug")))
       expect(yield* shedder.withShedder(Effect.succeed(1))).toBe(1)
-      expect(shedder.unsafeActive()).toBe(0)
+      expect(shedder.activeUnsafe()).toBe(0)
       // A timeout interrupts the guarded work: released too.
       const timedOut = yield* Effect.forkChild(
         shedder.withShedder(Effect.never).pipe(Effect.timeout("1 second"))
       )
       yield* TestClock.adjust("2 seconds")
       expect(Exit.isFailure(yield* Fiber.await(timedOut))).toBe(true)
-      expect(shedder.unsafeActive()).toBe(0)
+      expect(shedder.activeUnsafe()).toBe(0)
     })
   )
 
@@ -141,14 +141,14 @@ describe("LoadShedder", () => {
       expect(yield* admitted(shedder)).toEqual(Criticality.levels)
       yield* TestClock.adjust("500 millis")
       expect(samples).toBe(1)
-      expect(shedder.unsafeEventLoopUtilization()).toBe(0.85)
+      expect(shedder.eventLoopUtilizationUnsafe()).toBe(0.85)
       expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS"])
       elu = Number.NaN // a broken reading keeps the last good one
       yield* TestClock.adjust("500 millis")
-      expect(shedder.unsafeEventLoopUtilization()).toBe(0.85)
+      expect(shedder.eventLoopUtilizationUnsafe()).toBe(0.85)
       elu = 7 // clamped to 1
       yield* TestClock.adjust("500 millis")
-      expect(shedder.unsafeEventLoopUtilization()).toBe(1)
+      expect(shedder.eventLoopUtilizationUnsafe()).toBe(1)
       // Strictly by criticality: SHEDDABLE arrived within two sampling intervals, so the
       // event-loop signal sheds SHEDDABLE only, not the levels above it.
       expect(yield* admitted(shedder)).toEqual(["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS"])
@@ -162,7 +162,7 @@ describe("LoadShedder", () => {
         )
       expect(yield* critical("CRITICAL_PLUS")).toBe(true)
       expect(yield* critical("CRITICAL")).toBe(false)
-      expect(shedder.unsafeWouldShed("SHEDDABLE_PLUS")).toBe(true)
+      expect(shedder.wouldShedUnsafe("SHEDDABLE_PLUS")).toBe(true)
       // a SHEDDABLE_PLUS arrival (shed) lifts the signal off CRITICAL again, from the next
       // instant on: within one instant every decision sees the same cover
       expect(yield* critical("SHEDDABLE_PLUS")).toBe(false)
@@ -239,19 +239,19 @@ describe("LoadShedder", () => {
         const fibers: Array<Fiber.Fiber<void, Errors.Overloaded>> = []
         const start = (level: Level) =>
           Effect.gen(function* () {
-            const before = shedder.unsafeActive()
+            const before = shedder.activeUnsafe()
             const fiber = yield* Effect.forkChild(
               shedder.withShedder(Deferred.await(gate)).pipe(Criticality.withCriticality(level))
             )
             yield* Effect.yieldNow
-            if (shedder.unsafeActive() === before + 1) fibers.push(fiber)
-            return shedder.unsafeActive() === before + 1
+            if (shedder.activeUnsafe() === before + 1) fibers.push(fiber)
+            return shedder.activeUnsafe() === before + 1
           })
         // 9 SHEDDABLE fill the shedder past SHEDDABLE's threshold (0.8)
         for (let i = 0; i < 9; i++) expect(yield* start("SHEDDABLE")).toBe(true)
         yield* TestClock.adjust("2 seconds")
         expect(yield* start("SHEDDABLE")).toBe(false)
-        expect(shedder.unsafeUtilization()).toBeCloseTo(0.9, 6)
+        expect(shedder.utilizationUnsafe()).toBeCloseTo(0.9, 6)
         // CRITICAL is judged by CRITICAL work only: admitted while CRITICAL's own smoothed
         // work is below capacity (10 in flight smooth to just under 1.0, so an 11th still
         // enters), shed once it reaches it, though the total is far past 1.
@@ -259,16 +259,16 @@ describe("LoadShedder", () => {
           expect(yield* start("CRITICAL")).toBe(true)
           yield* TestClock.adjust("2 seconds")
         }
-        expect(shedder.unsafeActiveOf("CRITICAL")).toBe(11)
-        expect(shedder.unsafeActiveOf("SHEDDABLE")).toBe(9)
-        expect(shedder.unsafeLevelUtilization("CRITICAL")).toBeCloseTo(1.1, 6)
-        expect(shedder.unsafeUtilization()).toBeCloseTo(2, 6)
+        expect(shedder.activeOfUnsafe("CRITICAL")).toBe(11)
+        expect(shedder.activeOfUnsafe("SHEDDABLE")).toBe(9)
+        expect(shedder.levelUtilizationUnsafe("CRITICAL")).toBeCloseTo(1.1, 6)
+        expect(shedder.utilizationUnsafe()).toBeCloseTo(2, 6)
         expect(yield* start("CRITICAL")).toBe(false)
         expect(yield* start("CRITICAL_PLUS")).toBe(true)
         yield* Deferred.succeed(gate, void 0)
         yield* Fiber.awaitAll(fibers)
-        expect(shedder.unsafeActive()).toBe(0)
-        expect(Criticality.levels.map((l) => shedder.unsafeActiveOf(l))).toEqual([0, 0, 0, 0])
+        expect(shedder.activeUnsafe()).toBe(0)
+        expect(Criticality.levels.map((l) => shedder.activeOfUnsafe(l))).toEqual([0, 0, 0, 0])
       })
   )
 })

@@ -32,7 +32,7 @@ const failureOf = <A, E>(exit: Exit.Exit<A, E>): unknown => Option.getOrUndefine
 
 describe("Pacer", () => {
   it("has the documented defaults", () => {
-    const pacer = Pacer.unsafeMake({ limit: () => 10 })
+    const pacer = Pacer.makeUnsafe({ limit: () => 10 })
     expect(pacer.options.gain).toBe(1)
     expect(pacer.options.slowStartGain).toBe(1.25)
     expect(pacer.options.smoothing).toBe(0.125)
@@ -60,7 +60,7 @@ describe("Pacer", () => {
         const error = failureOf(yield* Effect.exit(Pacer.make(options as Pacer.PacerOptions)))
         expect(error).toBeInstanceOf(Options.InvalidOptions)
         expect((error as Options.InvalidOptions).message).toMatch(field)
-        expect(() => Pacer.unsafeMake(options as Pacer.PacerOptions)).toThrow(field)
+        expect(() => Pacer.makeUnsafe(options as Pacer.PacerOptions)).toThrow(field)
       }
     })
   )
@@ -101,8 +101,8 @@ describe("Pacer", () => {
         yield* TestClock.adjust("200 millis")
         yield* Fiber.join(second)
         expect(pacer.srtt).toBe(80 + 0.125 * (160 - 80))
-        pacer.unsafeObserve(Number.NaN)
-        pacer.unsafeObserve(-1)
+        pacer.observeUnsafe(Number.NaN)
+        pacer.observeUnsafe(-1)
         expect(pacer.srtt).toBe(90)
       })
   )

@@ -13,7 +13,7 @@ const offer = (samplers: ReadonlyArray<ProportionalSampler.Service>, perSecond: 
     for (let slice = 0; slice < seconds * 4; slice++) {
       const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
       for (const sampler of samplers) {
-        for (let i = 0; i < perSlice; i++) if (sampler.unsafeSample(now)) sent++
+        for (let i = 0; i < perSlice; i++) if (sampler.sampleUnsafe(now)) sent++
       }
       yield* TestClock.adjust(Duration.millis(250))
     }
@@ -26,7 +26,7 @@ const scriptedSensor = () => {
     Option.none()
   let recorded = 0
   const sensor: QpsSensor.Service = {
-    unsafeRecord: (_now, n) => {
+    recordUnsafe: (_now, n) => {
       recorded += n
     },
     measure: Effect.clockWith((clock) =>
@@ -52,9 +52,9 @@ describe("QpsSensor", () => {
       const solo = yield* QpsSensor.makeLocal({ window: 2 })
       expect(Option.isNone(yield* a.measure)).toBe(true) // no complete second yet
       for (let s = 0; s < 3; s++) {
-        a.unsafeRecord(s * 1000 + 10, 10)
-        b.unsafeRecord(s * 1000 + 500, 20 + s)
-        solo.unsafeRecord(s * 1000 + 10, 7)
+        a.recordUnsafe(s * 1000 + 10, 10)
+        b.recordUnsafe(s * 1000 + 500, 20 + s)
+        solo.recordUnsafe(s * 1000 + 10, 7)
         yield* TestClock.adjust("1 second")
       }
       // seconds 1 and 2: (10 + 21 + 10 + 22) / 2
@@ -62,7 +62,7 @@ describe("QpsSensor", () => {
       expect(Option.getOrThrow(yield* b.measure).qps).toBe(31.5)
       expect(Option.getOrThrow(yield* solo.measure).qps).toBe(7)
       // the current, incomplete second is not read
-      a.unsafeRecord(3500, 1000)
+      a.recordUnsafe(3500, 1000)
       expect(Option.getOrThrow(yield* a.measure).qps).toBe(31.5)
     })
   )
@@ -142,7 +142,7 @@ describe("ProportionalSampler", () => {
     Effect.gen(function* () {
       const times: Array<number> = []
       const sensor: QpsSensor.Service = {
-        unsafeRecord: () => {},
+        recordUnsafe: () => {},
         measure: Effect.clockWith((clock) =>
           Effect.sync(() => {
             times.push(clock.currentTimeMillisUnsafe())

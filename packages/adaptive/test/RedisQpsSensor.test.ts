@@ -53,11 +53,11 @@ describe.each(transports)("RedisQpsSensor (real Redis, $name)", (transport) => {
       const key = "sum"
       const a = yield* transport.make({ key, prefix, window: 2 })
       const b = yield* transport.make({ key, prefix, window: 2 })
-      a.unsafeRecord(T0 + 10, 10)
-      b.unsafeRecord(T0 + 500, 20)
+      a.recordUnsafe(T0 + 10, 10)
+      b.recordUnsafe(T0 + 500, 20)
       yield* TestClock.adjust("1 second")
-      a.unsafeRecord(T0 + 1000, 30)
-      b.unsafeRecord(T0 + 1999, 40)
+      a.recordUnsafe(T0 + 1000, 30)
+      b.recordUnsafe(T0 + 1999, 40)
       yield* TestClock.adjust("1400 millis")
       yield* a.measure // flushes a
       const fromB = yield* b.measure // flushes b, reads both
@@ -90,7 +90,7 @@ describe.each(transports)("RedisQpsSensor (real Redis, $name)", (transport) => {
         for (let slice = 0; slice < 4; slice++) {
           const now = T0 + second * 1000 + slice * 250
           for (const w of workers)
-            for (let i = 0; i < 30 / 4 + (slice % 2); i++) if (w.unsafeSample(now)) sent++
+            for (let i = 0; i < 30 / 4 + (slice % 2); i++) if (w.sampleUnsafe(now)) sent++
           yield* TestClock.adjust(Duration.millis(250))
         }
         sentPerSecond.push(sent)
@@ -117,11 +117,11 @@ describe("RedisQpsSensor (real Redis)", () => {
         EffectRedisQpsSensor.make({ key: `midrun-node-${randomUUID()}`, prefix }),
         context
       )
-      sensor.unsafeRecord(T0, 8)
+      sensor.recordUnsafe(T0, 8)
       yield* TestClock.adjust("2 seconds")
       expect(Option.getOrThrow(yield* sensor.measure).qps).toBe(4)
       Context.get(context, NodeRedis.NodeRedis).client.destroy()
-      sensor.unsafeRecord(T0 + 2000, 8)
+      sensor.recordUnsafe(T0 + 2000, 8)
       yield* TestClock.adjust("1 second")
       expect(Option.isNone(yield* sensor.measure)).toBe(true)
     })
@@ -141,7 +141,7 @@ describe("RedisQpsSensor (real Redis)", () => {
         prefix,
         flushInterval: "1 hour"
       })
-      sensor.unsafeRecord(T0, 5)
+      sensor.recordUnsafe(T0, 5)
       yield* TestClock.adjust("3 seconds")
       expect(Option.isNone(yield* sensor.measure)).toBe(true)
       const sampler = yield* ProportionalSampler.makeWith(
@@ -170,11 +170,11 @@ describe("RedisQpsSensor (real Redis)", () => {
           )
       )
       const sensor = yield* RedisQpsSensor.make({ client: redis, key: "midrun", prefix })
-      sensor.unsafeRecord(T0, 8)
+      sensor.recordUnsafe(T0, 8)
       yield* TestClock.adjust("2 seconds")
       expect(Option.getOrThrow(yield* sensor.measure).qps).toBe(4)
       redis.disconnect()
-      sensor.unsafeRecord(T0 + 2000, 8)
+      sensor.recordUnsafe(T0 + 2000, 8)
       yield* TestClock.adjust("1 second")
       expect(Option.isNone(yield* sensor.measure)).toBe(true)
     })

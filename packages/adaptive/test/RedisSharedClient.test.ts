@@ -32,7 +32,7 @@ describe("one Redis connection for the quota store, the plan source and the QPS 
       yield* Effect.gen(function* () {
         expect((yield* Quota.check("acme")).source).toBe("store")
         const sensor = yield* QpsSensor.QpsSensor
-        sensor.unsafeRecord(Date.now(), 3)
+        sensor.recordUnsafe(Date.now(), 3)
         const clients = yield* Effect.promise(() => redisCli(server.port, "CLIENT", "LIST"))
         // the redis-cli asking, and ours
         expect(clients.trim().split("\n").length).toBe(2)

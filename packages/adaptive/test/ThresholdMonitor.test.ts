@@ -183,7 +183,7 @@ describe("ThresholdMonitor", () => {
         const exit = yield* Effect.exit(ThresholdMonitor.make(options))
         expect(Exit.isFailure(exit)).toBe(true)
         if (Exit.isFailure(exit)) expect(String(exit.cause)).toMatch(field)
-        expect(() => ThresholdMonitor.unsafeMake(options)).toThrow(field)
+        expect(() => ThresholdMonitor.makeUnsafe(options)).toThrow(field)
       }
     })
   )

@@ -55,10 +55,10 @@ describe("unbound service functions", () => {
       yield* callAllUnbound("throttle", throttle, {
         withThrottle: [Effect.succeed(1), "users"],
         probability: ["users"],
-        unsafeProbability: ["users"],
+        probabilityUnsafe: ["users"],
         gate: ["users"],
-        unsafeStats: ["users"],
-        unsafeKeys: [],
+        statsUnsafe: ["users"],
+        keysUnsafe: [],
         k: ["CRITICAL"]
       })
     })
@@ -70,7 +70,7 @@ describe("unbound service functions", () => {
       yield* callAllUnbound("limiters", service, {
         keys: [],
         gate: ["db"],
-        unsafeGet: ["db"],
+        getUnsafe: ["db"],
         get: ["db"],
         withLimiter: [Effect.succeed(1), "db"]
       })
@@ -83,7 +83,7 @@ describe("unbound service functions", () => {
       })
       // Passed unbound, as `call.pipe(limiter.withLimiter)` does, it must not lose its `this`.
       expect(yield* Effect.succeed(1).pipe(limiter.withLimiter)).toBe(1)
-      expect(yield* Effect.succeed(2).pipe(service.unsafeGet("db").withLimiter)).toBe(2)
+      expect(yield* Effect.succeed(2).pipe(service.getUnsafe("db").withLimiter)).toBe(2)
     })
   )
 
@@ -92,12 +92,12 @@ describe("unbound service functions", () => {
       const shedder = yield* LoadShedder.make({ capacity: 10 })
       yield* callAllUnbound("shedder", shedder, {
         withShedder: [Effect.succeed(1)],
-        unsafeUtilization: [],
-        unsafeLevelUtilization: ["CRITICAL"],
-        unsafeActive: [],
-        unsafeActiveOf: ["CRITICAL"],
-        unsafeEventLoopUtilization: [],
-        unsafeWouldShed: ["SHEDDABLE"]
+        utilizationUnsafe: [],
+        levelUtilizationUnsafe: ["CRITICAL"],
+        activeUnsafe: [],
+        activeOfUnsafe: ["CRITICAL"],
+        eventLoopUtilizationUnsafe: [],
+        wouldShedUnsafe: ["SHEDDABLE"]
       })
       expect(yield* Effect.succeed(1).pipe(shedder.withShedder)).toBe(1)
     })
@@ -108,8 +108,8 @@ describe("unbound service functions", () => {
       const pacer = yield* Pacer.make({ limit: () => 10 })
       yield* callAllUnbound("pacer", pacer, {
         withPacer: [Effect.succeed(1)],
-        unsafeObserve: [5],
-        unsafeRelease: [1, 0],
+        observeUnsafe: [5],
+        releaseUnsafe: [1, 0],
         pipe: []
       })
       expect(yield* Effect.succeed(1).pipe(pacer.withPacer)).toBe(1)
@@ -119,15 +119,15 @@ describe("unbound service functions", () => {
   it.effect("proportional sampler and sensor", () =>
     Effect.gen(function* () {
       const store = QpsSensor.makeMemoryStore()
-      yield* callAllUnbound("store", store, { unsafeIncrement: [1, 1], unsafeSum: [0, 2] })
+      yield* callAllUnbound("store", store, { incrementUnsafe: [1, 1], sumUnsafe: [0, 2] })
       const sensor = yield* QpsSensor.makeMemory({ store })
-      yield* callAllUnbound("sensor", sensor, { unsafeRecord: [1000, 1] })
+      yield* callAllUnbound("sensor", sensor, { recordUnsafe: [1000, 1] })
       const sampler = yield* ProportionalSampler.makeWith({ goal: 10 }, sensor)
       yield* callAllUnbound("sampler", sampler, {
         withSampler: [Effect.succeed(1), Effect.succeed(0)],
         setGoal: [20],
-        unsafeSample: [1000],
-        unsafeRatio: [],
+        sampleUnsafe: [1000],
+        ratioUnsafe: [],
         pipe: []
       })
       const measured = yield* sensor.measure
@@ -145,9 +145,9 @@ describe("unbound service functions", () => {
         stats: ["save"],
         setThresholds: [{ rate: 6 }],
         setInstances: [2],
-        unsafeRecord: ["save", 0, 10],
-        unsafeExceeded: ["save", 0],
-        unsafeStats: ["save", 0],
+        recordUnsafe: ["save", 0, 10],
+        exceededUnsafe: ["save", 0],
+        statsUnsafe: ["save", 0],
         pipe: []
       })
       // The reported crash: `Effect.flatMap(x, monitor.exceeded)`.
@@ -160,8 +160,8 @@ describe("unbound service functions", () => {
       const aimd = yield* AimdInterval.make({ min: "1 second", max: "10 seconds", step: "1 second" })
       yield* callAllUnbound("aimdInterval", aimd, {
         signal: [true],
-        unsafeSignal: [false],
-        unsafeInterval: [],
+        signalUnsafe: [false],
+        intervalUnsafe: [],
         scheduleFrom: [(b: boolean) => b],
         pipe: []
       })

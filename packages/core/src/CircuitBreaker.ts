@@ -32,7 +32,7 @@
  * The closed-state success path is one synchronous state check plus a counter update;
  * a `Clock` read happens only when a failure ratio is configured or something fails.
  *
- * The state machine is `@sluice/kernel/breaker/Breaker`; this module binds it to the
+ * The state machine is `@sluice/kernel/breaker/CircuitBreaker`; this module binds it to the
  * `Clock`, `Outcome`, Metrics, the `stateChanges` stream and `CircuitOpen`.
  *
  * Metrics (attribute `name`): `sluice_circuit_breaker_state` (gauge: 0 closed, 1 half-open,
@@ -196,11 +196,11 @@ export interface Service extends Pipeable {
    */
   readonly stateChanges: Stream.Stream<StateChange>
   /** {@link CircuitBreaker.state} at the given clock reading (epoch millis). */
-  readonly unsafeState: (nowMillis: number) => State
+  readonly stateUnsafe: (nowMillis: number) => State
   /** {@link CircuitBreaker.isolate} at the given clock reading. */
-  readonly unsafeIsolate: (nowMillis: number) => void
+  readonly isolateUnsafe: (nowMillis: number) => void
   /** {@link CircuitBreaker.reset} at the given clock reading. */
-  readonly unsafeReset: (nowMillis: number) => void
+  readonly resetUnsafe: (nowMillis: number) => void
 }
 
 /**

@@ -26,9 +26,9 @@ import type { InvalidOptions } from "./Options.js"
 export interface Ewma {
   readonly tau: Duration.Duration
   /** Folds a sample in at the given clock reading. The first sample sets the value. */
-  readonly unsafeUpdate: (nowMillis: number, sample: number) => void
+  readonly updateUnsafe: (nowMillis: number, sample: number) => void
   /** The current average, or `undefined` before the first sample. */
-  readonly unsafeValue: () => number | undefined
+  readonly valueUnsafe: () => number | undefined
 }
 
 /**
@@ -68,7 +68,7 @@ export const make: (options: EwmaOptions) => Effect.Effect<Ewma, InvalidOptions>
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options: EwmaOptions) => Ewma = internal.unsafeMake
+export const makeUnsafe: (options: EwmaOptions) => Ewma = internal.makeUnsafe
 
 /**
  * Folds a sample in now.
@@ -100,9 +100,9 @@ export interface EwmaRate {
   readonly window: Duration.Duration
   readonly tick: Duration.Duration
   /** Counts `n` events (default 1) at the given clock reading. */
-  readonly unsafeMark: (nowMillis: number, n?: number) => void
+  readonly markUnsafe: (nowMillis: number, n?: number) => void
   /** Events per second at the given clock reading. */
-  readonly unsafeRate: (nowMillis: number) => number
+  readonly rateUnsafe: (nowMillis: number) => number
 }
 
 /**
@@ -144,7 +144,7 @@ export const makeRate: (options: EwmaRateOptions) => Effect.Effect<EwmaRate, Inv
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMakeRate: (options: EwmaRateOptions) => EwmaRate = internal.unsafeMakeRate
+export const makeRateUnsafe: (options: EwmaRateOptions) => EwmaRate = internal.makeRateUnsafe
 
 /**
  * Counts `n` events (default 1) now.

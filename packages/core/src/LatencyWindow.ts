@@ -64,16 +64,16 @@ export interface LatencyWindow extends Pipeable {
   readonly subWindows: number
   readonly relativeAccuracy: number
   /** Records a latency in milliseconds at the given clock reading (epoch millis). */
-  readonly unsafeRecord: (nowMillis: number, millis: number) => void
+  readonly recordUnsafe: (nowMillis: number, millis: number) => void
   /**
    * The `q`-quantile (`q` clamped to `[0, 1]`) over the window ending at the given
    * clock reading; `undefined` when the window is empty or `q` is `NaN`.
    */
-  readonly unsafeQuantile: (nowMillis: number, q: number) => number | undefined
+  readonly quantileUnsafe: (nowMillis: number, q: number) => number | undefined
   /** How many latencies the window holds at the given clock reading. */
-  readonly unsafeCount: (nowMillis: number) => number
+  readonly countUnsafe: (nowMillis: number) => number
   /** Forgets everything. */
-  readonly unsafeReset: () => void
+  readonly resetUnsafe: () => void
 }
 
 /**
@@ -117,7 +117,7 @@ export const make: (options: LatencyWindowOptions) => Effect.Effect<LatencyWindo
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options: LatencyWindowOptions) => LatencyWindow = internal.unsafeMake
+export const makeUnsafe: (options: LatencyWindowOptions) => LatencyWindow = internal.makeUnsafe
 
 /**
  * Records a latency in milliseconds, now.

@@ -42,11 +42,11 @@ export interface RollingCounter extends Pipeable {
   readonly window: Duration.Duration
   readonly buckets: number
   /** Adds `amount` (default 1) at the given clock reading (epoch millis). */
-  readonly unsafeAdd: (nowMillis: number, amount?: number) => void
+  readonly addUnsafe: (nowMillis: number, amount?: number) => void
   /** The total over the window ending at the given clock reading. */
-  readonly unsafeTotal: (nowMillis: number) => number
+  readonly totalUnsafe: (nowMillis: number) => number
   /** Forgets everything. */
-  readonly unsafeReset: () => void
+  readonly resetUnsafe: () => void
 }
 
 /**
@@ -88,7 +88,7 @@ export const make: (options: RollingCounterOptions) => Effect.Effect<RollingCoun
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options: RollingCounterOptions) => RollingCounter = internal.unsafeMake
+export const makeUnsafe: (options: RollingCounterOptions) => RollingCounter = internal.makeUnsafe
 
 /**
  * Records `amount` events (default 1) now.

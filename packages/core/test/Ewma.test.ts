@@ -35,7 +35,7 @@ describe("Ewma", () => {
     Effect.gen(function* () {
       const bad = yield* Effect.exit(Ewma.makeRate({ window: "1 second", tick: "5 seconds" }))
       expect(Exit.isFailure(bad)).toBe(true)
-      expect(() => Ewma.unsafeMake({ tau: 0 })).toThrow(/tau/)
+      expect(() => Ewma.makeUnsafe({ tau: 0 })).toThrow(/tau/)
     })
   )
 })

@@ -74,7 +74,7 @@ describe("LatencyWindow", () => {
           if (Option.isSome(error)) expect(error.value.message).toMatch(field)
         }
       }
-      expect(() => LatencyWindow.unsafeMake({ window: Duration.zero })).toThrow(/window/)
+      expect(() => LatencyWindow.makeUnsafe({ window: Duration.zero })).toThrow(/window/)
     })
   )
 })

@@ -39,7 +39,7 @@ describe("RollingCounter", () => {
           expect(error.message).toMatch(bad.window === "10 seconds" ? /buckets/ : /window/)
         }
       }
-      expect(() => RollingCounter.unsafeMake({ window: -1 })).toThrow(/window/)
+      expect(() => RollingCounter.makeUnsafe({ window: -1 })).toThrow(/window/)
     })
   )
 })

@@ -11,12 +11,12 @@ describe("unbound service methods", () => {
       const keys = yield* callAllUnbound(breaker, {
         withBreaker: [Effect.succeed(1)],
         pipe: [],
-        unsafeState: [0],
-        unsafeIsolate: [0],
-        unsafeReset: [0]
+        stateUnsafe: [0],
+        isolateUnsafe: [0],
+        resetUnsafe: [0]
       })
       expect(keys).toEqual(
-        expect.arrayContaining(["withBreaker", "unsafeState", "unsafeIsolate", "unsafeReset"])
+        expect.arrayContaining(["withBreaker", "stateUnsafe", "isolateUnsafe", "resetUnsafe"])
       )
     })
   )
@@ -24,27 +24,27 @@ describe("unbound service methods", () => {
   it.effect("Ewma, EwmaRate, RollingCounter, LatencyWindow", () =>
     Effect.gen(function* () {
       const ewma = yield* Ewma.make({ tau: "1 second" })
-      yield* Effect.forEach([1, 2, 3], (x) => Effect.sync(() => ewma.unsafeUpdate(0, x)))
-      const update = ewma.unsafeUpdate
+      yield* Effect.forEach([1, 2, 3], (x) => Effect.sync(() => ewma.updateUnsafe(0, x)))
+      const update = ewma.updateUnsafe
       update(10, 4)
-      expect(ewma.unsafeValue()).toBeGreaterThan(0)
-      yield* callAllUnbound(ewma, { unsafeUpdate: [0, 1], unsafeValue: [] })
+      expect(ewma.valueUnsafe()).toBeGreaterThan(0)
+      yield* callAllUnbound(ewma, { updateUnsafe: [0, 1], valueUnsafe: [] })
       const rate = yield* Ewma.makeRate({ window: "10 seconds" })
-      yield* callAllUnbound(rate, { unsafeMark: [0, 1], unsafeRate: [0] })
+      yield* callAllUnbound(rate, { markUnsafe: [0, 1], rateUnsafe: [0] })
       const counter = yield* RollingCounter.make({ window: "1 second" })
-      const add = counter.unsafeAdd
+      const add = counter.addUnsafe
       add(0, 2)
-      expect(counter.unsafeTotal(0)).toBe(2)
-      yield* callAllUnbound(counter, { unsafeAdd: [0, 1], unsafeTotal: [0], unsafeReset: [], pipe: [] })
+      expect(counter.totalUnsafe(0)).toBe(2)
+      yield* callAllUnbound(counter, { addUnsafe: [0, 1], totalUnsafe: [0], resetUnsafe: [], pipe: [] })
       const window = yield* LatencyWindow.make({ window: "10 seconds" })
-      const record = window.unsafeRecord
+      const record = window.recordUnsafe
       record(0, 5)
-      expect(window.unsafeCount(0)).toBe(1)
+      expect(window.countUnsafe(0)).toBe(1)
       yield* callAllUnbound(window, {
-        unsafeRecord: [0, 1],
-        unsafeQuantile: [0, 0.5],
-        unsafeCount: [0],
-        unsafeReset: [],
+        recordUnsafe: [0, 1],
+        quantileUnsafe: [0, 0.5],
+        countUnsafe: [0],
+        resetUnsafe: [],
         pipe: []
       })
     })

@@ -133,7 +133,7 @@ export interface DeadlineOptions {
  * import { HttpRouter, HttpServerResponse } from "effect/http"
  *
  * // Your own tiers send `x-sluice-trust: <secret>`; everyone else is clamped to SHEDDABLE_PLUS.
- * const trust = Trust.unsafeSharedSecret({ secret: Redacted.make("a long random shared secret") })
+ * const trust = Trust.sharedSecretUnsafe({ secret: Redacted.make("a long random shared secret") })
  * const Criticality = HttpRouter.middleware(Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" }), {
  *   global: true
  * })
@@ -289,7 +289,7 @@ export interface BackpressureOptions {
  * import { Effect } from "effect"
  * import { HttpRouter, HttpServerResponse } from "effect/http"
  *
- * const monitor = ThresholdMonitor.unsafeMake({ thresholds: { rate: 6 }, instances: 3 })
+ * const monitor = ThresholdMonitor.makeUnsafe({ thresholds: { rate: 6 }, instances: 3 })
  * const Save = HttpRouter.add(
  *   "POST",
  *   "/save",
@@ -419,7 +419,7 @@ export interface RetryGuardOptions {
  * Records each request's `x-sluice-attempt` (malformed or hostile values count
  * as 0, huge ones are clamped) in a `RetryHistogram`: a trusted caller's in the
  * histogram's decision, an untrusted caller's apart
- * (`RetryHistogram.unsafeRecordUntrusted`), where it changes nobody's answers.
+ * (`RetryHistogram.recordUntrustedUnsafe`), where it changes nobody's answers.
  * While the share of (trusted) retries says the service is overloaded, failures
  * say "don't retry": `5xx` responses get `x-sluice-dont-retry: 1`; an
  * `Overloaded` or `CircuitOpen` the handler fails with becomes `DontRetry {

@@ -37,7 +37,7 @@ export interface ThrottleSignalService {
   /** Publishes a signal (never blocks: the hub drops the oldest when full). */
   readonly publish: (key: string, throttled: boolean) => Effect.Effect<void>
   /** Synchronous {@link publish}, for the client's success path. */
-  readonly unsafePublish: (key: string, throttled: boolean) => void
+  readonly publishUnsafe: (key: string, throttled: boolean) => void
   /** A subscription, valid for the scope. */
   readonly subscribe: Effect.Effect<PubSub.Subscription<Signal>, never, Scope.Scope>
   /** Every signal published from now on. */

@@ -10,7 +10,7 @@
  *   numbers feed the `RetryHistogram` that decides "don't retry";
  * - everyone else: the claimed criticality is clamped to a ceiling
  *   (`Middleware.criticality`), and the attempt number is recorded apart
- *   (`RetryHistogram.unsafeRecordUntrusted`, metric tag `trusted=false`), where
+ *   (`RetryHistogram.recordUntrustedUnsafe`, metric tag `trusted=false`), where
  *   it can change no answer.
  *
  * A policy is a synchronous function of the request; one that throws trusts
@@ -119,12 +119,12 @@ export const sharedSecret: (
  * import { Trust } from "@sluice/http"
  * import { Redacted } from "effect"
  *
- * const trust = Trust.unsafeSharedSecret({ secret: Redacted.make("correct horse battery staple") })
+ * const trust = Trust.sharedSecretUnsafe({ secret: Redacted.make("correct horse battery staple") })
  * ```
  * @since 0.2.0
  * @category constructors
  */
-export const unsafeSharedSecret: (options: SharedSecretOptions) => TrustPolicy = internal.unsafeSharedSecret
+export const sharedSecretUnsafe: (options: SharedSecretOptions) => TrustPolicy = internal.sharedSecretUnsafe
 
 /**
  * Trusts a request whose TCP peer address (`peerAddress`) satisfies `predicate`
@@ -171,7 +171,7 @@ export const isLoopbackAddress: (address: string) => boolean = Trust.isLoopbackA
  *
  * const trust = Trust.all(
  *   Trust.peer((address) => address.startsWith("10.")),
- *   Trust.unsafeSharedSecret({ secret: Redacted.make("correct horse battery staple") })
+ *   Trust.sharedSecretUnsafe({ secret: Redacted.make("correct horse battery staple") })
  * )
  * ```
  * @since 0.2.0

@@ -73,8 +73,8 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       const budget = yield* RetryBudget.forKey("local-waits")
 
       const exits = yield* calls(client, 120, 1_000)
-      const limiter = limiters.unsafeGet(STATE)
-      const stats = throttle.unsafeStats(STATE)
+      const limiter = limiters.getUnsafe(STATE)
+      const stats = throttle.statsUnsafe(STATE)
       const failures = exits.map(failureOf).filter((e) => e !== undefined)
       const succeeded = exits.filter(Exit.isSuccess).length
 
@@ -115,7 +115,7 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       // The one attempt hung for the whole timeout (the default attemptTimeout): the
       // backend was too slow, the throttle counts it as a rejection.
       expect(isDontRetry(error, "timeout")).toBe(true)
-      expect(throttle.unsafeStats(STATE)).toEqual({ requests: 1, accepts: 0 })
+      expect(throttle.statsUnsafe(STATE)).toEqual({ requests: 1, accepts: 0 })
     }).pipe(Effect.provide(clientLayer(backend.layer, { name: "slow-backend", timeout: "250 millis" })))
   })
 
@@ -135,8 +135,8 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       expect(isDontRetry(error, "timeout")).toBe(true)
       expect(backend.seen).toEqual({ requests: 1, retries: 0 })
       // The exchange had 100 ms, not its 250 ms bound: nothing learnt, nothing spent.
-      expect(throttle.unsafeStats(STATE)).toEqual({ requests: 0, accepts: 0 })
-      expect(limiters.unsafeGet(STATE).limit).toBe(20)
+      expect(throttle.statsUnsafe(STATE)).toEqual({ requests: 0, accepts: 0 })
+      expect(limiters.getUnsafe(STATE).limit).toBe(20)
       expect((yield* budget.stats).retries).toBe(0)
     }).pipe(Effect.provide(clientLayer(backend.layer, { name: "enclosing", timeout: "250 millis" })))
   })

@@ -94,7 +94,7 @@ describe("Middleware.loadShed() with LoadShedder.layer({ capacity: 8 }) under a 
           bound.inFlight,
           bound.queued,
           bound.limit,
-          server.shedder.unsafeActive()
+          server.shedder.activeUnsafe()
         )
         expect(server.state.running === CAPACITY && bound.queued === QUEUE).toBe(true)
         // give the stragglers time to arrive (bounded), then check the bound held
@@ -139,7 +139,7 @@ describe("Middleware.loadShed() with LoadShedder.layer({ capacity: 8 }) under a 
         const critical = yield* Effect.forkChild(get(server.url, "CRITICAL"))
         // it waits: the queue is full of SHEDDABLE work, one of which gives way to it
         expect(
-          yield* server.until(() => bound.queued === QUEUE && server.shedder.unsafeActiveOf("CRITICAL") === 1)
+          yield* server.until(() => bound.queued === QUEUE && server.shedder.activeOfUnsafe("CRITICAL") === 1)
         ).toBe(true)
         expect(server.state.running).toBe(CAPACITY)
         // one permit frees: the next admission is the CRITICAL one, ahead of every queued SHEDDABLE
@@ -181,7 +181,7 @@ describe("Middleware.loadShed() with LoadShedder.layer({ capacity: 8 }) under a 
               server.state.running === 0 &&
               bound.inFlight === 0 &&
               bound.queued === 0 &&
-              server.shedder.unsafeActive() === 0
+              server.shedder.activeUnsafe() === 0
           )
         ).toBe(true)
         // and the server still has its whole capacity: 8 new requests all run at once

@@ -94,7 +94,7 @@ describe("gates of every policy under one Admission.guard", () => {
             maxQueue: 1,
             maxWait: "20 millis"
           })
-          const budget = RetryBudget.unsafeMake().forKey("property")
+          const budget = RetryBudget.makeUnsafe().forKey("property")
           const gates = [
             counting(throttle.gate("backend")),
             counting(breaker.gate),
@@ -134,7 +134,7 @@ describe("gates of every policy under one Admission.guard", () => {
           }
           expect(limiter.inFlight).toBe(0)
           expect(limiter.queued).toBe(0)
-          expect(shedder.unsafeActive()).toBe(0)
+          expect(shedder.activeUnsafe()).toBe(0)
         }).pipe(Effect.scoped, Effect.provide(TestClock.layer()), Effect.runPromise)
       ),
       { numRuns: 40 }
@@ -193,7 +193,7 @@ const build = (
     const budget = (yield* RetryBudget.make({ window: "10 seconds", minRetriesPerSecond: 0.2 })).forKey(
       "client"
     )
-    const retry = Retry.unsafeMake({
+    const retry = Retry.makeUnsafe({
       maxAttempts: 3,
       schedule: Backoff.exponential({ base: "10 millis" }),
       budget
@@ -253,7 +253,7 @@ const render = (exit: Exit.Exit<unknown, unknown>): string => {
 
 const snapshot = (built: Built) =>
   Effect.map(Clock.currentTimeMillis, (now) => {
-    const limiter = built.limiters.unsafeGet(KEY)
+    const limiter = built.limiters.getUnsafe(KEY)
     return {
       limiter: {
         limit: limiter.limit,
@@ -261,9 +261,9 @@ const snapshot = (built: Built) =>
         queued: limiter.queued,
         nextId: limiter.nextId
       },
-      throttle: built.throttle.unsafeStats(KEY, now),
-      probabilities: Criticality.levels.map((level) => built.throttle.unsafeProbability(KEY, level, now)),
-      budget: built.budget.unsafeStats(now)
+      throttle: built.throttle.statsUnsafe(KEY, now),
+      probabilities: Criticality.levels.map((level) => built.throttle.probabilityUnsafe(KEY, level, now)),
+      budget: built.budget.statsUnsafe(now)
     }
   })
 
@@ -337,7 +337,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
           return gate.tryEnter(entry)
         }
       })
-      const guard = Retry.unsafeMake({ maxAttempts: 3, budget: built.budget }).around([
+      const guard = Retry.makeUnsafe({ maxAttempts: 3, budget: built.budget }).around([
         counted(built.throttle.gate(KEY), "throttle"),
         counted(built.limiters.gate(KEY), "limiter")
       ])
@@ -368,7 +368,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
       expect(passed).toBeInstanceOf(BackendError)
       expect((passed as BackendError).code).toBe(404)
       expect(notFound.state.attempts).toBe(1)
-      const limiter = built.limiters.unsafeGet(KEY)
+      const limiter = built.limiters.getUnsafe(KEY)
       expect(limiter.inFlight).toBe(0)
     })
   )
@@ -384,7 +384,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
           Effect.flatMap(Retry.attempt, (n) => Effect.sync(() => seen.push(n))),
           backend
         )
-        const outer = Retry.unsafeMake({
+        const outer = Retry.makeUnsafe({
           maxAttempts: 2,
           isRetryable: (e: unknown) => e instanceof BackendError
         }).apply
@@ -417,7 +417,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
       expect(render(refused)).toBe("DontRetry(refused, Overloaded(concurrency limit: limit))")
       expect(ran.state.attempts).toBe(0)
       yield* Fiber.interrupt(held)
-      expect(fresh.limiters.unsafeGet(KEY).inFlight).toBe(0)
+      expect(fresh.limiters.getUnsafe(KEY).inFlight).toBe(0)
       expect(render(yield* virtual(fresh.guard(ran.backend)))).toBe("ok:1")
     })
   )
@@ -498,7 +498,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
             }
             yield* TestClock.adjust("2 seconds")
             const exits = yield* Effect.forEach(fibers, Fiber.await)
-            const limiter = built.limiters.unsafeGet(KEY)
+            const limiter = built.limiters.getUnsafe(KEY)
             expect(limiter.inFlight).toBe(0)
             expect(limiter.queued).toBe(0)
             for (const level of Criticality.levels) expect(limiter.inFlightOf(level)).toBe(0)
@@ -521,10 +521,10 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
       const built = yield* build()
       const fiber = yield* Effect.forkChild(built.guard(Effect.never))
       yield* TestClock.adjust("5 millis")
-      expect(built.limiters.unsafeGet(KEY).inFlight).toBe(1)
+      expect(built.limiters.getUnsafe(KEY).inFlight).toBe(1)
       yield* Fiber.interrupt(fiber)
-      expect(built.limiters.unsafeGet(KEY).inFlight).toBe(0)
-      expect(built.throttle.unsafeStats(KEY, yield* Clock.currentTimeMillis)).toEqual({
+      expect(built.limiters.getUnsafe(KEY).inFlight).toBe(0)
+      expect(built.throttle.statsUnsafe(KEY, yield* Clock.currentTimeMillis)).toEqual({
         requests: 0,
         accepts: 0
       })
@@ -563,7 +563,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
       expectTypeOf(
         call.pipe(built.retry.around([built.throttle.gate(KEY), built.limiters.gate(KEY)]))
       ).toEqualTypeOf<Expected>()
-      const composed = Retry.unsafeMake({ maxAttempts: 3 }).apply(
+      const composed = Retry.makeUnsafe({ maxAttempts: 3 }).apply(
         built.throttle.withThrottle(built.limiters.withLimiter(call, KEY), KEY)
       )
       expectTypeOf(built.guard(call)).toEqualTypeOf(composed)

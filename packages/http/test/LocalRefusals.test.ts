@@ -93,10 +93,10 @@ describe("SluiceHttpClient: local refusals", () => {
         }
         // 150 calls sent and then cancelled by their callers.
         expect(backend.seen.arrivals).toBe(150)
-        expect(throttle.unsafeStats(key)).toEqual({ requests: 0, accepts: 0 })
+        expect(throttle.statsUnsafe(key)).toEqual({ requests: 0, accepts: 0 })
         expect(limiters.keys()).toEqual([key])
-        expect(limiters.unsafeGet(key).limit).toBe(20)
-        expect(limiters.unsafeGet(key).inFlight).toBe(0)
+        expect(limiters.getUnsafe(key).limit).toBe(20)
+        expect(limiters.getUnsafe(key).inFlight).toBe(0)
         expect((yield* budget.stats).retries).toBe(0)
       }).pipe(
         Effect.provide(

@@ -68,19 +68,19 @@ describe("SluiceHttpClient policies from context", () => {
       const stats = yield* budget.stats
       expect({ requests: stats.requests, retries: stats.retries }).toEqual({ requests: 3, retries: 1 })
       // 3 first tries and 1 retry reached the throttle; the two 503s were not accepted
-      expect(throttle.unsafeStats(host)).toEqual({ requests: 4, accepts: 2 })
+      expect(throttle.statsUnsafe(host)).toEqual({ requests: 4, accepts: 2 })
       expect(limiters.keys()).toEqual([host])
 
       // a call in flight holds the app's limiter's permit, which the app sees
       const held = yield* Effect.forkChild(client.get(`${base}/hold`))
-      yield* waitUntil(() => limiters.unsafeGet(host).inFlight === 1)
+      yield* waitUntil(() => limiters.getUnsafe(host).inFlight === 1)
       // ...and the app's own work on that host waits for the same permits
       const own = yield* Effect.exit(limiters.withLimiter(Effect.void, host))
       expect(failure(own)._tag).toBe("Overloaded")
       yield* Deferred.succeed(release, undefined)
       const response = yield* Fiber.join(held)
       expect(yield* response.text).toBe("held")
-      expect(limiters.unsafeGet(host).inFlight).toBe(0)
+      expect(limiters.getUnsafe(host).inFlight).toBe(0)
     }).pipe(
       Effect.provide(
         SluiceHttpClient.layer({ name: "orders", schedule: Schedule.forever }).pipe(
@@ -169,7 +169,7 @@ describe("SluiceHttpClient policies from context", () => {
       // the app's services in context saw none of it
       const budget = yield* RetryBudget.forKey("private")
       expect((yield* budget.stats).requests).toBe(0)
-      expect((yield* AdaptiveThrottle.AdaptiveThrottle).unsafeStats(`${host}/CRITICAL`).requests).toBe(0)
+      expect((yield* AdaptiveThrottle.AdaptiveThrottle).statsUnsafe(`${host}/CRITICAL`).requests).toBe(0)
       expect((yield* ConcurrencyLimiter.ConcurrencyLimiter).size).toBe(0)
     }).pipe(
       Effect.provide(

@@ -59,13 +59,13 @@ describe("SluiceHttpClient: retries that never leave spend no budget", () => {
       yield* TestClock.adjust(20)
       const slow = yield* Effect.forkChild(Effect.exit(client.get(`http://${KEY}/slow`)))
       yield* TestClock.adjust(1)
-      expect(budget.unsafeStats(21)).toMatchObject({ requests: 2, retries: 1 })
+      expect(budget.statsUnsafe(21)).toMatchObject({ requests: 2, retries: 1 })
       yield* TestClock.adjust(100)
       const error = failureOf(yield* Fiber.join(failing))
       expect(error).toBeInstanceOf(Errors.DontRetry)
       expect((error as Errors.DontRetry).reason).toBe("refused")
       expect(backend.seen).toEqual({ requests: 2, retries: 0 })
-      expect(budget.unsafeStats(121)).toMatchObject({ requests: 2, retries: 0 })
+      expect(budget.statsUnsafe(121)).toMatchObject({ requests: 2, retries: 0 })
       yield* TestClock.adjust(10_000)
       expect(Exit.isSuccess(yield* Fiber.join(slow))).toBe(true)
     }).pipe(Effect.provide(clientLayer(backend.layer, { ratio: 0, minRetriesPerSecond: 1 })))
@@ -78,9 +78,9 @@ describe("SluiceHttpClient: retries that never leave spend no budget", () => {
       const budget = yield* RetryBudget.forKey("refunds")
       const failing = yield* Effect.forkChild(client.get(`http://${KEY}/fail`))
       yield* TestClock.adjust(20)
-      expect(budget.unsafeStats(20)).toMatchObject({ retries: 1 })
+      expect(budget.statsUnsafe(20)).toMatchObject({ retries: 1 })
       yield* Fiber.interrupt(failing)
-      expect(budget.unsafeStats(20)).toMatchObject({ retries: 0 })
+      expect(budget.statsUnsafe(20)).toMatchObject({ retries: 0 })
       expect(backend.seen).toEqual({ requests: 1, retries: 0 })
     }).pipe(Effect.provide(clientLayer(backend.layer, { ratio: 0, minRetriesPerSecond: 1 })))
   })
@@ -108,7 +108,7 @@ describe("SluiceHttpClient: retries that never leave spend no budget", () => {
         reasons[reason] = (reasons[reason] ?? 0) + 1
       }
       // every retry was paid within the last 1.4 s: the 10 s window holds them all
-      const stats = budget.unsafeStats(1_400)
+      const stats = budget.statsUnsafe(1_400)
       const summary = JSON.stringify({ reasons, seen: backend.seen, stats })
       expect(stats.retries, summary).toBe(backend.seen.retries)
       // fewer retries reached the backend than the floor of 20: no call was denied its retry

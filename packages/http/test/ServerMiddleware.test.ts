@@ -219,12 +219,12 @@ describe("server middleware over a real NodeHttpServer", () => {
         client.get(base + path, { headers: { "x-sluice-criticality": level } })
       // fill the server with work that holds on, until SHEDDABLE would be shed
       const holders: Array<Fiber.Fiber<unknown, unknown>> = []
-      for (let i = 0; i < 20 && !shedder.unsafeWouldShed("SHEDDABLE"); i++) {
+      for (let i = 0; i < 20 && !shedder.wouldShedUnsafe("SHEDDABLE"); i++) {
         holders.push(yield* Effect.forkChild(get("/hold", "CRITICAL_PLUS")))
         yield* Effect.sleep("20 millis")
       }
-      expect(shedder.unsafeWouldShed("SHEDDABLE")).toBe(true)
-      expect(shedder.unsafeWouldShed("CRITICAL_PLUS")).toBe(false)
+      expect(shedder.wouldShedUnsafe("SHEDDABLE")).toBe(true)
+      expect(shedder.wouldShedUnsafe("CRITICAL_PLUS")).toBe(false)
       const shed = yield* get("/", "SHEDDABLE")
       expect(shed.status).toBe(503)
       expect(shed.headers["retry-after"]).toBe("1")
@@ -296,7 +296,7 @@ describe("server middleware over a real NodeHttpServer", () => {
   ) =>
     Effect.gen(function* () {
       const release = yield* Deferred.make<void>()
-      const limiter = ConcurrencyLimiter.unsafeMake({ algorithm: () => LimitAlgorithm.fixed(1), maxQueue: 0 })
+      const limiter = ConcurrencyLimiter.makeUnsafe({ algorithm: () => LimitAlgorithm.fixed(1), maxQueue: 0 })
       let entered = 0
       const app = yield* routes(
         HttpRouter.route(
@@ -442,13 +442,13 @@ describe("server middleware over a real NodeHttpServer", () => {
         Trust.sharedSecret({ secret: Redacted.make(SECRET), header: "X Bad" })
       )
       expect(header.message).toContain("header")
-      expect(() => Trust.unsafeSharedSecret({ secret: Redacted.make("") })).toThrow()
+      expect(() => Trust.sharedSecretUnsafe({ secret: Redacted.make("") })).toThrow()
     })
   )
 
   it.effect("trust: a shared secret trusts exactly the secret, whatever else a caller sends", () =>
     Effect.sync(() => {
-      const trust = Trust.unsafeSharedSecret({ secret: Redacted.make(SECRET), header: "x-trust" })
+      const trust = Trust.sharedSecretUnsafe({ secret: Redacted.make(SECRET), header: "x-trust" })
       const request = (headers: Record<string, unknown>) => ({ headers }) as any
       expect(trust(request({ "x-trust": SECRET }))).toBe(true)
       expect(trust(request({ "x-sluice-trust": SECRET }))).toBe(false) // another header
@@ -614,7 +614,7 @@ describe("server middleware over a real NodeHttpServer", () => {
                 if (status === 200) sheddable.ok++
                 else if (status === 503) sheddable.shed++
                 else sheddable.other++
-                maxEventLoop = Math.max(maxEventLoop, shedder.unsafeEventLoopUtilization())
+                maxEventLoop = Math.max(maxEventLoop, shedder.eventLoopUtilizationUnsafe())
               }
             }),
           { concurrency: "unbounded", discard: true }
@@ -631,7 +631,7 @@ describe("server middleware over a real NodeHttpServer", () => {
         expect(sheddable.shed).toBeGreaterThanOrEqual(20)
         expect(critical).toEqual(Array(25).fill(200))
         expect(maxEventLoop).toBeGreaterThan(0)
-        expect(shedder.unsafeActive()).toBe(0)
+        expect(shedder.activeUnsafe()).toBe(0)
       }).pipe(Effect.provide(NodeHttpClient.layerUndici)),
     { timeout: 120_000 }
   )

@@ -355,16 +355,16 @@ describe("SluiceHttpClient over a real NodeHttpServer", () => {
       yield* client.get(`${base}/throttle`)
       yield* client.get(`${base}/throttle`)
       yield* Effect.repeat(Effect.sleep("5 millis"), {
-        until: () => aimd.unsafeInterval() === 4000,
+        until: () => aimd.intervalUnsafe() === 4000,
         times: 400
       })
-      expect(aimd.unsafeInterval()).toBe(4000)
+      expect(aimd.intervalUnsafe()).toBe(4000)
       yield* client.get(`${base}/echo`)
       yield* Effect.repeat(Effect.sleep("5 millis"), {
-        until: () => aimd.unsafeInterval() === 3000,
+        until: () => aimd.intervalUnsafe() === 3000,
         times: 400
       })
-      expect(aimd.unsafeInterval()).toBe(3000)
+      expect(aimd.intervalUnsafe()).toBe(3000)
     }).pipe(Effect.provide(clientLayer({ throttle: false }).pipe(Layer.provideMerge(ThrottleSignal.layer()))))
   )
 

@@ -7,7 +7,7 @@ describe("ThrottleSignal", () => {
     Effect.gen(function* () {
       const hub = yield* ThrottleSignal.ThrottleSignal
       const subscription = yield* hub.subscribe
-      for (let i = 1; i <= 5; i++) hub.unsafePublish(`k${i}`, i % 2 === 0)
+      for (let i = 1; i <= 5; i++) hub.publishUnsafe(`k${i}`, i % 2 === 0)
       const kept = yield* PubSub.takeAll(subscription)
       expect(kept.map((s) => s.key)).toEqual(["k4", "k5"])
       expect(hub.latest("k5")).toEqual(Option.some(false))

@@ -7,12 +7,12 @@ import { ThrottleSignal } from "@sluice/http"
 import { Effect, Option } from "effect"
 
 describe("http services, unbound", () => {
-  it.effect("ThrottleSignal: publish, unsafePublish and latest detached from the hub", () =>
+  it.effect("ThrottleSignal: publish, publishUnsafe and latest detached from the hub", () =>
     Effect.gen(function* () {
       const hub = yield* ThrottleSignal.ThrottleSignal
-      const { latest, publish, unsafePublish } = hub
+      const { latest, publish, publishUnsafe } = hub
       yield* Effect.forEach(["a", "b"], (key) => publish(key, true))
-      unsafePublish("c", false)
+      publishUnsafe("c", false)
       expect(yield* Effect.forEach(["a", "b", "c"], (key) => Effect.sync(() => latest(key)))).toEqual([
         Option.some(true),
         Option.some(true),

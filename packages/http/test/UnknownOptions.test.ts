@@ -45,9 +45,9 @@ const cases: ReadonlyArray<readonly [string, string, () => Effect.Effect<unknown
   // the 1.0 option name that left: it must not silently run with the default backoff ratio
   ["CongestionWindow", "factor", () => CongestionWindow.make(plus({ backoffRatio: 0.9 }, "factor", 0.9))],
   [
-    "CongestionWindow (unsafeMake)",
+    "CongestionWindow (makeUnsafe)",
     "factor",
-    () => Effect.try(() => CongestionWindow.unsafeMake(plus({}, "factor", 0.9)))
+    () => Effect.try(() => CongestionWindow.makeUnsafe(plus({}, "factor", 0.9)))
   ],
   ["AimdLimit", "backoff", () => AimdLimit.make(plus({ timeout: "1 second" } as const, "backoff"))],
   ["VegasLimit", "gamma", () => VegasLimit.make(plus({}, "gamma"))],

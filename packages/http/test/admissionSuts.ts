@@ -43,7 +43,7 @@ export const suts: Record<string, (setup: Setup) => Effect.Effect<Sut, unknown, 
   LoadShedder: (setup) =>
     Effect.map(LoadShedder.make({ capacity: setup.capacity }), (shedder) => ({
       request: shedder.withShedder,
-      inFlight: () => shedder.unsafeActive(),
+      inFlight: () => shedder.activeUnsafe(),
       queued: () => 0,
       waits: false
     })),
@@ -57,7 +57,7 @@ export const suts: Record<string, (setup: Setup) => Effect.Effect<Sut, unknown, 
           shed(Effect.as(work, HttpServerResponse.empty())).pipe(
             Effect.provideService(HttpServerRequest.HttpServerRequest, request)
           ),
-        inFlight: () => limiter.inFlight + shedder.unsafeActive(),
+        inFlight: () => limiter.inFlight + shedder.activeUnsafe(),
         queued: () => limiter.queued,
         waits: true
       }
@@ -93,7 +93,7 @@ const client = (setup: Setup, timeout: "1 minute" | undefined): Effect.Effect<Su
         )
       )
     )
-    const limiter = () => limiters.unsafeGet("backend.test")
+    const limiter = () => limiters.getUnsafe("backend.test")
     return {
       request: (work: Effect.Effect<void>) =>
         Effect.suspend(() => {

@@ -33,9 +33,9 @@ export * as Sha1 from "./hash/Sha1.js"
 /** @since 0.2.0 */
 export * as Sha256 from "./hash/Sha256.js"
 /** @since 0.2.0 */
-export * as QuotaPlan from "./quota/Plan.js"
+export * as QuotaPlan from "./quota/QuotaPlan.js"
 /** @since 0.2.0 */
-export * as QuotaDecision from "./quota/Decision.js"
+export * as QuotaDecision from "./quota/QuotaDecision.js"
 /** @since 0.2.0 */
 export * as ClientKey from "./quota/ClientKey.js"
 /** @since 0.2.0 */
@@ -45,13 +45,13 @@ export * as RedisScript from "./quota/RedisScript.js"
 /** @since 0.2.0 */
 export * as Deadlines from "./quota/Deadlines.js"
 /** @since 0.2.0 */
-export * as QuotaOptions from "./quota/Options.js"
+export * as QuotaOptions from "./quota/QuotaOptions.js"
 /** @since 0.2.0 */
-export * as PlanTable from "./quota/PlanTable.js"
+export * as QuotaConfig from "./quota/QuotaConfig.js"
 /** @since 0.2.0 */
 export * as SustainedFailure from "./quota/SustainedFailure.js"
 /** @since 0.2.0 */
-export * as QuotaFallback from "./quota/Fallback.js"
+export * as QuotaFallback from "./quota/QuotaFallback.js"
 /** @since 0.2.0 */
 export * as Field from "./options/Field.js"
 /** @since 0.2.0 */
@@ -74,13 +74,13 @@ export * as Pacer from "./limit/Pacer.js"
 export * as Backoff from "./retry/Backoff.js"
 
 /** @since 0.2.0 */
-export * as Budget from "./retry/Budget.js"
+export * as RetryBudget from "./retry/RetryBudget.js"
 
 /** @since 0.2.0 */
-export * as Histogram from "./retry/Histogram.js"
+export * as RetryHistogram from "./retry/RetryHistogram.js"
 
 /** @since 0.2.0 */
-export * as Policy from "./retry/Policy.js"
+export * as Retry from "./retry/Retry.js"
 
 /** @since 0.2.0 */
 export * as ErrorBody from "./wire/ErrorBody.js"
@@ -123,7 +123,7 @@ export * as Fallback from "./fallback/Fallback.js"
 export * as Stall from "./deadline/Stall.js"
 
 /** @since 0.2.0 */
-export * as Breaker from "./breaker/Breaker.js"
+export * as CircuitBreaker from "./breaker/CircuitBreaker.js"
 
 /** @since 0.2.0 */
 export * as Outcome from "./outcome/Outcome.js"

@@ -15,7 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import * as plan from "./internal/quotaPlan.js"
-import type * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import type * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
 import * as internal from "./internal/quotaStore.js"
 import type { InvalidOptions } from "@sluice/core/Options"
 import type { CompiledPlan } from "./QuotaConfig.js"
@@ -69,7 +69,7 @@ export interface QuotaStoreError extends plan.QuotaStoreError {}
 
 /**
  * A store. `remote` stores get a deadline and a circuit breaker from `Quota`;
- * local stores may offer `unsafeCheck` so the check is one synchronous step.
+ * local stores may offer `checkUnsafe` so the check is one synchronous step.
  * Besides `check` (cost 0 peeks), a store adjusts counts (`adjust`: a penalty, or
  * a reward when negative), blocks and resets clients.
  *
@@ -84,7 +84,7 @@ export interface Store {
     plan: CompiledPlan,
     cost: number
   ) => Effect.Effect<StoreResult, QuotaStoreError>
-  readonly unsafeCheck?: ((client: string, plan: CompiledPlan, cost: number) => StoreResult) | undefined
+  readonly checkUnsafe?: ((client: string, plan: CompiledPlan, cost: number) => StoreResult) | undefined
   /**
    * Callback form of `check` for remote stores: lets `Quota` enforce its deadline
    * without a fiber or a timer per call. Must call `callback` at most once. `floor`: the
@@ -140,7 +140,7 @@ export interface Store {
  * @category models
  */
 export interface MemoryStore extends Store {
-  readonly unsafeCheck: (client: string, plan: CompiledPlan, cost: number) => StoreResult
+  readonly checkUnsafe: (client: string, plan: CompiledPlan, cost: number) => StoreResult
   /** how many clients currently hold state */
   readonly size: Effect.Effect<number>
 }

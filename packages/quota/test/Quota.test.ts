@@ -213,20 +213,20 @@ describe("Quota (memory store)", () => {
           Options.decode("test", QuotaConfig.Plan)(twoTier as typeof QuotaConfig.Plan.Encoded)
         )
       )
-      for (let i = 0; i < 5000; i++) store.unsafeCheck(`client-${i}`, plan, 1)
+      for (let i = 0; i < 5000; i++) store.checkUnsafe(`client-${i}`, plan, 1)
       // two generations of at most 500 clients each
       const size = yield* store.size
       expect(size).toBeLessThanOrEqual(1000)
       expect(size).toBeGreaterThanOrEqual(500)
       // the most recent clients kept their state
-      expect(store.unsafeCheck("client-4999", plan, 1).tiers[0]!.remaining).toBe(3)
+      expect(store.checkUnsafe("client-4999", plan, 1).tiers[0]!.remaining).toBe(3)
       // after every tier is full again (the 10 s counter's window [0, 10 s) weighs in until 20 s),
       // clients are swept away as traffic continues
       yield* TestClock.adjust(Duration.seconds(21))
-      for (let i = 0; i < 400; i++) store.unsafeCheck(`late-${i}`, plan, 1)
+      for (let i = 0; i < 400; i++) store.checkUnsafe(`late-${i}`, plan, 1)
       expect(yield* store.size).toBe(400)
       // a client whose state is full again is indistinguishable from a new one
-      expect(store.unsafeCheck("client-4999", plan, 1).tiers[0]!.remaining).toBe(4)
+      expect(store.checkUnsafe("client-4999", plan, 1).tiers[0]!.remaining).toBe(4)
     })
   )
 

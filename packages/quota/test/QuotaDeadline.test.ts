@@ -28,7 +28,7 @@ const slowStore = (ordered: boolean) =>
       checkCallback: (client, compiled, cost, callback) => {
         pending.push({
           client,
-          answer: () => callback(undefined, memory.unsafeCheck(client, compiled, cost))
+          answer: () => callback(undefined, memory.checkUnsafe(client, compiled, cost))
         })
       },
       adjust: () => Effect.void,

@@ -140,7 +140,7 @@ const redisAgainstReference = (
       const memory = yield* Effect.provideService(QuotaStore.makeMemory(), Clock.Clock, clock)
       for (const { cost, now, result } of seen) {
         clock.now = now
-        const local = memory.unsafeCheck("c", plan, cost)
+        const local = memory.checkUnsafe("c", plan, cost)
         const { raised: _raised, state: _state, ...decided } = result
         expect(local).toEqual(decided)
       }
@@ -227,7 +227,7 @@ describe.each(transports)("Redis store: a client whose plan changes ($name)", (t
         const memory = yield* Effect.provideService(QuotaStore.makeMemory(), Clock.Clock, clock)
         for (const { now, plan, result } of seen) {
           clock.now = now
-          const local = memory.unsafeCheck("p", compiled[plan]!, 1)
+          const local = memory.checkUnsafe("p", compiled[plan]!, 1)
           const { raised: _raised, state: _state, ...decided } = result
           expect(local, `plan ${plan} at ${now}`).toEqual({ ...decided, now: local.now })
         }

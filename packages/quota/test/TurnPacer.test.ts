@@ -48,7 +48,7 @@ describe("a store that asks for paced resumptions (resumesPerTurn)", () => {
         resumesPerTurn: 4,
         check: () => Effect.never,
         checkCallback: (client, compiled, cost, callback) => {
-          pending.push(() => callback(undefined, memory.unsafeCheck(client, compiled, cost)))
+          pending.push(() => callback(undefined, memory.checkUnsafe(client, compiled, cost)))
         },
         adjust: () => Effect.void,
         block: () => Effect.void,

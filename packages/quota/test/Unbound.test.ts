@@ -32,7 +32,7 @@ describe("unbound service methods", () => {
       })
       yield* callAllUnbound(store, {
         check: ["a", plan, 1],
-        unsafeCheck: ["a", plan, 1],
+        checkUnsafe: ["a", plan, 1],
         adjust: ["a", plan, 1],
         block: ["a", plan, 1],
         reset: ["a"]

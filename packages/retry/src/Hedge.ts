@@ -129,7 +129,7 @@ export const make: (options: HedgeOptions) => Effect.Effect<Policy, Options.Inva
  * @since 1.1.0
  * @category constructors
  */
-export const unsafeMake: (options: HedgeOptions) => Policy = internal.unsafeMake
+export const makeUnsafe: (options: HedgeOptions) => Policy = internal.makeUnsafe
 
 /**
  * The hedging metrics (see the module's Details).

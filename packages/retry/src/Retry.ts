@@ -159,7 +159,7 @@ export const attempt: Effect.Effect<number> = internal.attempt
  * - `name`: tags metrics (`policy`) and spans.
  *
  * Bad values are an `InvalidOptions` naming the field: a typed failure of
- * {@link withRetry} and {@link make} ({@link unsafeMake} throws it).
+ * {@link withRetry} and {@link make} ({@link makeUnsafe} throws it).
  *
  * @since 0.1.0
  * @category models
@@ -287,7 +287,7 @@ export interface GaveUp {
  */
 export interface EventsService {
   readonly events: Stream.Stream<Event>
-  readonly unsafePublish: (event: Event) => void
+  readonly publishUnsafe: (event: Event) => void
 }
 
 /**
@@ -425,4 +425,4 @@ export const make: (options?: MakeOptions) => Effect.Effect<Policy, Options.Inva
  * @since 0.2.0
  * @category constructors
  */
-export const unsafeMake: (options?: MakeOptions) => Policy = internal.unsafeMake
+export const makeUnsafe: (options?: MakeOptions) => Policy = internal.makeUnsafe

@@ -15,7 +15,7 @@
  *   `retriesInWindow + 1 ≤ ⌊ratio × requestsInWindow + minRetriesPerSecond × windowSeconds⌋`,
  *   computed exactly (the ratio as the decimal it is written as) when the floor
  *   `minRetriesPerSecond × windowSeconds` is a whole number. The rule is the kernel's
- *   (`@sluice/kernel/retry/Budget`).
+ *   (`@sluice/kernel/retry/RetryBudget`).
  * - Time is Effect's `Clock`, so a budget runs under `TestClock` and in the simulation.
  *
  * **Gotchas**
@@ -109,16 +109,16 @@ export interface BudgetStats {
 export interface Budget {
   readonly key: string
   /** Records one request (a first attempt). */
-  readonly unsafeRecordRequest: (nowMillis: number) => void
+  readonly recordRequestUnsafe: (nowMillis: number) => void
   /** Grants and records one retry, or returns `false` when the budget is spent. */
-  readonly unsafeTryWithdraw: (nowMillis: number) => boolean
+  readonly tryWithdrawUnsafe: (nowMillis: number) => boolean
   /**
    * Gives back the retry granted at `withdrawnAtMillis`, one that never reached the backend
    * (the retry policy refunds a retry its own gates refused or that was abandoned before it
    * was sent): the budget bounds the load retries add, and that one added none.
    */
-  readonly unsafeRefund: (withdrawnAtMillis: number, nowMillis: number) => void
-  readonly unsafeStats: (nowMillis: number) => BudgetStats
+  readonly refundUnsafe: (withdrawnAtMillis: number, nowMillis: number) => void
+  readonly statsUnsafe: (nowMillis: number) => BudgetStats
   readonly recordRequest: Effect.Effect<void>
   /** Grants and records one retry now; updates the grant / denial metrics. */
   readonly tryWithdraw: Effect.Effect<boolean>
@@ -170,7 +170,7 @@ export const make: (options?: RetryBudgetOptions) => Effect.Effect<Service, Opti
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options?: RetryBudgetOptions) => Service = internal.unsafeMake
+export const makeUnsafe: (options?: RetryBudgetOptions) => Service = internal.makeUnsafe
 
 /**
  * A Layer providing {@link RetryBudget}.

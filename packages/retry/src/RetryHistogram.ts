@@ -11,13 +11,13 @@
  *   seen in the window and `retries / total > threshold`. With client budgets of 10%
  *   the retry share of healthy traffic stays below ≈ 9% (0.1 / 1.1), so the default
  *   threshold 0.1 means "clients are at their budgets or ignore them".
- * - The window and the decision are the kernel's (`@sluice/kernel/retry/Histogram`);
+ * - The window and the decision are the kernel's (`@sluice/kernel/retry/RetryHistogram`);
  *   time is Effect's `Clock`.
  *
  * **Gotchas**
  *
  * - Attempt numbers come from callers. Record those of callers you do not trust with
- *   `unsafeRecordUntrusted`: they are counted apart and never decide.
+ *   `recordUntrustedUnsafe`: they are counted apart and never decide.
  * - The `unsafe*` methods run outside any fiber, so their metrics go to the default
  *   `Metric.MetricRegistry`; `record` and `shouldRejectRetries` use the fiber's.
  *
@@ -30,7 +30,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
-import type * as Kernel from "@sluice/kernel/retry/Histogram"
+import type * as Kernel from "@sluice/kernel/retry/RetryHistogram"
 import * as internal from "./internal/retryHistogram.js"
 
 /**
@@ -68,7 +68,7 @@ export interface ResolvedOptions {
  * The window's contents: requests by attempt number (`byAttempt[i]`, the last entry
  * counting `maxAttempt` and above), their total, how many were retries (attempt ≥ 1)
  * and the share of retries (0 when empty). `untrusted`: the requests recorded with
- * {@link Histogram.unsafeRecordUntrusted}, counted apart, not part of `total`, `retries` or
+ * {@link Histogram.recordUntrustedUnsafe}, counted apart, not part of `total`, `retries` or
  * the decision.
  *
  * @since 0.1.0
@@ -96,7 +96,7 @@ export interface UntrustedCounts extends Kernel.UntrustedCounts {}
 export interface Service {
   readonly options: ResolvedOptions
   /** Records one incoming request with its attempt number (malformed values count as 0). */
-  readonly unsafeRecord: (nowMillis: number, attempt: number) => void
+  readonly recordUnsafe: (nowMillis: number, attempt: number) => void
   /**
    * Records a request from a caller that is not trusted (see `@sluice/http`'s
    * `Trust`): kept apart (snapshot `untrusted`, metric tag `trusted=false`) and
@@ -104,9 +104,9 @@ export interface Service {
    * cannot make the server answer "don't retry" to others — nor, claiming first
    * tries, dilute the share of retries. @since 0.2.0
    */
-  readonly unsafeRecordUntrusted: (nowMillis: number, attempt: number) => void
-  readonly unsafeSnapshot: (nowMillis: number) => Snapshot
-  readonly unsafeShouldRejectRetries: (nowMillis: number) => boolean
+  readonly recordUntrustedUnsafe: (nowMillis: number, attempt: number) => void
+  readonly snapshotUnsafe: (nowMillis: number) => Snapshot
+  readonly shouldRejectRetriesUnsafe: (nowMillis: number) => boolean
   readonly record: (attempt: number) => Effect.Effect<void>
   readonly snapshot: Effect.Effect<Snapshot>
   readonly shareOfRetries: Effect.Effect<number>
@@ -139,7 +139,7 @@ export const make: (options?: RetryHistogramOptions) => Effect.Effect<Service, O
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options?: RetryHistogramOptions) => Service = internal.unsafeMake
+export const makeUnsafe: (options?: RetryHistogramOptions) => Service = internal.makeUnsafe
 
 /**
  * A Layer providing {@link RetryHistogram}.

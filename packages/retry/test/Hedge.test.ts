@@ -230,7 +230,7 @@ describe("Hedge", () => {
       const error = yield* Effect.flip(Hedge.make({ policy, maxHedges: 0 }))
       expect(error.message).toMatch(/maxHedges/)
       expect((yield* Effect.flip(Hedge.make({ policy, quantile: 1 }))).message).toMatch(/quantile/)
-      expect(() => Hedge.unsafeMake({ policy, delay: -1 })).toThrow(/delay/)
+      expect(() => Hedge.makeUnsafe({ policy, delay: -1 })).toThrow(/delay/)
     })
   )
 })

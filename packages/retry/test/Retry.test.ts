@@ -81,7 +81,7 @@ describe("Retry.withRetry", () => {
       const outerCalls = yield* Ref.make(0)
       const inner = Retry.attempt.pipe(
         Effect.tap((n) => Ref.update(seen, (xs) => [...xs, `inner ${n}`])),
-        Retry.unsafeMake({ maxAttempts: 1 }).apply
+        Retry.makeUnsafe({ maxAttempts: 1 }).apply
       )
       const outer = Effect.andThen(
         Effect.flatMap(Retry.attempt, (n) => Ref.update(seen, (xs) => [...xs, `outer ${n}`])),
@@ -114,7 +114,7 @@ describe("Retry.withRetry", () => {
   it.effect("three layers of policies hit the bottom exactly 3 times, not 27", () =>
     Effect.gen(function* () {
       const { calls, effect: bottom } = yield* failingWith(overloaded())
-      const layer = Retry.unsafeMake({ maxAttempts: 3 }).apply
+      const layer = Retry.makeUnsafe({ maxAttempts: 3 }).apply
       // Count how often each layer's policy is entered, to report the attempts per layer.
       const entered = yield* Ref.make({ layer1: 0, layer2: 0, layer3: 0 })
       const count = (key: "layer1" | "layer2" | "layer3") =>
@@ -290,7 +290,7 @@ describe("Retry.withRetry", () => {
         }
         const transport = yield* failingWith(new Transport("socket hang up"))
         const custom = transport.effect.pipe(
-          Retry.unsafeMake({ isRetryable: (e: unknown) => Errors.isRetryable(e) || e instanceof Transport })
+          Retry.makeUnsafe({ isRetryable: (e: unknown) => Errors.isRetryable(e) || e instanceof Transport })
             .apply
         )
         expectTypeOf(custom).toEqualTypeOf<Effect.Effect<never, Transport | Errors.DontRetry>>()
@@ -299,7 +299,7 @@ describe("Retry.withRetry", () => {
         expect(failureOf(exit)).toMatchObject({ _tag: "DontRetry", reason: "attempts" })
 
         const marked = yield* failingWith(Errors.markRetryable(new Transport("reset")))
-        const markedPolicy = marked.effect.pipe(Retry.unsafeMake().apply)
+        const markedPolicy = marked.effect.pipe(Retry.makeUnsafe().apply)
         expectTypeOf(markedPolicy).toEqualTypeOf<Effect.Effect<never, Errors.DontRetry>>()
         yield* runWithClock(markedPolicy)
         expect(yield* Ref.get(marked.calls)).toBe(3)
@@ -317,7 +317,7 @@ describe("Retry.withRetry", () => {
     "schedules no retry that could not start before the caller's deadline, and spends no budget on it",
     () =>
       Effect.gen(function* () {
-        const budget = RetryBudget.unsafeMake({ minRetriesPerSecond: 1000 }).forKey("deadline")
+        const budget = RetryBudget.makeUnsafe({ minRetriesPerSecond: 1000 }).forKey("deadline")
         // Within the budget's window: the clock moves one second per run.
         const run = <A, E>(effect: Effect.Effect<A, E>) =>
           Effect.flatMap(Effect.forkChild(effect), (fiber) =>
@@ -364,14 +364,14 @@ describe("Retry.withRetry", () => {
     })
   )
 
-  it("unsafeMake rejects bad options naming the field", () => {
-    expect(() => Retry.unsafeMake({ maxAttempts: 0 })).toThrow(/maxAttempts/)
-    expect(() => Retry.unsafeMake({ maxAttempts: 1.5 })).toThrow(/maxAttempts/)
-    expect(() => Retry.unsafeMake({ maxAttempts: -1 })).toThrow(Options.InvalidOptions)
-    expect(() => Retry.unsafeMake({ maxRetryAfter: Number.NaN })).toThrow(/maxRetryAfter/)
-    expect(() => Retry.unsafeMake({ schedule: "fast" as any })).toThrow(/schedule/)
-    expect(() => Retry.unsafeMake({ budget: "" as any })).toThrow(/budget/)
-    expect(() => Retry.unsafeMake({ isRetryable: true as any })).toThrow(/isRetryable/)
+  it("makeUnsafe rejects bad options naming the field", () => {
+    expect(() => Retry.makeUnsafe({ maxAttempts: 0 })).toThrow(/maxAttempts/)
+    expect(() => Retry.makeUnsafe({ maxAttempts: 1.5 })).toThrow(/maxAttempts/)
+    expect(() => Retry.makeUnsafe({ maxAttempts: -1 })).toThrow(Options.InvalidOptions)
+    expect(() => Retry.makeUnsafe({ maxRetryAfter: Number.NaN })).toThrow(/maxRetryAfter/)
+    expect(() => Retry.makeUnsafe({ schedule: "fast" as any })).toThrow(/schedule/)
+    expect(() => Retry.makeUnsafe({ budget: "" as any })).toThrow(/budget/)
+    expect(() => Retry.makeUnsafe({ isRetryable: true as any })).toThrow(/isRetryable/)
   })
 
   it.effect("counts attempts, retries and give-ups by reason in metrics", () =>
@@ -421,7 +421,7 @@ describe("Retry.withRetry types", () => {
     expectTypeOf(Retry.withRetry(call, { maxAttempts: 2 })).toEqualTypeOf<
       Effect.Effect<string, Errors.Throttled | Errors.CircuitOpen | Errors.DontRetry | Options.InvalidOptions>
     >()
-    expectTypeOf(Retry.unsafeMake({ maxAttempts: 2 }).apply(call)).toEqualTypeOf<
+    expectTypeOf(Retry.makeUnsafe({ maxAttempts: 2 }).apply(call)).toEqualTypeOf<
       Effect.Effect<string, Errors.Throttled | Errors.CircuitOpen | Errors.DontRetry>
     >()
     // A layer above cannot retry what is left: nothing retryable remains.
@@ -432,7 +432,7 @@ describe("Retry.withRetry types", () => {
 
   it("requires RetryBudget in context only when the budget is named by key", () => {
     const call = Effect.succeed(1)
-    const budget = RetryBudget.unsafeMake().forKey("a")
+    const budget = RetryBudget.makeUnsafe().forKey("a")
     expectTypeOf(call.pipe(Retry.withRetry({ budget }))).toEqualTypeOf<
       Effect.Effect<number, Errors.DontRetry | Options.InvalidOptions>
     >()
@@ -465,7 +465,7 @@ describe("Retry.withRetry, data-first and data-last", () => {
         const fromMake = yield* Effect.flip(Retry.make(options as Retry.MakeOptions))
         expect(fromMake.message).toMatch(field)
       }
-      expect(() => Retry.unsafeMake({ maxAttempts: 0 })).toThrow(Options.InvalidOptions)
+      expect(() => Retry.makeUnsafe({ maxAttempts: 0 })).toThrow(Options.InvalidOptions)
     }).pipe(Effect.provide(RetryBudget.layer()))
   )
 })
@@ -523,9 +523,9 @@ describe("Retry events", () => {
         at: 0
       })
       yield* Effect.yieldNow
-      service.unsafePublish(gaveUp(1))
+      service.publishUnsafe(gaveUp(1))
       yield* Effect.yieldNow
-      for (const n of [2, 3, 4, 5]) service.unsafePublish(gaveUp(n))
+      for (const n of [2, 3, 4, 5]) service.publishUnsafe(gaveUp(n))
       yield* busy.open
       yield* Fiber.join(subscriber)
       expect(seen).toEqual([1, 4, 5])

@@ -35,7 +35,7 @@ describe("RetryBudget", () => {
           Ref.updateAndGet(calls, (n) => n + 1),
           (n) => (n % 2 === 1 ? Effect.fail(new Errors.Overloaded({ reason: "busy" })) : Effect.succeed(n))
         )
-        const withRetries = Retry.unsafeMake({ maxAttempts: 3, budget, name: "budget-1000" }).apply
+        const withRetries = Retry.makeUnsafe({ maxAttempts: 3, budget, name: "budget-1000" }).apply
         const fiber = yield* Effect.forkChild(
           Effect.forEach(Array.from({ length: 1000 }), () => Effect.exit(withRetries(backend)), {
             concurrency: "unbounded"
@@ -68,13 +68,13 @@ describe("RetryBudget", () => {
     "1000 requests arriving over one second (10 every 10 ms), 50% of attempts failing: exactly 110 retries",
     () =>
       Effect.gen(function* () {
-        const budget = RetryBudget.unsafeMake().forKey("client-b") // defaults: 10%, 10 s, 1/s
+        const budget = RetryBudget.makeUnsafe().forKey("client-b") // defaults: 10%, 10 s, 1/s
         const calls = yield* Ref.make(0)
         const backend = Effect.flatMap(
           Ref.updateAndGet(calls, (n) => n + 1),
           (n) => (n % 2 === 0 ? Effect.fail(new Errors.Overloaded({ reason: "busy" })) : Effect.succeed(n))
         )
-        const withRetries = Retry.unsafeMake({ budget }).apply // 3 attempts, default jittered backoff
+        const withRetries = Retry.makeUnsafe({ budget }).apply // 3 attempts, default jittered backoff
         const fibers: Array<Fiber.Fiber<Exit.Exit<number, Errors.DontRetry>>> = []
         for (let batch = 0; batch < 100; batch++) {
           for (let i = 0; i < 10; i++) fibers.push(yield* Effect.forkChild(Effect.exit(withRetries(backend))))
@@ -93,7 +93,7 @@ describe("RetryBudget", () => {
 
   it.effect("retries waiting in backoff already count against the budget", () =>
     Effect.gen(function* () {
-      const budget = RetryBudget.unsafeMake({
+      const budget = RetryBudget.makeUnsafe({
         ratio: 0,
         minRetriesPerSecond: 0.5,
         window: "10 seconds"
@@ -104,7 +104,7 @@ describe("RetryBudget", () => {
         Ref.update(calls, (n) => n + 1),
         Effect.fail(new Errors.Overloaded({ reason: "busy" }))
       )
-      const policy = Retry.unsafeMake({
+      const policy = Retry.makeUnsafe({
         maxAttempts: 2,
         budget,
         schedule: Schedule.spaced("5 seconds")
@@ -139,7 +139,7 @@ describe("RetryBudget", () => {
     "slides: spent budget comes back once the window has passed; a quiet client keeps its floor",
     () =>
       Effect.gen(function* () {
-        const budget = RetryBudget.unsafeMake({
+        const budget = RetryBudget.makeUnsafe({
           ratio: 0.1,
           minRetriesPerSecond: 0.1,
           window: "10 seconds"
@@ -220,7 +220,7 @@ describe("RetryBudget", () => {
   )
 
   it("bounds the number of keys, forgetting the least recently used", () => {
-    const service = RetryBudget.unsafeMake({ maxKeys: 3 })
+    const service = RetryBudget.makeUnsafe({ maxKeys: 3 })
     const a = service.forKey("a")
     service.forKey("b")
     service.forKey("c")
@@ -247,7 +247,7 @@ describe("RetryBudget", () => {
         const error = failureOf(exit)
         expect(error).toBeInstanceOf(Options.InvalidOptions)
         expect(error.message).toContain(field)
-        expect(() => RetryBudget.unsafeMake(bad)).toThrow(field)
+        expect(() => RetryBudget.makeUnsafe(bad)).toThrow(field)
       }
     })
   )
@@ -256,7 +256,7 @@ describe("RetryBudget", () => {
 describe("RetryBudget gate", () => {
   it.effect("counts every first try that enters through Admission.guard as a request", () =>
     Effect.gen(function* () {
-      const budget = RetryBudget.unsafeMake().forKey("gate")
+      const budget = RetryBudget.makeUnsafe().forKey("gate")
       yield* Effect.succeed(1).pipe(Admission.guard([budget.gate]))
       yield* Effect.exit(Effect.fail("boom").pipe(Admission.guard([budget.gate])))
       expect((yield* budget.stats).requests).toBe(2)
@@ -268,7 +268,7 @@ describe("RetryBudget gate", () => {
     "exact allowance: 0.1 × 30 requests allows 3 retries, 0.1 × 29 allows 2 (no floating-point miss)",
     () =>
       Effect.gen(function* () {
-        const service = RetryBudget.unsafeMake({ ratio: 0.1, minRetriesPerSecond: 0 })
+        const service = RetryBudget.makeUnsafe({ ratio: 0.1, minRetriesPerSecond: 0 })
         const budget = service.forKey("exact")
         for (let i = 0; i < 29; i++) yield* budget.recordRequest
         expect((yield* budget.stats).available).toBe(2)
@@ -279,7 +279,7 @@ describe("RetryBudget gate", () => {
         expect(granted).toEqual([true, true, true])
         expect(yield* budget.tryWithdraw).toBe(false)
         // 0.7 × 10 is 7.000000000000001: 7 retries, not 8 or 6
-        const seven = RetryBudget.unsafeMake({ ratio: 0.7, minRetriesPerSecond: 0 }).forKey("seven")
+        const seven = RetryBudget.makeUnsafe({ ratio: 0.7, minRetriesPerSecond: 0 }).forKey("seven")
         for (let i = 0; i < 10; i++) yield* seven.recordRequest
         let n = 0
         while (yield* seven.tryWithdraw) n++

@@ -72,7 +72,7 @@ describe("RetryHistogram", () => {
 
   it.effect("sees the attempt numbers a client policy sends", () =>
     Effect.gen(function* () {
-      const histogram = RetryHistogram.unsafeMake({ minRequests: 1, threshold: 0.5 })
+      const histogram = RetryHistogram.makeUnsafe({ minRequests: 1, threshold: 0.5 })
       const calls = yield* Ref.make(0)
       // A server that fails the first two tries of every request.
       const server = Effect.flatMap(Retry.attempt, (attempt) =>
@@ -106,11 +106,11 @@ describe("RetryHistogram", () => {
   )
 
   it("records a malformed attempt as a first try and caps large ones in the last bucket", () => {
-    const histogram = RetryHistogram.unsafeMake({ maxAttempt: 2 })
-    histogram.unsafeRecord(0, Number.NaN)
-    histogram.unsafeRecord(0, -4)
-    histogram.unsafeRecord(0, 1_000_000)
-    expect(histogram.unsafeSnapshot(0).byAttempt).toEqual([2, 0, 1])
+    const histogram = RetryHistogram.makeUnsafe({ maxAttempt: 2 })
+    histogram.recordUnsafe(0, Number.NaN)
+    histogram.recordUnsafe(0, -4)
+    histogram.recordUnsafe(0, 1_000_000)
+    expect(histogram.snapshotUnsafe(0).byAttempt).toEqual([2, 0, 1])
   })
 
   it.effect("rejects bad options naming the field", () =>
@@ -129,7 +129,7 @@ describe("RetryHistogram", () => {
           expect(reason.error).toBeInstanceOf(Options.InvalidOptions)
           expect(reason.error.message).toContain(field)
         }
-        expect(() => RetryHistogram.unsafeMake(bad)).toThrow(field)
+        expect(() => RetryHistogram.makeUnsafe(bad)).toThrow(field)
       }
     })
   )
@@ -144,16 +144,16 @@ describe("RetryHistogram", () => {
       })
       const now = 0
       // 300 untrusted "retries" and nothing else: no decision, neither way
-      for (let i = 0; i < 300; i++) histogram.unsafeRecordUntrusted(now, 2)
-      histogram.unsafeRecordUntrusted(now, Number.NaN)
-      expect(histogram.unsafeShouldRejectRetries(now)).toBe(false)
-      const snapshot = histogram.unsafeSnapshot(now)
+      for (let i = 0; i < 300; i++) histogram.recordUntrustedUnsafe(now, 2)
+      histogram.recordUntrustedUnsafe(now, Number.NaN)
+      expect(histogram.shouldRejectRetriesUnsafe(now)).toBe(false)
+      const snapshot = histogram.snapshotUnsafe(now)
       expect(snapshot.total).toBe(0)
       expect(snapshot.untrusted).toEqual({ total: 301, retries: 300, byAttempt: [1, 0, 300, 0] })
       // nor do untrusted first tries dilute trusted retries
-      for (let i = 0; i < 10; i++) histogram.unsafeRecord(now, 1)
-      for (let i = 0; i < 1000; i++) histogram.unsafeRecordUntrusted(now, 0)
-      expect(histogram.unsafeShouldRejectRetries(now)).toBe(true)
+      for (let i = 0; i < 10; i++) histogram.recordUnsafe(now, 1)
+      for (let i = 0; i < 1000; i++) histogram.recordUntrustedUnsafe(now, 0)
+      expect(histogram.shouldRejectRetriesUnsafe(now)).toBe(true)
       const untrusted = yield* Metric.value(
         Metric.withAttributes(RetryHistogram.metrics.requests, {
           histogram: "h-untrusted",
@@ -167,13 +167,13 @@ describe("RetryHistogram", () => {
 
   it.effect("the threshold compares exact shares: 1 of 10 is not above 0.1, 2 of 19 is", () =>
     Effect.sync(() => {
-      const histogram = RetryHistogram.unsafeMake({ threshold: 0.1, minRequests: 1 })
-      histogram.unsafeRecord(0, 1)
-      for (let i = 0; i < 9; i++) histogram.unsafeRecord(0, 0)
-      expect(histogram.unsafeShouldRejectRetries(0)).toBe(false)
-      histogram.unsafeRecord(0, 2)
-      for (let i = 0; i < 8; i++) histogram.unsafeRecord(0, 0)
-      expect(histogram.unsafeShouldRejectRetries(0)).toBe(true)
+      const histogram = RetryHistogram.makeUnsafe({ threshold: 0.1, minRequests: 1 })
+      histogram.recordUnsafe(0, 1)
+      for (let i = 0; i < 9; i++) histogram.recordUnsafe(0, 0)
+      expect(histogram.shouldRejectRetriesUnsafe(0)).toBe(false)
+      histogram.recordUnsafe(0, 2)
+      for (let i = 0; i < 8; i++) histogram.recordUnsafe(0, 0)
+      expect(histogram.shouldRejectRetriesUnsafe(0)).toBe(true)
     })
   )
 })

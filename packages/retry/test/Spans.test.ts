@@ -23,7 +23,7 @@ describe("Retry spans", () => {
     Effect.gen(function* () {
       const { spans, tracer } = recording()
       // no retry allowed at all: the first retry is refused
-      const budget = RetryBudget.unsafeMake({ ratio: 0.01, minRetriesPerSecond: 0 }).forKey("spans")
+      const budget = RetryBudget.makeUnsafe({ ratio: 0.01, minRetriesPerSecond: 0 }).forKey("spans")
       const exit = yield* Effect.fail(overloaded).pipe(
         Retry.withRetry({ name: "orders", maxAttempts: 3, schedule: Schedule.spaced("1 millis"), budget }),
         Effect.withSpan("call"),

@@ -12,11 +12,11 @@ describe("unbound service methods", () => {
       expect(forKey("a")).toBe(budgets[0])
       yield* callAllUnbound(service, { forKey: ["c"] })
       const budget = budgets[0]!
-      const withdraw = budget.unsafeTryWithdraw
-      const record = budget.unsafeRecordRequest
+      const withdraw = budget.tryWithdrawUnsafe
+      const record = budget.recordRequestUnsafe
       record(0)
       expect(typeof withdraw(0)).toBe("boolean")
-      yield* callAllUnbound(budget, { unsafeRecordRequest: [0], unsafeTryWithdraw: [0], unsafeStats: [0] })
+      yield* callAllUnbound(budget, { recordRequestUnsafe: [0], tryWithdrawUnsafe: [0], statsUnsafe: [0] })
     })
   )
 
@@ -27,10 +27,10 @@ describe("unbound service methods", () => {
       expect((yield* histogram.snapshot).total).toBe(3)
       yield* callAllUnbound(histogram, {
         record: [0],
-        unsafeRecord: [0, 0],
-        unsafeRecordUntrusted: [0, 0],
-        unsafeSnapshot: [0],
-        unsafeShouldRejectRetries: [0]
+        recordUnsafe: [0, 0],
+        recordUntrustedUnsafe: [0, 0],
+        snapshotUnsafe: [0],
+        shouldRejectRetriesUnsafe: [0]
       })
     })
   )
@@ -42,7 +42,7 @@ describe("unbound service methods", () => {
       yield* callAllUnbound(policy, { apply: [Effect.succeed(1)], around: [[]] })
       const events = yield* Retry.RetryEvents
       yield* callAllUnbound(events, {
-        unsafePublish: [
+        publishUnsafe: [
           { _tag: "GaveUp", policy: undefined, reason: "attempts", attempts: 1, error: 0, at: 0 }
         ]
       })

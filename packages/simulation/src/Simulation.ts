@@ -82,16 +82,16 @@ export interface TimeSeries {
 
 /**
  * The recording service a simulated program finds in its context.
- * `unsafeCounter(name)` returns a cheap function that counts into the current bucket;
- * `unsafeGauge(name, read)` registers a synchronous reading, sampled at every bucket
+ * `counterUnsafe(name)` returns a cheap function that counts into the current bucket;
+ * `gaugeUnsafe(name, read)` registers a synchronous reading, sampled at every bucket
  * boundary.
  *
  * @since 0.1.0
  * @category models
  */
 export interface RecorderService {
-  readonly unsafeCounter: (name: string) => (amount?: number) => void
-  readonly unsafeGauge: (name: string, read: () => number) => void
+  readonly counterUnsafe: (name: string) => (amount?: number) => void
+  readonly gaugeUnsafe: (name: string, read: () => number) => void
 }
 
 /**
@@ -104,9 +104,9 @@ export interface RecorderService {
  *
  * const program = Effect.gen(function* () {
  *   const recorder = yield* Simulation.Recorder
- *   const ticks = recorder.unsafeCounter("ticks")
+ *   const ticks = recorder.counterUnsafe("ticks")
  *   let queued = 0
- *   recorder.unsafeGauge("queued", () => queued)
+ *   recorder.gaugeUnsafe("queued", () => queued)
  *   for (let i = 0; i < 10; i++) {
  *     yield* Effect.sleep("1 second")
  *     ticks()
@@ -261,10 +261,10 @@ export type SlotServerOptions = typeof SlotServerOptions.Encoded
  */
 export interface SlotServer {
   readonly call: (client: number) => Effect.Effect<void, Errors.Overloaded>
-  readonly unsafeBusy: () => number
-  readonly unsafeMaxBusy: () => number
-  readonly unsafeQueued: () => number
-  readonly unsafeStats: () => { readonly accepted: number; readonly rejected: number }
+  readonly busyUnsafe: () => number
+  readonly maxBusyUnsafe: () => number
+  readonly queuedUnsafe: () => number
+  readonly statsUnsafe: () => { readonly accepted: number; readonly rejected: number }
 }
 
 /**

@@ -29,7 +29,7 @@ import type * as Simulation from "./Simulation.js"
  *   description: "one immediate retry",
  *   make: () =>
  *     Effect.sync(() => {
- *       const retry = Retry.unsafeMake({ maxAttempts: 2, schedule: Schedule.forever }).apply
+ *       const retry = Retry.makeUnsafe({ maxAttempts: 2, schedule: Schedule.forever }).apply
  *       return { run: (attempt) => retry(attempt) }
  *     })
  * }

@@ -99,9 +99,9 @@ describe("Simulation.run (engine)", () => {
     Effect.gen(function* () {
       const program = Effect.gen(function* () {
         const recorder = yield* Simulation.Recorder
-        const ticks = recorder.unsafeCounter("ticks")
+        const ticks = recorder.counterUnsafe("ticks")
         let level = 0
-        recorder.unsafeGauge("level", () => level)
+        recorder.gaugeUnsafe("level", () => level)
         // one tick at 0, 250, 500, ... 1750 ms; the level rises at each tick
         for (let i = 0; i < 8; i++) {
           ticks()
@@ -192,10 +192,10 @@ describe("Simulation.makeSlotServer", () => {
         const busyAt: Array<number> = []
         const sample = Effect.andThen(
           Effect.sleep("120 millis"),
-          Effect.sync(() => busyAt.push(server.unsafeBusy()))
+          Effect.sync(() => busyAt.push(server.busyUnsafe()))
         )
         const [results] = yield* Effect.all([callAll(server, 3), sample], { concurrency: "unbounded" })
-        return { results, busyAt, stats: server.unsafeStats(), busyAfter: server.unsafeBusy() }
+        return { results, busyAt, stats: server.statsUnsafe(), busyAfter: server.busyUnsafe() }
       })
       const result = yield* Simulation.run(program)
       const { busyAfter, busyAt, results, stats } = successValue(result.exit)
@@ -222,7 +222,7 @@ describe("Simulation.makeSlotServer", () => {
         })
         const first = yield* Effect.result(server.call(0)) // arrives at 100, done at 600
         yield* Effect.sleep("500 millis") // 1100: capacity 0
-        const capacityAt1100 = server.unsafeMaxBusy()
+        const capacityAt1100 = server.maxBusyUnsafe()
         const second = yield* Effect.result(server.call(0)) // arrives at 1200: rejected
         yield* Effect.sleep("1 second") // 2250
         const third = yield* Effect.result(server.call(0)) // arrives at 2350: accepted
@@ -241,7 +241,7 @@ describe("Simulation.makeSlotServer", () => {
       const server = yield* Simulation.makeSlotServer({ maxBusy: 2 })
       const fiber = yield* Effect.forkChild(callAll(server, 3))
       yield* TestClock.adjust("120 millis")
-      expect(server.unsafeBusy()).toBe(3)
+      expect(server.busyUnsafe()).toBe(3)
       yield* TestClock.adjust("1 second")
       // TestClock may wake equal-time sleepers in another order: compare as a multiset
       const results = yield* Fiber.join(fiber)
@@ -250,7 +250,7 @@ describe("Simulation.makeSlotServer", () => {
         { ok: true, at: 600 },
         { ok: true, at: 600 }
       ])
-      expect(server.unsafeStats()).toEqual({ accepted: 2, rejected: 1 })
+      expect(server.statsUnsafe()).toEqual({ accepted: 2, rejected: 1 })
     })
   )
 

@@ -9,7 +9,7 @@ export * as Generated from "./exports.js"
 
 export const withRetries = <A, E, R>(effect: Effect.Effect<A, E, R>, maxAttempts?: number) =>
   Effect.flatMap(RetryBudget.forKey("lib"), (budget) =>
-    Retry.unsafeMake({
+    Retry.makeUnsafe({
       maxAttempts,
       budget,
       schedule: Backoff.exponential({ base: "10 millis" }).pipe(Backoff.jitter("full"))

@@ -32,7 +32,7 @@
  * The closed-state success path is one synchronous state check plus a counter update;
  * a `Clock` read happens only when a failure ratio is configured or something fails.
  *
- * The state machine is `@sluice/kernel/breaker/Breaker`; this module binds it to the
+ * The state machine is `@sluice/kernel/breaker/CircuitBreaker`; this module binds it to the
  * `Clock`, `Outcome`, Metrics, the `stateChanges` stream and `CircuitOpen`.
  *
  * Metrics (tagged `name`): `sluice_circuit_breaker_state` (gauge: 0 closed, 1 half-open,

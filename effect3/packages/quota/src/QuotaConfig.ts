@@ -28,7 +28,7 @@ import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import * as internal from "./internal/quotaConfig.js"
 import * as plan from "./internal/quotaPlan.js"
-import type * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import type * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
 import type { InvalidOptions } from "@sluice/core/Options"
 import type { QuotaStoreError } from "./QuotaStore.js"
 
@@ -103,7 +103,7 @@ export type PlanInput = plan.PlanInput
 export const PlanFromJson = plan.PlanFromJson
 
 /**
- * A plan flattened for the stores' hot path (the kernel's `quota/Plan` compiled plan, with the
+ * A plan flattened for the stores' hot path (the kernel's `quota/QuotaPlan` compiled plan, with the
  * plan as decoded).
  *
  * @since 0.1.0
@@ -115,7 +115,7 @@ export interface CompiledPlan extends QuotaPlan.CompiledPlan {
 }
 
 /**
- * A tier flattened to plain integers (see the kernel's `quota/Plan`): `capacity` (gcra: burst;
+ * A tier flattened to plain integers (see the kernel's `quota/QuotaPlan`): `capacity` (gcra: burst;
  * sliding-window: the limit), `periodMs`, `capacityPeriod`, `windowMs` (the window the limit is
  * counted over, as `RateLimit-Policy`'s `w`), and where its state starts in a client's state.
  *

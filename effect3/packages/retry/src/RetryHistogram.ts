@@ -20,7 +20,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
-import type * as Kernel from "@sluice/kernel/retry/Histogram"
+import type * as Kernel from "@sluice/kernel/retry/RetryHistogram"
 import * as internal from "./internal/retryHistogram.js"
 
 /**

@@ -142,7 +142,7 @@ const makeFrom = (
   const makeGuard = (key: string) => Admission.guard([gate(key)])
   const guards = BoundedMap.make<string, ReturnType<typeof makeGuard>>({ capacity: maxKeys })
 
-  const unsafeProbability = (
+  const probabilityUnsafe = (
     key: string,
     criticality: Level = Criticality.defaultLevel,
     nowMillis?: number
@@ -151,11 +151,11 @@ const makeFrom = (
   return {
     withThrottle: (self, key) => guards.getOrCreate(key, makeGuard)(self),
     probability: (key, criticality) =>
-      Effect.map(Clock.currentTimeMillis, (now) => unsafeProbability(key, criticality, now)),
-    unsafeProbability,
+      Effect.map(Clock.currentTimeMillis, (now) => probabilityUnsafe(key, criticality, now)),
+    probabilityUnsafe,
     gate,
-    unsafeStats: (key, nowMillis) => states.peek(key)?.totals(at(nowMillis)) ?? { requests: 0, accepts: 0 },
-    unsafeKeys: () => Array.from(states.keys()),
+    statsUnsafe: (key, nowMillis) => states.peek(key)?.totals(at(nowMillis)) ?? { requests: 0, accepts: 0 },
+    keysUnsafe: () => Array.from(states.keys()),
     k: (criticality) => rule.kByCriticality[criticality],
     maxProbability: rule.maxProbability,
     minRequestRate: rule.minRequestRate,

@@ -66,17 +66,17 @@ class AimdIntervalImpl extends Service implements A.Service {
   get step() {
     return this.rateStep === undefined ? Duration.millis(this.aimd.step) : undefined
   }
-  unsafeSignal(throttled: boolean): number {
+  signalUnsafe(throttled: boolean): number {
     const interval = this.aimd.signal(throttled)
     ;(throttled ? this.throttledSignals : this.clearSignals).updateUnsafe(1, this.context)
     this.intervalMetric.updateUnsafe(interval, this.context)
     return interval
   }
-  unsafeInterval(): number {
+  intervalUnsafe(): number {
     return this.aimd.interval
   }
   signal(throttled: boolean): Effect.Effect<Duration.Duration> {
-    return Effect.sync(() => Duration.millis(this.unsafeSignal(throttled)))
+    return Effect.sync(() => Duration.millis(this.signalUnsafe(throttled)))
   }
   get interval(): Effect.Effect<Duration.Duration> {
     return Effect.sync(() => Duration.millis(this.aimd.interval))
@@ -100,12 +100,12 @@ class AimdIntervalImpl extends Service implements A.Service {
     return this.every(() => this.aimd.interval)
   }
   scheduleFrom<In>(isThrottled: (input: In) => boolean): Schedule.Schedule<Duration.Duration, In> {
-    return this.every((input: In) => this.unsafeSignal(isThrottled(input)))
+    return this.every((input: In) => this.signalUnsafe(isThrottled(input)))
   }
 }
 
 /** @internal */
-export const unsafeMake = (options: A.AimdIntervalOptions): A.Service => {
+export const makeUnsafe = (options: A.AimdIntervalOptions): A.Service => {
   const o = decodeSync(options)
   return new AimdIntervalImpl(o.name, o, noContext)
 }

@@ -268,7 +268,7 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   }
 }
 
-const defaultFactory: LA.Factory = () => congestionWindow.unsafeMake()
+const defaultFactory: LA.Factory = () => congestionWindow.makeUnsafe()
 
 const makeLimiter = (
   config: Config,
@@ -278,7 +278,7 @@ const makeLimiter = (
   new LimiterImpl(config.key, (config.algorithm ?? defaultFactory)(config.key), config, context, hub)
 
 /** @internal */
-export const unsafeMake = (options: CL.LimiterOptions = {}): CL.Limiter =>
+export const makeUnsafe = (options: CL.LimiterOptions = {}): CL.Limiter =>
   makeLimiter(checkLimiter(options), noContext)
 
 /** @internal */
@@ -288,7 +288,7 @@ export const make = (options: CL.LimiterOptions = {}): Effect.Effect<CL.Limiter,
 type Guard = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
 
 class ServiceImpl implements CL.Service {
-  protected readonly bound = bindMethods(this, ["keys", "gate", "unsafeGet", "get", "withLimiter"])
+  protected readonly bound = bindMethods(this, ["keys", "gate", "getUnsafe", "get", "withLimiter"])
   // Per key: the limiter (least recently used evicted, idle ones first: work still running
   // keeps its own limiter), and its gate and guard.
   private readonly limiters: BoundedMap.BoundedMap<string, LimiterImpl>
@@ -315,7 +315,7 @@ class ServiceImpl implements CL.Service {
     makeLimiter({ ...this.config, key }, this.context, this.hub)
   private readonly newGate = (key: string) => {
     const gate: Admission.Gate<CL.Permit, Errors.Overloaded> = {
-      // Straight to the map (not through the bound `unsafeGet`): this is the per-call path.
+      // Straight to the map (not through the bound `getUnsafe`): this is the per-call path.
       tryEnter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.tryEnter(entry),
       enter: (entry) => this.limiters.getOrCreate(key, this.newLimiter).gate.enter(entry),
       settle: (permit, outcome) => (permit as Permit).limiter.gate.settle(permit as Permit, outcome),
@@ -327,11 +327,11 @@ class ServiceImpl implements CL.Service {
   gate(key: string): Admission.Gate<CL.Permit, Errors.Overloaded> {
     return this.gates.getOrCreate(key, this.newGate).gate
   }
-  unsafeGet(key: string): CL.Limiter {
+  getUnsafe(key: string): CL.Limiter {
     return this.limiters.getOrCreate(key, this.newLimiter)
   }
   get(key: string): Effect.Effect<CL.Limiter> {
-    return Effect.sync(() => this.unsafeGet(key))
+    return Effect.sync(() => this.getUnsafe(key))
   }
   withLimiter<A, E, R>(
     self: Effect.Effect<A, E, R>,
@@ -372,6 +372,6 @@ export const withLimiter = dual(
     keyOrLimiter: string | CL.Limiter = "default"
   ): Effect.Effect<A, E | Errors.Overloaded, R | CL.ConcurrencyLimiter> =>
     typeof keyOrLimiter === "string"
-      ? Effect.flatMap(ConcurrencyLimiter, (service) => service.unsafeGet(keyOrLimiter).withLimiter(self))
+      ? Effect.flatMap(ConcurrencyLimiter, (service) => service.getUnsafe(keyOrLimiter).withLimiter(self))
       : keyOrLimiter.withLimiter(self)
 )

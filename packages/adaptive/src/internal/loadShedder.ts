@@ -196,19 +196,19 @@ export const make = (
       )
     }
 
-    const unsafeUtilization = (nowMillis?: number) => shedder.utilization(at(nowMillis))
+    const utilizationUnsafe = (nowMillis?: number) => shedder.utilization(at(nowMillis))
 
     return {
       withShedder: run,
       gate,
-      utilization: Effect.map(Clock.currentTimeMillis, unsafeUtilization),
-      unsafeUtilization,
-      unsafeLevelUtilization: (level: Level, nowMillis?: number) =>
+      utilization: Effect.map(Clock.currentTimeMillis, utilizationUnsafe),
+      utilizationUnsafe,
+      levelUtilizationUnsafe: (level: Level, nowMillis?: number) =>
         shedder.levelUtilization(level, at(nowMillis)),
-      unsafeActive: () => shedder.active,
-      unsafeActiveOf: shedder.activeOf,
-      unsafeEventLoopUtilization: () => shedder.eventLoop,
-      unsafeWouldShed: (level: Level, nowMillis?: number) => shedder.wouldShed(level, at(nowMillis)),
+      activeUnsafe: () => shedder.active,
+      activeOfUnsafe: shedder.activeOf,
+      eventLoopUtilizationUnsafe: () => shedder.eventLoop,
+      wouldShedUnsafe: (level: Level, nowMillis?: number) => shedder.wouldShed(level, at(nowMillis)),
       thresholds,
       capacity,
       retryAfter,

@@ -43,7 +43,7 @@ export const validator = <I, C>(
 
 /**
  * @internal Runs a construction step that may throw `InvalidOptions` (a validator, or a user
- * factory such as `() => CongestionWindow.unsafeMake(...)`), given the context of the fiber
+ * factory such as `() => CongestionWindow.makeUnsafe(...)`), given the context of the fiber
  * that runs it: that error goes to the failure channel, anything else is a defect.
  */
 export const tryConstruct = <A>(

@@ -62,7 +62,7 @@ class Metrics {
 
 const queueFull = new Errors.Overloaded({ reason: "pacer queue full", origin: "local" })
 
-const bound = ["unsafeObserve", "unsafeRelease", "withPacer", "pipe"]
+const bound = ["observeUnsafe", "releaseUnsafe", "withPacer", "pipe"]
 
 class PacerImpl extends Kernel.ReservationPacer implements P.Pacer {
   readonly [TypeId]: P.TypeId = TypeId
@@ -80,18 +80,18 @@ class PacerImpl extends Kernel.ReservationPacer implements P.Pacer {
     bindMethods(this, bound)
   }
 
-  unsafeObserve(rttMillis: number): void {
+  observeUnsafe(rttMillis: number): void {
     if (this.observe(rttMillis)) this.metrics.srtt.updateUnsafe(this.srtt!, this.metrics.context)
   }
 
-  unsafeRelease(k: number, now: number): void {
+  releaseUnsafe(k: number, now: number): void {
     this.release(k, now)
   }
 
   private timed<A, E, R>(self: Effect.Effect<A, E, R>, clock: Clock.Clock): Effect.Effect<A, E, R> {
     const start = clock.currentTimeMillisUnsafe()
     return Effect.map(self, (a) => {
-      this.unsafeObserve(clock.currentTimeMillisUnsafe() - start)
+      this.observeUnsafe(clock.currentTimeMillisUnsafe() - start)
       return a
     })
   }
@@ -172,11 +172,11 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
     if (waiter.resume !== undefined) waiter.resume(Effect.void)
   }
 
-  unsafeObserve(rttMillis: number): void {
+  observeUnsafe(rttMillis: number): void {
     if (this.observe(rttMillis)) this.metrics.srtt.updateUnsafe(this.srtt!, this.metrics.context)
   }
 
-  unsafeRelease(k: number, now: number): void {
+  releaseUnsafe(k: number, now: number): void {
     this.release(k, now)
   }
 
@@ -210,7 +210,7 @@ class ScheduledPacerImpl extends Kernel.ScheduledPacer<Waiter> implements P.Pace
     const start = clock.currentTimeMillisUnsafe()
     return Effect.onExit(self, (exit) => {
       const now = clock.currentTimeMillisUnsafe()
-      if (exit._tag === "Success") this.unsafeObserve(now - start)
+      if (exit._tag === "Success") this.observeUnsafe(now - start)
       this.report(now)
       return this.withTimer(clock, Effect.void)
     })
@@ -269,7 +269,7 @@ const makeFrom = (config: P.PacerConfig, context: Context.Context<never>): P.Pac
     : new PacerImpl(config, context)
 
 /** @internal */
-export const unsafeMake = (options: P.PacerOptions): P.Pacer => makeFrom(check(options), noContext)
+export const makeUnsafe = (options: P.PacerOptions): P.Pacer => makeFrom(check(options), noContext)
 
 /** @internal */
 export const make = (options: P.PacerOptions): Effect.Effect<P.Pacer, Options.InvalidOptions> =>

@@ -62,13 +62,13 @@ class ProportionalSamplerImpl extends Service implements P.Service {
     this.modeMetric = modeGauge.of(attributes)
     this.ratioMetric.updateUnsafe(sampler.ratio, context)
   }
-  unsafeSample(nowMillis: number): boolean {
+  sampleUnsafe(nowMillis: number): boolean {
     if (!this.sampler.sample()) return false
-    this.sensor.unsafeRecord(nowMillis, 1)
+    this.sensor.recordUnsafe(nowMillis, 1)
     return true
   }
   get sample(): Effect.Effect<boolean> {
-    return Effect.clockWith((clock) => Effect.sync(() => this.unsafeSample(clock.currentTimeMillisUnsafe())))
+    return Effect.clockWith((clock) => Effect.sync(() => this.sampleUnsafe(clock.currentTimeMillisUnsafe())))
   }
   withSampler<A, E, R, B, E2, R2>(
     self: Effect.Effect<A, E, R>,
@@ -76,11 +76,11 @@ class ProportionalSamplerImpl extends Service implements P.Service {
   ): Effect.Effect<A | B, E | E2, R | R2> {
     return Effect.clockWith((clock) =>
       Effect.suspend((): Effect.Effect<A | B, E | E2, R | R2> =>
-        this.unsafeSample(clock.currentTimeMillisUnsafe()) ? self : onSkip
+        this.sampleUnsafe(clock.currentTimeMillisUnsafe()) ? self : onSkip
       )
     )
   }
-  unsafeRatio(): number {
+  ratioUnsafe(): number {
     return this.sampler.ratio
   }
   get ratio(): Effect.Effect<number> {
@@ -98,7 +98,7 @@ class ProportionalSamplerImpl extends Service implements P.Service {
     }))
   }
   /** One controller step with the reading taken at `nowMillis`. */
-  unsafeStep(nowMillis: number, reading: Option.Option<Q.Reading>): void {
+  stepUnsafe(nowMillis: number, reading: Option.Option<Q.Reading>): void {
     this.sampler.step(nowMillis, Option.getOrUndefined(reading))
     this.flushMetrics()
   }
@@ -111,7 +111,7 @@ class ProportionalSamplerImpl extends Service implements P.Service {
   }
   get update(): Effect.Effect<void> {
     return Effect.flatMap(this.sensor.measure, (reading) =>
-      Effect.map(Clock.currentTimeMillis, (now) => this.unsafeStep(now, reading))
+      Effect.map(Clock.currentTimeMillis, (now) => this.stepUnsafe(now, reading))
     ).pipe(
       Effect.withSpan(
         "sluice.sampler.update",

@@ -15,7 +15,7 @@ const { decode } = options("QpsSensor", Schema.Struct({ window: Window }), Kerne
 /** @internal */
 export const makeMemoryStore = (retainSeconds?: number): Q.MemoryStore => {
   const counts = new Kernel.SecondCounts(retainSeconds)
-  return { unsafeIncrement: counts.add, unsafeSum: counts.sum }
+  return { incrementUnsafe: counts.add, sumUnsafe: counts.sum }
 }
 
 class MemorySensor extends Service implements Q.Service {
@@ -26,13 +26,13 @@ class MemorySensor extends Service implements Q.Service {
   ) {
     super()
   }
-  unsafeRecord(nowMillis: number, n: number): void {
-    this.store.unsafeIncrement(Kernel.secondOf(nowMillis), n)
+  recordUnsafe(nowMillis: number, n: number): void {
+    this.store.incrementUnsafe(Kernel.secondOf(nowMillis), n)
   }
   get measure(): Effect.Effect<Option.Option<Q.Reading>> {
     return Effect.map(Clock.currentTimeMillis, (now) =>
       Option.fromNullishOr(
-        Kernel.read((from, to) => this.store.unsafeSum(from, to), now, this.startMillis, this.window)
+        Kernel.read((from, to) => this.store.sumUnsafe(from, to), now, this.startMillis, this.window)
       )
     )
   }

@@ -77,7 +77,7 @@ class RedisSensor extends Service implements Q.Service {
     super()
     this.ttlSeconds = Kernel.ttlSeconds(o.ttl, o.window)
   }
-  unsafeRecord(nowMillis: number, n: number): void {
+  recordUnsafe(nowMillis: number, n: number): void {
     this.pending.add(Kernel.secondOf(nowMillis), n)
   }
   /** Sends the local tally; on failure the tally is dropped (the reading goes stale instead). */

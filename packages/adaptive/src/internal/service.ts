@@ -45,7 +45,7 @@ export const options = <A, I>(
 }
 
 /**
- * @internal The context of a policy made outside any fiber (an `unsafeMake`): its metrics go
+ * @internal The context of a policy made outside any fiber (an `makeUnsafe`): its metrics go
  * to the default registry. A policy made by an Effect keeps the context it was made in, and
  * updates its metrics there (its `MetricRegistry`, its `CurrentMetricAttributes`) from the
  * synchronous bookkeeping that has no fiber at hand.

@@ -68,10 +68,10 @@ class ThresholdMonitorImpl extends Service implements T.Service {
     super()
     this.rule = Kernel.make(options)
   }
-  unsafeRecord(operation: string, nowMillis: number, latencyMillis: number): void {
+  recordUnsafe(operation: string, nowMillis: number, latencyMillis: number): void {
     this.rule.operation(operation).record(nowMillis, latencyMillis)
   }
-  unsafeStats(operation: string, nowMillis: number): T.Stats {
+  statsUnsafe(operation: string, nowMillis: number): T.Stats {
     const s = this.rule.operation(operation)
     const { exceeded, instances, latencyThreshold, median, rate, rateThreshold } = this.rule.stats(
       s,
@@ -108,24 +108,24 @@ class ThresholdMonitorImpl extends Service implements T.Service {
     }
     return metrics
   }
-  unsafeExceeded(operation: string, nowMillis: number): boolean {
-    return this.unsafeStats(operation, nowMillis).exceeded
+  exceededUnsafe(operation: string, nowMillis: number): boolean {
+    return this.statsUnsafe(operation, nowMillis).exceeded
   }
   record(operation: string, latency: Duration.Input): Effect.Effect<void> {
     return Effect.map(Clock.currentTimeMillis, (now) =>
-      this.unsafeRecord(operation, now, Duration.toMillis(Duration.fromInputUnsafe(latency)))
+      this.recordUnsafe(operation, now, Duration.toMillis(Duration.fromInputUnsafe(latency)))
     )
   }
   exceeded(operation: string): Effect.Effect<boolean> {
-    return Effect.map(Clock.currentTimeMillis, (now) => this.unsafeExceeded(operation, now))
+    return Effect.map(Clock.currentTimeMillis, (now) => this.exceededUnsafe(operation, now))
   }
   stats(operation: string): Effect.Effect<T.Stats> {
-    return Effect.map(Clock.currentTimeMillis, (now) => this.unsafeStats(operation, now))
+    return Effect.map(Clock.currentTimeMillis, (now) => this.statsUnsafe(operation, now))
   }
   withMonitor<A, E, R>(self: Effect.Effect<A, E, R>, operation: string): Effect.Effect<A, E, R> {
     return Effect.flatMap(Clock.currentTimeMillis, (start) =>
       Effect.tap(self, () =>
-        Effect.map(Clock.currentTimeMillis, (end) => this.unsafeRecord(operation, end, end - start))
+        Effect.map(Clock.currentTimeMillis, (end) => this.recordUnsafe(operation, end, end - start))
       )
     )
   }
@@ -147,7 +147,7 @@ export const make = (options: T.ThresholdMonitorOptions): Effect.Effect<T.Servic
   )
 
 /** @internal */
-export const unsafeMake = (options: T.ThresholdMonitorOptions): T.Service => {
+export const makeUnsafe = (options: T.ThresholdMonitorOptions): T.Service => {
   const o = monitorOptions.decodeSync(options)
   return new ThresholdMonitorImpl(o.name, o, noContext)
 }

@@ -74,7 +74,7 @@ export const make: (options?: AimdLimitOptions) => Effect.Effect<AimdLimit, Opti
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options?: AimdLimitOptions) => AimdLimit = internal.unsafeMake
+export const makeUnsafe: (options?: AimdLimitOptions) => AimdLimit = internal.makeUnsafe
 
 /**
  * Validates the options now (throws `InvalidOptions`) and returns a factory

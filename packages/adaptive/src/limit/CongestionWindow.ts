@@ -87,7 +87,7 @@ export const make: (
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options?: CongestionWindowOptions) => CongestionWindow = internal.unsafeMake
+export const makeUnsafe: (options?: CongestionWindowOptions) => CongestionWindow = internal.makeUnsafe
 
 /**
  * Validates the options now (throws `InvalidOptions`) and returns a factory

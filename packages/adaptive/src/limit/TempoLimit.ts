@@ -88,13 +88,13 @@ export const make: (options?: TempoLimitOptions) => Effect.Effect<TempoLimit, Op
  * ```ts
  * import { TempoLimit } from "@sluice/adaptive"
  *
- * const tempo = TempoLimit.unsafeMake()
+ * const tempo = TempoLimit.makeUnsafe()
  * tempo.limit // 20
  * ```
  * @since 0.2.0
  * @category constructors
  */
-export const unsafeMake: (options?: TempoLimitOptions) => TempoLimit = internal.unsafeMake
+export const makeUnsafe: (options?: TempoLimitOptions) => TempoLimit = internal.makeUnsafe
 
 /**
  * A factory for `ConcurrencyLimiter` (one TempoLimit per key). Pair it with

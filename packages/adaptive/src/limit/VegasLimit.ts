@@ -101,7 +101,7 @@ export const make: (options?: VegasLimitOptions) => Effect.Effect<VegasLimit, Op
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake: (options?: VegasLimitOptions) => VegasLimit = internal.unsafeMake
+export const makeUnsafe: (options?: VegasLimitOptions) => VegasLimit = internal.makeUnsafe
 
 /**
  * Validates the options now (throws `InvalidOptions`) and returns a factory

@@ -15,18 +15,18 @@ const sample = (outcome: LimitAlgorithm.Outcome, inFlight: number, rtt = 10): Li
 describe("AimdLimit", () => {
   // The rule itself (growth, exact back-off, bounds) is tested in the kernel (limit/AimdLimit).
   it("has the documented defaults", () => {
-    expect(AimdLimit.unsafeMake().options).toEqual({
+    expect(AimdLimit.makeUnsafe().options).toEqual({
       initial: 20,
       minLimit: 1,
       maxLimit: 1000,
       backoffRatio: 0.9
     })
-    expect(AimdLimit.unsafeMake().limit).toBe(20)
+    expect(AimdLimit.makeUnsafe().limit).toBe(20)
   })
 
   it("the timeout is a Duration: a success slower than it counts as a drop; one that takes exactly the timeout does not", () => {
     // Netflix's AIMDLimit drops at `rtt > timeout`.
-    const aimd = AimdLimit.unsafeMake({ initial: 10, timeout: "100 millis" })
+    const aimd = AimdLimit.makeUnsafe({ initial: 10, timeout: "100 millis" })
     expect(aimd.onSample(sample("success", 10, 99))).toBe(11)
     expect(aimd.onSample(sample("success", 11, 100))).toBe(12)
     expect(aimd.onSample(sample("success", 12, 100.001))).toBe(10)
@@ -49,7 +49,7 @@ describe("AimdLimit", () => {
         const error = Option.getOrUndefined(Exit.findErrorOption(exit))
         expect(error).toBeInstanceOf(Options.InvalidOptions)
         expect(error?.message).toMatch(field)
-        expect(() => AimdLimit.unsafeMake(bad)).toThrow(field)
+        expect(() => AimdLimit.makeUnsafe(bad)).toThrow(field)
       }
     })
   )

@@ -16,7 +16,7 @@ const drop = (id: number, nextId: number, inFlight = 10): Sample => ({
 describe("CongestionWindow", () => {
   // The window's rule (slow start, avoidance, Tahoe, Reno, bursts) is tested in the kernel (limit/CongestionWindow).
   it("has the documented defaults", () => {
-    const cw = CongestionWindow.unsafeMake()
+    const cw = CongestionWindow.makeUnsafe()
     expect(cw.cwnd).toBe(20)
     expect(cw.limit).toBe(20)
     expect(cw.ssthresh).toBe(1024)
@@ -25,7 +25,7 @@ describe("CongestionWindow", () => {
   })
 
   it("backoffRatio 0.9 for a stable capacity: 30 → 27", () => {
-    const cw = CongestionWindow.unsafeMake({ initial: 30, backoffRatio: 0.9 })
+    const cw = CongestionWindow.makeUnsafe({ initial: 30, backoffRatio: 0.9 })
     expect(cw.onSample(drop(0, 1))).toBeCloseTo(27, 12)
   })
 

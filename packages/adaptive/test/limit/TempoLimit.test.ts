@@ -140,7 +140,7 @@ describe("Pacer driven by the algorithm", () => {
 
 describe("TempoLimit", () => {
   it("has one documented default parameter set and validates options", () => {
-    const tempo = TempoLimit.unsafeMake()
+    const tempo = TempoLimit.makeUnsafe()
     expect(tempo.options).toMatchObject({
       initial: 20,
       startupGain: 1.25,
@@ -151,8 +151,8 @@ describe("TempoLimit", () => {
       probeDeadline: 1.5,
       headroom: 1.25
     })
-    expect(() => TempoLimit.unsafeMake({ cut: 1.5 })).toThrow(Options.InvalidOptions)
-    expect(() => TempoLimit.unsafeMake({ initial: 5, minLimit: 10 })).toThrow(/minLimit/)
+    expect(() => TempoLimit.makeUnsafe({ cut: 1.5 })).toThrow(Options.InvalidOptions)
+    expect(() => TempoLimit.makeUnsafe({ initial: 5, minLimit: 10 })).toThrow(/minLimit/)
   })
 
   it.effect("make fails with InvalidOptions naming the field", () =>

@@ -6,7 +6,7 @@ import { Effect, Exit, Option } from "effect"
 describe("VegasLimit", () => {
   // The rule itself (queue estimate, probes, Netflix's VegasLimitTest cases) is tested in the kernel (limit/VegasLimit).
   it("has the documented defaults", () => {
-    const vegas = VegasLimit.unsafeMake()
+    const vegas = VegasLimit.makeUnsafe()
     expect(vegas.options).toEqual({
       initial: 20,
       minLimit: 1,

@@ -20,7 +20,7 @@ import { CircuitOpen } from "../Errors.js"
 import * as admission from "./admission.js"
 import * as Meters from "./meters.js"
 import * as Options from "./options.js"
-import * as Breaker from "@sluice/kernel/breaker/Breaker"
+import * as Breaker from "@sluice/kernel/breaker/CircuitBreaker"
 import type { InvalidOptions } from "./options.js"
 
 /** @internal */
@@ -235,14 +235,14 @@ class CircuitBreakerImpl implements CB.Service {
     )
   }
 
-  readonly unsafeState = (nowMillis: number): CB.State => Breaker.reported(this.breaker.state(nowMillis))
+  readonly stateUnsafe = (nowMillis: number): CB.State => Breaker.reported(this.breaker.state(nowMillis))
 
-  readonly unsafeIsolate = (nowMillis: number): void => this.breaker.isolate(nowMillis)
+  readonly isolateUnsafe = (nowMillis: number): void => this.breaker.isolate(nowMillis)
 
-  readonly unsafeReset = (nowMillis: number): void => this.breaker.reset(nowMillis)
+  readonly resetUnsafe = (nowMillis: number): void => this.breaker.reset(nowMillis)
 
   get state(): Effect.Effect<CB.State> {
-    return Options.atNow(this.unsafeState)
+    return Options.atNow(this.stateUnsafe)
   }
 
   private traced(span: string, f: (now: number) => void): Effect.Effect<void> {
@@ -253,11 +253,11 @@ class CircuitBreakerImpl implements CB.Service {
   }
 
   get isolate(): Effect.Effect<void> {
-    return this.traced("sluice.circuit_breaker.isolate", this.unsafeIsolate)
+    return this.traced("sluice.circuit_breaker.isolate", this.isolateUnsafe)
   }
 
   get reset(): Effect.Effect<void> {
-    return this.traced("sluice.circuit_breaker.reset", this.unsafeReset)
+    return this.traced("sluice.circuit_breaker.reset", this.resetUnsafe)
   }
 
   get stateChanges(): Stream.Stream<CB.StateChange> {

@@ -10,8 +10,8 @@ class EwmaImpl extends Kernel.Ewma implements E.Ewma {
   constructor(readonly tau: Duration.Duration) {
     super({ tauMillis: Duration.toMillis(tau) })
   }
-  readonly unsafeUpdate = (nowMillis: number, sample: number): void => this.update(nowMillis, sample)
-  readonly unsafeValue = (): number | undefined => this.value()
+  readonly updateUnsafe = (nowMillis: number, sample: number): void => this.update(nowMillis, sample)
+  readonly valueUnsafe = (): number | undefined => this.value()
 }
 
 class EwmaRateImpl extends Kernel.EwmaRate implements E.EwmaRate {
@@ -21,8 +21,8 @@ class EwmaRateImpl extends Kernel.EwmaRate implements E.EwmaRate {
   ) {
     super({ windowMillis: Duration.toMillis(window), tickMillis: Duration.toMillis(tick) })
   }
-  readonly unsafeMark = (nowMillis: number, n?: number): void => this.mark(nowMillis, n)
-  readonly unsafeRate = (nowMillis: number): number => this.rate(nowMillis)
+  readonly markUnsafe = (nowMillis: number, n?: number): void => this.mark(nowMillis, n)
+  readonly rateUnsafe = (nowMillis: number): number => this.rate(nowMillis)
 }
 
 const EwmaRateFields = Schema.Struct(Options.fields(Kernel.rateOptions))
@@ -34,14 +34,14 @@ const EwmaRateOptions = EwmaRateFields.check(
 )
 
 /** @internal */
-export const { make, unsafeMake } = Options.constructors(
+export const { make, makeUnsafe } = Options.constructors(
   "Ewma",
   Schema.Struct(Options.fields(Kernel.options)),
   (o) => new EwmaImpl(o.tau)
 )
 
 /** @internal */
-export const { make: makeRate, unsafeMake: unsafeMakeRate } = Options.constructors(
+export const { make: makeRate, makeUnsafe: makeRateUnsafe } = Options.constructors(
   "EwmaRate",
   EwmaRateOptions,
   (o) => new EwmaRateImpl(o.window, o.tick)
@@ -49,17 +49,17 @@ export const { make: makeRate, unsafeMake: unsafeMakeRate } = Options.constructo
 
 /** @internal */
 export const update = dual(2, (self: E.Ewma, sample: number) =>
-  Options.atNow((now) => self.unsafeUpdate(now, sample))
+  Options.atNow((now) => self.updateUnsafe(now, sample))
 )
 
 /** @internal */
-export const value = (self: E.Ewma) => Effect.sync(() => self.unsafeValue() ?? 0)
+export const value = (self: E.Ewma) => Effect.sync(() => self.valueUnsafe() ?? 0)
 
 /** @internal */
 export const mark = dual(
-  (args) => typeof args[0] === "object" && args[0] !== null && "unsafeMark" in args[0],
-  (self: E.EwmaRate, n = 1) => Options.atNow((now) => self.unsafeMark(now, n))
+  (args) => typeof args[0] === "object" && args[0] !== null && "markUnsafe" in args[0],
+  (self: E.EwmaRate, n = 1) => Options.atNow((now) => self.markUnsafe(now, n))
 )
 
 /** @internal */
-export const rate = (self: E.EwmaRate) => Options.atNow((now) => self.unsafeRate(now))
+export const rate = (self: E.EwmaRate) => Options.atNow((now) => self.rateUnsafe(now))

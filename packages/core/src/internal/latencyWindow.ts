@@ -20,17 +20,17 @@ class LatencyWindowImpl extends Kernel.LatencyWindow implements LW.LatencyWindow
     super({ ...options, windowMillis: Duration.toMillis(options.window) })
     this.window = options.window
   }
-  readonly unsafeRecord = (nowMillis: number, millis: number): void => this.record(nowMillis, millis)
-  readonly unsafeQuantile = (nowMillis: number, q: number): number | undefined => this.quantile(nowMillis, q)
-  readonly unsafeCount = (nowMillis: number): number => this.count(nowMillis)
-  readonly unsafeReset = (): void => this.reset()
+  readonly recordUnsafe = (nowMillis: number, millis: number): void => this.record(nowMillis, millis)
+  readonly quantileUnsafe = (nowMillis: number, q: number): number | undefined => this.quantile(nowMillis, q)
+  readonly countUnsafe = (nowMillis: number): number => this.count(nowMillis)
+  readonly resetUnsafe = (): void => this.reset()
   readonly pipe = (...args: ReadonlyArray<unknown>): unknown => {
     return pipeArguments(this, args as unknown as IArguments)
   }
 }
 
 /** @internal */
-export const { make, unsafeMake } = Options.constructors(
+export const { make, makeUnsafe } = Options.constructors(
   "LatencyWindow",
   LatencyWindowOptions,
   (options) => new LatencyWindowImpl(options)
@@ -43,14 +43,14 @@ const isLatencyWindow = (u: unknown): u is LW.LatencyWindow =>
 export const record = dual(
   (args) => isLatencyWindow(args[0]),
   (self: LW.LatencyWindow, millis: number): Effect.Effect<void> =>
-    Options.atNow((now) => self.unsafeRecord(now, millis))
+    Options.atNow((now) => self.recordUnsafe(now, millis))
 )
 
 /** @internal */
 export const quantile = dual(
   (args) => isLatencyWindow(args[0]),
   (self: LW.LatencyWindow, q: number): Effect.Effect<Option.Option<number>> =>
-    Options.atNow((now) => Option.fromNullishOr(self.unsafeQuantile(now, q)))
+    Options.atNow((now) => Option.fromNullishOr(self.quantileUnsafe(now, q)))
 )
 
 /** @internal */
@@ -61,4 +61,4 @@ export const p99 = (self: LW.LatencyWindow): Effect.Effect<Option.Option<number>
 
 /** @internal */
 export const count = (self: LW.LatencyWindow): Effect.Effect<number> =>
-  Options.atNow((now) => self.unsafeCount(now))
+  Options.atNow((now) => self.countUnsafe(now))

@@ -195,7 +195,7 @@ export const decodeSync = <A, I>(module: string, schema: Schema.Codec<A, I>) => 
   return (input: I): A => Result.getOrThrowWith(run(input), identity)
 }
 
-/** @internal `make` (failing with `InvalidOptions`) and `unsafeMake` (throwing it) of a constructor */
+/** @internal `make` (failing with `InvalidOptions`) and `makeUnsafe` (throwing it) of a constructor */
 export const constructors = <A, I, S>(
   module: string,
   schema: Schema.Codec<A, I>,
@@ -205,7 +205,7 @@ export const constructors = <A, I, S>(
   const decodeThrowing = decodeSync(module, schema)
   return {
     make: (options: I): Effect.Effect<S, InvalidOptions> => Effect.map(decodeEffect(options), build),
-    unsafeMake: (options: I): S => build(decodeThrowing(options))
+    makeUnsafe: (options: I): S => build(decodeThrowing(options))
   }
 }
 

@@ -19,16 +19,16 @@ class RollingCounterImpl extends Kernel.RollingCounter implements RC.RollingCoun
     super({ ...options, windowMillis: Duration.toMillis(options.window) })
     this.window = options.window
   }
-  readonly unsafeAdd = (nowMillis: number, amount?: number): void => this.add(nowMillis, amount)
-  readonly unsafeTotal = (nowMillis: number): number => this.total(nowMillis)
-  readonly unsafeReset = (): void => this.reset()
+  readonly addUnsafe = (nowMillis: number, amount?: number): void => this.add(nowMillis, amount)
+  readonly totalUnsafe = (nowMillis: number): number => this.total(nowMillis)
+  readonly resetUnsafe = (): void => this.reset()
   readonly pipe = (...args: ReadonlyArray<unknown>): unknown => {
     return pipeArguments(this, args as unknown as IArguments)
   }
 }
 
 /** @internal */
-export const { make, unsafeMake } = Options.constructors(
+export const { make, makeUnsafe } = Options.constructors(
   "RollingCounter",
   RollingCounterOptions,
   (options) => new RollingCounterImpl(options)
@@ -38,9 +38,9 @@ export const { make, unsafeMake } = Options.constructors(
 export const add = dual(
   (args) => typeof args[0] === "object" && args[0] !== null && TypeId in args[0],
   (self: RC.RollingCounter, amount = 1): Effect.Effect<void> =>
-    Options.atNow((now) => self.unsafeAdd(now, amount))
+    Options.atNow((now) => self.addUnsafe(now, amount))
 )
 
 /** @internal */
 export const total = (self: RC.RollingCounter): Effect.Effect<number> =>
-  Options.atNow((now) => self.unsafeTotal(now))
+  Options.atNow((now) => self.totalUnsafe(now))

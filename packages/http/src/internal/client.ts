@@ -275,7 +275,7 @@ const build = (
       ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
       ...(budget !== undefined ? { budget } : {})
     }
-    const retrying = Retry.unsafeMake(policyOptions)
+    const retrying = Retry.makeUnsafe(policyOptions)
     const { methods: hedgedMethods, ...hedgeOptions } = options.hedge ?? {}
     const hedging =
       options.hedge === undefined
@@ -286,7 +286,7 @@ const build = (
     )
     // Requests that are not retried go through the same gates and still count as
     // requests in the budget's ratio.
-    const once = Retry.unsafeMake({
+    const once = Retry.makeUnsafe({
       maxAttempts: 1,
       isRetryable: () => false,
       name: config.name,
@@ -321,7 +321,7 @@ const build = (
       const paused = (now: number): boolean =>
         signalled ||
         now - failedAt.at < HEDGE_PAUSE_AFTER_FAILURE_MS ||
-        (throttle !== undefined && throttle.unsafeProbability(entry) > 0)
+        (throttle !== undefined && throttle.probabilityUnsafe(entry) > 0)
       return {
         retried: retrying.around(gates),
         once: once.around(gates),
@@ -335,7 +335,7 @@ const build = (
             signalled = throttled
             // Called while the exchange's fiber decodes: its registry holds the series.
             if (throttled) throttleSignals.updateUnsafe(1, Fiber.getCurrent()?.context ?? Context.empty())
-            if (signals !== undefined) signals.unsafePublish(key, throttled)
+            if (signals !== undefined) signals.publishUnsafe(key, throttled)
           }
         }
       }

@@ -300,8 +300,8 @@ export function backpressure(options: BackpressureOptions) {
           Effect.flatMap(app, (response) =>
             Effect.map(Clock.currentTimeMillis, (now) => {
               // Only successes are recorded: failures are fast and would hide overload.
-              if (response.status < 400) monitor.unsafeRecord(operation, now, now - start)
-              if (!monitor.unsafeExceeded(operation, now)) return response
+              if (response.status < 400) monitor.recordUnsafe(operation, now, now - start)
+              if (!monitor.exceededUnsafe(operation, now)) return response
               const flagged = HttpServerResponse.setHeader(response, settings.headers.throttle, "1")
               return options.json === true ? addJsonAttribute(flagged, settings.throttleAttribute) : flagged
             })
@@ -441,9 +441,9 @@ export function retryGuard(options: RetryGuardOptions = {}) {
           trust !== undefined
             ? Trust.evaluate(trust, request)
             : fiber.getRef(trustPolicy.currentCallerTrusted)
-        if (trusted) histogram.unsafeRecord(clock.currentTimeMillisUnsafe(), attempt)
-        else histogram.unsafeRecordUntrusted(clock.currentTimeMillisUnsafe(), attempt)
-        const rejecting = () => histogram.unsafeShouldRejectRetries(clock.currentTimeMillisUnsafe())
+        if (trusted) histogram.recordUnsafe(clock.currentTimeMillisUnsafe(), attempt)
+        else histogram.recordUntrustedUnsafe(clock.currentTimeMillisUnsafe(), attempt)
+        const rejecting = () => histogram.shouldRejectRetriesUnsafe(clock.currentTimeMillisUnsafe())
         const dontRetry = (response: HttpServerResponse.HttpServerResponse) =>
           Effect.succeed(HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")).pipe(
             Effect.withSpan(

@@ -9,13 +9,13 @@ import type { Signal, ThrottleSignalService } from "../ThrottleSignal.js"
 export const make = (capacity: number): Effect.Effect<ThrottleSignalService> =>
   Effect.map(EventHub.make<Signal>(capacity), (pubsub) => {
     const latest = new Map<string, boolean>()
-    const unsafePublish = (key: string, throttled: boolean): void => {
+    const publishUnsafe = (key: string, throttled: boolean): void => {
       latest.set(key, throttled)
       EventHub.publish(pubsub, { key, throttled })
     }
     return {
-      unsafePublish,
-      publish: (key, throttled) => Effect.sync(() => unsafePublish(key, throttled)),
+      publishUnsafe,
+      publish: (key, throttled) => Effect.sync(() => publishUnsafe(key, throttled)),
       subscribe: PubSub.subscribe(pubsub),
       changes: Stream.fromPubSub(pubsub),
       latest: (key) => Option.fromNullishOr(latest.get(key))

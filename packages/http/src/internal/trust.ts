@@ -50,7 +50,7 @@ export const sharedSecret = (
   Effect.map(decodeSharedSecret(options), fromSharedSecret)
 
 /** @internal */
-export const unsafeSharedSecret = (options: T.SharedSecretOptions): T.TrustPolicy =>
+export const sharedSecretUnsafe = (options: T.SharedSecretOptions): T.TrustPolicy =>
   fromSharedSecret(decodeSharedSecretSync(options))
 
 /** @internal */

@@ -122,7 +122,7 @@ describe("system: the client's own waits and deadline are not backend overload",
           withdrawals: ["sluice_retry_budget_withdrawals", { policy: name }],
           throttled: ["sluice_adaptive_throttle_throttled", { key: `${host}/CRITICAL` }]
         })
-        const initial = limiters.unsafeGet(`${host}/CRITICAL`).limit
+        const initial = limiters.getUnsafe(`${host}/CRITICAL`).limit
 
         // The lowest limit seen while the waves run (sampled often: a drop halves the
         // window, and it grows back only slowly), and how late each tick came: the
@@ -137,7 +137,7 @@ describe("system: the client's own waits and deadline are not backend overload",
               yield* Effect.sleep(`${TICK} millis`)
               const at = yield* Clock.currentTimeMillis
               ticks.push({ at, late: Math.max(0, at - before - TICK) })
-              lowest = Math.min(lowest, limiters.unsafeGet(`${host}/CRITICAL`).limit)
+              lowest = Math.min(lowest, limiters.getUnsafe(`${host}/CRITICAL`).limit)
             })
           )
         )
@@ -153,14 +153,14 @@ describe("system: the client's own waits and deadline are not backend overload",
             { concurrency: "unbounded" }
           )
           exits.push(...settled.flatMap((o) => (Option.isSome(o) ? [o.value] : [])))
-          const limit = limiters.unsafeGet(`${host}/CRITICAL`).limit
+          const limit = limiters.getUnsafe(`${host}/CRITICAL`).limit
           lowest = Math.min(lowest, limit)
           trajectory.push(Math.round(limit * 10) / 10)
         }
         yield* Fiber.interrupt(watch)
         const calls = tally(exits)
         const delta = yield* metrics.delta
-        const stats = throttle.unsafeStats(`${host}/CRITICAL`)
+        const stats = throttle.statsUnsafe(`${host}/CRITICAL`)
         const budgetStats = yield* budget.stats
         const failures = calls.failures
         const figures = {

@@ -86,7 +86,7 @@ describe("system: this process's own stall", () => {
         // A connection opened and the path warmed through the client first: every call succeeds.
         for (let i = 0; i < 5; i++)
           yield* Effect.scoped(Effect.flatMap(client.get(`${base}/warm`), (r) => r.text))
-        const before = { limit: limiters.unsafeGet(host).limit, stats: throttle.unsafeStats(host) }
+        const before = { limit: limiters.getUnsafe(host).limit, stats: throttle.statsUnsafe(host) }
 
         stallNext()
         const startedAt = performance.now()
@@ -94,7 +94,7 @@ describe("system: this process's own stall", () => {
           Effect.scoped(Effect.flatMap(client.get(`${base}/items?delay=${delay}`), (r) => r.text))
         )
         const elapsed = performance.now() - startedAt
-        const after = { limit: limiters.unsafeGet(host).limit, stats: throttle.unsafeStats(host) }
+        const after = { limit: limiters.getUnsafe(host).limit, stats: throttle.statsUnsafe(host) }
         const error = failureOf(exit)
         const figures = {
           expected,

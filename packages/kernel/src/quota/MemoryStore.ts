@@ -8,8 +8,8 @@
  * @since 0.2.0
  */
 import { type Issue, unknownKeys } from "../options/Field.js"
-import type { CompiledPlan, StoreResult } from "./Plan.js"
-import { adjustTier, checkState, fullAt, initState, raiseState, startBlock, stateSize } from "./Plan.js"
+import type { CompiledPlan, StoreResult } from "./QuotaPlan.js"
+import { adjustTier, checkState, fullAt, initState, raiseState, startBlock, stateSize } from "./QuotaPlan.js"
 
 interface ClientState {
   shape: string

@@ -1,7 +1,7 @@
 /**
  * The Redis quota store's Lua, generated here, and the decoding of its replies: one script per
  * plan decides every tier at once on one key per client, in Redis, with the arithmetic of
- * `Plan.ts` (integers in whole milliseconds, exact in Lua's doubles), so the Redis and memory
+ * `QuotaPlan.ts` (integers in whole milliseconds, exact in Lua's doubles), so the Redis and memory
  * stores decide alike. Also the static script for penalties, rewards and blocks, the packed
  * little-endian layout of a client's stored state, and which plans get a script with their
  * numbers written in. Sending the scripts (EVALSHA, NOSCRIPT, the connection) is the binding's.
@@ -9,8 +9,8 @@
  * @since 0.2.0
  */
 import * as Sha1 from "../hash/Sha1.js"
-import type { CompiledPlan, CompiledTier, StoreResult, TierDecision, TierView } from "./Plan.js"
-import { blockTiers, decideTier, startBlock, stateAfter } from "./Plan.js"
+import type { CompiledPlan, CompiledTier, StoreResult, TierDecision, TierView } from "./QuotaPlan.js"
+import { blockTiers, decideTier, startBlock, stateAfter } from "./QuotaPlan.js"
 
 const tierIds = new WeakMap<Pick<CompiledTier, "name" | "algorithm">, number>()
 
@@ -63,7 +63,7 @@ const READ_ANY = `
  * numbers are written into it (the check sends only the cost), otherwise they come as
  * arguments and plans of the same shape (tier names and algorithms, in order) share it.
  *
- * The arithmetic is that of `Plan.ts`, in whole milliseconds and integers only (Lua's
+ * The arithmetic is that of `QuotaPlan.ts`, in whole milliseconds and integers only (Lua's
  * numbers are doubles: every integer formed stays below 2^53, which the plan schema
  * guarantees), so the memory and Redis stores decide alike, decision for decision. Time is
  * `TIME` floored to the millisecond, read once.

@@ -13,7 +13,7 @@
  *
  * @since 0.2.0
  */
-import type { Breaker } from "./Options.js"
+import type { Breaker } from "./QuotaOptions.js"
 import * as Ratio from "../stats/Ratio.js"
 import { RollingCounter } from "../stats/RollingCounter.js"
 

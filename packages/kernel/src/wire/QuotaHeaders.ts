@@ -8,7 +8,7 @@
  *
  * @since 0.2.0
  */
-import type { TierDecision } from "../quota/Plan.js"
+import type { TierDecision } from "../quota/QuotaPlan.js"
 import type * as Headers from "./Headers.js"
 import * as RateLimit from "./RateLimit.js"
 

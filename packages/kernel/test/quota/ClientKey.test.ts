@@ -1,6 +1,6 @@
 import * as ClientKey from "@sluice/kernel/quota/ClientKey"
-import * as Decision from "@sluice/kernel/quota/Decision"
-import * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import * as Decision from "@sluice/kernel/quota/QuotaDecision"
+import * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
 import fc from "fast-check"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"

@@ -1,4 +1,4 @@
-import * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
 import { describe, expect, it } from "vitest"
 
 const tier = (overrides: Partial<QuotaPlan.TierSpec> = {}): QuotaPlan.TierSpec => ({

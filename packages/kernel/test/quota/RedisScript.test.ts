@@ -1,5 +1,5 @@
 import * as Sha1 from "@sluice/kernel/hash/Sha1"
-import * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
 import * as RedisScript from "@sluice/kernel/quota/RedisScript"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"

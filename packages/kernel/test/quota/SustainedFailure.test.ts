@@ -1,4 +1,4 @@
-import * as QuotaOptions from "@sluice/kernel/quota/Options"
+import * as QuotaOptions from "@sluice/kernel/quota/QuotaOptions"
 import { SustainedFailure } from "@sluice/kernel/quota/SustainedFailure"
 import { describe, expect, it } from "vitest"
 

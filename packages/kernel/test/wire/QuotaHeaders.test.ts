@@ -1,4 +1,4 @@
-import type { TierDecision } from "@sluice/kernel/quota/Plan"
+import type { TierDecision } from "@sluice/kernel/quota/QuotaPlan"
 import * as Headers from "@sluice/kernel/wire/Headers"
 import * as QuotaHeaders from "@sluice/kernel/wire/QuotaHeaders"
 import * as RateLimit from "@sluice/kernel/wire/RateLimit"

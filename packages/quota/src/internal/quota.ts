@@ -16,9 +16,9 @@ import * as Meters from "@sluice/core/Meters"
 import { CircuitOpen, QuotaExceeded } from "@sluice/core/Errors"
 import * as Options from "@sluice/core/Options"
 import * as ClientKey from "@sluice/kernel/quota/ClientKey"
-import * as QuotaDecision from "@sluice/kernel/quota/Decision"
-import { Fallback } from "@sluice/kernel/quota/Fallback"
-import * as QuotaOptions from "@sluice/kernel/quota/Options"
+import * as QuotaDecision from "@sluice/kernel/quota/QuotaDecision"
+import { Fallback } from "@sluice/kernel/quota/QuotaFallback"
+import * as QuotaOptions from "@sluice/kernel/quota/QuotaOptions"
 import { SustainedFailure } from "@sluice/kernel/quota/SustainedFailure"
 import type * as Q from "../Quota.js"
 import * as Deadlines from "./deadlines.js"
@@ -160,7 +160,7 @@ export const make = (
 
     const recordBreaker = () => {
       if (breaker === undefined) return
-      const state = breaker.unsafeState(clock.currentTimeMillisUnsafe())
+      const state = breaker.stateUnsafe(clock.currentTimeMillisUnsafe())
       if (state !== lastState) {
         lastState = state
         breakerState.updateUnsafe(stateValue[state], services)
@@ -169,7 +169,7 @@ export const make = (
 
     // latencies and deadlines: elapsed time, on the Clock's monotonic time
     const nowMs = () => Deadlines.monotonicMillis(clock)
-    // decisions are made in whole milliseconds (see the kernel's quota/Plan)
+    // decisions are made in whole milliseconds (see the kernel's quota/QuotaPlan)
     const wholeMs = () => Math.floor(clock.currentTimeMillisUnsafe())
 
     const finish = (
@@ -253,7 +253,7 @@ export const make = (
           : onStoreFailure(call, started() < 0 ? nowMs() : started(), cause)
       )
 
-    const unsafeCheck = store.unsafeCheck
+    const checkUnsafe = store.checkUnsafe
     const checkCallback = store.checkCallback
     // With `maxDeadline` at the deadline (the default) every check is decided by its deadline,
     // whatever the store or the process did meanwhile. Above it (opted in), an ordered store (one
@@ -381,7 +381,7 @@ export const make = (
       })
       const closing = Effect.map(breaker!.withBreaker(attempt), (decision) => {
         // back to the fast path once a success has closed the breaker
-        if (breaker!.unsafeState(clock.currentTimeMillisUnsafe()) === "closed") {
+        if (breaker!.stateUnsafe(clock.currentTimeMillisUnsafe()) === "closed") {
           health.closed()
           recordBreaker()
         }
@@ -393,11 +393,11 @@ export const make = (
     const decide = (client: string, cost: number): Effect.Effect<Q.Decision> => {
       const plan = config.planFor(client)
       const id = storedId(client)
-      if (unsafeCheck !== undefined) {
+      if (checkUnsafe !== undefined) {
         // local store: one synchronous step, no deadline or breaker to pay for
         return Effect.sync(() => {
           const start = nowMs()
-          return finish(client, unsafeCheck(id, plan, cost), "store", start)
+          return finish(client, checkUnsafe(id, plan, cost), "store", start)
         })
       }
       const call: Call = { client, id, plan, cost }

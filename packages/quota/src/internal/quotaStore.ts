@@ -15,15 +15,15 @@ export const makeMemory = (
     if (Array.isArray(resolved)) return yield* Effect.fail(invalidOptions("QuotaStore.memory", resolved))
     const clock = yield* Clock.Clock
     const state = new MemoryQuotaState(resolved)
-    // decisions are made in whole milliseconds (see the kernel's quota/Plan): exact at any clock magnitude
+    // decisions are made in whole milliseconds (see the kernel's quota/QuotaPlan): exact at any clock magnitude
     const now = () => Math.floor(clock.currentTimeMillisUnsafe())
-    const unsafeCheck = (client: string, plan: CompiledPlan, cost: number) =>
+    const checkUnsafe = (client: string, plan: CompiledPlan, cost: number) =>
       state.check(client, plan, cost, now())
     return {
       name: "memory",
       remote: false,
-      unsafeCheck,
-      check: (client, plan, cost) => Effect.sync(() => unsafeCheck(client, plan, cost)),
+      checkUnsafe,
+      check: (client, plan, cost) => Effect.sync(() => checkUnsafe(client, plan, cost)),
       adjust: (client, plan, units) => Effect.sync(() => state.adjust(client, plan, units, now())),
       block: (client, plan, durationMs) =>
         Effect.sync(() => {

@@ -84,7 +84,7 @@ const race = <A, E, R>(
   config: Compiled,
   delay: Kernel.Delay,
   delayMillis: number,
-  budget: { readonly unsafeTryWithdraw: (now: number) => boolean } | undefined,
+  budget: { readonly tryWithdrawUnsafe: (now: number) => boolean } | undefined,
   paused: (now: number) => boolean
 ): Effect.Effect<A, unknown, R> =>
   Effect.withFiber((parent) => {
@@ -119,7 +119,7 @@ const race = <A, E, R>(
           yield* Effect.sleep(Duration.millis(delayMillis))
           const now = yield* Clock.currentTimeMillis
           const answer = Kernel.verdict({ sent: k - 1, failed, paused: paused(now) }, config, () =>
-            budget === undefined ? true : budget.unsafeTryWithdraw(now)
+            budget === undefined ? true : budget.tryWithdrawUnsafe(now)
           )
           if (answer !== "hedge") {
             meters.refused[answer].updateUnsafe(1, context)
@@ -227,5 +227,5 @@ export const make = (options: H.HedgeOptions): Effect.Effect<H.Policy, Options.I
   Effect.suspend(() => Effect.fromResult(policyOf(options)))
 
 /** @internal */
-export const unsafeMake = (options: H.HedgeOptions): H.Policy =>
+export const makeUnsafe = (options: H.HedgeOptions): H.Policy =>
   Result.getOrThrowWith(policyOf(options), identity)

@@ -1,5 +1,5 @@
 import { Admission, Errors, EventHub, Meters, Options, Outcome } from "@sluice/core"
-import * as Policy from "@sluice/kernel/retry/Policy"
+import * as Policy from "@sluice/kernel/retry/Retry"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -107,7 +107,7 @@ interface Compiled extends Policy.Judge {
 }
 
 const isBudget = (u: unknown): boolean =>
-  Predicate.hasProperty(u, "unsafeTryWithdraw") && typeof u.unsafeTryWithdraw === "function"
+  Predicate.hasProperty(u, "tryWithdrawUnsafe") && typeof u.tryWithdrawUnsafe === "function"
 
 /** Validates the options; never throws (an invalid option comes back as `InvalidOptions`). */
 const compile = (options: R.PolicyOptions | undefined): Result.Result<Compiled, Options.InvalidOptions> => {
@@ -144,7 +144,7 @@ export const layerEvents = (capacity = 256): Layer.Layer<R.RetryEvents> =>
     RetryEvents,
     Effect.map(Effect.acquireRelease(EventHub.make<R.Event>(capacity), PubSub.shutdown), (pubsub) => ({
       events: Stream.fromPubSub(pubsub),
-      unsafePublish: (event: R.Event) => EventHub.publish(pubsub, event)
+      publishUnsafe: (event: R.Event) => EventHub.publish(pubsub, event)
     }))
   )
 
@@ -168,7 +168,7 @@ const giveUp = (
 ): Effect.Effect<never, Errors.DontRetry> =>
   Effect.withFiber((fiber) => {
     config.meters.giveUps[reason].updateUnsafe(1, fiber.context)
-    eventsOf(fiber)?.unsafePublish({
+    eventsOf(fiber)?.publishUnsafe({
       _tag: "GaveUp",
       policy: config.name,
       reason,
@@ -260,7 +260,7 @@ const retryLoop = <A, E, R>(
         )
         if (typeof delay === "string") return yield* giveUp(delay, attempts, error, config)
         if (budget !== undefined) {
-          const granted = budget.unsafeTryWithdraw(now)
+          const granted = budget.tryWithdrawUnsafe(now)
           ;(granted ? meters.withdrawals : meters.denials).updateUnsafe(1, context)
           if (!granted) return yield* giveUp("budget", attempts, error, config)
         }
@@ -272,12 +272,12 @@ const retryLoop = <A, E, R>(
         const refund = (failure: unknown): void => {
           if (budget === undefined) return
           if (sent.left && (gates !== undefined || Outcome.ofError(failure) !== "refused")) return
-          budget.unsafeRefund(now, nowOf(fiber))
+          budget.refundUnsafe(now, nowOf(fiber))
           meters.refunds.updateUnsafe(1, context)
         }
         meters.retries.updateUnsafe(1, context)
         const attemptNumber = attempts
-        sink?.unsafePublish({
+        sink?.publishUnsafe({
           _tag: "RetryScheduled",
           policy: config.name,
           attempt: attemptNumber,
@@ -328,7 +328,7 @@ const run = <A, E, R>(
   // One primitive for the whole first try: the attempt is usually already 0 (no enclosing
   // retry), so providing it is skipped; the budget reads the clock once, synchronously.
   const start = Effect.withFiber<A, E, R>((fiber) => {
-    budget?.unsafeRecordRequest(nowOf(fiber))
+    budget?.recordRequestUnsafe(nowOf(fiber))
     config.meters.attempts.updateUnsafe(1, fiber.context)
     return fiber.getRef(currentAttempt) === 0 ? self : Effect.provideService(self, currentAttempt, 0)
   })
@@ -368,7 +368,7 @@ class FirstTry implements Admission.Gate<true, never> {
     return false
   }
   readonly tryEnter = (entry: Admission.Entry): true => {
-    this.budget?.unsafeRecordRequest(entry.now)
+    this.budget?.recordRequestUnsafe(entry.now)
     const context = entry.context
     const metrics = this.read(context) ? (this.metrics ??= Meters.metricContext(context)) : context
     this.config.meters.attempts.updateUnsafe(1, metrics)
@@ -399,7 +399,7 @@ export const make = (options?: R.MakeOptions): Effect.Effect<R.Policy, Options.I
   Effect.suspend(() => Effect.fromResult(policyOf(options)))
 
 /** @internal */
-export const unsafeMake = (options?: R.MakeOptions): R.Policy =>
+export const makeUnsafe = (options?: R.MakeOptions): R.Policy =>
   Result.getOrThrowWith(policyOf(options), identity)
 
 const policy = (config: Compiled, budget: RB.Budget | undefined): R.Policy => {

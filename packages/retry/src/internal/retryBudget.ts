@@ -1,5 +1,5 @@
 import { type Admission, BoundedMap, Meters, Options } from "@sluice/core"
-import * as Kernel from "@sluice/kernel/retry/Budget"
+import * as Kernel from "@sluice/kernel/retry/RetryBudget"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
@@ -50,23 +50,23 @@ class BudgetImpl implements RB.Budget {
   ) {
     this.budget = new Kernel.Budget({ ...options, windowMillis: Duration.toMillis(options.window) })
   }
-  readonly gate = recordingGate((entry) => this.unsafeRecordRequest(entry.now))
-  readonly unsafeRecordRequest = (nowMillis: number): void => this.budget.recordRequest(nowMillis)
-  readonly unsafeTryWithdraw = (nowMillis: number): boolean => this.budget.tryWithdraw(nowMillis)
-  readonly unsafeRefund = (withdrawnAtMillis: number, nowMillis: number): void =>
+  readonly gate = recordingGate((entry) => this.recordRequestUnsafe(entry.now))
+  readonly recordRequestUnsafe = (nowMillis: number): void => this.budget.recordRequest(nowMillis)
+  readonly tryWithdrawUnsafe = (nowMillis: number): boolean => this.budget.tryWithdraw(nowMillis)
+  readonly refundUnsafe = (withdrawnAtMillis: number, nowMillis: number): void =>
     this.budget.refund(withdrawnAtMillis, nowMillis)
-  readonly unsafeStats = (nowMillis: number): RB.BudgetStats => this.budget.stats(nowMillis)
+  readonly statsUnsafe = (nowMillis: number): RB.BudgetStats => this.budget.stats(nowMillis)
   get recordRequest(): Effect.Effect<void> {
-    return atNow(this.unsafeRecordRequest)
+    return atNow(this.recordRequestUnsafe)
   }
   get tryWithdraw(): Effect.Effect<boolean> {
     return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const granted = this.unsafeTryWithdraw(now)
+      const granted = this.tryWithdrawUnsafe(now)
       return Effect.as(Metric.update(granted ? withdrawals.metric : denials.metric, 1), granted)
     })
   }
   get stats(): Effect.Effect<RB.BudgetStats> {
-    return atNow(this.unsafeStats)
+    return atNow(this.statsUnsafe)
   }
 }
 
@@ -95,7 +95,7 @@ export const make = (
   Effect.map(decode(options), (resolved) => new ServiceImpl(resolved))
 
 /** @internal */
-export const unsafeMake = (options: RB.RetryBudgetOptions = {}): RB.Service =>
+export const makeUnsafe = (options: RB.RetryBudgetOptions = {}): RB.Service =>
   new ServiceImpl(decodeSync(options))
 
 /** @internal */

@@ -1,5 +1,5 @@
 import { Meters, Options } from "@sluice/core"
-import * as Kernel from "@sluice/kernel/retry/Histogram"
+import * as Kernel from "@sluice/kernel/retry/RetryHistogram"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -74,17 +74,17 @@ class HistogramImpl implements RH.Service {
     if (reject) this.rejections.updateUnsafe(1, context)
     return reject
   }
-  readonly unsafeRecord = (nowMillis: number, attempt: number): void =>
+  readonly recordUnsafe = (nowMillis: number, attempt: number): void =>
     this.recordIn(nowMillis, attempt, noFiber)
-  readonly unsafeRecordUntrusted = (nowMillis: number, attempt: number): void => {
+  readonly recordUntrustedUnsafe = (nowMillis: number, attempt: number): void => {
     this.untrustedRequests[this.histogram.recordUntrusted(nowMillis, attempt)]!.updateUnsafe(1, noFiber)
   }
-  readonly unsafeSnapshot = (nowMillis: number): RH.Snapshot => this.histogram.snapshot(nowMillis)
-  readonly unsafeShouldRejectRetries = (nowMillis: number): boolean => this.decideIn(nowMillis, noFiber)
+  readonly snapshotUnsafe = (nowMillis: number): RH.Snapshot => this.histogram.snapshot(nowMillis)
+  readonly shouldRejectRetriesUnsafe = (nowMillis: number): boolean => this.decideIn(nowMillis, noFiber)
   readonly record = (attempt: number): Effect.Effect<void> =>
     inFiber((now, context) => this.recordIn(now, attempt, context))
   get snapshot(): Effect.Effect<RH.Snapshot> {
-    return atNow(this.unsafeSnapshot)
+    return atNow(this.snapshotUnsafe)
   }
   get shareOfRetries(): Effect.Effect<number> {
     return Effect.map(this.snapshot, (s) => s.shareOfRetries)
@@ -104,5 +104,5 @@ export const make = (
   Effect.map(decode(options), (resolved) => new HistogramImpl(resolved))
 
 /** @internal */
-export const unsafeMake = (options: RH.RetryHistogramOptions = {}): RH.Service =>
+export const makeUnsafe = (options: RH.RetryHistogramOptions = {}): RH.Service =>
   new HistogramImpl(decodeSync(options))

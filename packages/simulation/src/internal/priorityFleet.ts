@@ -157,7 +157,7 @@ const makeClient = (config: Resolved, index: number): Effect.Effect<Client, Opti
     const limiters = yield* ConcurrencyLimiter.makeService({ order: config.order })
     const name = `fleet-${index}`
     const budget = (yield* RetryBudget.make({})).forKey(name)
-    const retrying = Retry.unsafeMake({
+    const retrying = Retry.makeUnsafe({
       maxAttempts: config.maxAttempts,
       maxRetryAfter: Duration.millis(config.maxRetryAfterMillis),
       name,

@@ -216,7 +216,7 @@ class SeriesRecorder implements RecorderService {
     readonly startMillis: number,
     readonly resolutionMillis: number
   ) {}
-  readonly unsafeCounter = (name: string): ((amount?: number) => void) => {
+  readonly counterUnsafe = (name: string): ((amount?: number) => void) => {
     let series = this.counters.get(name)
     if (series === undefined) {
       series = []
@@ -229,7 +229,7 @@ class SeriesRecorder implements RecorderService {
       values[index]! += amount
     }
   }
-  readonly unsafeGauge = (name: string, read: () => number): void => {
+  readonly gaugeUnsafe = (name: string, read: () => number): void => {
     this.gaugeReads.set(name, read)
     if (!this.gaugeValues.has(name)) this.gaugeValues.set(name, [])
   }

@@ -85,10 +85,10 @@ type DecodedScenario = typeof Scenario.Type
 /** @internal */
 export interface SlotServer {
   readonly call: (client: number) => Effect.Effect<void, Overloaded>
-  readonly unsafeBusy: () => number
-  readonly unsafeMaxBusy: () => number
-  readonly unsafeQueued: () => number
-  readonly unsafeStats: () => { readonly accepted: number; readonly rejected: number }
+  readonly busyUnsafe: () => number
+  readonly maxBusyUnsafe: () => number
+  readonly queuedUnsafe: () => number
+  readonly statsUnsafe: () => { readonly accepted: number; readonly rejected: number }
 }
 
 const decodeServer = Options.decode("Simulation.SlotServer", SlotServerOptions)
@@ -289,10 +289,10 @@ const makeServerImpl = (
       }
       return {
         call,
-        unsafeBusy: () => busy,
-        unsafeMaxBusy: () => capacity(now() - start),
-        unsafeQueued: () => queued,
-        unsafeStats: () => ({ accepted, rejected })
+        busyUnsafe: () => busy,
+        maxBusyUnsafe: () => capacity(now() - start),
+        queuedUnsafe: () => queued,
+        statsUnsafe: () => ({ accepted, rejected })
       }
     })
   )
@@ -467,11 +467,11 @@ export const runScenario = <E, R>(
     let serverStats = { accepted: 0, rejected: 0 }
     const program = Effect.gen(function* () {
       const recorder = yield* Recorder
-      const attemptsCounter = recorder.unsafeCounter("attempts")
-      const successesCounter = recorder.unsafeCounter("successes")
-      const rejectionsCounter = recorder.unsafeCounter("rejections")
-      const completedCounter = recorder.unsafeCounter("completed")
-      const failedCounter = recorder.unsafeCounter("failed")
+      const attemptsCounter = recorder.counterUnsafe("attempts")
+      const successesCounter = recorder.counterUnsafe("successes")
+      const rejectionsCounter = recorder.counterUnsafe("rejections")
+      const completedCounter = recorder.counterUnsafe("completed")
+      const failedCounter = recorder.counterUnsafe("failed")
       let inFlight = 0
       let pending = 0
       const server = yield* makeServerImpl(w.server, seedOf(options.seed, `server/${w.name}`), {
@@ -493,14 +493,14 @@ export const runScenario = <E, R>(
       const start = yield* Clock.currentTimeMillis
       const clients: Array<Client> = []
       for (let c = 0; c < w.clients; c++) clients.push(yield* makeClient(c))
-      recorder.unsafeGauge("inFlight", () => inFlight)
-      recorder.unsafeGauge("pending", () => pending)
-      recorder.unsafeGauge("busy", server.unsafeBusy)
-      recorder.unsafeGauge("maxBusy", server.unsafeMaxBusy)
-      if (w.server.queue !== undefined) recorder.unsafeGauge("serverQueued", server.unsafeQueued)
+      recorder.gaugeUnsafe("inFlight", () => inFlight)
+      recorder.gaugeUnsafe("pending", () => pending)
+      recorder.gaugeUnsafe("busy", server.busyUnsafe)
+      recorder.gaugeUnsafe("maxBusy", server.maxBusyUnsafe)
+      if (w.server.queue !== undefined) recorder.gaugeUnsafe("serverQueued", server.queuedUnsafe)
       clients.forEach((client, c) => {
         for (const [name, read] of Object.entries(client.gauges ?? {})) {
-          recorder.unsafeGauge(w.clients === 1 ? name : `${name}.${c}`, read)
+          recorder.gaugeUnsafe(w.clients === 1 ? name : `${name}.${c}`, read)
         }
       })
       const clock = yield* Clock.Clock
@@ -537,7 +537,7 @@ export const runScenario = <E, R>(
         }
       }
       yield* Effect.all(arrivals, { concurrency: "unbounded", discard: true })
-      serverStats = server.unsafeStats()
+      serverStats = server.statsUnsafe()
     }).pipe(Effect.scoped)
     return Effect.flatMap(
       run(program, { maxDuration: Duration.hours(1), ...options }),

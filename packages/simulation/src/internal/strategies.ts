@@ -49,7 +49,7 @@ export const limited =
         algorithm: algorithm(),
         maxQueue: 1_000_000
       })
-      const retry = Retry.unsafeMake({ maxAttempts: UNLIMITED_ATTEMPTS, schedule: immediately }).apply
+      const retry = Retry.makeUnsafe({ maxAttempts: UNLIMITED_ATTEMPTS, schedule: immediately }).apply
       const gauges = { cwnd: () => limiter.limit, queued: () => limiter.queued }
       if (pacing === undefined) {
         return { run: (attempt) => retry(limiter.withLimiter(attempt)), gauges }
@@ -76,7 +76,7 @@ export const naive: Strategy = {
   description: "retry immediately, up to 10 attempts",
   make: () =>
     Effect.sync(() => {
-      const retry = Retry.unsafeMake({ maxAttempts: 10, schedule: immediately }).apply
+      const retry = Retry.makeUnsafe({ maxAttempts: 10, schedule: immediately }).apply
       return { run: (attempt) => retry(attempt) }
     })
 }
@@ -87,7 +87,7 @@ export const exponential: Strategy = {
   description: "exponential backoff from 50 ms, x2, max 30 s, full jitter, until success",
   make: () =>
     Effect.sync(() => {
-      const retry = Retry.unsafeMake({
+      const retry = Retry.makeUnsafe({
         maxAttempts: UNLIMITED_ATTEMPTS,
         schedule: exponentialBackoff()
       }).apply
@@ -101,7 +101,7 @@ export const exponentialBudget: Strategy = {
   description: "the same backoff, at most 3 attempts, retries within a 10% retry budget",
   make: (index) =>
     Effect.map(RetryBudget.make({ ratio: 0.1 }), (budgets) => {
-      const retry = Retry.unsafeMake({
+      const retry = Retry.makeUnsafe({
         maxAttempts: 3,
         schedule: exponentialBackoff(),
         budget: budgets.forKey(`client-${index}`)
@@ -117,12 +117,12 @@ export const hedgeBudget: Strategy = {
     "exponential-budget, and a hedge after the p95 of recent latencies, from the same 10% retry budget",
   make: (index) =>
     Effect.map(RetryBudget.make({ ratio: 0.1 }), (budgets) => {
-      const policy = Retry.unsafeMake({
+      const policy = Retry.makeUnsafe({
         maxAttempts: 3,
         schedule: exponentialBackoff(),
         budget: budgets.forKey(`client-${index}`)
       })
-      const hedge = Hedge.unsafeMake({ policy, quantile: 0.95, maxHedges: 1 }).apply
+      const hedge = Hedge.makeUnsafe({ policy, quantile: 0.95, maxHedges: 1 }).apply
       return { run: (attempt) => hedge(attempt) }
     })
 }

@@ -21,7 +21,7 @@ import type * as CB from "../CircuitBreaker.js"
 import { CircuitOpen } from "../Errors.js"
 import * as admission from "./admission.js"
 import * as Options from "./options.js"
-import * as Breaker from "@sluice/kernel/breaker/Breaker"
+import * as Breaker from "@sluice/kernel/breaker/CircuitBreaker"
 import type { InvalidOptions } from "./options.js"
 
 /** @internal */

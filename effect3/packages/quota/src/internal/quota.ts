@@ -14,9 +14,9 @@ import * as CircuitBreaker from "@sluice/core/CircuitBreaker"
 import { CircuitOpen, QuotaExceeded } from "@sluice/core/Errors"
 import * as Options from "@sluice/core/Options"
 import * as ClientKey from "@sluice/kernel/quota/ClientKey"
-import * as QuotaDecision from "@sluice/kernel/quota/Decision"
-import { Fallback } from "@sluice/kernel/quota/Fallback"
-import * as QuotaOptions from "@sluice/kernel/quota/Options"
+import * as QuotaDecision from "@sluice/kernel/quota/QuotaDecision"
+import { Fallback } from "@sluice/kernel/quota/QuotaFallback"
+import * as QuotaOptions from "@sluice/kernel/quota/QuotaOptions"
 import { SustainedFailure } from "@sluice/kernel/quota/SustainedFailure"
 import type * as Q from "../Quota.js"
 import * as Deadlines from "./deadlines.js"
@@ -127,7 +127,7 @@ export const make = (
     }
 
     const nowMs = () => Deadlines.clockMillis(clock)
-    // decisions are made in whole milliseconds (see the kernel's quota/Plan)
+    // decisions are made in whole milliseconds (see the kernel's quota/QuotaPlan)
     const wholeMs = () => Math.floor(clock.unsafeCurrentTimeMillis())
 
     const finish = (

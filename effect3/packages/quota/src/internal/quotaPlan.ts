@@ -3,8 +3,8 @@ import * as Schema from "effect/Schema"
 import * as Options from "@sluice/core/Options"
 import type * as QC from "../QuotaConfig.js"
 import type { Issue } from "@sluice/kernel/options/Field"
-import { describeIssues } from "@sluice/kernel/quota/Options"
-import * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import { describeIssues } from "@sluice/kernel/quota/QuotaOptions"
+import * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
 
 /** @internal */
 export const Algorithm = Schema.Literal("gcra", "sliding-window")

@@ -14,7 +14,7 @@ export const makeMemory = (
     if (Array.isArray(resolved)) return yield* Effect.fail(invalidOptions("QuotaStore.memory", resolved))
     const clock = yield* Effect.clock
     const state = new MemoryQuotaState(resolved)
-    // decisions are made in whole milliseconds (see the kernel's quota/Plan): exact at any clock magnitude
+    // decisions are made in whole milliseconds (see the kernel's quota/QuotaPlan): exact at any clock magnitude
     const now = () => Math.floor(clock.unsafeCurrentTimeMillis())
     const unsafeCheck = (client: string, plan: CompiledPlan, cost: number) =>
       state.check(client, plan, cost, now())

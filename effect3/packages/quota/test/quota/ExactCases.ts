@@ -4,7 +4,7 @@
  */
 import fc from "fast-check"
 import { expect } from "vitest"
-import type { StoreResult } from "@sluice/kernel/quota/Plan"
+import type { StoreResult } from "@sluice/kernel/quota/QuotaPlan"
 import type { ExactReference, ExactTier } from "./ExactReference.js"
 
 export const MAX_PRODUCT = 2 ** 52

@@ -1,5 +1,5 @@
 import { type Admission, BoundedMap, Options } from "@sluice/core"
-import * as Kernel from "@sluice/kernel/retry/Budget"
+import * as Kernel from "@sluice/kernel/retry/RetryBudget"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"

@@ -1,5 +1,5 @@
 import { Options } from "@sluice/core"
-import * as Kernel from "@sluice/kernel/retry/Histogram"
+import * as Kernel from "@sluice/kernel/retry/RetryHistogram"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"

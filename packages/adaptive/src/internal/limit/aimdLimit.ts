@@ -5,7 +5,7 @@ import { algorithm } from "./limitAlgorithm.js"
 import { validator } from "../options.js"
 
 /** @internal */
-export const { unsafeMake, make, factory } = algorithm<A.AimdLimitOptions, A.AimdLimitConfig, A.AimdLimit>(
+export const { makeUnsafe, make, factory } = algorithm<A.AimdLimitOptions, A.AimdLimitConfig, A.AimdLimit>(
   validator("AimdLimit", Kernel.configure, ["timeout"]),
   (config) =>
     new Kernel.AimdLimit({

@@ -4,7 +4,7 @@ import { algorithm } from "./limitAlgorithm.js"
 import { validator } from "../options.js"
 
 /** @internal */
-export const { unsafeMake, make, factory } = algorithm<
+export const { makeUnsafe, make, factory } = algorithm<
   CW.CongestionWindowOptions,
   CW.CongestionWindowConfig,
   CW.CongestionWindow

@@ -29,7 +29,7 @@ export const algorithm = <I, C, A extends LA.LimitAlgorithm>(
 ) => {
   const make = (config: C): A => Object.assign(bindMethods(build(config), hooks), { options: config }) as any
   return {
-    unsafeMake: (options: I = {} as I): A => make(check(options)),
+    makeUnsafe: (options: I = {} as I): A => make(check(options)),
     make: (options: I = {} as I): Effect.Effect<A, Options.InvalidOptions> =>
       tryConstruct(() => make(check(options))),
     factory: (options: I = {} as I): LA.Factory => {

@@ -4,7 +4,7 @@ import { algorithm } from "./limitAlgorithm.js"
 import { validator } from "../options.js"
 
 /** @internal */
-export const { unsafeMake, make, factory } = algorithm<V.VegasLimitOptions, V.VegasLimitConfig, V.VegasLimit>(
+export const { makeUnsafe, make, factory } = algorithm<V.VegasLimitOptions, V.VegasLimitConfig, V.VegasLimit>(
   validator("VegasLimit", Kernel.configure),
   (config) => new Kernel.VegasLimit(config)
 )

@@ -1,5 +1,5 @@
 import * as MemoryStore from "@sluice/kernel/quota/MemoryStore"
-import * as QuotaOptions from "@sluice/kernel/quota/Options"
+import * as QuotaOptions from "@sluice/kernel/quota/QuotaOptions"
 import { describe, expect, it } from "vitest"
 
 const ms = (d: number) => d

@@ -1,4 +1,4 @@
-import * as Histogram from "@sluice/kernel/retry/Histogram"
+import * as Histogram from "@sluice/kernel/retry/RetryHistogram"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 

@@ -6,7 +6,7 @@
  *
  * @since 0.2.0
  */
-import type { PlanSpec } from "./Plan.js"
+import type { PlanSpec } from "./QuotaPlan.js"
 
 /**
  * The plans of a table, of any representation `P` (the binding's compiled plans).

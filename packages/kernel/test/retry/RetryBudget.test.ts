@@ -1,4 +1,4 @@
-import * as Budget from "@sluice/kernel/retry/Budget"
+import * as Budget from "@sluice/kernel/retry/RetryBudget"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 

@@ -1,5 +1,5 @@
-import { Breaker, type BreakerOptions, type State } from "@sluice/kernel/breaker/Breaker"
-import * as BreakerModule from "@sluice/kernel/breaker/Breaker"
+import { Breaker, type BreakerOptions, type State } from "@sluice/kernel/breaker/CircuitBreaker"
+import * as BreakerModule from "@sluice/kernel/breaker/CircuitBreaker"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 

@@ -1,4 +1,4 @@
-import * as PlanTable from "@sluice/kernel/quota/PlanTable"
+import * as PlanTable from "@sluice/kernel/quota/QuotaConfig"
 import { describe, expect, it } from "vitest"
 
 describe("the plans in force", () => {

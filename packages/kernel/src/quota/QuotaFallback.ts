@@ -23,10 +23,10 @@
  *
  * @since 0.2.0
  */
-import { emptyWaitMs, retryAfterMs } from "./Decision.js"
+import { emptyWaitMs, retryAfterMs } from "./QuotaDecision.js"
 import { MemoryQuotaState } from "./MemoryStore.js"
-import type { CompiledPlan, StoreResult } from "./Plan.js"
-import { ceilDiv, scale } from "./Plan.js"
+import type { CompiledPlan, StoreResult } from "./QuotaPlan.js"
+import { ceilDiv, scale } from "./QuotaPlan.js"
 
 /**
  * `maxClients` bounds its memory; `share` in (0, 1] scales every plan's limit and burst.

@@ -1,5 +1,5 @@
-import { Fallback } from "@sluice/kernel/quota/Fallback"
-import * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import { Fallback } from "@sluice/kernel/quota/QuotaFallback"
+import * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
 import { describe, expect, it } from "vitest"
 
 const plan = QuotaPlan.compile({

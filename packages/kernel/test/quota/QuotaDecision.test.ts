@@ -1,5 +1,5 @@
-import * as QuotaDecision from "@sluice/kernel/quota/Decision"
-import * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import * as QuotaDecision from "@sluice/kernel/quota/QuotaDecision"
+import * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
 import { describe, expect, it } from "vitest"
 
 const plan = QuotaPlan.compile({

@@ -7,8 +7,8 @@
  *
  * @since 0.2.0
  */
-import type { FailureMode } from "./Options.js"
-import type { CompiledPlan, StoreResult, TierDecision } from "./Plan.js"
+import type { FailureMode } from "./QuotaOptions.js"
+import type { CompiledPlan, StoreResult, TierDecision } from "./QuotaPlan.js"
 
 /**
  * What decided a check: the store, or (when the store failed or missed its deadline) the

@@ -1,5 +1,5 @@
 import { MemoryQuotaState } from "@sluice/kernel/quota/MemoryStore"
-import * as QuotaPlan from "@sluice/kernel/quota/Plan"
+import * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { arbBlock, arbCost, arbDt, arbPlan, capacityOf, costOf, expectExact } from "./ExactCases.js"

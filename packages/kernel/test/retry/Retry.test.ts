@@ -1,4 +1,4 @@
-import * as Policy from "@sluice/kernel/retry/Policy"
+import * as Policy from "@sluice/kernel/retry/Retry"
 import { describe, expect, it } from "vitest"
 
 const marked = Symbol("retryable")
