@@ -15,7 +15,7 @@ import {
   ThresholdMonitor,
   VegasLimit
 } from "@sluice/adaptive"
-import { CircuitBreaker, Ewma, LatencyWindow, Options, RollingCounter } from "@sluice/core"
+import { CircuitBreaker, Options } from "@sluice/core"
 import { SluiceHttpClient, Trust } from "@sluice/http"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { Backoff, Retry, RetryBudget, RetryHistogram } from "@sluice/retry"
@@ -82,9 +82,6 @@ const cases: ReadonlyArray<readonly [string, string, () => Effect.Effect<unknown
       )
   ],
   ["CircuitBreaker", "threshold", () => CircuitBreaker.make(plus({ name: "db" }, "threshold"))],
-  ["LatencyWindow", "buckets", () => LatencyWindow.make(plus({ window: "1 minute" }, "buckets"))],
-  ["Ewma", "alpha", () => Ewma.make(plus({ tau: "1 second" }, "alpha"))],
-  ["RollingCounter", "size", () => RollingCounter.make(plus({ window: "1 minute" }, "size"))],
   [
     "SluiceHttpClient.makeDefault",
     "retries",
