@@ -26,12 +26,12 @@
  *
  * @since 0.1.0
  */
-import type * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
 import type * as Ord from "effect/Order"
 import * as Schema from "effect/Schema"
 import * as Kernel from "@sluice/kernel/criticality/Criticality"
-import * as internal from "./internal/criticality.js"
 
 /**
  * The four levels as a Schema literal.
@@ -103,7 +103,10 @@ export const Order: Ord.Order<Criticality> = Kernel.compare
  * @since 0.1.0
  * @category getters
  */
-export const currentCriticality: Context.Reference<Criticality> = internal.currentCriticality
+export const currentCriticality: Context.Reference<Criticality> = Context.Reference<Criticality>(
+  "@sluice/core/Criticality",
+  { defaultValue: () => Kernel.defaultLevel }
+)
 
 /**
  * Reads the current level.
@@ -120,7 +123,7 @@ export const currentCriticality: Context.Reference<Criticality> = internal.curre
  * @since 0.1.0
  * @category getters
  */
-export const current: Effect.Effect<Criticality> = internal.current
+export const current: Effect.Effect<Criticality> = Effect.service(currentCriticality)
 
 /**
  * Runs an effect with the given level.
@@ -138,7 +141,9 @@ export const current: Effect.Effect<Criticality> = internal.current
 export const withCriticality: {
   (level: Criticality): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, level: Criticality): Effect.Effect<A, E, R>
-} = internal.withCriticality
+} = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, level: Criticality) =>
+  Effect.provideService(self, currentCriticality, level)
+)
 
 /**
  * Parses a header value. Case-insensitive, `-` or `_` separators; anything
@@ -174,7 +179,7 @@ export const parse: (value: string | null | undefined, fallback?: Criticality) =
 export const clamp: {
   (ceiling: Criticality): (level: Criticality) => Criticality
   (level: Criticality, ceiling: Criticality): Criticality
-} = internal.clamp
+} = dual(2, Kernel.clamp)
 
 /**
  * Is `self` at least as critical as `that`?
@@ -185,4 +190,4 @@ export const clamp: {
 export const isAtLeast: {
   (that: Criticality): (self: Criticality) => boolean
   (self: Criticality, that: Criticality): boolean
-} = internal.isAtLeast
+} = dual(2, Kernel.isAtLeast)

@@ -29,11 +29,12 @@
  *
  * @since 0.1.0
  */
-import type * as Cause from "effect/Cause"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
-import * as internal from "./internal/errors.js"
+import * as Outcome from "@sluice/kernel/outcome/Outcome"
 
 /**
  * The symbol an error carries (set to `true`) to declare itself retryable, e.g. a
@@ -42,7 +43,11 @@ import * as internal from "./internal/errors.js"
  * @since 0.1.0
  * @category symbols
  */
-export const RetryableTypeId: unique symbol = internal.RetryableTypeId as any
+export const RetryableTypeId: unique symbol = Symbol.for("@sluice/core/Retryable") as any
+
+// Marked by `markRetryable` on an error of the application's own: retryable although Sluice does not know its tag.
+const isMarkedRetryable = (u: unknown): boolean =>
+  Predicate.hasProperty(u, RetryableTypeId) && (u as any)[RetryableTypeId] === true
 
 /**
  * @since 0.1.0
@@ -343,7 +348,8 @@ export type RetryablePart<E> = Extract<E, Retryable>
  * @since 0.1.0
  * @category guards
  */
-export const isRetryable: <E>(error: E) => error is Extract<E, Retryable> = internal.isRetryable as any
+export const isRetryable: <E>(error: E) => error is Extract<E, Retryable> = ((u: unknown): boolean =>
+  Outcome.isRetryableError(u, Cause.isTimeoutError(u) || isMarkedRetryable(u))) as any
 
 /**
  * Marks an error object as retryable (e.g. a transport error), returning it.
@@ -359,6 +365,6 @@ export const isRetryable: <E>(error: E) => error is Extract<E, Retryable> = inte
  * @category utils
  */
 export const markRetryable = <E extends object>(error: E): E & MarkedRetryable => {
-  Object.defineProperty(error, internal.RetryableTypeId, { value: true, enumerable: false })
+  Object.defineProperty(error, RetryableTypeId, { value: true, enumerable: false })
   return error as E & MarkedRetryable
 }

@@ -33,9 +33,8 @@
  *
  * @since 1.0.0
  */
-import type * as Context from "effect/Context"
-import type * as Metric from "effect/Metric"
-import * as internal from "./internal/meters.js"
+import * as Context from "effect/Context"
+import * as Metric from "effect/Metric"
 
 /**
  * One metric name and description: `metric` carries no attributes of its own (read a
@@ -49,6 +48,11 @@ export interface Family<M> {
   readonly metric: M
   readonly of: (attributes: Metric.Metric.AttributeSet | undefined) => M
 }
+
+const family = <A>(metric: A, make: (attributes: Metric.Metric.AttributeSet) => A): Family<A> => ({
+  metric,
+  of: (attributes) => (attributes === undefined ? metric : make(attributes))
+})
 
 /**
  * The {@link Family} of an incremental counter.
@@ -72,7 +76,10 @@ export interface Family<M> {
  * @since 1.0.0
  * @category constructors
  */
-export const counter: (name: string, description: string) => Family<Metric.Counter<number>> = internal.counter
+export const counter = (name: string, description: string): Family<Metric.Counter<number>> =>
+  family(Metric.counter(name, { description, incremental: true }), (attributes) =>
+    Metric.counter(name, { description, incremental: true, attributes })
+  )
 
 /**
  * The {@link Family} of a gauge.
@@ -80,7 +87,8 @@ export const counter: (name: string, description: string) => Family<Metric.Count
  * @since 1.0.0
  * @category constructors
  */
-export const gauge: (name: string, description: string) => Family<Metric.Gauge<number>> = internal.gauge
+export const gauge = (name: string, description: string): Family<Metric.Gauge<number>> =>
+  family(Metric.gauge(name, { description }), (attributes) => Metric.gauge(name, { description, attributes }))
 
 /**
  * The {@link Family} of a histogram with the given bucket `boundaries`.
@@ -88,11 +96,14 @@ export const gauge: (name: string, description: string) => Family<Metric.Gauge<n
  * @since 1.0.0
  * @category constructors
  */
-export const histogram: (
+export const histogram = (
   name: string,
   description: string,
   boundaries: ReadonlyArray<number>
-) => Family<Metric.Histogram<number>> = internal.histogram
+): Family<Metric.Histogram<number>> =>
+  family(Metric.histogram(name, { description, boundaries }), (attributes) =>
+    Metric.histogram(name, { description, boundaries, attributes })
+  )
 
 /**
  * A context holding only what a metric update reads from `context`: its
@@ -104,5 +115,10 @@ export const histogram: (
  * @since 1.0.0
  * @category utils
  */
-export const metricContext: (context: Context.Context<never>) => Context.Context<never> =
-  internal.metricContext
+export const metricContext = (context: Context.Context<never>): Context.Context<never> =>
+  Context.makeUnsafe(
+    new Map<string, unknown>([
+      [Metric.MetricRegistry.key, Context.get(context, Metric.MetricRegistry)],
+      [Metric.CurrentMetricAttributes.key, Context.get(context, Metric.CurrentMetricAttributes)]
+    ])
+  )

@@ -12,11 +12,11 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
-import type * as PubSub from "effect/PubSub"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as internal from "./internal/throttleSignal.js"
+import * as EventHub from "@sluice/core/EventHub"
 
 /**
  * One response's verdict: the backend `key` (the host) asked to slow down or not.
@@ -67,6 +67,23 @@ export class ThrottleSignal extends Context.Service<ThrottleSignal, ThrottleSign
   "@sluice/http/ThrottleSignal"
 ) {}
 
+// The latest state per key beside the hub: a subscriber that joins late still reads where each host stands.
+const makeService = (capacity: number): Effect.Effect<ThrottleSignalService> =>
+  Effect.map(EventHub.make<Signal>(capacity), (pubsub) => {
+    const latest = new Map<string, boolean>()
+    const publishUnsafe = (key: string, throttled: boolean): void => {
+      latest.set(key, throttled)
+      EventHub.publish(pubsub, { key, throttled })
+    }
+    return {
+      publishUnsafe,
+      publish: (key, throttled) => Effect.sync(() => publishUnsafe(key, throttled)),
+      subscribe: PubSub.subscribe(pubsub),
+      changes: Stream.fromPubSub(pubsub),
+      latest: (key) => Option.fromNullishOr(latest.get(key))
+    }
+  })
+
 /**
  * A hub that keeps the latest `capacity` signals per subscriber (default 1024).
  *
@@ -76,7 +93,7 @@ export class ThrottleSignal extends Context.Service<ThrottleSignal, ThrottleSign
 export const layer = (
   options: { readonly capacity?: number | undefined } = {}
 ): Layer.Layer<ThrottleSignal> =>
-  Layer.effect(ThrottleSignal, internal.make(Math.max(1, Math.floor(options.capacity ?? 1024))))
+  Layer.effect(ThrottleSignal, makeService(Math.max(1, Math.floor(options.capacity ?? 1024))))
 
 /**
  * Follows the signals (optionally of one key) in a fiber that lives as long as

@@ -11,7 +11,6 @@
  *
  * @since 1.0.0
  */
-import * as internal from "./internal/series.js"
 import type * as Simulation from "./Simulation.js"
 
 /**
@@ -51,11 +50,28 @@ export interface SeriesRun {
  * @since 1.0.0
  * @category points
  */
-export const ratePoints: (
+export const ratePoints = (
   runs: ReadonlyArray<SeriesRun>,
   counter: string,
-  binMillis?: number
-) => Array<Point> = internal.ratePoints
+  binMillis = 1000
+): Array<Point> => {
+  const points: Array<Point> = []
+  for (const run of runs) {
+    const ts = run.timeSeries
+    const values = ts.counters[counter] ?? []
+    const perBin = Math.max(1, Math.round(binMillis / ts.resolutionMillis))
+    for (let i = 0; i < values.length; i += perBin) {
+      let sum = 0
+      for (let j = i; j < Math.min(values.length, i + perBin); j++) sum += values[j]!
+      points.push({
+        strategy: run.strategy,
+        t: ts.times[i]! / 1000,
+        value: (sum * 1000) / (perBin * ts.resolutionMillis)
+      })
+    }
+  }
+  return points
+}
 
 /**
  * A gauge's samples (for example `cwnd`, the concurrency limit), for the runs that recorded it.
@@ -71,5 +87,15 @@ export const ratePoints: (
  * @since 1.0.0
  * @category points
  */
-export const gaugePoints: (runs: ReadonlyArray<SeriesRun>, gauge: string) => Array<Point> =
-  internal.gaugePoints
+export const gaugePoints = (runs: ReadonlyArray<SeriesRun>, gauge: string): Array<Point> => {
+  const points: Array<Point> = []
+  for (const run of runs) {
+    const ts = run.timeSeries
+    const values = ts.gauges[gauge]
+    if (values === undefined) continue
+    values.forEach((value, i) => {
+      if (Number.isFinite(value)) points.push({ strategy: run.strategy, t: ts.times[i]! / 1000, value })
+    })
+  }
+  return points
+}

@@ -7,7 +7,7 @@ import type * as Fiber from "effect/Fiber"
 import * as Result from "effect/Result"
 import type * as A from "../Admission.js"
 import type * as Criticality from "../Criticality.js"
-import * as criticality from "./criticality.js"
+import * as criticality from "../Criticality.js"
 import * as outcome from "./outcome.js"
 import * as Outcome from "@sluice/kernel/outcome/Outcome"
 

@@ -3,7 +3,8 @@ import type * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import type * as Exit from "effect/Exit"
 import type { CircuitBreaker } from "effect/persistence"
-import * as errors from "./errors.js"
+import * as Predicate from "effect/Predicate"
+import { RetryableTypeId } from "../Errors.js"
 
 /** @internal */
 export const ofError: (error: unknown, options?: Kernel.ClassifyOptions) => Kernel.Outcome = Kernel.ofError
@@ -25,7 +26,10 @@ export const ofExit = (
 
 /** @internal */
 export const isRetryable = (outcome: Kernel.Outcome, error: unknown): boolean =>
-  Kernel.isRetryable(outcome, errors.isMarkedRetryable(error))
+  Kernel.isRetryable(
+    outcome,
+    Predicate.hasProperty(error, RetryableTypeId) && error[RetryableTypeId] === true
+  )
 
 const success: CircuitBreaker.Outcome = { _tag: "Success" }
 const ignored: CircuitBreaker.Outcome = { _tag: "Ignored" }

@@ -5,7 +5,7 @@ import * as vega from "vega"
 import * as vl from "vega-lite"
 import type { TopLevelSpec } from "vega-lite"
 import type { ChartRun } from "../Charts.js"
-import { gaugePoints, ratePoints, type Point } from "./series.js"
+import { gaugePoints, ratePoints, type Point } from "../Series.js"
 
 const lineChart = (options: {
   readonly title: string
