@@ -7,18 +7,12 @@
 
 /** @since 0.2.0 */
 export * as Admission from "./Admission.js"
-/** @since 0.2.0 */
-export * as BoundedMap from "./BoundedMap.js"
 /** @since 0.1.0 */
 export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 0.1.0 */
 export * as Criticality from "./Criticality.js"
 /** @since 0.1.0 */
 export * as Errors from "./Errors.js"
-/** @since 1.0.0 */
-export * as EventHub from "./EventHub.js"
-/** @since 1.0.0 */
-export * as Meters from "./Meters.js"
 /** @since 0.1.0 */
 export * as Options from "./Options.js"
 /** @since 0.2.0 */

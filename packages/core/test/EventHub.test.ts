@@ -1,4 +1,5 @@
-import { CircuitBreaker, EventHub } from "@sluice/core"
+import { CircuitBreaker } from "@sluice/core"
+import * as EventHub from "@sluice/core/shared/EventHub"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Effect, Fiber, PubSub, Stream } from "effect"
 import { TestClock } from "effect/testing"

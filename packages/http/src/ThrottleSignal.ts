@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as EventHub from "@sluice/core/EventHub"
+import * as EventHub from "@sluice/core/shared/EventHub"
 
 /**
  * One response's verdict: the backend `key` (the host) asked to slow down or not.

@@ -39,7 +39,8 @@
  *
  * @since 1.0.0
  */
-import { Errors, Meters, Options } from "@sluice/core"
+import { Errors, Options } from "@sluice/core"
+import * as Meters from "@sluice/core/shared/Meters"
 import * as Kernel from "@sluice/kernel/fallback/Fallback"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"

@@ -1,4 +1,5 @@
-import { Meters, type Options } from "@sluice/core"
+import { type Options } from "@sluice/core"
+import * as Meters from "@sluice/core/shared/Meters"
 import * as Kernel from "@sluice/kernel/interval/AimdInterval"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"

@@ -1,4 +1,5 @@
-import { Errors, Meters, type Options } from "@sluice/core"
+import { Errors, type Options } from "@sluice/core"
+import * as Meters from "@sluice/core/shared/Meters"
 import * as Kernel from "@sluice/kernel/limit/Pacer"
 import type * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"

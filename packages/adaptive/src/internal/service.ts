@@ -1,4 +1,5 @@
-import { Criticality, Meters, Options } from "@sluice/core"
+import { Criticality, Options } from "@sluice/core"
+import * as Meters from "@sluice/core/shared/Meters"
 import type * as Field from "@sluice/kernel/options/Field"
 import type * as Clock from "effect/Clock"
 import * as Context from "effect/Context"

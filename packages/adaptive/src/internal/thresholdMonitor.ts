@@ -1,4 +1,5 @@
-import { Meters, type Options } from "@sluice/core"
+import { type Options } from "@sluice/core"
+import * as Meters from "@sluice/core/shared/Meters"
 import * as Kernel from "@sluice/kernel/monitor/ThresholdMonitor"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
@@ -8,7 +9,7 @@ import type * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as T from "../ThresholdMonitor.js"
-import * as EventHub from "@sluice/core/EventHub"
+import * as EventHub from "@sluice/core/shared/EventHub"
 import { Millis, noContext, options, Service, withDefault } from "./service.js"
 
 /** @internal */

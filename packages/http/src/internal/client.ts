@@ -1,5 +1,7 @@
 import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
-import { Admission, BoundedMap, Criticality, Errors, Meters, Options } from "@sluice/core"
+import { Admission, Criticality, Errors, Options } from "@sluice/core"
+import * as BoundedMap from "@sluice/core/shared/BoundedMap"
+import * as Meters from "@sluice/core/shared/Meters"
 import { Hedge, Retry, RetryBudget } from "@sluice/retry"
 import * as AttemptBound from "@sluice/kernel/deadline/AttemptBound"
 import * as Propagation from "@sluice/kernel/deadline/Propagation"

@@ -1,4 +1,5 @@
-import { Admission, Meters, Options } from "@sluice/core"
+import { Admission, Options } from "@sluice/core"
+import * as Meters from "@sluice/core/shared/Meters"
 import * as Kernel from "@sluice/kernel/retry/Hedge"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"

@@ -1,4 +1,6 @@
-import { Admission, Errors, EventHub, Meters, Options, Outcome } from "@sluice/core"
+import { Admission, Errors, Options, Outcome } from "@sluice/core"
+import * as EventHub from "@sluice/core/shared/EventHub"
+import * as Meters from "@sluice/core/shared/Meters"
 import * as Policy from "@sluice/kernel/retry/Retry"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"

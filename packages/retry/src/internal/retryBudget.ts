@@ -1,4 +1,6 @@
-import { type Admission, BoundedMap, Meters, Options } from "@sluice/core"
+import { type Admission, Options } from "@sluice/core"
+import * as BoundedMap from "@sluice/core/shared/BoundedMap"
+import * as Meters from "@sluice/core/shared/Meters"
 import * as Kernel from "@sluice/kernel/retry/RetryBudget"
 import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"

@@ -1,4 +1,5 @@
-import { Meters, Options } from "@sluice/core"
+import { Options } from "@sluice/core"
+import * as Meters from "@sluice/core/shared/Meters"
 import * as Kernel from "@sluice/kernel/retry/RetryHistogram"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"

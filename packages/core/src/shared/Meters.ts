@@ -31,6 +31,8 @@
  * - `metricContext` reads `context` once: a registry or attributes provided later are not
  *   seen. Build it from the (immutable) context the policy was made in.
  *
+ * For Sluice's own packages (`@sluice/core/shared/*`): importable, but outside the semver contract.
+ *
  * @since 1.0.0
  */
 import * as Context from "effect/Context"
@@ -59,7 +61,7 @@ const family = <A>(metric: A, make: (attributes: Metric.Metric.AttributeSet) => 
  *
  * @example
  * ```ts
- * import { Meters } from "@sluice/core"
+ * import * as Meters from "@sluice/core/shared/Meters"
  * import { Effect, Metric } from "effect"
  *
  * const requests = Meters.counter("my_requests", "Requests handled, by route")

@@ -18,7 +18,7 @@
  *
  * @example
  * ```ts
- * import { EventHub } from "@sluice/core"
+ * import * as EventHub from "@sluice/core/shared/EventHub"
  * import { Effect, PubSub } from "effect"
  *
  * const program = Effect.scoped(
@@ -31,6 +31,8 @@
  * )
  * // [3, 4]: the subscriber kept the newest two
  * ```
+ *
+ * For Sluice's own packages (`@sluice/core/shared/*`): importable, but outside the semver contract.
  *
  * @since 1.0.0
  */

@@ -12,6 +12,8 @@
  * The map is plain mutable state: keep it inside a service built by a Layer.
  * It is `@sluice/kernel/stats/BoundedMap`, re-exported.
  *
+ * For Sluice's own packages (`@sluice/core/shared/*`): importable, but outside the semver contract.
+ *
  * @since 0.2.0
  */
 import * as BoundedMapKernel from "@sluice/kernel/stats/BoundedMap"
@@ -34,7 +36,7 @@ export interface BoundedMapOptions<K, V> extends BoundedMapKernel.BoundedMapOpti
  *
  * @example
  * ```ts
- * import { BoundedMap } from "@sluice/core"
+ * import * as BoundedMap from "@sluice/core/shared/BoundedMap"
  *
  * const evicted: Array<string> = []
  * const map = BoundedMap.make<string, number>({ capacity: 2, onEvict: (key) => evicted.push(key) })
