@@ -194,6 +194,7 @@ export interface AdaptiveThrottleOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  * import { Metric } from "effect"
  *
@@ -282,6 +283,7 @@ export const make: (options?: AdaptiveThrottleOptions) => Effect.Effect<Service,
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  *
  * const ThrottleLive = AdaptiveThrottle.layer({ window: "2 minutes", k: 2, maxProbability: 0.9 })
@@ -335,6 +337,7 @@ export const withThrottle: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

@@ -327,6 +327,7 @@ export const classify: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { ConcurrencyLimiter } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

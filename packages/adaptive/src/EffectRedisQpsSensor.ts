@@ -82,6 +82,7 @@ export const make: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { NodeRedis } from "@effect/platform-node"
  * import * as EffectRedisQpsSensor from "@sluice/adaptive/EffectRedisQpsSensor"
  * import { Layer } from "effect"

@@ -237,6 +237,7 @@ export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Metric } from "effect"
  *
@@ -289,6 +290,7 @@ export const make: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { LoadShedder } from "@sluice/adaptive"
  *
  * const ShedderLive = LoadShedder.layer({
@@ -309,6 +311,7 @@ export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Opt
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Criticality } from "@sluice/core"
  * import { Effect } from "effect"
@@ -342,6 +345,7 @@ export const withShedder: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

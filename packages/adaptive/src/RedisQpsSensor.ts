@@ -110,6 +110,7 @@ export const keyFor: (prefix: string, key: string, second: number) => string = s
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
  * import * as RedisClient from "@sluice/core/RedisClient"
  * import { Layer } from "effect"
@@ -131,6 +132,7 @@ export const layerShared = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
  * import { Config } from "effect"
  *

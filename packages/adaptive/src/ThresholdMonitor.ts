@@ -169,6 +169,7 @@ export type Event = {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
@@ -204,6 +205,7 @@ export const unsafeMake: (options: ThresholdMonitorOptions) => Service = interna
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
@@ -274,6 +276,7 @@ export const layer: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

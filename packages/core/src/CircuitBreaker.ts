@@ -239,6 +239,7 @@ export const isCircuitBreaker: (u: unknown) => u is Service = internal.isCircuit
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { CircuitBreaker } from "@sluice/core"
  * import { Effect } from "effect"
  *
@@ -321,6 +322,7 @@ export const layer: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { CircuitBreaker } from "@sluice/core"
  * import { Config } from "effect"
  *

@@ -125,6 +125,7 @@ const origin = Origin.pipe(
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  * import { Duration } from "effect"
  *
@@ -149,6 +150,7 @@ export class Overloaded extends Schema.TaggedError<Overloaded>("@sluice/core/Ove
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  * import { Duration } from "effect"
  *
@@ -179,6 +181,7 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>("@sluice/co
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  *
  * const error = new Errors.Throttled({ key: "api.example.com" })
@@ -201,6 +204,7 @@ export class Throttled extends Schema.TaggedError<Throttled>("@sluice/core/Throt
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  * import { Duration } from "effect"
  *
@@ -249,6 +253,7 @@ export type DontRetryReason = typeof DontRetryReason.Type
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  *
  * const error = new Errors.DontRetry({
@@ -311,6 +316,7 @@ export type Retryable = Overloaded | QuotaExceeded | Cause.TimeoutError | Marked
  *
  * @example
  * ```ts
+ * // snippet: compile-only — a type, checked by the compiler only
  * import type { Errors } from "@sluice/core"
  *
  * type E = Errors.NonRetryable<Errors.Overloaded | Errors.Throttled> // Errors.Throttled

@@ -135,6 +135,7 @@ export const record: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { LatencyWindow } from "@sluice/core"
  *
  * declare const latencies: LatencyWindow.LatencyWindow

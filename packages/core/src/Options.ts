@@ -181,6 +181,7 @@ export type Fields<S extends Field.Spec<Record<string, number | undefined>>> = {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Options } from "@sluice/core"
  * import * as Field from "@sluice/kernel/options/Field"
  * import { Schema } from "effect"
@@ -198,6 +199,7 @@ export const fields: <S extends Field.Spec<Record<string, number | undefined>>>(
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Options } from "@sluice/core"
  * import { Schema } from "effect"
  *

@@ -54,6 +54,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Outcome } from "@sluice/core"
  * import { Effect } from "effect"
  * import { CircuitBreaker } from "effect/persistence"

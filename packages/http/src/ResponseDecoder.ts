@@ -121,6 +121,7 @@ export interface Decodable extends ResponseLike {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — calls an HTTP backend at a placeholder address
  * import { Protocol, ResponseDecoder } from "@sluice/http"
  * import { Effect } from "effect"
  * import { HttpClient } from "effect/http"

@@ -52,6 +52,7 @@ export interface ThrottleSignalService {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { ThrottleSignal } from "@sluice/http"
  * import { Effect, Stream } from "effect"
  *
@@ -84,6 +85,7 @@ export const layer = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { ThrottleSignal } from "@sluice/http"
  * import { Effect } from "effect"
  *
@@ -114,6 +116,7 @@ export const follow = <X, E, R>(
  *
  * @example
  * ```ts
+ * // snippet: compile-only — a fragment of a program, nothing to print
  * import { AimdInterval } from "@sluice/adaptive"
  * import { ThrottleSignal } from "@sluice/http"
  * import { Effect } from "effect"

@@ -33,6 +33,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Backoff } from "@sluice/retry"
  * import { Effect, Schedule } from "effect"
@@ -64,6 +65,7 @@ import * as internal from "./internal/backoff.js"
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Backoff } from "@sluice/retry"
  *
  * // 100 ms, 200 ms, 400 ms, … at most 5 s
@@ -94,6 +96,7 @@ export type JitterMode = "full" | "equal"
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Backoff } from "@sluice/retry"
  *
  * const schedule = Backoff.exponential({ base: "50 millis" }).pipe(Backoff.jitter("full"))
@@ -134,6 +137,7 @@ export const jitterEqual = <Out, In, E, R>(
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Backoff } from "@sluice/retry"
  *
  * const schedule = Backoff.decorrelated({ base: "100 millis", max: "10 seconds" })
@@ -156,6 +160,7 @@ export const decorrelated: (options: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Backoff } from "@sluice/retry"
  * import { Effect, Schedule } from "effect"
  *

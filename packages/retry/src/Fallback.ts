@@ -24,6 +24,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Fallback } from "@sluice/retry"
  * import { Effect } from "effect"
@@ -149,6 +150,7 @@ export interface FallbackOptions<E, B, E2, R2> {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Fallback } from "@sluice/retry"
  * import { Effect } from "effect"

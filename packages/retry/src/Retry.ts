@@ -54,6 +54,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Retry } from "@sluice/retry"
  * import { Effect } from "effect"
@@ -109,6 +110,7 @@ export const currentAttempt: Context.Reference<number> = internal.currentAttempt
  *
  * @example
  * ```ts
+ * // snippet: compile-only — takes seconds of real time
  * import { Errors } from "@sluice/core"
  * import { Retry } from "@sluice/retry"
  * import { Clock, Effect } from "effect"
@@ -133,6 +135,7 @@ export const currentDeadline: Context.Reference<number> = internal.currentDeadli
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Retry } from "@sluice/retry"
  * import { Effect } from "effect"
  *
@@ -179,6 +182,7 @@ export interface PolicyOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — a type, checked by the compiler only
  * import type { Errors } from "@sluice/core"
  * import type { Retry } from "@sluice/retry"
  *
@@ -210,6 +214,7 @@ export type PolicyContext<O> = O extends { readonly budget?: infer B }
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Backoff, Retry } from "@sluice/retry"
  * import { Effect } from "effect"
@@ -297,6 +302,7 @@ export interface EventsService {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Retry } from "@sluice/retry"
  * import { Effect, Stream } from "effect"
  *
@@ -347,6 +353,7 @@ export const events: Stream.Stream<Event, never, RetryEvents> = internal.events
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { Retry } from "@sluice/retry"
  * import { Metric } from "effect"
  *

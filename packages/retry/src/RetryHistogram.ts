@@ -208,6 +208,7 @@ export const parseAttempt: (value: string | number | null | undefined) => number
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { RetryHistogram } from "@sluice/retry"
  * import { Metric } from "effect"
  *

@@ -42,6 +42,7 @@ export interface SeriesRun {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import type { Simulation } from "@sluice/simulation"
  * import { Series } from "@sluice/simulation"
  *
@@ -62,6 +63,7 @@ export const ratePoints: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import type { Simulation } from "@sluice/simulation"
  * import { Series } from "@sluice/simulation"
  *

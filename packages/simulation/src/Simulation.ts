@@ -99,6 +99,7 @@ export interface RecorderService {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { Simulation } from "@sluice/simulation"
  * import { Effect } from "effect"
  *
@@ -307,6 +308,7 @@ export const makeSlotServer: (options: SlotServerOptions) => Effect.Effect<SlotS
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Simulation } from "@sluice/simulation"
  *
  * const mine: Simulation.Scenario = {
@@ -423,6 +425,7 @@ export interface ScenarioReport {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — takes seconds of real time
  * import { Simulation } from "@sluice/simulation"
  * import { Effect, Schedule } from "effect"
  *

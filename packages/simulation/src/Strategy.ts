@@ -20,6 +20,7 @@ import type * as Simulation from "./Simulation.js"
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Strategy } from "@sluice/simulation"
  * import { Retry } from "@sluice/retry"
  * import { Effect, Schedule } from "effect"
@@ -62,6 +63,7 @@ export type PacerPlacement = "inside" | "outside"
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { CongestionWindow } from "@sluice/adaptive"
  * import { Strategy } from "@sluice/simulation"
  *
