@@ -220,8 +220,9 @@ export const metrics: {
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  * import { Errors } from "@sluice/core"
  *
- * AdaptiveThrottle.defaultIsRejection(new Errors.Overloaded({ reason: "server" })) // true
- * AdaptiveThrottle.defaultIsRejection(new Error("404")) // false: the backend answered
+ * console.log(AdaptiveThrottle.defaultIsRejection(new Errors.Overloaded({ reason: "server" }))) // prints: true
+ * // the backend answered: not a rejection
+ * console.log(AdaptiveThrottle.defaultIsRejection(new Error("404"))) // prints: false
  * ```
  * @since 0.1.0
  * @category constants
@@ -235,7 +236,7 @@ export const defaultIsRejection: (error: unknown) => boolean = internal.defaultI
  * ```ts
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  *
- * AdaptiveThrottle.defaultKByCriticality(2) // { SHEDDABLE: 1.5, SHEDDABLE_PLUS: 1.75, CRITICAL: 2, CRITICAL_PLUS: 3 }
+ * console.log(AdaptiveThrottle.defaultKByCriticality(2)) // prints: { SHEDDABLE: 1.5, SHEDDABLE_PLUS: 1.75, CRITICAL: 2, CRITICAL_PLUS: 3 }
  * ```
  * @since 0.1.0
  * @category constants
@@ -251,7 +252,7 @@ export const defaultKByCriticality: (k: number) => Record<Criticality.Criticalit
  * ```ts
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  *
- * AdaptiveThrottle.steadyStateProbability(0.3, 2) // 0.4
+ * console.log(AdaptiveThrottle.steadyStateProbability(0.3, 2)) // prints: 0.4
  * ```
  * @since 0.1.0
  * @category utils

@@ -310,7 +310,7 @@ export const withLimiter: {
  * import { Errors } from "@sluice/core"
  * import { Exit } from "effect"
  *
- * ConcurrencyLimiter.classify(Exit.fail(new Errors.Overloaded({ reason: "503" }))) // "dropped"
+ * console.log(ConcurrencyLimiter.classify(Exit.fail(new Errors.Overloaded({ reason: "503" })))) // prints: dropped
  * ```
  * @since 0.1.0
  * @category utils

@@ -191,7 +191,7 @@ export const make: (options: PacerOptions) => Effect.Effect<Pacer, Options.Inval
  *
  * let window = 10
  * const pacer = Pacer.unsafeMake({ limit: () => window, initialRtt: "100 millis" })
- * pacer.interval // 10 (millis)
+ * console.log(pacer.interval) // prints: 10
  * ```
  * @since 0.1.0
  * @category constructors

@@ -70,7 +70,7 @@ export const defaultLevel: Criticality = Kernel.defaultLevel
  * ```ts
  * import { Criticality } from "@sluice/core"
  *
- * Criticality.rank("CRITICAL_PLUS") > Criticality.rank("SHEDDABLE") // true
+ * console.log(Criticality.rank("CRITICAL_PLUS") > Criticality.rank("SHEDDABLE")) // prints: true
  * ```
  * @since 0.1.0
  * @category utils
@@ -149,8 +149,8 @@ export const withCriticality: {
  * ```ts
  * import { Criticality } from "@sluice/core"
  *
- * Criticality.parse("sheddable_plus") // "SHEDDABLE_PLUS"
- * Criticality.parse("<script>") // "CRITICAL"
+ * console.log(Criticality.parse("sheddable_plus")) // prints: SHEDDABLE_PLUS
+ * console.log(Criticality.parse("<script>")) // prints: CRITICAL
  * ```
  * @since 0.1.0
  * @category utils
@@ -165,8 +165,8 @@ export const parse: (value: string | null | undefined, fallback?: Criticality) =
  * ```ts
  * import { Criticality } from "@sluice/core"
  *
- * Criticality.clamp("CRITICAL_PLUS", "CRITICAL") // "CRITICAL"
- * Criticality.clamp("SHEDDABLE", "CRITICAL") // "SHEDDABLE"
+ * console.log(Criticality.clamp("CRITICAL_PLUS", "CRITICAL")) // prints: CRITICAL
+ * console.log(Criticality.clamp("SHEDDABLE", "CRITICAL")) // prints: SHEDDABLE
  * ```
  * @since 0.1.0
  * @category utils

@@ -343,8 +343,8 @@ export type RetryablePart<E> = Extract<E, Retryable>
  * ```ts
  * import { Errors } from "@sluice/core"
  *
- * Errors.isRetryable(new Errors.Overloaded({ reason: "shed" })) // true
- * Errors.isRetryable(new Errors.Throttled({ key: "a" })) // false
+ * console.log(Errors.isRetryable(new Errors.Overloaded({ reason: "shed" }))) // prints: true
+ * console.log(Errors.isRetryable(new Errors.Throttled({ key: "a" }))) // prints: false
  * ```
  * @since 0.1.0
  * @category guards
@@ -359,7 +359,7 @@ export const isRetryable: <E>(error: E) => error is Extract<E, Retryable> = inte
  * import { Errors } from "@sluice/core"
  *
  * const e = Errors.markRetryable(new Error("socket hang up"))
- * Errors.isRetryable(e) // true
+ * console.log(Errors.isRetryable(e)) // prints: true
  * ```
  * @since 0.1.0
  * @category utils

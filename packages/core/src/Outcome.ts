@@ -102,11 +102,11 @@ export interface ClassifyOptions extends Kernel.ClassifyOptions {}
  * import { Errors, Outcome } from "@sluice/core"
  * import { Cause } from "effect"
  *
- * Outcome.ofError(new Errors.Overloaded({ reason: "503" })) // "dropped"
- * Outcome.ofError(new Errors.Overloaded({ reason: "queue full", origin: "local" })) // "refused"
- * Outcome.ofError(new Errors.Throttled({ key: "api" })) // "refused"
- * Outcome.ofError(new Cause.TimeoutError()) // "dropped"
- * Outcome.ofError(new Error("boom")) // "failed"
+ * console.log(Outcome.ofError(new Errors.Overloaded({ reason: "503" }))) // prints: dropped
+ * console.log(Outcome.ofError(new Errors.Overloaded({ reason: "queue full", origin: "local" }))) // prints: refused
+ * console.log(Outcome.ofError(new Errors.Throttled({ key: "api" }))) // prints: refused
+ * console.log(Outcome.ofError(new Cause.TimeoutError())) // prints: dropped
+ * console.log(Outcome.ofError(new Error("boom"))) // prints: failed
  * ```
  * @since 0.2.0
  * @category classifying
@@ -122,9 +122,9 @@ export const ofError: (error: unknown, options?: ClassifyOptions) => Outcome = i
  * import { Outcome } from "@sluice/core"
  * import { Cause } from "effect"
  *
- * Outcome.ofCause(Cause.interrupt()) // "ignored"
- * Outcome.ofCause(Cause.die("bug")) // "failed"
- * Outcome.ofCause(Cause.combine(Cause.interrupt(), Cause.fail(new Cause.TimeoutError()))) // "dropped"
+ * console.log(Outcome.ofCause(Cause.interrupt())) // prints: ignored
+ * console.log(Outcome.ofCause(Cause.die("bug"))) // prints: failed
+ * console.log(Outcome.ofCause(Cause.combine(Cause.interrupt(), Cause.fail(new Cause.TimeoutError())))) // prints: dropped
  * ```
  * @since 0.2.0
  * @category classifying
@@ -139,7 +139,7 @@ export const ofCause: (cause: Cause.Cause<unknown>, options?: ClassifyOptions) =
  * import { Outcome } from "@sluice/core"
  * import { Exit } from "effect"
  *
- * Outcome.ofExit(Exit.succeed(1)) // "success"
+ * console.log(Outcome.ofExit(Exit.succeed(1))) // prints: success
  * ```
  * @since 0.2.0
  * @category classifying
@@ -156,7 +156,7 @@ export const ofExit: (exit: Exit.Exit<unknown, unknown>, options?: ClassifyOptio
  * import { Errors, Outcome } from "@sluice/core"
  *
  * const error = new Errors.Overloaded({ reason: "503" })
- * Outcome.isRetryable(Outcome.ofError(error), error) // true
+ * console.log(Outcome.isRetryable(Outcome.ofError(error), error)) // prints: true
  * ```
  * @since 0.2.0
  * @category classifying
@@ -171,7 +171,7 @@ export const isRetryable: (outcome: Outcome, error: unknown) => boolean = intern
  * ```ts
  * import { Outcome } from "@sluice/core"
  *
- * Outcome.isEvidence("refused") // false
+ * console.log(Outcome.isEvidence("refused")) // prints: false
  * ```
  * @since 0.2.0
  * @category classifying

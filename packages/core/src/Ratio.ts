@@ -28,9 +28,11 @@ export interface ExactRatio extends Ratio.ExactRatio {}
  * import { Ratio } from "@sluice/core"
  *
  * const half = Ratio.make(0.55)
- * half.atLeast(55, 100) // true (55 >= 0.55 * 100 in floating point is false)
- * half.above(55, 100) // false
- * Ratio.make(0.07).floorTimes(100) // 7 (Math.floor(0.07 * 100) is 7 too, but 0.29 * 100 is 28.999999999999996)
+ * console.log(half.atLeast(55, 100)) // prints: true
+ * // (55 >= 0.55 * 100 is false in floating point)
+ * console.log(half.above(55, 100)) // prints: false
+ * console.log(Ratio.make(0.07).floorTimes(100)) // prints: 7
+ * // (Math.floor(0.07 * 100) is 7 too, but 0.29 * 100 is 28.999999999999996)
  * ```
  * @since 0.2.0
  * @category constructors
@@ -46,8 +48,8 @@ export const make: (ratio: number) => ExactRatio = Ratio.make
  * ```ts
  * import { Ratio } from "@sluice/core"
  *
- * Ratio.sumAtMost([0.33, 0.56, 0.11], 1) // true
- * Ratio.sumAtMost([0.5, 0.50001], 1) // false
+ * console.log(Ratio.sumAtMost([0.33, 0.56, 0.11], 1)) // prints: true
+ * console.log(Ratio.sumAtMost([0.5, 0.50001], 1)) // prints: false
  * ```
  * @since 0.2.0
  * @category utils

@@ -168,7 +168,7 @@ export const criticality: (options?: CriticalityOptions) => <E, R>(app: HttpApp<
  * import { Middleware, Protocol } from "@sluice/http"
  *
  * const response = Middleware.errorResponse(new Errors.Overloaded({ reason: "shed" }), Protocol.make())
- * response.status // 503
+ * console.log(response.status) // prints: 503
  * ```
  * @since 0.1.0
  * @category utils

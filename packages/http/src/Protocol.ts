@@ -147,9 +147,9 @@ export const layer = (overrides: Parameters<typeof make>[0]): Layer.Layer<never>
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseAttempt("2") // 2
- * Protocol.parseAttempt("-1") // 0
- * Protocol.parseAttempt("99999999999999999999") // 1000
+ * console.log(Protocol.parseAttempt("2")) // prints: 2
+ * console.log(Protocol.parseAttempt("-1")) // prints: 0
+ * console.log(Protocol.parseAttempt("99999")) // prints: 1000
  * ```
  * @since 0.1.0
  * @category utils
@@ -163,7 +163,7 @@ export const parseAttempt: (value: string | null | undefined, max?: number) => n
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseFlag("1") // true
+ * console.log(Protocol.parseFlag("1")) // prints: true
  * ```
  * @since 0.1.0
  * @category utils
@@ -178,7 +178,7 @@ export const parseFlag: (value: string | null | undefined) => boolean = Headers.
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.isDegraded({ "x-sluice-degraded": "1" }) // true
+ * console.log(Protocol.isDegraded({ "x-sluice-degraded": "1" })) // prints: true
  * ```
  * @since 1.0.0
  * @category utils
@@ -213,9 +213,9 @@ export const parseCriticality = (
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT") // 784111777000
- * Protocol.parseHttpDate("Sunday, 06-Nov-94 08:49:37 GMT", Date.UTC(2026, 0, 1)) // 784111777000
- * Protocol.parseHttpDate("sun, 06 nov 1994 08:49:37 gmt") // undefined
+ * console.log(Protocol.parseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT")) // prints: 784111777000
+ * console.log(Protocol.parseHttpDate("Sunday, 06-Nov-94 08:49:37 GMT", Date.UTC(2026, 0, 1))) // prints: 784111777000
+ * console.log(Protocol.parseHttpDate("sun, 06 nov 1994 08:49:37 gmt")) // prints: undefined
  * ```
  * @since 0.1.0
  * @category utils
@@ -232,9 +232,9 @@ export const parseHttpDate: (value: string, nowMillis?: number) => number | unde
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseRetryAfterAt("3", 0) // Option.some(Duration.millis(3000))
- * Protocol.parseRetryAfterAt("Thu, 01 Jan 1970 00:00:05 GMT", 1000) // Option.some(Duration.millis(4000))
- * Protocol.parseRetryAfterAt("soon", 0) // Option.none()
+ * console.log(String(Protocol.parseRetryAfterAt("3", 0))) // prints: some(3000 millis)
+ * console.log(String(Protocol.parseRetryAfterAt("Thu, 01 Jan 1970 00:00:05 GMT", 1000))) // prints: some(4000 millis)
+ * console.log(String(Protocol.parseRetryAfterAt("soon", 0))) // prints: none()
  * ```
  * @since 0.1.0
  * @category utils
@@ -267,7 +267,7 @@ export const parseRetryAfter = (
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.formatRetryAfter("1500 millis") // "2"
+ * console.log(Protocol.formatRetryAfter("1500 millis")) // prints: 2
  * ```
  * @since 0.1.0
  * @category utils
@@ -296,8 +296,7 @@ export interface RateLimitTier {
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.formatRateLimitPolicy([{ name: "spike", limit: 20, window: "1 second", remaining: 3 }])
- * // "\"spike\";q=20;w=1"
+ * console.log(Protocol.formatRateLimitPolicy([{ name: "spike", limit: 20, window: "1 second", remaining: 3 }])) // prints: "spike";q=20;w=1
  * ```
  * @since 0.1.0
  * @category utils
@@ -330,7 +329,7 @@ export interface RateLimitItem extends RateLimit.Item {}
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseRateLimit("\"spike\";r=0;t=1") // [{ name: "spike", params: { r: 0, t: 1 } }]
+ * console.log(Protocol.parseRateLimit("\"spike\";r=0;t=1")) // prints: [ { name: 'spike', params: { r: 0, t: 1 } } ]
  * ```
  * @since 0.1.0
  * @category utils
@@ -399,8 +398,7 @@ export interface ErrorBody extends KernelErrorBody.ErrorBody {}
  * import { Protocol } from "@sluice/http"
  * import { Duration } from "effect"
  *
- * JSON.stringify(Protocol.formatErrorBody(new Errors.Overloaded({ reason: "busy", retryAfter: Duration.millis(1500) })))
- * // {"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}
+ * console.log(JSON.stringify(Protocol.formatErrorBody(new Errors.Overloaded({ reason: "busy", retryAfter: Duration.millis(1500) })))) // prints: {"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}
  * ```
  * @since 0.2.0
  * @category utils

@@ -196,9 +196,9 @@ export const honorRetryAfter: {
  * import { Backoff } from "@sluice/retry"
  * import { Duration } from "effect"
  *
- * Backoff.clampRetryAfter(Duration.days(365), "30 seconds") // 30 seconds
- * Backoff.clampRetryAfter(-5, "30 seconds") // 30 seconds
- * Backoff.clampRetryAfter(1500, "30 seconds") // 1.5 seconds
+ * console.log(String(Backoff.clampRetryAfter(Duration.days(365), "30 seconds"))) // prints: 30000 millis
+ * console.log(String(Backoff.clampRetryAfter(-5, "30 seconds"))) // prints: 30000 millis
+ * console.log(String(Backoff.clampRetryAfter(1500, "30 seconds"))) // prints: 1500 millis
  * ```
  * @since 0.1.0
  * @category utils

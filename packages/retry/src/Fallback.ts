@@ -67,8 +67,8 @@ export type Signal = Kernel.Signal
  * import { Errors } from "@sluice/core"
  * import { Fallback } from "@sluice/retry"
  *
- * Fallback.signalOf(new Errors.DontRetry({ reason: "attempts", cause: new Errors.Overloaded({ reason: "shed" }) })) // "Overloaded"
- * Fallback.signalOf(new Error("bug")) // undefined
+ * console.log(Fallback.signalOf(new Errors.DontRetry({ reason: "attempts", cause: new Errors.Overloaded({ reason: "shed" }) }))) // prints: Overloaded
+ * console.log(Fallback.signalOf(new Error("bug"))) // prints: undefined
  * ```
  * @since 1.0.0
  * @category predicates

@@ -190,9 +190,9 @@ export const layerConfig = (
  * ```ts
  * import { RetryHistogram } from "@sluice/retry"
  *
- * RetryHistogram.parseAttempt("2") // 2
- * RetryHistogram.parseAttempt("-1") // 0
- * RetryHistogram.parseAttempt("1e999") // 0
+ * console.log(RetryHistogram.parseAttempt("2")) // prints: 2
+ * console.log(RetryHistogram.parseAttempt("-1")) // prints: 0
+ * console.log(RetryHistogram.parseAttempt("1e999")) // prints: 0
  * ```
  * @since 0.1.0
  * @category utils

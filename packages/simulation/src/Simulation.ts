@@ -473,8 +473,8 @@ export const optimalCompletionMillis: (
  * ```ts
  * import { Simulation } from "@sluice/simulation"
  *
- * Simulation.jainFairness([10, 10, 10]) // 1
- * Simulation.jainFairness([30, 0, 0]) // 0.333…
+ * console.log(Simulation.jainFairness([10, 10, 10])) // prints: 1
+ * console.log(Simulation.jainFairness([30, 0, 0])) // prints: 0.333…
  * ```
  * @since 0.1.0
  * @category scenarios

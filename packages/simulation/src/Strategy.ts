@@ -172,8 +172,8 @@ export const builtIns: ReadonlyArray<Strategy> = internal.builtIns
  * ```ts
  * import { Strategy } from "@sluice/simulation"
  *
- * Strategy.isStrategy(Strategy.cwndReno) // true
- * Strategy.isStrategy({ name: "x" }) // false
+ * console.log(Strategy.isStrategy(Strategy.cwndReno)) // prints: true
+ * console.log(Strategy.isStrategy({ name: "x" })) // prints: false
  * ```
  * @since 0.1.0
  * @category guards
