@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { format } from "node:util"
-import { afterEach, describe, expect, it } from "vitest"
+import { afterEach, beforeAll, describe, expect, it } from "vitest"
 
 interface Entry {
   readonly file: string
@@ -42,6 +42,21 @@ afterEach(() => {
 })
 
 describe("examples of the docs run", () => {
+  // the first import of a package transforms its sources: done once here, so that no snippet's
+  // timeout pays for it
+  beforeAll(async () => {
+    await Promise.all([
+      import("effect"),
+      import("@effect/platform-node"),
+      import("@sluice/core"),
+      import("@sluice/adaptive"),
+      import("@sluice/retry"),
+      import("@sluice/quota"),
+      import("@sluice/http"),
+      import("@sluice/simulation")
+    ])
+  }, 120_000)
+
   it("some do", () => {
     expect(manifest.length).toBeGreaterThan(0)
   })

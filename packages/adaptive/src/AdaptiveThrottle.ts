@@ -270,8 +270,9 @@ export const steadyStateProbability: (acceptShare: number, k: number) => number 
  *
  * const program = Effect.gen(function* () {
  *   const throttle = yield* AdaptiveThrottle.make({ k: 2 })
- *   yield* throttle.withThrottle(Effect.succeed("ok"), "users-api")
+ *   console.log(yield* throttle.withThrottle(Effect.succeed("ok"), "users-api")) // prints: ok
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors
@@ -309,6 +310,7 @@ export const layer = (
  * const call = Effect.succeed("ok").pipe(AdaptiveThrottle.withThrottle("users-api"))
  * const same = AdaptiveThrottle.withThrottle(Effect.succeed("ok"), "users-api")
  * const runnable = call.pipe(Effect.provide(AdaptiveThrottle.layer()))
+ * Effect.runPromise(runnable).then(console.log) // prints: ok
  * ```
  * @since 0.1.0
  * @since 0.2.0

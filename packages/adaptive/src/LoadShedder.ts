@@ -275,8 +275,9 @@ export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> =
  *
  * const program = Effect.gen(function* () {
  *   const shedder = yield* LoadShedder.make({ capacity: 100 })
- *   yield* shedder.withShedder(Effect.succeed("handled"))
+ *   console.log(yield* shedder.withShedder(Effect.succeed("handled"))) // prints: handled
  * }).pipe(Effect.scoped)
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors

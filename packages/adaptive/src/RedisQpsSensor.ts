@@ -70,6 +70,7 @@ export interface RedisQpsSensorOptions extends RedisClient.ConnectionOptions, Se
  *   const sampler = yield* ProportionalSampler.makeWith({ goal: 100 }, sensor)
  *   return yield* sampler.withSampler(Effect.succeed("rendered"), Effect.succeed("skipped"))
  * }).pipe(Effect.scoped)
+ * Effect.runPromise(program).then(console.log) // prints: rendered
  * ```
  * @since 0.1.0
  * @category constructors

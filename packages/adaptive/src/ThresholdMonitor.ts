@@ -246,6 +246,7 @@ export const withMonitor: {
  *   const monitor = yield* ThresholdMonitor.ThresholdMonitor
  *   return yield* monitor.exceeded("save")
  * }).pipe(Effect.provide(ThresholdMonitor.layer({ thresholds: { rate: 100 } })))
+ * Effect.runPromise(program).then(console.log) // prints: false
  * ```
  * @since 0.1.0
  * @category tags

@@ -97,8 +97,9 @@ export const Order: Ord.Order<Criticality> = Kernel.compare
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const level = yield* Criticality.currentCriticality // "SHEDDABLE"
+ *   console.log(yield* Criticality.currentCriticality) // prints: SHEDDABLE
  * }).pipe(Effect.provideService(Criticality.currentCriticality, "SHEDDABLE"))
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category getters
@@ -114,8 +115,9 @@ export const currentCriticality: Context.Reference<Criticality> = internal.curre
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const level = yield* Criticality.current // "CRITICAL" unless set
+ *   console.log(yield* Criticality.current) // prints: CRITICAL
  * })
+ * Effect.runPromise(program) // CRITICAL unless set
  * ```
  * @since 0.1.0
  * @category getters
@@ -130,7 +132,8 @@ export const current: Effect.Effect<Criticality> = internal.current
  * import { Criticality } from "@sluice/core"
  * import { Effect } from "effect"
  *
- * const background = Effect.void.pipe(Criticality.withCriticality("SHEDDABLE"))
+ * const background = Criticality.current.pipe(Criticality.withCriticality("SHEDDABLE"))
+ * Effect.runPromise(background).then(console.log) // prints: SHEDDABLE
  * ```
  * @since 0.1.0
  * @category combinators

@@ -294,6 +294,8 @@ export type SluiceError = Overloaded | QuotaExceeded | Throttled | CircuitOpen |
  * const encode = Schema.encodeSync(Errors.SluiceError)
  * const json = JSON.stringify(encode(new Errors.Throttled({ key: "a" })))
  * const back = Schema.decodeUnknownSync(Errors.SluiceError)(JSON.parse(json))
+ * console.log(json) // prints: {"_tag":"Throttled","key":"a"}
+ * console.log(back instanceof Errors.Throttled, back._tag) // prints: true Throttled
  * ```
  * @since 0.1.0
  * @category schemas

@@ -54,8 +54,9 @@ export interface EwmaOptions {
  * const program = Effect.gen(function* () {
  *   const avg = yield* Ewma.make({ tau: "10 seconds" })
  *   yield* Ewma.update(avg, 42)
- *   const value = yield* Ewma.value(avg) // 42
+ *   console.log(yield* Ewma.value(avg)) // prints: 42
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors
@@ -129,8 +130,10 @@ export interface EwmaRateOptions {
  * const program = Effect.gen(function* () {
  *   const rate = yield* Ewma.makeRate({ window: "5 minutes" })
  *   yield* Ewma.mark(rate)
- *   const perSecond = yield* Ewma.rate(rate)
+ *   // 0 until the first tick (every 5 seconds by default) folds the mark in
+ *   console.log(yield* Ewma.rate(rate)) // prints: 0
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors

@@ -103,7 +103,9 @@ export interface LatencyWindowOptions {
  *   const latencies = yield* LatencyWindow.make({ window: "1 minute", subWindows: 6 })
  *   yield* LatencyWindow.record(latencies, 12.5)
  *   const median = yield* LatencyWindow.median(latencies) // Option.some(≈ 12.5, within 1%)
+ *   console.log(String(median)) // prints: some(12.5…)
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors

@@ -206,12 +206,13 @@ export const isEvidence: (outcome: Outcome) => boolean = Kernel.isEvidence
  * import { CircuitBreaker } from "effect/persistence"
  * import { HttpClient } from "effect/http"
  *
- * Outcome.circuitBreakerClassifier(Exit.fail(new Errors.Overloaded({ reason: "queue full", origin: "local" })))
- * // { _tag: "Ignored" }
- * Outcome.circuitBreakerClassifier(
+ * const local = Outcome.circuitBreakerClassifier(Exit.fail(new Errors.Overloaded({ reason: "queue full", origin: "local" })))
+ * console.log(local) // prints: { _tag: 'Ignored' }
+ * const remote = Outcome.circuitBreakerClassifier(
  *   Exit.fail(new Errors.Overloaded({ reason: "server", retryAfter: Duration.seconds(2) }))
  * )
- * // { _tag: "Failure", retryAfter: Duration.seconds(2) }
+ * console.log(JSON.stringify(remote))
+ * // prints: {"_tag":"Failure","retryAfter":{"_id":"Duration","_tag":"Millis","millis":2000}}
  *
  * // Effect's breaker in front of an HttpClient, learning through Sluice's outcomes:
  * const guard = (breaker: CircuitBreaker.CircuitBreaker) =>

@@ -73,8 +73,9 @@ export interface RollingCounterOptions {
  * const program = Effect.gen(function* () {
  *   const counter = yield* RollingCounter.make({ window: "10 seconds", buckets: 10 })
  *   yield* RollingCounter.add(counter)
- *   const total = yield* RollingCounter.total(counter) // 1
+ *   console.log(yield* RollingCounter.total(counter)) // prints: 1
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors

@@ -81,7 +81,8 @@ export interface WireProtocolSettings {
  * const renamed = Protocol.layer({ headers: { criticality: "x-acme-criticality" } })
  * const headerName = Effect.map(Protocol.WireProtocol, (settings) => settings.headers.criticality).pipe(
  *   Effect.provide(renamed)
- * ) // "x-acme-criticality"
+ * )
+ * Effect.runPromise(headerName).then(console.log) // prints: x-acme-criticality
  * ```
  * @since 0.1.0
  * @category references
@@ -105,7 +106,8 @@ export const WireProtocol: Context.Reference<WireProtocolSettings> = Context.Ref
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * const settings = Protocol.make({ headers: { attempt: "X-Try" } }) // headers.attempt === "x-try"
+ * const settings = Protocol.make({ headers: { attempt: "X-Try" } })
+ * console.log(settings.headers.attempt) // prints: x-try
  * ```
  * @since 0.1.0
  * @category constructors
@@ -415,10 +417,13 @@ export const formatErrorBody: (error: Errors.SluiceError) => ErrorBody = interna
  * @example
  * ```ts
  * import { Protocol } from "@sluice/http"
+ * import { Option } from "effect"
  *
- * Protocol.parseErrorBody(`{"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}`)
- * // Some(Overloaded { reason: "busy", retryAfter: 1500 millis })
- * Protocol.parseErrorBody("Service Unavailable") // None
+ * const parsed = Protocol.parseErrorBody(`{"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}`)
+ * // the error as a Sluice server sent it
+ * if (Option.isSome(parsed)) console.log(JSON.stringify(Protocol.formatErrorBody(parsed.value)))
+ * // prints: {"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}
+ * console.log(Option.isNone(Protocol.parseErrorBody("Service Unavailable"))) // prints: true
  * ```
  * @since 0.2.0
  * @category utils

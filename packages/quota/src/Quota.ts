@@ -78,6 +78,7 @@
  *   const decision = yield* Quota.check("acme")
  *   return decision.allowed ? "ok" : `retry in ${decision.retryAfterMs} ms`
  * }).pipe(Effect.provide(QuotaLive))
+ * Effect.runPromise(program).then(console.log) // prints: ok
  * ```
  * @since 0.1.0
  */

@@ -234,8 +234,12 @@ export const defaultSchedule: Schedule.Schedule<Duration.Duration> = internal.de
  * @example
  * ```ts
  * import { Backoff } from "@sluice/retry"
+ * import { Effect } from "effect"
  *
  * const checked = Backoff.validate(Backoff.exponential({ base: "100 millis", factor: 0.5 })) // fails: factor
+ * Effect.runPromise(Effect.flip(checked)).then((error) => console.log(error.message))
+ * // prints: Backoff.exponential: invalid options
+ * // prints: factor: expected a finite factor >= 1, got 0.5
  * ```
  * @since 0.2.0
  * @category constructors

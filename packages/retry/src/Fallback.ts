@@ -232,7 +232,8 @@ const decodeCacheOptions = Options.decode("Fallback.makeCache", CacheOptionsSche
  * import { Effect } from "effect"
  *
  * const cache = Fallback.makeCache<string, string>({ maxStale: "1 minute", capacity: 10_000 })
- * const answer = Effect.flatMap(cache, (c) => Effect.succeed("fresh").pipe(c.withCache("key"))) // { _tag: "Fresh", value: "fresh" }
+ * const answer = Effect.flatMap(cache, (c) => Effect.succeed("fresh").pipe(c.withCache("key")))
+ * Effect.runPromise(answer).then(console.log) // prints: { _tag: 'Fresh', value: 'fresh' }
  * ```
  * @since 1.0.0
  * @category constructors

@@ -93,6 +93,7 @@ import type * as RetryBudget from "./RetryBudget.js"
  *   const attempt = yield* Retry.currentAttempt
  *   return attempt === 0 ? "first try" : `retry ${attempt}`
  * })
+ * Effect.runPromise(call).then(console.log) // prints: first try
  * ```
  * @since 0.1.0
  * @category getters
@@ -419,6 +420,7 @@ export interface Policy {
  *   const retry = yield* Retry.make({ maxAttempts: 3, budget })
  *   return yield* retry.apply(Effect.succeed(1)) // same as Retry.withRetry({ maxAttempts: 3, budget })
  * })
+ * Effect.runPromise(program.pipe(Effect.provide(RetryBudget.layer()))).then(console.log) // prints: 1
  * ```
  * @since 0.1.0
  * @category constructors

@@ -162,6 +162,8 @@ export const unsafeMake: (options?: RetryHistogramOptions) => Service = internal
  *   })
  *
  * const program = admit("2").pipe(Effect.provide(RetryHistogram.layer({ threshold: 0.1 })))
+ * // admitted: one request is below `minRequests` (20), too few to judge
+ * Effect.runPromiseExit(program).then((exit) => console.log(String(exit))) // prints: Success(undefined)
  * ```
  * @since 0.1.0
  * @category layers
