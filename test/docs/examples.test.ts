@@ -71,13 +71,24 @@ describe("examples of the docs run", () => {
         }
         console.log = capture
         console.info = capture
+        // a run that fails fails the snippet (one that shows an error flips it: Effect.flip)
         const pending: Array<Promise<unknown>> = []
+        const failures: Array<unknown> = []
         ;(globalThis as { __snippetTrack?: unknown }).__snippetTrack =
           (run: (...args: Array<unknown>) => unknown) =>
           (...args: Array<unknown>) => {
             const result = run(...args)
-            if (result instanceof Promise) pending.push(result)
-            else if (isFiber(result)) pending.push(new Promise((resolve) => result.addObserver(resolve)))
+            if (result instanceof Promise)
+              pending.push(result.then(undefined, (error) => failures.push(error)))
+            else if (isFiber(result))
+              pending.push(
+                new Promise((resolve) =>
+                  result.addObserver((exit) => {
+                    if ((exit as { _tag?: unknown })._tag === "Failure") failures.push(String(exit))
+                    resolve(exit)
+                  })
+                )
+              )
             return result
           }
         await import(pathToFileURL(`${root}${dir}/${entry.file}`).href)
@@ -87,6 +98,7 @@ describe("examples of the docs run", () => {
           seen = pending.length
           await Promise.allSettled(batch)
         }
+        expect(failures, `${entry.where} failed`).toEqual([])
         const actual = printed.map((line) => line.trimEnd())
         const shown = actual.map((line, i) =>
           entry.prints[i] !== undefined && matches(entry.prints[i], line) ? entry.prints[i] : line

@@ -66,7 +66,8 @@ export interface RedisQpsSensorOptions extends RedisClient.ConnectionOptions, Se
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const sensor = yield* RedisQpsSensor.make({ key: "thumbnails", url: "redis://127.0.0.1:6379" })
+ *   // `url`, or the REDIS_URL config (default redis://127.0.0.1:6379)
+ *   const sensor = yield* RedisQpsSensor.make({ key: "thumbnails" })
  *   const sampler = yield* ProportionalSampler.makeWith({ goal: 100 }, sensor)
  *   return yield* sampler.withSampler(Effect.succeed("rendered"), Effect.succeed("skipped"))
  * }).pipe(Effect.scoped)
