@@ -98,7 +98,7 @@ describe("examples of the docs run", () => {
           seen = pending.length
           await Promise.allSettled(batch)
         }
-        expect(failures, `${entry.where} failed`).toEqual([])
+        expect(failures.map(String), `${entry.where} failed`).toEqual([])
         const actual = printed.map((line) => line.trimEnd())
         const shown = actual.map((line, i) =>
           entry.prints[i] !== undefined && matches(entry.prints[i], line) ? entry.prints[i] : line
