@@ -312,7 +312,7 @@ export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Opt
  *
  * @example
  * ```ts
- * // snippet: compile-only — defines a layer or route for an app to provide
+ * // snippet: compile-only — needs the LoadShedder layer the app provides
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Criticality } from "@sluice/core"
  * import { Effect } from "effect"

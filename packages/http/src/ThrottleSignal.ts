@@ -52,7 +52,7 @@ export interface ThrottleSignalService {
  *
  * @example
  * ```ts
- * // snippet: compile-only — defines a layer or route for an app to provide
+ * // snippet: compile-only — needs the ThrottleSignal layer the app provides
  * import { ThrottleSignal } from "@sluice/http"
  * import { Effect, Stream } from "effect"
  *
@@ -85,7 +85,7 @@ export const layer = (
  *
  * @example
  * ```ts
- * // snippet: compile-only — defines a layer or route for an app to provide
+ * // snippet: compile-only — needs the ThrottleSignal layer the app provides
  * import { ThrottleSignal } from "@sluice/http"
  * import { Effect } from "effect"
  *

@@ -191,7 +191,7 @@ export interface QuotaOptions extends KernelOptions.Input<Duration.Input> {}
  *
  * @example
  * ```ts
- * // snippet: compile-only — defines a layer or route for an app to provide
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  * import { Effect, Stream } from "effect"
  *

@@ -99,7 +99,7 @@ export interface RecorderService {
  *
  * @example
  * ```ts
- * // snippet: compile-only — defines a layer or route for an app to provide
+ * // snippet: compile-only — needs the Recorder that Simulation.run provides
  * import { Simulation } from "@sluice/simulation"
  * import { Effect } from "effect"
  *
