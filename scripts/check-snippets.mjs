@@ -15,6 +15,8 @@
 //   `Effect.runPromiseExit` and `Effect.runFork` it calls is awaited (a fork until its fiber ends)
 //   before its output is compared, within a 10 second timeout: a snippet that starts a server
 //   listens on port 0 and closes it. Redis is at REDIS_URL (default redis://127.0.0.1:6379).
+//   A run that fails fails the snippet: one that shows an error flips it (`Effect.flip`). A
+//   program ending in `NodeRuntime.runMain` (which ends the process) is compile-only.
 // - compile-only: it typechecks but does not run, with the reason:
 //   `// snippet: compile-only — <reason>` as its first line (@example) or
 //   `<!-- snippet: compile-only: <reason> -->` on the line before its fence (READMEs).
