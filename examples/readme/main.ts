@@ -34,5 +34,5 @@ const program = Effect.gen(function* () {
 const ok = await Effect.runPromise(program.pipe(Effect.provide(ClientLive)))
 console.log(
   `${ok} of 10 calls succeeded; the server answered ${arrivals} requests, ${arrivals - ok} of them 503`
-)
+) // prints: 10 of 10 calls succeeded; the server answered 15 requests, 5 of them 503
 server.close()

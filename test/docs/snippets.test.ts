@@ -1,5 +1,6 @@
-// Every ```ts snippet of the READMEs and every @example of the public modules typechecks
-// (see scripts/check-snippets.mjs), and every export carries @since and @category
+// Every ```ts snippet of the READMEs and every @example of the public modules typechecks and
+// either prints (and runs in examples.test.ts) or is marked compile-only or skip (see
+// scripts/check-snippets.mjs), and every export carries @since and @category
 // (scripts/doc-tags.mjs).
 import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"

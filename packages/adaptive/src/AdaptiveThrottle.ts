@@ -194,6 +194,7 @@ export interface AdaptiveThrottleOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  * import { Metric } from "effect"
  *
@@ -219,8 +220,9 @@ export const metrics: {
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  * import { Errors } from "@sluice/core"
  *
- * AdaptiveThrottle.defaultIsRejection(new Errors.Overloaded({ reason: "server" })) // true
- * AdaptiveThrottle.defaultIsRejection(new Error("404")) // false: the backend answered
+ * console.log(AdaptiveThrottle.defaultIsRejection(new Errors.Overloaded({ reason: "server" }))) // prints: true
+ * // the backend answered: not a rejection
+ * console.log(AdaptiveThrottle.defaultIsRejection(new Error("404"))) // prints: false
  * ```
  * @since 0.1.0
  * @category constants
@@ -234,7 +236,7 @@ export const defaultIsRejection: (error: unknown) => boolean = internal.defaultI
  * ```ts
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  *
- * AdaptiveThrottle.defaultKByCriticality(2) // { SHEDDABLE: 1.5, SHEDDABLE_PLUS: 1.75, CRITICAL: 2, CRITICAL_PLUS: 3 }
+ * console.log(AdaptiveThrottle.defaultKByCriticality(2)) // prints: { SHEDDABLE: 1.5, SHEDDABLE_PLUS: 1.75, CRITICAL: 2, CRITICAL_PLUS: 3 }
  * ```
  * @since 0.1.0
  * @category constants
@@ -250,7 +252,7 @@ export const defaultKByCriticality: (k: number) => Record<Criticality.Criticalit
  * ```ts
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  *
- * AdaptiveThrottle.steadyStateProbability(0.3, 2) // 0.4
+ * console.log(AdaptiveThrottle.steadyStateProbability(0.3, 2)) // prints: 0.4
  * ```
  * @since 0.1.0
  * @category utils
@@ -268,8 +270,9 @@ export const steadyStateProbability: (acceptShare: number, k: number) => number 
  *
  * const program = Effect.gen(function* () {
  *   const throttle = yield* AdaptiveThrottle.make({ k: 2 })
- *   yield* throttle.withThrottle(Effect.succeed("ok"), "users-api")
+ *   console.log(yield* throttle.withThrottle(Effect.succeed("ok"), "users-api")) // prints: ok
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors
@@ -282,6 +285,7 @@ export const make: (options?: AdaptiveThrottleOptions) => Effect.Effect<Service,
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  *
  * const ThrottleLive = AdaptiveThrottle.layer({ window: "2 minutes", k: 2, maxProbability: 0.9 })
@@ -306,6 +310,7 @@ export const layer = (
  * const call = Effect.succeed("ok").pipe(AdaptiveThrottle.withThrottle("users-api"))
  * const same = AdaptiveThrottle.withThrottle(Effect.succeed("ok"), "users-api")
  * const runnable = call.pipe(Effect.provide(AdaptiveThrottle.layer()))
+ * Effect.runPromise(runnable).then(console.log) // prints: ok
  * ```
  * @since 0.1.0
  * @since 0.2.0
@@ -335,6 +340,7 @@ export const withThrottle: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { AdaptiveThrottle } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

@@ -120,6 +120,7 @@ export interface Service extends Pipeable {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { AimdInterval } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
@@ -161,6 +162,7 @@ export const isAimdInterval: (u: unknown) => u is Service = internal.isAimdInter
  *
  * @example
  * ```ts
+ * // snippet: compile-only — a fragment of a program, nothing to print
  * import { AimdInterval } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
@@ -196,6 +198,7 @@ export const layer: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { AimdInterval } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

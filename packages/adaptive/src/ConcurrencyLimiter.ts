@@ -222,8 +222,9 @@ export class ConcurrencyLimiter extends Context.Service<ConcurrencyLimiter, Serv
  * const program = Effect.gen(function* () {
  *   const limiter = yield* ConcurrencyLimiter.make({ algorithm: AimdLimit.factory(), maxQueue: 100, maxWait: "1 second" })
  *   const result = yield* limiter.withLimiter(Effect.succeed(42))
- *   limiter.inFlight // 0
+ *   console.log(result, limiter.inFlight) // prints: 42 0
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors
@@ -260,6 +261,7 @@ export const makeService: (options?: ServiceOptions) => Effect.Effect<Service, O
  * const program = call.pipe(
  *   Effect.provide(ConcurrencyLimiter.layer({ algorithm: CongestionWindow.factory({ variant: "tahoe" }) }))
  * )
+ * Effect.runPromise(program).then(console.log) // prints: ok
  * ```
  * @since 0.1.0
  * @category layers
@@ -281,6 +283,7 @@ export const layer: (options?: ServiceOptions) => Layer.Layer<ConcurrencyLimiter
  *
  * const limiter = ConcurrencyLimiter.makeUnsafe({ maxQueue: 0 })
  * const standalone = Effect.succeed(1).pipe(ConcurrencyLimiter.withLimiter(limiter))
+ * Effect.runPromise(standalone).then(console.log) // prints: 1
  * ```
  * @since 0.1.0
  * @category combinators
@@ -310,7 +313,7 @@ export const withLimiter: {
  * import { Errors } from "@sluice/core"
  * import { Exit } from "effect"
  *
- * ConcurrencyLimiter.classify(Exit.fail(new Errors.Overloaded({ reason: "503" }))) // "dropped"
+ * console.log(ConcurrencyLimiter.classify(Exit.fail(new Errors.Overloaded({ reason: "503" })))) // prints: dropped
  * ```
  * @since 0.1.0
  * @category utils
@@ -327,6 +330,7 @@ export const classify: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { ConcurrencyLimiter } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

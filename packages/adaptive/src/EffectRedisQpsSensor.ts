@@ -67,6 +67,7 @@ export interface SensorOptions {
  *   const sampler = yield* ProportionalSampler.makeWith({ goal: 100 }, sensor)
  *   return yield* sampler.withSampler(Effect.succeed("rendered"), Effect.succeed("skipped"))
  * }).pipe(Effect.scoped, Effect.provide(NodeRedis.layer({ url: "redis://127.0.0.1:6379" })))
+ * Effect.runPromise(program).then(console.log) // prints: rendered
  * ```
  * @since 1.0.0
  * @category constructors
@@ -82,6 +83,7 @@ export const make: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { NodeRedis } from "@effect/platform-node"
  * import * as EffectRedisQpsSensor from "@sluice/adaptive/EffectRedisQpsSensor"
  * import { Layer } from "effect"

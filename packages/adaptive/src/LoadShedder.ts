@@ -237,6 +237,7 @@ export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Metric } from "effect"
  *
@@ -274,8 +275,9 @@ export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> =
  *
  * const program = Effect.gen(function* () {
  *   const shedder = yield* LoadShedder.make({ capacity: 100 })
- *   yield* shedder.withShedder(Effect.succeed("handled"))
+ *   console.log(yield* shedder.withShedder(Effect.succeed("handled"))) // prints: handled
  * }).pipe(Effect.scoped)
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors
@@ -289,6 +291,7 @@ export const make: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { LoadShedder } from "@sluice/adaptive"
  *
  * const ShedderLive = LoadShedder.layer({
@@ -309,6 +312,7 @@ export const layer = (options: LoadShedderOptions): Layer.Layer<LoadShedder, Opt
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the LoadShedder layer the app provides
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Criticality } from "@sluice/core"
  * import { Effect } from "effect"
@@ -342,6 +346,7 @@ export const withShedder: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

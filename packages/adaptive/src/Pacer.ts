@@ -176,6 +176,7 @@ export interface Pacer extends Pipeable {
  *   const call = Effect.succeed("ok")
  *   return yield* limiter.withLimiter(pacer.withPacer(call))
  * })
+ * Effect.runPromise(program).then(console.log) // prints: ok
  * ```
  * @since 0.1.0
  * @category constructors
@@ -191,7 +192,7 @@ export const make: (options: PacerOptions) => Effect.Effect<Pacer, Options.Inval
  *
  * let window = 10
  * const pacer = Pacer.makeUnsafe({ limit: () => window, initialRtt: "100 millis" })
- * pacer.interval // 10 (millis)
+ * console.log(pacer.interval) // prints: 10
  * ```
  * @since 0.1.0
  * @category constructors
@@ -220,6 +221,7 @@ export const makeUnsafe: (options: PacerOptions) => Pacer = internal.makeUnsafe
  *   // every attempt takes a permit, then waits for its paced departure
  *   return yield* retry(limiter.withLimiter(pacer.withPacer(call)))
  * })
+ * Effect.runPromise(program).then(console.log) // prints: ok
  * ```
  * @since 0.1.0
  * @category utils
@@ -240,6 +242,7 @@ export const forLimiter: (
  * const pacer = Pacer.makeUnsafe({ limit: () => 20 })
  * const paced = Effect.succeed(1).pipe(Pacer.withPacer(pacer))
  * const same = Pacer.withPacer(Effect.succeed(1), pacer)
+ * Effect.runPromise(Effect.all([paced, same])).then(console.log) // prints: [ 1, 1 ]
  * ```
  * @since 0.2.0
  * @category combinators

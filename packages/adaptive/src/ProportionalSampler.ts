@@ -160,6 +160,7 @@ export interface Service extends Pipeable {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { ProportionalSampler, QpsSensor } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
@@ -196,6 +197,7 @@ export const makeWith: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { ProportionalSampler } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
@@ -250,6 +252,7 @@ export class ProportionalSampler extends Context.Service<ProportionalSampler, Se
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { ProportionalSampler } from "@sluice/adaptive"
  * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
  * import { Layer } from "effect"
@@ -280,6 +283,7 @@ export const layer: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { ProportionalSampler } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

@@ -99,6 +99,7 @@ export const makeMemoryStore: (retainSeconds?: number) => MemoryStore = internal
  *
  * @example
  * ```ts
+ * // snippet: compile-only — a fragment of a program, nothing to print
  * import { QpsSensor } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
@@ -131,6 +132,7 @@ export const makeLocal = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { ProportionalSampler, QpsSensor } from "@sluice/adaptive"
  * import { Layer } from "effect"
  *
@@ -162,6 +164,7 @@ export const layerMemory = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { QpsSensor } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

@@ -66,10 +66,12 @@ export interface RedisQpsSensorOptions extends RedisClient.ConnectionOptions, Se
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const sensor = yield* RedisQpsSensor.make({ key: "thumbnails", url: "redis://127.0.0.1:6379" })
+ *   // `url`, or the REDIS_URL config (default redis://127.0.0.1:6379)
+ *   const sensor = yield* RedisQpsSensor.make({ key: "thumbnails" })
  *   const sampler = yield* ProportionalSampler.makeWith({ goal: 100 }, sensor)
  *   return yield* sampler.withSampler(Effect.succeed("rendered"), Effect.succeed("skipped"))
  * }).pipe(Effect.scoped)
+ * Effect.runPromise(program).then(console.log) // prints: rendered
  * ```
  * @since 0.1.0
  * @category constructors
@@ -110,6 +112,7 @@ export const keyFor: (prefix: string, key: string, second: number) => string = s
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
  * import * as RedisClient from "@sluice/core/RedisClient"
  * import { Layer } from "effect"
@@ -131,6 +134,7 @@ export const layerShared = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
  * import { Config } from "effect"
  *

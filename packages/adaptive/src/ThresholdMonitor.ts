@@ -169,6 +169,7 @@ export type Event = {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
@@ -204,6 +205,7 @@ export const makeUnsafe: (options: ThresholdMonitorOptions) => Service = interna
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
@@ -244,6 +246,7 @@ export const withMonitor: {
  *   const monitor = yield* ThresholdMonitor.ThresholdMonitor
  *   return yield* monitor.exceeded("save")
  * }).pipe(Effect.provide(ThresholdMonitor.layer({ thresholds: { rate: 100 } })))
+ * Effect.runPromise(program).then(console.log) // prints: false
  * ```
  * @since 0.1.0
  * @category tags
@@ -274,6 +277,7 @@ export const layer: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Config } from "effect"
  *

@@ -172,6 +172,7 @@ export type RefusalOf<G> = G extends Gate<any, infer E> ? E : never
  *   }
  * }
  * const guarded = Effect.succeed("ok").pipe(Admission.guard([single]))
+ * Effect.runPromise(guarded).then(console.log) // prints: ok
  * ```
  * @since 0.2.0
  * @category constructors
@@ -200,6 +201,7 @@ export const refuse: <E>(error: E) => Refused<E> = internal.refuse
  *
  * const gates: ReadonlyArray<Admission.Gate<unknown, never>> = []
  * const program = Effect.succeed(1).pipe(Admission.guard(gates))
+ * Effect.runPromise(program).then(console.log) // prints: 1
  * ```
  * @since 0.2.0
  * @category combinators

@@ -220,6 +220,7 @@ export interface Service extends Pipeable {
  *   })
  *   return yield* Effect.succeed("pong").pipe(CircuitBreaker.withBreaker(breaker))
  * })
+ * Effect.runPromise(program).then(console.log) // prints: pong
  * ```
  * @since 0.1.0
  * @category constructors
@@ -239,6 +240,7 @@ export const isCircuitBreaker: (u: unknown) => u is Service = internal.isCircuit
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { CircuitBreaker } from "@sluice/core"
  * import { Effect } from "effect"
  *
@@ -267,6 +269,7 @@ export const withBreaker: {
  *   const breaker = yield* CircuitBreaker.CircuitBreaker
  *   return yield* breaker.withBreaker(Effect.succeed(1))
  * }).pipe(Effect.provide(CircuitBreaker.layer({ name: "backend" })))
+ * Effect.runPromise(program).then(console.log) // prints: 1
  * ```
  * @since 0.1.0
  * @since 0.2.0
@@ -289,6 +292,7 @@ export class CircuitBreaker extends Context.Service<CircuitBreaker, Service>()(
  * const DbLive = CircuitBreaker.layer({ name: "postgres" }, Db)
  * const program = Effect.flatMap(Db, (breaker) => breaker.withBreaker(Effect.succeed(1)))
  * const runnable = program.pipe(Effect.provide(DbLive)) // Effect<number, CircuitOpen | InvalidOptions>
+ * Effect.runPromise(runnable).then(console.log) // prints: 1
  * ```
  * @since 0.1.0
  * @category constructors
@@ -321,6 +325,7 @@ export const layer: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { CircuitBreaker } from "@sluice/core"
  * import { Config } from "effect"
  *

@@ -70,7 +70,7 @@ export const defaultLevel: Criticality = Kernel.defaultLevel
  * ```ts
  * import { Criticality } from "@sluice/core"
  *
- * Criticality.rank("CRITICAL_PLUS") > Criticality.rank("SHEDDABLE") // true
+ * console.log(Criticality.rank("CRITICAL_PLUS") > Criticality.rank("SHEDDABLE")) // prints: true
  * ```
  * @since 0.1.0
  * @category utils
@@ -97,8 +97,9 @@ export const Order: Ord.Order<Criticality> = Kernel.compare
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const level = yield* Criticality.currentCriticality // "SHEDDABLE"
+ *   console.log(yield* Criticality.currentCriticality) // prints: SHEDDABLE
  * }).pipe(Effect.provideService(Criticality.currentCriticality, "SHEDDABLE"))
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category getters
@@ -117,8 +118,9 @@ export const currentCriticality: Context.Reference<Criticality> = Context.Refere
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function* () {
- *   const level = yield* Criticality.current // "CRITICAL" unless set
+ *   console.log(yield* Criticality.current) // prints: CRITICAL
  * })
+ * Effect.runPromise(program) // CRITICAL unless set
  * ```
  * @since 0.1.0
  * @category getters
@@ -133,7 +135,8 @@ export const current: Effect.Effect<Criticality> = Effect.service(currentCritica
  * import { Criticality } from "@sluice/core"
  * import { Effect } from "effect"
  *
- * const background = Effect.void.pipe(Criticality.withCriticality("SHEDDABLE"))
+ * const background = Criticality.current.pipe(Criticality.withCriticality("SHEDDABLE"))
+ * Effect.runPromise(background).then(console.log) // prints: SHEDDABLE
  * ```
  * @since 0.1.0
  * @category combinators
@@ -154,8 +157,8 @@ export const withCriticality: {
  * ```ts
  * import { Criticality } from "@sluice/core"
  *
- * Criticality.parse("sheddable_plus") // "SHEDDABLE_PLUS"
- * Criticality.parse("<script>") // "CRITICAL"
+ * console.log(Criticality.parse("sheddable_plus")) // prints: SHEDDABLE_PLUS
+ * console.log(Criticality.parse("<script>")) // prints: CRITICAL
  * ```
  * @since 0.1.0
  * @category utils
@@ -170,8 +173,8 @@ export const parse: (value: string | null | undefined, fallback?: Criticality) =
  * ```ts
  * import { Criticality } from "@sluice/core"
  *
- * Criticality.clamp("CRITICAL_PLUS", "CRITICAL") // "CRITICAL"
- * Criticality.clamp("SHEDDABLE", "CRITICAL") // "SHEDDABLE"
+ * console.log(Criticality.clamp("CRITICAL_PLUS", "CRITICAL")) // prints: CRITICAL
+ * console.log(Criticality.clamp("SHEDDABLE", "CRITICAL")) // prints: SHEDDABLE
  * ```
  * @since 0.1.0
  * @category utils

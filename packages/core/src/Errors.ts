@@ -130,6 +130,7 @@ const origin = Origin.pipe(
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  * import { Duration } from "effect"
  *
@@ -154,6 +155,7 @@ export class Overloaded extends Schema.TaggedError<Overloaded>("@sluice/core/Ove
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  * import { Duration } from "effect"
  *
@@ -184,6 +186,7 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>("@sluice/co
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  *
  * const error = new Errors.Throttled({ key: "api.example.com" })
@@ -206,6 +209,7 @@ export class Throttled extends Schema.TaggedError<Throttled>("@sluice/core/Throt
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  * import { Duration } from "effect"
  *
@@ -254,6 +258,7 @@ export type DontRetryReason = typeof DontRetryReason.Type
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Errors } from "@sluice/core"
  *
  * const error = new Errors.DontRetry({
@@ -294,6 +299,8 @@ export type SluiceError = Overloaded | QuotaExceeded | Throttled | CircuitOpen |
  * const encode = Schema.encodeSync(Errors.SluiceError)
  * const json = JSON.stringify(encode(new Errors.Throttled({ key: "a" })))
  * const back = Schema.decodeUnknownSync(Errors.SluiceError)(JSON.parse(json))
+ * console.log(json) // prints: {"_tag":"Throttled","key":"a"}
+ * console.log(back instanceof Errors.Throttled, back._tag) // prints: true Throttled
  * ```
  * @since 0.1.0
  * @category schemas
@@ -316,6 +323,7 @@ export type Retryable = Overloaded | QuotaExceeded | Cause.TimeoutError | Marked
  *
  * @example
  * ```ts
+ * // snippet: compile-only — a type, checked by the compiler only
  * import type { Errors } from "@sluice/core"
  *
  * type E = Errors.NonRetryable<Errors.Overloaded | Errors.Throttled> // Errors.Throttled
@@ -342,8 +350,8 @@ export type RetryablePart<E> = Extract<E, Retryable>
  * ```ts
  * import { Errors } from "@sluice/core"
  *
- * Errors.isRetryable(new Errors.Overloaded({ reason: "shed" })) // true
- * Errors.isRetryable(new Errors.Throttled({ key: "a" })) // false
+ * console.log(Errors.isRetryable(new Errors.Overloaded({ reason: "shed" }))) // prints: true
+ * console.log(Errors.isRetryable(new Errors.Throttled({ key: "a" }))) // prints: false
  * ```
  * @since 0.1.0
  * @category guards
@@ -359,7 +367,7 @@ export const isRetryable: <E>(error: E) => error is Extract<E, Retryable> = ((u:
  * import { Errors } from "@sluice/core"
  *
  * const e = Errors.markRetryable(new Error("socket hang up"))
- * Errors.isRetryable(e) // true
+ * console.log(Errors.isRetryable(e)) // prints: true
  * ```
  * @since 0.1.0
  * @category utils

@@ -60,6 +60,9 @@ import * as internal from "./internal/options.js"
  *
  * const Opts = Schema.Struct({ ratio: Options.Ratio })
  * const program = Options.decode("Example", Opts)({ ratio: 2 }) // fails with InvalidOptions
+ * Effect.runPromise(Effect.flip(program)).then((error) => console.log(error.message))
+ * // prints: Example: invalid options
+ * // prints: ratio: expected a ratio in [0, 1], got 2
  * ```
  * @since 0.1.0
  * @category schemas
@@ -181,6 +184,7 @@ export type Fields<S extends Field.Spec<Record<string, number | undefined>>> = {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Options } from "@sluice/core"
  * import * as Field from "@sluice/kernel/options/Field"
  * import { Schema } from "effect"
@@ -198,6 +202,7 @@ export const fields: <S extends Field.Spec<Record<string, number | undefined>>>(
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Options } from "@sluice/core"
  * import { Schema } from "effect"
  *
@@ -241,7 +246,9 @@ export const decodeResult: <A, I>(
  * import { Options } from "@sluice/core"
  *
  * const error = Options.invalid("Pool", [{ path: ["size"], message: "must not exceed max" }])
- * // error.message: "Pool: invalid options\nsize: must not exceed max"
+ * console.log(error.message)
+ * // prints: Pool: invalid options
+ * // prints: size: must not exceed max
  * ```
  *
  * @since 1.0.0

@@ -54,6 +54,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Outcome } from "@sluice/core"
  * import { Effect } from "effect"
  * import { CircuitBreaker } from "effect/persistence"
@@ -101,11 +102,11 @@ export interface ClassifyOptions extends Kernel.ClassifyOptions {}
  * import { Errors, Outcome } from "@sluice/core"
  * import { Cause } from "effect"
  *
- * Outcome.ofError(new Errors.Overloaded({ reason: "503" })) // "dropped"
- * Outcome.ofError(new Errors.Overloaded({ reason: "queue full", origin: "local" })) // "refused"
- * Outcome.ofError(new Errors.Throttled({ key: "api" })) // "refused"
- * Outcome.ofError(new Cause.TimeoutError()) // "dropped"
- * Outcome.ofError(new Error("boom")) // "failed"
+ * console.log(Outcome.ofError(new Errors.Overloaded({ reason: "503" }))) // prints: dropped
+ * console.log(Outcome.ofError(new Errors.Overloaded({ reason: "queue full", origin: "local" }))) // prints: refused
+ * console.log(Outcome.ofError(new Errors.Throttled({ key: "api" }))) // prints: refused
+ * console.log(Outcome.ofError(new Cause.TimeoutError())) // prints: dropped
+ * console.log(Outcome.ofError(new Error("boom"))) // prints: failed
  * ```
  * @since 0.2.0
  * @category classifying
@@ -121,9 +122,9 @@ export const ofError: (error: unknown, options?: ClassifyOptions) => Outcome = i
  * import { Outcome } from "@sluice/core"
  * import { Cause } from "effect"
  *
- * Outcome.ofCause(Cause.interrupt()) // "ignored"
- * Outcome.ofCause(Cause.die("bug")) // "failed"
- * Outcome.ofCause(Cause.combine(Cause.interrupt(), Cause.fail(new Cause.TimeoutError()))) // "dropped"
+ * console.log(Outcome.ofCause(Cause.interrupt())) // prints: ignored
+ * console.log(Outcome.ofCause(Cause.die("bug"))) // prints: failed
+ * console.log(Outcome.ofCause(Cause.combine(Cause.interrupt(), Cause.fail(new Cause.TimeoutError())))) // prints: dropped
  * ```
  * @since 0.2.0
  * @category classifying
@@ -138,7 +139,7 @@ export const ofCause: (cause: Cause.Cause<unknown>, options?: ClassifyOptions) =
  * import { Outcome } from "@sluice/core"
  * import { Exit } from "effect"
  *
- * Outcome.ofExit(Exit.succeed(1)) // "success"
+ * console.log(Outcome.ofExit(Exit.succeed(1))) // prints: success
  * ```
  * @since 0.2.0
  * @category classifying
@@ -155,7 +156,7 @@ export const ofExit: (exit: Exit.Exit<unknown, unknown>, options?: ClassifyOptio
  * import { Errors, Outcome } from "@sluice/core"
  *
  * const error = new Errors.Overloaded({ reason: "503" })
- * Outcome.isRetryable(Outcome.ofError(error), error) // true
+ * console.log(Outcome.isRetryable(Outcome.ofError(error), error)) // prints: true
  * ```
  * @since 0.2.0
  * @category classifying
@@ -170,7 +171,7 @@ export const isRetryable: (outcome: Outcome, error: unknown) => boolean = intern
  * ```ts
  * import { Outcome } from "@sluice/core"
  *
- * Outcome.isEvidence("refused") // false
+ * console.log(Outcome.isEvidence("refused")) // prints: false
  * ```
  * @since 0.2.0
  * @category classifying
@@ -205,12 +206,13 @@ export const isEvidence: (outcome: Outcome) => boolean = Kernel.isEvidence
  * import { CircuitBreaker } from "effect/persistence"
  * import { HttpClient } from "effect/http"
  *
- * Outcome.circuitBreakerClassifier(Exit.fail(new Errors.Overloaded({ reason: "queue full", origin: "local" })))
- * // { _tag: "Ignored" }
- * Outcome.circuitBreakerClassifier(
+ * const local = Outcome.circuitBreakerClassifier(Exit.fail(new Errors.Overloaded({ reason: "queue full", origin: "local" })))
+ * console.log(local) // prints: { _tag: 'Ignored' }
+ * const remote = Outcome.circuitBreakerClassifier(
  *   Exit.fail(new Errors.Overloaded({ reason: "server", retryAfter: Duration.seconds(2) }))
  * )
- * // { _tag: "Failure", retryAfter: Duration.seconds(2) }
+ * console.log(JSON.stringify(remote))
+ * // prints: {"_tag":"Failure","retryAfter":{"_id":"Duration","_tag":"Millis","millis":2000}}
  *
  * // Effect's breaker in front of an HttpClient, learning through Sluice's outcomes:
  * const guard = (breaker: CircuitBreaker.CircuitBreaker) =>

@@ -93,6 +93,7 @@ export const client = (options: ConnectionOptions = {}): Effect.Effect<Client, n
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import * as RedisClient from "@sluice/core/RedisClient"
  * import { Quota, QuotaConfig } from "@sluice/quota"
  * import * as Redis from "@sluice/quota/Redis"

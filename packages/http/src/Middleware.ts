@@ -27,6 +27,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Middleware } from "@sluice/http"
  * import { RetryHistogram } from "@sluice/retry"
@@ -128,6 +129,7 @@ export interface DeadlineOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { Middleware, Trust } from "@sluice/http"
  * import { Redacted } from "effect"
  * import { HttpRouter, HttpServerResponse } from "effect/http"
@@ -166,7 +168,7 @@ export const criticality: (options?: CriticalityOptions) => <E, R>(app: HttpApp<
  * import { Middleware, Protocol } from "@sluice/http"
  *
  * const response = Middleware.errorResponse(new Errors.Overloaded({ reason: "shed" }), Protocol.make())
- * response.status // 503
+ * console.log(response.status) // prints: 503
  * ```
  * @since 0.1.0
  * @category utils
@@ -182,6 +184,7 @@ export const errorResponse: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { Errors } from "@sluice/core"
  * import { Middleware } from "@sluice/http"
  * import { Effect } from "effect"
@@ -243,6 +246,7 @@ export interface QuotaOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { Middleware } from "@sluice/http"
  * import { Effect } from "effect"
  * import { HttpRouter, HttpServerResponse } from "effect/http"
@@ -284,6 +288,7 @@ export interface BackpressureOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { ThresholdMonitor } from "@sluice/adaptive"
  * import { Middleware } from "@sluice/http"
  * import { Effect } from "effect"
@@ -317,6 +322,7 @@ export const backpressure: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { Middleware } from "@sluice/http"
  * import { Effect } from "effect"
  * import { HttpRouter, HttpServerResponse } from "effect/http"
@@ -376,6 +382,7 @@ export interface LoadShedOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { LoadShedder } from "@sluice/adaptive"
  * import { Middleware } from "@sluice/http"
  * import { Layer } from "effect"
@@ -430,6 +437,7 @@ export interface RetryGuardOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { Middleware, Trust } from "@sluice/http"
  * import { RetryHistogram } from "@sluice/retry"
  * import { Layer } from "effect"

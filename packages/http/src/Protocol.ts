@@ -81,7 +81,8 @@ export interface WireProtocolSettings {
  * const renamed = Protocol.layer({ headers: { criticality: "x-acme-criticality" } })
  * const headerName = Effect.map(Protocol.WireProtocol, (settings) => settings.headers.criticality).pipe(
  *   Effect.provide(renamed)
- * ) // "x-acme-criticality"
+ * )
+ * Effect.runPromise(headerName).then(console.log) // prints: x-acme-criticality
  * ```
  * @since 0.1.0
  * @category references
@@ -105,7 +106,8 @@ export const WireProtocol: Context.Reference<WireProtocolSettings> = Context.Ref
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * const settings = Protocol.make({ headers: { attempt: "X-Try" } }) // headers.attempt === "x-try"
+ * const settings = Protocol.make({ headers: { attempt: "X-Try" } })
+ * console.log(settings.headers.attempt) // prints: x-try
  * ```
  * @since 0.1.0
  * @category constructors
@@ -147,9 +149,9 @@ export const layer = (overrides: Parameters<typeof make>[0]): Layer.Layer<never>
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseAttempt("2") // 2
- * Protocol.parseAttempt("-1") // 0
- * Protocol.parseAttempt("99999999999999999999") // 1000
+ * console.log(Protocol.parseAttempt("2")) // prints: 2
+ * console.log(Protocol.parseAttempt("-1")) // prints: 0
+ * console.log(Protocol.parseAttempt("99999")) // prints: 1000
  * ```
  * @since 0.1.0
  * @category utils
@@ -163,7 +165,7 @@ export const parseAttempt: (value: string | null | undefined, max?: number) => n
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseFlag("1") // true
+ * console.log(Protocol.parseFlag("1")) // prints: true
  * ```
  * @since 0.1.0
  * @category utils
@@ -178,7 +180,7 @@ export const parseFlag: (value: string | null | undefined) => boolean = Headers.
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.isDegraded({ "x-sluice-degraded": "1" }) // true
+ * console.log(Protocol.isDegraded({ "x-sluice-degraded": "1" })) // prints: true
  * ```
  * @since 1.0.0
  * @category utils
@@ -213,9 +215,9 @@ export const parseCriticality = (
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT") // 784111777000
- * Protocol.parseHttpDate("Sunday, 06-Nov-94 08:49:37 GMT", Date.UTC(2026, 0, 1)) // 784111777000
- * Protocol.parseHttpDate("sun, 06 nov 1994 08:49:37 gmt") // undefined
+ * console.log(Protocol.parseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT")) // prints: 784111777000
+ * console.log(Protocol.parseHttpDate("Sunday, 06-Nov-94 08:49:37 GMT", Date.UTC(2026, 0, 1))) // prints: 784111777000
+ * console.log(Protocol.parseHttpDate("sun, 06 nov 1994 08:49:37 gmt")) // prints: undefined
  * ```
  * @since 0.1.0
  * @category utils
@@ -232,9 +234,9 @@ export const parseHttpDate: (value: string, nowMillis?: number) => number | unde
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseRetryAfterAt("3", 0) // Option.some(Duration.millis(3000))
- * Protocol.parseRetryAfterAt("Thu, 01 Jan 1970 00:00:05 GMT", 1000) // Option.some(Duration.millis(4000))
- * Protocol.parseRetryAfterAt("soon", 0) // Option.none()
+ * console.log(String(Protocol.parseRetryAfterAt("3", 0))) // prints: some(3000 millis)
+ * console.log(String(Protocol.parseRetryAfterAt("Thu, 01 Jan 1970 00:00:05 GMT", 1000))) // prints: some(4000 millis)
+ * console.log(String(Protocol.parseRetryAfterAt("soon", 0))) // prints: none()
  * ```
  * @since 0.1.0
  * @category utils
@@ -267,7 +269,7 @@ export const parseRetryAfter = (
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.formatRetryAfter("1500 millis") // "2"
+ * console.log(Protocol.formatRetryAfter("1500 millis")) // prints: 2
  * ```
  * @since 0.1.0
  * @category utils
@@ -296,8 +298,7 @@ export interface RateLimitTier {
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.formatRateLimitPolicy([{ name: "spike", limit: 20, window: "1 second", remaining: 3 }])
- * // "\"spike\";q=20;w=1"
+ * console.log(Protocol.formatRateLimitPolicy([{ name: "spike", limit: 20, window: "1 second", remaining: 3 }])) // prints: "spike";q=20;w=1
  * ```
  * @since 0.1.0
  * @category utils
@@ -330,7 +331,7 @@ export interface RateLimitItem extends RateLimit.Item {}
  * ```ts
  * import { Protocol } from "@sluice/http"
  *
- * Protocol.parseRateLimit("\"spike\";r=0;t=1") // [{ name: "spike", params: { r: 0, t: 1 } }]
+ * console.log(Protocol.parseRateLimit("\"spike\";r=0;t=1")) // prints: [ { name: 'spike', params: { r: 0, t: 1 } } ]
  * ```
  * @since 0.1.0
  * @category utils
@@ -399,8 +400,7 @@ export interface ErrorBody extends KernelErrorBody.ErrorBody {}
  * import { Protocol } from "@sluice/http"
  * import { Duration } from "effect"
  *
- * JSON.stringify(Protocol.formatErrorBody(new Errors.Overloaded({ reason: "busy", retryAfter: Duration.millis(1500) })))
- * // {"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}
+ * console.log(JSON.stringify(Protocol.formatErrorBody(new Errors.Overloaded({ reason: "busy", retryAfter: Duration.millis(1500) })))) // prints: {"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}
  * ```
  * @since 0.2.0
  * @category utils
@@ -417,10 +417,13 @@ export const formatErrorBody: (error: Errors.SluiceError) => ErrorBody = interna
  * @example
  * ```ts
  * import { Protocol } from "@sluice/http"
+ * import { Option } from "effect"
  *
- * Protocol.parseErrorBody(`{"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}`)
- * // Some(Overloaded { reason: "busy", retryAfter: 1500 millis })
- * Protocol.parseErrorBody("Service Unavailable") // None
+ * const parsed = Protocol.parseErrorBody(`{"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}`)
+ * // the error as a Sluice server sent it
+ * if (Option.isSome(parsed)) console.log(JSON.stringify(Protocol.formatErrorBody(parsed.value)))
+ * // prints: {"error":{"_tag":"Overloaded","reason":"busy","retryAfterMs":1500}}
+ * console.log(Option.isNone(Protocol.parseErrorBody("Service Unavailable"))) // prints: true
  * ```
  * @since 0.2.0
  * @category utils

@@ -61,8 +61,10 @@ export interface Verdict {
  * import { Protocol, ResponseDecoder } from "@sluice/http"
  *
  * const settings = Protocol.make()
- * ResponseDecoder.verdict({ status: 503, headers: { "retry-after": "2" } }, 0, settings).error
- * // Overloaded { reason: "server", retryAfter: 2 seconds }
+ * const { error } = ResponseDecoder.verdict({ status: 503, headers: { "retry-after": "2" } }, 0, settings)
+ * // the error as a Sluice server would send it
+ * console.log(JSON.stringify(Protocol.formatErrorBody(error!)))
+ * // prints: {"error":{"_tag":"Overloaded","reason":"server","retryAfterMs":2000}}
  * ```
  * @since 0.1.0
  * @category utils
@@ -84,10 +86,12 @@ export const verdict: (response: ResponseLike, nowMillis: number, settings: Wire
  *
  * const settings = Protocol.make()
  * const { error } = ResponseDecoder.verdict({ status: 503, headers: { "retry-after": "2" } }, 0, settings)
- * ResponseDecoder.withBody(error!, `{"error":{"_tag":"Overloaded","reason":"db busy","retryAfterMs":1500}}`, settings)
- * // Overloaded { reason: "db busy", retryAfter: 1500 millis }
- * ResponseDecoder.withBody(error!, "maintenance", settings)
- * // Overloaded { reason: "maintenance", retryAfter: 2 seconds }
+ * const fromBody = ResponseDecoder.withBody(error!, `{"error":{"_tag":"Overloaded","reason":"db busy","retryAfterMs":1500}}`, settings)
+ * console.log(JSON.stringify(Protocol.formatErrorBody(fromBody)))
+ * // prints: {"error":{"_tag":"Overloaded","reason":"db busy","retryAfterMs":1500}}
+ * const plain = ResponseDecoder.withBody(error!, "maintenance", settings)
+ * console.log(JSON.stringify(Protocol.formatErrorBody(plain)))
+ * // prints: {"error":{"_tag":"Overloaded","reason":"maintenance","retryAfterMs":2000}}
  * ```
  * @since 0.2.0
  * @category utils
@@ -121,6 +125,7 @@ export interface Decodable extends ResponseLike {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — calls an HTTP backend at a placeholder address
  * import { Protocol, ResponseDecoder } from "@sluice/http"
  * import { Effect } from "effect"
  * import { HttpClient } from "effect/http"

@@ -93,6 +93,7 @@ export interface Client extends HttpClient.HttpClient.With<ClientError> {}
  *
  * @example
  * ```ts
+ * // snippet: compile-only — calls an HTTP backend at a placeholder address
  * import { SluiceHttpClient } from "@sluice/http"
  * import { Effect } from "effect"
  *
@@ -226,6 +227,7 @@ export type Policies =
  *
  * @example
  * ```ts
+ * // snippet: compile-only — calls an HTTP backend at a placeholder address
  * import { NodeHttpClient } from "@effect/platform-node"
  * import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
  * import { SluiceHttpClient } from "@sluice/http"
@@ -254,6 +256,7 @@ export const make: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — calls an HTTP backend at a placeholder address
  * import { NodeHttpClient } from "@effect/platform-node"
  * import { AimdLimit } from "@sluice/adaptive"
  * import { SluiceHttpClient } from "@sluice/http"
@@ -278,6 +281,7 @@ export const makeDefault: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { NodeHttpClient } from "@effect/platform-node"
  * import { AdaptiveThrottle, ConcurrencyLimiter } from "@sluice/adaptive"
  * import { SluiceHttpClient } from "@sluice/http"
@@ -305,6 +309,7 @@ export const layer = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { NodeHttpClient } from "@effect/platform-node"
  * import { CongestionWindow } from "@sluice/adaptive"
  * import { SluiceHttpClient } from "@sluice/http"
@@ -331,6 +336,7 @@ export const layerDefault = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { SluiceHttpClient } from "@sluice/http"
  * import { Config, Duration } from "effect"
  *
@@ -358,6 +364,7 @@ export const layerConfig = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — calls an HTTP backend at a placeholder address
  * import { SluiceHttpClient } from "@sluice/http"
  * import { Effect } from "effect"
  *

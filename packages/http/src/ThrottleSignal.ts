@@ -52,6 +52,7 @@ export interface ThrottleSignalService {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the ThrottleSignal layer the app provides
  * import { ThrottleSignal } from "@sluice/http"
  * import { Effect, Stream } from "effect"
  *
@@ -101,6 +102,7 @@ export const layer = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the ThrottleSignal layer the app provides
  * import { ThrottleSignal } from "@sluice/http"
  * import { Effect } from "effect"
  *
@@ -131,6 +133,7 @@ export const follow = <X, E, R>(
  *
  * @example
  * ```ts
+ * // snippet: compile-only — a fragment of a program, nothing to print
  * import { AimdInterval } from "@sluice/adaptive"
  * import { ThrottleSignal } from "@sluice/http"
  * import { Effect } from "effect"

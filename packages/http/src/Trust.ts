@@ -89,6 +89,7 @@ export interface SharedSecretOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { Middleware, Trust } from "@sluice/http"
  * import { Config, Effect, Layer } from "effect"
  * import { HttpRouter, HttpServerResponse } from "effect/http"
@@ -116,6 +117,7 @@ export const sharedSecret: (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Trust } from "@sluice/http"
  * import { Redacted } from "effect"
  *
@@ -133,6 +135,7 @@ export const sharedSecretUnsafe: (options: SharedSecretOptions) => TrustPolicy =
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Trust } from "@sluice/http"
  *
  * const trust = Trust.peer((address) => address === "10.0.0.7")
@@ -166,6 +169,7 @@ export const isLoopbackAddress: (address: string) => boolean = Trust.isLoopbackA
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Trust } from "@sluice/http"
  * import { Redacted } from "effect"
  *

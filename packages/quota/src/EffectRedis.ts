@@ -73,6 +73,7 @@ export const makeStore = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { NodeRedis } from "@effect/platform-node"
  * import { Quota, QuotaConfig } from "@sluice/quota"
  * import * as EffectRedis from "@sluice/quota/EffectRedis"
@@ -124,6 +125,7 @@ export const makeConfig = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { NodeRedis } from "@effect/platform-node"
  * import * as EffectRedis from "@sluice/quota/EffectRedis"
  * import { Layer } from "effect"

@@ -78,6 +78,7 @@
  *   const decision = yield* Quota.check("acme")
  *   return decision.allowed ? "ok" : `retry in ${decision.retryAfterMs} ms`
  * }).pipe(Effect.provide(QuotaLive))
+ * Effect.runPromise(program).then(console.log) // prints: ok
  * ```
  * @since 0.1.0
  */
@@ -190,6 +191,7 @@ export interface QuotaOptions extends KernelOptions.Input<Duration.Input> {}
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  * import { Effect, Stream } from "effect"
  *
@@ -288,6 +290,7 @@ export const make = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { Quota, QuotaConfig } from "@sluice/quota"
  * import * as RedisClient from "@sluice/core/RedisClient"
  * import * as Redis from "@sluice/quota/Redis"
@@ -321,6 +324,7 @@ export const layer = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { Quota } from "@sluice/quota"
  * import { Config } from "effect"
  *
@@ -343,6 +347,7 @@ export const layerConfig = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  * import { Effect } from "effect"
  *
@@ -366,6 +371,7 @@ export const check = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  * import { Effect } from "effect"
  *
@@ -382,6 +388,7 @@ export const get = (client: string): Effect.Effect<Decision, never, Quota> =>
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  *
  * const refund = Quota.reward("acme", 1)
@@ -400,6 +407,7 @@ export const reward = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  *
  * const fine = Quota.penalty("acme", 5)
@@ -420,6 +428,7 @@ export const penalty = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  *
  * const ban = Quota.block("mallory", "10 minutes")
@@ -439,6 +448,7 @@ export const block = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  *
  * const forgive = Quota.reset("acme")
@@ -457,6 +467,7 @@ export const reset = (client: string): Effect.Effect<void, QuotaStoreError, Quot
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  * import { Effect } from "effect"
  *
@@ -489,6 +500,7 @@ export const withQuota: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Quota layer the app provides
  * import { Quota } from "@sluice/quota"
  * import { Effect } from "effect"
  *

@@ -65,6 +65,7 @@ export type Tier = plan.Tier
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { QuotaConfig } from "@sluice/quota"
  *
  * const plan: QuotaConfig.PlanInput = {
@@ -179,6 +180,7 @@ export interface QuotaConfigOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — a fragment of a program, nothing to print
  * import { QuotaConfig } from "@sluice/quota"
  * import { Effect } from "effect"
  *

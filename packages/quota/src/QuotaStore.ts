@@ -169,6 +169,7 @@ export interface MemoryStoreOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { QuotaStore } from "@sluice/quota"
  *
  * const store = QuotaStore.makeMemory({ maxClients: 1_000_000 })
@@ -184,6 +185,7 @@ export const makeMemory: (options?: MemoryStoreOptions) => Effect.Effect<MemoryS
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { QuotaStore } from "@sluice/quota"
  *
  * const StoreLive = QuotaStore.layerMemory()
@@ -200,6 +202,7 @@ export const layerMemory = (options?: MemoryStoreOptions): Layer.Layer<QuotaStor
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { QuotaStore } from "@sluice/quota"
  * import { Config } from "effect"
  *

@@ -100,6 +100,7 @@ export const makeStore = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import * as RedisClient from "@sluice/core/RedisClient"
  * import { Quota, QuotaConfig } from "@sluice/quota"
  * import * as Redis from "@sluice/quota/Redis"
@@ -129,6 +130,7 @@ export const layerStoreShared = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import { Quota, QuotaConfig } from "@sluice/quota"
  * import * as Redis from "@sluice/quota/Redis"
  * import { Layer } from "effect"
@@ -156,6 +158,7 @@ export const layerStore = (options: StoreOptions = {}): Layer.Layer<QuotaStore> 
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import * as Redis from "@sluice/quota/Redis"
  * import { Config } from "effect"
  *
@@ -220,6 +223,7 @@ export const makeConfig = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
  * import * as RedisClient from "@sluice/core/RedisClient"
  * import * as Redis from "@sluice/quota/Redis"
  * import { Layer } from "effect"

@@ -33,6 +33,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Backoff } from "@sluice/retry"
  * import { Effect, Schedule } from "effect"
@@ -64,6 +65,7 @@ import * as internal from "./internal/backoff.js"
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Backoff } from "@sluice/retry"
  *
  * // 100 ms, 200 ms, 400 ms, … at most 5 s
@@ -94,6 +96,7 @@ export type JitterMode = "full" | "equal"
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Backoff } from "@sluice/retry"
  *
  * const schedule = Backoff.exponential({ base: "50 millis" }).pipe(Backoff.jitter("full"))
@@ -134,6 +137,7 @@ export const jitterEqual = <Out, In, E, R>(
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Backoff } from "@sluice/retry"
  *
  * const schedule = Backoff.decorrelated({ base: "100 millis", max: "10 seconds" })
@@ -156,6 +160,7 @@ export const decorrelated: (options: {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Backoff } from "@sluice/retry"
  * import { Effect, Schedule } from "effect"
  *
@@ -191,9 +196,9 @@ export const honorRetryAfter: {
  * import { Backoff } from "@sluice/retry"
  * import { Duration } from "effect"
  *
- * Backoff.clampRetryAfter(Duration.days(365), "30 seconds") // 30 seconds
- * Backoff.clampRetryAfter(-5, "30 seconds") // 30 seconds
- * Backoff.clampRetryAfter(1500, "30 seconds") // 1.5 seconds
+ * console.log(String(Backoff.clampRetryAfter(Duration.days(365), "30 seconds"))) // prints: 30000 millis
+ * console.log(String(Backoff.clampRetryAfter(-5, "30 seconds"))) // prints: 30000 millis
+ * console.log(String(Backoff.clampRetryAfter(1500, "30 seconds"))) // prints: 1500 millis
  * ```
  * @since 0.1.0
  * @category utils
@@ -229,8 +234,12 @@ export const defaultSchedule: Schedule.Schedule<Duration.Duration> = internal.de
  * @example
  * ```ts
  * import { Backoff } from "@sluice/retry"
+ * import { Effect } from "effect"
  *
  * const checked = Backoff.validate(Backoff.exponential({ base: "100 millis", factor: 0.5 })) // fails: factor
+ * Effect.runPromise(Effect.flip(checked)).then((error) => console.log(error.message))
+ * // prints: Backoff.exponential: invalid options
+ * // prints: factor: expected a finite factor >= 1, got 0.5
  * ```
  * @since 0.2.0
  * @category constructors

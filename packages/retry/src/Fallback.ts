@@ -24,6 +24,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Fallback } from "@sluice/retry"
  * import { Effect } from "effect"
@@ -67,8 +68,8 @@ export type Signal = Kernel.Signal
  * import { Errors } from "@sluice/core"
  * import { Fallback } from "@sluice/retry"
  *
- * Fallback.signalOf(new Errors.DontRetry({ reason: "attempts", cause: new Errors.Overloaded({ reason: "shed" }) })) // "Overloaded"
- * Fallback.signalOf(new Error("bug")) // undefined
+ * console.log(Fallback.signalOf(new Errors.DontRetry({ reason: "attempts", cause: new Errors.Overloaded({ reason: "shed" }) }))) // prints: Overloaded
+ * console.log(Fallback.signalOf(new Error("bug"))) // prints: undefined
  * ```
  * @since 1.0.0
  * @category predicates
@@ -150,6 +151,7 @@ export interface FallbackOptions<E, B, E2, R2> {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Fallback } from "@sluice/retry"
  * import { Effect } from "effect"
@@ -231,7 +233,8 @@ const decodeCacheOptions = Options.decode("Fallback.makeCache", CacheOptionsSche
  * import { Effect } from "effect"
  *
  * const cache = Fallback.makeCache<string, string>({ maxStale: "1 minute", capacity: 10_000 })
- * const answer = Effect.flatMap(cache, (c) => Effect.succeed("fresh").pipe(c.withCache("key"))) // { _tag: "Fresh", value: "fresh" }
+ * const answer = Effect.flatMap(cache, (c) => Effect.succeed("fresh").pipe(c.withCache("key")))
+ * Effect.runPromise(answer).then(console.log) // prints: { _tag: 'Fresh', value: 'fresh' }
  * ```
  * @since 1.0.0
  * @category constructors

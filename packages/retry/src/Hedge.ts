@@ -38,6 +38,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Hedge, Retry, RetryBudget } from "@sluice/retry"
  * import { Effect } from "effect"
  *
@@ -110,6 +111,7 @@ export interface Policy {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Hedge, Retry } from "@sluice/retry"
  * import { Effect } from "effect"
  *
@@ -136,6 +138,7 @@ export const makeUnsafe: (options: HedgeOptions) => Policy = internal.makeUnsafe
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { Hedge } from "@sluice/retry"
  * import { Metric } from "effect"
  *

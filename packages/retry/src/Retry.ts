@@ -54,6 +54,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Retry } from "@sluice/retry"
  * import { Effect } from "effect"
@@ -92,6 +93,7 @@ import type * as RetryBudget from "./RetryBudget.js"
  *   const attempt = yield* Retry.currentAttempt
  *   return attempt === 0 ? "first try" : `retry ${attempt}`
  * })
+ * Effect.runPromise(call).then(console.log) // prints: first try
  * ```
  * @since 0.1.0
  * @category getters
@@ -109,6 +111,7 @@ export const currentAttempt: Context.Reference<number> = internal.currentAttempt
  *
  * @example
  * ```ts
+ * // snippet: compile-only — takes seconds of real time
  * import { Errors } from "@sluice/core"
  * import { Retry } from "@sluice/retry"
  * import { Clock, Effect } from "effect"
@@ -133,6 +136,7 @@ export const currentDeadline: Context.Reference<number> = internal.currentDeadli
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Retry } from "@sluice/retry"
  * import { Effect } from "effect"
  *
@@ -179,6 +183,7 @@ export interface PolicyOptions {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — a type, checked by the compiler only
  * import type { Errors } from "@sluice/core"
  * import type { Retry } from "@sluice/retry"
  *
@@ -210,6 +215,7 @@ export type PolicyContext<O> = O extends { readonly budget?: infer B }
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Backoff, Retry } from "@sluice/retry"
  * import { Effect } from "effect"
@@ -297,6 +303,7 @@ export interface EventsService {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Retry } from "@sluice/retry"
  * import { Effect, Stream } from "effect"
  *
@@ -347,6 +354,7 @@ export const events: Stream.Stream<Event, never, RetryEvents> = internal.events
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { Retry } from "@sluice/retry"
  * import { Metric } from "effect"
  *
@@ -412,6 +420,7 @@ export interface Policy {
  *   const retry = yield* Retry.make({ maxAttempts: 3, budget })
  *   return yield* retry.apply(Effect.succeed(1)) // same as Retry.withRetry({ maxAttempts: 3, budget })
  * })
+ * Effect.runPromise(program.pipe(Effect.provide(RetryBudget.layer()))).then(console.log) // prints: 1
  * ```
  * @since 0.1.0
  * @category constructors

@@ -29,6 +29,7 @@
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Errors } from "@sluice/core"
  * import { Retry, RetryBudget } from "@sluice/retry"
  * import { Effect } from "effect"
@@ -177,6 +178,7 @@ export const makeUnsafe: (options?: RetryBudgetOptions) => Service = internal.ma
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import { Retry, RetryBudget } from "@sluice/retry"
  * import { Effect } from "effect"
  *
@@ -197,6 +199,7 @@ export const layer: (options?: RetryBudgetOptions) => Layer.Layer<RetryBudget, O
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads its options from environment variables
  * import { RetryBudget } from "@sluice/retry"
  * import { Config } from "effect"
  *
@@ -229,6 +232,7 @@ export const forKey: (key: string) => Effect.Effect<Budget, never, RetryBudget> 
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { RetryBudget } from "@sluice/retry"
  * import { Metric } from "effect"
  *

@@ -162,6 +162,8 @@ export const makeUnsafe: (options?: RetryHistogramOptions) => Service = internal
  *   })
  *
  * const program = admit("2").pipe(Effect.provide(RetryHistogram.layer({ threshold: 0.1 })))
+ * // admitted: one request is below `minRequests` (20), too few to judge
+ * Effect.runPromiseExit(program).then((exit) => console.log(String(exit))) // prints: Success(undefined)
  * ```
  * @since 0.1.0
  * @category layers
@@ -190,9 +192,9 @@ export const layerConfig = (
  * ```ts
  * import { RetryHistogram } from "@sluice/retry"
  *
- * RetryHistogram.parseAttempt("2") // 2
- * RetryHistogram.parseAttempt("-1") // 0
- * RetryHistogram.parseAttempt("1e999") // 0
+ * console.log(RetryHistogram.parseAttempt("2")) // prints: 2
+ * console.log(RetryHistogram.parseAttempt("-1")) // prints: 0
+ * console.log(RetryHistogram.parseAttempt("1e999")) // prints: 0
  * ```
  * @since 0.1.0
  * @category utils
@@ -208,6 +210,7 @@ export const parseAttempt: (value: string | number | null | undefined) => number
  *
  * @example
  * ```ts
+ * // snippet: compile-only — reads a metric, shown for its attribute names
  * import { RetryHistogram } from "@sluice/retry"
  * import { Metric } from "effect"
  *

@@ -39,6 +39,7 @@ export type Spec = TopLevelSpec
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import * as Charts from "@sluice/simulation/Charts"
  * import type { Simulation } from "@sluice/simulation"
  *
@@ -57,6 +58,7 @@ export const demoCharts: (scenario: string, runs: ReadonlyArray<ChartRun>) => Re
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import * as Charts from "@sluice/simulation/Charts"
  *
  * declare const spec: Charts.Spec

@@ -102,6 +102,7 @@ export interface Report {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — takes seconds of CPU time (the simulation's tests run it)
  * import { PriorityFleet } from "@sluice/simulation"
  * import { Effect } from "effect"
  *

@@ -41,6 +41,7 @@ export interface SeriesRun {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import type { Simulation } from "@sluice/simulation"
  * import { Series } from "@sluice/simulation"
  *
@@ -78,6 +79,7 @@ export const ratePoints = (
  *
  * @example
  * ```ts
+ * // snippet: compile-only — declares the call it wraps
  * import type { Simulation } from "@sluice/simulation"
  * import { Series } from "@sluice/simulation"
  *

@@ -99,6 +99,7 @@ export interface RecorderService {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — needs the Recorder that Simulation.run provides
  * import { Simulation } from "@sluice/simulation"
  * import { Effect } from "effect"
  *
@@ -184,6 +185,7 @@ export interface RunResult<A, E> {
  * })
  * // Completes in microseconds; elapsedMillis === 3_600_000; same seed, same value.
  * const result = Simulation.run(program, { seed: 42 })
+ * Effect.runPromise(result).then((r) => console.log(r.elapsedMillis, String(r.exit))) // prints: 3600000 Success(3600740)
  * ```
  * @since 0.1.0
  * @category utils
@@ -282,9 +284,11 @@ export interface SlotServer {
  *   const results = yield* Effect.all([server.call(0), server.call(0), server.call(0)], {
  *     concurrency: "unbounded",
  *     mode: "result"
- *   }) // two successes, one Overloaded
+ *   })
+ *   // two successes, one Overloaded
+ *   console.log(results.map((r) => (r._tag === "Failure" ? r.failure._tag : r._tag))) // prints: [ 'Success', 'Success', 'Overloaded' ]
  * })
- * const result = Simulation.run(program)
+ * Effect.runPromise(Simulation.run(program))
  * ```
  * @since 0.1.0
  * @category constructors
@@ -307,6 +311,7 @@ export const makeSlotServer: (options: SlotServerOptions) => Effect.Effect<SlotS
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Simulation } from "@sluice/simulation"
  *
  * const mine: Simulation.Scenario = {
@@ -341,10 +346,12 @@ export type Scenario = typeof Scenario.Encoded
  * @example
  * ```ts
  * import { Simulation } from "@sluice/simulation"
+ * import { Effect } from "effect"
  *
  * const scenario = Simulation.parseScenarioJson(
  *   '{"name":"tiny","operationsPerClient":10,"arrivalsPerSecond":100,"server":{"maxBusy":2}}'
  * )
+ * Effect.runPromise(scenario).then((s) => console.log(s.name, s.server.maxBusy)) // prints: tiny 2
  * ```
  * @since 0.1.0
  * @category scenarios
@@ -423,6 +430,7 @@ export interface ScenarioReport {
  *
  * @example
  * ```ts
+ * // snippet: compile-only — takes seconds of real time
  * import { Simulation } from "@sluice/simulation"
  * import { Effect, Schedule } from "effect"
  *
@@ -451,8 +459,10 @@ export const runScenario: <E, R>(
  * @example
  * ```ts
  * import { Simulation } from "@sluice/simulation"
+ * import { Effect } from "effect"
  *
- * const optimal = Simulation.optimalCompletionMillis(Simulation.overload2000) // Effect of 20149
+ * const optimal = Simulation.optimalCompletionMillis(Simulation.overload2000)
+ * Effect.runPromise(optimal).then(console.log) // prints: 20149
  * ```
  * @since 0.1.0
  * @category scenarios
@@ -470,8 +480,8 @@ export const optimalCompletionMillis: (
  * ```ts
  * import { Simulation } from "@sluice/simulation"
  *
- * Simulation.jainFairness([10, 10, 10]) // 1
- * Simulation.jainFairness([30, 0, 0]) // 0.333…
+ * console.log(Simulation.jainFairness([10, 10, 10])) // prints: 1
+ * console.log(Simulation.jainFairness([30, 0, 0])) // prints: 0.333…
  * ```
  * @since 0.1.0
  * @category scenarios

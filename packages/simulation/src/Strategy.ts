@@ -20,6 +20,7 @@ import type * as Simulation from "./Simulation.js"
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { Strategy } from "@sluice/simulation"
  * import { Retry } from "@sluice/retry"
  * import { Effect, Schedule } from "effect"
@@ -62,6 +63,7 @@ export type PacerPlacement = "inside" | "outside"
  *
  * @example
  * ```ts
+ * // snippet: compile-only — builds a value for an app to use
  * import { CongestionWindow } from "@sluice/adaptive"
  * import { Strategy } from "@sluice/simulation"
  *
@@ -170,8 +172,8 @@ export const builtIns: ReadonlyArray<Strategy> = internal.builtIns
  * ```ts
  * import { Strategy } from "@sluice/simulation"
  *
- * Strategy.isStrategy(Strategy.cwndReno) // true
- * Strategy.isStrategy({ name: "x" }) // false
+ * console.log(Strategy.isStrategy(Strategy.cwndReno)) // prints: true
+ * console.log(Strategy.isStrategy({ name: "x" })) // prints: false
  * ```
  * @since 0.1.0
  * @category guards

@@ -44,7 +44,7 @@ export interface BoundedMapOptions<K, V> extends BoundedMapKernel.BoundedMapOpti
  * map.set("b", 2)
  * map.get("a") // used recently: "b" goes first
  * map.set("c", 3)
- * console.log(evicted) // ["b"]
+ * console.log(evicted) // prints: [ 'b' ]
  * ```
  * @since 0.2.0
  * @category constructors

@@ -29,7 +29,8 @@
  *     return yield* PubSub.takeAll(subscription)
  *   })
  * )
- * // [3, 4]: the subscriber kept the newest two
+ * // the subscriber kept the newest two
+ * Effect.runPromise(program).then(console.log) // prints: [ 3, 4 ]
  * ```
  *
  * For Sluice's own packages (`@sluice/core/shared/*`): importable, but outside the semver contract.

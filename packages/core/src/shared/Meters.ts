@@ -72,8 +72,9 @@ const family = <A>(metric: A, make: (attributes: Metric.Metric.AttributeSet) => 
  *   const context = Meters.metricContext(yield* Effect.context<never>())
  *   // the synchronous bookkeeping, outside any fiber
  *   users.updateUnsafe(1, context)
- *   return yield* Metric.value(Metric.withAttributes(requests.metric, { route: "users" })) // { count: 1, … }
+ *   return yield* Metric.value(Metric.withAttributes(requests.metric, { route: "users" }))
  * })
+ * Effect.runPromise(program).then(console.log) // prints: { count: 1, incremental: true }
  * ```
  * @since 1.0.0
  * @category constructors
