@@ -35,3 +35,83 @@ export const metricContext = (context: Context.Context<never>): Context.Context<
       [Metric.CurrentMetricAttributes.key, Context.get(context, Metric.CurrentMetricAttributes)]
     ])
   )
+
+type Registry = Metric.MetricRegistry
+type Metadata = Metric.Metric.Metadata<any, any>
+type AttributeSet = Metric.Metric.AttributeSet
+
+const recordOf = (attributes: AttributeSet | undefined): Readonly<Record<string, string>> =>
+  attributes === undefined
+    ? {}
+    : Array.isArray(attributes)
+      ? Object.fromEntries(attributes as ReadonlyArray<readonly [string, string]>)
+      : (attributes as Readonly<Record<string, string>>)
+
+const sameAttributes = (a: AttributeSet | undefined, b: Readonly<Record<string, string>>): boolean => {
+  const record = recordOf(a)
+  const keys = Object.keys(record)
+  if (keys.length !== Object.keys(b).length) return false
+  for (const key of keys) if (!Object.hasOwn(b, key) || record[key] !== b[key]) return false
+  return true
+}
+
+/**
+ * A series bound to one context: while the context's registry still holds the entry this
+ * series found there, an update goes to that entry's hooks (one map read), skipping the
+ * two context reads and the registry lookup of `updateUnsafe`. Otherwise (first update, the
+ * entry removed or replaced) it updates as `updateUnsafe` does and looks the entry up again.
+ */
+class BoundImpl<Input> implements M.Bound<Input> {
+  private readonly registry: Registry
+  /** The series' attributes in this context: its own, then the context's (as `Metric` merges them). */
+  private readonly attributes: Readonly<Record<string, string>>
+  private key: string | undefined = undefined
+  private entry: Metadata | undefined = undefined
+  /** The entry could not be told apart from the registry's others: always `updateUnsafe`. */
+  private unbound = false
+  constructor(
+    readonly metric: Metric.Metric<Input, unknown>,
+    readonly context: Context.Context<never>
+  ) {
+    this.registry = Context.get(context, Metric.MetricRegistry)
+    this.attributes = {
+      ...recordOf(metric.attributes),
+      ...recordOf(Context.get(context, Metric.CurrentMetricAttributes))
+    }
+  }
+  readonly update = (input: Input): void => {
+    const entry = this.entry
+    if (entry !== undefined && this.registry.get(this.key!) === entry)
+      return entry.hooks.update(input, this.context)
+    this.metric.updateUnsafe(input, this.context)
+    if (!this.unbound) this.find()
+  }
+  /** The registry's entry for this series: the one whose identity (type, name, description, attributes) it has. */
+  private find(): void {
+    const metric = this.metric
+    let found: [string, Metadata] | undefined
+    for (const [key, entry] of this.registry) {
+      if (
+        entry.id === metric.id &&
+        entry.type === metric.type &&
+        entry.description === metric.description &&
+        sameAttributes(entry.attributes, this.attributes)
+      ) {
+        if (found !== undefined) {
+          this.unbound = true
+          this.entry = undefined
+          return
+        }
+        found = [key, entry]
+      }
+    }
+    if (found === undefined) this.unbound = true
+    else [this.key, this.entry] = found
+  }
+}
+
+/** @internal */
+export const bind = <Input>(
+  metric: Metric.Metric<Input, unknown>,
+  context: Context.Context<never>
+): M.Bound<Input> => new BoundImpl(metric, context)
