@@ -1,5 +1,5 @@
 import { Meters } from "@sluice/core"
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, vi } from "@effect/vitest"
 import { Context, Metric } from "effect"
 
 const contextWith = (registry: Metric.MetricRegistry, attributes: Metric.Metric.AttributeSet = {}) =>
@@ -58,6 +58,20 @@ describe("Meters.bind", () => {
     bound.update(1)
     bound.update(1)
     expect([countOf(a, context), countOf(b, context), countOf(c, context)]).toEqual([2, 10, 100])
+  })
+
+  it("finds the registry's entry at once: updateUnsafe only for the first update and after a removal", () => {
+    const registry: Metric.MetricRegistry = new Map()
+    const context = contextWith(registry, { zone: "z", app: "x" })
+    const series = Meters.counter("test_bound_found", "found").of({ key: "k", a: "1" })
+    const spy = vi.spyOn(series, "updateUnsafe")
+    const bound = Meters.bind(series, context)
+    for (let i = 0; i < 5; i++) bound.update(1)
+    expect(spy).toHaveBeenCalledTimes(1)
+    Metric.removeUnsafe(series, context)
+    for (let i = 0; i < 5; i++) bound.update(1)
+    expect(spy).toHaveBeenCalledTimes(2)
+    expect(countOf(series, context)).toBe(5)
   })
 
   it("updates gauges", () => {

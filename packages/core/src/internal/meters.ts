@@ -67,7 +67,7 @@ class BoundImpl<Input> implements M.Bound<Input> {
   private readonly attributes: Readonly<Record<string, string>>
   private key: string | undefined = undefined
   private entry: Metadata | undefined = undefined
-  /** The entry could not be told apart from the registry's others: always `updateUnsafe`. */
+  /** The registry files this series under a key other than `find`'s: `updateUnsafe` every time. */
   private unbound = false
   constructor(
     readonly metric: Metric.Metric<Input, unknown>,
@@ -86,27 +86,34 @@ class BoundImpl<Input> implements M.Bound<Input> {
     this.metric.updateUnsafe(input, this.context)
     if (!this.unbound) this.find()
   }
-  /** The registry's entry for this series: the one whose identity (type, name, description, attributes) it has. */
+  /**
+   * The registry's entry for this series, under the key `Metric` files it by (its type, name,
+   * description and sorted attributes, as JSON): one map read, never a scan of the registry
+   * (which holds a series per key of every policy). An entry under that key that is not this
+   * series (a registry keyed otherwise) leaves the series unbound: `updateUnsafe` every time.
+   */
   private find(): void {
     const metric = this.metric
-    let found: [string, Metadata] | undefined
-    for (const [key, entry] of this.registry) {
-      if (
-        entry.id === metric.id &&
-        entry.type === metric.type &&
-        entry.description === metric.description &&
-        sameAttributes(entry.attributes, this.attributes)
-      ) {
-        if (found !== undefined) {
-          this.unbound = true
-          this.entry = undefined
-          return
-        }
-        found = [key, entry]
-      }
+    const key = JSON.stringify([
+      metric.type,
+      metric.id,
+      metric.description,
+      Object.entries(this.attributes).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    ])
+    const entry = this.registry.get(key)
+    if (
+      entry !== undefined &&
+      entry.id === metric.id &&
+      entry.type === metric.type &&
+      entry.description === metric.description &&
+      sameAttributes(entry.attributes, this.attributes)
+    ) {
+      this.key = key
+      this.entry = entry
+    } else {
+      this.unbound = true
+      this.entry = undefined
     }
-    if (found === undefined) this.unbound = true
-    else [this.key, this.entry] = found
   }
 }
 
