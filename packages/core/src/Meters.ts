@@ -4,7 +4,7 @@
  *
  * A policy's bookkeeping runs synchronously, often outside any fiber (a gate's `settle`,
  * a store callback), and updates its metrics with `updateUnsafe(value, context)` in the
- * context the policy was made in. Two things keep that update cheap:
+ * context the policy was made in. Three things keep that update cheap:
  *
  * - a {@link Family} is one metric name and description; `family.of(attributes)` is the
  *   series of one attribute set as a metric of its own, which the policy builds once
@@ -13,6 +13,8 @@
  * - {@link metricContext} copies the two things an update reads from a context, its
  *   `Metric.MetricRegistry` and its `Metric.CurrentMetricAttributes`, into a context of
  *   their own.
+ * - {@link bind} ties a series to one context and updates the registry's entry for it
+ *   directly while the registry still holds that entry: for what a policy counts on every call.
  *
  * **Details**
  *
@@ -133,6 +135,9 @@ export interface Bound<in Input> {
  *   finds the new entry.
  * - `context` is read once, like {@link metricContext}: bind in the (immutable) context the
  *   policy was made in, or in a context that comes back call after call.
+ * - The entry is looked up under the key `Metric` files a series by (type, name, description
+ *   and attributes); a registry that holds it under another key leaves the series unbound,
+ *   updated by `updateUnsafe` every time: the same counts, without the saving.
  *
  * @example
  * ```ts
