@@ -59,8 +59,8 @@ export const metrics = {
 }
 
 class KeyState extends Kernel.Backend {
-  readonly requestsMetric: Metric.Counter<number>
-  readonly acceptsMetric: Metric.Counter<number>
+  readonly requestsMetric: Meters.Bound<number>
+  readonly acceptsMetric: Meters.Bound<number>
   readonly throttledMetrics: Record<Level, Metric.Counter<number>>
   readonly probabilityMetrics: Record<Level, Metric.Gauge<number>>
   constructor(
@@ -71,8 +71,9 @@ class KeyState extends Kernel.Backend {
   ) {
     super(rule)
     const attributes = { key: label }
-    this.requestsMetric = families.requests.of(attributes)
-    this.acceptsMetric = families.accepts.of(attributes)
+    // Counted on every call: bound to the throttle's context once.
+    this.requestsMetric = Meters.bind(families.requests.of(attributes), context)
+    this.acceptsMetric = Meters.bind(families.accepts.of(attributes), context)
     this.throttledMetrics = byLevel(families.throttled, attributes)
     this.probabilityMetrics = byLevel(families.probability, attributes)
   }
@@ -81,8 +82,8 @@ class KeyState extends Kernel.Backend {
   /** Counts a request (and an accept) in the window, and in the metrics. */
   override count(accepted: boolean) {
     super.count(accepted)
-    this.requestsMetric.updateUnsafe(1, this.context)
-    if (accepted) this.acceptsMetric.updateUnsafe(1, this.context)
+    this.requestsMetric.update(1)
+    if (accepted) this.acceptsMetric.update(1)
   }
 }
 

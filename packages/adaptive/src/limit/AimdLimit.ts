@@ -59,8 +59,10 @@ export interface AimdLimit extends LimitAlgorithm {
  *
  * const program = Effect.gen(function* () {
  *   const aimd = yield* AimdLimit.make({ initial: 30 })
- *   aimd.onSample({ id: 0, nextId: 1, outcome: "dropped", rtt: 1, inFlight: 30, now: 0 }) // 27
+ *   aimd.onSample({ id: 0, nextId: 1, outcome: "dropped", rtt: 1, inFlight: 30, now: 0 })
+ *   console.log(aimd.limit) // prints: 27
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors
@@ -82,6 +84,7 @@ export const makeUnsafe: (options?: AimdLimitOptions) => AimdLimit = internal.ma
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer for an app to provide
  * import { AimdLimit, ConcurrencyLimiter } from "@sluice/adaptive"
  *
  * const layer = ConcurrencyLimiter.layer({ algorithm: AimdLimit.factory({ backoffRatio: 0.8 }) })

@@ -71,8 +71,9 @@ export interface CongestionWindow extends LimitAlgorithm {
  *
  * const program = Effect.gen(function* () {
  *   const cw = yield* CongestionWindow.make({ variant: "tahoe", backoffRatio: 0.9 })
- *   cw.limit // 20
+ *   console.log(cw.limit) // prints: 20
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors
@@ -95,6 +96,7 @@ export const makeUnsafe: (options?: CongestionWindowOptions) => CongestionWindow
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer for an app to provide
  * import { CongestionWindow, ConcurrencyLimiter } from "@sluice/adaptive"
  *
  * const layer = ConcurrencyLimiter.layer({ algorithm: CongestionWindow.factory({ variant: "reno" }) })

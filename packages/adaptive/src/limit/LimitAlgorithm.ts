@@ -74,6 +74,9 @@ export interface Departure extends Limit.Departure {}
  *       (limit = sample.outcome === "dropped" ? Math.max(1, limit / 2) : sample.outcome === "success" ? limit + 1 : limit)
  *   }
  * }
+ * const limit = halving()
+ * limit.onSample({ id: 0, nextId: 1, outcome: "dropped", rtt: 1, inFlight: 10, now: 0 })
+ * console.log(limit.limit) // prints: 5
  * ```
  * @since 0.1.0
  * @category models
@@ -121,7 +124,7 @@ export interface Bounds extends Limit.Bounds {}
  * import { LimitAlgorithm } from "@sluice/adaptive"
  *
  * const ten = LimitAlgorithm.fixed(10)
- * ten.limit // 10
+ * console.log(ten.limit) // prints: 10
  * ```
  * @since 0.1.0
  * @category constructors

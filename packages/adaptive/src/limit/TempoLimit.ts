@@ -73,7 +73,8 @@ export interface TempoLimit extends LimitAlgorithm {
  * import { TempoLimit } from "@sluice/adaptive"
  * import { Effect } from "effect"
  *
- * const program = Effect.map(TempoLimit.make(), (tempo) => tempo.window) // 20
+ * const program = Effect.map(TempoLimit.make(), (tempo) => tempo.window)
+ * Effect.runPromise(program).then(console.log) // prints: 20
  * ```
  * @since 0.2.0
  * @category constructors
@@ -89,7 +90,7 @@ export const make: (options?: TempoLimitOptions) => Effect.Effect<TempoLimit, Op
  * import { TempoLimit } from "@sluice/adaptive"
  *
  * const tempo = TempoLimit.makeUnsafe()
- * tempo.limit // 20
+ * console.log(tempo.limit) // prints: 20
  * ```
  * @since 0.2.0
  * @category constructors
@@ -113,6 +114,7 @@ export const makeUnsafe: (options?: TempoLimitOptions) => TempoLimit = internal.
  *   // each attempt waits for its paced departure, then takes a permit (the departure)
  *   return yield* retry(pacer.withPacer(limiter.withLimiter(Effect.succeed("ok"))))
  * })
+ * Effect.runPromise(Effect.scoped(program)).then(console.log) // prints: ok
  * ```
  * @since 0.2.0
  * @category constructors

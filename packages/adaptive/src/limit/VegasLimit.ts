@@ -87,7 +87,9 @@ export interface VegasLimit extends LimitAlgorithm {
  * const program = Effect.gen(function* () {
  *   const vegas = yield* VegasLimit.make({ initial: 10 })
  *   vegas.onSample({ id: 0, nextId: 1, outcome: "success", rtt: 100, inFlight: 10, now: 0 }) // learns 100 ms
+ *   console.log(vegas.limit) // prints: 10
  * })
+ * Effect.runPromise(program)
  * ```
  * @since 0.1.0
  * @category constructors
@@ -109,6 +111,7 @@ export const makeUnsafe: (options?: VegasLimitOptions) => VegasLimit = internal.
  *
  * @example
  * ```ts
+ * // snippet: compile-only — defines a layer for an app to provide
  * import { ConcurrencyLimiter, VegasLimit } from "@sluice/adaptive"
  *
  * const layer = ConcurrencyLimiter.layer({ algorithm: VegasLimit.factory({ maxLimit: 200 }) })

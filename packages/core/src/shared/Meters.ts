@@ -4,7 +4,7 @@
  *
  * A policy's bookkeeping runs synchronously, often outside any fiber (a gate's `settle`,
  * a store callback), and updates its metrics with `updateUnsafe(value, context)` in the
- * context the policy was made in. Two things keep that update cheap:
+ * context the policy was made in. Three things keep that update cheap:
  *
  * - a {@link Family} is one metric name and description; `family.of(attributes)` is the
  *   series of one attribute set as a metric of its own, which the policy builds once
@@ -13,6 +13,8 @@
  * - {@link metricContext} copies the two things an update reads from a context, its
  *   `Metric.MetricRegistry` and its `Metric.CurrentMetricAttributes`, into a context of
  *   their own.
+ * - {@link bind} ties a series to one context and updates the registry's entry for it
+ *   directly while the registry still holds that entry: for what a policy counts on every call.
  *
  * **Details**
  *
@@ -35,8 +37,9 @@
  *
  * @since 1.0.0
  */
-import * as Context from "effect/Context"
-import * as Metric from "effect/Metric"
+import type * as Context from "effect/Context"
+import type * as Metric from "effect/Metric"
+import * as internal from "../internal/meters.js"
 
 /**
  * One metric name and description: `metric` carries no attributes of its own (read a
@@ -50,11 +53,6 @@ export interface Family<M> {
   readonly metric: M
   readonly of: (attributes: Metric.Metric.AttributeSet | undefined) => M
 }
-
-const family = <A>(metric: A, make: (attributes: Metric.Metric.AttributeSet) => A): Family<A> => ({
-  metric,
-  of: (attributes) => (attributes === undefined ? metric : make(attributes))
-})
 
 /**
  * The {@link Family} of an incremental counter.
@@ -74,15 +72,12 @@ const family = <A>(metric: A, make: (attributes: Metric.Metric.AttributeSet) => 
  *   users.updateUnsafe(1, context)
  *   return yield* Metric.value(Metric.withAttributes(requests.metric, { route: "users" }))
  * })
- * Effect.runPromise(program).then(console.log) // prints: { count: 1, incremental: true }
+ * Effect.runPromise(program).then((state) => console.log(state.count)) // prints: 1
  * ```
  * @since 1.0.0
  * @category constructors
  */
-export const counter = (name: string, description: string): Family<Metric.Counter<number>> =>
-  family(Metric.counter(name, { description, incremental: true }), (attributes) =>
-    Metric.counter(name, { description, incremental: true, attributes })
-  )
+export const counter: (name: string, description: string) => Family<Metric.Counter<number>> = internal.counter
 
 /**
  * The {@link Family} of a gauge.
@@ -90,8 +85,7 @@ export const counter = (name: string, description: string): Family<Metric.Counte
  * @since 1.0.0
  * @category constructors
  */
-export const gauge = (name: string, description: string): Family<Metric.Gauge<number>> =>
-  family(Metric.gauge(name, { description }), (attributes) => Metric.gauge(name, { description, attributes }))
+export const gauge: (name: string, description: string) => Family<Metric.Gauge<number>> = internal.gauge
 
 /**
  * The {@link Family} of a histogram with the given bucket `boundaries`.
@@ -99,14 +93,11 @@ export const gauge = (name: string, description: string): Family<Metric.Gauge<nu
  * @since 1.0.0
  * @category constructors
  */
-export const histogram = (
+export const histogram: (
   name: string,
   description: string,
   boundaries: ReadonlyArray<number>
-): Family<Metric.Histogram<number>> =>
-  family(Metric.histogram(name, { description, boundaries }), (attributes) =>
-    Metric.histogram(name, { description, boundaries, attributes })
-  )
+) => Family<Metric.Histogram<number>> = internal.histogram
 
 /**
  * A context holding only what a metric update reads from `context`: its
@@ -118,10 +109,56 @@ export const histogram = (
  * @since 1.0.0
  * @category utils
  */
-export const metricContext = (context: Context.Context<never>): Context.Context<never> =>
-  Context.makeUnsafe(
-    new Map<string, unknown>([
-      [Metric.MetricRegistry.key, Context.get(context, Metric.MetricRegistry)],
-      [Metric.CurrentMetricAttributes.key, Context.get(context, Metric.CurrentMetricAttributes)]
-    ])
-  )
+export const metricContext: (context: Context.Context<never>) => Context.Context<never> =
+  internal.metricContext
+
+/**
+ * A series bound to a context (see {@link bind}).
+ *
+ * @since 1.0.0
+ * @category models
+ */
+export interface Bound<in Input> {
+  readonly metric: Metric.Metric<Input, unknown>
+  readonly context: Context.Context<never>
+  /** As `metric.updateUnsafe(input, context)`. */
+  readonly update: (input: Input) => void
+}
+
+/**
+ * Binds a series to the context it is updated in, for a per-call path: `bound.update(input)`
+ * is `metric.updateUnsafe(input, context)`, at the cost of one registry read instead of two
+ * context reads and a registry read.
+ *
+ * **Details**
+ *
+ * - The bound series keeps the registry entry it found at its first update, and uses it while
+ *   the registry still maps the series to that entry: an entry removed (`Metric.removeUnsafe`)
+ *   or replaced is seen at the next update, which then updates as `updateUnsafe` does and
+ *   finds the new entry.
+ * - `context` is read once, like {@link metricContext}: bind in the (immutable) context the
+ *   policy was made in, or in a context that comes back call after call.
+ * - The entry is looked up under the key `Metric` files a series by (type, name, description
+ *   and attributes); a registry that holds it under another key leaves the series unbound,
+ *   updated by `updateUnsafe` every time: the same counts, without the saving.
+ *
+ * @example
+ * ```ts
+ * import * as Meters from "@sluice/core/shared/Meters"
+ * import { Effect, Metric } from "effect"
+ *
+ * const requests = Meters.counter("app_requests", "requests served")
+ * const program = Effect.gen(function* () {
+ *   const served = Meters.bind(requests.of({ route: "/" }), yield* Effect.context<never>())
+ *   served.update(1)
+ *   return yield* Metric.value(Metric.withAttributes(requests.metric, { route: "/" }))
+ * })
+ * Effect.runPromise(program).then((state) => console.log(state.count)) // prints: 1
+ * ```
+ * @since 1.0.0
+ * @category constructors
+ */
+export const bind: <Input>(
+  metric: Metric.Metric<Input, unknown>,
+  context: Context.Context<never>
+) => Bound<Input> = internal.bind

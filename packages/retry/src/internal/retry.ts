@@ -351,12 +351,12 @@ export const withRetry = ((...args: ReadonlyArray<unknown>) => {
  * gate, so it shares the one step of `Admission.guard`, and what the guard admits: the work
  * at attempt 0, also inside another policy's retry. What it reads from the fiber's context
  * (the attempt) is read again only when the context changes (a context is immutable); the
- * attempt counter is updated through that context's `Meters.metricContext`, made once the same
- * context comes back (a context made per call never pays for one).
+ * attempt counter is bound to that context (`Meters.bind`) once the same context comes back
+ * (a context made per call never pays for one).
  */
 class FirstTry implements Admission.Gate<true, never> {
   private context: Context.Context<never> | undefined = undefined
-  private metrics: Context.Context<never> | undefined = undefined
+  private attempts: Meters.Bound<number> | undefined = undefined
   private atZero = true
   constructor(
     private readonly config: Compiled,
@@ -365,15 +365,15 @@ class FirstTry implements Admission.Gate<true, never> {
   private read(context: Context.Context<never>): boolean {
     if (context === this.context) return true
     this.context = context
-    this.metrics = undefined
+    this.attempts = undefined
     this.atZero = Context.get(context, currentAttempt) === 0
     return false
   }
   readonly tryEnter = (entry: Admission.Entry): true => {
     this.budget?.recordRequestUnsafe(entry.now)
     const context = entry.context
-    const metrics = this.read(context) ? (this.metrics ??= Meters.metricContext(context)) : context
-    this.config.meters.attempts.updateUnsafe(1, metrics)
+    if (this.read(context)) (this.attempts ??= Meters.bind(this.config.meters.attempts, context)).update(1)
+    else this.config.meters.attempts.updateUnsafe(1, context)
     return true
   }
   readonly enter = (): Effect.Effect<true> => Effect.succeed(true)
