@@ -65,7 +65,15 @@ import { createServer } from "node:http"
 import { availableParallelism, loadavg } from "node:os"
 import { monitorEventLoopDelay, performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
-import { bareEffect503, bareNode503, cannon, flood, readmeServer, TRUST_SECRET } from "./flood.js"
+import {
+  bareEffect503,
+  bareNode503,
+  cannon,
+  flood,
+  readmeServer,
+  TRUST_SECRET,
+  type Cannon
+} from "./flood.js"
 import type { FleetRequest, FleetResult } from "./overload-fleet.js"
 import type { PhaseRequest, PhaseResult } from "./overload-generator.js"
 
