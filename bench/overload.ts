@@ -56,18 +56,24 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ConcurrencyLimiter, LoadShedder, VegasLimit } from "@sluice/adaptive"
-import { Middleware, Trust } from "@sluice/http"
-import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
-import { RetryHistogram } from "@sluice/retry"
-import { Context, Duration, Effect, Layer, Metric, Random, Redacted, Semaphore } from "effect"
+import { Middleware } from "@sluice/http"
+import { Context, Duration, Effect, Layer, Metric, Random, Semaphore } from "effect"
 import type { Scope } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
-import { execFile, fork, type ChildProcess } from "node:child_process"
-import { createRequire } from "node:module"
+import { fork, type ChildProcess } from "node:child_process"
 import { createServer } from "node:http"
 import { availableParallelism, loadavg } from "node:os"
 import { monitorEventLoopDelay, performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
+import {
+  bareEffect503,
+  bareNode503,
+  cannon,
+  flood,
+  readmeServer,
+  TRUST_SECRET,
+  type Cannon
+} from "./flood.js"
 import type { FleetRequest, FleetResult } from "./overload-fleet.js"
 import type { PhaseRequest, PhaseResult } from "./overload-generator.js"
 
@@ -292,146 +298,8 @@ const serverProbe = () => {
 }
 
 // ---------------------------------------------------------------------------
-// the closed-loop flood: autocannon in child processes against the README's server
+// the closed-loop flood: autocannon in child processes against the README's server (bench/flood.ts)
 
-const autocannonBin = createRequire(import.meta.url).resolve("autocannon/autocannon.js")
-
-interface Cannon {
-  readonly ok: number
-  readonly non2xx: number
-  readonly errors: number
-  readonly timeouts: number
-  readonly seconds: number
-  readonly p50Ms: number
-  readonly p99Ms: number
-}
-
-/** One autocannon process: `connections` keep-alive connections, each with one request outstanding. */
-const cannon = (url: string, connections: number, headers: Record<string, string>, durationMs: number) =>
-  Effect.callback<Cannon, Error>((resume) => {
-    const argv = [
-      autocannonBin,
-      "--json",
-      "-c",
-      String(connections),
-      "-d",
-      String(durationMs / 1000),
-      "-t",
-      "10"
-    ]
-    for (const [name, value] of Object.entries(headers)) argv.push("-H", `${name}=${value}`)
-    argv.push(url)
-    const child = execFile(process.execPath, argv, { maxBuffer: 16 << 20 }, (error, stdout) => {
-      if (error !== null) return resume(Effect.fail(error))
-      try {
-        const r = JSON.parse(stdout)
-        resume(
-          Effect.succeed({
-            ok: r["2xx"],
-            non2xx: r.non2xx,
-            errors: r.errors,
-            timeouts: r.timeouts,
-            seconds: r.duration,
-            p50Ms: r.latency.p50,
-            p99Ms: r.latency.p99
-          })
-        )
-      } catch (e) {
-        resume(Effect.fail(new Error(`autocannon printed no JSON: ${String(e)}`)))
-      }
-    })
-    return Effect.sync(() => child.kill())
-  })
-
-const TRUST_SECRET = "bench-overload-trust-secret"
-
-/**
- * The server `packages/http/README.md` shows ("A router with middleware"), with a quota
- * on `x-api-key` in front and `capacity` = the backend's units: the configuration a new
- * user runs, with its defaults.
- */
-const readmeServer = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
-  Effect.gen(function* () {
-    const trust = yield* Trust.sharedSecret({ secret: Redacted.make(TRUST_SECRET) })
-    const SluiceLive = HttpRouter.middleware(
-      (app) =>
-        app.pipe(
-          Middleware.loadShed(),
-          Middleware.retryGuard(),
-          Middleware.quota({ client: (request) => request.headers["x-api-key"] }),
-          Middleware.mapErrors,
-          Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" })
-        ),
-      { global: true }
-    )
-    const QuotaLive = Quota.layer().pipe(
-      Layer.provide(QuotaStore.layerMemory()),
-      Layer.provide(
-        QuotaConfig.layer({
-          default: {
-            tiers: [{ name: "spike", algorithm: "gcra", limit: 100, period: "1 second", burst: 100 }]
-          }
-        })
-      )
-    )
-    return yield* serveLayer(
-      HttpRouter.serve(Layer.mergeAll(HttpRouter.add("GET", "/", handler), SluiceLive), {
-        disableLogger: true,
-        disableListenLog: true
-      }).pipe(
-        Layer.provide(
-          Layer.mergeAll(LoadShedder.layer({ capacity: UNITS }), RetryHistogram.layer(), QuotaLive)
-        )
-      )
-    )
-  })
-
-const serveLayer = <E>(layer: Layer.Layer<never, E, HttpServer.HttpServer>) =>
-  Effect.gen(function* () {
-    const context = yield* Layer.build(
-      Layer.provideMerge(
-        layer,
-        NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" })
-      )
-    )
-    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
-  })
-
-const bareEffect503 = serveLayer(
-  HttpRouter.serve(HttpRouter.add("GET", "/", HttpServerResponse.empty({ status: 503 })), {
-    disableLogger: true,
-    disableListenLog: true
-  })
-)
-
-const bareNode503 = Effect.acquireRelease(
-  Effect.callback<{ server: ReturnType<typeof createServer>; url: string }>((resume) => {
-    const server = createServer((_, response) => {
-      response.statusCode = 503
-      response.end()
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      resume(Effect.succeed({ server, url: `http://127.0.0.1:${port}` }))
-    })
-  }),
-  ({ server }) =>
-    Effect.callback<void>((resume) => {
-      server.closeAllConnections()
-      server.close(() => resume(Effect.void))
-    })
-).pipe(Effect.map(({ url }) => url))
-
-/** 64 flood connections: half `SHEDDABLE`, half without a header (untrusted, so at most the ceiling). */
-const flood = (url: string, durationMs: number) =>
-  Effect.all(
-    [
-      cannon(url, Math.ceil(FLOOD_CONNECTIONS / 2), { "x-sluice-criticality": "SHEDDABLE" }, durationMs),
-      cannon(url, Math.floor(FLOOD_CONNECTIONS / 2), {}, durationMs)
-    ],
-    { concurrency: 2 }
-  )
 const critical = (url: string, durationMs: number) =>
   cannon(
     url,
@@ -442,7 +310,7 @@ const critical = (url: string, durationMs: number) =>
 
 const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
   Effect.gen(function* () {
-    const url = yield* readmeServer(handler)
+    const url = yield* readmeServer(handler, UNITS)
     const effectUrl = yield* bareEffect503
     const nodeUrl = yield* bareNode503
     // warm-up, then CRITICAL alone (its unloaded latency), then flood + CRITICAL
@@ -451,7 +319,7 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
     log(`flood: CRITICAL alone: ok ${unloaded.ok}, p50 ${unloaded.p50Ms} ms, p99 ${unloaded.p99Ms} ms`)
     yield* Effect.sleep("500 millis")
     const [[sheddable, headerless], crit] = yield* Effect.all(
-      [flood(url, FLOOD_MS), critical(url, FLOOD_MS)],
+      [flood(url, FLOOD_CONNECTIONS, FLOOD_MS), critical(url, FLOOD_MS)],
       {
         concurrency: 2
       }
@@ -461,9 +329,9 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
       `flood: SHEDDABLE ${JSON.stringify(sheddable)}\n  header-less ${JSON.stringify(headerless)}\n  CRITICAL ${JSON.stringify(crit)}`
     )
     yield* Effect.sleep("500 millis")
-    const [effectA, effectB] = yield* flood(effectUrl, FLOOD_MS)
+    const [effectA, effectB] = yield* flood(effectUrl, FLOOD_CONNECTIONS, FLOOD_MS)
     yield* Effect.sleep("200 millis")
-    const [nodeA, nodeB] = yield* flood(nodeUrl, FLOOD_MS)
+    const [nodeA, nodeB] = yield* flood(nodeUrl, FLOOD_CONNECTIONS, FLOOD_MS)
     const refusals = (...runs: ReadonlyArray<Cannon>) =>
       runs.reduce((sum, r) => sum + r.non2xx, 0) / Math.max(...runs.map((r) => r.seconds))
     const refusalsPerSec = refusals(sheddable, headerless, crit)

@@ -114,6 +114,32 @@ describe("ConcurrencyLimiter", () => {
     })
   )
 
+  it.effect("every refusal of a reason is one Overloaded value, each one counted", () =>
+    Effect.gen(function* () {
+      const key = "queue-full-shared"
+      const limiter = yield* ConcurrencyLimiter.make({
+        key,
+        algorithm: () => LimitAlgorithm.fixed(1),
+        maxQueue: 1
+      })
+      const gate = yield* Deferred.make<void>()
+      const first = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
+      const second = yield* Effect.forkChild(limiter.withLimiter(Deferred.await(gate)))
+      yield* settle
+      // a server answers the same error value once encoded: one value per reason, made once
+      const a = failureOf(yield* Effect.exit(limiter.withLimiter(Effect.void)))
+      const b = failureOf(yield* Effect.exit(limiter.withLimiter(Effect.void)))
+      expect(a).toBeInstanceOf(Errors.Overloaded)
+      expect(b).toBe(a)
+      expect(
+        yield* metricState("sluice_concurrency_limiter_rejected", { key, reason: "queue-full" })
+      ).toMatchObject({ count: 2 })
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.joinAll([first, second])
+      expect(limiter.inFlight).toBe(0)
+    })
+  )
+
   it.effect("a full queue fails with Overloaded without running the effect", () =>
     Effect.gen(function* () {
       const key = "queue-full-test"

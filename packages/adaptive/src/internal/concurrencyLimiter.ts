@@ -134,9 +134,11 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     this.queuedMetric.updateUnsafe(0, this.context)
     this.gate = {
       tryEnter: (entry) => {
-        const answer = this.tryAcquire(Kernel.levelIndex[entry.criticality], entry.now, entry)
-        if (answer === "wait") return Admission.Wait
-        if (answer === "limit") return Admission.refuse(this.rejection("limit"))
+        const level = Kernel.levelIndex[entry.criticality]
+        const answer = this.tryAcquire(level, entry.now, entry)
+        // A full queue of work at least as critical: refused here, with no wait set up.
+        if (answer === "wait") return this.hasRoom(level) ? Admission.Wait : this.refuse("queue-full")
+        if (answer === "limit") return this.refuse("limit")
         return answer
       },
       enter: (entry) => this.waitFor(Kernel.levelIndex[entry.criticality]),
@@ -198,10 +200,29 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     if (report || (this.inFlight === 0 && this.reportedInFlight !== 0)) this.reportInFlight()
   }
 
+  // One refusal value per reason, made once: a refusal under a flood must cost little (no
+  // error built, no stack captured, and the server encodes its answer once per value); the
+  // counters by reason and the events stream keep every refusal observable.
+  private readonly rejections = Object.fromEntries(
+    reasons.map((reason) => [
+      reason,
+      new Errors.Overloaded({ reason: `concurrency limit: ${reason}`, origin: "local" })
+    ])
+  ) as Record<CL.RejectReason, Errors.Overloaded>
+
+  private readonly refusals = Object.fromEntries(
+    reasons.map((reason) => [reason, Admission.refuse(this.rejections[reason])])
+  ) as Record<CL.RejectReason, Admission.Refused<Errors.Overloaded>>
+
+  private refuse(reason: CL.RejectReason): Admission.Refused<Errors.Overloaded> {
+    this.rejection(reason)
+    return this.refusals[reason]
+  }
+
   private rejection(reason: CL.RejectReason): Errors.Overloaded {
     this.rejectedMetrics[reason].updateUnsafe(1, this.context)
     EventHub.publish(this.hub, { _tag: "Rejected", key: this.key, reason })
-    return new Errors.Overloaded({ reason: `concurrency limit: ${reason}`, origin: "local" })
+    return this.rejections[reason]
   }
 
   /** Leaves the queue, or gives back a permit that arrived too late to be used. Idempotent. */

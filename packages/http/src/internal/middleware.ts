@@ -404,13 +404,30 @@ export function loadShed(options: LoadShedOptions = {}) {
       })
     }
     if (options.shedder !== undefined) return guarded(options.shedder)
+    // The shedder from context is the same service on every request of a server: its
+    // guarded app is built once per shedder, not per request.
+    const cached = lastOf(guarded)
     // With only a limiter the shedder is optional: use one from context if there is one.
     if (options.limiter !== undefined) {
       return Effect.flatMap(Effect.serviceOption(LoadShedder.LoadShedder), (shedder) =>
-        guarded(Option.getOrUndefined(shedder))
+        cached(Option.getOrUndefined(shedder))
       )
     }
-    return Effect.flatMap(LoadShedder.LoadShedder, guarded)
+    return Effect.flatMap(LoadShedder.LoadShedder, cached)
+  }
+}
+
+/** `f` remembering its last argument and answer: for a service read from context per request. */
+const lastOf = <A, B>(f: (a: A) => B): ((a: A) => B) => {
+  let seen = false
+  let last: A
+  let answer: B
+  return (a) => {
+    if (seen && a === last) return answer
+    answer = f(a)
+    last = a
+    seen = true
+    return answer
   }
 }
 
@@ -485,6 +502,6 @@ export function retryGuard(options: RetryGuardOptions = {}) {
         })
       })
     if (options.histogram !== undefined) return guarded(options.histogram)
-    return Effect.flatMap(RetryHistogram.RetryHistogram, guarded)
+    return Effect.flatMap(RetryHistogram.RetryHistogram, lastOf(guarded))
   }
 }

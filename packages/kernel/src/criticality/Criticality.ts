@@ -101,6 +101,8 @@ export const parse = (
   fallback: Criticality = defaultLevel
 ): Criticality => {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_HEADER_LENGTH) return fallback
+  // a level in its own spelling, as every Sluice client sends it: nothing to normalize
+  if (Object.prototype.hasOwnProperty.call(ranks, value)) return value as Criticality
   const normalized = value.trim().toUpperCase().replace(/-/g, "_")
   return Object.prototype.hasOwnProperty.call(ranks, normalized) ? (normalized as Criticality) : fallback
 }

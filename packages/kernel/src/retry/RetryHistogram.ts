@@ -198,7 +198,13 @@ export class Histogram {
    * the window and a share of retries above the threshold, exactly.
    */
   decide(now: number): Decision {
-    const { retries, shareOfRetries, total } = this.snapshot(now)
+    // The trusted counts only, without building a snapshot: a server asks on every 5xx.
+    const counters = this.counters
+    const first = counters[0]!.total(now)
+    let total = first
+    for (let i = 1; i < counters.length; i++) total += counters[i]!.total(now)
+    const retries = total - first
+    const shareOfRetries = total === 0 ? 0 : retries / total
     return { reject: total >= this.minRequests && this.threshold.above(retries, total), shareOfRetries }
   }
 }
