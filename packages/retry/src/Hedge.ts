@@ -32,7 +32,9 @@
  * **Gotchas**
  *
  * - Hedge only idempotent calls: two copies of the call may both reach the backend.
- * - A learned delay needs `minSamples` latencies first: a cold policy sends no hedge.
+ * - A cold policy sends no hedge, with a fixed delay too: first `minSamples` calls (per `around`,
+ *   or per policy for `apply`) must succeed within `window`. A client started during an incident
+ *   would otherwise copy its first slow requests before any failure or throttle signal arrives.
  * - Hedging is for the tail of a healthy backend. Under overload the budget is spent by retries,
  *   failures stop hedges call by call, and the client's pause stops them per backend.
  *
@@ -67,8 +69,9 @@ import type * as Retry from "./Retry.js"
  * - `maxHedges`: extra attempts per call at most (positive integer, default 1).
  * - `delay`: a fixed delay before each hedge; without it the delay is learned.
  * - `quantile`: the quantile of recent latencies a learned delay is (in (0, 1), default 0.95).
- * - `minSamples`: latencies needed before a learned delay hedges (default 20).
- * - `window`: how far back a learned delay looks (default 30 seconds).
+ * - `minSamples`: successful calls needed within `window` before any hedge, fixed delay or learned
+ *   (non-negative integer, default 20; `0` lets a fixed delay hedge from the first call).
+ * - `window`: how far back the warm-up and a learned delay look (default 30 seconds).
  * - `name`: tags metrics (`policy`) and spans.
  *
  * @since 1.1.0
