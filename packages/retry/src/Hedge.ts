@@ -14,7 +14,9 @@
  * - while the `paused` check given to `around` says no (the HTTP client pauses hedging for a
  *   backend that signals throttle, failed an attempt lately, or that its adaptive throttle rejects);
  * - after a withdrawal from the retry policy's budget, the same one its retries spend;
- * - through the same gates (throttle, limiter) as every try: a refusal stops further hedges.
+ * - through the same gates (throttle, limiter) as every try, without waiting: a gate that would
+ *   queue it refuses it (`reason: "gate"`, its withdrawal given back). A queued hedge is late, and
+ *   under a newest-first limiter it would take a permit ahead of other calls' first tries.
  *
  * **Details**
  *
@@ -26,7 +28,7 @@
  * - Metrics, all with `policy` when the policy has a `name`: `sluice_hedge_sent`,
  *   `sluice_hedge_won` (calls a hedge won), `sluice_hedge_cancelled` (attempts cancelled as
  *   losers, the primary included), `sluice_hedge_refused` (`reason`: `failed`, `paused`,
- *   `budget`, `max`). Every hedge runs in a span `sluice.hedge.attempt` (attributes
+ *   `budget`, `max`, `gate`). `sent` counts hedges the gates admitted. Every hedge runs in a span `sluice.hedge.attempt` (attributes
  *   `sluice.hedge.attempt`, `sluice.hedge.delay_ms`).
  *
  * **Gotchas**

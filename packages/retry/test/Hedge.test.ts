@@ -215,6 +215,50 @@ describe("Hedge", () => {
       })
   )
 
+  it.effect(
+    "a hedge never waits at a gate: one that would queue it refuses it, and the budget is refunded",
+    () =>
+      Effect.gen(function* () {
+        const budgets = yield* RetryBudget.make({ ratio: 0, minRetriesPerSecond: 0.1, window: "10 seconds" })
+        const budget = budgets.forKey("queued")
+        const waited: Array<number> = []
+        // The limiter is full: every try would wait for a permit, which comes after 300 ms.
+        const full: Admission.Gate<number, never> = {
+          tryEnter: () => Admission.Wait,
+          enter: (entry) =>
+            Effect.as(
+              Effect.sync(() => waited.push(entry.getRef(Retry.currentAttempt))).pipe(
+                Effect.andThen(Effect.sleep(300))
+              ),
+              0
+            ),
+          settle: () => {}
+        }
+        const hedge = yield* Hedge.make({
+          policy: yield* Retry.make({ maxAttempts: 1, budget }),
+          delay: 100,
+          minSamples: 0,
+          name: "queued"
+        })
+        const { call, log } = scripted([{ millis: 1_000 }, { millis: 10 }])
+        const { exit, took } = yield* inVirtualTime(hedge.around([full])(call))
+        // Only the primary waited and ran; the hedge was refused at the gate, not queued behind it.
+        expect(exit._tag).toBe("Success")
+        expect(took).toBe(1_300)
+        expect(waited).toEqual([0])
+        expect(log.map((e) => e.attempt)).toEqual([0])
+        const count = (metric: typeof Hedge.metrics.sent, attributes: Record<string, string>) =>
+          Effect.map(
+            Metric.value(Metric.withAttributes(metric, { policy: "queued", ...attributes })),
+            (s) => s.count
+          )
+        expect(yield* count(Hedge.metrics.refused, { reason: "gate" })).toBe(1)
+        expect(yield* count(Hedge.metrics.sent, {})).toBe(0)
+        // The withdrawal came back: the one retry the window allows is still there.
+        expect((yield* budget.stats).retries).toBe(0)
+      })
+  )
+
   it.effect("a cold policy hedges nothing, even with a fixed delay: minSamples successful calls first", () =>
     Effect.gen(function* () {
       const hedge = yield* Hedge.make({

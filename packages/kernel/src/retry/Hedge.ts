@@ -49,11 +49,13 @@ export interface HedgeOptions {
 
 /**
  * Why a hedge is not sent now: the call already failed once (`"failed"`), its owner pauses hedging
- * (`"paused"`), the retry budget is spent (`"budget"`), or all `maxHedges` were sent (`"max"`).
+ * (`"paused"`), the retry budget is spent (`"budget"`), all `maxHedges` were sent (`"max"`), or a
+ * gate (throttle, limiter) refused it or would have made it wait (`"gate"`, decided by the owner
+ * after {@link verdict}: a hedge never queues).
  *
  * @since 1.1.0
  */
-export type Refusal = "failed" | "paused" | "budget" | "max"
+export type Refusal = "failed" | "paused" | "budget" | "max" | "gate"
 
 /**
  * Whether the next hedge of a call goes out: `"hedge"` or why not. `withdraw` is asked last (it
