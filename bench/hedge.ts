@@ -27,7 +27,7 @@
  *    mean work`, `--overload`): the generator sends all of it but `--client-rps` (default 20),
  *    which the client under test sends with a `timeout` of 4 medians (the generator's deadline
  *    too) and no limiter of its own (so that its whole share reaches the server). A client
- *    without hedging and a fresh one with it take turns in 4 rounds (`--overload-seconds`,
+ *    without hedging and a fresh one with it take turns in 4 rounds (ABBA order) (`--overload-seconds`,
  *    default 24, in all for each). `hedgeShare` = hedges
  *    the client sent (`sluice_hedge_sent`) per request it sent; `goodputRatio` = 2xx answers
  *    within the deadline (the generator's and the client's) per second of sending / capacity.
@@ -329,9 +329,8 @@ const program = Effect.gen(function* () {
   let busyPlain = empty
   let busyHedged = empty
   for (let round = 0; round < ROUNDS; round++) {
-    busyPlain = merge(
-      busyPlain,
-      yield* offer(
+    const runPlain = Effect.map(
+      offer(
         `${base}/busy?plain`,
         warmUrl,
         CLIENT_RPS,
@@ -339,11 +338,13 @@ const program = Effect.gen(function* () {
         overloadOptions,
         roundMs / 1000,
         others
-      )
+      ),
+      (phase) => {
+        busyPlain = merge(busyPlain, phase)
+      }
     )
-    busyHedged = merge(
-      busyHedged,
-      yield* offer(
+    const runHedged = Effect.map(
+      offer(
         `${base}/busy?hedged`,
         warmUrl,
         CLIENT_RPS,
@@ -351,8 +352,14 @@ const program = Effect.gen(function* () {
         { ...overloadOptions, hedge },
         roundMs / 1000,
         others
-      )
+      ),
+      (phase) => {
+        busyHedged = merge(busyHedged, phase)
+      }
     )
+    // ABBA: which client goes first alternates, so that a drift within a round favours neither.
+    if (round % 2 === 0) yield* Effect.andThen(runPlain, runHedged)
+    else yield* Effect.andThen(runHedged, runPlain)
   }
   const goodput = (phase: Phase) => ((phase.ok + phase.otherOk) * 1000) / phase.sendMs / capacityRps
   const goodputRatio = goodput(busyHedged)
