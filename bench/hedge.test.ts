@@ -7,9 +7,13 @@ import { runScript } from "./runScript.js"
 describe("bench:hedge --quick --json", () => {
   it(
     "prints one JSON object with the tail and overload figures and the goals",
-    { timeout: 120_000 },
+    { timeout: 180_000 },
     async () => {
-      const { stdout } = await runScript("bench/hedge.ts", ["--json", "--quick"])
+      const { stdout } = await runScript(
+        "bench/hedge.ts",
+        ["--json", "--quick", "--median-ms", "200"],
+        150_000
+      )
       const lines = stdout.trim().split("\n")
       expect(lines).toHaveLength(1)
       const result = JSON.parse(lines[0]!)

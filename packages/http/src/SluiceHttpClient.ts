@@ -178,8 +178,8 @@ export interface ClientOptions {
 }
 
 /**
- * The client's `hedge` option: `Hedge` options (`delay`, or a learned `quantile` with
- * `minSamples` and `window`; `maxHedges`) and the `methods` hedged (default GET and HEAD; a
+ * The client's `hedge` option: `Hedge` options (`delay`, or a learned `quantile`; the warm-up
+ * `minSamples` successful calls per host within `window`; `maxHedges`) and the `methods` hedged (default GET and HEAD; a
  * request is hedged only when it is also retried, see `retryNonIdempotent` and
  * {@link withRetries}). The hedges spend this client's retry budget, pass its throttle and
  * limiter, and pause per host while the host signals throttle or the throttle rejects.

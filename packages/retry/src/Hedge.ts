@@ -14,7 +14,9 @@
  * - while the `paused` check given to `around` says no (the HTTP client pauses hedging for a
  *   backend that signals throttle, failed an attempt lately, or that its adaptive throttle rejects);
  * - after a withdrawal from the retry policy's budget, the same one its retries spend;
- * - through the same gates (throttle, limiter) as every try: a refusal stops further hedges.
+ * - through the same gates (throttle, limiter) as every try, without waiting: a gate that would
+ *   queue it refuses it (`reason: "gate"`, its withdrawal given back). A queued hedge is late, and
+ *   under a newest-first limiter it would take a permit ahead of other calls' first tries.
  *
  * **Details**
  *
@@ -26,13 +28,15 @@
  * - Metrics, all with `policy` when the policy has a `name`: `sluice_hedge_sent`,
  *   `sluice_hedge_won` (calls a hedge won), `sluice_hedge_cancelled` (attempts cancelled as
  *   losers, the primary included), `sluice_hedge_refused` (`reason`: `failed`, `paused`,
- *   `budget`, `max`). Every hedge runs in a span `sluice.hedge.attempt` (attributes
+ *   `budget`, `max`, `gate`). `sent` counts hedges the gates admitted. Every hedge runs in a span `sluice.hedge.attempt` (attributes
  *   `sluice.hedge.attempt`, `sluice.hedge.delay_ms`).
  *
  * **Gotchas**
  *
  * - Hedge only idempotent calls: two copies of the call may both reach the backend.
- * - A learned delay needs `minSamples` latencies first: a cold policy sends no hedge.
+ * - A cold policy sends no hedge, with a fixed delay too: first `minSamples` calls (per `around`,
+ *   or per policy for `apply`) must succeed within `window`. A client started during an incident
+ *   would otherwise copy its first slow requests before any failure or throttle signal arrives.
  * - Hedging is for the tail of a healthy backend. Under overload the budget is spent by retries,
  *   failures stop hedges call by call, and the client's pause stops them per backend.
  *
@@ -68,8 +72,9 @@ import type * as Retry from "./Retry.js"
  * - `maxHedges`: extra attempts per call at most (positive integer, default 1).
  * - `delay`: a fixed delay before each hedge; without it the delay is learned.
  * - `quantile`: the quantile of recent latencies a learned delay is (in (0, 1), default 0.95).
- * - `minSamples`: latencies needed before a learned delay hedges (default 20).
- * - `window`: how far back a learned delay looks (default 30 seconds).
+ * - `minSamples`: successful calls needed within `window` before any hedge, fixed delay or learned
+ *   (non-negative integer, default 20; `0` lets a fixed delay hedge from the first call).
+ * - `window`: how far back the warm-up and a learned delay look (default 30 seconds).
  * - `name`: tags metrics (`policy`) and spans.
  *
  * @since 1.1.0

@@ -64,6 +64,7 @@ describe("Hedge", () => {
       const hedge = yield* Hedge.make({
         policy: yield* Retry.make({ maxAttempts: 1 }),
         delay: 100,
+        minSamples: 0,
         name: "win"
       })
       const { exit, took } = yield* inVirtualTime(hedge.apply(call))
@@ -87,7 +88,7 @@ describe("Hedge", () => {
     Effect.gen(function* () {
       const fast = scripted([{ millis: 50 }])
       const policy = yield* Retry.make({ maxAttempts: 1 })
-      const hedge = yield* Hedge.make({ policy, delay: 100, maxHedges: 2 })
+      const hedge = yield* Hedge.make({ policy, delay: 100, minSamples: 0, maxHedges: 2 })
       yield* inVirtualTime(hedge.apply(fast.call))
       expect(fast.log.length).toBe(1)
       const slow = scripted([{ millis: 1_000 }, { millis: 1_000 }, { millis: 1_000 }, { millis: 10 }])
@@ -106,7 +107,7 @@ describe("Hedge", () => {
     Effect.gen(function* () {
       const budgets = yield* RetryBudget.make({ ratio: 0, minRetriesPerSecond: 0 })
       const policy = yield* Retry.make({ maxAttempts: 1, budget: budgets.forKey("spent") })
-      const hedge = yield* Hedge.make({ policy, delay: 100, name: "spent" })
+      const hedge = yield* Hedge.make({ policy, delay: 100, minSamples: 0, name: "spent" })
       const { call, log } = scripted([{ millis: 1_000 }, { millis: 10 }])
       const { took } = yield* inVirtualTime(hedge.apply(call))
       expect(took).toBe(1_000)
@@ -123,7 +124,11 @@ describe("Hedge", () => {
       // ratio 0 with a reserve of two retries in the window: two hedges, then none.
       const budgets = yield* RetryBudget.make({ ratio: 0, minRetriesPerSecond: 0.2, window: "10 seconds" })
       const budget = budgets.forKey("one")
-      const hedge = yield* Hedge.make({ policy: yield* Retry.make({ maxAttempts: 1, budget }), delay: 100 })
+      const hedge = yield* Hedge.make({
+        policy: yield* Retry.make({ maxAttempts: 1, budget }),
+        delay: 100,
+        minSamples: 0
+      })
       const first = scripted([{ millis: 1_000 }, { millis: 10 }])
       expect((yield* inVirtualTime(hedge.apply(first.call), 2_000)).took).toBe(110)
       const second = scripted([{ millis: 1_000 }, { millis: 10 }])
@@ -137,7 +142,7 @@ describe("Hedge", () => {
   it.effect("a failure stops hedging: a don't-retry from a hedge, a retryable failure of the primary", () =>
     Effect.gen(function* () {
       const policy = yield* Retry.make({ maxAttempts: 3 })
-      const hedge = yield* Hedge.make({ policy, delay: 100, maxHedges: 3 })
+      const hedge = yield* Hedge.make({ policy, delay: 100, minSamples: 0, maxHedges: 3 })
       // Hedge 1 hears "don't retry" at 150: hedges 2 and 3 are not sent; the primary wins at 1000.
       const dontRetry = new Errors.DontRetry({ reason: "server", cause: overloaded })
       const a = scripted([{ millis: 1_000 }, { millis: 50, fail: dontRetry }, { millis: 10 }])
@@ -154,7 +159,11 @@ describe("Hedge", () => {
 
   it.effect("the primary's failure ends the call, as its retry policy words it", () =>
     Effect.gen(function* () {
-      const hedge = yield* Hedge.make({ policy: yield* Retry.make({ maxAttempts: 1 }), delay: 100 })
+      const hedge = yield* Hedge.make({
+        policy: yield* Retry.make({ maxAttempts: 1 }),
+        delay: 100,
+        minSamples: 0
+      })
       const { call } = scripted([{ millis: 500, fail: overloaded }, { millis: 1_000 }])
       const { exit, took } = yield* inVirtualTime(hedge.apply(call))
       expect(took).toBe(500)
@@ -183,6 +192,7 @@ describe("Hedge", () => {
         const hedge = yield* Hedge.make({
           policy: yield* Retry.make({ maxAttempts: 1 }),
           delay: 100,
+          minSamples: 0,
           maxHedges: 2
         })
         let paused = false
@@ -203,6 +213,84 @@ describe("Hedge", () => {
         expect((yield* inVirtualTime(guarded(c.call))).took).toBe(1_000)
         expect(c.log.length).toBe(1)
       })
+  )
+
+  it.effect(
+    "a hedge never waits at a gate: one that would queue it refuses it, and the budget is refunded",
+    () =>
+      Effect.gen(function* () {
+        const budgets = yield* RetryBudget.make({ ratio: 0, minRetriesPerSecond: 0.1, window: "10 seconds" })
+        const budget = budgets.forKey("queued")
+        const waited: Array<number> = []
+        // The limiter is full: every try would wait for a permit, which comes after 300 ms.
+        const full: Admission.Gate<number, never> = {
+          tryEnter: () => Admission.Wait,
+          enter: (entry) =>
+            Effect.as(
+              Effect.sync(() => waited.push(entry.getRef(Retry.currentAttempt))).pipe(
+                Effect.andThen(Effect.sleep(300))
+              ),
+              0
+            ),
+          settle: () => {}
+        }
+        const hedge = yield* Hedge.make({
+          policy: yield* Retry.make({ maxAttempts: 1, budget }),
+          delay: 100,
+          minSamples: 0,
+          name: "queued"
+        })
+        const { call, log } = scripted([{ millis: 1_000 }, { millis: 10 }])
+        const { exit, took } = yield* inVirtualTime(hedge.around([full])(call))
+        // Only the primary waited and ran; the hedge was refused at the gate, not queued behind it.
+        expect(exit._tag).toBe("Success")
+        expect(took).toBe(1_300)
+        expect(waited).toEqual([0])
+        expect(log.map((e) => e.attempt)).toEqual([0])
+        const count = (metric: typeof Hedge.metrics.sent, attributes: Record<string, string>) =>
+          Effect.map(
+            Metric.value(Metric.withAttributes(metric, { policy: "queued", ...attributes })),
+            (s) => s.count
+          )
+        expect(yield* count(Hedge.metrics.refused, { reason: "gate" })).toBe(1)
+        expect(yield* count(Hedge.metrics.sent, {})).toBe(0)
+        // The withdrawal came back: the one retry the window allows is still there.
+        expect((yield* budget.stats).retries).toBe(0)
+      })
+  )
+
+  it.effect("a cold policy hedges nothing, even with a fixed delay: minSamples successful calls first", () =>
+    Effect.gen(function* () {
+      const hedge = yield* Hedge.make({
+        policy: yield* Retry.make({ maxAttempts: 1 }),
+        delay: 100,
+        minSamples: 3,
+        window: "10 seconds",
+        name: "cold"
+      })
+      // Slow calls of a cold policy (1.1 s apart, inside the window): none is hedged, and a failed
+      // one teaches nothing.
+      for (let i = 0; i < 2; i++) {
+        const slow = scripted([{ millis: 1_000 }, { millis: 10 }])
+        expect((yield* inVirtualTime(hedge.apply(slow.call), 1_100)).took).toBe(1_000)
+        expect(slow.log.length).toBe(1)
+      }
+      yield* inVirtualTime(hedge.apply(scripted([{ millis: 50, fail: overloaded }]).call), 1_100)
+      const third = scripted([{ millis: 1_000 }, { millis: 10 }])
+      expect((yield* inVirtualTime(hedge.apply(third.call), 1_100)).took).toBe(1_000)
+      expect(third.log.length).toBe(1)
+      // Three successes in the window: the next slow call is hedged after the fixed delay.
+      const warm = scripted([{ millis: 1_000 }, { millis: 10 }])
+      expect((yield* inVirtualTime(hedge.apply(warm.call), 1_100)).took).toBe(110)
+      expect(warm.log.map((e) => e.attempt)).toEqual([0, 1])
+      const sent = yield* Metric.value(Metric.withAttributes(Hedge.metrics.sent, { policy: "cold" }))
+      expect(sent.count).toBe(1)
+      // A window later with no call, the policy is cold again.
+      yield* TestClock.adjust(20_000)
+      const later = scripted([{ millis: 1_000 }, { millis: 10 }])
+      expect((yield* inVirtualTime(hedge.apply(later.call))).took).toBe(1_000)
+      expect(later.log.length).toBe(1)
+    })
   )
 
   it.effect("learns its delay: no hedge before minSamples latencies, then the quantile of them", () =>

@@ -1,6 +1,7 @@
 /**
  * System test: hedged GETs over real sockets. The backend answers a first try slowly and a
- * hedge at once; the client hedges after 50 ms. The hedge wins, the first try's connection is
+ * hedge at once; the client hedges after 50 ms (from its first call:
+ * `minSamples: 0`). The hedge wins, the first try's connection is
  * cancelled (the server's handler sees the interruption), no limiter permit is left behind, and
  * a POST (not idempotent) is never hedged.
  *
@@ -68,7 +69,9 @@ describe("system: hedged requests", () => {
       expect((yield* limiters.get(host)).inFlight).toBe(0)
     }).pipe(
       Effect.scoped,
-      Effect.provide(clientLayer({ name: "system-hedge", maxAttempts: 2, hedge: { delay: "50 millis" } }))
+      Effect.provide(
+        clientLayer({ name: "system-hedge", maxAttempts: 2, hedge: { delay: "50 millis", minSamples: 0 } })
+      )
     )
   )
 
@@ -105,7 +108,11 @@ describe("system: hedged requests", () => {
     }).pipe(
       Effect.scoped,
       Effect.provide(
-        clientLayer({ name: "system-hedge-paused", maxAttempts: 2, hedge: { delay: "50 millis" } })
+        clientLayer({
+          name: "system-hedge-paused",
+          maxAttempts: 2,
+          hedge: { delay: "50 millis", minSamples: 0 }
+        })
       )
     )
   )
@@ -134,7 +141,11 @@ describe("system: hedged requests", () => {
     }).pipe(
       Effect.scoped,
       Effect.provide(
-        clientLayer({ name: "system-hedge-throttle", maxAttempts: 2, hedge: { delay: "50 millis" } })
+        clientLayer({
+          name: "system-hedge-throttle",
+          maxAttempts: 2,
+          hedge: { delay: "50 millis", minSamples: 0 }
+        })
       )
     )
   )

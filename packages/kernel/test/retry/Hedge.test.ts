@@ -16,8 +16,22 @@ describe("retry/Hedge", () => {
     expect(asked).toBe(2)
   })
 
-  it("Delay: a fixed delay as given; a learned one only after minSamples, as the quantile of the window", () => {
-    expect(new Delay({ ...config, delayMillis: 40 }).millis(0)).toBe(40)
+  it("Delay: a fixed delay only after minSamples successful calls in the window (at once with minSamples 0)", () => {
+    expect(new Delay({ ...config, delayMillis: 40, minSamples: 0 }).millis(0)).toBe(40)
+    const fixed = new Delay({ ...config, delayMillis: 40 })
+    for (let i = 1; i <= 4; i++) {
+      expect(fixed.millis(i)).toBeUndefined()
+      fixed.record(i, 1_000)
+    }
+    // the fifth sample warms it: the delay stays the fixed one whatever the latencies were
+    fixed.record(5, 1_000)
+    expect(fixed.millis(6)).toBe(40)
+    // and a key not heard from for a window is cold again
+    expect(fixed.millis(20_006)).toBeUndefined()
+  })
+
+  it("Delay: a learned one only after minSamples, as the quantile of the window", () => {
+    expect(new Delay({ ...config, minSamples: 0 }).millis(0)).toBeUndefined()
     const learned = new Delay(config)
     for (let i = 1; i <= 4; i++) learned.record(i, 10 * i)
     expect(learned.millis(5)).toBeUndefined()

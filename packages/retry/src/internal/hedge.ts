@@ -1,4 +1,4 @@
-import { Admission, Options } from "@sluice/core"
+import { Admission, Errors, Options } from "@sluice/core"
 import * as Meters from "@sluice/core/shared/Meters"
 import * as Kernel from "@sluice/kernel/retry/Hedge"
 import * as Clock from "effect/Clock"
@@ -62,7 +62,8 @@ const compile = (options: H.HedgeOptions): Result.Result<Compiled, Options.Inval
           failed: refused.of({ ...policy, reason: "failed" }),
           paused: refused.of({ ...policy, reason: "paused" }),
           budget: refused.of({ ...policy, reason: "budget" }),
-          max: refused.of({ ...policy, reason: "max" })
+          max: refused.of({ ...policy, reason: "max" }),
+          gate: refused.of({ ...policy, reason: "gate" })
         }
       }
     }
@@ -85,7 +86,12 @@ const race = <A, E, R>(
   config: Compiled,
   delay: Kernel.Delay,
   delayMillis: number,
-  budget: { readonly tryWithdrawUnsafe: (now: number) => boolean } | undefined,
+  budget:
+    | {
+        readonly tryWithdrawUnsafe: (now: number) => boolean
+        readonly refundUnsafe: (withdrawnAt: number, now: number) => void
+      }
+    | undefined,
   paused: (now: number) => boolean
 ): Effect.Effect<A, unknown, R> =>
   Effect.withFiber((parent) => {
@@ -126,9 +132,18 @@ const race = <A, E, R>(
             meters.refused[answer].updateUnsafe(1, context)
             return
           }
-          meters.sent.updateUnsafe(1, context)
           const attempt = k
-          const hedge = once(noting).pipe(
+          const withdrawnAt = now
+          // Admitted by every gate (none of them waits for a hedge): the hedge leaves now.
+          let left = false
+          const leaving = Effect.andThen(
+            Effect.sync(() => {
+              left = true
+              meters.sent.updateUnsafe(1, context)
+            }),
+            noting
+          )
+          const hedge = once(leaving).pipe(
             Effect.provideService(retry.currentAttempt, attempt),
             Effect.withSpan(
               "sluice.hedge.attempt",
@@ -146,6 +161,12 @@ const race = <A, E, R>(
                 // A failed hedge is dropped: the primary's path has the last word on failures.
                 if (Exit.isSuccess(exit))
                   Deferred.doneUnsafe(winner, Exit.succeed([exit.value, attempt] as const))
+                else if (!left) {
+                  // Never sent: a gate refused it (or the call ended first). It added no load,
+                  // so its withdrawal goes back to the budget, as a retry's would.
+                  budget?.refundUnsafe(withdrawnAt, nowOf(parent))
+                  if (!Exit.hasInterrupts(exit)) meters.refused.gate.updateUnsafe(1, context)
+                }
               })
             ),
             Effect.ignore
@@ -207,6 +228,24 @@ const hedged = <A, E, R>(
 
 const never = () => false
 
+const noPermit = new Errors.Overloaded({ reason: "no permit free for a hedge", origin: "local" })
+
+/**
+ * `gate` for a hedge: one that would make it wait refuses it instead. A hedge that waits for a
+ * permit is late by the time it leaves, and under a newest-first (LIFO) limiter it would take
+ * the next permit ahead of other calls' first tries: those then run late, pass their own hedge
+ * delay, and hedge in turn, until the budget is spent on copies of calls that were not slow.
+ */
+const noWait = (gate: Admission.Gate<any, any>): Admission.Gate<any, any> => ({
+  tryEnter: (entry) => {
+    const ticket = gate.tryEnter(entry)
+    return ticket === Admission.Wait ? Admission.refuse(noPermit) : ticket
+  },
+  enter: (entry) => gate.enter(entry),
+  settle: (ticket, outcome, cause) => gate.settle(ticket, outcome, cause),
+  isDrop: gate.isDrop
+})
+
 const policyOf = (options: H.HedgeOptions): Result.Result<H.Policy, Options.InvalidOptions> =>
   Result.map(compile(options), (config) => {
     const retrying = options.policy
@@ -217,9 +256,15 @@ const policyOf = (options: H.HedgeOptions): Result.Result<H.Policy, Options.Inva
       maxHedges: config.maxHedges,
       policy: retrying,
       apply: (self) => applied(self) as any,
-      // A hedge is tried once, through the same gates as every try of the primary.
+      // A hedge is tried once, through the same gates as every try of the primary, never waiting.
       around: (gates, paused) =>
-        hedged(retrying.around(gates), Admission.guard(gates), config, budget, paused ?? never) as any
+        hedged(
+          retrying.around(gates),
+          Admission.guard(gates.map(noWait)),
+          config,
+          budget,
+          paused ?? never
+        ) as any
     }
   })
 
