@@ -4,7 +4,8 @@
  * them — atomically and in one step, so a denied request consumes nothing.
  *
  * `layerMemory` keeps the state in this process: bounded, with idle clients
- * evicted. The Redis store (`@sluice/quota/Redis`) shares it across processes.
+ * evicted. The Redis store (`@sluice/quota/Redis` over Effect's `Redis`
+ * service, `@sluice/quota/IoRedis` over ioredis) shares it across processes.
  *
  * @since 0.1.0
  */

@@ -2,7 +2,7 @@ import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as EffectRedis from "effect/persistence/Redis"
+import * as Redis from "effect/persistence/Redis"
 import {
   ADJUST_SCRIPT,
   ADJUST_SHA,
@@ -18,8 +18,8 @@ import type { Store, StoreResult } from "../QuotaStore.js"
 import { QuotaStoreError } from "./quotaPlan.js"
 
 // The Redis store over any transport, and the transport over Effect's `Redis` service. Nothing
-// here may load `ioredis` (`@sluice/quota/EffectRedis` imports this file): the ioredis transport
-// is `redisQuotaStore.ts`.
+// here may load `ioredis` (`@sluice/quota/Redis` imports this file): the ioredis transport
+// is `ioRedisStore.ts`.
 
 /** A failed command's message (an Effect `RedisError`'s is its cause's). */
 const messageOf = (error: unknown): string => {
@@ -165,7 +165,7 @@ export const makeStoreFromTransport = (
  * @internal
  */
 export const effectTransport = (
-  redis: EffectRedis.Redis["Service"],
+  redis: Redis.Redis["Service"],
   context: Context.Context<never>
 ): Transport => {
   const run = Effect.runCallbackWith(context)
@@ -196,9 +196,9 @@ export const effectTransport = (
 export const makeStoreEffect = (
   prefix?: string,
   maxBaked?: number
-): Effect.Effect<Store, never, EffectRedis.Redis> =>
+): Effect.Effect<Store, never, Redis.Redis> =>
   Effect.gen(function* () {
-    const redis = yield* EffectRedis.Redis
+    const redis = yield* Redis.Redis
     const transport = effectTransport(redis, yield* Effect.context<never>())
     const scripts = new ScriptCache(maxBaked)
     scripts.onNew = (script) =>
