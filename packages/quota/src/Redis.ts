@@ -21,9 +21,10 @@
  *
  * A failed command is a `QuotaStoreError` whose `reason` says what happened, as over ioredis:
  * node-redis' "The client is offline" (Redis gone, offline queue off), a closed or refused
- * socket, a `LOADING` or `MASTERDOWN` Redis are `"unavailable"`; its "Connection timeout" and
- * "Socket timeout" are `"timeout"`; the empty-message error it fails queued commands with when
- * it gives up on them (disconnected, or closed) is `"unavailable"`.
+ * socket, a `LOADING` or `MASTERDOWN` Redis are `"unavailable"`; its "Connection timeout",
+ * "Socket timeout …" and the empty `TimeoutError` it fails a command with once the command's own
+ * timeout has passed (`commandOptions.timeout`, 5 s by default, e.g. a command that waited in its
+ * offline queue while Redis was away) are `"timeout"`; anything else is `"error"`.
  *
  * **Gotchas**
  *

@@ -416,15 +416,18 @@ export const adjustArgs = (
 ): Array<string> => ["", "1", key, String(units), String(blockMs), ...tierSpecArgs(plan)]
 
 /**
- * What a failed Redis command says of Redis, from its message: it timed out, it cannot be
- * reached (refused, reset, closed, loading, a cluster or replica down), or any other error.
+ * What a failed Redis command says of Redis, from its message: it timed out (ioredis' "Command
+ * timed out"; node-redis' "Connection timeout", "Socket timeout …", "Command timeout …", and the
+ * empty `TimeoutError` it fails a command with once the command's own timeout has passed, read by
+ * its name), it cannot be reached (refused, reset, closed, not writeable, offline, loading, a
+ * cluster or replica down), or any other error.
  *
  * @since 0.2.0
  */
 export const errorReason = (message: string): "unavailable" | "error" | "timeout" =>
-  /timed out/i.test(message)
+  /timed out|^(?:Connection|Socket|Command) timeout|^TimeoutError$/i.test(message)
     ? "timeout"
-    : /writeable|closed|ECONNREFUSED|ECONNRESET|EPIPE|not connected|Connection is closed|LOADING|MasterDown|CLUSTERDOWN/i.test(
+    : /writeable|closed|offline|Disconnects client|ECONNREFUSED|ECONNRESET|EPIPE|not connected|Connection is closed|LOADING|MasterDown|CLUSTERDOWN|root nodes are unavailable/i.test(
           message
         )
       ? "unavailable"

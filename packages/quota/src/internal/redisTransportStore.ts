@@ -21,11 +21,16 @@ import { QuotaStoreError } from "./quotaPlan.js"
 // here may load `ioredis` (`@sluice/quota/Redis` imports this file): the ioredis transport
 // is `ioRedisStore.ts`.
 
-/** A failed command's message (an Effect `RedisError`'s is its cause's). */
+/**
+ * A failed command's message (an Effect `RedisError`'s is its cause's); an error without one by
+ * its class name: node-redis fails a command whose own timeout passed with an empty
+ * `TimeoutError`.
+ */
 const messageOf = (error: unknown): string => {
   if (error instanceof Error) {
-    if (error.message === "" && "cause" in error && error.cause !== undefined) return messageOf(error.cause)
-    return error.message
+    if (error.message !== "") return error.message
+    if ("cause" in error && error.cause !== undefined) return messageOf(error.cause)
+    return error.name !== "Error" ? error.name : error.constructor.name
   }
   return String(error)
 }
