@@ -17,7 +17,9 @@
  * - A check's deadline is `Quota`'s, not the client's: checks skip ioredis' `commandTimeout`,
  *   which still bounds the other commands (`reset`, `penalty`, `reward`, `block`, plan reads and
  *   writes: 1 second on a connection built here, ioredis' own default, none, on one you pass).
- * - After every reconnection the store loads its scripts again (a restarted Redis has none).
+ * - After every reconnection the store loads its scripts again (a restarted Redis has none), and
+ *   for 30 s its checks carry their clients' floors (see the quota README, "When Redis loses its
+ *   state").
  * - `SET … KEEPTTL` needs Redis 6.0 or later.
  *
  * @since 0.1.0

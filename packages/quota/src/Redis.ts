@@ -33,8 +33,9 @@
  *   queue, on by default, keeps them while Redis is away). Bound them where that matters
  *   (`Effect.timeout`).
  * - A restarted Redis is noticed by its first `NOSCRIPT` (that check sends the script with
- *   `EVAL`), not by a reconnection event; node-redis' own command timeouts, if any, still apply
- *   to checks (`Quota`'s deadline bounds them anyway).
+ *   `EVAL`, and the client's floor), by a failed check, or by a client's key found gone, not by
+ *   a reconnection event (see the quota README, "When Redis loses its state"); node-redis' own
+ *   command timeouts still apply to checks (`Quota`'s deadline bounds them anyway).
  * - node-redis writes every command of one event-loop turn in one write: the store asks `Quota`
  *   to resume answered checks at most 32 per turn (`QuotaStore.Store.resumesPerTurn`), so many
  *   checks in flight leave in a few writes, not one batch.
