@@ -8,7 +8,7 @@ import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import * as Redis from "@sluice/quota/Redis"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Metric } from "effect"
-import * as EffectRedis from "effect/persistence/Redis"
+import * as PersistenceRedis from "effect/persistence/Redis"
 import { ConnectionTimeoutError } from "redis"
 import { type RedisServer, startRedis, stopAll } from "./quota/redisServer.js"
 import { toStoreError } from "../src/internal/redisTransportStore.js"
@@ -128,7 +128,7 @@ describe("node-redis failures over Effect's Redis service", () => {
   it('"Connection timeout", as NodeRedis fails a command with it, is a timeout', () => {
     // node-redis fails queued commands with it when its reconnect strategy gives up on a connect
     // that hung; NodeRedis wraps every failure in a RedisError
-    const error = toStoreError(new EffectRedis.RedisError({ cause: new ConnectionTimeoutError() }))
+    const error = toStoreError(new PersistenceRedis.RedisError({ cause: new ConnectionTimeoutError() }))
     expect(error.reason).toBe("timeout")
     expect(error.message).toBe("Connection timeout")
   })
