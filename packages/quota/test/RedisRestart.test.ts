@@ -144,7 +144,7 @@ describe.each(transports.map((t, i) => ({ name: t.name, index: i })))(
           )
           // the clients spent their plan (the traffic reached them: a loaded machine may slow it);
           // none got more than the bound
-          expect(spentTheirPlan(admitted)).toBe(true)
+          expect(spentTheirPlan(admitted), JSON.stringify(admitted)).toBe(true)
           expect(Math.max(...admitted), JSON.stringify(admitted)).toBeLessThanOrEqual(bound)
           yield* Effect.promise(() => server.kill())
         }),
@@ -182,7 +182,7 @@ describe.each(transports.map((t, i) => ({ name: t.name, index: i })))(
             })
           )
           proxy.close()
-          expect(spentTheirPlan(admitted)).toBe(true)
+          expect(spentTheirPlan(admitted), JSON.stringify(admitted)).toBe(true)
           expect(Math.max(...admitted), JSON.stringify(admitted)).toBeLessThanOrEqual(bound)
           yield* Effect.promise(() => replica.kill())
         }),
