@@ -15,8 +15,8 @@
  * 1-minute load average, and which sources decided; then the worst of each over all runs.
  */
 import { Quota, QuotaConfig } from "@sluice/quota"
-import * as RedisClient from "@sluice/core/RedisClient"
-import * as Redis from "@sluice/quota/Redis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
+import * as IoRedis from "@sluice/quota/IoRedis"
 import { Duration, Effect, Layer } from "effect"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -111,9 +111,9 @@ const oneRun = (server: RedisServer, url: string, hole: { on: boolean }, run: nu
   }).pipe(
     Effect.provide(
       Quota.layer(options).pipe(
-        Layer.provide(Redis.layerStoreShared({ prefix: `bench:faults:${process.pid}:${run}:` })),
+        Layer.provide(IoRedis.layerStoreShared({ prefix: `bench:faults:${process.pid}:${run}:` })),
         Layer.provide(QuotaConfig.layer({ default: plan })),
-        Layer.provide(RedisClient.layer({ url }))
+        Layer.provide(IoRedisClient.layer({ url }))
       )
     )
   )

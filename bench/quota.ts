@@ -34,9 +34,9 @@
  */
 import { NodeRedis } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/quota"
-import * as RedisClient from "@sluice/core/RedisClient"
-import * as EffectRedis from "@sluice/quota/EffectRedis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import * as Redis from "@sluice/quota/Redis"
+import * as IoRedis from "@sluice/quota/IoRedis"
 import { Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { Redis as IORedis } from "ioredis"
@@ -155,9 +155,9 @@ const quotaLayer = (
   Quota.layer({ mode: "fail-open", deadline }).pipe(
     Layer.provide(
       transport === "ioredis"
-        ? Redis.layerStoreShared({ prefix }).pipe(Layer.provide(RedisClient.layer({ url })))
+        ? IoRedis.layerStoreShared({ prefix }).pipe(Layer.provide(IoRedisClient.layer({ url })))
         : // the store on Effect's own Redis service (node-redis), as an app holding a NodeRedis would
-          EffectRedis.layerStore({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url })))
+          Redis.layerStore({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url })))
     ),
     Layer.provide(QuotaConfig.layer({ default: plan }))
   )
@@ -183,11 +183,11 @@ const quotaContender = (
 }
 
 const flexibleContender = async (): Promise<Contender> => {
-  // auto-pipelining as for the Redis quota store's own client (RedisClient.defaultRedisOptions), so both
+  // auto-pipelining as for the Redis quota store's own client (IoRedisClient.defaultRedisOptions), so both
   // send their commands the same way
   const redis = new IORedis(REDIS_URL, {
     enableOfflineQueue: false,
-    enableAutoPipelining: RedisClient.defaultRedisOptions.enableAutoPipelining ?? false
+    enableAutoPipelining: IoRedisClient.defaultRedisOptions.enableAutoPipelining ?? false
   })
   await new Promise<void>((resolve) => redis.once("ready", () => resolve()))
   const limiter = new FlexibleRedis({

@@ -14,8 +14,8 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/quota"
-import * as Redis from "@sluice/quota/Redis"
-import * as RedisClient from "@sluice/core/RedisClient"
+import * as IoRedis from "@sluice/quota/IoRedis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import { Middleware, Protocol } from "@sluice/http"
 import { Context, Duration, Effect, Layer } from "effect"
 import type { Scope } from "effect"
@@ -120,7 +120,7 @@ export const runHttp = (
       }).pipe(Effect.ignore)
     )
     // plans live in Redis: every instance sees the same ones
-    const config = yield* Redis.makeConfig({ url, key: plansKey, default: defaultPlan })
+    const config = yield* IoRedis.makeConfig({ url, key: plansKey, default: defaultPlan })
     yield* config.setPlan("acme", acmePlan)
 
     const router = yield* HttpRouter.toHttpEffect(
@@ -137,11 +137,11 @@ export const runHttp = (
       // deadline (a service would rather keep the default, "fallback", or choose "fail-open")
       // (store and plan source on the instance's one connection)
       const quota = Quota.layer({ mode: "fail-closed", deadline: "100 millis" }).pipe(
-        Layer.provide(Redis.layerStoreShared({ prefix })),
+        Layer.provide(IoRedis.layerStoreShared({ prefix })),
         Layer.provideMerge(
-          Redis.layerPlanStoreShared({ key: plansKey, default: defaultPlan, refresh: "1 second" })
+          IoRedis.layerPlanStoreShared({ key: plansKey, default: defaultPlan, refresh: "1 second" })
         ),
-        Layer.provide(RedisClient.layer({ url }))
+        Layer.provide(IoRedisClient.layer({ url }))
       )
       urls.push(yield* serve(api, quota))
     }

@@ -11,8 +11,8 @@
  * on the same Redis (see http.ts).
  */
 import { Quota, QuotaConfig } from "@sluice/quota"
-import * as Redis from "@sluice/quota/Redis"
-import * as RedisClient from "@sluice/core/RedisClient"
+import * as IoRedis from "@sluice/quota/IoRedis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
@@ -60,9 +60,9 @@ const bound = (plan: QuotaConfig.PlanInput, ms: number) => {
 // processes on what may be a busy machine; what fails open is counted and reported.
 // The store and the plan source share the process' one Redis connection.
 const quotaLayer = Quota.layer({ mode: "fail-open", deadline: "100 millis" }).pipe(
-  Layer.provide(Redis.layerStoreShared({ prefix })),
-  Layer.provide(Redis.layerPlanStoreShared({ key: plansKey, default: defaultPlan, refresh: "1 second" })),
-  Layer.provide(RedisClient.layer({ url: REDIS_URL }))
+  Layer.provide(IoRedis.layerStoreShared({ prefix })),
+  Layer.provide(IoRedis.layerPlanStoreShared({ key: plansKey, default: defaultPlan, refresh: "1 second" })),
+  Layer.provide(IoRedisClient.layer({ url: REDIS_URL }))
 )
 
 /** one process: hammer every client until the time is up, through Quota.guard */
@@ -138,7 +138,7 @@ const startWorker = () => {
 
 const parent = Effect.gen(function* () {
   // plans live in Redis: every process sees the same ones
-  const config = yield* Redis.makeConfig({ url: REDIS_URL, key: plansKey, default: defaultPlan })
+  const config = yield* IoRedis.makeConfig({ url: REDIS_URL, key: plansKey, default: defaultPlan })
   yield* config.setPlan("acme", acmePlan)
   const children = Array.from({ length: workers }, startWorker)
   yield* Effect.addFinalizer(() =>

@@ -254,11 +254,11 @@ export class ProportionalSampler extends Context.Service<ProportionalSampler, Se
  * ```ts
  * // snippet: compile-only — defines a layer or route for an app to provide
  * import { ProportionalSampler } from "@sluice/adaptive"
- * import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
+ * import * as IoRedisQpsSensor from "@sluice/adaptive/IoRedisQpsSensor"
  * import { Layer } from "effect"
  *
  * const SamplerLive = ProportionalSampler.layer({ goal: 100 }).pipe(
- *   Layer.provide(RedisQpsSensor.layer({ key: "exports" }))
+ *   Layer.provide(IoRedisQpsSensor.layer({ key: "exports" }))
  * )
  * ```
  * @since 0.1.0

@@ -10,9 +10,9 @@
  * - {@link makeLocal}: this process only.
  * - {@link makeMemory} with a shared {@link MemoryStore}: workers in one process (and
  *   the simulation's stand-in for Redis).
- * - `RedisQpsSensor` (subpath `@sluice/adaptive/RedisQpsSensor`): workers anywhere,
- *   through Redis over ioredis; `EffectRedisQpsSensor` (subpath
- *   `@sluice/adaptive/EffectRedisQpsSensor`): the same over Effect's own `Redis` service
+ * - `IoRedisQpsSensor` (subpath `@sluice/adaptive/IoRedisQpsSensor`): workers anywhere,
+ *   through Redis over ioredis; `RedisQpsSensor` (subpath
+ *   `@sluice/adaptive/RedisQpsSensor`): the same over Effect's own `Redis` service
  *   (e.g. `NodeRedis`), never loading `ioredis`. The package index loads neither, so
  *   programs without Redis never import `ioredis`.
  *

@@ -1,6 +1,6 @@
-import * as EffectRedisQpsSensor from "@sluice/adaptive/EffectRedisQpsSensor"
-import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
+import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
+import * as IoRedisQpsSensor from "@sluice/adaptive/IoRedisQpsSensor"
 import { describe, expect, it } from "@effect/vitest"
 import { NodeRedis } from "@effect/platform-node"
 import { Context, Duration, Effect, Exit, Layer, Option } from "effect"
@@ -31,13 +31,13 @@ const ownClient = (target = url, extra: RedisOptions = {}) =>
 const transports = [
   {
     name: "ioredis",
-    make: (options: RedisQpsSensor.RedisQpsSensorOptions) => RedisQpsSensor.make({ url, ...options })
+    make: (options: IoRedisQpsSensor.IoRedisQpsSensorOptions) => IoRedisQpsSensor.make({ url, ...options })
   },
   {
     name: "NodeRedis",
-    make: (options: RedisQpsSensor.RedisQpsSensorOptions) =>
+    make: (options: IoRedisQpsSensor.IoRedisQpsSensorOptions) =>
       Effect.flatMap(Layer.build(NodeRedis.layer({ url })), (context) =>
-        Effect.provideContext(EffectRedisQpsSensor.make(options), context)
+        Effect.provideContext(RedisQpsSensor.make(options), context)
       )
   }
 ]
@@ -45,7 +45,7 @@ const transports = [
 /** each transport its own counters (the tests count from the same instant) */
 const prefixOf = (transport: { readonly name: string }) => `${prefix}${transport.name}:`
 
-describe.each(transports)("RedisQpsSensor (real Redis, $name)", (transport) => {
+describe.each(transports)("IoRedisQpsSensor (real Redis, $name)", (transport) => {
   const prefix = prefixOf(transport)
   it.effect("workers on one key see the sum of what they all sent, averaged over complete seconds", () =>
     Effect.gen(function* () {
@@ -65,12 +65,12 @@ describe.each(transports)("RedisQpsSensor (real Redis, $name)", (transport) => {
       expect(Option.getOrThrow(fromB).qps).toBe(50)
       expect(Option.getOrThrow(fromA)).toEqual({ qps: 50, at: T0 + 2400 })
       const check = yield* ownClient()
-      const ttl = yield* Effect.promise(() => check.ttl(RedisQpsSensor.keyFor(prefix, key, T0 / 1000)))
+      const ttl = yield* Effect.promise(() => check.ttl(IoRedisQpsSensor.keyFor(prefix, key, T0 / 1000)))
       expect(ttl).toBeGreaterThan(0)
       expect(ttl).toBeLessThanOrEqual(62)
-      expect(yield* Effect.promise(() => check.get(RedisQpsSensor.keyFor(prefix, key, T0 / 1000 + 1)))).toBe(
-        "70"
-      )
+      expect(
+        yield* Effect.promise(() => check.get(IoRedisQpsSensor.keyFor(prefix, key, T0 / 1000 + 1)))
+      ).toBe("70")
     })
   )
 
@@ -108,13 +108,13 @@ describe.each(transports)("RedisQpsSensor (real Redis, $name)", (transport) => {
   )
 })
 
-describe("RedisQpsSensor (real Redis)", () => {
+describe("IoRedisQpsSensor (real Redis)", () => {
   it.effect("over NodeRedis: its client closing mid-run turns good readings into missing ones", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)
       const context = yield* Layer.build(NodeRedis.layer({ url }))
       const sensor = yield* Effect.provideContext(
-        EffectRedisQpsSensor.make({ key: `midrun-node-${randomUUID()}`, prefix }),
+        RedisQpsSensor.make({ key: `midrun-node-${randomUUID()}`, prefix }),
         context
       )
       sensor.recordUnsafe(T0, 8)
@@ -135,7 +135,7 @@ describe("RedisQpsSensor (real Redis)", () => {
         enableOfflineQueue: false,
         retryStrategy: () => null
       })
-      const sensor = yield* RedisQpsSensor.make({
+      const sensor = yield* IoRedisQpsSensor.make({
         client: dead,
         key: "dead",
         prefix,
@@ -169,7 +169,7 @@ describe("RedisQpsSensor (real Redis)", () => {
             redis.status === "ready" ? resolve(undefined) : redis.once("ready", resolve)
           )
       )
-      const sensor = yield* RedisQpsSensor.make({ client: redis, key: "midrun", prefix })
+      const sensor = yield* IoRedisQpsSensor.make({ client: redis, key: "midrun", prefix })
       sensor.recordUnsafe(T0, 8)
       yield* TestClock.adjust("2 seconds")
       expect(Option.getOrThrow(yield* sensor.measure).qps).toBe(4)
@@ -182,14 +182,14 @@ describe("RedisQpsSensor (real Redis)", () => {
 
   it.effect("rejects bad options naming the field", () =>
     Effect.gen(function* () {
-      const cases: Array<[RedisQpsSensor.RedisQpsSensorOptions, RegExp]> = [
+      const cases: Array<[IoRedisQpsSensor.IoRedisQpsSensorOptions, RegExp]> = [
         [{ url, key: "" }, /key/],
         [{ url, key: "k", window: 0 }, /window/],
         [{ url, key: "k", flushInterval: 0 }, /flushInterval/],
         [{ url, key: "k", timeout: -1 }, /timeout/]
       ]
       for (const [options, field] of cases) {
-        const exit = yield* Effect.exit(RedisQpsSensor.make(options))
+        const exit = yield* Effect.exit(IoRedisQpsSensor.make(options))
         expect(Exit.isFailure(exit)).toBe(true)
         if (Exit.isFailure(exit)) expect(String(exit.cause)).toMatch(field)
       }
@@ -215,6 +215,6 @@ describe("RedisQpsSensor (real Redis)", () => {
     expect(
       [...external].filter((spec) => spec === "ioredis" || spec.startsWith("@sluice/core/Redis"))
     ).toEqual([])
-    expect([...seen].some((f) => f.endsWith("RedisQpsSensor.ts"))).toBe(false)
+    expect([...seen].some((f) => f.endsWith("IoRedisQpsSensor.ts"))).toBe(false)
   })
 })

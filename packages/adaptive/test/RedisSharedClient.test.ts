@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Quota, QuotaConfig } from "@sluice/quota"
-import * as RedisClient from "@sluice/core/RedisClient"
-import * as Redis from "@sluice/quota/Redis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
+import * as IoRedis from "@sluice/quota/IoRedis"
 import * as QpsSensor from "@sluice/adaptive/QpsSensor"
-import * as RedisQpsSensor from "@sluice/adaptive/RedisQpsSensor"
+import * as IoRedisQpsSensor from "@sluice/adaptive/IoRedisQpsSensor"
 import { afterAll, beforeAll } from "vitest"
 import { Effect, Layer } from "effect"
 import { type RedisServer, redisCli, startRedis, stopAll } from "../../quota/test/quota/redisServer.js"
@@ -15,7 +15,7 @@ describe("one Redis connection for the quota store, the plan source and the QPS 
   })
   afterAll(() => stopAll())
 
-  it.live("RedisClient.layer provided once: one connection serves all three", () =>
+  it.live("IoRedisClient.layer provided once: one connection serves all three", () =>
     Effect.gen(function* () {
       const plan: QuotaConfig.PlanInput = {
         tiers: [{ name: "spike", algorithm: "gcra", limit: 10, period: "1 second" }]
@@ -24,11 +24,11 @@ describe("one Redis connection for the quota store, the plan source and the QPS 
         // about the connection, not the deadline: the first check loads the script, which on a
         // loaded machine can take longer than the default 15 ms
         Quota.layer({ deadline: "1 second" }).pipe(
-          Layer.provide(Redis.layerStoreShared({ prefix: "shared:" })),
-          Layer.provide(Redis.layerPlanStoreShared({ default: plan, refresh: "1 hour" }))
+          Layer.provide(IoRedis.layerStoreShared({ prefix: "shared:" })),
+          Layer.provide(IoRedis.layerPlanStoreShared({ default: plan, refresh: "1 hour" }))
         ),
-        RedisQpsSensor.layerShared({ key: "shared" })
-      ).pipe(Layer.provide(RedisClient.layer({ url: server.url })))
+        IoRedisQpsSensor.layerShared({ key: "shared" })
+      ).pipe(Layer.provide(IoRedisClient.layer({ url: server.url })))
       yield* Effect.gen(function* () {
         expect((yield* Quota.check("acme")).source).toBe("store")
         const sensor = yield* QpsSensor.QpsSensor

@@ -292,20 +292,20 @@ export const make = (
  * ```ts
  * // snippet: compile-only — defines a layer or route for an app to provide
  * import { Quota, QuotaConfig } from "@sluice/quota"
- * import * as RedisClient from "@sluice/core/RedisClient"
- * import * as Redis from "@sluice/quota/Redis"
+ * import * as IoRedisClient from "@sluice/core/IoRedisClient"
+ * import * as IoRedis from "@sluice/quota/IoRedis"
  * import { Layer } from "effect"
  *
  * // Redis has 15 ms to decide a check, a hard bound (`maxDeadline` defaults to the deadline);
  * // a check it has not decided by then is allowed
  * const QuotaLive = Quota.layer({ mode: "fail-open", deadline: "15 millis" }).pipe(
- *   Layer.provide(Redis.layerStoreShared()),
+ *   Layer.provide(IoRedis.layerStoreShared()),
  *   Layer.provide(
  *     QuotaConfig.layer({
  *       default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
  *     })
  *   ),
- *   Layer.provide(RedisClient.layer())
+ *   Layer.provide(IoRedisClient.layer())
  * )
  *
  * // or the learned deadline: wait for a Redis that keeps answering other checks, up to 1 second

@@ -16,7 +16,8 @@
  *
  * `QuotaConfig` holds a default plan and per-client overrides. Plans are validated
  * by Schema: an invalid plan fails with `InvalidOptions` naming the field, and the
- * plan in force stays. A Redis-backed source lives in `@sluice/quota/Redis`.
+ * plan in force stays. A Redis-backed source lives in `@sluice/quota/Redis` (over Effect's
+ * `Redis` service) and `@sluice/quota/IoRedis` (over ioredis).
  *
  * @since 0.1.0
  */
@@ -138,7 +139,7 @@ export const compile: (plan: Plan) => CompiledPlan = plan.compile
  *
  * `E` is how a write fails to reach where the plans are stored: `never` for plans held in
  * this process ({@link make}); `QuotaStoreError` for plans stored in Redis
- * (`@sluice/quota/Redis`), and for the service behind the {@link QuotaConfig} tag, which may be
+ * (`@sluice/quota/Redis`, `@sluice/quota/IoRedis`), and for the service behind the {@link QuotaConfig} tag, which may be
  * either. A write that fails takes effect nowhere, not even here.
  *
  * @since 0.1.0

@@ -4,7 +4,8 @@
  * them — atomically and in one step, so a denied request consumes nothing.
  *
  * `layerMemory` keeps the state in this process: bounded, with idle clients
- * evicted. The Redis store (`@sluice/quota/Redis`) shares it across processes.
+ * evicted. The Redis store (`@sluice/quota/Redis` over Effect's `Redis`
+ * service, `@sluice/quota/IoRedis` over ioredis) shares it across processes.
  *
  * @since 0.1.0
  */
@@ -87,10 +88,11 @@ export interface Store {
   readonly checkUnsafe?: ((client: string, plan: CompiledPlan, cost: number) => StoreResult) | undefined
   /**
    * Callback form of `check` for remote stores: lets `Quota` enforce its deadline
-   * without a fiber or a timer per call. Must call `callback` at most once. `floor`: the
-   * client's block and state as this instance last knew them (see the kernel's
-   * `Fallback.floor`): a store that lost the client's state (a restarted or failed-over Redis)
-   * raises it to the floor in the same call, the larger of the two, never the sum.
+   * without a fiber or a timer per call. Must call `callback` at most once. `floor`, given when
+   * this instance holds one for the client: answers the client's block and state as this
+   * instance last knew them (see the kernel's `Fallback.floor`); a store that lost the client's
+   * state (a restarted or failed-over Redis) asks for it and raises the state to it, the larger
+   * of the two, never the sum.
    */
   readonly checkCallback?:
     | ((
@@ -98,7 +100,7 @@ export interface Store {
         plan: CompiledPlan,
         cost: number,
         callback: (error: QuotaStoreError | undefined, result: StoreResult | undefined) => void,
-        floor?: ReadonlyArray<number> | undefined
+        floor?: (() => ReadonlyArray<number> | undefined) | undefined
       ) => void)
     | undefined
   /**

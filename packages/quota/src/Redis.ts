@@ -1,6 +1,10 @@
 /**
- * Quotas in Redis: the store that shares quota state between every instance of a service,
- * and the plan store that shares their plans.
+ * Quotas in Redis, over Effect's own `Redis` service (`effect/persistence/Redis`, e.g.
+ * `NodeRedis.layer` from `@effect/platform-node`, over node-redis): the store that shares quota
+ * state between every instance of a service, and the plan store that shares their plans, on the
+ * connection the app already holds (no second one). This module never loads `ioredis`; the same
+ * store and plan store over ioredis are `@sluice/quota/IoRedis`, and instances on either client
+ * can share one Redis.
  *
  * The store checks and updates every tier of a plan in ONE round trip: a single Lua script run
  * with `EVALSHA` (sent again with `EVAL` when Redis answers `NOSCRIPT`), reading the time from
@@ -12,51 +16,53 @@
  * keep their name and algorithm keep their state, as in the memory store. Keys of 0.1 (a hash)
  * are read as new clients and replaced on their next write.
  *
- * The plan store is a {@link QuotaConfig} whose per-client overrides live in a Redis hash and
- * whose default, once set, in a key beside it, so every instance sees the same plans.
+ * The plan store is a {@link QuotaConfig} whose per-client overrides live in a Redis hash at
+ * `key` and whose default, once set, at `${key}:default`, so every instance sees the same plans.
  *
- * Each comes two ways: `layerStore` / `layerPlanStore` open a connection of their own (from
- * the options, or the `REDIS_URL` config), and `layerStoreShared` / `layerPlanStoreShared` take
- * the application's one ioredis connection from `@sluice/core/RedisClient`, which the adaptive
- * `RedisQpsSensor` shares too. The same store and plan store over Effect's own `Redis` service
- * (`effect/persistence/Redis`, e.g. `NodeRedis.layer` from `@effect/platform-node`) are
- * `@sluice/quota/EffectRedis`, which never loads `ioredis`.
+ * A failed command is a `QuotaStoreError` whose `reason` says what happened, as over ioredis:
+ * node-redis' "The client is offline" (Redis gone, offline queue off), a closed or refused
+ * socket, a `LOADING` or `MASTERDOWN` Redis are `"unavailable"`; its "Connection timeout",
+ * "Socket timeout …" and the empty `TimeoutError` it fails a command with once the command's own
+ * timeout has passed (`commandOptions.timeout`, 5 s by default, e.g. a command that waited in its
+ * offline queue while Redis was away) are `"timeout"`; anything else is `"error"`.
  *
  * **Gotchas**
  *
- * - This module imports `ioredis` (an optional peer dependency); `@sluice/quota` itself never
- *   loads it. An app that holds Effect's `Redis` (e.g. `NodeRedis`) and no ioredis imports
- *   `@sluice/quota/EffectRedis` instead, which needs no ioredis installed.
- * - A check's deadline is `Quota`'s, not the client's: checks skip ioredis' `commandTimeout`,
- *   which still bounds the other commands (adjustments, plan reads and writes).
+ * - Only `check` (and `get`) has a deadline, `Quota`'s: `reset`, `penalty`, `reward` and `block`
+ *   wait as long as the application's Redis client lets a command wait (node-redis' offline
+ *   queue, on by default, keeps them while Redis is away). Bound them where that matters
+ *   (`Effect.timeout`).
+ * - A restarted Redis is noticed by its first `NOSCRIPT` (that check sends the script with
+ *   `EVAL`, and the client's floor), by a failed check, or by a client's key found gone, not by
+ *   a reconnection event (see the quota README, "When Redis loses its state"); node-redis' own
+ *   command timeouts still apply to checks (`Quota`'s deadline bounds them anyway).
+ * - node-redis writes every command of one event-loop turn in one write: the store asks `Quota`
+ *   to resume answered checks at most 32 per turn (`QuotaStore.Store.resumesPerTurn`), so many
+ *   checks in flight leave in a few writes, not one batch.
  * - `SET … KEEPTTL` needs Redis 6.0 or later.
  *
- * @since 0.1.0
+ * @since 1.0.0
  */
-import type * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Redis from "effect/persistence/Redis"
 import type * as Scope from "effect/Scope"
 import type { InvalidOptions } from "@sluice/core/Options"
-import * as RedisClient from "@sluice/core/RedisClient"
-import type { PlanStoreOptions } from "./EffectRedis.js"
 import * as planStore from "./internal/redisPlanStore.js"
-import * as configInternal from "./internal/redisQuotaConfig.js"
-import * as internal from "./internal/redisQuotaStore.js"
+import * as internal from "./internal/redisTransportStore.js"
 import { QuotaConfig } from "./QuotaConfig.js"
 import type * as QuotaConfigNs from "./QuotaConfig.js"
 import { QuotaStore } from "./QuotaStore.js"
 import type * as QuotaStoreNs from "./QuotaStore.js"
 
 /**
- * Store options: a key prefix (default `sluice:quota:`), and where the connection comes from
- * (see `RedisClient.ConnectionOptions`; ignored by {@link makeStoreShared} and
- * {@link layerStoreShared}, which use the shared one).
+ * Store options: a key prefix (default `sluice:quota:`). The connection is Effect's `Redis`
+ * from context.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category models
  */
-export interface StoreOptions extends RedisClient.ConnectionOptions {
+export interface StoreOptions {
   readonly prefix?: string | undefined
 }
 
@@ -64,197 +70,95 @@ export interface StoreOptions extends RedisClient.ConnectionOptions {
  * Options of the plan store: a hash `key` (default `sluice:quota:plans`) mapping client → plan
  * JSON, the default plan, and how often to refresh the local cache (default 5 seconds).
  * `default` is the default plan until one is stored in Redis (`setDefault` stores it at
- * `${key}:default`, as JSON). The connection options are ignored by {@link makeConfigShared}
- * and {@link layerPlanStoreShared}, which use the shared connection.
+ * `${key}:default`, as JSON). The connection is Effect's `Redis` from context.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category models
  */
-export interface ConfigOptions extends RedisClient.ConnectionOptions, PlanStoreOptions {}
+export interface PlanStoreOptions extends planStore.ConfigOptions {}
 
 /**
- * Makes the Redis store on the shared connection (`RedisClient`).
+ * Makes the Redis store on Effect's own `Redis` service (`effect/persistence/Redis`), e.g. the
+ * one `NodeRedis.layer` from `@effect/platform-node` provides: the app's connection, no second
+ * one. Same script, keys and decisions as `@sluice/quota/IoRedis`'s `makeStore`.
  *
- * @since 0.1.0
- * @category constructors
- */
-export const makeStoreShared = (
-  options: StoreOptions = {}
-): Effect.Effect<QuotaStoreNs.Store, never, RedisClient.RedisClient | Scope.Scope> =>
-  Effect.flatMap(RedisClient.RedisClient, ({ client }) => internal.makeStore(client, options.prefix))
-
-/**
- * Makes the Redis store with a connection of its own (see {@link StoreOptions}).
- *
- * @since 0.1.0
+ * @since 1.0.0
  * @category constructors
  */
 export const makeStore = (
   options: StoreOptions = {}
-): Effect.Effect<QuotaStoreNs.Store, never, Scope.Scope> =>
-  Effect.flatMap(RedisClient.client(options), (client) => internal.makeStore(client, options.prefix))
+): Effect.Effect<QuotaStoreNs.Store, never, Redis.Redis> => internal.makeStoreEffect(options.prefix)
 
 /**
- * The Redis store as a layer on the shared connection: one connection for the quota store, the
- * plan store and the QPS sensor.
+ * The Redis store as a layer on Effect's own `Redis` service (see {@link makeStore}).
  *
  * @example
  * ```ts
  * // snippet: compile-only — defines a layer or route for an app to provide
- * import * as RedisClient from "@sluice/core/RedisClient"
+ * import { NodeRedis } from "@effect/platform-node"
  * import { Quota, QuotaConfig } from "@sluice/quota"
  * import * as Redis from "@sluice/quota/Redis"
  * import { Layer } from "effect"
  *
- * // every check decided within 15 ms (a hard bound: `maxDeadline` defaults to the deadline)
+ * // the quota store on the app's NodeRedis connection (node-redis): no ioredis, no second connection
  * const QuotaLive = Quota.layer({ deadline: "15 millis" }).pipe(
- *   Layer.provide(Redis.layerStoreShared()),
+ *   Layer.provide(Redis.layerStore({ prefix: "sluice:quota:" })),
  *   Layer.provide(
  *     QuotaConfig.layer({
  *       default: { tiers: [{ name: "count", algorithm: "sliding-window", limit: 5000, period: "1 hour" }] }
  *     })
  *   ),
- *   Layer.provide(RedisClient.layer())
+ *   Layer.provide(NodeRedis.layer({ url: "redis://127.0.0.1:6379" }))
  * )
  * ```
- * @since 0.1.0
+ * @since 1.0.0
  * @category layers
  */
-export const layerStoreShared = (
-  options: StoreOptions = {}
-): Layer.Layer<QuotaStore, never, RedisClient.RedisClient> =>
-  Layer.effect(QuotaStore, makeStoreShared(options))
-
-/**
- * The Redis store as a layer with a connection of its own.
- *
- * @example
- * ```ts
- * // snippet: compile-only — defines a layer or route for an app to provide
- * import { Quota, QuotaConfig } from "@sluice/quota"
- * import * as Redis from "@sluice/quota/Redis"
- * import { Layer } from "effect"
- *
- * // every check decided within 15 ms (a hard bound: `maxDeadline` defaults to the deadline);
- * // while Redis does not answer, a per-instance fallback quota decides
- * const QuotaLive = Quota.layer({ deadline: "15 millis" }).pipe(
- *   Layer.provide(Redis.layerStore({ url: "redis://127.0.0.1:6379" })),
- *   Layer.provide(
- *     QuotaConfig.layer({
- *       default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
- *     })
- *   )
- * )
- * ```
- * @since 0.1.0
- * @category layers
- */
-export const layerStore = (options: StoreOptions = {}): Layer.Layer<QuotaStore> =>
+export const layerStore = (options: StoreOptions = {}): Layer.Layer<QuotaStore, never, Redis.Redis> =>
   Layer.effect(QuotaStore, makeStore(options))
 
 /**
- * {@link layerStore} with its options read from `Config` (e.g. environment variables); a
- * missing or malformed value fails the layer with `ConfigError`.
+ * The plan store on Effect's own `Redis` service (e.g. `NodeRedis`): a {@link QuotaConfig}
+ * whose plans live in Redis, so every instance sees the same plans: the overrides in a hash at
+ * `key`, and the default, once `setDefault` has stored one, at `${key}:default` (until then, and
+ * whenever that key is deleted, each instance uses its `default` option). Reads are served from
+ * a local cache refreshed in the background; a plan in Redis that does not decode is logged
+ * (naming the field) and the previous plan stays. `setPlan`, `removePlan` and `setDefault`
+ * validate, write Redis, and take effect here at once and on every other instance at its next
+ * refresh; when Redis cannot be written they fail with `QuotaStoreError` and take effect
+ * nowhere. The same plan store as `@sluice/quota/IoRedis`'s `makeConfig`.
  *
- * @example
- * ```ts
- * // snippet: compile-only — reads its options from environment variables
- * import * as Redis from "@sluice/quota/Redis"
- * import { Config } from "effect"
- *
- * const StoreLive = Redis.layerStoreConfig(
- *   Config.all({ url: Config.String("REDIS_URL"), prefix: Config.String("QUOTA_PREFIX") })
- * )
- * ```
- * @since 0.2.0
- * @category layers
- */
-export const layerStoreConfig = (
-  config: Config.Config<StoreOptions>
-): Layer.Layer<QuotaStore, Config.ConfigError> =>
-  Layer.unwrap(Effect.map(config, (options) => layerStore(options)))
-
-/**
- * The plan store on the shared connection: a {@link QuotaConfig} whose plans live in Redis, so
- * every instance sees the same plans: the overrides in a hash at `key`, and the default, once
- * `setDefault` has stored one, at `${key}:default` (until then, and whenever that key is
- * deleted, each instance uses its `default` option). Reads are served from a local cache
- * refreshed in the background; a plan in Redis that does not decode is logged (naming the
- * field) and the previous plan stays. `setPlan`, `removePlan` and `setDefault` validate, write
- * Redis, and take effect here at once and on every other instance at its next refresh; when
- * Redis cannot be written they fail with `QuotaStoreError` (`reason` `"unavailable"`,
- * `"timeout"` or `"error"`) and take effect nowhere.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const makeConfigShared = (
-  options: ConfigOptions
-): Effect.Effect<
-  QuotaConfigNs.Service<QuotaStoreNs.QuotaStoreError> & {
-    readonly refresh: Effect.Effect<void, QuotaStoreNs.QuotaStoreError>
-  },
-  InvalidOptions,
-  RedisClient.RedisClient | Scope.Scope
-> => configInternal.makeConfig(options)
-
-/**
- * The plan store ({@link makeConfigShared}) with a connection of its own.
- *
- * @since 0.1.0
+ * @since 1.0.0
  * @category constructors
  */
 export const makeConfig = (
-  options: ConfigOptions
+  options: PlanStoreOptions
 ): Effect.Effect<
   QuotaConfigNs.Service<QuotaStoreNs.QuotaStoreError> & {
     readonly refresh: Effect.Effect<void, QuotaStoreNs.QuotaStoreError>
   },
   InvalidOptions,
-  Scope.Scope
-> =>
-  Effect.flatMap(RedisClient.client(options), (client) =>
-    Effect.provideService(configInternal.makeConfig(options), RedisClient.RedisClient, { client })
-  )
+  Redis.Redis | Scope.Scope
+> => planStore.makeConfigEffect(options)
 
 /**
- * The plan store as a layer on the shared connection: a `QuotaConfig` whose plans are stored
- * in Redis (see {@link makeConfigShared}).
+ * The plan store as a layer on Effect's own `Redis` service (see {@link makeConfig}).
  *
  * @example
  * ```ts
  * // snippet: compile-only — defines a layer or route for an app to provide
- * import * as RedisClient from "@sluice/core/RedisClient"
+ * import { NodeRedis } from "@effect/platform-node"
  * import * as Redis from "@sluice/quota/Redis"
  * import { Layer } from "effect"
  *
- * const ConfigLive = Redis.layerPlanStoreShared({
+ * const ConfigLive = Redis.layerPlanStore({
  *   key: "sluice:quota:plans",
- *   refresh: "5 seconds",
  *   default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 20, period: "1 second", burst: 40 }] }
- * }).pipe(Layer.provide(RedisClient.layer()))
+ * }).pipe(Layer.provide(NodeRedis.layer({ url: "redis://127.0.0.1:6379" })))
  * ```
- * @since 0.1.0
+ * @since 1.0.0
  * @category layers
  */
-export const layerPlanStoreShared = (
-  options: ConfigOptions
-): Layer.Layer<QuotaConfig, InvalidOptions, RedisClient.RedisClient> =>
-  Layer.effect(QuotaConfig, makeConfigShared(options))
-
-/**
- * The plan store as a layer with a connection of its own.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerPlanStore = (options: ConfigOptions): Layer.Layer<QuotaConfig, InvalidOptions> =>
-  Layer.effect(QuotaConfig, makeConfig(options))
-
-/**
- * A plan as JSON (periods in milliseconds), as the plan store stores it.
- *
- * @since 0.1.0
- * @category encoding
- */
-export const planToJson: (plan: QuotaConfigNs.Plan) => string = planStore.planToJson
+export const layerPlanStore = (
+  options: PlanStoreOptions
+): Layer.Layer<QuotaConfig, InvalidOptions, Redis.Redis> => Layer.effect(QuotaConfig, makeConfig(options))

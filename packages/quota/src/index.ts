@@ -1,7 +1,7 @@
 /**
  * @sluice/quota: tiered per-client quotas — the service, its plans and the memory store.
- * The Redis store and plan store are the subpath `@sluice/quota/Redis` (over ioredis), or
- * `@sluice/quota/EffectRedis` (over Effect's own `Redis` service, never loading `ioredis`), so
+ * The Redis store and plan store are the subpath `@sluice/quota/Redis` (over Effect's own
+ * `Redis` service, e.g. `NodeRedis`), or `@sluice/quota/IoRedis` (over ioredis), so
  * this index never loads `ioredis`.
  *
  * @since 0.1.0

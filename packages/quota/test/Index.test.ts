@@ -21,8 +21,8 @@ describe("@sluice/quota", () => {
     walk(join(src, "index.ts"))
     expect(seen.size).toBeGreaterThan(5)
     expect(
-      [...external].filter((spec) => spec === "ioredis" || spec.startsWith("@sluice/core/Redis"))
+      [...external].filter((spec) => spec === "ioredis" || spec.startsWith("@sluice/core/IoRedis"))
     ).toEqual([])
-    expect([...seen].some((f) => f.endsWith("Redis.ts") || f.endsWith("redisQuotaStore.ts"))).toBe(false)
+    expect([...seen].some((f) => f.endsWith("Redis.ts") || f.endsWith("ioRedisStore.ts"))).toBe(false)
   })
 })

@@ -33,20 +33,17 @@ const loadWithoutIoredis = (...specifiers: ReadonlyArray<string>) =>
   )
 
 describe("without ioredis installed", () => {
-  it("@sluice/quota/EffectRedis and @sluice/adaptive/EffectRedisQpsSensor load (nothing of them resolves ioredis)", async () => {
-    const loaded = await loadWithoutIoredis(
-      "@sluice/quota/EffectRedis",
-      "@sluice/adaptive/EffectRedisQpsSensor"
-    )
+  it("@sluice/quota/Redis and @sluice/adaptive/RedisQpsSensor load (nothing of them resolves ioredis)", async () => {
+    const loaded = await loadWithoutIoredis("@sluice/quota/Redis", "@sluice/adaptive/RedisQpsSensor")
     expect(loaded).toEqual({
-      "@sluice/quota/EffectRedis": { exports: ["layerPlanStore", "layerStore", "makeConfig", "makeStore"] },
-      "@sluice/adaptive/EffectRedisQpsSensor": { exports: ["layer", "make"] }
+      "@sluice/quota/Redis": { exports: ["layerPlanStore", "layerStore", "makeConfig", "makeStore"] },
+      "@sluice/adaptive/RedisQpsSensor": { exports: ["layer", "make"] }
     })
   })
 
-  it("control: @sluice/quota/Redis and @sluice/adaptive/RedisQpsSensor do not load, naming ioredis", async () => {
-    const loaded = await loadWithoutIoredis("@sluice/quota/Redis", "@sluice/adaptive/RedisQpsSensor")
-    for (const specifier of ["@sluice/quota/Redis", "@sluice/adaptive/RedisQpsSensor"]) {
+  it("control: @sluice/quota/IoRedis and @sluice/adaptive/IoRedisQpsSensor do not load, naming ioredis", async () => {
+    const loaded = await loadWithoutIoredis("@sluice/quota/IoRedis", "@sluice/adaptive/IoRedisQpsSensor")
+    for (const specifier of ["@sluice/quota/IoRedis", "@sluice/adaptive/IoRedisQpsSensor"]) {
       expect(loaded[specifier]?.exports, specifier).toBeUndefined()
       expect(loaded[specifier]?.error, specifier).toMatch(/ioredis is not installed .*"ioredis"/)
     }

@@ -2,8 +2,8 @@
 // prefix of the id and its SHA-256, and must not keep the caller's whole id alive (a substring in
 // V8 may be a view into the string it was cut from). Measured as retained heap after a full GC.
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
-import * as Redis from "@sluice/quota/Redis"
-import * as RedisClient from "@sluice/core/RedisClient"
+import * as IoRedis from "@sluice/quota/IoRedis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import fc from "fast-check"
@@ -105,9 +105,9 @@ describe("Quota: a long client id is not kept whole", () => {
           ),
           Effect.provide(
             Quota.layer({ mode: "fallback" }).pipe(
-              Layer.provide(Redis.layerStoreShared({ prefix: "test:long-ids:" })),
+              Layer.provide(IoRedis.layerStoreShared({ prefix: "test:long-ids:" })),
               Layer.provide(QuotaConfig.layer({ default: plan })),
-              Layer.provide(RedisClient.layer({ url: `redis://127.0.0.1:${port}` }))
+              Layer.provide(IoRedisClient.layer({ url: `redis://127.0.0.1:${port}` }))
             )
           )
         )

@@ -1,7 +1,7 @@
 import { Options } from "@sluice/core"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
-import * as RedisClient from "@sluice/core/RedisClient"
-import * as Redis from "@sluice/quota/Redis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
+import * as IoRedis from "@sluice/quota/IoRedis"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
@@ -24,9 +24,9 @@ const memoryLayer = (p: QuotaConfig.PlanInput) =>
   )
 const redisLayer = (p: QuotaConfig.PlanInput) =>
   Quota.layer({ deadline: "2 seconds" }).pipe(
-    Layer.provide(Redis.layerStoreShared({ prefix: unique("ops") + ":" })),
+    Layer.provide(IoRedis.layerStoreShared({ prefix: unique("ops") + ":" })),
     Layer.provide(QuotaConfig.layer({ default: p })),
-    Layer.provide(RedisClient.layer({ url: REDIS_URL }))
+    Layer.provide(IoRedisClient.layer({ url: REDIS_URL }))
   )
 
 const remaining = (client: string) => Effect.map(Quota.get(client), (d) => d.tiers.map((t) => t.remaining))

@@ -1,5 +1,5 @@
 import { Quota, QuotaConfig } from "@sluice/quota"
-import * as Redis from "@sluice/quota/Redis"
+import * as IoRedis from "@sluice/quota/IoRedis"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Cluster } from "ioredis"
@@ -50,7 +50,7 @@ describe("Redis quota store on a three-master Redis Cluster", () => {
   it.live("checks for many clients pass through an ioredis Cluster client, with no CROSSSLOT", () =>
     Effect.gen(function* () {
       const layer = Quota.layer({ deadline: "2 seconds" }).pipe(
-        Layer.provide(Redis.layerStore({ client: cluster })),
+        Layer.provide(IoRedis.layerStore({ client: cluster })),
         Layer.provide(
           QuotaConfig.layer({
             default: {

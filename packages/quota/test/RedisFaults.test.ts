@@ -1,8 +1,8 @@
 import { NodeRedis } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/quota"
-import * as RedisClient from "@sluice/core/RedisClient"
-import * as EffectRedis from "@sluice/quota/EffectRedis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import * as Redis from "@sluice/quota/Redis"
+import * as IoRedis from "@sluice/quota/IoRedis"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
@@ -81,18 +81,18 @@ const blackholeProxy = async (port: number) => {
   }
 }
 
-// the store on each client: ioredis (the shared `RedisClient`) or Effect's `Redis` from NodeRedis
+// the store on each client: ioredis (the shared `IoRedisClient`) or Effect's `Redis` from NodeRedis
 // (node-redis), both reconnecting every 100 ms (node-redis' default backs off to 2 s)
 const transports = [
   {
     name: "ioredis",
     store: (url: string, prefix: string) =>
-      Redis.layerStoreShared({ prefix }).pipe(Layer.provide(RedisClient.layer({ url })))
+      IoRedis.layerStoreShared({ prefix }).pipe(Layer.provide(IoRedisClient.layer({ url })))
   },
   {
     name: "NodeRedis",
     store: (url: string, prefix: string) =>
-      EffectRedis.layerStore({ prefix }).pipe(
+      Redis.layerStore({ prefix }).pipe(
         Layer.provide(NodeRedis.layer({ url, socket: { reconnectStrategy: () => 100 } }))
       )
   }

@@ -1,7 +1,7 @@
 import { Errors, Options } from "@sluice/core"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
-import * as Redis from "@sluice/quota/Redis"
-import * as RedisClient from "@sluice/core/RedisClient"
+import * as IoRedis from "@sluice/quota/IoRedis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import { describe, expect, it } from "@effect/vitest"
 import { type Cause, Config, ConfigProvider, Duration, Effect, Exit, Layer, Logger } from "effect"
 import fc from "fast-check"
@@ -331,11 +331,11 @@ describe("Redis quota store (real Redis, ioredis connections)", () => {
           const first = yield* store.check("cfg", plan, 1)
           const second = yield* store.check("cfg", plan, 1)
           return [first.tiers[0]!.remaining, second.tiers[0]!.remaining]
-        }).pipe(Effect.provide(Redis.layerStoreConfig(config)), withConfigProvider(env))
+        }).pipe(Effect.provide(IoRedis.layerStoreConfig(config)), withConfigProvider(env))
         expect(remaining).toEqual([1, 0])
         expect(yield* withAdmin((redis) => redis.keys(`${prefix}*`))).toEqual([`${prefix}{cfg}`])
         const missing = yield* Effect.exit(
-          Layer.build(Redis.layerStoreConfig(config)).pipe(
+          Layer.build(IoRedis.layerStoreConfig(config)).pipe(
             Effect.scoped,
             withConfigProvider(ConfigProvider.fromEnv({ env: {} }))
           )
@@ -361,7 +361,7 @@ describe("Redis quota store (real Redis, ioredis connections)", () => {
             Effect.provide(
               Quota.layer({ mode }).pipe(
                 Layer.provide(
-                  Redis.layerStore({
+                  IoRedis.layerStore({
                     url: `redis://127.0.0.1:${port}`,
                     redisOptions: { connectTimeout: 200 }
                   })
@@ -402,7 +402,7 @@ describe("Redis quota store (real Redis, ioredis connections)", () => {
       }
       // a port nothing listens on
       const port = yield* Effect.promise(() => freePort())
-      const down = yield* Redis.makeConfig({
+      const down = yield* IoRedis.makeConfig({
         url: `redis://127.0.0.1:${port}`,
         key: unique("plans-down"),
         default: defaultPlan,
@@ -424,8 +424,8 @@ describe("Redis quota store (real Redis, ioredis connections)", () => {
       const quit = new IORedis(REDIS_URL)
       yield* Effect.promise(() => quit.quit())
       const closed = yield* Effect.provideService(
-        Redis.makeConfigShared({ key: unique("plans-quit"), default: defaultPlan, refresh: "1 hour" }),
-        RedisClient.RedisClient,
+        IoRedis.makeConfigShared({ key: unique("plans-quit"), default: defaultPlan, refresh: "1 hour" }),
+        IoRedisClient.IoRedisClient,
         { client: quit }
       )
       for (const write of [

@@ -4,9 +4,9 @@
 // fallback's own admissions) goes back into the new Redis with the checks that follow.
 import { NodeRedis } from "@effect/platform-node"
 import { Quota, QuotaConfig } from "@sluice/quota"
-import * as RedisClient from "@sluice/core/RedisClient"
-import * as EffectRedis from "@sluice/quota/EffectRedis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import * as Redis from "@sluice/quota/Redis"
+import * as IoRedis from "@sluice/quota/IoRedis"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as net from "node:net"
@@ -57,12 +57,12 @@ const transports = [
   {
     name: "ioredis",
     store: (url: string, prefix: string) =>
-      Redis.layerStoreShared({ prefix }).pipe(Layer.provide(RedisClient.layer({ url })))
+      IoRedis.layerStoreShared({ prefix }).pipe(Layer.provide(IoRedisClient.layer({ url })))
   },
   {
     name: "NodeRedis",
     store: (url: string, prefix: string) =>
-      EffectRedis.layerStore({ prefix }).pipe(
+      Redis.layerStore({ prefix }).pipe(
         Layer.provide(NodeRedis.layer({ url, socket: { reconnectStrategy: () => 50 } }))
       )
   }
@@ -144,7 +144,7 @@ describe.each(transports.map((t, i) => ({ name: t.name, index: i })))(
           )
           // the clients spent their plan (the traffic reached them: a loaded machine may slow it);
           // none got more than the bound
-          expect(spentTheirPlan(admitted)).toBe(true)
+          expect(spentTheirPlan(admitted), JSON.stringify(admitted)).toBe(true)
           expect(Math.max(...admitted), JSON.stringify(admitted)).toBeLessThanOrEqual(bound)
           yield* Effect.promise(() => server.kill())
         }),
@@ -182,7 +182,7 @@ describe.each(transports.map((t, i) => ({ name: t.name, index: i })))(
             })
           )
           proxy.close()
-          expect(spentTheirPlan(admitted)).toBe(true)
+          expect(spentTheirPlan(admitted), JSON.stringify(admitted)).toBe(true)
           expect(Math.max(...admitted), JSON.stringify(admitted)).toBeLessThanOrEqual(bound)
           yield* Effect.promise(() => replica.kill())
         }),

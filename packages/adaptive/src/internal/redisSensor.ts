@@ -2,23 +2,23 @@ import * as Kernel from "@sluice/kernel/sample/QpsSensor"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as EffectRedis from "effect/persistence/Redis"
+import * as Redis from "effect/persistence/Redis"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
-import type * as E from "../EffectRedisQpsSensor.js"
+import type * as E from "../RedisQpsSensor.js"
 import type * as Q from "../QpsSensor.js"
 import { Window } from "./qpsSensor.js"
 import { Millis, options, Service, withDefault } from "./service.js"
 
 // The Redis sensor over its commands, and its commands over Effect's `Redis` service. Nothing
-// here may load `ioredis` (`@sluice/adaptive/EffectRedisQpsSensor` imports this file): the
-// commands over ioredis are `redisQpsSensor.ts`.
+// here may load `ioredis` (`@sluice/adaptive/RedisQpsSensor` imports this file): the
+// commands over ioredis are `ioRedisQpsSensor.ts`.
 
 const millis = (fallback: number) => withDefault(Millis, fallback)
 
 const { decode } = options(
-  "RedisQpsSensor",
+  "IoRedisQpsSensor",
   Schema.Struct({
     key: Schema.NonEmptyString,
     prefix: withDefault(Schema.String, Kernel.defaults.prefix),
@@ -52,7 +52,7 @@ export interface SensorConnection {
  *
  * @internal
  */
-export const effectConnection = (redis: EffectRedis.Redis["Service"]): SensorConnection => ({
+export const effectConnection = (redis: Redis.Redis["Service"]): SensorConnection => ({
   add: (counts, ttlSeconds) =>
     Effect.all(
       counts.flatMap(([key, n]) => [
@@ -132,4 +132,4 @@ export const start = <R>(
 
 /** The sensor on Effect's `Redis` service (e.g. `NodeRedis`). @internal */
 export const makeEffect = (options: E.SensorOptions) =>
-  start(options, Effect.map(EffectRedis.Redis, effectConnection))
+  start(options, Effect.map(Redis.Redis, effectConnection))

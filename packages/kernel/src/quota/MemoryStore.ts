@@ -216,6 +216,12 @@ export class MemoryQuotaState {
     return floor
   }
 
+  /** Whether {@link floorOf} would answer a floor (without building it). */
+  holds(client: string, plan: CompiledPlan, now: number): boolean {
+    const state = this.current.clients.get(client) ?? this.previous.clients.get(client)
+    return state !== undefined && state.expiresAt > now && state.shape === plan.shape
+  }
+
   /** Forgets a client: its next check starts with full tiers and no block. */
   reset(client: string): void {
     this.current.clients.delete(client)

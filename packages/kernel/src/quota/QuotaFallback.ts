@@ -14,8 +14,8 @@
  * It also keeps the floor a store may have lost (a Redis restarted without persistence, a
  * replica promoted before the last writes reached it): per client the latest state the store
  * answered, plus what the fallback itself admitted meanwhile, in the store's units.
- * {@link Fallback.floor} is sent with each check; the store raises its state to it (the maximum,
- * never the sum), so a client is never admitted past its plan and the fallback's share across
+ * {@link Fallback.floor} goes with a check when the store may have lost the client's state (see
+ * the Redis store); the store raises its state to it (the maximum, never the sum), so a client is never admitted past its plan and the fallback's share across
  * the loss. The floor is kept on the store's clock (Redis' `TIME`), exactly as answered, so
  * sending it back never raises a store that remembers; the fallback decides on this process's
  * clock, its state moved by the difference seen in the last answer. Penalties, rewards, blocks
@@ -151,6 +151,11 @@ export class Fallback {
    */
   floor(client: string, plan: CompiledPlan, now: number): Array<number> | undefined {
     return this.floors.floorOf(client, plan, now - this.offset)
+  }
+
+  /** Whether {@link floor} would answer a floor for this client (a map lookup, nothing built). */
+  knows(client: string, plan: CompiledPlan, now: number): boolean {
+    return this.floors.holds(client, plan, now - this.offset)
   }
 
   /** A penalty (`units` > 0) or a reward (< 0), as the store gets it. */

@@ -58,6 +58,22 @@ const READ_ANY = `
   end`
 
 /**
+ * The floor argument that says "the caller holds a floor for this client" without sending it
+ * (see {@link scriptFor}).
+ *
+ * @since 1.0.0
+ */
+export const KNOWN_CLIENT = "k"
+
+/**
+ * The `allowed` field of a reply to a check sent with {@link KNOWN_CLIENT} whose key was missing:
+ * nothing decided, nothing written; send the check again with the floor.
+ *
+ * @since 1.0.0
+ */
+export const LOST = 4
+
+/**
  * The Lua script that decides every tier of a plan at once, on ONE key per client. It is
  * generated for the plan: straight-line code, so Redis runs no loop; with `baked` the plan's
  * numbers are written into it (the check sends only the cost), otherwise they come as
@@ -87,7 +103,10 @@ const READ_ANY = `
  * sliding-window window, current, previous). A Redis that restarted without persistence, or a
  * replica promoted before the last writes reached it, has lost some of the state; the floor puts
  * it back: every tier is raised to the larger of the two (never the sum), and a raised state is
- * written even when the check is denied. Reply: time (ms), allowed (1/0, plus 2 when the floor
+ * written even when the check is denied. Instead of the floor the caller may send
+ * {@link KNOWN_CLIENT} (one argument: it holds a floor for this client): a missing key is then
+ * answered `{ time, LOST }`, undecided and unwritten, and the caller sends the check again with
+ * the floor, so a check carries the floor only when Redis lost the client's key. Reply: time (ms), allowed (1/0, plus 2 when the floor
  * raised the state), blocked for (ms: 0 when not blocked, negated when this denial starts the block, whose
  * denying tiers then report at least the block: `startBlock`), the state before consumption rolled to that
  * time (gcra: the debt `(tat − time) × limit`; sliding-window: current, previous), then, when
@@ -211,7 +230,11 @@ export const scriptFor = (plan: CompiledPlan, baked: boolean): string => {
     // the floor sent with the check (the state this client had, as the caller last knew it: a
     // Redis restarted or failed over may have lost it): the larger of the two, never the sum
     "local raised = false",
-    `if ARGV[${floorAt}] then`,
+    // the caller knows this client (it holds a floor) but sent none: a missing key is a lost
+    // state, answered as such, undecided, for the caller to send the floor
+    `if ARGV[${floorAt}] == '${KNOWN_CLIENT}' then`,
+    `  if type(v) ~= 'string' then return { now, ${LOST} } end`,
+    `elseif ARGV[${floorAt}] then`,
     `  local fb = num(ARGV[${floorAt}])`,
     "  if fb > now and fb > b then b, raised = fb, true end",
     ...raise,
@@ -379,7 +402,8 @@ export const keyOf = (prefix: string, client: string): string => prefix + "{" + 
  * the script itself after NOSCRIPT), then `numkeys`, the key, the cost and, unless the script
  * has the plan's numbers written in, the rest of {@link CompiledPlan.redisArgs}, then the floor, if
  * any: the client's block and state in the plan's layout as the caller last knew them (the
- * script raises the stored state to it: the larger of the two, never the sum).
+ * script raises the stored state to it: the larger of the two, never the sum), or
+ * {@link KNOWN_CLIENT} in its place.
  *
  * @since 0.2.0
  */
@@ -388,10 +412,19 @@ export const checkArgs = (
   plan: CompiledPlan,
   key: string,
   cost: number,
-  floor?: ArrayLike<number>
+  floor?: ArrayLike<number> | typeof KNOWN_CLIENT
 ): Array<string> => {
   const tail = plan.redisArgs
   const size = script.baked ? 4 : 3 + tail.length
+  if (floor === KNOWN_CLIENT) {
+    const args: Array<string> = new Array(size + 1)
+    args[1] = "1"
+    args[2] = key
+    args[3] = cost === 1 ? "1" : String(cost)
+    if (!script.baked) for (let i = 1; i < tail.length; i++) args[3 + i] = tail[i]!
+    args[size] = KNOWN_CLIENT
+    return args
+  }
   const args: Array<string> = new Array(floor === undefined ? size : size + floor.length)
   args[1] = "1"
   args[2] = key
@@ -416,15 +449,18 @@ export const adjustArgs = (
 ): Array<string> => ["", "1", key, String(units), String(blockMs), ...tierSpecArgs(plan)]
 
 /**
- * What a failed Redis command says of Redis, from its message: it timed out, it cannot be
- * reached (refused, reset, closed, loading, a cluster or replica down), or any other error.
+ * What a failed Redis command says of Redis, from its message: it timed out (ioredis' "Command
+ * timed out"; node-redis' "Connection timeout", "Socket timeout …", "Command timeout …", and the
+ * empty `TimeoutError` it fails a command with once the command's own timeout has passed, read by
+ * its name), it cannot be reached (refused, reset, closed, not writeable, offline, loading, a
+ * cluster or replica down), or any other error.
  *
  * @since 0.2.0
  */
 export const errorReason = (message: string): "unavailable" | "error" | "timeout" =>
-  /timed out/i.test(message)
+  /timed out|^(?:Connection|Socket|Command) timeout|^TimeoutError$/i.test(message)
     ? "timeout"
-    : /writeable|closed|ECONNREFUSED|ECONNRESET|EPIPE|not connected|Connection is closed|LOADING|MasterDown|CLUSTERDOWN/i.test(
+    : /writeable|closed|offline|Disconnects client|ECONNREFUSED|ECONNRESET|EPIPE|not connected|Connection is closed|LOADING|MasterDown|CLUSTERDOWN|root nodes are unavailable/i.test(
           message
         )
       ? "unavailable"

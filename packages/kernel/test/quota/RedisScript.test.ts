@@ -109,8 +109,21 @@ describe("RedisScript", () => {
   })
 
   it("what a failed command says of Redis", () => {
-    expect(RedisScript.errorReason("Command timed out")).toBe("timeout")
     for (const message of [
+      "Command timed out",
+      // node-redis
+      "Connection timeout",
+      "Socket timeout timeout. Expecting data, but didn't receive any in 300ms.",
+      "Command timeout during maintenance. Waited to write command for more than 300ms.",
+      "TimeoutError"
+    ])
+      expect(RedisScript.errorReason(message)).toBe("timeout")
+    for (const message of [
+      "The client is offline",
+      "The client is closed",
+      "Socket closed unexpectedly",
+      "Disconnects client",
+      "All the root nodes are unavailable",
       "connect ECONNREFUSED 127.0.0.1:6379",
       "Connection is closed.",
       "Stream isn't writeable and enableOfflineQueue options is false",
@@ -118,6 +131,7 @@ describe("RedisScript", () => {
       "CLUSTERDOWN The cluster is down"
     ])
       expect(RedisScript.errorReason(message)).toBe("unavailable")
-    expect(RedisScript.errorReason("ERR Error running script")).toBe("error")
+    for (const message of ["ERR Error running script", "", "Error", "ERR timeout is not an integer"])
+      expect(RedisScript.errorReason(message)).toBe("error")
   })
 })

@@ -319,6 +319,13 @@ export const make = (
       return Effect.andThen(Effect.exit(breaker.withBreaker(Effect.failCause(cause))), decided)
     }
 
+    // The client's floor, for the store to ask for if it finds the client's state lost: given only
+    // when the fallback holds one (a lookup per check; the floor itself is built when asked for)
+    const floorOf = (call: Call): (() => ReadonlyArray<number> | undefined) | undefined =>
+      fallback !== undefined && fallback.knows(call.id, call.plan, wholeMs())
+        ? () => fallback.floor(call.id, call.plan, wholeMs())
+        : undefined
+
     // The remote hot path while the breaker is closed: ONE Effect.callback per check. It reads
     // the clock once (latency and deadline), registers the deadline (a linked-list append, no
     // timer, no fiber), and finishes the decision in the store's callback. Its register function
@@ -352,7 +359,7 @@ export const make = (
             if (paced === undefined) resume(decided)
             else paced(() => resume(decided))
           },
-          fallback?.floor(call.id, call.plan, wholeMs())
+          floorOf(call)
         )
       })
 
@@ -373,7 +380,7 @@ export const make = (
             if (error !== undefined) return resume(Effect.fail(error))
             resume(Effect.succeed(answered(entry, call, start, result!, false)))
           },
-          fallback?.floor(call.id, call.plan, wholeMs())
+          floorOf(call)
         )
         return Effect.sync(() => {
           queue.settle(entry)

@@ -1,6 +1,6 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as EffectRedis from "effect/persistence/Redis"
+import * as Redis from "effect/persistence/Redis"
 import type * as Scope from "effect/Scope"
 import type { InvalidOptions } from "@sluice/core/Options"
 import * as PlanTable from "@sluice/kernel/quota/QuotaConfig"
@@ -11,8 +11,8 @@ import { type QuotaStoreError, toSpec } from "./quotaPlan.js"
 import type * as QuotaConfigNs from "../QuotaConfig.js"
 
 // The plan store over its commands, and its commands over Effect's `Redis` service. Nothing here
-// may load `ioredis` (`@sluice/quota/EffectRedis` imports this file): the commands over ioredis
-// are `redisQuotaConfig.ts`.
+// may load `ioredis` (`@sluice/quota/Redis` imports this file): the commands over ioredis
+// are `ioRedisPlanStore.ts`.
 
 /** A plan as JSON (periods in milliseconds), as the plan source stores it. @internal */
 export const planToJson = (plan: Plan): string => PlanTable.toJson(toSpec(plan))
@@ -49,7 +49,7 @@ const asString = (reply: unknown): string | null =>
  *
  * @internal
  */
-export const effectConnection = (redis: EffectRedis.Redis["Service"]): PlanConnection => {
+export const effectConnection = (redis: Redis.Redis["Service"]): PlanConnection => {
   const send = (command: string, ...args: Array<string>) =>
     Effect.mapError(redis.send<unknown>(command, ...args), toStoreError)
   return {
@@ -78,8 +78,8 @@ export const makeConfigEffect = (
 ): Effect.Effect<
   QuotaConfigNs.Service<QuotaStoreError> & { readonly refresh: Effect.Effect<void, QuotaStoreError> },
   InvalidOptions,
-  EffectRedis.Redis | Scope.Scope
-> => Effect.flatMap(EffectRedis.Redis, (redis) => makeConfigOn(effectConnection(redis), options))
+  Redis.Redis | Scope.Scope
+> => Effect.flatMap(Redis.Redis, (redis) => makeConfigOn(effectConnection(redis), options))
 
 /** The plan source over its commands. @internal */
 export const makeConfigOn = (

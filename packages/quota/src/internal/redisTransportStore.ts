@@ -1,8 +1,9 @@
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as EffectRedis from "effect/persistence/Redis"
+import * as Redis from "effect/persistence/Redis"
 import {
   ADJUST_SCRIPT,
   ADJUST_SHA,
@@ -10,6 +11,8 @@ import {
   checkArgs,
   errorReason,
   keyOf,
+  KNOWN_CLIENT,
+  LOST,
   parseReply,
   ScriptCache
 } from "@sluice/kernel/quota/RedisScript"
@@ -18,14 +21,19 @@ import type { Store, StoreResult } from "../QuotaStore.js"
 import { QuotaStoreError } from "./quotaPlan.js"
 
 // The Redis store over any transport, and the transport over Effect's `Redis` service. Nothing
-// here may load `ioredis` (`@sluice/quota/EffectRedis` imports this file): the ioredis transport
-// is `redisQuotaStore.ts`.
+// here may load `ioredis` (`@sluice/quota/Redis` imports this file): the ioredis transport
+// is `ioRedisStore.ts`.
 
-/** A failed command's message (an Effect `RedisError`'s is its cause's). */
+/**
+ * A failed command's message (an Effect `RedisError`'s is its cause's); an error without one by
+ * its class name: node-redis fails a command whose own timeout passed with an empty
+ * `TimeoutError`.
+ */
 const messageOf = (error: unknown): string => {
   if (error instanceof Error) {
-    if (error.message === "" && "cause" in error && error.cause !== undefined) return messageOf(error.cause)
-    return error.message
+    if (error.message !== "") return error.message
+    if ("cause" in error && error.cause !== undefined) return messageOf(error.cause)
+    return error.name !== "Error" ? error.name : error.constructor.name
   }
   return String(error)
 }
@@ -58,13 +66,39 @@ export interface Transport {
   readonly endCheck?: (() => void) | undefined
 }
 
-/** Makes the Redis store over a transport. One `EVALSHA` per check. @internal */
+/**
+ * How long checks keep sending their client's whole floor after the store was disrupted (a
+ * reconnection, a failed check, `NOSCRIPT`, a lost key), counted from the first answer after it:
+ * a replica promoted before the last writes reached it still holds the client's key, with an
+ * older state, which only the floor itself raises.
+ */
+const CARRY_MS = 30_000
+
+/** The store, and the signal of a disruption (e.g. the connection closed). @internal */
+export interface TransportStore extends Store {
+  readonly disrupted: () => void
+}
+
+/**
+ * Makes the Redis store over a transport. One `EVALSHA` per check. A check of a client this
+ * instance holds a floor for sends one argument in its place (`KNOWN_CLIENT`); the floor itself
+ * goes only when the script answers that the client's key was lost (a second round trip, once per
+ * client after a restart), and with every check for `CARRY_MS` after a disruption. `now`: the
+ * time in milliseconds (Effect's Clock).
+ *
+ * @internal
+ */
 export const makeStoreFromTransport = (
   transport: Transport,
+  now: () => number,
   prefix = "sluice:quota:",
   scripts: ScriptCache = new ScriptCache()
-): Store => {
+): TransportStore => {
   const name = "redis"
+  /** a disruption was seen and no answer has come since */
+  let disrupted = false
+  /** checks send their whole floor until then (0: not carrying) */
+  let carryUntil = 0
 
   /** EVALSHA, falling back to EVAL once on NOSCRIPT (restart, SCRIPT FLUSH, another node). */
   const run = (
@@ -99,24 +133,75 @@ export const makeStoreFromTransport = (
 
   const checkCallback: NonNullable<Store["checkCallback"]> = (client, plan, cost, callback, floor) => {
     const compiled = scripts.get(plan)
-    transport.beginCheck?.()
-    run(
-      compiled.sha,
-      compiled.script,
-      checkArgs(compiled, plan, keyOf(prefix, client), cost, floor),
-      (error, reply) => {
-        transport.endCheck?.()
-        if (error) return callback(toStoreError(error), undefined)
-        let result: StoreResult
-        try {
-          result = parseReply(reply as Array<number>, plan, cost)
-        } catch (e) {
-          return callback(toStoreError(e), undefined)
+    const key = keyOf(prefix, client)
+    let carry = false
+    if (floor !== undefined && (disrupted || carryUntil !== 0)) {
+      if (disrupted || now() < carryUntil) carry = true
+      else carryUntil = 0
+    }
+    let sentFloor = false
+    /** the floor sent held something (not just asked for) */
+    let carried = false
+    const argsFor = (withFloor: boolean): Array<string> => {
+      if (floor === undefined) return checkArgs(compiled, plan, key, cost)
+      if (!withFloor) return checkArgs(compiled, plan, key, cost, KNOWN_CLIENT)
+      sentFloor = true
+      const numbers = floor()
+      carried = numbers !== undefined
+      return checkArgs(compiled, plan, key, cost, numbers)
+    }
+    let args = argsFor(carry)
+    let loaded = false
+    let resent = false
+    const send = (command: string) => {
+      try {
+        transport.send(command, args, onReply, true)
+      } catch (e) {
+        loaded = true
+        onReply(e, undefined)
+      }
+    }
+    const onReply = (error: unknown, reply: unknown): void => {
+      if (error) {
+        // EVALSHA, sent again with EVAL once on NOSCRIPT: a restarted or failed-over Redis (or
+        // SCRIPT FLUSH), which may have lost the client's state too
+        if (!loaded && messageOf(error).startsWith("NOSCRIPT")) {
+          loaded = true
+          disrupted = true
+          if (!sentFloor && floor !== undefined) args = argsFor(true)
+          args[0] = compiled.script
+          return send("EVAL")
         }
-        callback(undefined, result)
-      },
-      true
-    )
+        disrupted = true
+        transport.endCheck?.()
+        return callback(toStoreError(error), undefined)
+      }
+      if (!resent && (reply as Array<number>)[1] === LOST) {
+        // the key of a client this instance knows is gone: again, with the floor (a floor that
+        // still holds something says Redis lost state: others' keys may be stale too)
+        resent = true
+        loaded = false
+        args = argsFor(true)
+        if (carried) disrupted = true
+        args[0] = compiled.sha
+        return send("EVALSHA")
+      }
+      if (disrupted) {
+        disrupted = false
+        carryUntil = now() + CARRY_MS
+      }
+      transport.endCheck?.()
+      let result: StoreResult
+      try {
+        result = parseReply(reply as Array<number>, plan, cost)
+      } catch (e) {
+        return callback(toStoreError(e), undefined)
+      }
+      callback(undefined, result)
+    }
+    transport.beginCheck?.()
+    args[0] = compiled.sha
+    send("EVALSHA")
   }
 
   /** A command as an Effect, its error as the store's. */
@@ -145,6 +230,9 @@ export const makeStoreFromTransport = (
     refund: (client, plan, cost) =>
       run(ADJUST_SHA, ADJUST_SCRIPT, adjustArgs(plan, keyOf(prefix, client), -cost, 0), () => {}),
     block: (client, plan, durationMs) => adjust(client, plan, 0, durationMs),
+    disrupted: () => {
+      disrupted = true
+    },
     reset: (client) =>
       effect((callback) => {
         try {
@@ -165,7 +253,7 @@ export const makeStoreFromTransport = (
  * @internal
  */
 export const effectTransport = (
-  redis: EffectRedis.Redis["Service"],
+  redis: Redis.Redis["Service"],
   context: Context.Context<never>
 ): Transport => {
   const run = Effect.runCallbackWith(context)
@@ -196,9 +284,10 @@ export const effectTransport = (
 export const makeStoreEffect = (
   prefix?: string,
   maxBaked?: number
-): Effect.Effect<Store, never, EffectRedis.Redis> =>
+): Effect.Effect<Store, never, Redis.Redis> =>
   Effect.gen(function* () {
-    const redis = yield* EffectRedis.Redis
+    const redis = yield* Redis.Redis
+    const clock = yield* Clock.Clock
     const transport = effectTransport(redis, yield* Effect.context<never>())
     const scripts = new ScriptCache(maxBaked)
     scripts.onNew = (script) =>
@@ -210,5 +299,5 @@ export const makeStoreEffect = (
         },
         false
       )
-    return makeStoreFromTransport(transport, prefix, scripts)
+    return makeStoreFromTransport(transport, () => clock.currentTimeMillisUnsafe(), prefix, scripts)
   })

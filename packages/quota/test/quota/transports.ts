@@ -3,12 +3,12 @@
  * connection of the store's own) and Effect's `Redis` service from `NodeRedis` (node-redis).
  */
 import { NodeRedis } from "@effect/platform-node"
-import * as RedisClient from "@sluice/core/RedisClient"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import type { QuotaStore } from "@sluice/quota"
-import * as EffectRedis from "@sluice/quota/EffectRedis"
 import * as Redis from "@sluice/quota/Redis"
+import * as IoRedis from "@sluice/quota/IoRedis"
 import { Effect, Layer, type Scope } from "effect"
-import { makeStore } from "../../src/internal/redisQuotaStore.js"
+import { makeStore } from "../../src/internal/ioRedisStore.js"
 import { makeStoreEffect } from "../../src/internal/redisTransportStore.js"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
@@ -24,8 +24,8 @@ export interface Transport {
   readonly layerStore: (prefix: string) => Layer.Layer<QuotaStore.QuotaStore, unknown>
   /** The plan store on a connection opened for it, closed with the scope. */
   readonly makeConfig: (
-    options: EffectRedis.PlanStoreOptions
-  ) => Effect.Effect<Effect.Success<ReturnType<typeof Redis.makeConfig>>, unknown, Scope.Scope>
+    options: Redis.PlanStoreOptions
+  ) => Effect.Effect<Effect.Success<ReturnType<typeof IoRedis.makeConfig>>, unknown, Scope.Scope>
 }
 
 /** Effect's `Redis` (and `NodeRedis`) in the scope. */
@@ -35,9 +35,11 @@ export const transports: ReadonlyArray<Transport> = [
   {
     name: "ioredis",
     makeStore: (prefix, maxBaked) =>
-      Effect.flatMap(RedisClient.client({ url: REDIS_URL }), (client) => makeStore(client, prefix, maxBaked)),
-    layerStore: (prefix) => Redis.layerStore({ url: REDIS_URL, prefix }),
-    makeConfig: (options) => Redis.makeConfig({ url: REDIS_URL, ...options })
+      Effect.flatMap(IoRedisClient.client({ url: REDIS_URL }), (client) =>
+        makeStore(client, prefix, maxBaked)
+      ),
+    layerStore: (prefix) => IoRedis.layerStore({ url: REDIS_URL, prefix }),
+    makeConfig: (options) => IoRedis.makeConfig({ url: REDIS_URL, ...options })
   },
   {
     name: "NodeRedis",
@@ -46,8 +48,8 @@ export const transports: ReadonlyArray<Transport> = [
         Effect.provideContext(makeStoreEffect(prefix, maxBaked), context)
       ),
     layerStore: (prefix) =>
-      EffectRedis.layerStore({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url: REDIS_URL }))),
+      Redis.layerStore({ prefix }).pipe(Layer.provide(NodeRedis.layer({ url: REDIS_URL }))),
     makeConfig: (options) =>
-      Effect.flatMap(nodeRedis, (context) => Effect.provideContext(EffectRedis.makeConfig(options), context))
+      Effect.flatMap(nodeRedis, (context) => Effect.provideContext(Redis.makeConfig(options), context))
   }
 ]

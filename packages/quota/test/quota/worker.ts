@@ -4,8 +4,8 @@
  * how many checks were admitted.
  */
 import { Quota, QuotaConfig } from "@sluice/quota"
-import * as RedisClient from "@sluice/core/RedisClient"
-import * as Redis from "@sluice/quota/Redis"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
+import * as IoRedis from "@sluice/quota/IoRedis"
 import { Effect, Layer, Metric } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import * as readline from "node:readline"
@@ -22,9 +22,9 @@ const options = JSON.parse(
 const concurrency = Number(process.env.QUOTA_CONCURRENCY ?? "16")
 
 const layer = Quota.layer(options).pipe(
-  Layer.provide(Redis.layerStoreShared({ prefix })),
+  Layer.provide(IoRedis.layerStoreShared({ prefix })),
   Layer.provide(QuotaConfig.layer({ default: plan })),
-  Layer.provide(RedisClient.layer({ url }))
+  Layer.provide(IoRedisClient.layer({ url }))
 )
 
 const waitForGo = Effect.callback<void>((resume) => {

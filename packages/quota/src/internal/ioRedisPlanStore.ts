@@ -1,10 +1,10 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { InvalidOptions } from "@sluice/core/Options"
-import { RedisClient } from "@sluice/core/RedisClient"
+import { IoRedisClient } from "@sluice/core/IoRedisClient"
 import type * as QuotaConfigNs from "../QuotaConfig.js"
 import type { QuotaStoreError } from "./quotaPlan.js"
-import type { Client } from "./redisQuotaStore.js"
+import type { Client } from "./ioRedisStore.js"
 import { type ConfigOptions, makeConfigOn, type PlanConnection } from "./redisPlanStore.js"
 import { toStoreError } from "./redisTransportStore.js"
 
@@ -26,5 +26,5 @@ export const makeConfig = (
 ): Effect.Effect<
   QuotaConfigNs.Service<QuotaStoreError> & { readonly refresh: Effect.Effect<void, QuotaStoreError> },
   InvalidOptions,
-  RedisClient | Scope.Scope
-> => Effect.flatMap(RedisClient, ({ client }) => makeConfigOn(ioredisConnection(client), options))
+  IoRedisClient | Scope.Scope
+> => Effect.flatMap(IoRedisClient, ({ client }) => makeConfigOn(ioredisConnection(client), options))

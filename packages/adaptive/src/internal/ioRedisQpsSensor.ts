@@ -1,10 +1,10 @@
-import * as RedisClient from "@sluice/core/RedisClient"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import * as Effect from "effect/Effect"
-import type * as R from "../RedisQpsSensor.js"
+import type * as R from "../IoRedisQpsSensor.js"
 import { type SensorConnection, start } from "./redisSensor.js"
 
 /** The sensor's commands over an ioredis client: one pipeline per flush. @internal */
-export const ioredisConnection = (redis: RedisClient.Client): SensorConnection => ({
+export const ioredisConnection = (redis: IoRedisClient.Client): SensorConnection => ({
   add: (counts, ttlSeconds) =>
     Effect.tryPromise(() => {
       const pipeline = redis.pipeline()
@@ -23,8 +23,8 @@ export const ioredisConnection = (redis: RedisClient.Client): SensorConnection =
 
 // The sensor over a client: its own connection (`make`) or the app's shared one.
 const startOn = <Env>(
-  options: R.RedisQpsSensorOptions,
-  connect: (connection: RedisClient.ConnectionOptions) => Effect.Effect<SensorConnection, never, Env>
+  options: R.IoRedisQpsSensorOptions,
+  connect: (connection: IoRedisClient.ConnectionOptions) => Effect.Effect<SensorConnection, never, Env>
 ) =>
   Effect.suspend(() => {
     const { client, redisOptions, url, ...rest } = options
@@ -32,9 +32,11 @@ const startOn = <Env>(
   })
 
 /** @internal */
-export const make = (options: R.RedisQpsSensorOptions) =>
-  startOn(options, (connection) => Effect.map(RedisClient.client(connection), ioredisConnection))
+export const make = (options: R.IoRedisQpsSensorOptions) =>
+  startOn(options, (connection) => Effect.map(IoRedisClient.client(connection), ioredisConnection))
 
-/** The sensor on the app's shared client (`@sluice/core/RedisClient`). @internal */
-export const makeShared = (options: R.RedisQpsSensorOptions) =>
-  startOn(options, () => Effect.map(RedisClient.RedisClient, (shared) => ioredisConnection(shared.client)))
+/** The sensor on the app's shared client (`@sluice/core/IoRedisClient`). @internal */
+export const makeShared = (options: R.IoRedisQpsSensorOptions) =>
+  startOn(options, () =>
+    Effect.map(IoRedisClient.IoRedisClient, (shared) => ioredisConnection(shared.client))
+  )

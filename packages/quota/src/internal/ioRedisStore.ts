@@ -1,10 +1,11 @@
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { Cluster, Redis as IORedis } from "ioredis"
 import { Command } from "ioredis"
 import { ScriptCache } from "@sluice/kernel/quota/RedisScript"
 import type { Store } from "../QuotaStore.js"
-import { makeStoreFromTransport, type Transport } from "./redisTransportStore.js"
+import { makeStoreFromTransport, type Transport, type TransportStore } from "./redisTransportStore.js"
 
 /** @internal */
 export type Client = IORedis | Cluster
@@ -80,15 +81,17 @@ export const ioredisTransport = (redis: Client): Transport => {
 /** Makes the Redis store from a client. One `EVALSHA` per check. @internal */
 export const makeStoreFromClient = (
   redis: Client,
+  now: () => number,
   prefix = "sluice:quota:",
   scripts: ScriptCache = new ScriptCache()
-): Store => makeStoreFromTransport(ioredisTransport(redis), prefix, scripts)
+): TransportStore => makeStoreFromTransport(ioredisTransport(redis), now, prefix, scripts)
 
 /**
  * The Redis store on a client: loads each shape's script when it is first seen (sent before
  * that check's EVALSHA on the same connection), and all of them again after every
  * reconnection (a restarted server has an empty script cache), so checks are a single
- * EVALSHA; NOSCRIPT still recovers otherwise.
+ * EVALSHA; NOSCRIPT still recovers otherwise. A closed connection is a disruption: the checks
+ * after it carry their floors (see `makeStoreFromTransport`).
  *
  * @internal
  */
@@ -110,7 +113,17 @@ export const makeStore = (
     const onReady = () => {
       for (const script of scripts.scripts) load(script)
     }
+    const clock = yield* Clock.Clock
+    const store = makeStoreFromClient(redis, () => clock.currentTimeMillisUnsafe(), prefix, scripts)
+    // a connection that closed may come back to another server (restarted, or a promoted replica)
+    const onClose = () => store.disrupted()
     redis.on("ready", onReady)
-    yield* Effect.addFinalizer(() => Effect.sync(() => redis.off("ready", onReady)))
-    return makeStoreFromClient(redis, prefix, scripts)
+    redis.on("close", onClose)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        redis.off("ready", onReady)
+        redis.off("close", onClose)
+      })
+    )
+    return store
   })

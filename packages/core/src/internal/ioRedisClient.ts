@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { RedisOptions } from "ioredis"
 import { Redis as IORedis } from "ioredis"
-import type { Client, ConnectionOptions } from "../RedisClient.js"
+import type { Client, ConnectionOptions } from "../IoRedisClient.js"
 
 /** @internal */
 export const defaultRedisOptions: RedisOptions = {

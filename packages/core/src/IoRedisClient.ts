@@ -1,8 +1,10 @@
 /**
- * One Redis connection for everything Sluice keeps in Redis: the quota store and the plan
- * store (`@sluice/quota/Redis`, `layerStoreShared` and `layerPlanStoreShared`) and the
- * QPS sensor (`@sluice/adaptive/RedisQpsSensor`) all take their client from this service, so an
- * application opens one connection (or passes a client, or a cluster, it chose).
+ * One ioredis connection for everything Sluice keeps in Redis over ioredis: the quota store and the plan
+ * store (`@sluice/quota/IoRedis`, `layerStoreShared` and `layerPlanStoreShared`) and the
+ * QPS sensor (`@sluice/adaptive/IoRedisQpsSensor`) all take their client from this service, so an
+ * application opens one connection (or passes a client, or a cluster, it chose). An app on Effect's
+ * own `Redis` service (e.g. `NodeRedis`) needs none of this: `@sluice/quota/Redis` and
+ * `@sluice/adaptive/RedisQpsSensor` take that connection.
  *
  * This module imports `ioredis` (an optional peer dependency); `@sluice/core` itself never
  * loads it.
@@ -23,7 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Cluster, Redis as IORedis, RedisOptions } from "ioredis"
-import * as internal from "./internal/redisClient.js"
+import * as internal from "./internal/ioRedisClient.js"
 
 /**
  * A standalone or cluster ioredis client.
@@ -75,7 +77,7 @@ export interface Service {
  * @since 0.2.0
  * @category tags
  */
-export class RedisClient extends Context.Service<RedisClient, Service>()("@sluice/core/RedisClient") {}
+export class IoRedisClient extends Context.Service<IoRedisClient, Service>()("@sluice/core/IoRedisClient") {}
 
 /**
  * Acquires a client: the given one as is, or a new one closed with the scope. Waits (at most
@@ -94,9 +96,9 @@ export const client = (options: ConnectionOptions = {}): Effect.Effect<Client, n
  * @example
  * ```ts
  * // snippet: compile-only — defines a layer or route for an app to provide
- * import * as RedisClient from "@sluice/core/RedisClient"
+ * import * as IoRedisClient from "@sluice/core/IoRedisClient"
  * import { Quota, QuotaConfig } from "@sluice/quota"
- * import * as Redis from "@sluice/quota/Redis"
+ * import * as IoRedis from "@sluice/quota/IoRedis"
  * import { Layer } from "effect"
  *
  * const plan: QuotaConfig.PlanInput = {
@@ -104,16 +106,16 @@ export const client = (options: ConnectionOptions = {}): Effect.Effect<Client, n
  * }
  * // one connection, shared by the store and the plan source
  * const QuotaLive = Quota.layer().pipe(
- *   Layer.provide(Redis.layerStoreShared({ prefix: "myapp:quota:" })),
- *   Layer.provide(Redis.layerPlanStoreShared({ default: plan })),
- *   Layer.provide(RedisClient.layer({ url: "redis://127.0.0.1:6379" }))
+ *   Layer.provide(IoRedis.layerStoreShared({ prefix: "myapp:quota:" })),
+ *   Layer.provide(IoRedis.layerPlanStoreShared({ default: plan })),
+ *   Layer.provide(IoRedisClient.layer({ url: "redis://127.0.0.1:6379" }))
  * )
  * ```
  * @since 0.2.0
  * @category layers
  */
-export const layer = (options: ConnectionOptions = {}): Layer.Layer<RedisClient> =>
+export const layer = (options: ConnectionOptions = {}): Layer.Layer<IoRedisClient> =>
   Layer.effect(
-    RedisClient,
+    IoRedisClient,
     Effect.map(internal.acquire(options), (client): Service => ({ client }))
   )
