@@ -105,11 +105,15 @@ export interface Service {
    * at all.
    */
   readonly gate: (key: string) => Admission.Gate<Ticket, Errors.Throttled>
-  /** Synchronous peek of the windowed counts of `key`. */
+  /**
+   * Synchronous peek of the windowed counts of `key`: `requests` (counted as each is
+   * admitted, before its call, so those in flight are in), `accepts`, and `inFlight`, the
+   * requests not settled yet (the formula runs over `requests − inFlight`).
+   */
   readonly unsafeStats: (
     key: string,
     nowMillis?: number
-  ) => { readonly requests: number; readonly accepts: number }
+  ) => { readonly requests: number; readonly accepts: number; readonly inFlight: number }
   /** The keys currently tracked (at most `maxKeys`). */
   readonly unsafeKeys: () => ReadonlyArray<string>
   /** The K used for a level. */
