@@ -159,9 +159,10 @@ const spawnChild = (path: string) =>
         ? process.execArgv
         : ["--import", "tsx"]
       const child = fork(path, [], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] })
+      // Generous: on a machine shared by many processes a child's loader alone can take 30 s.
       const timer = setTimeout(
-        () => resume(Effect.fail(new Error("the load generator did not start in 30 s"))),
-        30_000
+        () => resume(Effect.fail(new Error(`${path}: the child process did not start in 90 s`))),
+        90_000
       )
       child.once("message", () => {
         clearTimeout(timer)
