@@ -15,7 +15,7 @@
  *
  * An operation is a GET with a criticality (shares as in the parent's mix: CRITICAL,
  * SHEDDABLE_PLUS, SHEDDABLE) and succeeds when a 2xx arrives within `deadlineMs` of its
- * arrival (retries included). A Sluice operation runs under that deadline
+ * arrival (retries included). With `deadlines`, a Sluice operation runs under that deadline
  * (`Retry.currentDeadline`), so its client sends the time left on every attempt
  * (`x-sluice-deadline-ms`); a naive one cannot. Every attempt also carries the operation's
  * give-up time as an absolute wall-clock time in a bench-only header (`GIVE_UP_HEADER`), by

@@ -24,8 +24,8 @@
  * 5. client fleets in a third process (`bench/overload-fleet.ts`): the same arrivals of
  *    operations at 10× (the mix's shares), made by 4 `SluiceHttpClient`s (`makeDefault`: each
  *    its own retry budget, adaptive throttle, concurrency limiter) and then by 4 naive clients that
- *    retry every failure at once (3 attempts), each operation with a 2 s deadline (the Sluice
- *    clients send it, `x-sluice-deadline-ms`; the naive ones cannot); the server counts the
+ *    retry every failure at once (3 attempts), each operation with a 2 s deadline (sent by the
+ *    Sluice clients with `--fleet-deadlines`; the naive ones cannot); the server counts the
  *    attempts that reach it, and its handler runs for callers that had already given up
  *    (`wastedWork`: each attempt names its operation's give-up time in a bench-only header;
  *    the handler compares it with the wall clock when it starts and when it finishes).
@@ -56,7 +56,8 @@
  * `--fleet-limiter default|aimd|per-host-fifo` (the Sluice clients' limiter: their default,
  * a congestion window per host and criticality level serving waiters newest first; `AimdLimit`;
  * or one window and throttle per host serving waiters oldest first, as before),
- * `--no-fleet-deadlines` (the Sluice fleet does not send its operations' deadlines),
+ * `--fleet-deadlines` (the Sluice fleet's operations run under their deadline, so their
+ * attempts carry it, `x-sluice-deadline-ms`; off by default, as the fleet goals were set),
  * `--phase fleet` (the warm-up and the client fleets only: prints `{fleet, machine}`).
  * Everything is bounded in time and count; the server and the child processes always
  * shut down, also on error.
@@ -110,7 +111,7 @@ const FLOOD_MS = option("flood-seconds", quick ? 2 : 10) * 1000
 const FLOOD_CONNECTIONS = option("flood-connections", 64)
 const CRITICAL_CONNECTIONS = option("critical-connections", Math.max(1, Math.floor(UNITS / 2)))
 const FLEET_CLIENTS = option("fleet-clients", 4)
-const FLEET_DEADLINES = !args.includes("--no-fleet-deadlines")
+const FLEET_DEADLINES = args.includes("--fleet-deadlines")
 /** `--phase fleet`: only the warm-up and the client fleets */
 const PHASE: "all" | "fleet" = (() => {
   const i = args.indexOf("--phase")

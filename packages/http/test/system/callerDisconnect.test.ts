@@ -17,8 +17,12 @@ import { report, routes, serve } from "./harness.js"
 const recording = (limit: number) => {
   const outcomes: Array<string> = []
   const algorithm: LimitAlgorithm.LimitAlgorithm = {
+    name: "recording",
     limit,
-    onSample: (sample) => void outcomes.push(sample.outcome)
+    onSample: (sample) => {
+      outcomes.push(sample.outcome)
+      return limit
+    }
   }
   return { algorithm, outcomes }
 }
