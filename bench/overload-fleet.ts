@@ -15,14 +15,20 @@
  *
  * An operation is a GET with a criticality (shares as in the parent's mix: CRITICAL,
  * SHEDDABLE_PLUS, SHEDDABLE) and succeeds when a 2xx arrives within `deadlineMs` of its
- * arrival (retries included). The server counts the attempts that reach it; this process
- * answers with the operations' outcomes.
+ * arrival (retries included). With `deadlines`, a Sluice operation runs under that deadline
+ * (`Retry.currentDeadline`), so its client sends the time left on every attempt
+ * (`x-sluice-deadline-ms`); a naive one cannot. Every attempt also carries the operation's
+ * give-up time as an absolute wall-clock time in a bench-only header (`GIVE_UP_HEADER`), by
+ * which the server counts its handler runs for callers that had already given up
+ * (`wastedWork`). The server counts the attempts that reach it; this process answers with
+ * the operations' outcomes.
  *
  * Not a benchmark of its own: `npm run bench:overload` starts it.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Criticality } from "@sluice/core"
 import { SluiceHttpClient } from "@sluice/http"
+import { Retry } from "@sluice/retry"
 import * as AimdLimit from "@sluice/adaptive/limit/AimdLimit"
 import { Duration, Effect, Fiber, ManagedRuntime } from "effect"
 import { HttpClient, HttpClientError } from "effect/http"
@@ -47,6 +53,8 @@ export interface FleetRequest {
   readonly limiter: "default" | "aimd" | "per-host-fifo"
   readonly criticalShare: number
   readonly sheddablePlusShare: number
+  /** whether a Sluice operation runs under its deadline (`Retry.currentDeadline`), so its attempts carry it */
+  readonly deadlines: boolean
 }
 
 /** What the fleet answers. */
@@ -69,12 +77,20 @@ export interface FleetResult {
 
 type Level = "CRITICAL" | "SHEDDABLE_PLUS" | "SHEDDABLE"
 
+/**
+ * Bench-only: the wall-clock time (epoch ms) at which the attempt's operation gives up. The
+ * server and this process share the machine's clock.
+ */
+export const GIVE_UP_HEADER = "x-bench-give-up-at"
+
 const TICK_MS = 5
 
 const runFleet = (request: FleetRequest) =>
   Effect.gen(function* () {
     const platform = yield* HttpClient.HttpClient
-    const clients: Array<(level: Level) => Effect.Effect<boolean, { readonly _tag: string }>> = []
+    const clients: Array<
+      (level: Level, giveUpAt: number) => Effect.Effect<boolean, { readonly _tag: string }>
+    > = []
     /** what ended an operation: an HTTP client error by its reason (Effect 4 has one error class for them) */
     const tagOf = (error: { readonly _tag: string }) =>
       HttpClientError.isHttpClientError(error) ? error.reason._tag : error._tag
@@ -89,19 +105,25 @@ const runFleet = (request: FleetRequest) =>
             ? { limitPerCriticality: false, limiter: { order: "fifo" as const } }
             : {})
         })
-        clients.push((level) =>
-          client.get(request.url).pipe(
+        clients.push((level, giveUpAt) =>
+          client.get(request.url, { headers: { [GIVE_UP_HEADER]: String(giveUpAt) } }).pipe(
             Effect.flatMap((r) => Effect.as(r.text, r.status >= 200 && r.status < 300)),
-            Criticality.withCriticality(level)
+            Criticality.withCriticality(level),
+            // The operation's deadline, as a caller sets it: the client sends the time left.
+            Effect.provideService(Retry.currentDeadline, request.deadlines ? giveUpAt : Infinity)
           )
         )
       } else {
         const client = HttpClient.filterStatusOk(platform)
-        clients.push((level) =>
-          client.get(request.url, { headers: { "x-sluice-criticality": level } }).pipe(
-            Effect.flatMap((r) => Effect.as(r.text, true)),
-            Effect.retry({ times: 2 })
-          )
+        clients.push((level, giveUpAt) =>
+          client
+            .get(request.url, {
+              headers: { "x-sluice-criticality": level, [GIVE_UP_HEADER]: String(giveUpAt) }
+            })
+            .pipe(
+              Effect.flatMap((r) => Effect.as(r.text, true)),
+              Effect.retry({ times: 2 })
+            )
         )
       }
     }
@@ -131,7 +153,9 @@ const runFleet = (request: FleetRequest) =>
       }
       operations++
       byLevel[level].operations++
-      return clients[index % clients.length]!(level).pipe(
+      // Effect's live Clock reads Date.now: the same clock as Retry.currentDeadline's.
+      const giveUpAt = Date.now() + request.deadlineMs
+      return clients[index % clients.length]!(level, giveUpAt).pipe(
         Effect.timeoutOrElse({
           duration: Duration.millis(request.deadlineMs),
           orElse: () => Effect.fail({ _tag: "Deadline" })

@@ -78,6 +78,22 @@ describe("bench:overload --quick --json", () => {
         expect(f.attemptsAtServer).toBeLessThanOrEqual(3 * f.operations)
         expect(f.attemptsPerOperation).toBeCloseTo(f.attemptsAtServer / f.operations, 2)
         if (f.ok > 0) expect(f.attemptsPerSuccess).toBeCloseTo(f.attemptsAtServer / f.ok, 2)
+        // handler runs at the server for callers that had already given up, started and ended
+        const w = f.wastedWork
+        expect(Object.keys(w).sort()).toEqual(
+          [
+            "handlerRuns",
+            "startedAfterGiveUp",
+            "finishedAfterGiveUp",
+            "startedAfterGiveUpShare",
+            "finishedAfterGiveUpShare"
+          ].sort()
+        )
+        expect(w.handlerRuns).toBeLessThanOrEqual(f.attemptsAtServer)
+        expect(w.startedAfterGiveUp).toBeLessThanOrEqual(w.finishedAfterGiveUp)
+        expect(w.finishedAfterGiveUp).toBeLessThanOrEqual(w.handlerRuns)
+        expect(isRatio(w.startedAfterGiveUpShare) && isRatio(w.finishedAfterGiveUpShare)).toBe(true)
+        expect(w.startedAfterGiveUpShare).toBeCloseTo(w.startedAfterGiveUp / Math.max(1, w.handlerRuns), 3)
       }
       // the closed-loop flood (autocannon) against the README's server and the two bare 503s
       const flood = result.flood

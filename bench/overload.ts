@@ -24,8 +24,11 @@
  * 5. client fleets in a third process (`bench/overload-fleet.ts`): the same arrivals of
  *    operations at 10× (the mix's shares), made by 4 `SluiceHttpClient`s (`makeDefault`: each
  *    its own retry budget, adaptive throttle, concurrency limiter) and then by 4 naive clients that
- *    retry every failure at once (3 attempts), each operation with a 2 s deadline; the
- *    server counts the attempts that reach it.
+ *    retry every failure at once (3 attempts), each operation with a 2 s deadline (sent by the
+ *    Sluice clients with `--fleet-deadlines`; the naive ones cannot); the server counts the
+ *    attempts that reach it, and its handler runs for callers that had already given up
+ *    (`wastedWork`: each attempt names its operation's give-up time in a bench-only header;
+ *    the handler compares it with the wall clock when it starts and when it finishes).
  *
  * Prints one JSON object:
  * `{capacityRps, offeredRps, goodputRps, goodputRatio, criticalSuccessRatio,
@@ -34,7 +37,9 @@
  * DEFAULT, SHEDDABLE}, p99AdmittedMs, unprotected: {...}, goals: {goodputRatio,
  * criticalSuccessRatio, p99AdmittedOverUnloaded, met}}, fleet: {clients,
  * offeredOperationsRps, sluice: {operations, ok, attemptsAtServer, attemptsPerOperation,
- * attemptsPerSuccess, goodputRatio, criticalSuccess, failures}, naive: {...}, goals:
+ * attemptsPerSuccess, goodputRatio, criticalSuccess, failures, wastedWork: {handlerRuns,
+ * startedAfterGiveUp, finishedAfterGiveUp, startedAfterGiveUpShare, finishedAfterGiveUpShare}},
+ * naive: {...}, goals:
  * {goodputRatio, attemptsPerOperation, criticalSuccess, met}}, machine:
  * {cpus, loadAverage}}` — the top-level fields are phases 1–3; goodput counts 2xx
  * responses received within the deadline per second of offered load; p99AdmittedMs is
@@ -50,7 +55,10 @@
  * N` (generator connections, default max(64, 8 × units)), `--fleet-clients N` (4),
  * `--fleet-limiter default|aimd|per-host-fifo` (the Sluice clients' limiter: their default,
  * a congestion window per host and criticality level serving waiters newest first; `AimdLimit`;
- * or one window and throttle per host serving waiters oldest first, as before).
+ * or one window and throttle per host serving waiters oldest first, as before),
+ * `--fleet-deadlines` (the Sluice fleet's operations run under their deadline, so their
+ * attempts carry it, `x-sluice-deadline-ms`; off by default, as the fleet goals were set),
+ * `--phase fleet` (the warm-up and the client fleets only: prints `{fleet, machine}`).
  * Everything is bounded in time and count; the server and the child processes always
  * shut down, also on error.
  */
@@ -59,7 +67,7 @@ import { ConcurrencyLimiter, LoadShedder, VegasLimit } from "@sluice/adaptive"
 import { Middleware } from "@sluice/http"
 import { Context, Duration, Effect, Layer, Metric, Random, Semaphore } from "effect"
 import type { Scope } from "effect"
-import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { fork, type ChildProcess } from "node:child_process"
 import { createServer } from "node:http"
 import { availableParallelism, loadavg } from "node:os"
@@ -74,7 +82,7 @@ import {
   TRUST_SECRET,
   type Cannon
 } from "./flood.js"
-import type { FleetRequest, FleetResult } from "./overload-fleet.js"
+import { GIVE_UP_HEADER, type FleetRequest, type FleetResult } from "./overload-fleet.js"
 import type { PhaseRequest, PhaseResult } from "./overload-generator.js"
 
 const args = process.argv.slice(2)
@@ -109,6 +117,14 @@ const FLOOD_MS = option("flood-seconds", quick ? 2 : 10) * 1000
 const FLOOD_CONNECTIONS = option("flood-connections", 64)
 const CRITICAL_CONNECTIONS = option("critical-connections", Math.max(1, Math.floor(UNITS / 2)))
 const FLEET_CLIENTS = option("fleet-clients", 4)
+const FLEET_DEADLINES = args.includes("--fleet-deadlines")
+/** `--phase fleet`: only the warm-up and the client fleets */
+const PHASE: "all" | "fleet" = (() => {
+  const i = args.indexOf("--phase")
+  if (i < 0) return "all"
+  if (args[i + 1] !== "fleet") throw new Error("--phase: expected fleet")
+  return "fleet"
+})()
 /**
  * the Sluice fleet's limiter: the client's default (per host and level, newest first), `aimd`
  * (AimdLimit), or `per-host-fifo` (one state per host, oldest first: the client before)
@@ -150,9 +166,10 @@ const spawnChild = (path: string) =>
         ? process.execArgv
         : ["--import", "tsx"]
       const child = fork(path, [], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] })
+      // Generous: on a machine shared by many processes a child's loader alone can take 30 s.
       const timer = setTimeout(
-        () => resume(Effect.fail(new Error("the load generator did not start in 30 s"))),
-        30_000
+        () => resume(Effect.fail(new Error(`${path}: the child process did not start in 90 s`))),
+        90_000
       )
       child.once("message", () => {
         clearTimeout(timer)
@@ -439,16 +456,30 @@ const program = Effect.gen(function* () {
   })
   // A request without a criticality header is SHEDDABLE_PLUS here (the server's choice):
   // the mix's "DEFAULT" share.
-  const guarded = handler.pipe(
-    Middleware.loadShed({ limiter, shedder }),
-    Middleware.criticality({ default: "SHEDDABLE_PLUS" })
-  )
+  const guard = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    app.pipe(Middleware.loadShed({ limiter, shedder }), Middleware.criticality({ default: "SHEDDABLE_PLUS" }))
+  const guarded = guard(handler)
 
-  // Attempts that reach the server from the client fleets (phase 4).
+  // Attempts that reach the server from the client fleets (phase 5), and the handler's runs
+  // for them: how many started, and how many finished, after their caller had given up
+  // (by the wall clock, which the fleet process shares).
   let fleetArrivals = 0
+  const wasted = { handlerRuns: 0, startedAfterGiveUp: 0, finishedAfterGiveUp: 0 }
+  const watched = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const giveUpAt = Number(request.headers[GIVE_UP_HEADER] ?? Infinity)
+    wasted.handlerRuns++
+    if (Date.now() > giveUpAt) wasted.startedAfterGiveUp++
+    return Effect.ensuring(
+      handler,
+      Effect.sync(() => {
+        if (Date.now() > giveUpAt) wasted.finishedAfterGiveUp++
+      })
+    )
+  })
+  const fleetGuarded = guard(watched)
   const counted = Effect.suspend(() => {
     fleetArrivals++
-    return guarded
+    return fleetGuarded
   })
   const router = yield* HttpRouter.toHttpEffect(
     Layer.mergeAll(
@@ -495,8 +526,103 @@ const program = Effect.gen(function* () {
     yield* Effect.sleep("200 millis")
   })
 
+  const fleetPhase = Effect.gen(function* () {
+    // Client fleets instead of the open-loop generator: the same arrivals of operations
+    // (the mix's shares, DEFAULT as SHEDDABLE_PLUS), made by Sluice clients or by naive
+    // retrying ones; what the server sees per successful operation.
+    const fleetRun = (mode: "sluice" | "naive") =>
+      Effect.gen(function* () {
+        yield* settle
+        const before = fleetArrivals
+        const wastedBefore = { ...wasted }
+        const result = yield* fleetProcess.run({
+          url: base + "/fleet",
+          mode,
+          clients: FLEET_CLIENTS,
+          rps: CAPACITY_RPS * OVERLOAD,
+          durationMs: PHASE_MS,
+          deadlineMs: 2 * DEADLINE_MS,
+          maxRetryAfterMs: 200,
+          limiter: FLEET_LIMITER,
+          criticalShare: MIX_CRITICAL,
+          sheddablePlusShare: MIX_DEFAULT,
+          deadlines: FLEET_DEADLINES
+        })
+        // Handlers still running for this fleet finish before they are counted (bounded).
+        yield* settle
+        const attempts = fleetArrivals - before
+        const runs = wasted.handlerRuns - wastedBefore.handlerRuns
+        const startedLate = wasted.startedAfterGiveUp - wastedBefore.startedAfterGiveUp
+        const finishedLate = wasted.finishedAfterGiveUp - wastedBefore.finishedAfterGiveUp
+        const wastedWork = {
+          handlerRuns: runs,
+          startedAfterGiveUp: startedLate,
+          finishedAfterGiveUp: finishedLate,
+          startedAfterGiveUpShare: round(startedLate / Math.max(1, runs), 4),
+          finishedAfterGiveUpShare: round(finishedLate / Math.max(1, runs), 4)
+        }
+        log(
+          `fleet ${mode}: ${result.operations} operations, ok ${result.ok}, attempts at the server ${attempts}, ` +
+            `failures ${JSON.stringify(result.failures)}, by level ${JSON.stringify(result.byLevel)}, CPU ${Math.round(result.cpuMs)} ms, ` +
+            `wasted work ${JSON.stringify(wastedWork)}`
+        )
+        return {
+          operations: result.operations,
+          ok: result.ok,
+          attemptsAtServer: attempts,
+          attemptsPerOperation: round(attempts / Math.max(1, result.operations), 3),
+          attemptsPerSuccess: result.ok === 0 ? null : round(attempts / result.ok, 3),
+          goodputRatio: round(perSecond(result.ok, result.sendMs) / CAPACITY_RPS, 3),
+          criticalSuccess: round(
+            result.byLevel.CRITICAL.ok / Math.max(1, result.byLevel.CRITICAL.operations),
+            4
+          ),
+          failures: result.failures,
+          wastedWork
+        }
+      })
+    const sluiceFleet = yield* fleetRun("sluice")
+    const naiveFleet = yield* fleetRun("naive")
+    // The Sluice clients never lose to naive ones: at least their goodput and 0.95 of the
+    // capacity, at most half an attempt per operation at the server, every CRITICAL served.
+    const fleetGoals = {
+      goodputRatio: {
+        value: sluiceFleet.goodputRatio,
+        min: 0.95,
+        naive: naiveFleet.goodputRatio,
+        met: sluiceFleet.goodputRatio >= 0.95 && sluiceFleet.goodputRatio >= naiveFleet.goodputRatio
+      },
+      attemptsPerOperation: {
+        value: sluiceFleet.attemptsPerOperation,
+        max: 0.5,
+        met: sluiceFleet.attemptsPerOperation <= 0.5
+      },
+      criticalSuccess: { value: sluiceFleet.criticalSuccess, min: 1, met: sluiceFleet.criticalSuccess >= 1 }
+    }
+    const fleet = {
+      clients: FLEET_CLIENTS,
+      limiter: FLEET_LIMITER,
+      offeredOperationsRps: CAPACITY_RPS * OVERLOAD,
+      sluice: sluiceFleet,
+      naive: naiveFleet,
+      goals: {
+        ...fleetGoals,
+        met:
+          fleetGoals.goodputRatio.met && fleetGoals.attemptsPerOperation.met && fleetGoals.criticalSuccess.met
+      }
+    }
+    return fleet
+  })
+
   log(summary("warm-up 0.5x", yield* phase("/protected", 0.5, WARM_UP_MS)))
   yield* settle
+  if (PHASE === "fleet") {
+    const fleetOnly = yield* fleetPhase
+    return {
+      fleet: fleetOnly,
+      machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
+    }
+  }
   const unloaded = yield* phase("/protected", 0.5, PHASE_MS)
   log(summary("unloaded 0.5x", unloaded))
   yield* settle
@@ -529,74 +655,7 @@ const program = Effect.gen(function* () {
   const mixedUnprotected = yield* phase("/unprotected", OVERLOAD, PHASE_MS, shares)
   log(summary(`mix unprotected ${OVERLOAD}x`, mixedUnprotected))
 
-  // Client fleets instead of the open-loop generator: the same arrivals of operations
-  // (the mix's shares, DEFAULT as SHEDDABLE_PLUS), made by Sluice clients or by naive
-  // retrying ones; what the server sees per successful operation.
-  const fleetRun = (mode: "sluice" | "naive") =>
-    Effect.gen(function* () {
-      yield* settle
-      const before = fleetArrivals
-      const result = yield* fleetProcess.run({
-        url: base + "/fleet",
-        mode,
-        clients: FLEET_CLIENTS,
-        rps: CAPACITY_RPS * OVERLOAD,
-        durationMs: PHASE_MS,
-        deadlineMs: 2 * DEADLINE_MS,
-        maxRetryAfterMs: 200,
-        limiter: FLEET_LIMITER,
-        criticalShare: MIX_CRITICAL,
-        sheddablePlusShare: MIX_DEFAULT
-      })
-      const attempts = fleetArrivals - before
-      log(
-        `fleet ${mode}: ${result.operations} operations, ok ${result.ok}, attempts at the server ${attempts}, ` +
-          `failures ${JSON.stringify(result.failures)}, by level ${JSON.stringify(result.byLevel)}, CPU ${Math.round(result.cpuMs)} ms`
-      )
-      return {
-        operations: result.operations,
-        ok: result.ok,
-        attemptsAtServer: attempts,
-        attemptsPerOperation: round(attempts / Math.max(1, result.operations), 3),
-        attemptsPerSuccess: result.ok === 0 ? null : round(attempts / result.ok, 3),
-        goodputRatio: round(perSecond(result.ok, result.sendMs) / CAPACITY_RPS, 3),
-        criticalSuccess: round(
-          result.byLevel.CRITICAL.ok / Math.max(1, result.byLevel.CRITICAL.operations),
-          4
-        ),
-        failures: result.failures
-      }
-    })
-  const sluiceFleet = yield* fleetRun("sluice")
-  const naiveFleet = yield* fleetRun("naive")
-  // The Sluice clients never lose to naive ones: at least their goodput and 0.95 of the
-  // capacity, at most half an attempt per operation at the server, every CRITICAL served.
-  const fleetGoals = {
-    goodputRatio: {
-      value: sluiceFleet.goodputRatio,
-      min: 0.95,
-      naive: naiveFleet.goodputRatio,
-      met: sluiceFleet.goodputRatio >= 0.95 && sluiceFleet.goodputRatio >= naiveFleet.goodputRatio
-    },
-    attemptsPerOperation: {
-      value: sluiceFleet.attemptsPerOperation,
-      max: 0.5,
-      met: sluiceFleet.attemptsPerOperation <= 0.5
-    },
-    criticalSuccess: { value: sluiceFleet.criticalSuccess, min: 1, met: sluiceFleet.criticalSuccess >= 1 }
-  }
-  const fleet = {
-    clients: FLEET_CLIENTS,
-    limiter: FLEET_LIMITER,
-    offeredOperationsRps: CAPACITY_RPS * OVERLOAD,
-    sluice: sluiceFleet,
-    naive: naiveFleet,
-    goals: {
-      ...fleetGoals,
-      met:
-        fleetGoals.goodputRatio.met && fleetGoals.attemptsPerOperation.met && fleetGoals.criticalSuccess.met
-    }
-  }
+  const fleet = yield* fleetPhase
   yield* settle
   const floodResult = yield* floodPhase(handler)
   log(`flood: ${JSON.stringify(floodResult)}`)

@@ -46,6 +46,18 @@
  * at all: they say nothing about the backend. The state per key is bounded (`maxKeys`, least
  * recently used key evicted).
  *
+ * A request is counted as it is admitted, before its call (go-zero #5011), and its
+ * outcome is filed beside it, in the bucket of the request's time: the two leave the
+ * window together, and an outcome that comes after its request left counts nothing.
+ * A call still in flight is a request but neither an accept nor a rejection, so the
+ * formula runs over the settled ones: a burst of calls in flight is never read as
+ * rejections. Gotchas: a backend that stops answering is learnt from as its attempts
+ * time out, so keep the window at least as long as the longest attempt timeout
+ * (`SluiceHttpClient` refuses an `attemptTimeout` longer than its throttle's window);
+ * `requests` in `statsUnsafe` and in the metric include the calls in flight, and a call
+ * refused on this side or abandoned is taken back from the window (not from the
+ * metric's count).
+ *
  * Randomness comes from Effect's `Random` (seed it with `Random.withSeed`
  * for reproducible runs); time from Effect's `Clock`.
  *
@@ -105,11 +117,15 @@ export interface Service {
    * at all.
    */
   readonly gate: (key: string) => Admission.Gate<Ticket, Errors.Throttled>
-  /** Synchronous peek of the windowed counts of `key`. */
+  /**
+   * Synchronous peek of the windowed counts of `key`: `requests` (counted as each is
+   * admitted, before its call, so those in flight are in), `accepts`, and `inFlight`, the
+   * requests not settled yet (the formula runs over `requests − inFlight`).
+   */
   readonly statsUnsafe: (
     key: string,
     nowMillis?: number
-  ) => { readonly requests: number; readonly accepts: number }
+  ) => { readonly requests: number; readonly accepts: number; readonly inFlight: number }
   /** The keys currently tracked (at most `maxKeys`). */
   readonly keysUnsafe: () => ReadonlyArray<string>
   /** The K used for a level. */

@@ -20,10 +20,22 @@
  * The uncontended path is synchronous bookkeeping (one clock read, no
  * Deferred, no Ref); interruption never leaks a permit.
  *
+ * **Deadlines.** A waiter that must finish by a deadline ({@link Limiter.enterBy};
+ * `Middleware.loadShed` passes the request's `Retry.currentDeadline`) is refused once
+ * the deadline has passed (`"deadline"`) or cannot be met (`"deadline-unmeetable"`):
+ * its time left is below the limiter's expected service time, the exponentially
+ * smoothed round-trip time of the work it admitted that succeeded (gain 1/8, TCP's
+ * SRTT). Judged when it arrives, while it waits, and when a permit frees up for it.
+ *
+ * Gotchas: a cold limiter has no estimate, so only a passed deadline refuses; the
+ * estimate is a mean, so work of very different costs behind one limiter (a fast
+ * read and a slow report) is judged by their mix — give them limiters of their own.
+ *
  * Metrics (attribute `key`): `sluice_concurrency_limiter_limit`,
  * `sluice_concurrency_limiter_in_flight`, `sluice_concurrency_limiter_queued`
  * (gauges) and `sluice_concurrency_limiter_rejected` (counter, attribute
- * `reason`: `limit`, `queue-full`, `queue-timeout`, `displaced`), updated in the context
+ * `reason`: `limit`, `queue-full`, `queue-timeout`, `displaced`, `deadline`,
+ * `deadline-unmeetable`), updated in the context
  * the limiter (or the service) was made in: its `MetricRegistry`, or the default one for
  * `makeUnsafe`.
  *
@@ -101,7 +113,8 @@ export interface ServiceOptions extends LimiterFields {
  * @since 0.1.0
  * @category models
  */
-export type RejectReason = "limit" | "queue-full" | "queue-timeout" | "displaced"
+export type RejectReason =
+  "limit" | "queue-full" | "queue-timeout" | "displaced" | "deadline" | "deadline-unmeetable"
 
 /**
  * One limiter. `limit`, `inFlight` and `queued` are read synchronously, e.g.
@@ -139,6 +152,26 @@ export interface Limiter extends Pipeable {
    */
   readonly gate: Admission.Gate<Permit, Errors.Overloaded>
   /**
+   * The expected time a permit granted now is held, in milliseconds: the smoothed round-trip
+   * time of the work settled `success` (gain 1/8, as TCP's SRTT), sampled while the limiter
+   * reads the clock at settlement (always with a time-aware algorithm; while work waits with a
+   * time-blind one such as the congestion window). `undefined` until then.
+   *
+   * @since 1.0.0
+   */
+  readonly serviceTime: number | undefined
+  /**
+   * The waiting path of {@link gate} for work that must be done by `deadline` (epoch
+   * milliseconds, the clock's): refused with `"deadline"` once it has passed and with
+   * `"deadline-unmeetable"` once its time left is below {@link serviceTime} — at once, while
+   * it waits (it leaves at the latest start the estimate allows) and when a permit frees up
+   * for it (the permit goes to the next waiter). A cold limiter (no estimate) refuses only a
+   * passed deadline. `Middleware.loadShed` waits here with the request's deadline.
+   *
+   * @since 1.0.0
+   */
+  readonly enterBy: (entry: Admission.Entry, deadline: number) => Effect.Effect<Permit, Errors.Overloaded>
+  /**
    * Every refusal of this limiter, as it happens (off the success path only; a
    * subscriber that falls behind by more than 256 events loses the oldest).
    *
@@ -150,7 +183,8 @@ export interface Limiter extends Pipeable {
 /**
  * What a limiter reports on its `events`: a call refused without running, with the
  * reason the `rejected` metric counts (`"queue-full"`, `"queue-timeout"`, `"limit"`
- * when the queue is off, `"displaced"` by more critical work).
+ * when the queue is off, `"displaced"` by more critical work, `"deadline"` and
+ * `"deadline-unmeetable"` for a wait by a deadline, {@link Limiter.enterBy}).
  *
  * @since 0.2.0
  * @category models

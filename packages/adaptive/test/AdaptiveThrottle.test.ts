@@ -224,7 +224,7 @@ describe("AdaptiveThrottle", () => {
       const byDefault = yield* AdaptiveThrottle.make({ window: "10 seconds", buckets: 10, minRequestRate: 0 })
       const d = yield* drive(byDefault, "k", notFound, 100, 5)
       expect(d.throttled).toBe(0)
-      expect(byDefault.statsUnsafe("k")).toEqual({ requests: 500, accepts: 500 })
+      expect(byDefault.statsUnsafe("k")).toEqual({ requests: 500, accepts: 500, inFlight: 0 })
 
       const custom = yield* AdaptiveThrottle.make({
         window: "10 seconds",
@@ -254,7 +254,7 @@ describe("AdaptiveThrottle", () => {
       // Defects go through the same predicate: a generic defect is an answer.
       const dying = yield* AdaptiveThrottle.make({ window: "10 seconds", minRequestRate: 0 })
       yield* Effect.exit(dying.withThrottle(Effect.die(new Error("bug")), "k"))
-      expect(dying.statsUnsafe("k")).toEqual({ requests: 1, accepts: 1 })
+      expect(dying.statsUnsafe("k")).toEqual({ requests: 1, accepts: 1, inFlight: 0 })
     }).pipe(seeded(13))
   )
 
@@ -275,14 +275,14 @@ describe("AdaptiveThrottle", () => {
         const tally = yield* drive(throttle, "k", down, 100, 5)
         expect(tally.throttled).toBeGreaterThan(300)
         expect(reached).toBe(500 - tally.throttled)
-        expect(throttle.statsUnsafe("k")).toEqual({ requests: 500, accepts: 0 })
+        expect(throttle.statsUnsafe("k")).toEqual({ requests: 500, accepts: 0, inFlight: 0 })
 
         const other = yield* AdaptiveThrottle.make({ window: "10 seconds" })
         const fiber = yield* Effect.forkChild(other.withThrottle(Effect.never, "slow"))
         yield* TestClock.adjust(Duration.seconds(1))
         yield* Fiber.interrupt(fiber)
         // Cancelled by its caller: no evidence about the backend either way.
-        expect(other.statsUnsafe("slow")).toEqual({ requests: 0, accepts: 0 })
+        expect(other.statsUnsafe("slow")).toEqual({ requests: 0, accepts: 0, inFlight: 0 })
 
         // Refused on this side (a local limiter's queue, an open breaker) is not a rejection.
         const local = yield* AdaptiveThrottle.make({ window: "10 seconds", minRequestRate: 0 })
@@ -302,7 +302,7 @@ describe("AdaptiveThrottle", () => {
             )
           )
         }
-        expect(local.statsUnsafe("q")).toEqual({ requests: 0, accepts: 0 })
+        expect(local.statsUnsafe("q")).toEqual({ requests: 0, accepts: 0, inFlight: 0 })
         expect(local.probabilityUnsafe("q")).toBe(0)
       }).pipe(seeded(17))
   )
@@ -346,7 +346,7 @@ describe("AdaptiveThrottle", () => {
         expect(error!.probability).toBeLessThanOrEqual(0.9)
         const ok = yield* Effect.succeed(1).pipe(AdaptiveThrottle.withThrottle("healthy"))
         expect(ok).toBe(1)
-        expect(throttle.statsUnsafe("healthy")).toEqual({ requests: 1, accepts: 1 })
+        expect(throttle.statsUnsafe("healthy")).toEqual({ requests: 1, accepts: 1, inFlight: 0 })
       })
       yield* program.pipe(Effect.provide(AdaptiveThrottle.layer({ minRequestRate: 0 })))
     }).pipe(seeded(19))
@@ -363,8 +363,8 @@ describe("AdaptiveThrottle", () => {
       yield* TestClock.adjust(Duration.millis(1))
       yield* throttle.withThrottle(Effect.void, "c")
       expect([...throttle.keysUnsafe()].sort()).toEqual(["a", "c"])
-      expect(throttle.statsUnsafe("b")).toEqual({ requests: 0, accepts: 0 })
-      expect(throttle.statsUnsafe("a")).toEqual({ requests: 2, accepts: 2 })
+      expect(throttle.statsUnsafe("b")).toEqual({ requests: 0, accepts: 0, inFlight: 0 })
+      expect(throttle.statsUnsafe("a")).toEqual({ requests: 2, accepts: 2, inFlight: 0 })
     })
   )
 

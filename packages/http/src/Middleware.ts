@@ -380,6 +380,13 @@ export interface LoadShedOptions {
  * leaves it when its caller disconnects, and its handler never runs: the wait is
  * interruptible although Effect 4's server runs middleware uninterruptibly.
  *
+ * With a deadline ({@link criticality} reads it from the request), a waiter is refused
+ * once the deadline has passed (`sluice_http_server_expired_total{stage="queue"}`) or
+ * cannot be met (`{stage="unmeetable"}`): its time left is below the limiter's expected
+ * service time (`ConcurrencyLimiter.Limiter.serviceTime`, the smoothed time of the work it
+ * admitted that succeeded). Both are `503` + `x-sluice-dont-retry`: never retried. A cold
+ * limiter has no estimate, so only a passed deadline refuses.
+ *
  * @example
  * ```ts
  * // snippet: compile-only — defines a layer or route for an app to provide

@@ -98,7 +98,7 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       // ...and no policy learnt a drop from them: the window only grew, the throttle
       // counted no rejection, nothing was retried and the budget is untouched.
       expect(limiter.limit, summary).toBeGreaterThan(20)
-      expect(stats, summary).toEqual({ requests: succeeded, accepts: succeeded })
+      expect(stats, summary).toEqual({ requests: succeeded, accepts: succeeded, inFlight: 0 })
       expect(backend.seen.retries, summary).toBe(0)
       expect((yield* budget.stats).retries, summary).toBe(0)
       expect(limiter.inFlight, summary).toBe(0)
@@ -115,7 +115,7 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       // The one attempt hung for the whole timeout (the default attemptTimeout): the
       // backend was too slow, the throttle counts it as a rejection.
       expect(isDontRetry(error, "timeout")).toBe(true)
-      expect(throttle.statsUnsafe(STATE)).toEqual({ requests: 1, accepts: 0 })
+      expect(throttle.statsUnsafe(STATE)).toEqual({ requests: 1, accepts: 0, inFlight: 0 })
     }).pipe(Effect.provide(clientLayer(backend.layer, { name: "slow-backend", timeout: "250 millis" })))
   })
 
@@ -135,7 +135,7 @@ describe("SluiceHttpClient: local waits and the call's own deadline", () => {
       expect(isDontRetry(error, "timeout")).toBe(true)
       expect(backend.seen).toEqual({ requests: 1, retries: 0 })
       // The exchange had 100 ms, not its 250 ms bound: nothing learnt, nothing spent.
-      expect(throttle.statsUnsafe(STATE)).toEqual({ requests: 0, accepts: 0 })
+      expect(throttle.statsUnsafe(STATE)).toEqual({ requests: 0, accepts: 0, inFlight: 0 })
       expect(limiters.getUnsafe(STATE).limit).toBe(20)
       expect((yield* budget.stats).retries).toBe(0)
     }).pipe(Effect.provide(clientLayer(backend.layer, { name: "enclosing", timeout: "250 millis" })))

@@ -318,7 +318,7 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
       for (let i = 0; i < 5; i++) expect(yield* built.guard(Effect.succeed(i))).toBe(i)
       const state = yield* snapshot(built)
       expect(state.limiter).toEqual({ limit: 2, inFlight: 0, queued: 0, nextId: 5 })
-      expect(state.throttle).toEqual({ requests: 5, accepts: 5 })
+      expect(state.throttle).toEqual({ requests: 5, accepts: 5, inFlight: 0 })
       expect(state.budget.requests).toBe(5)
     })
   )
@@ -522,11 +522,19 @@ describe("Retry.Policy.around over the throttle and limiter gates", () => {
       const fiber = yield* Effect.forkChild(built.guard(Effect.never))
       yield* TestClock.adjust("5 millis")
       expect(built.limiters.getUnsafe(KEY).inFlight).toBe(1)
+      // Counted before the call, in flight: a request, neither accepted nor rejected yet.
+      expect(built.throttle.statsUnsafe(KEY, yield* Clock.currentTimeMillis)).toEqual({
+        requests: 1,
+        accepts: 0,
+        inFlight: 1
+      })
       yield* Fiber.interrupt(fiber)
       expect(built.limiters.getUnsafe(KEY).inFlight).toBe(0)
+      // The caller gave up: its request is taken back, neither a success nor a drop.
       expect(built.throttle.statsUnsafe(KEY, yield* Clock.currentTimeMillis)).toEqual({
         requests: 0,
-        accepts: 0
+        accepts: 0,
+        inFlight: 0
       })
     })
   )

@@ -93,7 +93,7 @@ describe("SluiceHttpClient: local refusals", () => {
         }
         // 150 calls sent and then cancelled by their callers.
         expect(backend.seen.arrivals).toBe(150)
-        expect(throttle.statsUnsafe(key)).toEqual({ requests: 0, accepts: 0 })
+        expect(throttle.statsUnsafe(key)).toEqual({ requests: 0, accepts: 0, inFlight: 0 })
         expect(limiters.keys()).toEqual([key])
         expect(limiters.getUnsafe(key).limit).toBe(20)
         expect(limiters.getUnsafe(key).inFlight).toBe(0)

@@ -68,7 +68,7 @@ describe("SluiceHttpClient policies from context", () => {
       const stats = yield* budget.stats
       expect({ requests: stats.requests, retries: stats.retries }).toEqual({ requests: 3, retries: 1 })
       // 3 first tries and 1 retry reached the throttle; the two 503s were not accepted
-      expect(throttle.statsUnsafe(host)).toEqual({ requests: 4, accepts: 2 })
+      expect(throttle.statsUnsafe(host)).toEqual({ requests: 4, accepts: 2, inFlight: 0 })
       expect(limiters.keys()).toEqual([host])
 
       // a call in flight holds the app's limiter's permit, which the app sees
@@ -205,6 +205,23 @@ describe("SluiceHttpClient policies from context", () => {
         "\nlimiter: the policies come from context here"
       )
       expect(Result.isFailure(result) && result.failure.message).toContain("layerDefault")
+    })
+  )
+  it.effect("an attempt timeout longer than the throttle's window is refused (go-zero #5011)", () =>
+    Effect.gen(function* () {
+      const made = (options: SluiceHttpClient.DefaultOptions) =>
+        Effect.result(SluiceHttpClient.makeDefault(options).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+      // The throttle's default window is 2 minutes: an attempt may not outlive its request's count.
+      const tooLong = yield* made({ attemptTimeout: "3 minutes" })
+      expect(Result.isFailure(tooLong) && tooLong.failure._tag).toBe("InvalidOptions")
+      expect(Result.isFailure(tooLong) && tooLong.failure.message).toContain("throttle's window")
+      const inherited = yield* made({ timeout: "3 minutes" })
+      expect(Result.isFailure(inherited) && inherited.failure._tag).toBe("InvalidOptions")
+      expect(
+        Result.isSuccess(yield* made({ attemptTimeout: "3 minutes", throttle: { window: "5 minutes" } }))
+      ).toBe(true)
+      expect(Result.isSuccess(yield* made({ timeout: "3 minutes", throttle: false }))).toBe(true)
+      expect(Result.isSuccess(yield* made({ timeout: "2 seconds" }))).toBe(true)
     })
   )
 })

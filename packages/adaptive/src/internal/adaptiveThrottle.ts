@@ -85,6 +85,30 @@ class KeyState extends Kernel.Backend {
     this.requestsMetric.update(1)
     if (accepted) this.acceptsMetric.update(1)
   }
+  /** Counts an admitted request before its call, in the window and in the metrics. */
+  override admit(now: number) {
+    super.admit(now)
+    this.requestsMetric.update(1)
+  }
+}
+
+/** A request the throttle admitted: its backend, when it was counted, and the clock to settle it by. */
+class Admitted implements AT.Ticket {
+  constructor(
+    readonly state: KeyState,
+    readonly at: number,
+    readonly clock: Clock.Clock
+  ) {}
+  get key(): string {
+    return this.state.key
+  }
+}
+
+/** Files what the call taught in the bucket of its request (`Backend.settleAdmitted`). */
+const settleAdmitted = (ticket: Admitted, outcome: Outcome.Outcome): void => {
+  const { state, at } = ticket
+  const lesson = state.settleAdmitted(at, outcome, ticket.clock.currentTimeMillisUnsafe())
+  if (lesson === "accept") state.acceptsMetric.update(1)
 }
 
 /** @internal */
@@ -122,21 +146,30 @@ const makeFrom = (
     )
   }
 
+  // The request is counted as it is admitted, before the call (`Backend.admit`); the ticket
+  // remembers when, and the clock to settle it by.
+  const admit = (state: KeyState, entry: Admission.Entry): Admitted => {
+    state.admit(entry.now)
+    return new Admitted(state, entry.now, entry.clock)
+  }
   const makeGate = (key: string): Gate => ({
     tryEnter: (entry) => {
       const state = states.get(key, entry.now)
-      return state.judge(entry.criticality, entry.now, state.report) <= 0 ? state : Admission.Wait
+      if (state.judge(entry.criticality, entry.now, state.report) > 0) return Admission.Wait
+      return admit(state, entry)
     },
     enter: (entry) =>
       Effect.suspend(() => {
         const draw = entry.getRef(Random.Random).nextDoubleUnsafe()
         const state = states.get(key, entry.now)
         const p = state.probability(entry.criticality, entry.now)
-        return draw < p ? reject(state, entry.criticality, p) : Effect.succeed(state)
+        if (draw < p) return reject(state, entry.criticality, p)
+        return Effect.succeed(admit(state, entry))
       }),
     // What the backend said decides: an accept for an answer, a request without an accept
-    // for a drop, nothing at all for work refused on this side or abandoned by its caller.
-    settle: (ticket, outcome) => void (ticket as KeyState).settle(outcome),
+    // for a drop, and the request taken back for work refused on this side or abandoned by
+    // its caller.
+    settle: (ticket, outcome) => settleAdmitted(ticket as Admitted, outcome),
     isDrop: decoded.isRejection
   })
 
@@ -157,7 +190,8 @@ const makeFrom = (
       Effect.map(Clock.currentTimeMillis, (now) => probabilityUnsafe(key, criticality, now)),
     probabilityUnsafe,
     gate,
-    statsUnsafe: (key, nowMillis) => states.peek(key)?.totals(at(nowMillis)) ?? { requests: 0, accepts: 0 },
+    statsUnsafe: (key, nowMillis) =>
+      states.peek(key)?.totals(at(nowMillis)) ?? { requests: 0, accepts: 0, inFlight: 0 },
     keysUnsafe: () => Array.from(states.keys()),
     k: (criticality) => rule.kByCriticality[criticality],
     maxProbability: rule.maxProbability,

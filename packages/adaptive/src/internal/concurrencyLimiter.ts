@@ -4,7 +4,7 @@ import * as Meters from "@sluice/core/shared/Meters"
 import * as Limit from "@sluice/kernel/limit/Limit"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import { dual } from "effect/Function"
@@ -46,7 +46,14 @@ const rejectedCounter = Meters.counter(
   "requests refused without running, by reason"
 )
 
-const reasons: ReadonlyArray<CL.RejectReason> = ["limit", "queue-full", "queue-timeout", "displaced"]
+const reasons: ReadonlyArray<CL.RejectReason> = [
+  "limit",
+  "queue-full",
+  "queue-timeout",
+  "displaced",
+  "deadline",
+  "deadline-unmeetable"
+]
 
 // ---------------------------------------------------------------------------
 // outcome classification: core's one classifier; algorithms hear success, dropped, ignored
@@ -110,6 +117,7 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
   readonly events: Stream.Stream<CL.Event>
   readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
+  readonly enterBy: (entry: Admission.Entry, deadline: number) => Effect.Effect<CL.Permit, Errors.Overloaded>
 
   constructor(
     readonly key: string,
@@ -141,12 +149,14 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
         if (answer === "limit") return this.refuse("limit")
         return answer
       },
-      enter: (entry) => this.waitFor(Kernel.levelIndex[entry.criticality]),
+      enter: (entry) => this.waitFor(Kernel.levelIndex[entry.criticality], Infinity, entry.clock),
       settle: (permit, outcome) => this.sample(permit as Permit, Limit.sampleOutcome(outcome)),
       isDrop: config.isDrop
     }
     // A closure, not a method: safe unbound, and no wrapper on the per-call path.
     this.withLimiter = Admission.guard([this.gate])
+    this.enterBy = (entry, deadline) =>
+      this.waitFor(Kernel.levelIndex[entry.criticality], deadline, entry.clock)
   }
 
   pipe() {
@@ -176,9 +186,16 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     if (victim.resume !== undefined) victim.resume(Effect.fail(victim.rejection))
   }
 
+  protected override onMissed(waiter: Waiter, miss: Kernel.DeadlineMiss): void {
+    waiter.rejection = this.rejection(miss)
+    this.queuedMetric.updateUnsafe(this.queued, this.context)
+    if (waiter.resume !== undefined) waiter.resume(Effect.fail(waiter.rejection))
+  }
+
   private sample(permit: Permit, outcome: LA.Outcome): void {
-    const now = this.needsClock ? permit.clock.currentTimeMillisUnsafe() : permit.start
-    const granted = this.release(permit, outcome, now, permit)
+    const timed = this.needsClock
+    const now = timed ? permit.clock.currentTimeMillisUnsafe() : permit.start
+    const granted = this.release(permit, outcome, now, permit, timed)
     this.afterChange(granted, permit.queued || outcome !== "success")
   }
 
@@ -244,8 +261,16 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
    * (Effect's HTTP server runs middleware uninterruptibly: a caller that left must not keep
    * its place in the queue, nor run its handler for nobody).
    */
-  private waitFor(level: number): Effect.Effect<Permit, Errors.Overloaded> {
+  private waitFor(
+    level: number,
+    deadline: number,
+    clock: Clock.Clock
+  ): Effect.Effect<Permit, Errors.Overloaded> {
     return Effect.suspend(() => {
+      const now = deadline === Infinity ? 0 : clock.currentTimeMillisUnsafe()
+      // Work its caller will not wait for is refused before it takes a place.
+      const miss = this.missOf(deadline, now)
+      if (miss !== undefined) return Effect.fail(this.rejection(miss))
       // A full queue of work at least as critical: refused at once, with no wait set up.
       if (!this.hasRoom(level)) return Effect.fail(this.rejection("queue-full"))
       let waiter: Waiter | undefined
@@ -256,18 +281,33 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
         // A full queue displaces the least critical waiter for more critical work.
         if (!this.makeRoom(level)) return resume(Effect.fail(this.rejection("queue-full")))
         const joined = (waiter = new Waiter(level))
+        joined.deadline = deadline
         joined.resume = resume
         this.enqueue(joined)
         this.queuedMetric.updateUnsafe(this.queued, this.context)
         this.reportInFlight()
         return Effect.sync(() => this.abandon(joined))
       })
-      const timed =
+      const bounded =
         this.maxWait === undefined
           ? wait
           : Effect.timeoutOrElse(wait, {
               duration: this.maxWait,
               orElse: () => Effect.fail(this.rejection("queue-timeout"))
+            })
+      // The waiter leaves once its deadline cannot be met: at the latest start the service
+      // time known now allows (a drain judges again with the estimate of its own moment).
+      const timed =
+        deadline === Infinity
+          ? bounded
+          : Effect.timeoutOrElse(bounded, {
+              duration: Duration.millis(Math.max(0, deadline - (this.serviceTime ?? 0) - now)),
+              orElse: () =>
+                Effect.fail(
+                  this.rejection(
+                    clock.currentTimeMillisUnsafe() >= deadline ? "deadline" : "deadline-unmeetable"
+                  )
+                )
             })
       return timed.pipe(
         Effect.withSpan(

@@ -267,6 +267,19 @@ const build = (
       config.attemptTimeout === undefined ? undefined : Duration.toMillis(config.attemptTimeout),
       timeout
     )
+    // The throttle counts a request before its call and files the outcome with it: an attempt
+    // that may outlast the window would settle after its request had left it (go-zero #5011).
+    if (
+      throttle !== undefined &&
+      Number.isFinite(attemptTimeout) &&
+      attemptTimeout > Duration.toMillis(throttle.window)
+    )
+      return yield* Effect.fail(
+        new Options.InvalidOptions({
+          module: "SluiceHttpClient",
+          message: `SluiceHttpClient: attemptTimeout (${attemptTimeout} ms) must not exceed the throttle's window (${Duration.toMillis(throttle.window)} ms), or an attempt's outcome could come after its request left the window`
+        })
+      )
     const retryable: ReadonlySet<number> = new Set(config.retryableStatuses)
     const errorBodyTimeout = config.errorBodyTimeout
     const json = config.throttleFromJson

@@ -123,21 +123,28 @@ export const mapErrors = <E, R>(app: HttpApp<E, R>): HttpApp<Exclude<E, Errors.S
 
 const expiredTotal = Meters.counter(
   "sluice_http_server_expired",
-  "requests refused because their caller's deadline had passed, by stage (arrival, queue)"
+  "requests refused because their caller's deadline had passed (arrival, queue) or could not be met (unmeetable)"
 )
 const expiredAt = {
   arrival: expiredTotal.of({ stage: "arrival" }),
-  queue: expiredTotal.of({ stage: "queue" })
+  queue: expiredTotal.of({ stage: "queue" }),
+  unmeetable: expiredTotal.of({ stage: "unmeetable" })
 }
 
 /** The refusal of work whose caller has given up: terminal, so nobody retries it. */
-const expired = (stage: keyof typeof expiredAt, context: Context.Context<never>): Errors.DontRetry => {
-  expiredAt[stage].updateUnsafe(1, context)
-  return new Errors.DontRetry({
-    reason: "timeout",
-    cause: new Errors.Overloaded({ reason: `caller's deadline passed (${stage})`, origin: "local" })
+const expired = (
+  stage: keyof typeof expiredAt,
+  context: Context.Context<never>,
+  cause: Errors.Overloaded = new Errors.Overloaded({
+    reason: `caller's deadline passed (${stage})`,
+    origin: "local"
   })
+): Errors.DontRetry => {
+  expiredAt[stage].updateUnsafe(1, context)
+  return new Errors.DontRetry({ reason: "timeout", cause })
 }
+
+const unmeetableReason = "concurrency limit: deadline-unmeetable"
 
 const DEFAULT_MAX_UNTRUSTED_DEADLINE = Duration.seconds(30)
 const DEFAULT_DEADLINE_MARGIN = Duration.millis(5)
@@ -337,24 +344,34 @@ export function sample(sampler?: ProportionalSampler.Service) {
 // ---- loadShed -------------------------------------------------------------------
 
 /**
- * `gate` whose wait ends at the request's deadline (`criticality` reads it from the request):
- * no request waits for an answer its caller will not read. The wait itself is interruptible
- * (the limiter's own), so the timer can end it although Effect's server runs middleware
+ * The limiter's gate whose wait is bounded by the request's deadline (`criticality` reads it
+ * from the request): a waiter leaves once the deadline has passed or cannot be met (its time
+ * left is below the limiter's expected service time, `ConcurrencyLimiter.Limiter.enterBy`),
+ * so no request waits for an answer its caller will not read. Either refusal is terminal
+ * (`DontRetry` around the limiter's `Overloaded`). The wait itself is interruptible (the
+ * limiter's own), so its timer can end it although Effect's server runs middleware
  * uninterruptibly.
  */
-const boundedByDeadline = <T, E>(gate: Admission.Gate<T, E>): Admission.Gate<T, E | Errors.DontRetry> => ({
-  tryEnter: gate.tryEnter,
+const boundedByDeadline = (
+  limiter: ConcurrencyLimiter.Limiter
+): Admission.Gate<unknown, Errors.Overloaded | Errors.DontRetry> => ({
+  tryEnter: limiter.gate.tryEnter,
   enter: (entry) => {
-    const wait = gate.enter(entry)
     const deadline = entry.getRef(Retry.currentDeadline)
-    if (deadline === Infinity) return wait
-    return Effect.timeoutOrElse(wait, {
-      duration: Duration.millis(Math.max(0, deadline - entry.now)),
-      orElse: () => Effect.fail(expired("queue", entry.context))
-    })
+    if (deadline === Infinity) return limiter.gate.enter(entry)
+    return Effect.catchIf(
+      limiter.enterBy(entry, deadline),
+      (error) => error.reason === unmeetableReason || error.reason === "concurrency limit: deadline",
+      (error) =>
+        Effect.fail(
+          error.reason === unmeetableReason
+            ? expired("unmeetable", entry.context, error)
+            : expired("queue", entry.context)
+        )
+    )
   },
-  settle: gate.settle,
-  isDrop: gate.isDrop
+  settle: limiter.gate.settle as Admission.Gate<unknown, Errors.Overloaded>["settle"],
+  isDrop: limiter.gate.isDrop
 })
 
 /** @internal */
@@ -383,8 +400,7 @@ export function loadShed(options: LoadShedOptions = {}) {
       if (shedder !== undefined) gates.push(shedder.gate as Admission.Gate<unknown, Errors.Overloaded>)
       // A limiter given here replaces the shedder's own bound.
       const limiter = options.limiter ?? shedder?.bound
-      if (limiter !== undefined)
-        gates.push(boundedByDeadline(limiter.gate as Admission.Gate<unknown, Errors.Overloaded>))
+      if (limiter !== undefined) gates.push(boundedByDeadline(limiter))
       const effect = inner.pipe(Admission.guard(gates))
       return Effect.matchEffect(effect, {
         // No span of its own per refusal: under a flood it would cost more than the refusal.

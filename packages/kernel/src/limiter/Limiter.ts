@@ -9,6 +9,15 @@
  * (`maxQueue`) makes room for more critical work by displacing the waiter that would be
  * served last among the less critical levels; with none, the newcomer is refused.
  *
+ * A waiter may carry a deadline (`Waiter.deadline`, epoch ms): it is never granted a permit
+ * once the deadline has passed (`"deadline"`) or cannot be met (`"deadline-unmeetable"`: its
+ * time left is below {@link Limiter.serviceTime}, the smoothed time a permit granted now is
+ * held, so its work would end after its caller gave up); {@link Limiter.drain} hands such a
+ * waiter to {@link Limiter.onMissed} and grants the permit to the next. The estimate is the
+ * exponentially smoothed round-trip time of the permits settled `success`, weight 1/8 per
+ * sample as TCP's SRTT (RFC 6298); drops and abandoned work do not move it. A limiter that
+ * has settled no success yet has no estimate: only a passed deadline refuses.
+ *
  * Nothing here waits: a waiter is a plain object (the runtime binding extends it with what
  * resumes its fiber), and "this waiter got a permit" or "this waiter was displaced" are calls
  * to {@link Limiter.onGranted} and {@link Limiter.onDisplaced}, which a binding overrides.
@@ -77,6 +86,8 @@ export class Permit {
  */
 export class Waiter<P extends Permit = Permit> {
   state = QUEUED
+  /** When its caller gives up (epoch ms); `Infinity`: never. */
+  deadline = Infinity
   permit: P | undefined = undefined
   prev: this | undefined = undefined
   next: this | undefined = undefined
@@ -163,6 +174,38 @@ export const belowShare = (inFlight: number, share: Ratio.ExactRatio, limit: num
   Number.isSafeInteger(limit) ? share.compare(inFlight, limit) < 0 : inFlight < share.value * limit
 
 /**
+ * Why a deadline cannot be met: it has passed, or the time left is below the expected service
+ * time.
+ *
+ * @since 1.0.0
+ */
+export type DeadlineMiss = "deadline" | "deadline-unmeetable"
+
+/**
+ * The weight of one sample in the smoothed service time (TCP's SRTT gain, RFC 6298).
+ *
+ * @since 1.0.0
+ */
+export const SERVICE_TIME_GAIN = 1 / 8
+
+/**
+ * Whether work due by `deadline` can still be done when started at `now`, given the expected
+ * service time (`undefined`: no estimate yet, only a passed deadline counts).
+ *
+ * @since 1.0.0
+ */
+export const deadlineMiss = (
+  deadline: number,
+  now: number,
+  serviceTime: number | undefined
+): DeadlineMiss | undefined =>
+  deadline <= now
+    ? "deadline"
+    : serviceTime !== undefined && deadline - now < serviceTime
+      ? "deadline-unmeetable"
+      : undefined
+
+/**
  * The limiter's state and rules. `P` and `W` are the binding's permits and waiters; `C` the
  * context its permits are made with.
  *
@@ -179,6 +222,11 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
   private readonly shares: Array<Ratio.ExactRatio> | undefined
   private readonly lifo: boolean
   readonly maxQueue: number
+  /**
+   * The expected time a permit granted now is held: the smoothed round-trip time of the
+   * permits settled `success` (gain {@link SERVICE_TIME_GAIN}); `undefined` until the first.
+   */
+  serviceTime: number | undefined = undefined
 
   constructor(
     readonly algorithm: Limit.Limit,
@@ -200,6 +248,14 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
 
   /** Called when a waiter is taken out of the queue to make room for more critical work. */
   protected onDisplaced(_waiter: W): void {}
+
+  /** Called when a waiter is taken out of the queue because its deadline cannot be met. */
+  protected onMissed(_waiter: W, _miss: DeadlineMiss): void {}
+
+  /** Whether work due by `deadline` can still be done when granted at `now` (see {@link deadlineMiss}). */
+  missOf(deadline: number, now: number): DeadlineMiss | undefined {
+    return deadline === Infinity ? undefined : deadlineMiss(deadline, now, this.serviceTime)
+  }
 
   /** Nothing in flight and nobody waiting: the limiter may be forgotten (work still running keeps its own). */
   get idle(): boolean {
@@ -245,7 +301,8 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
 
   /**
    * Whether settling a permit needs the clock: not for a time-blind limit with nobody waiting
-   * (its sample takes the permit's `start` as `now`).
+   * (its sample takes the permit's `start` as `now`, and {@link serviceTime} learns nothing:
+   * the estimate is taken while work waits, which is when a waiter's deadline is judged).
    */
   get needsClock(): boolean {
     return this.algorithm.usesTime !== false || this.queued !== 0
@@ -264,13 +321,19 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
   /**
    * A request that held `permit` ended: frees the slot, feeds the limit its sample, then
    * grants freed permits to waiters (made with `context`). Returns the number granted.
+   * `timed`: `now` is a clock reading (not the permit's `start` passed for a time-blind limit,
+   * {@link needsClock}); only then does a success move {@link serviceTime}.
    */
-  release(permit: P, outcome: Limit.Outcome, now: number, context: C): number {
+  release(permit: P, outcome: Limit.Outcome, now: number, context: C, timed = true): number {
     const inFlight = this.inFlight
     // Free the slot before calling the algorithm, so a throwing user algorithm cannot leak it.
     this.inFlight--
     this.inFlightBy[permit.level]!--
     const rtt = now - permit.start
+    if (timed && outcome === "success" && rtt >= 0) {
+      const estimate = this.serviceTime
+      this.serviceTime = estimate === undefined ? rtt : estimate + SERVICE_TIME_GAIN * (rtt - estimate)
+    }
     this.algorithm.onSample(
       // Departure-aware algorithms also get when the request left and their mark.
       this.algorithm.onDeparture === undefined
@@ -296,17 +359,27 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
     return this.queued > 0 ? this.drain(now, context) : 0
   }
 
-  /** Grants free permits to waiters, in {@link selectNext} order. Returns the number granted. */
+  /**
+   * Grants free permits to waiters, in {@link selectNext} order, passing over (and refusing,
+   * {@link onMissed}) a waiter whose deadline cannot be met. Returns the number granted.
+   */
   drain(now: number, context: C): number {
-    const before = this.queued
+    let granted = 0
     while (this.queued > 0 && this.inFlight < this.algorithm.limit) {
       const waiter = this.selectNext()
       this.unlink(waiter)
+      const miss = this.missOf(waiter.deadline, now)
+      if (miss !== undefined) {
+        waiter.state = REJECTED
+        this.onMissed(waiter, miss)
+        continue
+      }
+      granted++
       waiter.state = GRANTED
       waiter.permit = this.grant(waiter.level, now, context, true)
       this.onGranted(waiter)
     }
-    return before - this.queued
+    return granted
   }
 
   /** Shares first: a level below its guaranteed share is served before any other; then by criticality. */

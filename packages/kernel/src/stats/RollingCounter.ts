@@ -110,6 +110,30 @@ export class RollingCounter {
     if (this.sum < 1e-9) this.sum = Math.max(0, this.sum)
   }
 
+  /**
+   * Whether what was added at time `at` is still counted at `now`: its bucket has not left
+   * the window (and is not in the future).
+   */
+  holds(at: number, now: number): boolean {
+    this.advance(now)
+    const index = Math.floor(at / this.width)
+    return index <= this.last && index > this.last - this.buckets
+  }
+
+  /**
+   * Adds `amount` (default 1) into the bucket of time `at`, as seen at `now`, so that it leaves
+   * the window with what was added at `at`; nothing once that bucket has left the window.
+   * Returns whether it was added.
+   */
+  addAt(at: number, now: number, amount = 1): boolean {
+    if (!this.holds(at, now)) return false
+    const index = Math.floor(at / this.width)
+    const slot = ((index % this.buckets) + this.buckets) % this.buckets
+    this.counts[slot]! += amount
+    this.sum += amount
+    return true
+  }
+
   /** The total over the window ending at `now`. */
   total(now: number): number {
     this.advance(now)

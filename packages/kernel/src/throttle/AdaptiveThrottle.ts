@@ -18,8 +18,18 @@
  * critical work is throttled first. From a base `k`, level weights `w` give
  * `K = 1 + w (k − 1)` (SHEDDABLE 0.5, SHEDDABLE_PLUS 0.75, CRITICAL 1, CRITICAL_PLUS 2).
  *
- * Per backend, `Backend` keeps the window: two rolling counters (`stats/RollingCounter`) of
+ * Per backend, `Backend` keeps the window: rolling counters (`stats/RollingCounter`) of
  * `buckets` slices; the rule also reads plain counts, from whatever window keeps them.
+ *
+ * A request is counted when it is admitted, before the call, in the bucket of its own time
+ * (`Backend.admit`), and its outcome is filed in that same bucket (`Backend.settleAdmitted`),
+ * so a request and its accept leave the window together; an outcome that comes after its
+ * request has left the window counts nothing (go-zero #5011). A request still in flight is a
+ * request but neither an accept nor a rejection: the formula runs over the settled ones, so a
+ * burst of calls in flight never reads as rejections (a backend that stops answering is
+ * learned from as its attempts time out; the concurrency limiter bounds what is in flight until
+ * then). A caller's window must therefore be at least as long as its longest attempt timeout:
+ * `SluiceHttpClient` refuses an `attemptTimeout` longer than its throttle's window.
  *
  * @since 0.2.0
  */
@@ -230,6 +240,8 @@ export class Backend {
   readonly requests: RollingCounter
   /** What the backend answered without a rejection. */
   readonly accepts: RollingCounter
+  /** Requests admitted and not settled yet, in the buckets of their admission. */
+  readonly pending: RollingCounter
   /**
    * The time of the latest request to this backend. A settled call is counted at that time
    * (`count`), so a call reads the clock once; a rolling counter files an earlier time into
@@ -248,6 +260,36 @@ export class Backend {
     const options = { windowMillis: rule.window, buckets: rule.buckets }
     this.requests = new RollingCounter(options)
     this.accepts = new RollingCounter(options)
+    this.pending = new RollingCounter(options)
+  }
+  /** Counts a request admitted at `now`, before its call: a request, in flight. */
+  admit(now: number): void {
+    this.requests.add(now)
+    this.pending.add(now)
+  }
+  /**
+   * Files what the call admitted at `at` taught (`learn`), as seen at `now`, in the bucket of
+   * its request, and returns it: an accept or a rejection while that request is still in the
+   * window, nothing after it has left (the request is gone, so is its outcome). Work refused on
+   * this side or abandoned by its caller takes its request back.
+   */
+  settleAdmitted(
+    at: number,
+    outcome: Parameters<typeof learn>[0],
+    now: number
+  ): "accept" | "reject" | undefined {
+    this.pending.removeAt(at, now)
+    const lesson = learn(outcome)
+    if (lesson === undefined) {
+      this.requests.removeAt(at, now)
+      return undefined
+    }
+    if (lesson === "accept") return this.accepts.addAt(at, now) ? lesson : undefined
+    return this.requests.holds(at, now) ? lesson : undefined
+  }
+  /** Requests in the window that have settled (the formula's `requests`), at `now`. */
+  private settled(now: number): number {
+    return this.requests.total(now) - this.pending.total(now)
   }
   /** Counts a request at `now`, and an accept too when `accepted`. */
   record(now: number, accepted: boolean): void {
@@ -269,11 +311,11 @@ export class Backend {
   }
   /** The local rejection probability for work of `level` at `now`. */
   probability(level: Level, now: number): number {
-    return this.rule.probability(level, this.requests.total(now), this.accepts.total(now))
+    return this.rule.probability(level, this.settled(now), this.accepts.total(now))
   }
   /** Whether no level can be throttled at `now`. */
   allClear(now: number): boolean {
-    return this.rule.allClear(this.requests.total(now), this.accepts.total(now))
+    return this.rule.allClear(this.settled(now), this.accepts.total(now))
   }
   /**
    * The probability for work of `level` at `now`, telling `changed` of each level whose
@@ -298,9 +340,13 @@ export class Backend {
     this.reported[level] = p
     changed(level, p)
   }
-  /** The window's counts at `now`. */
-  totals(now: number): { readonly requests: number; readonly accepts: number } {
-    return { requests: this.requests.total(now), accepts: this.accepts.total(now) }
+  /** The window's counts at `now`: requests (in flight included), accepts, and requests in flight. */
+  totals(now: number): { readonly requests: number; readonly accepts: number; readonly inFlight: number } {
+    return {
+      requests: this.requests.total(now),
+      accepts: this.accepts.total(now),
+      inFlight: this.pending.total(now)
+    }
   }
 }
 

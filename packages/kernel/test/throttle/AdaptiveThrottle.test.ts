@@ -193,18 +193,18 @@ describe("AdaptiveThrottle", () => {
     const backend = new AdaptiveThrottle.Backend(throttle)
     expect(backend.allClear(0)).toBe(true)
     for (let i = 0; i < 500; i++) backend.record(100 + i, false)
-    expect(backend.totals(1000)).toEqual({ requests: 500, accepts: 0 })
+    expect(backend.totals(1000)).toEqual({ requests: 500, accepts: 0, inFlight: 0 })
     expect(backend.probability("SHEDDABLE", 1000)).toBe(0.9)
     expect(backend.allClear(1000)).toBe(false)
     for (let i = 0; i < 500; i++) backend.record(2000, true)
-    expect(backend.totals(2000)).toEqual({ requests: 1000, accepts: 500 })
+    expect(backend.totals(2000)).toEqual({ requests: 1000, accepts: 500, inFlight: 0 })
     // K = 2: (1000 − 2 × 500) / 1001 = 0; K = 1.5: 250 / 1001
     expect(backend.probability("CRITICAL", 2000)).toBe(0)
     expect(backend.probability("SHEDDABLE", 2000)).toBeCloseTo(250 / 1001, 15)
     // the first second leaves the window after 10 s
-    expect(backend.totals(11_000)).toEqual({ requests: 500, accepts: 500 })
+    expect(backend.totals(11_000)).toEqual({ requests: 500, accepts: 500, inFlight: 0 })
     expect(backend.allClear(11_000)).toBe(true)
-    expect(backend.totals(12_000)).toEqual({ requests: 0, accepts: 0 })
+    expect(backend.totals(12_000)).toEqual({ requests: 0, accepts: 0, inFlight: 0 })
   })
 
   it("never throttles a client below the minimum request rate", () => {
@@ -323,11 +323,11 @@ describe("AdaptiveThrottle", () => {
     expect(backend.settle("dropped")).toBe("reject")
     expect(backend.settle("refused")).toBeUndefined()
     expect(backend.settle("ignored")).toBeUndefined()
-    expect(backend.totals(5000)).toEqual({ requests: 3, accepts: 2 })
+    expect(backend.totals(5000)).toEqual({ requests: 3, accepts: 2, inFlight: 0 })
     backend.count(false)
-    expect(backend.totals(5000)).toEqual({ requests: 4, accepts: 2 })
+    expect(backend.totals(5000)).toEqual({ requests: 4, accepts: 2, inFlight: 0 })
     // counted at 5 s: gone once the window has passed it
-    expect(backend.totals(15_500)).toEqual({ requests: 0, accepts: 0 })
+    expect(backend.totals(15_500)).toEqual({ requests: 0, accepts: 0, inFlight: 0 })
   })
 
   it("Backends: bounded by capacity, labelled by key for the first capacity keys ever seen", () => {
