@@ -27,6 +27,8 @@ export * as Meters from "./Meters.js"
 export * as Options from "./Options.js"
 /** @since 0.2.0 */
 export * as Outcome from "./Outcome.js"
+/** @since 1.1.0 */
+export * as ServerLoad from "./ServerLoad.js"
 /** @since 0.1.0 */
 export * as RollingCounter from "./RollingCounter.js"
 /** @since 0.2.0 */

@@ -1,4 +1,5 @@
 import { Admission, Criticality, Errors, Meters, Options } from "@sluice/core"
+import type { ServerLoad } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/shed/LoadShedder"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -213,6 +214,10 @@ export const make = (
       capacity,
       retryAfter,
       bound,
+      load: {
+        utilization: (nowMillis: number) => shedder.utilization(nowMillis),
+        admits: (level: Level, nowMillis: number) => !shedder.wouldShed(level, nowMillis)
+      } satisfies ServerLoad.ServerLoad,
       events: Stream.fromPubSub(hub)
     } satisfies LS.Service
   })
