@@ -517,13 +517,7 @@ export function loadShed(options: LoadShedOptions = {}) {
         guarded(Option.getOrUndefined(shedder))
       )
     }
-    // The shedder comes from each request's context: the app built for the last one serves
-    // the next as long as it is the same shedder (it is, in a server).
-    let last: { readonly shedder: LoadShedder.Service; readonly app: HttpApp<E, R> } | undefined
-    return Effect.flatMap(LoadShedder.LoadShedder, (shedder) => {
-      if (last === undefined || last.shedder !== shedder) last = { shedder, app: guarded(shedder) }
-      return last.app
-    })
+    return Effect.flatMap(LoadShedder.LoadShedder, guarded)
   }
 }
 
