@@ -56,12 +56,13 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ConcurrencyLimiter, LoadShedder, VegasLimit } from "@sluice/adaptive"
-import { Middleware, Trust } from "@sluice/http"
+import { Middleware, Protocol, Trust } from "@sluice/http"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { RetryHistogram } from "@sluice/retry"
 import { Context, Duration, Effect, Layer, Metric, Random, Redacted, Semaphore } from "effect"
+import { identity } from "effect/Function"
 import type { Scope } from "effect"
-import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { execFile, fork, type ChildProcess } from "node:child_process"
 import { createRequire } from "node:module"
 import { createServer } from "node:http"
@@ -350,17 +351,31 @@ const TRUST_SECRET = "bench-overload-trust-secret"
  * on `x-api-key` in front and `capacity` = the backend's units: the configuration a new
  * user runs, with its defaults.
  */
-const readmeServer = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
+const readmeServer = (
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse>,
+  extra: {
+    /** the degraded handler: `Middleware.degrade` directly outside `loadShed`, as its docs say */
+    readonly degraded?: Effect.Effect<HttpServerResponse.HttpServerResponse> | undefined
+    /** a middleware outside the whole stack (the bench's own tally) */
+    readonly outer?: (<E, R>(app: Middleware.HttpApp<E, R>) => Middleware.HttpApp<E, R>) | undefined
+  } = {}
+) =>
   Effect.gen(function* () {
     const trust = yield* Trust.sharedSecret({ secret: Redacted.make(TRUST_SECRET) })
+    const degrade =
+      extra.degraded === undefined
+        ? identity
+        : Middleware.degrade({ handler: extra.degraded, concurrency: DEGRADED_CONCURRENCY })
     const SluiceLive = HttpRouter.middleware(
       (app) =>
         app.pipe(
           Middleware.loadShed(),
+          degrade,
           Middleware.retryGuard(),
           Middleware.quota({ client: (request) => request.headers["x-api-key"] }),
           Middleware.mapErrors,
-          Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" })
+          Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" }),
+          extra.outer ?? identity
         ),
       { global: true }
     )
@@ -510,6 +525,94 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
     }
   })
 
+// ---------------------------------------------------------------------------
+// degraded answers: the README's server with `Middleware.degrade` under the same flood
+
+/** A full answer's work and a degraded one's (the first shard, a cached copy). */
+const FULL_MS = 200
+const DEGRADED_MS = 20
+/** degraded answers at once (`Middleware.degrade`'s `concurrency`): a tenth of a full answer's cost each */
+const DEGRADED_CONCURRENCY = option("degraded-concurrency", 4 * UNITS)
+type Kind = "full" | "degraded" | "refused"
+const DEGRADED_PHASE_MS = option("degraded-seconds", quick ? 2 : 6) * 1000
+
+/**
+ * The closed-loop flood of the `flood` phase (64 connections, half SHEDDABLE, half without a
+ * header; and the trusted CRITICAL connections) against a route whose full answer holds one of
+ * `UNITS` backend units for `FULL_MS`, and whose degraded answer takes `DEGRADED_MS` beside the
+ * backend. The server counts what it answered, by the caller's level: full, degraded
+ * (`x-sluice-degraded`) or refused.
+ */
+const degradedPhase = Effect.gen(function* () {
+  const units = yield* Semaphore.make(UNITS)
+  const full = units.withPermits(1)(
+    Effect.as(Effect.sleep(Duration.millis(FULL_MS)), HttpServerResponse.text("all shards"))
+  )
+  const degraded = Effect.as(
+    Effect.sleep(Duration.millis(DEGRADED_MS)),
+    HttpServerResponse.text("first shard")
+  )
+  const counts = () => ({
+    CRITICAL: { full: 0, degraded: 0, refused: 0 },
+    other: { full: 0, degraded: 0, refused: 0 }
+  })
+  let answered = counts()
+  const tally = <E, R>(app: Middleware.HttpApp<E, R>): Middleware.HttpApp<E, R> =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.tap(app, (response) =>
+        Effect.sync(() => {
+          const level = request.headers["x-sluice-criticality"] === "CRITICAL" ? "CRITICAL" : "other"
+          const kind: Kind =
+            response.status >= 300 ? "refused" : Protocol.isDegraded(response.headers) ? "degraded" : "full"
+          answered[level][kind]++
+        })
+      )
+    )
+  const url = yield* readmeServer(full, { degraded, outer: tally })
+  // warm-up, then the flood with CRITICAL beside it
+  yield* critical(url, Math.min(DEGRADED_PHASE_MS, 1000))
+  yield* Effect.sleep("300 millis")
+  answered = counts()
+  const [[sheddable, headerless], crit] = yield* Effect.all(
+    [flood(url, DEGRADED_PHASE_MS), critical(url, DEGRADED_PHASE_MS)],
+    { concurrency: 2 }
+  )
+  const seconds = Math.max(sheddable.seconds, headerless.seconds, crit.seconds)
+  const counted = answered
+  log(
+    `degraded: server answered ${JSON.stringify(counted)} in ${seconds} s; CRITICAL client ${JSON.stringify(crit)}`
+  )
+  const capacityRps = (UNITS * 1000) / FULL_MS
+  const all = (kind: Kind) => counted.CRITICAL[kind] + counted.other[kind]
+  const answersRps = (all("full") + all("degraded")) / seconds
+  const answersPerCapacity = answersRps / capacityRps
+  const criticalTotal = counted.CRITICAL.full + counted.CRITICAL.degraded + counted.CRITICAL.refused
+  const criticalFullShare = criticalTotal === 0 ? 0 : counted.CRITICAL.full / criticalTotal
+  const goals = {
+    answersPerCapacity: { value: round(answersPerCapacity, 2), min: 3, met: answersPerCapacity >= 3 },
+    criticalFullShare: {
+      value: round(criticalFullShare, 4),
+      min: 0.999,
+      met: criticalTotal > 0 && criticalFullShare >= 0.999
+    }
+  }
+  return {
+    seconds: round(seconds, 1),
+    fullMs: FULL_MS,
+    degradedMs: DEGRADED_MS,
+    concurrency: DEGRADED_CONCURRENCY,
+    capacityRps,
+    answersRps: round(answersRps),
+    answersPerCapacity: round(answersPerCapacity, 2),
+    full: all("full"),
+    degraded: all("degraded"),
+    refused: all("refused"),
+    critical: { ...counted.CRITICAL, clientP99Ms: crit.p99Ms },
+    criticalFullShare: round(criticalFullShare, 4),
+    goals: { ...goals, met: goals.answersPerCapacity.met && goals.criticalFullShare.met }
+  }
+})
+
 const program = Effect.gen(function* () {
   const units = yield* Semaphore.make(UNITS)
   let busy = 0
@@ -523,6 +626,14 @@ const program = Effect.gen(function* () {
     }).pipe(Effect.ensuring(Effect.sync(() => busy--)))
   )
   const handler = Effect.as(backend, HttpServerResponse.text("ok"))
+  if (args.includes("--degraded-only")) {
+    const degradedOnly = yield* degradedPhase
+    log(`degraded: ${JSON.stringify(degradedOnly)}`)
+    return {
+      degraded: degradedOnly,
+      machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
+    }
+  }
   if (args.includes("--flood-only")) {
     const floodOnly = yield* floodPhase(handler)
     log(`flood: ${JSON.stringify(floodOnly)}`)
@@ -732,6 +843,9 @@ const program = Effect.gen(function* () {
   yield* settle
   const floodResult = yield* floodPhase(handler)
   log(`flood: ${JSON.stringify(floodResult)}`)
+  yield* settle
+  const degradedResult = yield* degradedPhase
+  log(`degraded: ${JSON.stringify(degradedResult)}`)
 
   const goodput = perSecond(loaded.ok, loaded.sendMs)
   const ratio = (s: { sent: number; ok: number }) => (s.sent === 0 ? 1 : s.ok / s.sent)
@@ -795,6 +909,7 @@ const program = Effect.gen(function* () {
     mix,
     fleet,
     flood: floodResult,
+    degraded: degradedResult,
     machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
   }
 })
