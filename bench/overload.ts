@@ -25,7 +25,12 @@
  *    operations at 10× (the mix's shares), made by 4 `SluiceHttpClient`s (`makeDefault`: each
  *    its own retry budget, adaptive throttle, concurrency limiter) and then by 4 naive clients that
  *    retry every failure at once (3 attempts), each operation with a 2 s deadline; the
- *    server counts the attempts that reach it.
+ *    server counts the attempts that reach it;
+ * 6. (`flood`) the closed-loop flood with autocannon against the README's server;
+ * 7. (`degraded`) the same flood against the README's server with `Middleware.degrade` added: a
+ *    route whose full answer holds one of the units for 200 ms and whose degraded answer (the
+ *    first shard) takes 20 ms beside them, at most `--degraded-concurrency` (default 4 × units)
+ *    at once; the server tallies what it answered by the caller's level.
  *
  * Prints one JSON object:
  * `{capacityRps, offeredRps, goodputRps, goodputRatio, criticalSuccessRatio,
@@ -35,18 +40,24 @@
  * criticalSuccessRatio, p99AdmittedOverUnloaded, met}}, fleet: {clients,
  * offeredOperationsRps, sluice: {operations, ok, attemptsAtServer, attemptsPerOperation,
  * attemptsPerSuccess, goodputRatio, criticalSuccess, failures}, naive: {...}, goals:
- * {goodputRatio, attemptsPerOperation, criticalSuccess, met}}, machine:
+ * {goodputRatio, attemptsPerOperation, criticalSuccess, met}}, flood: {...}, degraded: {seconds,
+ * fullMs, degradedMs, concurrency, capacityRps, answersRps, answersPerCapacity, full, degraded,
+ * refused, critical: {full, degraded, refused, clientP99Ms}, criticalFullShare, goals:
+ * {answersPerCapacity, criticalFullShare, met}}, machine:
  * {cpus, loadAverage}}` — the top-level fields are phases 1–3; goodput counts 2xx
  * responses received within the deadline per second of offered load; p99AdmittedMs is
  * over the 2xx responses of the phase; the unprotected p99Ms is over every request of
  * the phase (a request past the deadline counts as the deadline, so it is a lower
  * bound). The goals, checked on the mix in the same run: goodput ≥ 0.95 of capacity,
  * CRITICAL success ≥ 0.999 (posed when CRITICAL is at most 0.5 of capacity), p99 of
- * admitted requests ≤ 2× the unloaded p99.
+ * admitted requests ≤ 2× the unloaded p99; on `degraded`, answers served (full + degraded) ≥ 3×
+ * the full-answer capacity (units × 1000 / 200 per second) and CRITICAL's share of full answers
+ * ≥ 0.999 of the CRITICAL requests the server answered.
  *
  * Options: `--quick` (short phases, for the CI smoke test), `--units N`, `--work-ms N`,
  * `--critical-share R` (default 0.2), `--mix-critical R` (0.05), `--mix-default R` (0.15),
- * `--overload X` (default 10), `--seconds S` (length of each measured phase), `--sockets
+ * `--overload X` (default 10), `--flood-only` / `--degraded-only` (that phase alone),
+ * `--degraded-seconds S` (6), `--degraded-concurrency N`, `--seconds S` (length of each measured phase), `--sockets
  * N` (generator connections, default max(64, 8 × units)), `--fleet-clients N` (4),
  * `--fleet-limiter default|aimd|per-host-fifo` (the Sluice clients' limiter: their default,
  * a congestion window per host and criticality level serving waiters newest first; `AimdLimit`;
