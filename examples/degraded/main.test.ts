@@ -20,7 +20,7 @@ describe("examples/degraded", () => {
     expect(result.warm).toEqual({ full: 4, partial: 0, stale: 0, failed: 0 })
     expect(result.user).toEqual({ full: 8, partial: 0, stale: 0, failed: 0 })
     const p = result.prefetch
-    expect(p.full + p.partial + p.stale + p.failed).toBe(32 * 12)
+    expect(p.full + p.partial + p.stale + p.failed).toBe(32 * 8)
     expect(p.failed).toBe(0)
     expect(p.partial + p.stale).toBeGreaterThan(0)
   }, 120_000)

@@ -115,7 +115,7 @@ export const demo = Effect.gen(function* () {
   // Then 32 prefetchers in closed loops, and the user beside them.
   const prefetcher = (i: number) =>
     Effect.forEach(
-      Array.from({ length: 12 }, (_, n) => queries[(i + n) % queries.length]!),
+      Array.from({ length: 8 }, (_, n) => queries[(i + n) % queries.length]!),
       (query) => record(prefetch)(search(query)),
       { discard: true }
     ).pipe(Criticality.withCriticality("SHEDDABLE"))
