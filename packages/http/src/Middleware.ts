@@ -4,7 +4,9 @@
  * that answers the current `HttpServerRequest`) to another. Each piece is usable
  * alone; a typical stack, outermost first:
  *
- * `criticality` → `mapErrors` → `retryGuard` → `loadShed` → `quota` → `backpressure` → handler
+ * `criticality` → `mapErrors` → `retryGuard` → `degrade` → `loadShed` → `quota` → `backpressure` → handler
+ *
+ * (`degrade`, where a cheaper answer exists, directly outside `loadShed`.)
  *
  * **Details**
  *
