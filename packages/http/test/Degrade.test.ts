@@ -73,10 +73,10 @@ describe("Middleware.degrade", () => {
         const sheddable = yield* app.pipe(Criticality.withCriticality("SHEDDABLE"))
         expect(sheddable.status).toBe(200)
         expect(Protocol.isDegraded(sheddable.headers)).toBe(true)
-      // the header is its only overload signal: a client's limits learn a success from it
-      expect(sheddable.headers["retry-after"]).toBeUndefined()
-      expect(sheddable.headers["x-sluice-throttle"]).toBeUndefined()
-      expect(sheddable.headers["x-sluice-dont-retry"]).toBeUndefined()
+        // the header is its only overload signal: a client's limits learn a success from it
+        expect(sheddable.headers["retry-after"]).toBeUndefined()
+        expect(sheddable.headers["x-sluice-throttle"]).toBeUndefined()
+        expect(sheddable.headers["x-sluice-dont-retry"]).toBeUndefined()
         expect(yield* degradedCount("SHEDDABLE")).toBe(before + 1)
 
         const critical = yield* app.pipe(Criticality.withCriticality("CRITICAL"))
