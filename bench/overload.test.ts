@@ -12,7 +12,7 @@ describe("bench:overload --quick --json", () => {
     "prints one JSON object with goodput, per-criticality success, latencies and the unprotected run",
     { timeout: 180_000 },
     async () => {
-      const { stdout } = await runScript("bench/overload.ts", ["--json", "--quick"])
+      const { stdout } = await runScript("bench/overload.ts", ["--json", "--quick"], 170_000)
       const lines = stdout.trim().split("\n")
       expect(lines).toHaveLength(1)
       const result = JSON.parse(lines[0]!)
