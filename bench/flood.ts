@@ -81,7 +81,7 @@ export const flood = (url: string, connections: number, durationMs: number) =>
 
 export const TRUST_SECRET = "bench-overload-trust-secret"
 
-type Stage = <E, R>(app: Middleware.HttpApp<E, R>) => Middleware.HttpApp<any, any>
+export type Stage = <E, R>(app: Middleware.HttpApp<E, R>) => Middleware.HttpApp<any, any>
 
 /**
  * The middleware of the README's server, innermost first (`app.pipe(...)` in this order),
@@ -107,12 +107,28 @@ export const readmeStages = (
 export const readmeServer = (
   handler: HttpServerResponse.HttpServerResponse | Effect.Effect<HttpServerResponse.HttpServerResponse>,
   capacity: number,
-  outer = 5
+  outer = 5,
+  extra: {
+    /** a degraded handler: `Middleware.degrade` directly outside `loadShed`, as its docs say */
+    readonly degraded?: Effect.Effect<HttpServerResponse.HttpServerResponse> | undefined
+    /** `Middleware.degrade`'s `concurrency` */
+    readonly degradedConcurrency?: number | undefined
+    /** a middleware outside the whole stack (a bench's own tally) */
+    readonly around?: Stage | undefined
+  } = {}
 ): Effect.Effect<string, unknown, Scope.Scope> =>
   Effect.gen(function* () {
     const trust = yield* Trust.sharedSecret({ secret: Redacted.make(TRUST_SECRET) })
     const stages = readmeStages(trust)
-    const applied = stages.slice(stages.length - outer)
+    const applied = [...stages.slice(stages.length - outer)]
+    if (extra.degraded !== undefined) {
+      const degrade = Middleware.degrade({
+        handler: extra.degraded,
+        ...(extra.degradedConcurrency === undefined ? {} : { concurrency: extra.degradedConcurrency })
+      }) as Stage
+      applied.splice(applied.findIndex(([name]) => name === "loadShed") + 1, 0, ["degrade", degrade])
+    }
+    if (extra.around !== undefined) applied.push(["around", extra.around])
     const SluiceLive = HttpRouter.middleware(
       (app) => applied.reduce((inner, [, stage]) => stage(inner), app as Middleware.HttpApp<any, any>),
       { global: true }

@@ -1,5 +1,6 @@
 // Smoke test: the overload benchmark runs in its short mode (a real server, a generator
-// process, five short phases, and a short closed-loop flood driven by autocannon) and prints the JSON bench/README.md quotes. Shape and sanity
+// process, five short phases, a short closed-loop flood driven by autocannon, and the same flood
+// against a route with degraded answers) and prints the JSON bench/README.md quotes. Shape and sanity
 // only: goodput and latency depend on the machine, so no goal is asserted.
 import { describe, expect, it } from "vitest"
 import { runScript } from "./runScript.js"
@@ -9,9 +10,9 @@ const isRatio = (n: unknown) => typeof n === "number" && n >= 0 && n <= 1
 describe("bench:overload --quick --json", () => {
   it(
     "prints one JSON object with goodput, per-criticality success, latencies and the unprotected run",
-    { timeout: 120_000 },
+    { timeout: 180_000 },
     async () => {
-      const { stdout } = await runScript("bench/overload.ts", ["--json", "--quick"])
+      const { stdout } = await runScript("bench/overload.ts", ["--json", "--quick"], 170_000)
       const lines = stdout.trim().split("\n")
       expect(lines).toHaveLength(1)
       const result = JSON.parse(lines[0]!)
@@ -29,6 +30,7 @@ describe("bench:overload --quick --json", () => {
           "mix",
           "fleet",
           "flood",
+          "degraded",
           "machine"
         ].sort()
       )
@@ -139,6 +141,19 @@ describe("bench:overload --quick --json", () => {
           fg.criticalP99OverUnloaded.met &&
           fg.refusalCostVsEffect.met
       )
+      // degraded answers under the same flood: full + degraded answers per full-answer capacity
+      const degraded = result.degraded
+      expect(degraded).toMatchObject({ fullMs: 200, degradedMs: 20, capacityRps: result.capacityRps * 1.6 })
+      expect(degraded.full + degraded.degraded).toBeGreaterThan(0)
+      expect(degraded.answersPerCapacity).toBeCloseTo(degraded.answersRps / degraded.capacityRps, 1)
+      // CRITICAL is trusted: it is never degraded below what the server admits
+      const dc = degraded.critical
+      expect(dc.full + dc.degraded + dc.refused).toBeGreaterThan(0)
+      expect(degraded.criticalFullShare).toBeCloseTo(dc.full / (dc.full + dc.degraded + dc.refused), 3)
+      const dg = degraded.goals
+      expect(dg.answersPerCapacity).toMatchObject({ min: 3, met: dg.answersPerCapacity.value >= 3 })
+      expect(dg.criticalFullShare).toMatchObject({ min: 0.999, met: dg.criticalFullShare.value >= 0.999 })
+      expect(dg.met).toBe(dg.answersPerCapacity.met && dg.criticalFullShare.met)
       expect(result.machine.cpus).toBeGreaterThan(0)
       expect(result.machine.loadAverage).toHaveLength(3)
     }

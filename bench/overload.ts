@@ -29,6 +29,11 @@
  *    attempts that reach it, and its handler runs for callers that had already given up
  *    (`wastedWork`: each attempt names its operation's give-up time in a bench-only header;
  *    the handler compares it with the wall clock when it starts and when it finishes).
+ * 6. (`flood`) the closed-loop flood with autocannon against the README's server;
+ * 7. (`degraded`) the same flood against the README's server with `Middleware.degrade` added: a
+ *    route whose full answer holds one of the units for 200 ms and whose degraded answer (the
+ *    first shard) takes 20 ms beside them, at most `--degraded-concurrency` (default 4 × units)
+ *    at once; the server tallies what it answered by the caller's level.
  *
  * Prints one JSON object:
  * `{capacityRps, offeredRps, goodputRps, goodputRatio, criticalSuccessRatio,
@@ -40,18 +45,24 @@
  * attemptsPerSuccess, goodputRatio, criticalSuccess, failures, wastedWork: {handlerRuns,
  * startedAfterGiveUp, finishedAfterGiveUp, startedAfterGiveUpShare, finishedAfterGiveUpShare}},
  * naive: {...}, goals:
- * {goodputRatio, attemptsPerOperation, criticalSuccess, met}}, machine:
+ * {goodputRatio, attemptsPerOperation, criticalSuccess, met}}, flood: {...}, degraded: {seconds,
+ * fullMs, degradedMs, concurrency, capacityRps, answersRps, answersPerCapacity, full, degraded,
+ * refused, critical: {full, degraded, refused, clientP99Ms}, criticalFullShare, goals:
+ * {answersPerCapacity, criticalFullShare, met}}, machine:
  * {cpus, loadAverage}}` — the top-level fields are phases 1–3; goodput counts 2xx
  * responses received within the deadline per second of offered load; p99AdmittedMs is
  * over the 2xx responses of the phase; the unprotected p99Ms is over every request of
  * the phase (a request past the deadline counts as the deadline, so it is a lower
  * bound). The goals, checked on the mix in the same run: goodput ≥ 0.95 of capacity,
  * CRITICAL success ≥ 0.999 (posed when CRITICAL is at most 0.5 of capacity), p99 of
- * admitted requests ≤ 2× the unloaded p99.
+ * admitted requests ≤ 2× the unloaded p99; on `degraded`, answers served (full + degraded) ≥ 3×
+ * the full-answer capacity (units × 1000 / 200 per second) and CRITICAL's share of full answers
+ * ≥ 0.999 of the CRITICAL requests the server answered.
  *
  * Options: `--quick` (short phases, for the CI smoke test), `--units N`, `--work-ms N`,
  * `--critical-share R` (default 0.2), `--mix-critical R` (0.05), `--mix-default R` (0.15),
- * `--overload X` (default 10), `--seconds S` (length of each measured phase), `--sockets
+ * `--overload X` (default 10), `--flood-only` / `--degraded-only` (that phase alone),
+ * `--degraded-seconds S` (6), `--degraded-concurrency N`, `--seconds S` (length of each measured phase), `--sockets
  * N` (generator connections, default max(64, 8 × units)), `--fleet-clients N` (4),
  * `--fleet-limiter default|aimd|per-host-fifo` (the Sluice clients' limiter: their default,
  * a congestion window per host and criticality level serving waiters newest first; `AimdLimit`;
@@ -64,7 +75,7 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ConcurrencyLimiter, LoadShedder, VegasLimit } from "@sluice/adaptive"
-import { Middleware } from "@sluice/http"
+import { Middleware, Protocol } from "@sluice/http"
 import { Context, Duration, Effect, Layer, Metric, Random, Semaphore } from "effect"
 import type { Scope } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -80,7 +91,8 @@ import {
   flood,
   readmeServer,
   TRUST_SECRET,
-  type Cannon
+  type Cannon,
+  type Stage
 } from "./flood.js"
 import { GIVE_UP_HEADER, type FleetRequest, type FleetResult } from "./overload-fleet.js"
 import type { PhaseRequest, PhaseResult } from "./overload-generator.js"
@@ -395,6 +407,98 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
     }
   })
 
+// ---------------------------------------------------------------------------
+// degraded answers: the README's server with `Middleware.degrade` under the same flood
+
+/** A full answer's work and a degraded one's (the first shard, a cached copy). */
+const FULL_MS = 200
+const DEGRADED_MS = 20
+/** degraded answers at once (`Middleware.degrade`'s `concurrency`): a tenth of a full answer's cost each */
+const DEGRADED_CONCURRENCY = option("degraded-concurrency", 4 * UNITS)
+type Kind = "full" | "degraded" | "refused"
+const DEGRADED_PHASE_MS = option("degraded-seconds", quick ? 2 : 6) * 1000
+
+/**
+ * The closed-loop flood of the `flood` phase (64 connections, half SHEDDABLE, half without a
+ * header; and the trusted CRITICAL connections) against a route whose full answer holds one of
+ * `UNITS` backend units for `FULL_MS`, and whose degraded answer takes `DEGRADED_MS` beside the
+ * backend. The server counts what it answered, by the caller's level: full, degraded
+ * (`x-sluice-degraded`) or refused.
+ */
+const degradedPhase = Effect.gen(function* () {
+  const units = yield* Semaphore.make(UNITS)
+  const full = units.withPermits(1)(
+    Effect.as(Effect.sleep(Duration.millis(FULL_MS)), HttpServerResponse.text("all shards"))
+  )
+  const degraded = Effect.as(
+    Effect.sleep(Duration.millis(DEGRADED_MS)),
+    HttpServerResponse.text("first shard")
+  )
+  const counts = () => ({
+    CRITICAL: { full: 0, degraded: 0, refused: 0 },
+    other: { full: 0, degraded: 0, refused: 0 }
+  })
+  let answered = counts()
+  const tally = <E, R>(app: Middleware.HttpApp<E, R>): Middleware.HttpApp<E, R> =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.tap(app, (response) =>
+        Effect.sync(() => {
+          const level = request.headers["x-sluice-criticality"] === "CRITICAL" ? "CRITICAL" : "other"
+          const kind: Kind =
+            response.status >= 300 ? "refused" : Protocol.isDegraded(response.headers) ? "degraded" : "full"
+          answered[level][kind]++
+        })
+      )
+    )
+  const url = yield* readmeServer(full, UNITS, 5, {
+    degraded,
+    degradedConcurrency: DEGRADED_CONCURRENCY,
+    around: tally as Stage
+  })
+  // warm-up, then the flood with CRITICAL beside it
+  yield* critical(url, Math.min(DEGRADED_PHASE_MS, 1000))
+  yield* Effect.sleep("300 millis")
+  answered = counts()
+  const [[sheddable, headerless], crit] = yield* Effect.all(
+    [flood(url, FLOOD_CONNECTIONS, DEGRADED_PHASE_MS), critical(url, DEGRADED_PHASE_MS)],
+    { concurrency: 2 }
+  )
+  const seconds = Math.max(sheddable.seconds, headerless.seconds, crit.seconds)
+  const counted = answered
+  log(
+    `degraded: server answered ${JSON.stringify(counted)} in ${seconds} s; CRITICAL client ${JSON.stringify(crit)}`
+  )
+  const capacityRps = (UNITS * 1000) / FULL_MS
+  const all = (kind: Kind) => counted.CRITICAL[kind] + counted.other[kind]
+  const answersRps = (all("full") + all("degraded")) / seconds
+  const answersPerCapacity = answersRps / capacityRps
+  const criticalTotal = counted.CRITICAL.full + counted.CRITICAL.degraded + counted.CRITICAL.refused
+  const criticalFullShare = criticalTotal === 0 ? 0 : counted.CRITICAL.full / criticalTotal
+  const goals = {
+    answersPerCapacity: { value: round(answersPerCapacity, 2), min: 3, met: answersPerCapacity >= 3 },
+    criticalFullShare: {
+      value: round(criticalFullShare, 4),
+      min: 0.999,
+      met: criticalTotal > 0 && criticalFullShare >= 0.999
+    }
+  }
+  return {
+    seconds: round(seconds, 1),
+    fullMs: FULL_MS,
+    degradedMs: DEGRADED_MS,
+    concurrency: DEGRADED_CONCURRENCY,
+    capacityRps,
+    answersRps: round(answersRps),
+    answersPerCapacity: round(answersPerCapacity, 2),
+    full: all("full"),
+    degraded: all("degraded"),
+    refused: all("refused"),
+    critical: { ...counted.CRITICAL, clientP99Ms: crit.p99Ms },
+    criticalFullShare: round(criticalFullShare, 4),
+    goals: { ...goals, met: goals.answersPerCapacity.met && goals.criticalFullShare.met }
+  }
+})
+
 const program = Effect.gen(function* () {
   const units = yield* Semaphore.make(UNITS)
   let busy = 0
@@ -408,6 +512,14 @@ const program = Effect.gen(function* () {
     }).pipe(Effect.ensuring(Effect.sync(() => busy--)))
   )
   const handler = Effect.as(backend, HttpServerResponse.text("ok"))
+  if (args.includes("--degraded-only")) {
+    const degradedOnly = yield* degradedPhase
+    log(`degraded: ${JSON.stringify(degradedOnly)}`)
+    return {
+      degraded: degradedOnly,
+      machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
+    }
+  }
   if (args.includes("--flood-only")) {
     const floodOnly = yield* floodPhase(handler)
     log(`flood: ${JSON.stringify(floodOnly)}`)
@@ -659,6 +771,9 @@ const program = Effect.gen(function* () {
   yield* settle
   const floodResult = yield* floodPhase(handler)
   log(`flood: ${JSON.stringify(floodResult)}`)
+  yield* settle
+  const degradedResult = yield* degradedPhase
+  log(`degraded: ${JSON.stringify(degradedResult)}`)
 
   const goodput = perSecond(loaded.ok, loaded.sendMs)
   const ratio = (s: { sent: number; ok: number }) => (s.sent === 0 ? 1 : s.ok / s.sent)
@@ -722,6 +837,7 @@ const program = Effect.gen(function* () {
     mix,
     fleet,
     flood: floodResult,
+    degraded: degradedResult,
     machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
   }
 })

@@ -71,7 +71,7 @@
  *
  * @since 0.1.0
  */
-import type { Admission, Criticality, Errors, Options } from "@sluice/core"
+import type { Admission, Criticality, Errors, Options, ServerLoad } from "@sluice/core"
 import type * as ConcurrencyLimiter from "./ConcurrencyLimiter.js"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
@@ -144,6 +144,14 @@ export interface Service {
    * @since 1.1.0
    */
   readonly bound: ConcurrencyLimiter.Limiter | undefined
+  /**
+   * The shedder as a `ServerLoad` reading: its utilization, and whether it would admit a
+   * level now (records nothing). `Middleware.loadShed()` sets it as the `ServerLoad` of the work
+   * it admits.
+   *
+   * @since 1.1.0
+   */
+  readonly load: ServerLoad.ServerLoad
   /**
    * Every shed request, as it happens (published off the success path only; a
    * subscriber that falls behind by more than 256 events loses the oldest).

@@ -17,3 +17,5 @@ export * as Errors from "./Errors.js"
 export * as Options from "./Options.js"
 /** @since 0.2.0 */
 export * as Outcome from "./Outcome.js"
+/** @since 1.1.0 */
+export * as ServerLoad from "./ServerLoad.js"

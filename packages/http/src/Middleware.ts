@@ -4,7 +4,9 @@
  * that answers the current `HttpServerRequest`) to another. Each piece is usable
  * alone; a typical stack, outermost first:
  *
- * `criticality` → `mapErrors` → `retryGuard` → `loadShed` → `quota` → `backpressure` → handler
+ * `criticality` → `mapErrors` → `retryGuard` → `degrade` → `loadShed` → `quota` → `backpressure` → handler
+ *
+ * (`degrade`, where a cheaper answer exists, directly outside `loadShed`.)
  *
  * **Details**
  *
@@ -414,6 +416,90 @@ export const loadShed: {
   ): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R>
   (options?: LoadShedOptions): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R | LoadShedder.LoadShedder>
 } = internal.loadShed
+
+/**
+ * Options of {@link degrade}: the degraded `handler` (a cheaper answer: a cached copy, part of
+ * a corpus); `when`, which requests may be degraded (default: every one; a request it refuses,
+ * or for which it throws, is refused as without `degrade`); `concurrency`, how many degraded
+ * answers may run at once (default: the full path's bound, the limiter's limit or the
+ * shedder's capacity), beyond which a request is refused as without `degrade`.
+ *
+ * @since 1.1.0
+ * @category models
+ */
+export interface DegradeOptions<E = never, R = never> {
+  readonly handler: HttpApp<E, R>
+  readonly when?: ((request: HttpServerRequest.HttpServerRequest) => boolean) | undefined
+  readonly concurrency?: number | undefined
+}
+
+/**
+ * Answers degraded instead of refusing: where {@link loadShed} (directly inside) would refuse
+ * a request with `Overloaded` (shed by the `LoadShedder`, or refused by its bound or limiter),
+ * `handler` answers it, and the answer carries `x-sluice-degraded: 1`
+ * (`Protocol.isDegraded`). Work the shedder admits gets the full answer, so `CRITICAL` is served
+ * in full while the server admits `CRITICAL`. A request that cannot be degraded (refused by
+ * `when`, or with `concurrency` degraded answers already running) is refused as before: `503`.
+ *
+ * **Details**
+ *
+ * - A degraded answer is the `handler`'s response as it is (status included) plus the header:
+ *   no `Retry-After`, no throttle flag. A Sluice client returns it as a success and counts it
+ *   (`sluice_http_client_degraded_total`), and its limits and throttle learn from it what they
+ *   learn from any success; the header is the only overload signal it carries.
+ * - Degraded answers run beside the shedder, not in it: they do not count as its load, and
+ *   their own bound is `concurrency`. A request whose caller's deadline passed while it waited
+ *   is not degraded: nobody would read the answer.
+ * - Counted by `sluice_http_server_degraded_total{criticality}`; a request's span, where sampled,
+ *   gets `sluice.degraded` (why the full answer was refused). A degraded path that is full adds
+ *   to `sluice_http_server_rejected_total` as any refusal.
+ * - The handler reads the load it was refused at through `ServerLoad` (`@sluice/core`), like
+ *   any admitted handler.
+ * - Bad options (an unknown key, a `concurrency` that is not a positive integer) throw a
+ *   `RangeError` naming every field when `degrade(options)` is called.
+ *
+ * **Gotchas**
+ *
+ * - Put it directly outside `loadShed`, in the same stack: `loadShed` asks the nearest
+ *   `degrade` outside it. A `degrade` inside `loadShed` (on a route, under a global `loadShed`)
+ *   never sees a refusal, since the refused request never reaches it.
+ * - Around a whole router, `handler` answers every route: route it yourself, or let `when`
+ *   pick the requests that have a cheaper answer.
+ * - The `handler` runs interruptibly (a caller that hangs up ends it), as a route's does.
+ *
+ * @example
+ * ```ts
+ * // snippet: compile-only — defines a layer or route for an app to provide
+ * import { LoadShedder } from "@sluice/adaptive"
+ * import { Middleware } from "@sluice/http"
+ * import { RetryHistogram } from "@sluice/retry"
+ * import { Effect, Layer } from "effect"
+ * import { HttpRouter, HttpServerResponse } from "effect/http"
+ *
+ * const fullSearch = Effect.as(Effect.sleep("200 millis"), HttpServerResponse.text("all shards"))
+ * const firstShard = Effect.as(Effect.sleep("20 millis"), HttpServerResponse.text("first shard"))
+ *
+ * const Sluice = HttpRouter.middleware(
+ *   (app) =>
+ *     app.pipe(
+ *       Middleware.loadShed(),
+ *       Middleware.degrade({ handler: firstShard, concurrency: 16 }),
+ *       Middleware.retryGuard(),
+ *       Middleware.mapErrors,
+ *       Middleware.criticality()
+ *     ),
+ *   { global: true }
+ * )
+ * const App = Layer.mergeAll(HttpRouter.add("GET", "/search", fullSearch), Sluice).pipe(
+ *   Layer.provide(Layer.merge(LoadShedder.layer({ capacity: 8 }), RetryHistogram.layer()))
+ * )
+ * ```
+ * @since 1.1.0
+ * @category combinators
+ */
+export const degrade: <E2 = never, R2 = never>(
+  options: DegradeOptions<E2, R2>
+) => <E, R>(app: HttpApp<E, R>) => HttpApp<E | E2, R | R2> = internal.degrade
 
 /**
  * Options of {@link retryGuard}: an explicit `histogram` (default:

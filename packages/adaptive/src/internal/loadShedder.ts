@@ -1,5 +1,6 @@
 import { Admission, Criticality, Errors, Options } from "@sluice/core"
 import * as Meters from "@sluice/core/shared/Meters"
+import type { ServerLoad } from "@sluice/core"
 import * as Kernel from "@sluice/kernel/shed/LoadShedder"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -214,6 +215,10 @@ export const make = (
       capacity,
       retryAfter,
       bound,
+      load: {
+        utilization: (nowMillis: number) => shedder.utilization(nowMillis),
+        admits: (level: Level, nowMillis: number) => !shedder.wouldShed(level, nowMillis)
+      } satisfies ServerLoad.ServerLoad,
       events: Stream.fromPubSub(hub)
     } satisfies LS.Service
   })

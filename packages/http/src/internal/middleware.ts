@@ -1,11 +1,12 @@
 import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
-import { Admission, Criticality, Errors } from "@sluice/core"
+import { Admission, Criticality, Errors, ServerLoad } from "@sluice/core"
 import * as Meters from "@sluice/core/shared/Meters"
 import { Quota } from "@sluice/quota"
 import { Retry, RetryHistogram } from "@sluice/retry"
 import * as Propagation from "@sluice/kernel/deadline/Propagation"
+import * as Field from "@sluice/kernel/options/Field"
 import * as ErrorBody from "@sluice/kernel/wire/ErrorBody"
 import * as ErrorResponse from "@sluice/kernel/wire/ErrorResponse"
 import * as Headers from "@sluice/kernel/wire/Headers"
@@ -32,6 +33,7 @@ import { WireProtocol, type WireProtocolSettings } from "../Protocol.js"
 import type {
   BackpressureOptions,
   CriticalityOptions,
+  DegradeOptions,
   HttpApp,
   LoadShedOptions,
   QuotaOptions,
@@ -341,6 +343,89 @@ export function sample(sampler?: ProportionalSampler.Service) {
       : Effect.flatMap(ProportionalSampler.ProportionalSampler, (s) => s.withSampler(app, noContent))
 }
 
+// ---- degrade ---------------------------------------------------------------------
+
+/**
+ * What `loadShed` calls instead of answering a refusal, when `degrade` is outside it: a
+ * degraded answer, or `undefined` when the request cannot be degraded (then it is refused as
+ * before). `capacity` is the full path's bound, the default bound of the degraded one.
+ */
+type Degrader = (
+  refusal: Errors.Overloaded,
+  capacity: number,
+  fiber: Fiber.Fiber<unknown, unknown>
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> | undefined
+
+const currentDegrader = Context.Reference<Degrader | undefined>("@sluice/http/Middleware/degrade", {
+  defaultValue: () => undefined
+})
+
+const degradedTotal = Meters.counter(
+  "sluice_http_server_degraded",
+  "requests answered by a degraded handler instead of being refused, by criticality"
+)
+const degradedAt = Object.fromEntries(
+  Criticality.levels.map((criticality) => [criticality, degradedTotal.of({ criticality })])
+) as Record<Criticality.Criticality, Metric.Counter<number>>
+
+/** @internal */
+export const degrade = <E2, R2>(options: DegradeOptions<E2, R2>) => {
+  // A middleware is built where the server is assembled: a bad option is a programming error
+  // there, thrown at once with every field named (as the `unsafe` constructors do).
+  const issues = [
+    ...Field.unknownKeys(options, ["handler", "when", "concurrency"]),
+    ...Field.fields([
+      [
+        "handler",
+        options.handler ?? null,
+        Field.expecting(Effect.isEffect, "an Effect (the degraded handler)")
+      ],
+      ["when", options.when, Field.func("a function of the request")],
+      ["concurrency", options.concurrency, Field.positiveInt]
+    ])
+  ]
+  if (issues.length > 0) throw new RangeError(Field.describe("Middleware.degrade", issues))
+  const { concurrency, handler, when } = options
+  return <E, R>(app: HttpApp<E, R>): HttpApp<E | E2, R | R2> => {
+    // Degraded answers in flight: the degraded path's own bound.
+    let active = 0
+    const release = Effect.sync(() => {
+      active--
+    })
+    const degrader: Degrader = (refusal, capacity, fiber) => {
+      if (when !== undefined) {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        let degradable: boolean
+        try {
+          degradable = when(request)
+        } catch {
+          degradable = false
+        }
+        if (!degradable) return undefined
+      }
+      if (active >= (concurrency ?? Math.max(1, Math.round(capacity)))) return undefined
+      active++
+      const level = fiber.getRef(Criticality.currentCriticality)
+      degradedAt[level].updateUnsafe(1, fiber.context)
+      const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+      if (span !== undefined && span._tag === "Span" && span.sampled) {
+        span.attribute("sluice.degraded", refusal.reason)
+        span.attribute("sluice.criticality", level)
+      }
+      const header = fiber.getRef(WireProtocol).headers.degraded
+      // The slot is given back however the handler ends; it runs interruptibly, as the router
+      // runs a route's handler, so a caller that hangs up ends it.
+      return Effect.ensuring(
+        Effect.map(Effect.interruptible(handler), (response) =>
+          HttpServerResponse.setHeader(response, header, "1")
+        ),
+        release
+      ) as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
+    }
+    return Effect.provideService(app, currentDegrader, degrader)
+  }
+}
+
 // ---- loadShed -------------------------------------------------------------------
 
 /**
@@ -374,6 +459,15 @@ const boundedByDeadline = (
   isDrop: limiter.gate.isDrop
 })
 
+/**
+ * A limiter alone as a `ServerLoad`: its work (running and queued) against its limit; it admits
+ * every level while a permit is free, none at once when it is full.
+ */
+const limiterLoad = (limiter: ConcurrencyLimiter.Limiter): ServerLoad.ServerLoad => ({
+  utilization: () => (limiter.inFlight + limiter.queued) / Math.max(1, limiter.limit),
+  admits: () => limiter.inFlight < limiter.limit
+})
+
 /** @internal */
 export function loadShed(
   options: LoadShedOptions & { readonly shedder: LoadShedder.Service }
@@ -388,10 +482,6 @@ export function loadShed(
 ): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R | LoadShedder.LoadShedder>
 export function loadShed(options: LoadShedOptions = {}) {
   return <E, R>(app: HttpApp<E, R>): HttpApp<E, R | LoadShedder.LoadShedder> => {
-    // The handler's own failures travel in a Result so that only the shedder's and the
-    // limiter's refusals become a 503 here; an `Overloaded` from a downstream call stays
-    // the handler's failure.
-    const inner = Effect.result(app)
     const guarded = (shedder: LoadShedder.Service | undefined): HttpApp<E, R> => {
       // Shedder outside, limiter inside, entered in one step (`Admission.guard`).
       const gates: Array<Admission.Gate<unknown, Errors.Overloaded | Errors.DontRetry>> = []
@@ -401,6 +491,13 @@ export function loadShed(options: LoadShedOptions = {}) {
       // A limiter given here replaces the shedder's own bound.
       const limiter = options.limiter ?? shedder?.bound
       if (limiter !== undefined) gates.push(boundedByDeadline(limiter))
+      // The admitted work reads the load it was judged by.
+      const load = shedder?.load ?? (limiter !== undefined ? limiterLoad(limiter) : ServerLoad.idle)
+      const capacity = limiter?.limit ?? shedder?.capacity ?? 1
+      // The handler's own failures travel in a Result so that only the shedder's and the
+      // limiter's refusals become a 503 here; an `Overloaded` from a downstream call stays
+      // the handler's failure.
+      const inner = Effect.result(Effect.provideService(app, ServerLoad.currentServerLoad, load))
       const effect = inner.pipe(Admission.guard(gates))
       return Effect.matchEffect(effect, {
         // No span of its own per refusal: under a flood it would cost more than the refusal.
@@ -408,6 +505,17 @@ export function loadShed(options: LoadShedOptions = {}) {
         // counters by reason and criticality see every one.
         onFailure: (error) =>
           Effect.withFiber((fiber) => {
+            // A shed request is answered degraded where `degrade` is outside and has room; one
+            // whose caller has given up (a `DontRetry`) is not answered at all.
+            const degrader = error._tag === "Overloaded" ? fiber.getRef(currentDegrader) : undefined
+            const degraded =
+              degrader === undefined ? undefined : degrader(error as Errors.Overloaded, capacity, fiber)
+            if (degraded !== undefined)
+              return Effect.provideService(
+                degraded as Effect.Effect<HttpServerResponse.HttpServerResponse>,
+                ServerLoad.currentServerLoad,
+                load
+              )
             const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
             if (span !== undefined && span._tag === "Span" && span.sampled) {
               span.attribute("sluice.refused", error.reason)
