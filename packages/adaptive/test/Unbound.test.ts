@@ -96,6 +96,7 @@ describe("unbound service functions", () => {
         unsafeLevelUtilization: ["CRITICAL"],
         unsafeActive: [],
         unsafeActiveOf: ["CRITICAL"],
+        unsafeOverQuotaOf: ["CRITICAL"],
         unsafeEventLoopUtilization: [],
         unsafeWouldShed: ["SHEDDABLE"]
       })

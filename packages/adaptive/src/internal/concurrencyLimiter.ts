@@ -137,7 +137,12 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
         if (answer === "limit") return Admission.refuse(this.rejection("limit"))
         return answer
       },
-      enter: (entry) => this.waitFor(Kernel.levelIndex[entry.criticality]),
+      // Work over its customer's quota waits behind its level's other work.
+      enter: (entry) =>
+        this.waitFor(
+          Kernel.levelIndex[entry.criticality],
+          entry.getRef(Criticality.currentOverQuota) !== undefined
+        ),
       settle: (permit, outcome) => this.sample(permit as Permit, Limit.sampleOutcome(outcome)),
       isDrop: config.isDrop
     }
@@ -221,18 +226,18 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
    * (Effect's HTTP server runs middleware uninterruptibly: a caller that left must not keep
    * its place in the queue, nor run its handler for nobody).
    */
-  private waitFor(level: number): Effect.Effect<Permit, Errors.Overloaded> {
+  private waitFor(level: number, overQuota: boolean): Effect.Effect<Permit, Errors.Overloaded> {
     return Effect.suspend(() => {
-      // A full queue of work at least as critical: refused at once, with no wait set up.
-      if (!this.hasRoom(level)) return Effect.fail(this.rejection("queue-full"))
+      // A full queue of work served no later: refused at once, with no wait set up.
+      if (!this.hasRoom(level, overQuota)) return Effect.fail(this.rejection("queue-full"))
       let waiter: Waiter | undefined
       // The waiter joins the queue in the step that registers how it resumes and how it
       // leaves: a fiber whose interruption is pending as it reaches the gate stops at the
       // edge of the interruptible region, before it holds a place or can be granted a permit.
       const wait = Effect.callback<Permit, Errors.Overloaded>((resume) => {
         // A full queue displaces the least critical waiter for more critical work.
-        if (!this.makeRoom(level)) return resume(Effect.fail(this.rejection("queue-full")))
-        const joined = (waiter = new Waiter(level))
+        if (!this.makeRoom(level, overQuota)) return resume(Effect.fail(this.rejection("queue-full")))
+        const joined = (waiter = new Waiter(level, overQuota))
         joined.resume = resume
         this.enqueue(joined)
         this.queuedMetric.updateUnsafe(this.queued, this.context)
