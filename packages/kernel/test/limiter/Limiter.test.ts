@@ -57,7 +57,7 @@ const take = (limiter: Recording, level = CRITICAL): Limiter.Permit => {
 describe("Limiter", () => {
   it("over quota waits behind its level and ahead of less critical levels; displaced first within its level", () => {
     const limiter = make(new Fixed.Fixed(1), { maxQueue: 3 })
-    const held = take(limiter)
+    take(limiter)
     limiter.wait(CRITICAL, "over", true)
     limiter.wait(SHEDDABLE_PLUS, "less critical")
     limiter.wait(CRITICAL, "within")

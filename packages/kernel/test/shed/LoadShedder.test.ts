@@ -32,9 +32,9 @@ const hold = (shedder: LoadShedder.LoadShedder, n: number, now: number) => {
 
 describe("LoadShedder", () => {
   it("over quota is shed first within its level, never before a less critical level", () => {
-    expect(Criticality.ascending.map((l) => LoadShedder.overQuotaThreshold(LoadShedder.defaultThresholds, l))).toEqual(
-      [0.75, 0.85, 0.95, 1.05].map((x) => expect.closeTo(x, 9))
-    )
+    expect(
+      Criticality.ascending.map((l) => LoadShedder.overQuotaThreshold(LoadShedder.defaultThresholds, l))
+    ).toEqual([0.75, 0.85, 0.95, 1.05].map((x) => expect.closeTo(x, 9)))
     const shedder = LoadShedder.make({ capacity: 20, smoothing: 1000 })
     // 12 CRITICAL within quota and 8 CRITICAL over quota in flight for 20 time constants
     for (let i = 0; i < 12; i++) {
