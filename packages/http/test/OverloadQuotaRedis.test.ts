@@ -49,43 +49,48 @@ const request = <E, R>(
 const quota = Middleware.quota({ client: (req) => req.headers["x-api-key"], enforce: "overload" })
 
 describe("Middleware.quota enforce: overload over Redis", () => {
-  it.live("idle: over-plan served and charged in Redis; overloaded: shed with the quota's 429; blocked: refused", () =>
-    Effect.gen(function* () {
-      const shedder = yield* LoadShedder.make({ capacity: 4, bound: false, smoothing: "1 millis" })
-      const release = yield* Deferred.make<void>()
-      const held = Effect.as(Deferred.await(release), HttpServerResponse.text("ok"))
-      const app = held.pipe(Middleware.loadShed({ shedder }), quota)
-      const quick = Effect.succeed(HttpServerResponse.text("ok")).pipe(Middleware.loadShed({ shedder }), quota)
+  it.live(
+    "idle: over-plan served and charged in Redis; overloaded: shed with the quota's 429; blocked: refused",
+    () =>
+      Effect.gen(function* () {
+        const shedder = yield* LoadShedder.make({ capacity: 4, bound: false, smoothing: "1 millis" })
+        const release = yield* Deferred.make<void>()
+        const held = Effect.as(Deferred.await(release), HttpServerResponse.text("ok"))
+        const app = held.pipe(Middleware.loadShed({ shedder }), quota)
+        const quick = Effect.succeed(HttpServerResponse.text("ok")).pipe(
+          Middleware.loadShed({ shedder }),
+          quota
+        )
 
-      // idle: 2 within the plan, 3 over it, all served, all counted on the hourly tier
-      const idle: Array<number> = []
-      for (let i = 0; i < 5; i++) idle.push((yield* request(quick, "abuser")).status)
-      expect(idle).toEqual([200, 200, 200, 200, 200])
-      expect((yield* Quota.get("abuser")).tiers.map((t) => t.remaining)).toEqual([0, 95])
+        // idle: 2 within the plan, 3 over it, all served, all counted on the hourly tier
+        const idle: Array<number> = []
+        for (let i = 0; i < 5; i++) idle.push((yield* request(quick, "abuser")).status)
+        expect(idle).toEqual([200, 200, 200, 200, 200])
+        expect((yield* Quota.get("abuser")).tiers.map((t) => t.remaining)).toEqual([0, 95])
 
-      // overloaded at CRITICAL: 2 within-plan and 2 over-plan requests hold the capacity of 4
-      const fibers = [
-        yield* Effect.forkChild(request(app, "acme")),
-        yield* Effect.forkChild(request(app, "acme")),
-        yield* Effect.forkChild(request(app, "abuser")),
-        yield* Effect.forkChild(request(app, "abuser"))
-      ]
-      for (let i = 0; i < 200 && shedder.unsafeActive() < 4; i++) yield* Effect.sleep("5 millis")
-      expect(shedder.unsafeOverQuotaOf("CRITICAL")).toBe(2)
-      yield* Effect.sleep("50 millis")
-      const shed = yield* request(app, "abuser")
-      expect(shed.status).toBe(429)
-      expect(Number(shed.headers["retry-after"])).toBeGreaterThanOrEqual(1)
-      expect(shed.headers["ratelimit"]).toContain(`"spike";r=0`)
-      const within = yield* Effect.forkChild(request(app, "acme"))
-      yield* Deferred.succeed(release, undefined)
-      for (const fiber of [...fibers, within]) expect((yield* Fiber.join(fiber)).status).toBe(200)
-      // the two admitted over the plan were charged, the shed one was not
-      expect((yield* Quota.get("abuser")).tiers[1]!.remaining).toBe(93)
+        // overloaded at CRITICAL: 2 within-plan and 2 over-plan requests hold the capacity of 4
+        const fibers = [
+          yield* Effect.forkChild(request(app, "acme")),
+          yield* Effect.forkChild(request(app, "acme")),
+          yield* Effect.forkChild(request(app, "abuser")),
+          yield* Effect.forkChild(request(app, "abuser"))
+        ]
+        for (let i = 0; i < 200 && shedder.unsafeActive() < 4; i++) yield* Effect.sleep("5 millis")
+        expect(shedder.unsafeOverQuotaOf("CRITICAL")).toBe(2)
+        yield* Effect.sleep("50 millis")
+        const shed = yield* request(app, "abuser")
+        expect(shed.status).toBe(429)
+        expect(Number(shed.headers["retry-after"])).toBeGreaterThanOrEqual(1)
+        expect(shed.headers["ratelimit"]).toContain(`"spike";r=0`)
+        const within = yield* Effect.forkChild(request(app, "acme"))
+        yield* Deferred.succeed(release, undefined)
+        for (const fiber of [...fibers, within]) expect((yield* Fiber.join(fiber)).status).toBe(200)
+        // the two admitted over the plan were charged, the shed one was not
+        expect((yield* Quota.get("abuser")).tiers[1]!.remaining).toBe(93)
 
-      // a block is a ban, not a plan: refused at once, even on an idle server
-      yield* Quota.block("abuser", "1 minute")
-      expect((yield* request(quick, "abuser")).status).toBe(429)
-    }).pipe(Effect.provide(QuotaLive()))
+        // a block is a ban, not a plan: refused at once, even on an idle server
+        yield* Quota.block("abuser", "1 minute")
+        expect((yield* request(quick, "abuser")).status).toBe(429)
+      }).pipe(Effect.provide(QuotaLive()))
   )
 })
