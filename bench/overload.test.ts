@@ -28,6 +28,7 @@ describe("bench:overload --quick --json", () => {
           "unprotected",
           "mix",
           "fleet",
+          "tenants",
           "flood",
           "machine"
         ].sort()
@@ -79,6 +80,20 @@ describe("bench:overload --quick --json", () => {
         expect(f.attemptsPerOperation).toBeCloseTo(f.attemptsAtServer / f.operations, 2)
         if (f.ok > 0) expect(f.attemptsPerSuccess).toBeCloseTo(f.attemptsAtServer / f.ok, 2)
       }
+      // the tenants: 9 customers within their plans and one at 8x its plan, quota enforced in overload only
+      const tenants = result.tenants
+      expect(isRatio(tenants.withinPlanSuccess)).toBe(true)
+      expect(tenants.goodputRatio).toBeGreaterThanOrEqual(0)
+      expect(tenants.offeredRps).toBeGreaterThan(result.capacityRps * 2.5)
+      expect(Number.isInteger(tenants.idleOverPlanDenied)).toBe(true)
+      expect(tenants.overPlan.ok + tenants.overPlan.denied + tenants.overPlan.refused).toBeLessThanOrEqual(
+        tenants.overPlan.sent
+      )
+      const tg = tenants.goals
+      expect(tg.withinPlanSuccess).toMatchObject({ min: 0.99, met: tg.withinPlanSuccess.value >= 0.99 })
+      expect(tg.goodputRatio).toMatchObject({ min: 0.95, met: tg.goodputRatio.value >= 0.95 })
+      expect(tg.idleOverPlanDenied.max).toBe(0)
+      expect(tg.met).toBe(tg.withinPlanSuccess.met && tg.goodputRatio.met && tg.idleOverPlanDenied.met)
       // the closed-loop flood (autocannon) against the README's server and the two bare 503s
       const flood = result.flood
       expect(Object.keys(flood).sort()).toEqual(

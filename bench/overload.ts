@@ -56,6 +56,7 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ConcurrencyLimiter, LoadShedder, VegasLimit } from "@sluice/adaptive"
+import { Criticality } from "@sluice/core"
 import { Middleware, Trust } from "@sluice/http"
 import { Quota, QuotaConfig, QuotaStore } from "@sluice/quota"
 import { RetryHistogram } from "@sluice/retry"
@@ -348,9 +349,16 @@ const TRUST_SECRET = "bench-overload-trust-secret"
 /**
  * The server `packages/http/README.md` shows ("A router with middleware"), with a quota
  * on `x-api-key` in front and `capacity` = the backend's units: the configuration a new
- * user runs, with its defaults.
+ * user runs, with its defaults; the `tenants` phase gives its own plans and `enforce`.
  */
-const readmeServer = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
+const readmeServer = (
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse>,
+  quota: {
+    readonly plans?: QuotaConfig.QuotaConfigOptions
+    readonly enforce?: "always" | "overload"
+    readonly maxQueue?: number
+  } = {}
+) =>
   Effect.gen(function* () {
     const trust = yield* Trust.sharedSecret({ secret: Redacted.make(TRUST_SECRET) })
     const SluiceLive = HttpRouter.middleware(
@@ -358,7 +366,7 @@ const readmeServer = (handler: Effect.Effect<HttpServerResponse.HttpServerRespon
         app.pipe(
           Middleware.loadShed(),
           Middleware.retryGuard(),
-          Middleware.quota({ client: (request) => request.headers["x-api-key"] }),
+          Middleware.quota({ client: (request) => request.headers["x-api-key"], enforce: quota.enforce }),
           Middleware.mapErrors,
           Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" })
         ),
@@ -367,11 +375,13 @@ const readmeServer = (handler: Effect.Effect<HttpServerResponse.HttpServerRespon
     const QuotaLive = Quota.layer().pipe(
       Layer.provide(QuotaStore.layerMemory()),
       Layer.provide(
-        QuotaConfig.layer({
-          default: {
-            tiers: [{ name: "spike", algorithm: "gcra", limit: 100, period: "1 second", burst: 100 }]
+        QuotaConfig.layer(
+          quota.plans ?? {
+            default: {
+              tiers: [{ name: "spike", algorithm: "gcra", limit: 100, period: "1 second", burst: 100 }]
+            }
           }
-        })
+        )
       )
     )
     return yield* serveLayer(
@@ -380,7 +390,15 @@ const readmeServer = (handler: Effect.Effect<HttpServerResponse.HttpServerRespon
         disableListenLog: true
       }).pipe(
         Layer.provide(
-          Layer.mergeAll(LoadShedder.layer({ capacity: UNITS }), RetryHistogram.layer(), QuotaLive)
+          Layer.mergeAll(
+            LoadShedder.layer(
+              quota.maxQueue === undefined
+                ? { capacity: UNITS }
+                : { capacity: UNITS, bound: { maxQueue: quota.maxQueue } }
+            ),
+            RetryHistogram.layer(),
+            QuotaLive
+          )
         )
       )
     )
@@ -510,6 +528,160 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
     }
   })
 
+/**
+ * The `tenants` phase: 10 customers on the README's server with
+ * `Middleware.quota({ enforce: "overload" })` (memory store), every request at the same
+ * criticality (no header: the server's default, clamped to its ceiling). 9 customers within
+ * their plans send 0.8x capacity in all; the 10th, at 8x its plan, makes up the rest of 3x
+ * capacity. Then the same customers at 0.5x capacity in all: the server has room, and the
+ * 10th customer (still above its plan) must be served without a denial.
+ */
+const WITHIN_CUSTOMERS = 9
+const TENANTS_MS = option("tenants-seconds", quick ? 2 : 6) * 1000
+/**
+ * The bound's queue of the tenants' server (`--tenants-queue`, default 2x the units; the
+ * README's default is half the units). The 10th customer keeps every unit busy, so each
+ * within-plan request waits for a unit to free (one every WORK_MS / UNITS on average), and at
+ * 0.8x capacity their own bursts queue up: a queue of half the units refuses about a fifth of
+ * them (a queue fed at 0.8 of its service rate is longer than 4 with probability ~0.2), two
+ * units' worth under 1%.
+ */
+const TENANTS_QUEUE = option("tenants-queue", 2 * UNITS)
+const tenantsPhase = (
+  generator: Generator,
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse>,
+  settle: Effect.Effect<void>
+) =>
+  Effect.gen(function* () {
+    const withinRps = 0.8 * CAPACITY_RPS
+    const overRps = 3 * CAPACITY_RPS - withinRps
+    // Plans as gcra rates over 10 s: the within-plan customers may send twice what they do;
+    // the 10th customer's plan is an eighth of what it sends at 3x.
+    const overPlanPer10s = Math.max(1, Math.round((overRps / 8) * 10))
+    const withinPlanPer10s = Math.max(1, Math.ceil((withinRps / WITHIN_CUSTOMERS) * 2 * 10))
+    const plans: QuotaConfig.QuotaConfigOptions = {
+      default: {
+        tiers: [
+          {
+            name: "spike",
+            algorithm: "gcra",
+            limit: withinPlanPer10s,
+            period: "10 seconds",
+            burst: Math.max(5, Math.ceil(withinPlanPer10s / 5))
+          }
+        ]
+      },
+      clients: {
+        "tenant-over": {
+          tiers: [
+            {
+              name: "spike",
+              algorithm: "gcra",
+              limit: overPlanPer10s,
+              period: "10 seconds",
+              burst: Math.max(1, Math.ceil(overPlanPer10s / 10))
+            }
+          ]
+        }
+      }
+    }
+    // Requests the handler served while over their plan (marked by the quota middleware).
+    let servedOverPlan = 0
+    const counted = Effect.flatMap(Effect.service(Criticality.currentOverQuota), (over) => {
+      if (over !== undefined) servedOverPlan++
+      return handler
+    })
+    const url = yield* readmeServer(counted, { plans, enforce: "overload", maxQueue: TENANTS_QUEUE })
+    const customers = [
+      ...Array.from({ length: WITHIN_CUSTOMERS }, (_, i) => ({
+        key: `tenant-${i}`,
+        share: withinRps / (3 * CAPACITY_RPS) / WITHIN_CUSTOMERS
+      })),
+      { key: "tenant-over", share: overRps / (3 * CAPACITY_RPS) }
+    ]
+    const run = (factor: number, durationMs: number) =>
+      generator.run({
+        url,
+        rps: CAPACITY_RPS * factor,
+        durationMs,
+        criticalShare: 0,
+        defaultShare: 1,
+        customers
+      })
+    const within = (r: PhaseResult) =>
+      customers
+        .slice(0, WITHIN_CUSTOMERS)
+        .reduce(
+          (sum, c) => ({ sent: sum.sent + r.customers[c.key]!.sent, ok: sum.ok + r.customers[c.key]!.ok }),
+          {
+            sent: 0,
+            ok: 0
+          }
+        )
+    yield* run(0.5, quick ? 500 : 1000)
+    yield* settle
+    // the 10th customer starts the measured phases with its bucket full, as a fresh customer
+    servedOverPlan = 0
+    const loaded = yield* run(3, TENANTS_MS)
+    const loadedOverPlan = servedOverPlan
+    log(summary("tenants 3x", loaded), `\n  customers ${JSON.stringify(loaded.customers)}`)
+    log(`counters after tenants 3x (cumulative):\n  ${(yield* sluiceCounters).join("\n  ")}`)
+    yield* settle
+    servedOverPlan = 0
+    const idle = yield* run(0.5, TENANTS_MS)
+    const idleOverPlan = servedOverPlan
+    log(summary("tenants 0.5x", idle), `\n  customers ${JSON.stringify(idle.customers)}`)
+    const w = within(loaded)
+    const withinPlanSuccess = w.sent === 0 ? 0 : w.ok / w.sent
+    const goodputRatio = perSecond(loaded.ok, loaded.sendMs) / CAPACITY_RPS
+    const over = loaded.customers["tenant-over"]!
+    const idleOver = idle.customers["tenant-over"]!
+    const idleOverPlanDenied = idleOver.denied
+    const goals = {
+      withinPlanSuccess: { value: round(withinPlanSuccess, 4), min: 0.99, met: withinPlanSuccess >= 0.99 },
+      goodputRatio: { value: round(goodputRatio, 3), min: 0.95, met: goodputRatio >= 0.95 },
+      // the idle run must have put the 10th customer over its plan for the goal to mean anything
+      idleOverPlanDenied: {
+        value: idleOverPlanDenied,
+        max: 0,
+        servedOverPlan: idleOverPlan,
+        met: idleOverPlanDenied === 0 && idleOver.ok === idleOver.sent && idleOverPlan > 0
+      }
+    }
+    return {
+      seconds: TENANTS_MS / 1000,
+      queue: TENANTS_QUEUE,
+      offeredRps: Math.round(perSecond(loaded.sent, loaded.sendMs)),
+      withinPlanSuccess: round(withinPlanSuccess, 4),
+      goodputRatio: round(goodputRatio, 3),
+      overPlan: {
+        sent: over.sent,
+        ok: over.ok,
+        denied: over.denied,
+        refused: over.refused,
+        servedOverPlan: loadedOverPlan
+      },
+      idleOverPlanDenied,
+      idleOverPlan: { sent: idleOver.sent, ok: idleOver.ok, servedOverPlan: idleOverPlan },
+      goals: {
+        ...goals,
+        met: goals.withinPlanSuccess.met && goals.goodputRatio.met && goals.idleOverPlanDenied.met
+      }
+    }
+  })
+
+const sluiceCounters = Effect.map(Metric.snapshot, (metrics) =>
+  metrics.flatMap((metric) =>
+    metric.type === "Counter" && metric.id.startsWith("sluice_") && metric.state.count > 0
+      ? [
+          `${metric.id}{${Object.entries(metric.attributes ?? {})
+            .map(([key, value]) => `${key}=${value}`)
+            .join(",")}} ${metric.state.count}`
+        ]
+      : []
+  )
+)
+
 const program = Effect.gen(function* () {
   const units = yield* Semaphore.make(UNITS)
   let busy = 0
@@ -523,6 +695,21 @@ const program = Effect.gen(function* () {
     }).pipe(Effect.ensuring(Effect.sync(() => busy--)))
   )
   const handler = Effect.as(backend, HttpServerResponse.text("ok"))
+  const drained = Effect.gen(function* () {
+    // Let the backend drain between phases (bounded).
+    for (let i = 0; i < 100 && busy > 0; i++) yield* Effect.sleep("50 millis")
+    yield* Effect.sleep("200 millis")
+  })
+  if (args.includes("--tenants-only")) {
+    const generator = yield* makeGenerator
+    const tenants = yield* tenantsPhase(generator, handler, drained)
+    log(`tenants: ${JSON.stringify(tenants)}`)
+    return {
+      capacityRps: CAPACITY_RPS,
+      tenants,
+      machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
+    }
+  }
   if (args.includes("--flood-only")) {
     const floodOnly = yield* floodPhase(handler)
     log(`flood: ${JSON.stringify(floodOnly)}`)
@@ -621,11 +808,7 @@ const program = Effect.gen(function* () {
           )
         )
     })
-  const settle = Effect.gen(function* () {
-    // Let the backend drain between phases (bounded).
-    for (let i = 0; i < 100 && busy > 0; i++) yield* Effect.sleep("50 millis")
-    yield* Effect.sleep("200 millis")
-  })
+  const settle = drained
 
   log(summary("warm-up 0.5x", yield* phase("/protected", 0.5, WARM_UP_MS)))
   yield* settle
@@ -730,6 +913,9 @@ const program = Effect.gen(function* () {
     }
   }
   yield* settle
+  const tenants = yield* tenantsPhase(generator, handler, settle)
+  log(`tenants: ${JSON.stringify(tenants)}`)
+  yield* settle
   const floodResult = yield* floodPhase(handler)
   log(`flood: ${JSON.stringify(floodResult)}`)
 
@@ -794,6 +980,7 @@ const program = Effect.gen(function* () {
     },
     mix,
     fleet,
+    tenants,
     flood: floodResult,
     machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
   }
