@@ -1,5 +1,5 @@
 // Smoke test: the overload benchmark runs in its short mode (a real server, a generator
-// process, five short phases, and a short closed-loop flood driven by autocannon) and prints the JSON bench/README.md quotes. Shape and sanity
+// process, five short phases, the tenants phase, and a short closed-loop flood driven by autocannon) and prints the JSON bench/README.md quotes. Shape and sanity
 // only: goodput and latency depend on the machine, so no goal is asserted.
 import { describe, expect, it } from "vitest"
 import { runScript } from "./runScript.js"

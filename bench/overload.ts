@@ -25,7 +25,11 @@
  *    operations at 10× (the mix's shares), made by 4 `SluiceHttpClient`s (`makeDefault`: each
  *    its own retry budget, adaptive throttle, concurrency limiter) and then by 4 naive clients that
  *    retry every failure at once (3 attempts), each operation with a 2 s deadline; the
- *    server counts the attempts that reach it.
+ *    server counts the attempts that reach it;
+ * 6. tenants (`tenantsPhase`): the README's server with `Middleware.quota({ enforce: "overload" })`
+ *    (memory store, a bound queue of 2x the units), 9 customers within their plans sending
+ *    0.8x capacity in all and a 10th at 8x its plan making up the rest of 3x capacity, one
+ *    criticality for all; then the same customers at 0.5x capacity in all.
  *
  * Prints one JSON object:
  * `{capacityRps, offeredRps, goodputRps, goodputRatio, criticalSuccessRatio,
@@ -35,7 +39,10 @@
  * criticalSuccessRatio, p99AdmittedOverUnloaded, met}}, fleet: {clients,
  * offeredOperationsRps, sluice: {operations, ok, attemptsAtServer, attemptsPerOperation,
  * attemptsPerSuccess, goodputRatio, criticalSuccess, failures}, naive: {...}, goals:
- * {goodputRatio, attemptsPerOperation, criticalSuccess, met}}, machine:
+ * {goodputRatio, attemptsPerOperation, criticalSuccess, met}}, tenants: {queue, offeredRps,
+ * withinPlanSuccess, goodputRatio, overPlan: {sent, ok, denied, refused, servedOverPlan},
+ * idleOverPlanDenied, idleOverPlan: {sent, ok, servedOverPlan}, goals: {withinPlanSuccess,
+ * goodputRatio, idleOverPlanDenied, met}}, flood: {...}, machine:
  * {cpus, loadAverage}}` — the top-level fields are phases 1–3; goodput counts 2xx
  * responses received within the deadline per second of offered load; p99AdmittedMs is
  * over the 2xx responses of the phase; the unprotected p99Ms is over every request of
@@ -44,7 +51,11 @@
  * CRITICAL success ≥ 0.999 (posed when CRITICAL is at most 0.5 of capacity), p99 of
  * admitted requests ≤ 2× the unloaded p99.
  *
- * Options: `--quick` (short phases, for the CI smoke test), `--units N`, `--work-ms N`,
+ * The tenants' goals: within-plan success ≥ 0.99 and goodput ≥ 0.95 of capacity at 3x, and at
+ * 0.5x the 10th customer, still above its plan, served in full (no denial).
+ *
+ * Options: `--quick` (short phases, for the CI smoke test), `--tenants-only` (the tenants
+ * phase alone), `--tenants-seconds S` (6), `--tenants-queue N` (2x units), `--flood-only`, `--units N`, `--work-ms N`,
  * `--critical-share R` (default 0.2), `--mix-critical R` (0.05), `--mix-default R` (0.15),
  * `--overload X` (default 10), `--seconds S` (length of each measured phase), `--sockets
  * N` (generator connections, default max(64, 8 × units)), `--fleet-clients N` (4),
