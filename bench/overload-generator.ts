@@ -383,7 +383,8 @@ const runPhase = (request: PhaseRequest, pool: Pool): Promise<PhaseResult> =>
 
 if (process.send !== undefined) {
   process.setSourceMapsEnabled(false)
-  let pool: Pool | undefined = undefined
+  // one pool per server (the tenants phase runs a server of its own)
+  const pools = new Map<string, Pool>()
   // Never outlive the parent, and never run for more than a few minutes whatever happens.
   process.on("disconnect", () => process.exit(0))
   setTimeout(() => process.exit(2), 5 * 60_000).unref()
@@ -393,7 +394,12 @@ if (process.send !== undefined) {
     }
     if (message.type === "run") {
       // keep-alive connections, at most `sockets` of them; one request per connection at a time
-      pool ??= new Pool(new URL(message.url).origin, { connections: message.sockets, pipelining: 1 })
+      const origin = new URL(message.url).origin
+      let pool = pools.get(origin)
+      if (pool === undefined) {
+        pool = new Pool(origin, { connections: message.sockets, pipelining: 1 })
+        pools.set(origin, pool)
+      }
       void runPhase(message, pool).then((result) => process.send!(result))
     }
   })

@@ -9,9 +9,9 @@ const isRatio = (n: unknown) => typeof n === "number" && n >= 0 && n <= 1
 describe("bench:overload --quick --json", () => {
   it(
     "prints one JSON object with goodput, per-criticality success, latencies and the unprotected run",
-    { timeout: 120_000 },
+    { timeout: 150_000 },
     async () => {
-      const { stdout } = await runScript("bench/overload.ts", ["--json", "--quick"])
+      const { stdout } = await runScript("bench/overload.ts", ["--json", "--quick"], 140_000)
       const lines = stdout.trim().split("\n")
       expect(lines).toHaveLength(1)
       const result = JSON.parse(lines[0]!)

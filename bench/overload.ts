@@ -548,7 +548,7 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
  * 10th customer (still above its plan) must be served without a denial.
  */
 const WITHIN_CUSTOMERS = 9
-const TENANTS_MS = option("tenants-seconds", quick ? 2 : 6) * 1000
+const TENANTS_MS = option("tenants-seconds", quick ? 1.5 : 6) * 1000
 /**
  * The bound's queue of the tenants' server (`--tenants-queue`, default 2x the units; the
  * README's default is half the units). The 10th customer keeps every unit busy, so each
@@ -629,7 +629,7 @@ const tenantsPhase = (
             ok: 0
           }
         )
-    yield* run(0.5, quick ? 500 : 1000)
+    yield* run(0.5, quick ? 300 : 1000)
     yield* settle
     // the 10th customer starts the measured phases with its bucket full, as a fresh customer
     servedOverPlan = 0
