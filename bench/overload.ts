@@ -27,7 +27,7 @@
  *    retry every failure at once (3 attempts), each operation with a 2 s deadline; the
  *    server counts the attempts that reach it;
  * 6. tenants (`tenantsPhase`): the README's server with `Middleware.quota({ enforce: "overload" })`
- *    (memory store, a bound queue of 2x the units), 9 customers within their plans sending
+ *    (memory store), 9 customers within their plans sending
  *    0.8x capacity in all and a 10th at 8x its plan making up the rest of 3x capacity, one
  *    criticality for all; then the same customers at 0.5x capacity in all.
  *
@@ -55,7 +55,7 @@
  * 0.5x the 10th customer, still above its plan, served in full (no denial).
  *
  * Options: `--quick` (short phases, for the CI smoke test), `--tenants-only` (the tenants
- * phase alone), `--tenants-seconds S` (6), `--tenants-queue N` (2x units), `--flood-only`, `--units N`, `--work-ms N`,
+ * phase alone), `--tenants-seconds S` (6), `--tenants-queue N` (the README's: units / 2), `--flood-only`, `--units N`, `--work-ms N`,
  * `--critical-share R` (default 0.2), `--mix-critical R` (0.05), `--mix-default R` (0.15),
  * `--overload X` (default 10), `--seconds S` (length of each measured phase), `--sockets
  * N` (generator connections, default max(64, 8 × units)), `--fleet-clients N` (4),
@@ -550,14 +550,13 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
 const WITHIN_CUSTOMERS = 9
 const TENANTS_MS = option("tenants-seconds", quick ? 1.5 : 6) * 1000
 /**
- * The bound's queue of the tenants' server (`--tenants-queue`, default 2x the units; the
- * README's default is half the units). The 10th customer keeps every unit busy, so each
- * within-plan request waits for a unit to free (one every WORK_MS / UNITS on average), and at
- * 0.8x capacity their own bursts queue up: a queue of half the units refuses about a fifth of
- * them (a queue fed at 0.8 of its service rate is longer than 4 with probability ~0.2), two
- * units' worth under 1%.
+ * The bound's queue of the tenants' server: the README's default (half the units) unless
+ * `--tenants-queue N`. A longer queue keeps more of the within-plan customers' own bursts (the
+ * 10th customer keeps every unit busy, so each within-plan request waits for a unit to free),
+ * but it also lets the shedder admit more over-plan waiters (it judges them against the units
+ * plus the queue), which then hold their callers' connections until they give way or time out.
  */
-const TENANTS_QUEUE = option("tenants-queue", 2 * UNITS)
+const TENANTS_QUEUE = args.includes("--tenants-queue") ? option("tenants-queue", 1) : undefined
 const tenantsPhase = (
   generator: Generator,
   handler: Effect.Effect<HttpServerResponse.HttpServerResponse>,
@@ -661,7 +660,7 @@ const tenantsPhase = (
     }
     return {
       seconds: TENANTS_MS / 1000,
-      queue: TENANTS_QUEUE,
+      queue: TENANTS_QUEUE ?? Math.max(1, Math.floor(UNITS / 2)),
       offeredRps: Math.round(perSecond(loaded.sent, loaded.sendMs)),
       withinPlanSuccess: round(withinPlanSuccess, 4),
       goodputRatio: round(goodputRatio, 3),
