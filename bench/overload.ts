@@ -367,7 +367,7 @@ const readmeServer = (
   quota: {
     readonly plans?: QuotaConfig.QuotaConfigOptions
     readonly enforce?: "always" | "overload"
-    readonly maxQueue?: number
+    readonly maxQueue?: number | undefined
   } = {}
 ) =>
   Effect.gen(function* () {
