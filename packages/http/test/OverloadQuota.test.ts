@@ -119,6 +119,32 @@ describe("Middleware.quota enforce: overload", () => {
       }).pipe(Effect.provide(QuotaLive))
   )
 
+  it.effect(
+    "a customer denied lately is over its plan for every request until twice the hint has passed",
+    () =>
+      Effect.gen(function* () {
+        const shedder = yield* LoadShedder.make({ capacity: 10 })
+        const marks: Array<boolean> = []
+        const app = Effect.flatMap(Effect.service(Criticality.currentOverQuota), (over) => {
+          marks.push(over !== undefined)
+          return Effect.succeed(HttpServerResponse.text("ok"))
+        }).pipe(Middleware.loadShed({ shedder }), quota("overload"))
+        // 2 per minute, a bucket of 2: the third is denied with a hint of 30 s
+        for (let i = 0; i < 3; i++) expect((yield* request(app, "abuser")).status).toBe(200)
+        expect(marks).toEqual([false, false, true])
+        // 30 s on, its tier admits one more: still over plan (denied 30 s ago, hint 30 s)
+        yield* TestClock.adjust("30 seconds")
+        expect((yield* request(app, "abuser")).status).toBe(200)
+        expect(marks[3]).toBe(true)
+        // 60 s after the denial, and with a unit in its bucket: within its plan again
+        yield* TestClock.adjust("31 seconds")
+        expect((yield* request(app, "abuser")).status).toBe(200)
+        expect(marks[4]).toBe(false)
+        // charged once per request: 2 + 1 denied (penalty) + 2 admitted by the tier
+        expect((yield* Quota.get("abuser")).tiers[1]!.remaining).toBe(95)
+      }).pipe(Effect.provide(QuotaLive))
+  )
+
   it.effect("the bound's queue serves within-plan waiters first and displaces over-plan ones", () =>
     Effect.gen(function* () {
       // the default bound: 2 permits, a queue of 1; the shedder itself never sheds CRITICAL here

@@ -1,7 +1,7 @@
 import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
-import { Admission, Criticality, Errors, Meters } from "@sluice/core"
+import { Admission, BoundedMap, Criticality, Errors, Meters } from "@sluice/core"
 import { Quota } from "@sluice/quota"
 import { Retry, RetryHistogram } from "@sluice/retry"
 import * as Propagation from "@sluice/kernel/deadline/Propagation"
@@ -224,9 +224,10 @@ const currentOverQuotaCell = Context.Reference<OverQuotaCell | undefined>(
 /**
  * Over quota in the `"overload"` mode: the denial is kept as the request's mark
  * (`Criticality.currentOverQuota`) and the request runs, last within its level for the
- * shedder and limiter inside. Admitted, every tier is charged its cost, down to empty at most
- * (`Quota.penalty`), so longer tiers count what the customer used; shed, it was answered with
- * this denial by `loadShed` and nothing is charged.
+ * shedder and limiter inside. A denied request admitted is charged its cost on every tier, down
+ * to empty at most (`Quota.penalty`), so longer tiers count what the customer used; one its
+ * tiers admitted (`charged`, its customer over plan lately) was charged by its check. Shed, it
+ * was answered with this denial by `loadShed`, and nothing more is charged.
  */
 const overQuota = <E, R>(
   app: HttpApp<E, R>,
@@ -234,7 +235,8 @@ const overQuota = <E, R>(
   client: string,
   cost: number,
   error: Errors.QuotaExceeded,
-  headers: Record<string, string>
+  headers: Record<string, string>,
+  charged: boolean
 ): HttpApp<E, R> => {
   const cell: OverQuotaCell = { shed: false }
   return app.pipe(
@@ -248,7 +250,7 @@ const overQuota = <E, R>(
         Effect.timeoutOrElse({ duration: service.deadline, orElse: () => Effect.void }),
         Effect.catchCause(() => Effect.void)
       )
-      return cost === 0 ? Effect.succeed(withQuotaHeaders) : Effect.as(charge, withQuotaHeaders)
+      return cost === 0 || charged ? Effect.succeed(withQuotaHeaders) : Effect.as(charge, withQuotaHeaders)
     })
   )
 }
@@ -259,6 +261,15 @@ export const quota =
   <E, R>(app: HttpApp<E, R>): HttpApp<E, R | Quota.Quota> => {
     const withHeaders = options.headers !== false
     const onlyInOverload = options.enforce === "overload"
+    // Customers over their plan, in the overload mode: from a denial until twice its hint has
+    // passed, every request of theirs is over quota, also one a tier admits (a customer at 8x its
+    // plan gets 1 in 8 through its tiers; it is still a customer over its plan). Bounded: an
+    // evicted customer is judged by its next decision alone.
+    const overPlan = onlyInOverload
+      ? BoundedMap.make<string, { readonly until: number; readonly error: Errors.QuotaExceeded }>({
+          capacity: 100_000
+        })
+      : undefined
     return Effect.withFiber((fiber) => {
       const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
       // A function that throws admits nobody: only a client of `undefined` skips the check.
@@ -289,12 +300,15 @@ export const quota =
           // Only a plain over-plan denial waits for overload: a cost no tier can ever hold, a
           // blocked client and a fail-closed decision are refused as always.
           if (
-            onlyInOverload &&
+            overPlan !== undefined &&
             Number.isFinite(decision.retryAfterMs) &&
             decision.blockedMs === undefined &&
             decision.source !== "fail-closed"
-          )
-            return overQuota(app, service, client, cost, error, headers)
+          ) {
+            const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+            overPlan.set(client, { until: now + 2 * decision.retryAfterMs, error })
+            return overQuota(app, service, client, cost, error, headers, false)
+          }
           // a cost no tier can ever hold has an infinite retryAfter: no Retry-After, "don't retry"
           const denied = HttpServerResponse.setHeaders(errorResponse(error, settings), headers)
           return Effect.succeed(denied).pipe(
@@ -304,6 +318,12 @@ export const quota =
               { captureStackTrace: false }
             )
           )
+        }
+        const over = overPlan?.peek(client)
+        if (over !== undefined) {
+          if (fiber.getRef(Clock.Clock).currentTimeMillisUnsafe() < over.until)
+            return overQuota(app, service, client, cost, over.error, headers, true)
+          overPlan!.delete(client)
         }
         return withHeaders
           ? Effect.map(app, (response) => HttpServerResponse.setHeaders(response, headers))
