@@ -255,7 +255,9 @@ export interface QuotaOptions {
  * off by the quota's hint. An admitted over-quota request is still charged: every
  * tier takes its cost, down to empty at most (`Quota.penalty`), so a long tier
  * counts what the caller used and the caller stays over its plan while it sends
- * above it, without a debt that outlives its excess. A cost no tier can hold, a
+ * above it, without a debt that outlives its excess. A caller denied lately is over
+ * its plan for every request, also one its tiers admit (a caller at 8× its plan gets
+ * 1 in 8 through them), until twice the denial's hint has passed. A cost no tier can hold, a
  * blocked client and a `fail-closed` decision are refused at once in either mode.
  * Put `quota` outside `loadShed` (applied after it in `pipe`) for this mode: inside,
  * the shedder has decided before the request is marked.
