@@ -89,11 +89,18 @@ export type Stage = <E, R>(app: Middleware.HttpApp<E, R>) => Middleware.HttpApp<
  * server one middleware at a time.
  */
 export const readmeStages = (
-  trust: Trust.TrustPolicy
+  trust: Trust.TrustPolicy,
+  enforce?: "always" | "overload"
 ): ReadonlyArray<readonly [name: string, stage: Stage]> => [
   ["loadShed", Middleware.loadShed() as Stage],
   ["retryGuard", Middleware.retryGuard() as Stage],
-  ["quota", Middleware.quota({ client: (request) => request.headers["x-api-key"] }) as Stage],
+  [
+    "quota",
+    Middleware.quota({
+      client: (request) => request.headers["x-api-key"],
+      ...(enforce === undefined ? {} : { enforce })
+    }) as Stage
+  ],
   ["mapErrors", Middleware.mapErrors as Stage],
   ["criticality", Middleware.criticality({ trust, ceiling: "SHEDDABLE_PLUS" }) as Stage]
 ]
@@ -115,11 +122,16 @@ export const readmeServer = (
     readonly degradedConcurrency?: number | undefined
     /** a middleware outside the whole stack (a bench's own tally) */
     readonly around?: Stage | undefined
+    /** the quota's plans (default: one 100/s tier for everyone) and `enforce` mode */
+    readonly plans?: QuotaConfig.QuotaConfigOptions | undefined
+    readonly enforce?: "always" | "overload" | undefined
+    /** the shedder's bound's queue (default: the `LoadShedder`'s) */
+    readonly maxQueue?: number | undefined
   } = {}
 ): Effect.Effect<string, unknown, Scope.Scope> =>
   Effect.gen(function* () {
     const trust = yield* Trust.sharedSecret({ secret: Redacted.make(TRUST_SECRET) })
-    const stages = readmeStages(trust)
+    const stages = readmeStages(trust, extra.enforce)
     const applied = [...stages.slice(stages.length - outer)]
     if (extra.degraded !== undefined) {
       const degrade = Middleware.degrade({
@@ -136,11 +148,13 @@ export const readmeServer = (
     const QuotaLive = Quota.layer().pipe(
       Layer.provide(QuotaStore.layerMemory()),
       Layer.provide(
-        QuotaConfig.layer({
-          default: {
-            tiers: [{ name: "spike", algorithm: "gcra", limit: 100, period: "1 second", burst: 100 }]
+        QuotaConfig.layer(
+          extra.plans ?? {
+            default: {
+              tiers: [{ name: "spike", algorithm: "gcra", limit: 100, period: "1 second", burst: 100 }]
+            }
           }
-        })
+        )
       )
     )
     return yield* serveLayer(
@@ -148,7 +162,15 @@ export const readmeServer = (
         disableLogger: true,
         disableListenLog: true
       }).pipe(
-        Layer.provide(Layer.mergeAll(LoadShedder.layer({ capacity }), RetryHistogram.layer(), QuotaLive))
+        Layer.provide(
+          Layer.mergeAll(
+            LoadShedder.layer(
+              extra.maxQueue === undefined ? { capacity } : { capacity, bound: { maxQueue: extra.maxQueue } }
+            ),
+            RetryHistogram.layer(),
+            QuotaLive
+          )
+        )
       )
     )
   })

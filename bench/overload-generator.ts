@@ -14,7 +14,9 @@
  * without a complete response by then it counts as a timeout (one on the wire is left to
  * finish, up to three deadlines, so that timeouts do not turn into a storm of new
  * connections). A phase is bounded in time and in request count; the generator answers
- * with counts per criticality and the latencies it saw.
+ * with counts per criticality and the latencies it saw. With `customers`, each request also
+ * carries one customer's `x-api-key` (evenly spread shares, smooth weighted round robin), and
+ * the answer has counts per customer.
  *
  * Not a benchmark of its own: `npm run bench:overload` starts it.
  */
@@ -35,6 +37,19 @@ export interface PhaseRequest {
   readonly defaultShare?: number | undefined
   readonly deadlineMs: number
   readonly sockets: number
+  /** customers (`x-api-key`) and their shares of the requests, adding up to 1 */
+  readonly customers?: ReadonlyArray<{ readonly key: string; readonly share: number }> | undefined
+}
+
+/** Counts for one customer. */
+export interface CustomerStats {
+  sent: number
+  /** 2xx responses received within the deadline */
+  ok: number
+  /** `429` responses (over quota) */
+  denied: number
+  /** other non-2xx responses (`503`) */
+  refused: number
 }
 
 /** Counts for one criticality level. */
@@ -63,6 +78,7 @@ export interface PhaseResult {
   readonly unsent: number
   readonly statuses: Record<string, number>
   readonly levels: Record<Level, LevelStats>
+  readonly customers: Record<string, CustomerStats>
   /** latency (ms) of each 2xx response */
   readonly okLatencies: ReadonlyArray<number>
   /** latency (ms) of every request, a timeout counted as the deadline */
@@ -96,7 +112,8 @@ class Call implements Dispatcher.DispatchHandler {
   constructor(
     readonly phase: PhaseRun,
     readonly level: Level,
-    readonly start: number
+    readonly start: number,
+    readonly customer: number
   ) {}
   onRequestStart(controller: Dispatcher.DispatchController) {
     this.controller = controller
@@ -122,6 +139,12 @@ class PhaseRun {
     SHEDDABLE: { sent: 0, ok: 0 }
   }
   readonly statuses: Record<string, number> = {}
+  readonly customers: Record<string, CustomerStats> = {}
+  private readonly customerKeys: ReadonlyArray<string>
+  private readonly customerShares: ReadonlyArray<number>
+  private readonly customerCredits: Array<number>
+  /** the headers of each level (and customer, when there are customers) */
+  private readonly headers: Record<Level, ReadonlyArray<Record<string, string>>>
   readonly okLatencies: Array<number> = []
   readonly allLatencies: Array<number> = []
   /** every call in start order, for the deadline sweep */
@@ -154,6 +177,31 @@ class PhaseRun {
     private readonly resolve: (result: PhaseResult) => void
   ) {
     this.path = new URL(request.url).pathname
+    const customers = request.customers ?? []
+    this.customerKeys = customers.map((c) => c.key)
+    this.customerShares = customers.map((c) => c.share)
+    this.customerCredits = customers.map(() => 0)
+    for (const key of this.customerKeys) this.customers[key] = { sent: 0, ok: 0, denied: 0, refused: 0 }
+    const withKeys = (headers: Record<string, string>) =>
+      customers.length === 0 ? [headers] : customers.map((c) => ({ ...headers, "x-api-key": c.key }))
+    this.headers = {
+      CRITICAL: withKeys(HEADERS.CRITICAL),
+      DEFAULT: withKeys(HEADERS.DEFAULT),
+      SHEDDABLE: withKeys(HEADERS.SHEDDABLE)
+    }
+  }
+
+  /** Smooth weighted round robin: every customer gains its share, the richest sends. -1: none. */
+  private nextCustomer(): number {
+    const credits = this.customerCredits
+    if (credits.length === 0) return -1
+    let best = 0
+    for (let i = 0; i < credits.length; i++) {
+      credits[i]! += this.customerShares[i]!
+      if (credits[i]! > credits[best]!) best = i
+    }
+    credits[best]! -= 1
+    return best
   }
 
   fire(now: number) {
@@ -172,7 +220,9 @@ class PhaseRun {
     this.sent++
     this.outstanding++
     this.levels[level].sent++
-    const call = new Call(this, level, now)
+    const customer = this.nextCustomer()
+    if (customer >= 0) this.customers[this.customerKeys[customer]!]!.sent++
+    const call = new Call(this, level, now, customer)
     this.calls.push(call)
     // One request per connection at a time, at most `sockets` connections: a request
     // waits here (not in the pool) for a free one, so that one whose deadline passes
@@ -184,7 +234,8 @@ class PhaseRun {
 
   private dispatch(call: Call) {
     this.open++
-    this.pool.dispatch({ path: this.path, method: "GET", headers: HEADERS[call.level] }, call)
+    const headers = this.headers[call.level][Math.max(0, call.customer)]!
+    this.pool.dispatch({ path: this.path, method: "GET", headers }, call)
   }
 
   /** Sends waiting calls while connections are free; expired ones are dropped unsent. */
@@ -235,6 +286,7 @@ class PhaseRun {
     this.outstanding--
     const latency = performance.now() - call.start
     if (call.status !== 0) this.statuses[call.status] = (this.statuses[call.status] ?? 0) + 1
+    const customer = call.customer >= 0 ? this.customers[this.customerKeys[call.customer]!] : undefined
     switch (outcome) {
       case "ok":
         // A response that arrives after the deadline (the sweep runs every few ms) is a timeout too.
@@ -245,11 +297,16 @@ class PhaseRun {
         }
         this.ok++
         this.levels[call.level].ok++
+        if (customer !== undefined) customer.ok++
         this.okLatencies.push(latency)
         this.allLatencies.push(latency)
         break
       case "rejected":
         this.rejected++
+        if (customer !== undefined) {
+          if (call.status === 429) customer.denied++
+          else customer.refused++
+        }
         this.allLatencies.push(latency)
         break
       case "timeout":
@@ -279,6 +336,7 @@ class PhaseRun {
       unsent: this.unsent,
       statuses: this.statuses,
       levels: this.levels,
+      customers: this.customers,
       okLatencies: this.okLatencies,
       allLatencies: this.allLatencies,
       maxTickLagMs: this.maxTickLagMs,
@@ -325,7 +383,8 @@ const runPhase = (request: PhaseRequest, pool: Pool): Promise<PhaseResult> =>
 
 if (process.send !== undefined) {
   process.setSourceMapsEnabled(false)
-  let pool: Pool | undefined = undefined
+  // one pool per server (the tenants phase runs a server of its own)
+  const pools = new Map<string, Pool>()
   // Never outlive the parent, and never run for more than a few minutes whatever happens.
   process.on("disconnect", () => process.exit(0))
   setTimeout(() => process.exit(2), 5 * 60_000).unref()
@@ -335,7 +394,12 @@ if (process.send !== undefined) {
     }
     if (message.type === "run") {
       // keep-alive connections, at most `sockets` of them; one request per connection at a time
-      pool ??= new Pool(new URL(message.url).origin, { connections: message.sockets, pipelining: 1 })
+      const origin = new URL(message.url).origin
+      let pool = pools.get(origin)
+      if (pool === undefined) {
+        pool = new Pool(origin, { connections: message.sockets, pipelining: 1 })
+        pools.set(origin, pool)
+      }
       void runPhase(message, pool).then((result) => process.send!(result))
     }
   })

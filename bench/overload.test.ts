@@ -1,6 +1,6 @@
 // Smoke test: the overload benchmark runs in its short mode (a real server, a generator
-// process, five short phases, a short closed-loop flood driven by autocannon, and the same flood
-// against a route with degraded answers) and prints the JSON bench/README.md quotes. Shape and sanity
+// process, five short phases, the tenants phase, a short closed-loop flood driven by autocannon,
+// and the same flood against a route with degraded answers) and prints the JSON bench/README.md quotes. Shape and sanity
 // only: goodput and latency depend on the machine, so no goal is asserted.
 import { describe, expect, it } from "vitest"
 import { runScript } from "./runScript.js"
@@ -29,6 +29,7 @@ describe("bench:overload --quick --json", () => {
           "unprotected",
           "mix",
           "fleet",
+          "tenants",
           "flood",
           "degraded",
           "machine"
@@ -97,6 +98,20 @@ describe("bench:overload --quick --json", () => {
         expect(isRatio(w.startedAfterGiveUpShare) && isRatio(w.finishedAfterGiveUpShare)).toBe(true)
         expect(w.startedAfterGiveUpShare).toBeCloseTo(w.startedAfterGiveUp / Math.max(1, w.handlerRuns), 3)
       }
+      // the tenants: 9 customers within their plans and one at 8x its plan, quota enforced in overload only
+      const tenants = result.tenants
+      expect(isRatio(tenants.withinPlanSuccess)).toBe(true)
+      expect(tenants.goodputRatio).toBeGreaterThanOrEqual(0)
+      expect(tenants.offeredRps).toBeGreaterThan(result.capacityRps * 2.5)
+      expect(Number.isInteger(tenants.idleOverPlanDenied)).toBe(true)
+      expect(tenants.overPlan.ok + tenants.overPlan.denied + tenants.overPlan.refused).toBeLessThanOrEqual(
+        tenants.overPlan.sent
+      )
+      const tg = tenants.goals
+      expect(tg.withinPlanSuccess).toMatchObject({ min: 0.99, met: tg.withinPlanSuccess.value >= 0.99 })
+      expect(tg.goodputRatio).toMatchObject({ min: 0.95, met: tg.goodputRatio.value >= 0.95 })
+      expect(tg.idleOverPlanDenied.max).toBe(0)
+      expect(tg.met).toBe(tg.withinPlanSuccess.met && tg.goodputRatio.met && tg.idleOverPlanDenied.met)
       // the closed-loop flood (autocannon) against the README's server and the two bare 503s
       const flood = result.flood
       expect(Object.keys(flood).sort()).toEqual(

@@ -34,6 +34,10 @@
  *    route whose full answer holds one of the units for 200 ms and whose degraded answer (the
  *    first shard) takes 20 ms beside them, at most `--degraded-concurrency` (default 4 × units)
  *    at once; the server tallies what it answered by the caller's level.
+ * 8. tenants (`tenantsPhase`): the README's server with `Middleware.quota({ enforce: "overload" })`
+ *    (memory store), 9 customers within their plans sending 0.8x capacity in all and a 10th at
+ *    8x its plan making up the rest of 3x capacity, one criticality for all; then the same
+ *    customers at 0.5x capacity in all.
  *
  * Prints one JSON object:
  * `{capacityRps, offeredRps, goodputRps, goodputRatio, criticalSuccessRatio,
@@ -48,7 +52,10 @@
  * {goodputRatio, attemptsPerOperation, criticalSuccess, met}}, flood: {...}, degraded: {seconds,
  * fullMs, degradedMs, concurrency, capacityRps, answersRps, answersPerCapacity, full, degraded,
  * refused, critical: {full, degraded, refused, clientP99Ms}, criticalFullShare, goals:
- * {answersPerCapacity, criticalFullShare, met}}, machine:
+ * {answersPerCapacity, criticalFullShare, met}}, tenants: {queue, offeredRps, withinPlanSuccess,
+ * goodputRatio, overPlan: {sent, ok, denied, refused, servedOverPlan}, idleOverPlanDenied,
+ * idleOverPlan: {sent, ok, servedOverPlan}, goals: {withinPlanSuccess, goodputRatio,
+ * idleOverPlanDenied, met}}, machine:
  * {cpus, loadAverage}}` — the top-level fields are phases 1–3; goodput counts 2xx
  * responses received within the deadline per second of offered load; p99AdmittedMs is
  * over the 2xx responses of the phase; the unprotected p99Ms is over every request of
@@ -59,7 +66,11 @@
  * the full-answer capacity (units × 1000 / 200 per second) and CRITICAL's share of full answers
  * ≥ 0.999 of the CRITICAL requests the server answered.
  *
- * Options: `--quick` (short phases, for the CI smoke test), `--units N`, `--work-ms N`,
+ * The tenants' goals: within-plan success ≥ 0.99 and goodput ≥ 0.95 of capacity at 3x, and at
+ * 0.5x the 10th customer, still above its plan, served in full (no denial).
+ *
+ * Options: `--quick` (short phases, for the CI smoke test), `--tenants-only` (the tenants
+ * phase alone), `--tenants-seconds S` (6), `--tenants-queue N` (the README's: units / 2), `--flood-only`, `--units N`, `--work-ms N`,
  * `--critical-share R` (default 0.2), `--mix-critical R` (0.05), `--mix-default R` (0.15),
  * `--overload X` (default 10), `--flood-only` / `--degraded-only` (that phase alone),
  * `--degraded-seconds S` (6), `--degraded-concurrency N`, `--seconds S` (length of each measured phase), `--sockets
@@ -75,7 +86,9 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ConcurrencyLimiter, LoadShedder, VegasLimit } from "@sluice/adaptive"
+import { Criticality } from "@sluice/core"
 import { Middleware, Protocol } from "@sluice/http"
+import type { QuotaConfig } from "@sluice/quota"
 import { Context, Duration, Effect, Layer, Metric, Random, Semaphore } from "effect"
 import type { Scope } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -498,6 +511,162 @@ const degradedPhase = Effect.gen(function* () {
     goals: { ...goals, met: goals.answersPerCapacity.met && goals.criticalFullShare.met }
   }
 })
+/**
+ * The `tenants` phase: 10 customers on the README's server with
+ * `Middleware.quota({ enforce: "overload" })` (memory store), every request at the same
+ * criticality (no header: the server's default, clamped to its ceiling). 9 customers within
+ * their plans send 0.8x capacity in all; the 10th, at 8x its plan, makes up the rest of 3x
+ * capacity. Then the same customers at 0.5x capacity in all: the server has room, and the
+ * 10th customer (still above its plan) must be served without a denial.
+ */
+const WITHIN_CUSTOMERS = 9
+const TENANTS_MS = option("tenants-seconds", quick ? 1.5 : 6) * 1000
+/**
+ * The bound's queue of the tenants' server: the README's default (half the units) unless
+ * `--tenants-queue N`. A longer queue keeps more of the within-plan customers' own bursts (the
+ * 10th customer keeps every unit busy, so each within-plan request waits for a unit to free),
+ * but it also lets the shedder admit more over-plan waiters (it judges them against the units
+ * plus the queue), which then hold their callers' connections until they give way or time out.
+ */
+const TENANTS_QUEUE = args.includes("--tenants-queue") ? option("tenants-queue", 1) : undefined
+const tenantsPhase = (
+  generator: Generator,
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse>,
+  settle: Effect.Effect<void>
+) =>
+  Effect.gen(function* () {
+    const withinRps = 0.8 * CAPACITY_RPS
+    const overRps = 3 * CAPACITY_RPS - withinRps
+    // Plans as gcra rates over 10 s: the within-plan customers may send twice what they do;
+    // the 10th customer's plan is an eighth of what it sends at 3x.
+    const overPlanPer10s = Math.max(1, Math.round((overRps / 8) * 10))
+    const withinPlanPer10s = Math.max(1, Math.ceil((withinRps / WITHIN_CUSTOMERS) * 2 * 10))
+    const plans: QuotaConfig.QuotaConfigOptions = {
+      default: {
+        tiers: [
+          {
+            name: "spike",
+            algorithm: "gcra",
+            limit: withinPlanPer10s,
+            period: "10 seconds",
+            burst: Math.max(5, Math.ceil(withinPlanPer10s / 5))
+          }
+        ]
+      },
+      clients: {
+        "tenant-over": {
+          tiers: [
+            {
+              name: "spike",
+              algorithm: "gcra",
+              limit: overPlanPer10s,
+              period: "10 seconds",
+              burst: Math.max(1, Math.ceil(overPlanPer10s / 10))
+            }
+          ]
+        }
+      }
+    }
+    // Requests the handler served while over their plan (marked by the quota middleware).
+    let servedOverPlan = 0
+    const counted = Effect.flatMap(Effect.service(Criticality.currentOverQuota), (over) => {
+      if (over !== undefined) servedOverPlan++
+      return handler
+    })
+    const url = yield* readmeServer(counted, UNITS, 5, {
+      plans,
+      enforce: "overload",
+      maxQueue: TENANTS_QUEUE
+    })
+    const customers = [
+      ...Array.from({ length: WITHIN_CUSTOMERS }, (_, i) => ({
+        key: `tenant-${i}`,
+        share: withinRps / (3 * CAPACITY_RPS) / WITHIN_CUSTOMERS
+      })),
+      { key: "tenant-over", share: overRps / (3 * CAPACITY_RPS) }
+    ]
+    const run = (factor: number, durationMs: number) =>
+      generator.run({
+        url,
+        rps: CAPACITY_RPS * factor,
+        durationMs,
+        criticalShare: 0,
+        defaultShare: 1,
+        customers
+      })
+    const within = (r: PhaseResult) =>
+      customers
+        .slice(0, WITHIN_CUSTOMERS)
+        .reduce(
+          (sum, c) => ({ sent: sum.sent + r.customers[c.key]!.sent, ok: sum.ok + r.customers[c.key]!.ok }),
+          {
+            sent: 0,
+            ok: 0
+          }
+        )
+    yield* run(0.5, quick ? 300 : 1000)
+    yield* settle
+    // the 10th customer starts the measured phases with its bucket full, as a fresh customer
+    servedOverPlan = 0
+    const loaded = yield* run(3, TENANTS_MS)
+    const loadedOverPlan = servedOverPlan
+    log(summary("tenants 3x", loaded), `\n  customers ${JSON.stringify(loaded.customers)}`)
+    log(`counters after tenants 3x (cumulative):\n  ${(yield* sluiceCounters).join("\n  ")}`)
+    yield* settle
+    servedOverPlan = 0
+    const idle = yield* run(0.5, TENANTS_MS)
+    const idleOverPlan = servedOverPlan
+    log(summary("tenants 0.5x", idle), `\n  customers ${JSON.stringify(idle.customers)}`)
+    const w = within(loaded)
+    const withinPlanSuccess = w.sent === 0 ? 0 : w.ok / w.sent
+    const goodputRatio = perSecond(loaded.ok, loaded.sendMs) / CAPACITY_RPS
+    const over = loaded.customers["tenant-over"]!
+    const idleOver = idle.customers["tenant-over"]!
+    const idleOverPlanDenied = idleOver.denied
+    const goals = {
+      withinPlanSuccess: { value: round(withinPlanSuccess, 4), min: 0.99, met: withinPlanSuccess >= 0.99 },
+      goodputRatio: { value: round(goodputRatio, 3), min: 0.95, met: goodputRatio >= 0.95 },
+      // the idle run must have put the 10th customer over its plan for the goal to mean anything
+      idleOverPlanDenied: {
+        value: idleOverPlanDenied,
+        max: 0,
+        servedOverPlan: idleOverPlan,
+        met: idleOverPlanDenied === 0 && idleOver.ok === idleOver.sent && idleOverPlan > 0
+      }
+    }
+    return {
+      seconds: TENANTS_MS / 1000,
+      queue: TENANTS_QUEUE ?? Math.max(1, Math.floor(UNITS / 2)),
+      offeredRps: Math.round(perSecond(loaded.sent, loaded.sendMs)),
+      withinPlanSuccess: round(withinPlanSuccess, 4),
+      goodputRatio: round(goodputRatio, 3),
+      overPlan: {
+        sent: over.sent,
+        ok: over.ok,
+        denied: over.denied,
+        refused: over.refused,
+        servedOverPlan: loadedOverPlan
+      },
+      idleOverPlanDenied,
+      idleOverPlan: { sent: idleOver.sent, ok: idleOver.ok, servedOverPlan: idleOverPlan },
+      goals: {
+        ...goals,
+        met: goals.withinPlanSuccess.met && goals.goodputRatio.met && goals.idleOverPlanDenied.met
+      }
+    }
+  })
+
+const sluiceCounters = Effect.map(Metric.snapshot, (metrics) =>
+  metrics.flatMap((metric) =>
+    metric.type === "Counter" && metric.id.startsWith("sluice_") && metric.state.count > 0
+      ? [
+          `${metric.id}{${Object.entries(metric.attributes ?? {})
+            .map(([key, value]) => `${key}=${value}`)
+            .join(",")}} ${metric.state.count}`
+        ]
+      : []
+  )
+)
 
 const program = Effect.gen(function* () {
   const units = yield* Semaphore.make(UNITS)
@@ -512,6 +681,21 @@ const program = Effect.gen(function* () {
     }).pipe(Effect.ensuring(Effect.sync(() => busy--)))
   )
   const handler = Effect.as(backend, HttpServerResponse.text("ok"))
+  const drained = Effect.gen(function* () {
+    // Let the backend drain between phases (bounded).
+    for (let i = 0; i < 100 && busy > 0; i++) yield* Effect.sleep("50 millis")
+    yield* Effect.sleep("200 millis")
+  })
+  if (args.includes("--tenants-only")) {
+    const generator = yield* makeGenerator
+    const tenants = yield* tenantsPhase(generator, handler, drained)
+    log(`tenants: ${JSON.stringify(tenants)}`)
+    return {
+      capacityRps: CAPACITY_RPS,
+      tenants,
+      machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }
+    }
+  }
   if (args.includes("--degraded-only")) {
     const degradedOnly = yield* degradedPhase
     log(`degraded: ${JSON.stringify(degradedOnly)}`)
@@ -632,11 +816,7 @@ const program = Effect.gen(function* () {
           )
         )
     })
-  const settle = Effect.gen(function* () {
-    // Let the backend drain between phases (bounded).
-    for (let i = 0; i < 100 && busy > 0; i++) yield* Effect.sleep("50 millis")
-    yield* Effect.sleep("200 millis")
-  })
+  const settle = drained
 
   const fleetPhase = Effect.gen(function* () {
     // Client fleets instead of the open-loop generator: the same arrivals of operations
@@ -769,6 +949,9 @@ const program = Effect.gen(function* () {
 
   const fleet = yield* fleetPhase
   yield* settle
+  const tenants = yield* tenantsPhase(generator, handler, settle)
+  log(`tenants: ${JSON.stringify(tenants)}`)
+  yield* settle
   const floodResult = yield* floodPhase(handler)
   log(`flood: ${JSON.stringify(floodResult)}`)
   yield* settle
@@ -836,6 +1019,7 @@ const program = Effect.gen(function* () {
     },
     mix,
     fleet,
+    tenants,
     flood: floodResult,
     degraded: degradedResult,
     machine: { cpus: availableParallelism(), loadAverage: loadavg().map((l) => round(l, 2)) }

@@ -15,7 +15,9 @@
  * share of the limit: while the limit is reached, a level below its share is
  * served before everyone else, and when the queue is full the least critical
  * waiter is displaced to make room for more critical work. Below the limit any
- * level may borrow unused capacity.
+ * level may borrow unused capacity. Within a level, work over its customer's
+ * quota (`Criticality.currentOverQuota`) waits behind the level's other work and
+ * is displaced before it, never before a less critical level's.
  *
  * The uncontended path is synchronous bookkeeping (one clock read, no
  * Deferred, no Ref); interruption never leaks a permit.

@@ -55,6 +55,15 @@
  * less critical request is being admitted or queued, no more critical one is
  * shed.
  *
+ * **Over quota.** Within a level, work over its customer's quota
+ * (`Criticality.currentOverQuota`, set by `Middleware.quota({ enforce: "overload" })`) ranks
+ * below the level's other work and above every less critical level: it is judged by all the
+ * work of its level and above against `LoadShedder.overQuotaThreshold` (halfway to the less
+ * critical level's threshold: 0.75, 0.85, 0.95, 1.05 with the defaults), the level's other
+ * work is judged without it, and the bound's queue serves it after its level's other waiters
+ * and displaces it first. So it is admitted while the server has room and shed first, within
+ * its level, when it has none.
+ *
  * The shedder speaks the admission protocol (`Admission`): {@link Service.gate} admits
  * or sheds (a local `Overloaded`, outcome `"refused"`), and `run` is
  * `Admission.guard([shedder.gate])`, so it composes with a concurrency limiter or
@@ -64,8 +73,8 @@
  *
  * Metrics (attribute `shedder` = `name`): gauges `sluice_load_shedder_utilization`
  * and `sluice_load_shedder_event_loop_utilization`, counters
- * `sluice_load_shedder_shed` and `sluice_load_shedder_admitted` (attribute
- * `criticality`), updated in the context the shedder was made in (its `MetricRegistry`).
+ * `sluice_load_shedder_shed`, `sluice_load_shedder_over_quota_shed` and
+ * `sluice_load_shedder_admitted` (attribute `criticality`), updated in the context the shedder was made in (its `MetricRegistry`).
  * A shed opens no span (under a flood it would cost more than the refusal) and reuses one
  * `Overloaded` value; the counters and {@link Service.events} see each one.
  *
@@ -115,11 +124,16 @@ export interface Service {
   /**
    * The utilization a request at `criticality` is judged by now (see the module
    * notes): the work of that level and above, or the event-loop utilization if
-   * no less critical request arrived lately.
+   * no less critical request arrived lately. With `overQuota`, a request over its
+   * customer's quota: the work of its level counts whole.
    *
    * @since 0.2.0
    */
-  readonly levelUtilizationUnsafe: (criticality: Criticality.Criticality, nowMillis?: number) => number
+  readonly levelUtilizationUnsafe: (
+    criticality: Criticality.Criticality,
+    nowMillis?: number,
+    overQuota?: boolean
+  ) => number
   /** Guarded fibers in flight right now. */
   readonly activeUnsafe: () => number
   /**
@@ -128,10 +142,25 @@ export interface Service {
    * @since 0.2.0
    */
   readonly activeOfUnsafe: (criticality: Criticality.Criticality) => number
+  /**
+   * Guarded fibers of one level over their customer's quota (`Criticality.currentOverQuota`)
+   * in flight right now (also in {@link activeOfUnsafe}).
+   *
+   * @since 1.0.0
+   */
+  readonly unsafeOverQuotaOf: (criticality: Criticality.Criticality) => number
   /** The last event-loop utilization sample (0 when not sampling). */
   readonly eventLoopUtilizationUnsafe: () => number
-  /** Would a request at `criticality` be shed now? */
-  readonly wouldShedUnsafe: (criticality: Criticality.Criticality, nowMillis?: number) => boolean
+  /**
+   * Would a request at `criticality` be shed now? With `overQuota`, a request over its
+   * customer's quota (`Criticality.currentOverQuota`): the server's overload as such a
+   * request meets it.
+   */
+  readonly wouldShedUnsafe: (
+    criticality: Criticality.Criticality,
+    nowMillis?: number,
+    overQuota?: boolean
+  ) => boolean
   readonly thresholds: Readonly<Record<Criticality.Criticality, number>>
   readonly capacity: number
   readonly retryAfter: Duration.Duration
@@ -172,6 +201,8 @@ export type Event = {
   readonly _tag: "Shed"
   readonly shedder: string
   readonly criticality: Criticality.Criticality
+  /** The request was over its customer's quota (`Criticality.currentOverQuota`). */
+  readonly overQuota: boolean
   readonly utilization: number
 }
 
@@ -241,6 +272,26 @@ export interface LoadShedderOptions {
 export const defaultThresholds: Readonly<Record<Criticality.Criticality, number>> = internal.defaultThresholds
 
 /**
+ * The utilization from which work of `criticality` over its customer's quota is shed, given
+ * the levels' `thresholds`: halfway between the level's threshold and the next less critical
+ * level's (that one when the level's is `Infinity`); for `SHEDDABLE`, below its threshold by
+ * half the step to `SHEDDABLE_PLUS`'s (at most half its threshold).
+ *
+ * @example
+ * ```ts
+ * import { LoadShedder } from "@sluice/adaptive"
+ *
+ * console.log(LoadShedder.overQuotaThreshold(LoadShedder.defaultThresholds, "CRITICAL")) // prints: 0.95
+ * ```
+ * @since 1.0.0
+ * @category utils
+ */
+export const overQuotaThreshold: (
+  thresholds: Readonly<Record<Criticality.Criticality, number>>,
+  criticality: Criticality.Criticality
+) => number = internal.overQuotaThreshold
+
+/**
  * The metrics the shedder updates (attribute `shedder`, and `criticality` for the counters).
  *
  * @example
@@ -260,6 +311,7 @@ export const metrics: {
   readonly utilization: Metric.Gauge<number>
   readonly eventLoopUtilization: Metric.Gauge<number>
   readonly shed: Metric.Counter<number>
+  readonly overQuotaShed: Metric.Counter<number>
   readonly admitted: Metric.Counter<number>
 } = internal.metrics
 

@@ -98,6 +98,7 @@ describe("unbound service functions", () => {
         levelUtilizationUnsafe: ["CRITICAL"],
         activeUnsafe: [],
         activeOfUnsafe: ["CRITICAL"],
+        unsafeOverQuotaOf: ["CRITICAL"],
         eventLoopUtilizationUnsafe: [],
         wouldShedUnsafe: ["SHEDDABLE"]
       })

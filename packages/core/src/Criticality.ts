@@ -16,6 +16,10 @@
  *   comes back when it ends.
  * - Code that holds a fiber (a gate, an HTTP client middleware) reads the level with
  *   `fiber.getRef(Criticality.currentCriticality)`, without an Effect step.
+ * - Within a level, work over its customer's quota ({@link currentOverQuota}, set by
+ *   `Middleware.quota({ enforce: "overload" })`) comes after the level's other work: a
+ *   `LoadShedder` sheds it first and a `ConcurrencyLimiter` queues it behind, but never
+ *   after a less critical level.
  *
  * **Gotchas**
  *
@@ -30,6 +34,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import type * as Ord from "effect/Order"
+import type { QuotaExceeded } from "./Errors.js"
 import * as Schema from "effect/Schema"
 import * as Kernel from "@sluice/kernel/criticality/Criticality"
 
@@ -108,6 +113,34 @@ export const currentCriticality: Context.Reference<Criticality> = Context.Refere
   "@sluice/core/Criticality",
   { defaultValue: () => Kernel.defaultLevel }
 )
+
+/**
+ * Marks work over its customer's quota that is admitted only while the server has room
+ * (default `undefined`: within quota, or no quota). Within its criticality level such work
+ * ranks last: `LoadShedder` sheds it first (from `LoadShedder.overQuotaThreshold`) and judges
+ * the level's other work without it, `ConcurrencyLimiter` serves it after the level's other
+ * waiters and displaces it first; a more critical level's work still goes before it, and a
+ * less critical level's after it. The value is the `QuotaExceeded` its quota would have
+ * answered, which `Middleware.loadShed` answers it with (a `429` and the quota's headers)
+ * when it is shed.
+ *
+ * @example
+ * ```ts
+ * import { Criticality, Errors } from "@sluice/core"
+ * import { Duration, Effect } from "effect"
+ *
+ * const overQuota = new Errors.QuotaExceeded({ tier: "spike", limit: 20, remaining: 0, retryAfter: Duration.millis(50) })
+ * // shed before within-quota CRITICAL work by any shedder or limiter inside
+ * const lowPriority = Effect.succeed("report").pipe(Effect.provideService(Criticality.currentOverQuota, overQuota))
+ * const marked = Effect.flatMap(Criticality.currentOverQuota, (mark) => Effect.succeed(mark?.tier))
+ * Effect.runPromise(marked.pipe(Effect.provideService(Criticality.currentOverQuota, overQuota))).then(console.log) // prints: spike
+ * ```
+ * @since 1.0.0
+ * @category getters
+ */
+export const currentOverQuota: Context.Reference<QuotaExceeded | undefined> = Context.Reference<
+  QuotaExceeded | undefined
+>("@sluice/core/Criticality/OverQuota", { defaultValue: () => undefined })
 
 /**
  * Reads the current level.

@@ -22,6 +22,8 @@
  *   response would not reach the wire there.
  * - `pipe` applies the innermost first: `app.pipe(Middleware.loadShed(),
  *   Middleware.criticality())` runs `criticality` outside `loadShed`.
+ * - `quota({ enforce: "overload" })` must run outside `loadShed`: it marks the
+ *   over-quota request that the shedder and limiter inside then rank last.
  * - A caller that hangs up interrupts a route's handler (the router makes it
  *   interruptible), and so the Sluice client calls it makes; a plain effect given
  *   to `HttpServer.serve` runs uninterruptibly, to its end: serve handlers as
@@ -212,7 +214,10 @@ export const isSluiceError: (u: unknown) => u is Errors.SluiceError = internal.i
 /**
  * Options of {@link quota}: `client` identifies the caller (return `undefined`
  * to let a request through unchecked), `cost` its units (default 1), `headers`
- * whether allowed responses carry the rate-limit headers too (default true).
+ * whether allowed responses carry the rate-limit headers too (default true), and
+ * `enforce`: `"always"` (the default) refuses a caller over its quota at once;
+ * `"overload"` admits it while the server has room and sheds it first, within its
+ * criticality level, when the server has none (see {@link quota}).
  *
  * @since 0.1.0
  * @category models
@@ -221,6 +226,8 @@ export interface QuotaOptions {
   readonly client: (request: HttpServerRequest.HttpServerRequest) => string | undefined
   readonly cost?: ((request: HttpServerRequest.HttpServerRequest) => number) | undefined
   readonly headers?: boolean | undefined
+  /** @since 1.0.0 */
+  readonly enforce?: "always" | "overload" | undefined
 }
 
 /**
@@ -238,6 +245,27 @@ export interface QuotaOptions {
  * would pass); `Retry-After` is the longest of those, so never earlier than any
  * `t`. A cost no tier can ever hold gets `429` without `Retry-After` and with
  * `x-sluice-dont-retry: 1`.
+ *
+ * **Limits that bite only in overload** (`enforce: "overload"`): a caller over its
+ * plan is not refused at once. Its request runs marked over quota
+ * (`Criticality.currentOverQuota`), and a {@link loadShed} inside ranks it last
+ * within its criticality level: the `LoadShedder` sheds it from
+ * `LoadShedder.overQuotaThreshold` (0.95 for `CRITICAL` by default, where
+ * within-quota `CRITICAL` work goes on to 1.0) and judges the level's other work
+ * without it, and the limiter's queue serves it after the level's other waiters
+ * and displaces it first. Criticality still decides first: over-quota `CRITICAL`
+ * work goes before within-quota `SHEDDABLE_PLUS` work. On an idle server the
+ * caller is served; on an overloaded one it is answered with its quota's `429`,
+ * `Retry-After` and `RateLimit` headers (as if refused here), so its client backs
+ * off by the quota's hint. An admitted over-quota request is still charged: every
+ * tier takes its cost, down to empty at most (`Quota.penalty`), so a long tier
+ * counts what the caller used and the caller stays over its plan while it sends
+ * above it, without a debt that outlives its excess. A caller denied lately is over
+ * its plan for every request, also one its tiers admit (a caller at 8× its plan gets
+ * 1 in 8 through them), until twice the denial's hint has passed. A cost no tier can hold, a
+ * blocked client and a `fail-closed` decision are refused at once in either mode.
+ * Put `quota` outside `loadShed` (applied after it in `pipe`) for this mode: inside,
+ * the shedder has decided before the request is marked.
  *
  * A `client` of `undefined` skips the check. A `client` or `cost` function that
  * throws admits nobody, and a cost that is not a whole number of units (negative,
@@ -258,6 +286,16 @@ export interface QuotaOptions {
  *   "/items",
  *   Effect.succeed(HttpServerResponse.text("[]")).pipe(
  *     Middleware.quota({ client: (req) => req.headers["x-api-key"] ?? "anonymous" })
+ *   )
+ * )
+ *
+ * // Quotas that bite only in overload: outside the shedder, which ranks over-quota work last
+ * const Search = HttpRouter.add(
+ *   "GET",
+ *   "/search",
+ *   Effect.succeed(HttpServerResponse.text("[]")).pipe(
+ *     Middleware.loadShed(),
+ *     Middleware.quota({ client: (req) => req.headers["x-api-key"], enforce: "overload" })
  *   )
  * )
  * ```
@@ -377,8 +415,9 @@ export interface LoadShedOptions {
  * first and `CRITICAL_PLUS` last, then its hard bound (`LoadShedder.Service.bound`, on
  * by default) holds admitted work to `capacity` at once with a short wait ordered by
  * criticality, so one layer gives both. A refusal (of the shedder or of the
- * limiter) is `503` + `Retry-After` without running the handler; the handler's
- * own failures pass through unchanged. A request waiting in the limiter's queue
+ * limiter) is `503` + `Retry-After` without running the handler, or, for a request
+ * over its customer's quota ({@link quota} with `enforce: "overload"`, outside), that
+ * quota's `429` and hint; the handler's own failures pass through unchanged. A request waiting in the limiter's queue
  * leaves it when its caller disconnects, and its handler never runs: the wait is
  * interruptible although Effect 4's server runs middleware uninterruptibly.
  *

@@ -43,6 +43,12 @@
  *   `sluice_quota_waited_total`, `sluice_quota_breaker_state`. A decision by the
  *   failure mode runs in the span `sluice.quota.store_failure`.
  *
+ * - A server may enforce plans only in overload: `Middleware.quota({ enforce: "overload" })`
+ *   (`@sluice/http`) runs a request over its plan marked `Criticality.currentOverQuota`, so the
+ *   server's `LoadShedder` and `ConcurrencyLimiter` shed it first within its criticality level
+ *   and serve it while there is room; an admitted over-plan request is charged with
+ *   {@link penalty} (its cost, down to empty at most), so longer tiers count what it used.
+ *
  * **Gotchas**
  *
  * - A store failure never surfaces as an error or a defect of `check`: it is a

@@ -149,14 +149,26 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
         if (answer === "limit") return this.refuse("limit")
         return answer
       },
-      enter: (entry) => this.waitFor(Kernel.levelIndex[entry.criticality], Infinity, entry.clock),
+      // Work over its customer's quota waits behind its level's other work.
+      enter: (entry) =>
+        this.waitFor(
+          Kernel.levelIndex[entry.criticality],
+          Infinity,
+          entry.clock,
+          entry.getRef(Criticality.currentOverQuota) !== undefined
+        ),
       settle: (permit, outcome) => this.sample(permit as Permit, Limit.sampleOutcome(outcome)),
       isDrop: config.isDrop
     }
     // A closure, not a method: safe unbound, and no wrapper on the per-call path.
     this.withLimiter = Admission.guard([this.gate])
     this.enterBy = (entry, deadline) =>
-      this.waitFor(Kernel.levelIndex[entry.criticality], deadline, entry.clock)
+      this.waitFor(
+        Kernel.levelIndex[entry.criticality],
+        deadline,
+        entry.clock,
+        entry.getRef(Criticality.currentOverQuota) !== undefined
+      )
   }
 
   pipe() {
@@ -264,23 +276,24 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   private waitFor(
     level: number,
     deadline: number,
-    clock: Clock.Clock
+    clock: Clock.Clock,
+    overQuota: boolean
   ): Effect.Effect<Permit, Errors.Overloaded> {
     return Effect.suspend(() => {
       const now = deadline === Infinity ? 0 : clock.currentTimeMillisUnsafe()
       // Work its caller will not wait for is refused before it takes a place.
       const miss = this.missOf(deadline, now)
       if (miss !== undefined) return Effect.fail(this.rejection(miss))
-      // A full queue of work at least as critical: refused at once, with no wait set up.
-      if (!this.hasRoom(level)) return Effect.fail(this.rejection("queue-full"))
+      // A full queue of work served no later: refused at once, with no wait set up.
+      if (!this.hasRoom(level, overQuota)) return Effect.fail(this.rejection("queue-full"))
       let waiter: Waiter | undefined
       // The waiter joins the queue in the step that registers how it resumes and how it
       // leaves: a fiber whose interruption is pending as it reaches the gate stops at the
       // edge of the interruptible region, before it holds a place or can be granted a permit.
       const wait = Effect.callback<Permit, Errors.Overloaded>((resume) => {
         // A full queue displaces the least critical waiter for more critical work.
-        if (!this.makeRoom(level)) return resume(Effect.fail(this.rejection("queue-full")))
-        const joined = (waiter = new Waiter(level))
+        if (!this.makeRoom(level, overQuota)) return resume(Effect.fail(this.rejection("queue-full")))
+        const joined = (waiter = new Waiter(level, overQuota))
         joined.deadline = deadline
         joined.resume = resume
         this.enqueue(joined)

@@ -47,6 +47,9 @@ const { decode } = options("LoadShedder", LoadShedderOptions, Kernel.issues)
 /** @internal */
 export const defaultThresholds = Kernel.defaultThresholds
 
+/** @internal */
+export const overQuotaThreshold = Kernel.overQuotaThreshold
+
 const families = {
   utilization: Meters.gauge(
     "sluice_load_shedder_utilization",
@@ -57,6 +60,10 @@ const families = {
     "Last sampled event-loop utilization"
   ),
   shed: Meters.counter("sluice_load_shedder_shed", "Requests shed with Overloaded"),
+  overQuotaShed: Meters.counter(
+    "sluice_load_shedder_over_quota_shed",
+    "Requests over their customer's quota shed with Overloaded (also counted in sluice_load_shedder_shed)"
+  ),
   admitted: Meters.counter("sluice_load_shedder_admitted", "Requests admitted")
 }
 
@@ -65,6 +72,7 @@ export const metrics = {
   utilization: families.utilization.metric,
   eventLoopUtilization: families.eventLoopUtilization.metric,
   shed: families.shed.metric,
+  overQuotaShed: families.overQuotaShed.metric,
   admitted: families.admitted.metric
 }
 
@@ -84,13 +92,14 @@ export const nodeEventLoopUtilization: Effect.Effect<Effect.Effect<number>> = Ef
 })
 
 /**
- * Work the shedder admitted: its level, and the clock of the fiber that brought it
- * (its completion folds the averages at that clock's time). One ticket serves every
- * admission of a level under the same clock.
+ * Work the shedder admitted: its level, whether it is over its customer's quota, and the
+ * clock of the fiber that brought it (its completion folds the averages at that clock's
+ * time). One ticket serves every admission of a level (over quota or not) under the same clock.
  */
 class Ticket implements LS.Ticket {
   constructor(
     readonly criticality: Level,
+    readonly overQuota: boolean,
     readonly clock: Clock.Clock
   ) {}
 }
@@ -137,25 +146,29 @@ export const make = (
     const utilizationMetric = families.utilization.of(attributes)
     const eventLoopMetric = families.eventLoopUtilization.of(attributes)
     const shedMetrics = byLevel(families.shed, attributes)
+    const overQuotaShedMetrics = byLevel(families.overQuotaShed, attributes)
     const admittedMetrics = byLevel(families.admitted, attributes)
 
-    // One ticket per level, reused while the clock stays the same.
+    // One ticket per level (and over quota or not), reused while the clock stays the same.
     const tickets: Partial<Record<Level, Ticket>> = {}
-    const admit = (level: Level, entry: Admission.Entry): Ticket => {
-      shedder.admit(level)
+    const overQuotaTickets: Partial<Record<Level, Ticket>> = {}
+    const admit = (level: Level, overQuota: boolean, entry: Admission.Entry): Ticket => {
+      shedder.admit(level, overQuota)
       admittedMetrics[level].updateUnsafe(1, context)
-      const ticket = tickets[level]
+      const reused = overQuota ? overQuotaTickets : tickets
+      const ticket = reused[level]
       if (ticket !== undefined && ticket.clock === entry.clock) return ticket
-      return (tickets[level] = new Ticket(level, entry.clock))
+      return (reused[level] = new Ticket(level, overQuota, entry.clock))
     }
 
     // One refusal value, made once: a shed under a flood must cost little, so no error is
     // built (and no stack captured) and no span opened per refusal; the counters by level
     // and the events stream keep every refusal observable.
     const refusal = Admission.refuse(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" }))
-    const shed = (level: Level, u: number) => {
+    const shed = (level: Level, overQuota: boolean, u: number) => {
       shedMetrics[level].updateUnsafe(1, context)
-      EventHub.publish(hub, { _tag: "Shed", shedder: name, criticality: level, utilization: u })
+      if (overQuota) overQuotaShedMetrics[level].updateUnsafe(1, context)
+      EventHub.publish(hub, { _tag: "Shed", shedder: name, criticality: level, overQuota, utilization: u })
       return refusal
     }
 
@@ -165,20 +178,24 @@ export const make = (
     const gate: Admission.Gate<LS.Ticket, Errors.Overloaded> = {
       tryEnter: (entry) => {
         const level = entry.criticality
-        const u = shedder.arrive(level, entry.now)
+        const overQuota = entry.getRef(Criticality.currentOverQuota) !== undefined
+        const u = shedder.arrive(level, entry.now, overQuota)
         utilizationMetric.updateUnsafe(shedder.utilization(entry.now), context)
-        return shedder.sheds(level, u) ? shed(level, u) : admit(level, entry)
+        return shedder.sheds(level, u, overQuota) ? shed(level, overQuota, u) : admit(level, overQuota, entry)
       },
       // never taken: `tryEnter` never answers Wait
       enter: (entry) =>
         Effect.suspend(() => {
           const level = entry.criticality
-          const u = shedder.arrive(level, entry.now)
-          return shedder.sheds(level, u) ? Effect.fail(refusal.error) : Effect.sync(() => admit(level, entry))
+          const overQuota = entry.getRef(Criticality.currentOverQuota) !== undefined
+          const u = shedder.arrive(level, entry.now, overQuota)
+          return shedder.sheds(level, u, overQuota)
+            ? Effect.fail(refusal.error)
+            : Effect.sync(() => admit(level, overQuota, entry))
         }),
       settle: (ticket) => {
-        const { clock, criticality } = ticket as Ticket
-        shedder.leave(criticality, clock.currentTimeMillisUnsafe())
+        const { clock, criticality, overQuota } = ticket as Ticket
+        shedder.leave(criticality, clock.currentTimeMillisUnsafe(), overQuota)
       }
     }
     const run: LS.Service["withShedder"] = Admission.guard(
@@ -205,12 +222,14 @@ export const make = (
       gate,
       utilization: Effect.map(Clock.currentTimeMillis, utilizationUnsafe),
       utilizationUnsafe,
-      levelUtilizationUnsafe: (level: Level, nowMillis?: number) =>
-        shedder.levelUtilization(level, at(nowMillis)),
+      levelUtilizationUnsafe: (level: Level, nowMillis?: number, overQuota?: boolean) =>
+        shedder.levelUtilization(level, at(nowMillis), overQuota),
       activeUnsafe: () => shedder.active,
       activeOfUnsafe: shedder.activeOf,
+      unsafeOverQuotaOf: shedder.overQuotaOf,
       eventLoopUtilizationUnsafe: () => shedder.eventLoop,
-      wouldShedUnsafe: (level: Level, nowMillis?: number) => shedder.wouldShed(level, at(nowMillis)),
+      wouldShedUnsafe: (level: Level, nowMillis?: number, overQuota?: boolean) =>
+        shedder.wouldShed(level, at(nowMillis), overQuota),
       thresholds,
       capacity,
       retryAfter,

@@ -2,6 +2,7 @@ import * as LoadShedder from "@sluice/adaptive/LoadShedder"
 import * as ProportionalSampler from "@sluice/adaptive/ProportionalSampler"
 import * as ThresholdMonitor from "@sluice/adaptive/ThresholdMonitor"
 import { Admission, Criticality, Errors, ServerLoad } from "@sluice/core"
+import * as BoundedMap from "@sluice/core/shared/BoundedMap"
 import * as Meters from "@sluice/core/shared/Meters"
 import { Quota } from "@sluice/quota"
 import { Retry, RetryHistogram } from "@sluice/retry"
@@ -218,11 +219,68 @@ export const invalidQuotaRequest = (field: "client" | "cost"): HttpServerRespons
     { status: 400 }
   )
 
+/**
+ * One over-quota request's cell: `loadShed` sets `shed` when it answered the request with its
+ * quota's 429 instead of running it, so that `quota`, outside, charges nothing for it.
+ */
+interface OverQuotaCell {
+  shed: boolean
+}
+
+const currentOverQuotaCell = Context.Reference<OverQuotaCell | undefined>(
+  "@sluice/http/Middleware/OverQuotaCell",
+  { defaultValue: () => undefined }
+)
+
+/**
+ * Over quota in the `"overload"` mode: the denial is kept as the request's mark
+ * (`Criticality.currentOverQuota`) and the request runs, last within its level for the
+ * shedder and limiter inside. A denied request admitted is charged its cost on every tier, down
+ * to empty at most (`Quota.penalty`), so longer tiers count what the customer used; one its
+ * tiers admitted (`charged`, its customer over plan lately) was charged by its check. Shed, it
+ * was answered with this denial by `loadShed`, and nothing more is charged.
+ */
+const overQuota = <E, R>(
+  app: HttpApp<E, R>,
+  service: Quota.Service,
+  client: string,
+  cost: number,
+  error: Errors.QuotaExceeded,
+  headers: Record<string, string>,
+  charged: boolean
+): HttpApp<E, R> => {
+  const cell: OverQuotaCell = { shed: false }
+  return app.pipe(
+    Effect.provideService(Criticality.currentOverQuota, error),
+    Effect.provideService(currentOverQuotaCell, cell),
+    Effect.flatMap((response) => {
+      const withQuotaHeaders = HttpServerResponse.setHeaders(response, headers)
+      if (cell.shed) return Effect.succeed(withQuotaHeaders)
+      // A charge is bookkeeping: bounded by the quota's own deadline, and never the answer's failure.
+      const charge = service.penalty(client, cost).pipe(
+        Effect.timeoutOrElse({ duration: service.deadline, orElse: () => Effect.void }),
+        Effect.catchCause(() => Effect.void)
+      )
+      return cost === 0 || charged ? Effect.succeed(withQuotaHeaders) : Effect.as(charge, withQuotaHeaders)
+    })
+  )
+}
+
 /** @internal */
 export const quota =
   (options: QuotaOptions) =>
   <E, R>(app: HttpApp<E, R>): HttpApp<E, R | Quota.Quota> => {
     const withHeaders = options.headers !== false
+    const onlyInOverload = options.enforce === "overload"
+    // Customers over their plan, in the overload mode: from a denial until twice its hint has
+    // passed, every request of theirs is over quota, also one a tier admits (a customer at 8x its
+    // plan gets 1 in 8 through its tiers; it is still a customer over its plan). Bounded: an
+    // evicted customer is judged by its next decision alone.
+    const overPlan = onlyInOverload
+      ? BoundedMap.make<string, { readonly until: number; readonly error: Errors.QuotaExceeded }>({
+          capacity: 100_000
+        })
+      : undefined
     return Effect.withFiber((fiber) => {
       const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
       // A function that throws admits nobody: only a client of `undefined` skips the check.
@@ -250,6 +308,18 @@ export const quota =
         const headers = withHeaders ? QuotaHeaders.of(decision, settings.headers) : {}
         if (!decision.allowed) {
           const error = Quota.toQuotaExceeded(decision)
+          // Only a plain over-plan denial waits for overload: a cost no tier can ever hold, a
+          // blocked client and a fail-closed decision are refused as always.
+          if (
+            overPlan !== undefined &&
+            Number.isFinite(decision.retryAfterMs) &&
+            decision.blockedMs === undefined &&
+            decision.source !== "fail-closed"
+          ) {
+            const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+            overPlan.set(client, { until: now + 2 * decision.retryAfterMs, error })
+            return overQuota(app, service, client, cost, error, headers, false)
+          }
           // a cost no tier can ever hold has an infinite retryAfter: no Retry-After, "don't retry"
           const denied = HttpServerResponse.setHeaders(errorResponse(error, settings), headers)
           return Effect.succeed(denied).pipe(
@@ -259,6 +329,12 @@ export const quota =
               { captureStackTrace: false }
             )
           )
+        }
+        const over = overPlan?.peek(client)
+        if (over !== undefined) {
+          if (fiber.getRef(Clock.Clock).currentTimeMillisUnsafe() < over.until)
+            return overQuota(app, service, client, cost, over.error, headers, true)
+          overPlan!.delete(client)
         }
         return withHeaders
           ? Effect.map(app, (response) => HttpServerResponse.setHeaders(response, headers))
@@ -520,6 +596,15 @@ export function loadShed(options: LoadShedOptions = {}) {
             if (span !== undefined && span._tag === "Span" && span.sampled) {
               span.attribute("sluice.refused", error.reason)
               span.attribute("sluice.criticality", fiber.getRef(Criticality.currentCriticality))
+            }
+            // Work over its customer's quota, refused for want of room: its quota's 429 and
+            // hint, so that its client backs off by the quota (`quota({ enforce: "overload" })`).
+            const overQuota =
+              error._tag === "Overloaded" ? fiber.getRef(Criticality.currentOverQuota) : undefined
+            if (overQuota !== undefined) {
+              const cell = fiber.getRef(currentOverQuotaCell)
+              if (cell !== undefined) cell.shed = true
+              return Effect.succeed(errorResponse(overQuota, fiber.getRef(WireProtocol)))
             }
             return Effect.succeed(errorResponse(error, fiber.getRef(WireProtocol)))
           }),

@@ -18,6 +18,11 @@
  * sample as TCP's SRTT (RFC 6298); drops and abandoned work do not move it. A limiter that
  * has settled no success yet has no estimate: only a passed deadline refuses.
  *
+ * Within a level, work over its customer's quota (`overQuota`, admitted only while there is
+ * room) waits in a list of its own behind the level's other work: it is served after it and
+ * displaced before it, and never before or ahead of a more critical level. The wait lists are
+ * {@link lane}s: `2 × level`, plus one when over quota.
+ *
  * Nothing here waits: a waiter is a plain object (the runtime binding extends it with what
  * resumes its fiber), and "this waiter got a permit" or "this waiter was displaced" are calls
  * to {@link Limiter.onGranted} and {@link Limiter.onDisplaced}, which a binding overrides.
@@ -47,6 +52,21 @@ export const LEVELS = Criticality.levels.length
 export const levelIndex: Readonly<Record<Criticality.Criticality, number>> = Object.fromEntries(
   Criticality.levels.map((level, i) => [level, i])
 ) as Record<Criticality.Criticality, number>
+
+/**
+ * The number of wait lists: two per level, see {@link lane}.
+ *
+ * @since 0.2.0
+ */
+export const LANES = 2 * LEVELS
+
+/**
+ * The wait list of work of level `level` (an index): `2 × level`, or the one behind it for
+ * work over its customer's quota. Lanes are served in order, so criticality decides first.
+ *
+ * @since 0.2.0
+ */
+export const lane = (level: number, overQuota: boolean): number => 2 * level + (overQuota ? 1 : 0)
 
 /**
  * A waiter's state: in the queue, granted a permit, done (used or given back), or refused.
@@ -80,7 +100,7 @@ export class Permit {
 }
 
 /**
- * A request waiting for a permit, linked into its level's wait list.
+ * A request waiting for a permit, linked into its {@link lane}'s wait list.
  *
  * @since 0.2.0
  */
@@ -91,7 +111,14 @@ export class Waiter<P extends Permit = Permit> {
   permit: P | undefined = undefined
   prev: this | undefined = undefined
   next: this | undefined = undefined
-  constructor(readonly level: number) {}
+  /** The wait list it joins: {@link lane} of its level. */
+  readonly lane: number
+  constructor(
+    readonly level: number,
+    overQuota = false
+  ) {
+    this.lane = lane(level, overQuota)
+  }
 }
 
 /**
@@ -217,8 +244,8 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
   /** Permits granted so far (the next permit id). */
   nextId = 0
   private readonly inFlightBy: Array<number> = new Array(LEVELS).fill(0)
-  private readonly heads: Array<W | undefined> = new Array(LEVELS).fill(undefined)
-  private readonly tails: Array<W | undefined> = new Array(LEVELS).fill(undefined)
+  private readonly heads: Array<W | undefined> = new Array(LANES).fill(undefined)
+  private readonly tails: Array<W | undefined> = new Array(LANES).fill(undefined)
   private readonly shares: Array<Ratio.ExactRatio> | undefined
   private readonly lifo: boolean
   readonly maxQueue: number
@@ -282,10 +309,11 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
     return this.inFlightBy[level]!
   }
 
-  /** Waiters at level `level` (an index). */
+  /** Waiters at level `level` (an index), over quota or not. */
   queuedAt(level: number): number {
     let n = 0
-    for (let w = this.heads[level]; w !== undefined; w = w.next) n++
+    for (let l = lane(level, false); l <= lane(level, true); l++)
+      for (let w = this.heads[l]; w !== undefined; w = w.next) n++
     return n
   }
 
@@ -387,45 +415,47 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
     const shares = this.shares
     if (shares !== undefined) {
       const limit = this.algorithm.limit
-      for (let i = 0; i < LEVELS; i++) {
-        if (this.heads[i] !== undefined && belowShare(this.inFlightBy[i]!, shares[i]!, limit))
-          return this.pick(i)
+      for (let l = 0; l < LANES; l++) {
+        if (this.heads[l] !== undefined && belowShare(this.inFlightBy[l >> 1]!, shares[l >> 1]!, limit))
+          return this.pick(l)
       }
     }
-    for (let i = 0; i < LEVELS; i++) {
-      if (this.heads[i] !== undefined) return this.pick(i)
+    for (let l = 0; l < LANES; l++) {
+      if (this.heads[l] !== undefined) return this.pick(l)
     }
     throw new Error("BUG: selectNext on an empty queue")
   }
 
-  private pick(level: number): W {
-    return (this.lifo ? this.tails[level] : this.heads[level])!
+  private pick(lane: number): W {
+    return (this.lifo ? this.tails[lane] : this.heads[lane])!
   }
 
-  /** The waiter that would be served last among the levels less critical than `level`. */
-  private victimFor(level: number): W | undefined {
-    for (let i = LEVELS - 1; i > level; i--) {
-      if (this.heads[i] !== undefined) return (this.lifo ? this.heads[i] : this.tails[i])!
+  /** The waiter that would be served last among the lanes served after `lane`. */
+  private victimFor(lane: number): W | undefined {
+    for (let l = LANES - 1; l > lane; l--) {
+      if (this.heads[l] !== undefined) return (this.lifo ? this.heads[l] : this.tails[l])!
     }
     return undefined
   }
 
   /**
-   * Whether a waiter at `level` would find room ({@link makeRoom} would answer `true`),
-   * without displacing anyone: lets a binding refuse at once, before it sets up a wait.
+   * Whether a waiter at `level` (over quota or not) would find room ({@link makeRoom} would
+   * answer `true`), without displacing anyone: lets a binding refuse at once, before it sets
+   * up a wait.
    */
-  hasRoom(level: number): boolean {
-    return this.queued < this.maxQueue || this.victimFor(level) !== undefined
+  hasRoom(level: number, overQuota = false): boolean {
+    return this.queued < this.maxQueue || this.victimFor(lane(level, overQuota)) !== undefined
   }
 
   /**
-   * Room for one more waiter at `level`: `true` when the queue has room, or after displacing
-   * the least critical waiter (handed to {@link onDisplaced}); `false` when the queue is full
-   * of work at least as critical.
+   * Room for one more waiter at `level` (over quota or not): `true` when the queue has room, or
+   * after displacing the waiter that would be served last among the {@link lane}s served after
+   * its own (handed to {@link onDisplaced}); `false` when the queue is full of work served no
+   * later.
    */
-  makeRoom(level: number): boolean {
+  makeRoom(level: number, overQuota = false): boolean {
     if (this.queued < this.maxQueue) return true
-    const victim = this.victimFor(level)
+    const victim = this.victimFor(lane(level, overQuota))
     if (victim === undefined) return false
     this.unlink(victim)
     victim.state = REJECTED
@@ -433,16 +463,16 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
     return true
   }
 
-  /** Appends a waiter to its level's list (after {@link makeRoom}). */
+  /** Appends a waiter to its lane's list (after {@link makeRoom}). */
   enqueue(waiter: W): void {
-    const tail = this.tails[waiter.level]
+    const tail = this.tails[waiter.lane]
     if (tail === undefined) {
-      this.heads[waiter.level] = waiter
+      this.heads[waiter.lane] = waiter
     } else {
       tail.next = waiter
       waiter.prev = tail
     }
-    this.tails[waiter.level] = waiter
+    this.tails[waiter.lane] = waiter
     this.queued++
   }
 
@@ -453,9 +483,9 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
   }
 
   private unlink(waiter: W): void {
-    if (waiter.prev === undefined) this.heads[waiter.level] = waiter.next
+    if (waiter.prev === undefined) this.heads[waiter.lane] = waiter.next
     else waiter.prev.next = waiter.next
-    if (waiter.next === undefined) this.tails[waiter.level] = waiter.prev
+    if (waiter.next === undefined) this.tails[waiter.lane] = waiter.prev
     else waiter.next.prev = waiter.prev
     waiter.prev = waiter.next = undefined
     this.queued--

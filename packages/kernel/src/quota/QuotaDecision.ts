@@ -32,6 +32,8 @@ export interface Decision {
   /** 0 when allowed; `Infinity` when the cost exceeds a tier's capacity */
   readonly retryAfterMs: number
   readonly source: Source
+  /** While the client is blocked (`block`, a plan's `blockFor`): the time left, ms. */
+  readonly blockedMs?: number | undefined
 }
 
 /**
@@ -105,14 +107,24 @@ export const emptyWaitMs = (plan: CompiledPlan, result: StoreResult): number => 
 export const make = (client: string, result: StoreResult, source: Source): Decision =>
   result.allowed
     ? { client, allowed: true, tiers: result.tiers, deniedBy: undefined, retryAfterMs: 0, source }
-    : {
-        client,
-        allowed: false,
-        tiers: result.tiers,
-        deniedBy: deniedBy(result.tiers),
-        retryAfterMs: retryAfterMs(result.tiers),
-        source
-      }
+    : result.blockedMs !== undefined && result.blockedMs > 0
+      ? {
+          client,
+          allowed: false,
+          tiers: result.tiers,
+          deniedBy: deniedBy(result.tiers),
+          retryAfterMs: retryAfterMs(result.tiers),
+          source,
+          blockedMs: result.blockedMs
+        }
+      : {
+          client,
+          allowed: false,
+          tiers: result.tiers,
+          deniedBy: deniedBy(result.tiers),
+          retryAfterMs: retryAfterMs(result.tiers),
+          source
+        }
 
 /**
  * The tier a refusal is reported under (in its event and its error): the one that denied, else

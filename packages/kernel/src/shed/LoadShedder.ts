@@ -10,6 +10,13 @@
  * critical work never gets a more critical request shed; since those sums shrink as the
  * level rises while thresholds grow, whenever a level is admitted every more critical one is.
  *
+ * Within a level, work over its customer's quota (`overQuota`) ranks below the level's other
+ * work and above every less critical level: it is judged by all the work of its level and the
+ * more critical ones, against {@link overQuotaThreshold} (between its level's threshold and the
+ * less critical level's), while the level's other work is judged without it. So a customer
+ * over its quota is shed first within its level, never before a less critical level, and its
+ * work never gets a within-quota request of its level shed.
+ *
  * An event-loop utilization reading (taken by the binding, passed in as a number) adds a
  * second signal, which cannot tell whose work keeps the loop busy: it is applied only to
  * the least critical levels still arriving, never to a level above one that arrived within
@@ -81,6 +88,26 @@ export interface Options {
  */
 export const defaults = { smoothing: 1000, eventLoopInterval: 1000 } as const
 
+/**
+ * The utilization from which work of a level over its customer's quota is shed: halfway
+ * between the level's threshold and the next less critical level's (that one itself when the
+ * level's is `Infinity`); for the least critical level, below its threshold by half the step
+ * to the next level's (at most half its threshold). With the defaults: 0.75, 0.85, 0.95, 1.05.
+ *
+ * @since 0.2.0
+ */
+export const overQuotaThreshold = (thresholds: Thresholds, level: Level): number => {
+  const rank = Criticality.rank(level)
+  const own = thresholds[level]
+  if (rank === 0) {
+    const next = thresholds[Criticality.ascending[1]!]
+    const step = Number.isFinite(next) && Number.isFinite(own) ? (next - own) / 2 : own / 16
+    return own - Math.min(step, own / 2)
+  }
+  const lower = thresholds[Criticality.ascending[rank - 1]!]
+  return Number.isFinite(own) ? (lower + own) / 2 : lower
+}
+
 const threshold = Field.expecting(
   (n) => !Number.isNaN(n) && n > 0,
   "a positive number (Infinity: never shed)"
@@ -125,45 +152,53 @@ export interface LoadShedder {
   /** How often an event-loop reading is fed in (ms), or `undefined` when none is. */
   readonly eventLoopInterval: number | undefined
   /**
-   * Judges an arrival of `level` at `now`: returns the utilization it is judged by, and
-   * records the arrival (it covers the more critical levels from the next instant on).
+   * Judges an arrival of `level` (over its customer's quota or not) at `now`: returns the
+   * utilization it is judged by, and records the arrival (it covers the more critical levels
+   * from the next instant on).
    */
-  readonly arrive: (level: Level, now: number) => number
-  /** Whether work of `level` judged at `utilization` is shed. */
-  readonly sheds: (level: Level, utilization: number) => boolean
-  /** Counts admitted work of `level` in. */
-  readonly admit: (level: Level) => void
-  /** Counts work of `level` out at `now`. */
-  readonly leave: (level: Level, now: number) => void
+  readonly arrive: (level: Level, now: number, overQuota?: boolean) => number
+  /** Whether work of `level` (over quota or not) judged at `utilization` is shed. */
+  readonly sheds: (level: Level, utilization: number, overQuota?: boolean) => boolean
+  /** Counts admitted work of `level` (over quota or not) in. */
+  readonly admit: (level: Level, overQuota?: boolean) => void
+  /** Counts work of `level` (over quota or not) out at `now`. */
+  readonly leave: (level: Level, now: number, overQuota?: boolean) => void
   /** The shedder's utilization at `now`: max(smoothed work / capacity, event-loop utilization). */
   readonly utilization: (now: number) => number
-  /** The utilization an arrival of `level` at `now` would be judged by (records nothing). */
-  readonly levelUtilization: (level: Level, now: number) => number
-  /** Whether an arrival of `level` at `now` would be shed (records nothing). */
-  readonly wouldShed: (level: Level, now: number) => boolean
+  /** The utilization an arrival of `level` (over quota or not) at `now` would be judged by (records nothing). */
+  readonly levelUtilization: (level: Level, now: number, overQuota?: boolean) => number
+  /** Whether an arrival of `level` (over quota or not) at `now` would be shed (records nothing). */
+  readonly wouldShed: (level: Level, now: number, overQuota?: boolean) => boolean
   /** Feeds an event-loop utilization reading: clamped to [0, 1]; a non-finite one keeps the last. */
   readonly setEventLoop: (value: number) => number
   /** The last event-loop utilization fed in (0 until one is). */
   readonly eventLoop: number
   /** Work in flight. */
   readonly active: number
-  /** Work of `level` in flight. */
+  /** Work of `level` in flight (over quota or not). */
   readonly activeOf: (level: Level) => number
+  /** Work of `level` over its customer's quota in flight. */
+  readonly overQuotaOf: (level: Level) => number
 }
+
+const RANKS = 2 * Criticality.levels.length
+/** Two ranks per level, least critical first: over quota below the level's other work. */
+const rankOf = (level: Level, overQuota: boolean | undefined): number =>
+  2 * Criticality.rank(level) + (overQuota === true ? 0 : 1)
 
 class LoadShedderImpl implements LoadShedder {
   readonly thresholds: Thresholds
   readonly eventLoopInterval: number | undefined
-  // Per level, least critical first (index = rank): requests in flight, and the smoothed
-  // amount of work at that level *or above*.
-  private readonly byRank = [0, 0, 0, 0]
-  private readonly atLeast = [0, 0, 0, 0]
-  private readonly smoothed = [0, 0, 0, 0]
-  private readonly levelThresholds: ReadonlyArray<number>
-  // When a request of each level last arrived (admitted or not), and the latest arrival
+  // Per rank (`rankOf`: two per level, least critical first): requests in flight, and the
+  // smoothed amount of work at that rank *or above*.
+  private readonly byRank: Array<number> = new Array(RANKS).fill(0)
+  private readonly atLeast: Array<number> = new Array(RANKS).fill(0)
+  private readonly smoothed: Array<number> = new Array(RANKS).fill(0)
+  private readonly rankThresholds: ReadonlyArray<number>
+  // When a request of each rank last arrived (admitted or not), and the latest arrival
   // before that instant: cover is given by arrivals of earlier instants only.
-  private readonly lastArrival = [-Infinity, -Infinity, -Infinity, -Infinity]
-  private readonly earlierArrival = [-Infinity, -Infinity, -Infinity, -Infinity]
+  private readonly lastArrival: Array<number> = new Array(RANKS).fill(-Infinity)
+  private readonly earlierArrival: Array<number> = new Array(RANKS).fill(-Infinity)
   private last: number | undefined = undefined
   private readonly tau: number
   // How long an arrival of a less critical level keeps the event-loop signal off the
@@ -176,7 +211,10 @@ class LoadShedderImpl implements LoadShedder {
     options: Options
   ) {
     this.thresholds = resolveThresholds(options.thresholds)
-    this.levelThresholds = Criticality.ascending.map((level) => this.thresholds[level])
+    this.rankThresholds = Criticality.ascending.flatMap((level) => [
+      overQuotaThreshold(this.thresholds, level),
+      this.thresholds[level]
+    ])
     this.tau = options.smoothing ?? defaults.smoothing
     this.eventLoopInterval =
       options.eventLoop === undefined ? undefined : (options.eventLoop.interval ?? defaults.eventLoopInterval)
@@ -191,6 +229,7 @@ class LoadShedderImpl implements LoadShedder {
     this.wouldShed = this.wouldShed.bind(this)
     this.setEventLoop = this.setEventLoop.bind(this)
     this.activeOf = this.activeOf.bind(this)
+    this.overQuotaOf = this.overQuotaOf.bind(this)
   }
   // The counts have held their values since `last`: fold that stretch into the averages
   // before anything changes them.
@@ -198,13 +237,13 @@ class LoadShedderImpl implements LoadShedder {
     const { atLeast, smoothed } = this
     if (this.last === undefined) {
       this.last = now
-      for (let i = 0; i < 4; i++) smoothed[i] = atLeast[i]!
+      for (let i = 0; i < RANKS; i++) smoothed[i] = atLeast[i]!
       return
     }
     const dt = now - this.last
     if (dt > 0) {
       const f = 1 - Math.exp(-dt / this.tau)
-      for (let i = 0; i < 4; i++) smoothed[i]! += f * (atLeast[i]! - smoothed[i]!)
+      for (let i = 0; i < RANKS; i++) smoothed[i]! += f * (atLeast[i]! - smoothed[i]!)
       this.last = now
     }
   }
@@ -224,9 +263,9 @@ class LoadShedderImpl implements LoadShedder {
     this.active += delta
     for (let i = 0; i <= rank; i++) this.atLeast[i]! += delta
   }
-  arrive(level: Level, now: number): number {
+  arrive(level: Level, now: number, overQuota?: boolean): number {
     this.fold(now)
-    const rank = Criticality.rank(level)
+    const rank = rankOf(level, overQuota)
     const u = this.rankUtilization(rank, now)
     if (this.lastArrival[rank]! < now) {
       this.earlierArrival[rank] = this.lastArrival[rank]!
@@ -234,26 +273,26 @@ class LoadShedderImpl implements LoadShedder {
     }
     return u
   }
-  sheds(level: Level, utilization: number): boolean {
-    return utilization >= this.levelThresholds[Criticality.rank(level)]!
+  sheds(level: Level, utilization: number, overQuota?: boolean): boolean {
+    return utilization >= this.rankThresholds[rankOf(level, overQuota)]!
   }
-  admit(level: Level): void {
-    this.add(Criticality.rank(level), 1)
+  admit(level: Level, overQuota?: boolean): void {
+    this.add(rankOf(level, overQuota), 1)
   }
-  leave(level: Level, now: number): void {
+  leave(level: Level, now: number, overQuota?: boolean): void {
     this.fold(now)
-    this.add(Criticality.rank(level), -1)
+    this.add(rankOf(level, overQuota), -1)
   }
   utilization(now: number): number {
     this.fold(now)
     return Math.max(this.smoothed[0]! / this.capacity, this.eventLoop)
   }
-  levelUtilization(level: Level, now: number): number {
+  levelUtilization(level: Level, now: number, overQuota?: boolean): number {
     this.fold(now)
-    return this.rankUtilization(Criticality.rank(level), now)
+    return this.rankUtilization(rankOf(level, overQuota), now)
   }
-  wouldShed(level: Level, now: number): boolean {
-    return this.levelUtilization(level, now) >= this.thresholds[level]
+  wouldShed(level: Level, now: number, overQuota?: boolean): boolean {
+    return this.levelUtilization(level, now, overQuota) >= this.rankThresholds[rankOf(level, overQuota)]!
   }
   setEventLoop(value: number): number {
     // A broken reading (NaN, out of range) must not shed everything or nothing: clamp or keep the last one.
@@ -261,7 +300,11 @@ class LoadShedderImpl implements LoadShedder {
     return this.eventLoop
   }
   activeOf(level: Level): number {
-    return this.byRank[Criticality.rank(level)]!
+    const rank = rankOf(level, false)
+    return this.byRank[rank]! + this.byRank[rank - 1]!
+  }
+  overQuotaOf(level: Level): number {
+    return this.byRank[rankOf(level, true)]!
   }
 }
 

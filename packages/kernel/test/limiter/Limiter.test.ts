@@ -19,9 +19,10 @@ const settable = (initial: number): Limit.Limit & { limit: number } => ({
 class Named extends Limiter.Waiter {
   constructor(
     level: number,
-    readonly name: string
+    readonly name: string,
+    overQuota = false
   ) {
-    super(level)
+    super(level, overQuota)
   }
 }
 
@@ -36,9 +37,9 @@ class Recording extends Limiter.Limiter<Limiter.Permit, Named> {
     this.displaced.push(waiter.name)
   }
   /** Queues a waiter (making room if needed); `false` when the queue is full. */
-  wait(level: number, name: string): Named | undefined {
-    if (!this.makeRoom(level)) return undefined
-    const waiter = new Named(level, name)
+  wait(level: number, name: string, overQuota = false): Named | undefined {
+    if (!this.makeRoom(level, overQuota)) return undefined
+    const waiter = new Named(level, name, overQuota)
     this.enqueue(waiter)
     return waiter
   }
@@ -54,6 +55,42 @@ const take = (limiter: Recording, level = CRITICAL): Limiter.Permit => {
 }
 
 describe("Limiter", () => {
+  it("over quota waits behind its level and ahead of less critical levels; displaced first within its level", () => {
+    const limiter = make(new Fixed.Fixed(1), { maxQueue: 3 })
+    take(limiter)
+    limiter.wait(CRITICAL, "over", true)
+    limiter.wait(SHEDDABLE_PLUS, "less critical")
+    limiter.wait(CRITICAL, "within")
+    expect(limiter.queuedAt(CRITICAL)).toBe(2)
+    // a full queue: a within-quota CRITICAL displaces the less critical level first ...
+    limiter.wait(CRITICAL, "within 2")
+    expect(limiter.displaced).toEqual(["less critical"])
+    // ... then the over-quota waiter of its own level, never a within-quota one
+    limiter.wait(CRITICAL, "within 3")
+    expect(limiter.displaced).toEqual(["less critical", "over"])
+    expect(limiter.hasRoom(CRITICAL, true)).toBe(false)
+    expect(limiter.wait(CRITICAL, "over 2", true)).toBeUndefined()
+    // a more critical level's over-quota work still displaces a less critical level's within-quota work
+    expect(limiter.hasRoom(CRITICAL_PLUS, true)).toBe(true)
+    limiter.wait(CRITICAL_PLUS, "over plus", true)
+    expect(limiter.displaced).toEqual(["less critical", "over", "within 3"])
+    // served by criticality first, then within quota before over quota
+    const fresh = make(new Fixed.Fixed(1))
+    let permit = take(fresh)
+    const waiters = [
+      fresh.wait(SHEDDABLE_PLUS, "sp")!,
+      fresh.wait(CRITICAL, "c over", true)!,
+      fresh.wait(CRITICAL_PLUS, "cp over", true)!,
+      fresh.wait(CRITICAL, "c")!,
+      fresh.wait(CRITICAL_PLUS, "cp")!
+    ]
+    for (let i = 0; i < waiters.length; i++) {
+      fresh.release(permit, "success", i + 1, undefined)
+      permit = waiters.find((w) => w.name === fresh.granted[i])!.permit!
+    }
+    expect(fresh.granted).toEqual(["cp", "cp over", "c", "c over", "sp"])
+  })
+
   it("grants while inFlight < limit, then asks to wait; never queues with maxQueue 0", () => {
     const limiter = make(new Fixed.Fixed(2))
     const a = take(limiter)

@@ -31,6 +31,35 @@ const hold = (shedder: LoadShedder.LoadShedder, n: number, now: number) => {
 }
 
 describe("LoadShedder", () => {
+  it("over quota is shed first within its level, never before a less critical level", () => {
+    expect(
+      Criticality.ascending.map((l) => LoadShedder.overQuotaThreshold(LoadShedder.defaultThresholds, l))
+    ).toEqual([0.75, 0.85, 0.95, 1.05].map((x) => expect.closeTo(x, 9)))
+    const shedder = LoadShedder.make({ capacity: 20, smoothing: 1000 })
+    // 12 CRITICAL within quota and 8 CRITICAL over quota in flight for 20 time constants
+    for (let i = 0; i < 12; i++) {
+      shedder.arrive("CRITICAL", 0)
+      shedder.admit("CRITICAL")
+    }
+    for (let i = 0; i < 8; i++) {
+      shedder.arrive("CRITICAL", 0, true)
+      shedder.admit("CRITICAL", true)
+    }
+    expect([shedder.activeOf("CRITICAL"), shedder.overQuotaOf("CRITICAL")]).toEqual([20, 8])
+    const now = 20_000
+    // over-quota CRITICAL sees all 20 (1.0 ≥ 0.95): shed; within-quota CRITICAL sees its 12 only (0.6)
+    expect(shedder.levelUtilization("CRITICAL", now, true)).toBeCloseTo(1, 6)
+    expect(shedder.wouldShed("CRITICAL", now, true)).toBe(true)
+    expect(shedder.levelUtilization("CRITICAL", now)).toBeCloseTo(0.6, 6)
+    expect(shedder.wouldShed("CRITICAL", now)).toBe(false)
+    // a less critical level sees the over-quota work: it is shed, within quota or not (criticality first)
+    expect(shedder.wouldShed("SHEDDABLE_PLUS", now)).toBe(true)
+    expect(shedder.wouldShed("CRITICAL_PLUS", now, true)).toBe(false)
+    for (let i = 0; i < 8; i++) shedder.leave("CRITICAL", now, true)
+    expect(shedder.overQuotaOf("CRITICAL")).toBe(0)
+    expect(shedder.active).toBe(12)
+  })
+
   it("sheds by criticality, SHEDDABLE first and CRITICAL_PLUS last", () => {
     const shedder = LoadShedder.make({ capacity: 20, smoothing: 1000 })
     expect(admitted(shedder, 0)).toEqual(["CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE"])
