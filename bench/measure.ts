@@ -10,6 +10,14 @@ import { performance } from "node:perf_hooks"
 export const args = process.argv.slice(2)
 export const jsonOnly = args.includes("--json")
 export const quick = args.includes("--quick")
+/** `--name N`: a positive number, or `fallback` when the flag is absent. */
+export const option = (name: string, fallback: number): number => {
+  const i = args.indexOf(`--${name}`)
+  if (i < 0) return fallback
+  const value = Number(args[i + 1])
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name}: expected a positive number`)
+  return value
+}
 const wall = args.includes("--wall")
 
 /** Progress and diagnostics go to stderr, and not at all with `--json`. */

@@ -109,17 +109,7 @@ import {
 } from "./flood.js"
 import { GIVE_UP_HEADER, type FleetRequest, type FleetResult } from "./overload-fleet.js"
 import type { PhaseRequest, PhaseResult } from "./overload-generator.js"
-
-const args = process.argv.slice(2)
-const jsonOnly = args.includes("--json")
-const quick = args.includes("--quick")
-const option = (name: string, fallback: number): number => {
-  const i = args.indexOf(`--${name}`)
-  if (i < 0) return fallback
-  const value = Number(args[i + 1])
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name}: expected a positive number`)
-  return value
-}
+import { args, log, option, quick, round } from "./measure.js"
 
 const UNITS = option("units", 8)
 const WORK_MS = option("work-ms", 320)
@@ -166,10 +156,6 @@ const FLEET_LIMITER: FleetRequest["limiter"] = (() => {
 // tsx turns source maps on; then every `error.stack` read (Effect reads one when a span
 // ends in failure, e.g. each shed request) parses source maps. Not what a deployed server pays.
 process.setSourceMapsEnabled(false)
-
-const log = (...parts: Array<unknown>) => {
-  if (!jsonOnly) console.error(...parts)
-}
 
 // ---------------------------------------------------------------------------
 // the generator process
@@ -315,7 +301,6 @@ const percentile = (values: ReadonlyArray<number>, p: number): number => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
 }
-const round = (n: number, digits = 1) => Number(n.toFixed(digits))
 const perSecond = (count: number, ms: number) => (count * 1000) / ms
 
 const summary = (name: string, r: PhaseResult) =>

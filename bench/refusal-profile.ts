@@ -33,16 +33,8 @@ import { availableParallelism, loadavg } from "node:os"
 import { join, resolve } from "node:path"
 import { performance } from "node:perf_hooks"
 import { bareEffect503, flood, readmeServer } from "./flood.js"
+import { args, jsonOnly, log, option, round } from "./measure.js"
 
-const args = process.argv.slice(2)
-const jsonOnly = args.includes("--json")
-const option = (name: string, fallback: number): number => {
-  const i = args.indexOf(`--${name}`)
-  if (i < 0) return fallback
-  const value = Number(args[i + 1])
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name}: expected a positive number`)
-  return value
-}
 const SECONDS = option("seconds", 6)
 const CONNECTIONS = option("connections", 64)
 const UNITS = option("units", 8)
@@ -52,11 +44,6 @@ const PROFILE_DIR = profileIndex < 0 ? undefined : resolve(args[profileIndex + 1
 
 // As bench:overload: no source-map parsing on `error.stack` reads.
 process.setSourceMapsEnabled(false)
-
-const log = (...parts: Array<unknown>) => {
-  if (!jsonOnly) console.error(...parts)
-}
-const round = (n: number, digits = 1) => Number(n.toFixed(digits))
 
 // ---------------------------------------------------------------------------
 // the CPU profile

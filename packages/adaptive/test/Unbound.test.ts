@@ -18,7 +18,7 @@ import {
   ThresholdMonitor,
   VegasLimit
 } from "@sluice/adaptive"
-import { Cause, Clock, Effect, Exit, Option } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Option } from "effect"
 import { describe, expect } from "vitest"
 
 type Fns<S> = { [K in keyof S]-?: S[K] extends (...args: any) => any ? K : never }[keyof S]
@@ -75,13 +75,23 @@ describe("unbound service functions", () => {
         withLimiter: [Effect.succeed(1), "db"]
       })
       const limiter = yield* ConcurrencyLimiter.make()
+      const context = yield* Effect.context<never>()
       yield* callAllUnbound("limiter", limiter, {
         inFlightOf: ["CRITICAL"],
         queuedOf: ["CRITICAL"],
         pipe: [],
         withLimiter: [Effect.succeed(1)],
         // A deadline already passed: refused at once, nothing waits.
-        enterBy: [{ now: 0, criticality: "CRITICAL", clock: yield* Clock.Clock }, 0]
+        enterBy: [
+          {
+            now: 0,
+            criticality: "CRITICAL",
+            clock: yield* Clock.Clock,
+            context,
+            getRef: <A>(ref: Context.Reference<A>) => Context.get(context, ref)
+          },
+          0
+        ]
       })
       // Passed unbound, as `call.pipe(limiter.withLimiter)` does, it must not lose its `this`.
       expect(yield* Effect.succeed(1).pipe(limiter.withLimiter)).toBe(1)
