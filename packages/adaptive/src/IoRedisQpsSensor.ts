@@ -14,14 +14,52 @@ import type * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Options } from "@sluice/core"
-import type * as IoRedisClient from "@sluice/core/IoRedisClient"
+import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import type { SensorOptions } from "./RedisQpsSensor.js"
-import * as internal from "./internal/ioRedisQpsSensor.js"
 import * as sensorInternal from "./internal/redisSensor.js"
 import { QpsSensor } from "./QpsSensor.js"
 import type { Service as QpsSensorService } from "./QpsSensor.js"
 import type * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
+
+// The sensor's commands over an ioredis client: one pipeline per flush (the sensor itself is
+// `internal/redisSensor.ts`, shared with the sensor over Effect's Redis).
+const ioredisConnection = (redis: IoRedisClient.Client): sensorInternal.SensorConnection => ({
+  add: (counts, ttlSeconds) =>
+    Effect.tryPromise(() => {
+      const pipeline = redis.pipeline()
+      for (const [key, n] of counts) {
+        pipeline.incrby(key, n)
+        pipeline.expire(key, ttlSeconds)
+      }
+      return pipeline.exec()
+    }).pipe(
+      Effect.flatMap((results) =>
+        results !== null && results.every(([error]) => error === null) ? Effect.void : Effect.fail(results)
+      )
+    ),
+  mget: (keys) => Effect.tryPromise(() => redis.mget(...keys))
+})
+
+// The sensor over a client: its own connection (`make`) or the app's shared one.
+const startOn = <Env>(
+  options: IoRedisQpsSensorOptions,
+  connect: (
+    connection: IoRedisClient.ConnectionOptions
+  ) => Effect.Effect<sensorInternal.SensorConnection, never, Env>
+) =>
+  Effect.suspend(() => {
+    const { client, redisOptions, url, ...rest } = options
+    return sensorInternal.start(rest, connect({ client, redisOptions, url }))
+  })
+
+const makeOwn = (options: IoRedisQpsSensorOptions) =>
+  startOn(options, (connection) => Effect.map(IoRedisClient.client(connection), ioredisConnection))
+
+const makeShared = (options: IoRedisQpsSensorOptions) =>
+  startOn(options, () =>
+    Effect.map(IoRedisClient.IoRedisClient, (shared) => ioredisConnection(shared.client))
+  )
 
 /**
  * Options, validated by a Schema at construction, plus where the Redis client comes
@@ -61,7 +99,7 @@ export interface IoRedisQpsSensorOptions extends IoRedisClient.ConnectionOptions
  */
 export const make: (
   options: IoRedisQpsSensorOptions
-) => Effect.Effect<QpsSensorService, Options.InvalidOptions, Scope.Scope> = internal.make
+) => Effect.Effect<QpsSensorService, Options.InvalidOptions, Scope.Scope> = makeOwn
 
 /**
  * A Layer providing a Redis sensor under `QpsSensor`, or under the given key.
@@ -78,7 +116,7 @@ export const layer: {
 } = (
   options: IoRedisQpsSensorOptions,
   tag?: Context.Key<any, QpsSensorService>
-): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? QpsSensor, internal.make(options))
+): Layer.Layer<any, Options.InvalidOptions> => Layer.effect(tag ?? QpsSensor, makeOwn(options))
 
 /**
  * The Redis key of one second's counter.
@@ -108,7 +146,7 @@ export const keyFor: (prefix: string, key: string, second: number) => string = s
 export const layerShared = (
   options: IoRedisQpsSensorOptions
 ): Layer.Layer<QpsSensor, Options.InvalidOptions, IoRedisClient.IoRedisClient> =>
-  Layer.effect(QpsSensor, internal.makeShared(options))
+  Layer.effect(QpsSensor, makeShared(options))
 
 /**
  * {@link layer} with its options read from `Config` (e.g. environment variables): a

@@ -40,10 +40,11 @@
  *
  * @since 1.1.0
  */
-import type * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Kernel from "@sluice/kernel/criticality/Criticality"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type { Criticality } from "./Criticality.js"
-import * as internal from "./internal/serverLoad.js"
 
 /**
  * A live reading of a server's load; both functions record nothing.
@@ -77,7 +78,7 @@ export interface Snapshot {
  * @since 1.1.0
  * @category constants
  */
-export const idle: ServerLoad = internal.idle
+export const idle: ServerLoad = { utilization: () => 0, admits: () => true }
 
 /**
  * The current server's load, a `Context.Reference` (default {@link idle}); `Middleware.loadShed`
@@ -99,7 +100,10 @@ export const idle: ServerLoad = internal.idle
  * @since 1.1.0
  * @category getters
  */
-export const currentServerLoad: Context.Reference<ServerLoad> = internal.currentServerLoad
+export const currentServerLoad: Context.Reference<ServerLoad> = Context.Reference<ServerLoad>(
+  "@sluice/core/ServerLoad",
+  { defaultValue: () => idle }
+)
 
 /**
  * A {@link Snapshot} of the current server's load at the `Clock`'s now.
@@ -118,7 +122,11 @@ export const currentServerLoad: Context.Reference<ServerLoad> = internal.current
  * @since 1.1.0
  * @category getters
  */
-export const get: Effect.Effect<Snapshot> = internal.get
+export const get: Effect.Effect<Snapshot> = Effect.withFiber((fiber) =>
+  Effect.succeed(
+    snapshot(fiber.getRef(currentServerLoad), fiber.getRef(Clock.Clock).currentTimeMillisUnsafe())
+  )
+)
 
 /**
  * The least critical level `load` admits at `nowMillis` (`undefined` when none is).
@@ -132,8 +140,11 @@ export const get: Effect.Effect<Snapshot> = internal.get
  * @since 1.1.0
  * @category utils
  */
-export const leastAdmitted: (load: ServerLoad, nowMillis: number) => Criticality | undefined =
-  internal.leastAdmitted
+export const leastAdmitted = (load: ServerLoad, nowMillis: number): Criticality | undefined => {
+  // Least critical first: a shedder that admits a level admits every more critical one.
+  for (const level of Kernel.ascending) if (load.admits(level, nowMillis)) return level
+  return undefined
+}
 
 /**
  * The {@link Snapshot} of `load` at `nowMillis`.
@@ -141,4 +152,7 @@ export const leastAdmitted: (load: ServerLoad, nowMillis: number) => Criticality
  * @since 1.1.0
  * @category utils
  */
-export const snapshot: (load: ServerLoad, nowMillis: number) => Snapshot = internal.snapshot
+export const snapshot = (load: ServerLoad, nowMillis: number): Snapshot => {
+  const least = leastAdmitted(load, nowMillis)
+  return { utilization: load.utilization(nowMillis), leastAdmitted: least, overloaded: least !== "SHEDDABLE" }
+}

@@ -32,12 +32,37 @@ import type { InvalidOptions } from "@sluice/core/Options"
 import * as IoRedisClient from "@sluice/core/IoRedisClient"
 import type { PlanStoreOptions } from "./Redis.js"
 import * as planStore from "./internal/redisPlanStore.js"
-import * as configInternal from "./internal/ioRedisPlanStore.js"
+import type { QuotaStoreError } from "./internal/quotaPlan.js"
+import { toStoreError } from "./internal/redisTransportStore.js"
 import * as internal from "./internal/ioRedisStore.js"
 import { QuotaConfig } from "./QuotaConfig.js"
 import type * as QuotaConfigNs from "./QuotaConfig.js"
 import { QuotaStore } from "./QuotaStore.js"
 import type * as QuotaStoreNs from "./QuotaStore.js"
+
+const fromPromise = <A>(f: () => Promise<A>): Effect.Effect<A, QuotaStoreError> =>
+  Effect.tryPromise({ try: f, catch: toStoreError })
+
+// The plan source's commands over an ioredis client (the source itself is `internal/redisPlanStore.ts`).
+const planConnection = (redis: internal.Client): planStore.PlanConnection => ({
+  hgetall: (key) => fromPromise(() => redis.hgetall(key)),
+  get: (key) => fromPromise(() => redis.get(key)),
+  set: (key, value) => Effect.asVoid(fromPromise(() => redis.set(key, value))),
+  hset: (key, field, value) => Effect.asVoid(fromPromise(() => redis.hset(key, field, value))),
+  hdel: (key, field) => Effect.asVoid(fromPromise(() => redis.hdel(key, field)))
+})
+
+// The plan source on the shared client.
+const makePlanConfig = (
+  options: planStore.ConfigOptions
+): Effect.Effect<
+  QuotaConfigNs.Service<QuotaStoreError> & { readonly refresh: Effect.Effect<void, QuotaStoreError> },
+  InvalidOptions,
+  IoRedisClient.IoRedisClient | Scope.Scope
+> =>
+  Effect.flatMap(IoRedisClient.IoRedisClient, ({ client }) =>
+    planStore.makeConfigOn(planConnection(client), options)
+  )
 
 /**
  * Store options: a key prefix (default `sluice:quota:`), and where the connection comes from
@@ -187,7 +212,7 @@ export const makeConfigShared = (
   },
   InvalidOptions,
   IoRedisClient.IoRedisClient | Scope.Scope
-> => configInternal.makeConfig(options)
+> => makePlanConfig(options)
 
 /**
  * The plan store ({@link makeConfigShared}) with a connection of its own.
@@ -205,7 +230,7 @@ export const makeConfig = (
   Scope.Scope
 > =>
   Effect.flatMap(IoRedisClient.client(options), (client) =>
-    Effect.provideService(configInternal.makeConfig(options), IoRedisClient.IoRedisClient, { client })
+    Effect.provideService(makePlanConfig(options), IoRedisClient.IoRedisClient, { client })
   )
 
 /**

@@ -10,6 +10,7 @@
  * @since 0.1.0
  */
 import type * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -17,7 +18,7 @@ import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import * as plan from "./internal/quotaPlan.js"
 import type * as QuotaPlan from "@sluice/kernel/quota/QuotaPlan"
-import * as internal from "./internal/quotaStore.js"
+import { MemoryQuotaState, resolveOptions } from "@sluice/kernel/quota/MemoryStore"
 import type { InvalidOptions } from "@sluice/core/Options"
 import type { CompiledPlan } from "./QuotaConfig.js"
 
@@ -179,8 +180,31 @@ export interface MemoryStoreOptions {
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory: (options?: MemoryStoreOptions) => Effect.Effect<MemoryStore, InvalidOptions> =
-  internal.makeMemory
+export const makeMemory = (options: MemoryStoreOptions = {}): Effect.Effect<MemoryStore, InvalidOptions> =>
+  Effect.gen(function* () {
+    const resolved = resolveOptions(options)
+    if (Array.isArray(resolved)) return yield* Effect.fail(plan.invalidOptions("QuotaStore.memory", resolved))
+    const clock = yield* Clock.Clock
+    const state = new MemoryQuotaState(resolved)
+    // decisions are made in whole milliseconds (see the kernel's quota/QuotaPlan): exact at any clock magnitude
+    const now = () => Math.floor(clock.currentTimeMillisUnsafe())
+    const checkUnsafe = (client: string, compiled: CompiledPlan, cost: number) =>
+      state.check(client, compiled, cost, now())
+    return {
+      name: "memory",
+      remote: false,
+      checkUnsafe,
+      check: (client, compiled, cost) => Effect.sync(() => checkUnsafe(client, compiled, cost)),
+      adjust: (client, compiled, units) => Effect.sync(() => state.adjust(client, compiled, units, now())),
+      block: (client, compiled, durationMs) =>
+        Effect.sync(() => {
+          const t = now()
+          state.block(client, compiled, t + durationMs, t)
+        }),
+      reset: (client) => Effect.sync(() => state.reset(client)),
+      size: Effect.sync(() => state.size)
+    }
+  })
 
 /**
  * A layer with the memory store.
@@ -196,7 +220,7 @@ export const makeMemory: (options?: MemoryStoreOptions) => Effect.Effect<MemoryS
  * @category layers
  */
 export const layerMemory = (options?: MemoryStoreOptions): Layer.Layer<QuotaStore, InvalidOptions> =>
-  Layer.effect(QuotaStore, internal.makeMemory(options))
+  Layer.effect(QuotaStore, makeMemory(options))
 
 /**
  * {@link layerMemory} with the options read from a `Config` (fails with `ConfigError`
@@ -216,4 +240,4 @@ export const layerMemory = (options?: MemoryStoreOptions): Layer.Layer<QuotaStor
 export const layerMemoryConfig = (
   config: Config.Config<MemoryStoreOptions>
 ): Layer.Layer<QuotaStore, InvalidOptions | Config.ConfigError> =>
-  Layer.effect(QuotaStore, Effect.flatMap(config, internal.makeMemory))
+  Layer.effect(QuotaStore, Effect.flatMap(config, makeMemory))

@@ -13,7 +13,7 @@ import { Millis, options, Service, withDefault } from "./service.js"
 
 // The Redis sensor over its commands, and its commands over Effect's `Redis` service. Nothing
 // here may load `ioredis` (`@sluice/adaptive/RedisQpsSensor` imports this file): the
-// commands over ioredis are `ioRedisQpsSensor.ts`.
+// commands over ioredis are in `IoRedisQpsSensor.ts`.
 
 const millis = (fallback: number) => withDefault(Millis, fallback)
 

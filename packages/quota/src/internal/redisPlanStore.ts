@@ -12,7 +12,7 @@ import type * as QuotaConfigNs from "../QuotaConfig.js"
 
 // The plan store over its commands, and its commands over Effect's `Redis` service. Nothing here
 // may load `ioredis` (`@sluice/quota/Redis` imports this file): the commands over ioredis
-// are `ioRedisPlanStore.ts`.
+// are in `IoRedis.ts`.
 
 /** A plan as JSON (periods in milliseconds), as the plan source stores it. @internal */
 export const planToJson = (plan: Plan): string => PlanTable.toJson(toSpec(plan))
