@@ -339,14 +339,20 @@ for (const name of Object.keys(consumerConfigs)) {
 // --- 5. the README's program, compiled and run -------------------------------------------
 const text = readFileSync(join(root, readme), "utf8")
 // The program is the README's first ```ts block that says what it prints (`// prints: …`, the
-// convention of scripts/check-snippets.mjs; one line of output per comment, in order).
-const block = [...text.matchAll(/```ts\n([\s\S]*?)```/g)]
-  .map((m) => {
-    const expected = [...m[1].matchAll(/\/\/ prints: (.*)$/gm)].map((p) => p[1].trim())
-    return expected.length === 0 ? null : [m[0], m[1], expected.join("\n")]
-  })
-  .find((b) => b !== null)
-if (block === undefined) failures.push(`${readme}: no \`\`\`ts block with a \`// prints:\` comment`)
+// convention of scripts/check-snippets.mjs; one line of output per comment, in order), or (the
+// 3.x line's README) the block followed by "It prints `…`".
+const block =
+  [...text.matchAll(/```ts\n([\s\S]*?)```/g)]
+    .map((m) => {
+      const expected = [...m[1].matchAll(/\/\/ prints: (.*)$/gm)].map((p) => p[1].trim())
+      return expected.length === 0 ? null : [m[0], m[1], expected.join("\n")]
+    })
+    .find((b) => b !== null) ??
+  // the 3.x line's README says it in prose after the block: "It prints `…`"
+  /```ts\n([\s\S]*?)```\n+It prints `([^`]*)`/.exec(text) ??
+  undefined
+if (block === undefined)
+  failures.push(`${readme}: no \`\`\`ts block with a \`// prints:\` comment or followed by "It prints \`…\`"`)
 else {
   const dir = join(app, "readme")
   mkdirSync(dir)

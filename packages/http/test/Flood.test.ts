@@ -88,14 +88,6 @@ describe("Middleware.loadShed() with LoadShedder.layer({ capacity: 8 }) under a 
         )
         // every arrival is answered or held: the refused ones get their 503 at once
         yield* server.until(() => server.state.running === CAPACITY && bound.queued === QUEUE)
-        console.log(
-          "DBG",
-          server.state,
-          bound.inFlight,
-          bound.queued,
-          bound.limit,
-          server.shedder.activeUnsafe()
-        )
         expect(server.state.running === CAPACITY && bound.queued === QUEUE).toBe(true)
         // give the stragglers time to arrive (bounded), then check the bound held
         yield* Effect.sleep("300 millis")

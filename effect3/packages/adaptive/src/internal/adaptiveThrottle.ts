@@ -135,7 +135,13 @@ const unsafeMakeFrom = (decoded: typeof AdaptiveThrottleOptions.Type, peekClock:
       Effect.map(Clock.currentTimeMillis, (now) => unsafeProbability(key, criticality, now)),
     unsafeProbability,
     gate,
-    unsafeStats: (key, nowMillis) => states.peek(key)?.totals(at(nowMillis)) ?? { requests: 0, accepts: 0 },
+    unsafeStats: (key, nowMillis) => {
+      // The 3.x line's stats are requests and accepts (the kernel's totals also count calls in flight).
+      const totals = states.peek(key)?.totals(at(nowMillis))
+      return totals === undefined
+        ? { requests: 0, accepts: 0 }
+        : { requests: totals.requests, accepts: totals.accepts }
+    },
     unsafeKeys: () => Array.from(states.keys()),
     k: (criticality) => rule.kByCriticality[criticality],
     maxProbability: rule.maxProbability,
