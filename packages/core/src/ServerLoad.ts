@@ -88,12 +88,12 @@ export const idle: ServerLoad = { utilization: () => 0, admits: () => true }
  * @example
  * ```ts
  * import { ServerLoad } from "@sluice/core"
- * import { Effect } from "effect"
+ * import { Clock, Effect } from "effect"
  *
  * const busy: ServerLoad.ServerLoad = { utilization: () => 0.95, admits: (level) => level !== "SHEDDABLE" }
  * const program = Effect.gen(function* () {
  *   const load = yield* ServerLoad.currentServerLoad
- *   return load.admits("SHEDDABLE", Date.now())
+ *   return load.admits("SHEDDABLE", yield* Clock.currentTimeMillis)
  * }).pipe(Effect.provideService(ServerLoad.currentServerLoad, busy))
  * Effect.runPromise(program).then(console.log) // prints: false
  * ```
