@@ -569,7 +569,6 @@ export function loadShed(options: LoadShedOptions = {}) {
       if (limiter !== undefined) gates.push(boundedByDeadline(limiter))
       // The admitted work reads the load it was judged by.
       const load = shedder?.load ?? (limiter !== undefined ? limiterLoad(limiter) : ServerLoad.idle)
-      const capacity = limiter?.limit ?? shedder?.capacity ?? 1
       // The handler's own failures travel in a Result so that only the shedder's and the
       // limiter's refusals become a 503 here; an `Overloaded` from a downstream call stays
       // the handler's failure.
@@ -582,10 +581,13 @@ export function loadShed(options: LoadShedOptions = {}) {
         onFailure: (error) =>
           Effect.withFiber((fiber) => {
             // A shed request is answered degraded where `degrade` is outside and has room; one
-            // whose caller has given up (a `DontRetry`) is not answered at all.
+            // whose caller has given up (a `DontRetry`) is not answered at all. The degraded
+            // path's default bound is the full path's bound as it is now (an adaptive limit moves).
             const degrader = error._tag === "Overloaded" ? fiber.getRef(currentDegrader) : undefined
             const degraded =
-              degrader === undefined ? undefined : degrader(error as Errors.Overloaded, capacity, fiber)
+              degrader === undefined
+                ? undefined
+                : degrader(error as Errors.Overloaded, limiter?.limit ?? shedder?.capacity ?? 1, fiber)
             if (degraded !== undefined)
               return Effect.provideService(
                 degraded as Effect.Effect<HttpServerResponse.HttpServerResponse>,
