@@ -22,13 +22,14 @@
  *    `--delay-factor`; `--learned`: the default learned delay, the p95). The backend counts the attempts that reach it: `extraRequestRatio` =
  *    attempts / requests − 1 of the hedging client.
  * 2. **Overload**: `/busy`, the same work behind `Middleware.loadShed` with a fixed concurrency
- *    limit of `UNITS` (`--units`, default 4: 10× is then 55 requests/s, which a shared 2-core
- *    machine can still serve and generate) and a short queue, offered 10× its capacity (`UNITS /
+ *    limit of `UNITS` (`--units`, default 8: 10× is then 110 requests/s, which a shared 2-core
+ *    machine can still serve and generate, and a 12 s round sees about 140 answers, where 4
+ *    units' 6 s rounds saw 20–60 and the goodput ratio swung by ±10% with no hedge sent) and a short queue, offered 10× its capacity (`UNITS /
  *    mean work`, `--overload`): the generator sends all of it but `--client-rps` (default 20),
  *    which the client under test sends with a `timeout` of 4 medians (the generator's deadline
  *    too) and no limiter of its own (so that its whole share reaches the server). A client
  *    without hedging and a fresh one with it take turns in 4 rounds (ABBA order) (`--overload-seconds`,
- *    default 24, in all for each). `hedgeShare` = hedges
+ *    default 48, in all for each). `hedgeShare` = hedges
  *    the client sent (`sluice_hedge_sent`) per request it sent; `goodputRatio` = 2xx answers
  *    within the deadline (the generator's and the client's) per second of sending / capacity.
  *
@@ -60,10 +61,10 @@ const TAIL_BLOCK = 20
 const TAIL_FACTOR = 10
 const RPS = option("rps", 40)
 const SECONDS = option("seconds", quick ? 1.5 : 15)
-const UNITS = option("units", 4)
+const UNITS = option("units", 8)
 const OVERLOAD = option("overload", 10)
 const CLIENT_RPS = option("client-rps", 20)
-const OVERLOAD_SECONDS = option("overload-seconds", quick ? 1.5 : 24)
+const OVERLOAD_SECONDS = option("overload-seconds", quick ? 1.5 : 48)
 /** Every overload request's deadline: four medians. */
 const DEADLINE_MS = 4 * MEDIAN_MS
 const DELAY_FACTOR = option("delay-factor", 1.2)

@@ -60,9 +60,10 @@
  * below the level's other work and above every less critical level: it is judged by all the
  * work of its level and above against `LoadShedder.overQuotaThreshold` (halfway to the less
  * critical level's threshold: 0.75, 0.85, 0.95, 1.05 with the defaults), the level's other
- * work is judged without it, and the bound's queue serves it after its level's other waiters
- * and displaces it first. So it is admitted while the server has room and shed first, within
- * its level, when it has none.
+ * work is judged without it, and the bound gives it a free permit but no place in its queue
+ * unless it goes ahead of a less critical waiter (served after its level's other waiters,
+ * displaced first). So it is admitted while the server has room and shed first, within its
+ * level, when it has none.
  *
  * The shedder speaks the admission protocol (`Admission`): {@link Service.gate} admits
  * or sheds (a local `Overloaded`, outcome `"refused"`), and `run` is
@@ -148,7 +149,7 @@ export interface Service {
    *
    * @since 1.0.0
    */
-  readonly unsafeOverQuotaOf: (criticality: Criticality.Criticality) => number
+  readonly overQuotaOfUnsafe: (criticality: Criticality.Criticality) => number
   /** The last event-loop utilization sample (0 when not sampling). */
   readonly eventLoopUtilizationUnsafe: () => number
   /**

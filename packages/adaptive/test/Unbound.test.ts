@@ -108,7 +108,7 @@ describe("unbound service functions", () => {
         levelUtilizationUnsafe: ["CRITICAL"],
         activeUnsafe: [],
         activeOfUnsafe: ["CRITICAL"],
-        unsafeOverQuotaOf: ["CRITICAL"],
+        overQuotaOfUnsafe: ["CRITICAL"],
         eventLoopUtilizationUnsafe: [],
         wouldShedUnsafe: ["SHEDDABLE"]
       })

@@ -90,7 +90,7 @@ describe("Middleware.quota enforce: overload", () => {
         for (let i = 0; i < 4; i++) fibers.push(yield* Effect.forkChild(request(app, "abuser")))
         yield* turns
         expect(shedder.activeOfUnsafe("CRITICAL")).toBe(4)
-        expect(shedder.unsafeOverQuotaOf("CRITICAL")).toBe(2)
+        expect(shedder.overQuotaOfUnsafe("CRITICAL")).toBe(2)
         // utilization of CRITICAL as a whole: 1.0; of its within-plan work: 0.5
         yield* TestClock.adjust("2 seconds")
         expect(shedder.wouldShedUnsafe("CRITICAL", undefined, true)).toBe(true)
@@ -108,7 +108,7 @@ describe("Middleware.quota enforce: overload", () => {
         // ... while over-plan CRITICAL_PLUS sees none of it
         const overPlus = yield* Effect.forkChild(request(app, "abuser", "CRITICAL_PLUS"))
         yield* turns
-        expect(shedder.unsafeOverQuotaOf("CRITICAL_PLUS")).toBe(1)
+        expect(shedder.overQuotaOfUnsafe("CRITICAL_PLUS")).toBe(1)
         yield* Deferred.succeed(release, undefined)
         expect((yield* Fiber.join(within)).status).toBe(200)
         expect((yield* Fiber.join(overPlus)).status).toBe(200)
@@ -145,7 +145,7 @@ describe("Middleware.quota enforce: overload", () => {
       }).pipe(Effect.provide(QuotaLive))
   )
 
-  it.effect("the bound's queue serves within-plan waiters first and displaces over-plan ones", () =>
+  it.effect("a full bound refuses over-plan work at once with the quota's 429; within-plan work waits", () =>
     Effect.gen(function* () {
       // the default bound: 2 permits, a queue of 1; the shedder itself never sheds CRITICAL here
       const shedder = yield* LoadShedder.make({
@@ -162,16 +162,16 @@ describe("Middleware.quota enforce: overload", () => {
         yield* Effect.forkChild(request(app, "acme"))
       ]
       yield* turns
-      // the abuser, over its plan, waits for a permit ...
-      const over = yield* Effect.forkChild(request(app, "abuser"))
-      yield* turns
-      expect(shedder.bound!.queued).toBe(1)
-      // ... and gives way to a within-plan customer of its level: the quota's 429
+      // the abuser, over its plan, finds no permit and nobody less critical to go ahead of:
+      // the quota's 429 at once, without a place in the queue (a wait would end at its deadline)
+      const over = yield* request(app, "abuser")
+      expect(over.status).toBe(429)
+      expect(over.headers["ratelimit"]).toContain(`"spike";r=0`)
+      expect(shedder.bound!.queued).toBe(0)
+      // a within-plan customer of its level waits for the next permit
       const within = yield* Effect.forkChild(request(app, "acme"))
       yield* turns
-      const displaced = yield* Fiber.join(over)
-      expect(displaced.status).toBe(429)
-      expect(displaced.headers["ratelimit"]).toContain(`"spike";r=0`)
+      expect(shedder.bound!.queued).toBe(1)
       yield* Deferred.succeed(release, undefined)
       for (const fiber of [...running, within]) expect((yield* Fiber.join(fiber)).status).toBe(200)
     }).pipe(Effect.provide(QuotaLive))

@@ -76,7 +76,7 @@ describe("Middleware.quota enforce: overload over Redis", () => {
           yield* Effect.forkChild(request(app, "abuser"))
         ]
         for (let i = 0; i < 200 && shedder.activeUnsafe() < 4; i++) yield* Effect.sleep("5 millis")
-        expect(shedder.unsafeOverQuotaOf("CRITICAL")).toBe(2)
+        expect(shedder.overQuotaOfUnsafe("CRITICAL")).toBe(2)
         yield* Effect.sleep("50 millis")
         const shed = yield* request(app, "abuser")
         expect(shed.status).toBe(429)

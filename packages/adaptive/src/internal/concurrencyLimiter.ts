@@ -143,9 +143,12 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     this.gate = {
       tryEnter: (entry) => {
         const level = Kernel.levelIndex[entry.criticality]
-        const answer = this.tryAcquire(level, entry.now, entry)
-        // A full queue of work at least as critical: refused here, with no wait set up.
-        if (answer === "wait") return this.hasRoom(level) ? Admission.Wait : this.refuse("queue-full")
+        const overQuota = entry.getRef(Criticality.currentOverQuota) !== undefined
+        const answer = this.tryAcquire(level, entry.now, entry, overQuota)
+        // A full queue of work at least as critical: refused here, with no wait set up. Work
+        // over its customer's quota never waits (`"limit"`).
+        if (answer === "wait")
+          return this.hasRoom(level, overQuota) ? Admission.Wait : this.refuse("queue-full")
         if (answer === "limit") return this.refuse("limit")
         return answer
       },

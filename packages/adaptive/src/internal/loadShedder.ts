@@ -226,7 +226,7 @@ export const make = (
         shedder.levelUtilization(level, at(nowMillis), overQuota),
       activeUnsafe: () => shedder.active,
       activeOfUnsafe: shedder.activeOf,
-      unsafeOverQuotaOf: shedder.overQuotaOf,
+      overQuotaOfUnsafe: shedder.overQuotaOf,
       eventLoopUtilizationUnsafe: () => shedder.eventLoop,
       wouldShedUnsafe: (level: Level, nowMillis?: number, overQuota?: boolean) =>
         shedder.wouldShed(level, at(nowMillis), overQuota),

@@ -19,9 +19,12 @@
  * has settled no success yet has no estimate: only a passed deadline refuses.
  *
  * Within a level, work over its customer's quota (`overQuota`, admitted only while there is
- * room) waits in a list of its own behind the level's other work: it is served after it and
- * displaced before it, and never before or ahead of a more critical level. The wait lists are
- * {@link lane}s: `2 × level`, plus one when over quota.
+ * room) ranks behind the level's other work: it takes a free permit like any work, but waits
+ * only where it goes ahead of a waiter already queued (a less critical one), else
+ * {@link Limiter.tryAcquire} refuses it at once. A waiting one is in a list of its own behind
+ * its level's other work: served after it and displaced before it, and never before or ahead
+ * of a more critical level. The wait lists are {@link lane}s: `2 × level`, plus one when over
+ * quota.
  *
  * Nothing here waits: a waiter is a plain object (the runtime binding extends it with what
  * resumes its fiber), and "this waiter got a permit" or "this waiter was displaced" are calls
@@ -320,11 +323,19 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
   /**
    * The uncontended path: a permit when nobody waits and one is free; else `"limit"` when the
    * limiter never queues, `"wait"` when the caller should {@link join} the queue.
+   *
+   * Work over its customer's quota (`overQuota`) waits only where it would be served before
+   * work already waiting (less critical work: it goes ahead, or displaces it from a full
+   * queue); anywhere else it is refused with `"limit"` at once. Queued behind its own level,
+   * it would hold its caller until the caller gave up — in an overload work within quota takes
+   * every permit that frees — and an answer after that is work wasted (the tenants phase of
+   * `bench:overload`: 50 over-plan requests of 1,100 timed out in their queue, goodput 0.97).
    */
-  tryAcquire(level: number, now: number, context: C): P | "limit" | "wait" {
+  tryAcquire(level: number, now: number, context: C, overQuota = false): P | "limit" | "wait" {
     if (this.queued === 0 && this.inFlight < this.algorithm.limit)
       return this.grant(level, now, context, false)
-    return this.maxQueue === 0 ? "limit" : "wait"
+    if (this.maxQueue === 0) return "limit"
+    return overQuota && this.victimFor(lane(level, true)) === undefined ? "limit" : "wait"
   }
 
   /**

@@ -91,6 +91,30 @@ describe("Limiter", () => {
     expect(fresh.granted).toEqual(["cp", "cp over", "c", "c over", "sp"])
   })
 
+  it("over quota waits only ahead of a waiter: refused at once behind its own level or an empty queue", () => {
+    const limiter = make(new Fixed.Fixed(1), { maxQueue: 2 })
+    // a free permit: over quota takes it like any other work
+    take(limiter)
+    // full, nobody waiting: over-quota work would wait for nothing but the next permit
+    expect(limiter.tryAcquire(CRITICAL, 0, undefined, true)).toBe("limit")
+    expect(limiter.tryAcquire(CRITICAL, 0, undefined)).toBe("wait")
+    // behind work of its own level (within quota or over it) or more critical work: refused
+    limiter.wait(CRITICAL, "within")
+    expect(limiter.tryAcquire(CRITICAL, 0, undefined, true)).toBe("limit")
+    expect(limiter.tryAcquire(SHEDDABLE_PLUS, 0, undefined, true)).toBe("limit")
+    // ahead of less critical work it waits (and displaces it from a full queue)
+    limiter.wait(SHEDDABLE, "less critical")
+    expect(limiter.tryAcquire(CRITICAL, 0, undefined, true)).toBe("wait")
+    expect(limiter.tryAcquire(SHEDDABLE_PLUS, 0, undefined, true)).toBe("wait")
+    expect(limiter.tryAcquire(SHEDDABLE, 0, undefined, true)).toBe("limit")
+    limiter.wait(CRITICAL, "over", true)
+    expect(limiter.displaced).toEqual(["less critical"])
+    // never with maxQueue 0
+    const never = make(new Fixed.Fixed(1), { maxQueue: 0 })
+    take(never)
+    expect(never.tryAcquire(CRITICAL_PLUS, 0, undefined, true)).toBe("limit")
+  })
+
   it("grants while inFlight < limit, then asks to wait; never queues with maxQueue 0", () => {
     const limiter = make(new Fixed.Fixed(2))
     const a = take(limiter)
