@@ -193,6 +193,25 @@ export const bareEffect503 = serveLayer(
   })
 )
 
+/**
+ * Effect's route answering what the README's server answers a shed request: the same 503, the
+ * same `retry-after` and the same JSON body (the wire protocol's error body), made once. What a
+ * body costs Effect's server by itself, beside the bare 503's empty one.
+ */
+export const effectJson503 = serveLayer(
+  HttpRouter.serve(
+    HttpRouter.add(
+      "GET",
+      "/",
+      HttpServerResponse.jsonUnsafe(
+        { error: { _tag: "Overloaded", reason: "shed", retryAfterMs: 1000 } },
+        { status: 503, headers: { "retry-after": "1" } }
+      )
+    ),
+    { disableLogger: true, disableListenLog: true }
+  )
+)
+
 export const bareNode503 = Effect.acquireRelease(
   Effect.callback<{ server: ReturnType<typeof createServer>; url: string }>((resume) => {
     const server = createServer((_, response) => {

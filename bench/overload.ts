@@ -100,6 +100,7 @@ import { fileURLToPath } from "node:url"
 import {
   bareEffect503,
   bareNode503,
+  effectJson503,
   cannon,
   flood,
   readmeServer,
@@ -340,7 +341,11 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
     const url = yield* readmeServer(handler, UNITS)
     const effectUrl = yield* bareEffect503
     const nodeUrl = yield* bareNode503
-    // warm-up, then CRITICAL alone (its unloaded latency), then flood + CRITICAL
+    const jsonUrl = yield* effectJson503
+    // warm-up (the flood's path too: every server is measured warm), then CRITICAL alone (its
+    // unloaded latency), then flood + CRITICAL
+    const warm = Math.min(FLOOD_MS, 1000)
+    yield* flood(url, FLOOD_CONNECTIONS, warm)
     yield* critical(url, Math.min(FLOOD_MS, 2000))
     const unloaded = yield* critical(url, FLOOD_MS)
     log(`flood: CRITICAL alone: ok ${unloaded.ok}, p50 ${unloaded.p50Ms} ms, p99 ${unloaded.p99Ms} ms`)
@@ -356,14 +361,20 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
       `flood: SHEDDABLE ${JSON.stringify(sheddable)}\n  header-less ${JSON.stringify(headerless)}\n  CRITICAL ${JSON.stringify(crit)}`
     )
     yield* Effect.sleep("500 millis")
+    yield* flood(effectUrl, FLOOD_CONNECTIONS, warm)
     const [effectA, effectB] = yield* flood(effectUrl, FLOOD_CONNECTIONS, FLOOD_MS)
     yield* Effect.sleep("200 millis")
+    yield* flood(nodeUrl, FLOOD_CONNECTIONS, warm)
     const [nodeA, nodeB] = yield* flood(nodeUrl, FLOOD_CONNECTIONS, FLOOD_MS)
+    yield* Effect.sleep("200 millis")
+    yield* flood(jsonUrl, FLOOD_CONNECTIONS, warm)
+    const [jsonA, jsonB] = yield* flood(jsonUrl, FLOOD_CONNECTIONS, FLOOD_MS)
     const refusals = (...runs: ReadonlyArray<Cannon>) =>
       runs.reduce((sum, r) => sum + r.non2xx, 0) / Math.max(...runs.map((r) => r.seconds))
     const refusalsPerSec = refusals(sheddable, headerless, crit)
     const effectRefusalsPerSec = refusals(effectA, effectB)
     const nodeRefusalsPerSec = refusals(nodeA, nodeB)
+    const effectJsonRefusalsPerSec = refusals(jsonA, jsonB)
     const goodput = (sheddable.ok + headerless.ok + crit.ok) / seconds
     const goodputRatio = goodput / CAPACITY_RPS
     const criticalTotal = crit.ok + crit.non2xx + crit.errors + crit.timeouts
@@ -391,9 +402,12 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
       refusalsPerSec: Math.round(refusalsPerSec),
       floor: {
         effectRefusalsPerSec: Math.round(effectRefusalsPerSec),
-        nodeRefusalsPerSec: Math.round(nodeRefusalsPerSec)
+        nodeRefusalsPerSec: Math.round(nodeRefusalsPerSec),
+        // Effect's route answering the same JSON 503 as the shed (the body's own cost)
+        effectJsonRefusalsPerSec: Math.round(effectJsonRefusalsPerSec)
       },
       refusalCostVsEffect: round(refusalCostVsEffect, 2),
+      refusalCostVsEffectJson: round(effectJsonRefusalsPerSec / Math.max(1, refusalsPerSec), 2),
       goals: {
         ...goals,
         met:

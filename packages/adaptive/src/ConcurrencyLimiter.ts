@@ -154,6 +154,16 @@ export interface Limiter extends Pipeable {
    */
   readonly gate: Admission.Gate<Permit, Errors.Overloaded>
   /**
+   * Refuses at once what {@link gate} would refuse at once for want of room (a full queue of
+   * work served no later, or no queue), with no pass through the gates: counts the rejection
+   * (metrics, events) and returns it; `undefined`, with nothing recorded, when the request
+   * would take a permit or a place in the queue (it then enters through {@link gate}). A
+   * server's refusal fast path (`Middleware.loadShed`).
+   *
+   * @since 1.1.0
+   */
+  readonly refuseUnsafe: (criticality: Criticality.Criticality, overQuota?: boolean) => Errors.Overloaded | undefined
+  /**
    * The expected time a permit granted now is held, in milliseconds: the smoothed round-trip
    * time of the work settled `success` (gain 1/8, as TCP's SRTT), sampled while the limiter
    * reads the clock at settlement (always with a time-aware algorithm; while work waits with a

@@ -162,6 +162,20 @@ export interface Service {
     nowMillis?: number,
     overQuota?: boolean
   ) => boolean
+  /**
+   * Sheds at once what {@link gate} would shed now, with no pass through the gates: records
+   * the arrival, counts the shed (metrics, events) and returns the shedder's one refusal value,
+   * or returns `undefined` when the request would be admitted (it then enters through
+   * {@link gate} as before, which takes its ticket). A server's refusal fast path: under a flood most requests
+   * are shed, and this spares each of them the admission machinery (`Middleware.loadShed` uses it).
+   *
+   * @since 1.1.0
+   */
+  readonly shedUnsafe: (
+    criticality: Criticality.Criticality,
+    nowMillis: number,
+    overQuota?: boolean
+  ) => Errors.Overloaded | undefined
   readonly thresholds: Readonly<Record<Criticality.Criticality, number>>
   readonly capacity: number
   readonly retryAfter: Duration.Duration

@@ -81,6 +81,7 @@ describe("unbound service functions", () => {
         queuedOf: ["CRITICAL"],
         pipe: [],
         withLimiter: [Effect.succeed(1)],
+        refuseUnsafe: ["SHEDDABLE"],
         // A deadline already passed: refused at once, nothing waits.
         enterBy: [
           {
@@ -110,7 +111,8 @@ describe("unbound service functions", () => {
         activeOfUnsafe: ["CRITICAL"],
         overQuotaOfUnsafe: ["CRITICAL"],
         eventLoopUtilizationUnsafe: [],
-        wouldShedUnsafe: ["SHEDDABLE"]
+        wouldShedUnsafe: ["SHEDDABLE"],
+        shedUnsafe: ["SHEDDABLE", 0]
       })
       expect(yield* Effect.succeed(1).pipe(shedder.withShedder)).toBe(1)
     })

@@ -1,6 +1,6 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Layer, Redacted } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Metric, Redacted } from "effect"
 import { HttpClient, HttpClientRequest, HttpRouter, HttpServerResponse } from "effect/http"
 import fc from "fast-check"
 import { ConcurrencyLimiter, LimitAlgorithm, LoadShedder } from "@sluice/adaptive"
@@ -330,6 +330,22 @@ describe("server middleware over a real NodeHttpServer", () => {
     Effect.flatMap(LoadShedder.make({ capacity: 1000 }), (shedder) =>
       fullLimiterAnswers503((limiter) => Middleware.loadShed({ shedder, limiter }))
     )
+  )
+
+  it.live("loadShed's refusal fast path: what the bound has no room for takes no shedder ticket", () =>
+    Effect.gen(function* () {
+      const shedder = yield* LoadShedder.make({ capacity: 1000, name: "fast-path" })
+      const admitted = Effect.map(Metric.snapshot, (snapshots) =>
+        snapshots
+          .filter((s) => s.id === "sluice_load_shedder_admitted" && s.attributes?.["shedder"] === "fast-path")
+          .reduce((sum, s) => sum + Number((s.state as { count: number }).count), 0)
+      )
+      yield* fullLimiterAnswers503((limiter) => Middleware.loadShed({ shedder, limiter }))
+      // Two requests, one admitted: the refused one never entered the shedder (and left
+      // nothing in it to settle), and the shedder holds nothing once the first has ended.
+      expect(yield* admitted).toBe(1)
+      expect(shedder.activeUnsafe()).toBe(0)
+    })
   )
 
   const SECRET = "a long random secret shared by our own tiers"

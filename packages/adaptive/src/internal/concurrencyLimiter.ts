@@ -118,6 +118,7 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   readonly events: Stream.Stream<CL.Event>
   readonly withLimiter: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Errors.Overloaded, R>
   readonly enterBy: (entry: Admission.Entry, deadline: number) => Effect.Effect<CL.Permit, Errors.Overloaded>
+  readonly refuseUnsafe: CL.Limiter["refuseUnsafe"]
 
   constructor(
     readonly key: string,
@@ -165,6 +166,10 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     }
     // A closure, not a method: safe unbound, and no wrapper on the per-call path.
     this.withLimiter = Admission.guard([this.gate])
+    this.refuseUnsafe = (criticality, overQuota = false) => {
+      const reason = this.refusal(Kernel.levelIndex[criticality], overQuota)
+      return reason === undefined ? undefined : this.rejection(reason)
+    }
     this.enterBy = (entry, deadline) =>
       this.waitFor(
         Kernel.levelIndex[entry.criticality],

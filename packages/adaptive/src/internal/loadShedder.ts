@@ -230,6 +230,15 @@ export const make = (
       eventLoopUtilizationUnsafe: () => shedder.eventLoop,
       wouldShedUnsafe: (level: Level, nowMillis?: number, overQuota?: boolean) =>
         shedder.wouldShed(level, at(nowMillis), overQuota),
+      // The gate's arrival and shed without a ticket. An arrival it admits is recorded again
+      // when it enters through the gate: `arrive` records an instant per rank, so a second
+      // record of the same request changes nothing but that instant.
+      shedUnsafe: (level: Level, nowMillis: number, overQuota = false) => {
+        const u = shedder.arrive(level, nowMillis, overQuota)
+        if (!shedder.sheds(level, u, overQuota)) return undefined
+        utilizationMetric.updateUnsafe(shedder.utilization(nowMillis), context)
+        return shed(level, overQuota, u).error
+      },
       thresholds,
       capacity,
       retryAfter,

@@ -558,7 +558,10 @@ export function loadShed(
 ): <E, R>(app: HttpApp<E, R>) => HttpApp<E, R | LoadShedder.LoadShedder>
 export function loadShed(options: LoadShedOptions = {}) {
   return <E, R>(app: HttpApp<E, R>): HttpApp<E, R | LoadShedder.LoadShedder> => {
-    const guarded = (shedder: LoadShedder.Service | undefined): HttpApp<E, R> => {
+    // Per shedder: the request's way through, given the fiber it runs on.
+    const guarded = (
+      shedder: LoadShedder.Service | undefined
+    ): ((fiber: Fiber.Fiber<unknown, unknown>) => HttpApp<E, R>) => {
       // Shedder outside, limiter inside, entered in one step (`Admission.guard`).
       const gates: Array<Admission.Gate<unknown, Errors.Overloaded | Errors.DontRetry>> = []
       // Effect's HTTP server runs middleware uninterruptibly: the limiter's wait is
@@ -574,57 +577,73 @@ export function loadShed(options: LoadShedOptions = {}) {
       // the handler's failure.
       const inner = Effect.result(Effect.provideService(app, ServerLoad.currentServerLoad, load))
       const effect = inner.pipe(Admission.guard(gates))
-      return Effect.matchEffect(effect, {
-        // No span of its own per refusal: under a flood it would cost more than the refusal.
-        // The request's own span, where a tracer samples it, says why it was refused; the
-        // counters by reason and criticality see every one.
-        onFailure: (error) =>
-          Effect.withFiber((fiber) => {
-            // A shed request is answered degraded where `degrade` is outside and has room; one
-            // whose caller has given up (a `DontRetry`) is not answered at all. The degraded
-            // path's default bound is the full path's bound as it is now (an adaptive limit moves).
-            const degrader = error._tag === "Overloaded" ? fiber.getRef(currentDegrader) : undefined
-            const degraded =
-              degrader === undefined
-                ? undefined
-                : degrader(error as Errors.Overloaded, limiter?.limit ?? shedder?.capacity ?? 1, fiber)
-            if (degraded !== undefined)
-              return Effect.provideService(
-                degraded as Effect.Effect<HttpServerResponse.HttpServerResponse>,
-                ServerLoad.currentServerLoad,
-                load
-              )
-            const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
-            if (span !== undefined && span._tag === "Span" && span.sampled) {
-              span.attribute("sluice.refused", error.reason)
-              span.attribute("sluice.criticality", fiber.getRef(Criticality.currentCriticality))
-            }
-            // Work over its customer's quota, refused for want of room: its quota's 429 and
-            // hint, so that its client backs off by the quota (`quota({ enforce: "overload" })`).
-            const overQuota =
-              error._tag === "Overloaded" ? fiber.getRef(Criticality.currentOverQuota) : undefined
-            if (overQuota !== undefined) {
-              const cell = fiber.getRef(currentOverQuotaCell)
-              if (cell !== undefined) cell.shed = true
-              return Effect.succeed(errorResponse(overQuota, fiber.getRef(WireProtocol)))
-            }
-            return Effect.succeed(errorResponse(error, fiber.getRef(WireProtocol)))
-          }),
+      // No span of its own per refusal: under a flood it would cost more than the refusal.
+      // The request's own span, where a tracer samples it, says why it was refused; the
+      // counters by reason and criticality see every one.
+      const refuse = (
+        error: Errors.Overloaded | Errors.DontRetry,
+        fiber: Fiber.Fiber<unknown, unknown>
+      ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+        // A shed request is answered degraded where `degrade` is outside and has room; one
+        // whose caller has given up (a `DontRetry`) is not answered at all. The degraded
+        // path's default bound is the full path's bound as it is now (an adaptive limit moves).
+        const degrader = error._tag === "Overloaded" ? fiber.getRef(currentDegrader) : undefined
+        const degraded =
+          degrader === undefined
+            ? undefined
+            : degrader(error as Errors.Overloaded, limiter?.limit ?? shedder?.capacity ?? 1, fiber)
+        if (degraded !== undefined)
+          return Effect.provideService(
+            degraded as Effect.Effect<HttpServerResponse.HttpServerResponse>,
+            ServerLoad.currentServerLoad,
+            load
+          )
+        const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+        if (span !== undefined && span._tag === "Span" && span.sampled) {
+          span.attribute("sluice.refused", error.reason)
+          span.attribute("sluice.criticality", fiber.getRef(Criticality.currentCriticality))
+        }
+        // Work over its customer's quota, refused for want of room: its quota's 429 and
+        // hint, so that its client backs off by the quota (`quota({ enforce: "overload" })`).
+        const overQuota = error._tag === "Overloaded" ? fiber.getRef(Criticality.currentOverQuota) : undefined
+        if (overQuota !== undefined) {
+          const cell = fiber.getRef(currentOverQuotaCell)
+          if (cell !== undefined) cell.shed = true
+          return Effect.succeed(errorResponse(overQuota, fiber.getRef(WireProtocol)))
+        }
+        return Effect.succeed(errorResponse(error, fiber.getRef(WireProtocol)))
+      }
+      const admitted = Effect.matchEffect(effect, {
+        onFailure: (error) => Effect.withFiber((fiber) => refuse(error, fiber)),
         onSuccess: (result): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
           Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(result.failure)
       })
+      if (shedder === undefined) return () => admitted
+      // (A limiter alone keeps its pass: its refusals are few where no shedder sheds first.)
+      // The refusal fast path: what the shedder sheds now, and what the bound has no room for
+      // now, is refused on the spot, with no pass through the gates (no ticket is taken, so
+      // there is nothing to settle). Under a flood that is nearly every request, and the
+      // machinery a pass needs would be most of what one costs.
+      return (fiber: Fiber.Fiber<unknown, unknown>) => {
+        const level = fiber.getRef(Criticality.currentCriticality)
+        const overQuota = fiber.getRef(Criticality.currentOverQuota) !== undefined
+        const refusal =
+          shedder.shedUnsafe(level, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe(), overQuota) ??
+          limiter?.refuseUnsafe(level, overQuota)
+        return refusal === undefined ? admitted : refuse(refusal, fiber)
+      }
     }
-    if (options.shedder !== undefined) return guarded(options.shedder)
+    if (options.shedder !== undefined) return Effect.withFiber(guarded(options.shedder))
     // The shedder from context is the same service on every request of a server: its
     // guarded app is built once per shedder, not per request.
     const cached = lastOf(guarded)
     // With only a limiter the shedder is optional: use one from context if there is one.
     if (options.limiter !== undefined) {
-      return Effect.flatMap(Effect.serviceOption(LoadShedder.LoadShedder), (shedder) =>
-        cached(Option.getOrUndefined(shedder))
+      return Effect.withFiber((fiber) =>
+        cached(Context.getOrUndefined(fiber.context, LoadShedder.LoadShedder))(fiber)
       )
     }
-    return Effect.flatMap(LoadShedder.LoadShedder, cached)
+    return Effect.withFiber((fiber) => cached(Context.getUnsafe(fiber.context, LoadShedder.LoadShedder))(fiber))
   }
 }
 

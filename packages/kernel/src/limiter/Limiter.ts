@@ -339,6 +339,19 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
   }
 
   /**
+   * What {@link tryAcquire} and then {@link hasRoom} would refuse at once, decided without
+   * changing anything: `"limit"` or `"queue-full"`, or `undefined` when the caller would take a
+   * permit or a place in the queue. A server's refusal fast path asks this first, so that what
+   * is refused for want of room never sets up a pass (`Middleware.loadShed`).
+   */
+  refusal(level: number, overQuota = false): "limit" | "queue-full" | undefined {
+    if (this.queued === 0 && this.inFlight < this.algorithm.limit) return undefined
+    if (this.maxQueue === 0) return "limit"
+    if (overQuota && this.victimFor(lane(level, true)) === undefined) return "limit"
+    return this.hasRoom(level, overQuota) ? undefined : "queue-full"
+  }
+
+  /**
    * Whether settling a permit needs the clock: not for a time-blind limit with nobody waiting
    * (its sample takes the permit's `start` as `now`, and {@link serviceTime} learns nothing:
    * the estimate is taken while work waits, which is when a waiter's deadline is judged).

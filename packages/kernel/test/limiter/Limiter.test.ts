@@ -260,9 +260,13 @@ describe("Limiter", () => {
     expect(blind.needsClock).toBe(true)
   })
 
-  it("property: permits in flight never exceed the limit; counts stay consistent", () => {
+  it("property: permits in flight never exceed the limit; counts stay consistent; refusal agrees", () => {
     const op = fc.oneof(
-      fc.record({ t: fc.constant("arrive" as const), level: fc.integer({ min: 0, max: 3 }) }),
+      fc.record({
+        t: fc.constant("arrive" as const),
+        level: fc.integer({ min: 0, max: 3 }),
+        over: fc.boolean()
+      }),
       fc.record({ t: fc.constant("release" as const), i: fc.nat(), unused: fc.boolean() }),
       fc.record({ t: fc.constant("leave" as const), i: fc.nat() }),
       fc.record({ t: fc.constant("limit" as const), limit: fc.integer({ min: 1, max: 6 }) })
@@ -295,12 +299,20 @@ describe("Limiter", () => {
           for (const o of ops) {
             const before = limiter.inFlight
             if (o.t === "arrive") {
-              const answer = limiter.tryAcquire(o.level, 0, undefined)
-              if (typeof answer !== "string") held.push(answer)
-              else if (answer === "wait") {
-                const w = limiter.wait(o.level, `w${n++}`)
+              // `refusal` answers, without changing anything, what the next two steps refuse.
+              const refusal = limiter.refusal(o.level, o.over)
+              const answer = limiter.tryAcquire(o.level, 0, undefined, o.over)
+              if (typeof answer !== "string") {
+                expect(refusal).toBeUndefined()
+                held.push(answer)
+              } else if (answer === "wait") {
+                const w = limiter.wait(o.level, `w${n++}`, o.over)
+                expect(refusal).toBe(w === undefined ? "queue-full" : undefined)
                 if (w !== undefined) waiting.push(w)
-              } else expect(maxQueue).toBe(0)
+              } else {
+                expect(refusal).toBe("limit")
+                expect(maxQueue === 0 || o.over).toBe(true)
+              }
             } else if (o.t === "release" && held.length > 0) {
               const [permit] = held.splice(o.i % held.length, 1)
               if (o.unused) limiter.releaseUnused(permit!, 0, undefined)
