@@ -428,6 +428,12 @@ export interface LoadShedOptions {
  * admitted that succeeded). Both are `503` + `x-sluice-dont-retry`: never retried. A cold
  * limiter has no estimate, so only a passed deadline refuses.
  *
+ * A refusal is cheap: what the shedder sheds now (`LoadShedder.Service.shedUnsafe`), and
+ * what the bound has no room for now (`ConcurrencyLimiter.Limiter.refuseUnsafe`: a full
+ * queue of work served no later), is answered on the spot with one response made once per
+ * reason, without a pass through the gates or a span of its own; the counters
+ * by reason and criticality count every one.
+ *
  * @example
  * ```ts
  * // snippet: compile-only — defines a layer or route for an app to provide
