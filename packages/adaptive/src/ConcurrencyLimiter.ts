@@ -162,7 +162,10 @@ export interface Limiter extends Pipeable {
    *
    * @since 1.1.0
    */
-  readonly refuseUnsafe: (criticality: Criticality.Criticality, overQuota?: boolean) => Errors.Overloaded | undefined
+  readonly refuseUnsafe: (
+    criticality: Criticality.Criticality,
+    overQuota?: boolean
+  ) => Errors.Overloaded | undefined
   /**
    * The expected time a permit granted now is held, in milliseconds: the smoothed round-trip
    * time of the work settled `success` (gain 1/8, as TCP's SRTT), sampled while the limiter
