@@ -112,7 +112,7 @@ describe("bench:overload --quick --json", () => {
       expect(tg.goodputRatio).toMatchObject({ min: 0.95, met: tg.goodputRatio.value >= 0.95 })
       expect(tg.idleOverPlanDenied.max).toBe(0)
       expect(tg.met).toBe(tg.withinPlanSuccess.met && tg.goodputRatio.met && tg.idleOverPlanDenied.met)
-      // the closed-loop flood (autocannon) against the README's server and the two bare 503s
+      // the closed-loop flood (autocannon) against the README's server, the two bare 503s and Effect's JSON 503
       const flood = result.flood
       expect(Object.keys(flood).sort()).toEqual(
         [
@@ -125,6 +125,7 @@ describe("bench:overload --quick --json", () => {
           "refusalsPerSec",
           "floor",
           "refusalCostVsEffect",
+          "refusalCostVsEffectJson",
           "goals"
         ].sort()
       )
@@ -141,8 +142,13 @@ describe("bench:overload --quick --json", () => {
       expect(flood.refusalsPerSec).toBeGreaterThan(0)
       expect(flood.floor.effectRefusalsPerSec).toBeGreaterThan(0)
       expect(flood.floor.nodeRefusalsPerSec).toBeGreaterThan(0)
+      expect(flood.floor.effectJsonRefusalsPerSec).toBeGreaterThan(0)
       expect(flood.refusalCostVsEffect).toBeCloseTo(
         flood.floor.effectRefusalsPerSec / flood.refusalsPerSec,
+        1
+      )
+      expect(flood.refusalCostVsEffectJson).toBeCloseTo(
+        flood.floor.effectJsonRefusalsPerSec / flood.refusalsPerSec,
         1
       )
       const fg = flood.goals
