@@ -332,10 +332,18 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
    * `bench:overload`: 50 over-plan requests of 1,100 timed out in their queue, goodput 0.97).
    */
   tryAcquire(level: number, now: number, context: C, overQuota = false): P | "limit" | "wait" {
-    if (this.queued === 0 && this.inFlight < this.algorithm.limit)
-      return this.grant(level, now, context, false)
-    if (this.maxQueue === 0) return "limit"
-    return overQuota && this.victimFor(lane(level, true)) === undefined ? "limit" : "wait"
+    if (this.uncontended) return this.grant(level, now, context, false)
+    return this.mayNotWait(level, overQuota) ? "limit" : "wait"
+  }
+
+  /** Nobody waits and a permit is free: the next caller takes it at once. */
+  private get uncontended(): boolean {
+    return this.queued === 0 && this.inFlight < this.algorithm.limit
+  }
+
+  /** Past the uncontended path, whether the caller is refused `"limit"` rather than let wait. */
+  private mayNotWait(level: number, overQuota: boolean): boolean {
+    return this.maxQueue === 0 || (overQuota && this.victimFor(lane(level, true)) === undefined)
   }
 
   /**
@@ -345,9 +353,8 @@ export class Limiter<P extends Permit = Permit, W extends Waiter<P> = Waiter<P>,
    * is refused for want of room never sets up a pass (`Middleware.loadShed`).
    */
   refusal(level: number, overQuota = false): "limit" | "queue-full" | undefined {
-    if (this.queued === 0 && this.inFlight < this.algorithm.limit) return undefined
-    if (this.maxQueue === 0) return "limit"
-    if (overQuota && this.victimFor(lane(level, true)) === undefined) return "limit"
+    if (this.uncontended) return undefined
+    if (this.mayNotWait(level, overQuota)) return "limit"
     return this.hasRoom(level, overQuota) ? undefined : "queue-full"
   }
 
