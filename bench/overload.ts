@@ -360,15 +360,16 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
     log(
       `flood: SHEDDABLE ${JSON.stringify(sheddable)}\n  header-less ${JSON.stringify(headerless)}\n  CRITICAL ${JSON.stringify(crit)}`
     )
-    yield* Effect.sleep("500 millis")
-    yield* flood(effectUrl, FLOOD_CONNECTIONS, warm)
-    const [effectA, effectB] = yield* flood(effectUrl, FLOOD_CONNECTIONS, FLOOD_MS)
-    yield* Effect.sleep("200 millis")
-    yield* flood(nodeUrl, FLOOD_CONNECTIONS, warm)
-    const [nodeA, nodeB] = yield* flood(nodeUrl, FLOOD_CONNECTIONS, FLOOD_MS)
-    yield* Effect.sleep("200 millis")
-    yield* flood(jsonUrl, FLOOD_CONNECTIONS, warm)
-    const [jsonA, jsonB] = yield* flood(jsonUrl, FLOOD_CONNECTIONS, FLOOD_MS)
+    // each floor after a pause, warmed, then measured under the same flood
+    const floor = (floorUrl: string) =>
+      Effect.sleep("200 millis").pipe(
+        Effect.andThen(flood(floorUrl, FLOOD_CONNECTIONS, warm)),
+        Effect.andThen(flood(floorUrl, FLOOD_CONNECTIONS, FLOOD_MS))
+      )
+    yield* Effect.sleep("300 millis")
+    const [effectA, effectB] = yield* floor(effectUrl)
+    const [nodeA, nodeB] = yield* floor(nodeUrl)
+    const [jsonA, jsonB] = yield* floor(jsonUrl)
     const refusals = (...runs: ReadonlyArray<Cannon>) =>
       runs.reduce((sum, r) => sum + r.non2xx, 0) / Math.max(...runs.map((r) => r.seconds))
     const refusalsPerSec = refusals(sheddable, headerless, crit)
