@@ -112,7 +112,8 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   private readonly limitMetric: Metric.Gauge<number>
   private readonly inFlightMetric: Metric.Gauge<number>
   private readonly queuedMetric: Metric.Gauge<number>
-  private readonly rejectedMetrics: Record<CL.RejectReason, Metric.Counter<number>>
+  /** Bound to the limiter's context (`Meters.bind`): a flood's refusals update them without a context lookup. */
+  private readonly rejectedMetrics: Record<CL.RejectReason, Meters.Bound<number>>
   private reportedLimit: number
   readonly gate: Admission.Gate<CL.Permit, Errors.Overloaded>
   readonly events: Stream.Stream<CL.Event>
@@ -135,8 +136,8 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
     this.inFlightMetric = inFlightGauge.of({ key })
     this.queuedMetric = queuedGauge.of({ key })
     this.rejectedMetrics = Object.fromEntries(
-      reasons.map((reason) => [reason, rejectedCounter.of({ key, reason })])
-    ) as Record<CL.RejectReason, Metric.Counter<number>>
+      reasons.map((reason) => [reason, Meters.bind(rejectedCounter.of({ key, reason }), context)])
+    ) as Record<CL.RejectReason, Meters.Bound<number>>
     this.reportedLimit = algorithm.limit
     this.limitMetric.updateUnsafe(this.reportedLimit, this.context)
     this.inFlightMetric.updateUnsafe(0, this.context)
@@ -257,7 +258,7 @@ class LimiterImpl extends Kernel.Limiter<Permit, Waiter, Origin> implements CL.L
   }
 
   private rejection(reason: CL.RejectReason): Errors.Overloaded {
-    this.rejectedMetrics[reason].updateUnsafe(1, this.context)
+    this.rejectedMetrics[reason].update(1)
     EventHub.publish(this.hub, { _tag: "Rejected", key: this.key, reason })
     return this.rejections[reason]
   }

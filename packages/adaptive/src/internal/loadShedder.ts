@@ -14,7 +14,7 @@ import * as EventHub from "@sluice/core/shared/EventHub"
 import type * as CL from "../ConcurrencyLimiter.js"
 import * as limiterInternal from "./concurrencyLimiter.js"
 import * as limitAlgorithm from "./limit/limitAlgorithm.js"
-import { byLevel, Millis, options, peekAt, withDefault } from "./service.js"
+import { boundByLevel, Millis, options, peekAt, withDefault } from "./service.js"
 
 type Level = Criticality.Criticality
 
@@ -143,18 +143,20 @@ export const make = (
     const capacity = decoded.capacity
     const hub = EventHub.makeUnsafe<LS.Event>()
     const attributes = { shedder: name }
-    const utilizationMetric = families.utilization.of(attributes)
+    // Bound to the context the shedder was made in: a shed under a flood updates its series
+    // without looking up the registry and attributes in a context each time.
+    const utilizationMetric = Meters.bind(families.utilization.of(attributes), context)
     const eventLoopMetric = families.eventLoopUtilization.of(attributes)
-    const shedMetrics = byLevel(families.shed, attributes)
-    const overQuotaShedMetrics = byLevel(families.overQuotaShed, attributes)
-    const admittedMetrics = byLevel(families.admitted, attributes)
+    const shedMetrics = boundByLevel(families.shed, attributes, context)
+    const overQuotaShedMetrics = boundByLevel(families.overQuotaShed, attributes, context)
+    const admittedMetrics = boundByLevel(families.admitted, attributes, context)
 
     // One ticket per level (and over quota or not), reused while the clock stays the same.
     const tickets: Partial<Record<Level, Ticket>> = {}
     const overQuotaTickets: Partial<Record<Level, Ticket>> = {}
     const admit = (level: Level, overQuota: boolean, entry: Admission.Entry): Ticket => {
       shedder.admit(level, overQuota)
-      admittedMetrics[level].updateUnsafe(1, context)
+      admittedMetrics[level].update(1)
       const reused = overQuota ? overQuotaTickets : tickets
       const ticket = reused[level]
       if (ticket !== undefined && ticket.clock === entry.clock) return ticket
@@ -166,8 +168,8 @@ export const make = (
     // and the events stream keep every refusal observable.
     const refusal = Admission.refuse(new Errors.Overloaded({ reason: "shed", retryAfter, origin: "local" }))
     const shed = (level: Level, overQuota: boolean, u: number) => {
-      shedMetrics[level].updateUnsafe(1, context)
-      if (overQuota) overQuotaShedMetrics[level].updateUnsafe(1, context)
+      shedMetrics[level].update(1)
+      if (overQuota) overQuotaShedMetrics[level].update(1)
       EventHub.publish(hub, { _tag: "Shed", shedder: name, criticality: level, overQuota, utilization: u })
       return refusal
     }
@@ -180,7 +182,7 @@ export const make = (
         const level = entry.criticality
         const overQuota = entry.getRef(Criticality.currentOverQuota) !== undefined
         const u = shedder.arrive(level, entry.now, overQuota)
-        utilizationMetric.updateUnsafe(shedder.utilization(entry.now), context)
+        utilizationMetric.update(shedder.utilization(entry.now))
         return shedder.sheds(level, u, overQuota) ? shed(level, overQuota, u) : admit(level, overQuota, entry)
       },
       // never taken: `tryEnter` never answers Wait
@@ -236,7 +238,7 @@ export const make = (
       shedUnsafe: (level: Level, nowMillis: number, overQuota = false) => {
         const u = shedder.arrive(level, nowMillis, overQuota)
         if (!shedder.sheds(level, u, overQuota)) return undefined
-        utilizationMetric.updateUnsafe(shedder.utilization(nowMillis), context)
+        utilizationMetric.update(shedder.utilization(nowMillis))
         return shed(level, overQuota, u).error
       },
       thresholds,

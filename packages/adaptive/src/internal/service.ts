@@ -63,6 +63,21 @@ export const byLevel = <M>(
   return series
 }
 
+/**
+ * @internal A family's series per criticality level, each bound to `context` (`Meters.bind`): for
+ * what a policy counts on every call, in the context it was made in.
+ */
+export const boundByLevel = <I>(
+  family: Meters.Family<Metric.Metric<I, unknown>>,
+  base: Metric.Metric.AttributeSet,
+  context: Context.Context<never>
+): Record<Criticality.Criticality, Meters.Bound<I>> => {
+  const series = {} as Record<Criticality.Criticality, Meters.Bound<I>>
+  for (const level of Criticality.levels)
+    series[level] = Meters.bind(family.of({ ...base, criticality: level }), context)
+  return series
+}
+
 /** @internal The time an `unsafe…` peek is given, else the reading of `clock`. */
 export const peekAt =
   (clock: Clock.Clock) =>

@@ -177,22 +177,26 @@ export const criticality =
     const marginMs = Duration.toMillis(
       Duration.fromInputUnsafe(deadlineOptions.margin ?? DEFAULT_DEADLINE_MARGIN)
     )
-    const trustedApp = Effect.provideService(app, trustPolicy.currentCallerTrusted, true)
-    const untrustedApp = Effect.provideService(app, trustPolicy.currentCallerTrusted, false)
-    // The app at each level, trusted or not: made once, not per request.
+    // The app at each level, trusted or not: made once, not per request, and entered with one
+    // change of the request's context (both values in one step, where two `provideService`
+    // would take two, each with its own restore on exit).
     const trustedAt: Partial<Record<Criticality.Criticality, HttpApp<E, R>>> = {}
     const untrustedAt: Partial<Record<Criticality.Criticality, HttpApp<E, R>>> = {}
+    const appAt = (trusted: boolean, level: Criticality.Criticality): HttpApp<E, R> =>
+      Effect.updateContext(app, (context: Context.Context<R | HttpServerRequest.HttpServerRequest>) =>
+        Context.add(
+          Context.add(context, trustPolicy.currentCallerTrusted, trusted),
+          Criticality.currentCriticality,
+          level
+        )
+      )
     return Effect.withFiber((fiber) => {
       const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
       const settings = fiber.getRef(WireProtocol)
       const trusted = Trust.evaluate(trust, request)
       const header = Headers.headerValue(request.headers[settings.headers.criticality])
       const level = Trust.level(header, trusted, ceiling, fallback)
-      const withLevel = ((trusted ? trustedAt : untrustedAt)[level] ??= Effect.provideService(
-        trusted ? trustedApp : untrustedApp,
-        Criticality.currentCriticality,
-        level
-      ))
+      const withLevel = ((trusted ? trustedAt : untrustedAt)[level] ??= appAt(trusted, level))
       const claimedMs = deadlines
         ? Propagation.parse(Headers.headerValue(request.headers[settings.headers.deadline]))
         : undefined
@@ -689,65 +693,87 @@ export function retryGuard(
 export function retryGuard(options: RetryGuardOptions = {}) {
   return <E, R>(app: HttpApp<E, R>): HttpApp<E | Errors.DontRetry, R | RetryHistogram.RetryHistogram> => {
     const trust = options.trust
-    // Per histogram: the request's way through, given the fiber it runs on.
-    const guarded =
-      (histogram: RetryHistogram.Service) =>
-      (fiber: Fiber.Fiber<unknown, unknown>): HttpApp<E | Errors.DontRetry, R> => {
-        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+    // The request's trust, as this middleware judges it: its own policy, or `criticality`'s.
+    const trustedOf = (fiber: Fiber.Fiber<unknown, unknown>, request: HttpServerRequest.HttpServerRequest) =>
+      trust !== undefined ? Trust.evaluate(trust, request) : fiber.getRef(trustPolicy.currentCallerTrusted)
+    // Per histogram: the request's way through, given the fiber it runs on. What the answer
+    // needs (the clock, the attempt number for a span) is read from the fiber that answers,
+    // when it answers, so the handlers are made once per histogram, not per request.
+    const guarded = (histogram: RetryHistogram.Service) => {
+      const rejecting = (fiber: Fiber.Fiber<unknown, unknown>) =>
+        histogram.shouldRejectRetriesUnsafe(fiber.getRef(Clock.Clock).currentTimeMillisUnsafe())
+      const dontRetry = (
+        response: HttpServerResponse.HttpServerResponse,
+        fiber: Fiber.Fiber<unknown, unknown>
+      ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
         const settings = fiber.getRef(WireProtocol)
-        const clock = fiber.getRef(Clock.Clock)
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const attempt = Headers.parseAttempt(
           Headers.headerValue(request.headers[settings.headers.attempt]),
           settings.maxAttempt
         )
-        // Only a trusted caller's attempt number may change answers (to anyone): an
-        // untrusted one is recorded apart, where it decides nothing.
-        const trusted =
-          trust !== undefined
-            ? Trust.evaluate(trust, request)
-            : fiber.getRef(trustPolicy.currentCallerTrusted)
-        if (trusted) histogram.recordUnsafe(clock.currentTimeMillisUnsafe(), attempt)
-        else histogram.recordUntrustedUnsafe(clock.currentTimeMillisUnsafe(), attempt)
-        const rejecting = () => histogram.shouldRejectRetriesUnsafe(clock.currentTimeMillisUnsafe())
-        const dontRetry = (response: HttpServerResponse.HttpServerResponse) =>
-          Effect.succeed(HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")).pipe(
-            Effect.withSpan(
-              "sluice.http.dont_retry",
-              { attributes: { attempt, status: response.status } },
-              { captureStackTrace: false }
+        return Effect.succeed(HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")).pipe(
+          Effect.withSpan(
+            "sluice.http.dont_retry",
+            { attributes: { attempt, status: response.status } },
+            { captureStackTrace: false }
+          )
+        )
+      }
+      const handlers = {
+        onSuccess: (
+          response: HttpServerResponse.HttpServerResponse
+        ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+          // While retries dominate, every failure says "don't retry": the callers'
+          // backends (us) are overloaded, so retries would only add load.
+          if (response.status < 500) return Effect.succeed(response)
+          const fiber = Fiber.getCurrent()!
+          return rejecting(fiber) ? dontRetry(response, fiber) : Effect.succeed(response)
+        },
+        onFailure: (
+          cause: Cause.Cause<unknown>
+        ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> => {
+          if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+          const fiber = Fiber.getCurrent()!
+          const failure = Cause.findErrorOption(cause)
+          if (Option.isSome(failure) && isSluiceError(failure.value)) {
+            // Sluice errors keep their own mapping (`mapErrors`, outside); the retryable
+            // ones become terminal while retries dominate.
+            const error = failure.value
+            // Only what is answered as a plain 503 becomes terminal (`ErrorResponse.isRetryable503`).
+            if (!ErrorResponse.isRetryable503(error._tag) || !rejecting(fiber)) return Effect.failCause(cause)
+            return Effect.fail(new Errors.DontRetry({ reason: "server", cause: error }))
+          }
+          if (!rejecting(fiber)) return Effect.failCause(cause)
+          // Any other failure or defect: the response the server would send (500 for a
+          // plain error, 404 for a missing route, ...) decided here, so that a 5xx
+          // carries "don't retry" too, and the cause reported as the server reports it.
+          // The response is a success: a failure carrying it as a defect would turn every
+          // typed failure beside it into a defect for the middleware outside.
+          return Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
+            Effect.andThen(
+              ErrorReporter.report(rest),
+              response.status >= 500 ? dontRetry(response, fiber) : Effect.succeed(response)
             )
           )
-        return Effect.matchCauseEffect(app, {
-          onSuccess: (response) =>
-            // While retries dominate, every failure says "don't retry": the callers'
-            // backends (us) are overloaded, so retries would only add load.
-            response.status >= 500 && rejecting() ? dontRetry(response) : Effect.succeed(response),
-          onFailure: (cause): Effect.Effect<HttpServerResponse.HttpServerResponse, E | Errors.DontRetry> => {
-            if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-            const failure = Cause.findErrorOption(cause)
-            if (Option.isSome(failure) && isSluiceError(failure.value)) {
-              // Sluice errors keep their own mapping (`mapErrors`, outside); the retryable
-              // ones become terminal while retries dominate.
-              const error = failure.value
-              // Only what is answered as a plain 503 becomes terminal (`ErrorResponse.isRetryable503`).
-              if (!ErrorResponse.isRetryable503(error._tag) || !rejecting()) return Effect.failCause(cause)
-              return Effect.fail(new Errors.DontRetry({ reason: "server", cause: error }))
-            }
-            if (!rejecting()) return Effect.failCause(cause)
-            // Any other failure or defect: the response the server would send (500 for a
-            // plain error, 404 for a missing route, ...) decided here, so that a 5xx
-            // carries "don't retry" too, and the cause reported as the server reports it.
-            // The response is a success: a failure carrying it as a defect would turn every
-            // typed failure beside it into a defect for the middleware outside.
-            return Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
-              Effect.andThen(
-                ErrorReporter.report(rest),
-                response.status >= 500 ? dontRetry(response) : Effect.succeed(response)
-              )
-            )
-          }
-        })
+        }
       }
+      const answered = Effect.matchCauseEffect(app, handlers) as HttpApp<E | Errors.DontRetry, R>
+      return (fiber: Fiber.Fiber<unknown, unknown>): HttpApp<E | Errors.DontRetry, R> => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        const settings = fiber.getRef(WireProtocol)
+        const attempt = Headers.parseAttempt(
+          Headers.headerValue(request.headers[settings.headers.attempt]),
+          settings.maxAttempt
+        )
+        const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+        // Only a trusted caller's attempt number may change answers (to anyone): an
+        // untrusted one is recorded apart, where it decides nothing.
+        if (trustedOf(fiber, request)) histogram.recordUnsafe(now, attempt)
+        else histogram.recordUntrustedUnsafe(now, attempt)
+        return answered
+      }
+    }
     if (options.histogram !== undefined) return Effect.withFiber(guarded(options.histogram))
     // The histogram from context is the same service on every request of a server.
     const cached = lastOf(guarded)

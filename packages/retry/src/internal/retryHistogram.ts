@@ -53,6 +53,13 @@ class HistogramImpl implements RH.Service {
   private readonly untrustedRequests: ReadonlyArray<Metric.Counter<number>>
   private readonly retryShare: Metric.Gauge<number>
   private readonly rejections: Metric.Counter<number>
+  /** The same series bound to the default registry, for the `unsafe*` methods a server calls per request. */
+  private readonly noFiber: {
+    readonly requests: ReadonlyArray<Meters.Bound<number>>
+    readonly untrustedRequests: ReadonlyArray<Meters.Bound<number>>
+    readonly retryShare: Meters.Bound<number>
+    readonly rejections: Meters.Bound<number>
+  }
   constructor(readonly options: RH.ResolvedOptions) {
     const { maxAttempt } = options
     this.histogram = new Kernel.Histogram({ ...options, windowMillis: Duration.toMillis(options.window) })
@@ -65,6 +72,13 @@ class HistogramImpl implements RH.Service {
     this.untrustedRequests = requestsOf({ trusted: "false" })
     this.retryShare = retryShare.of(named)
     this.rejections = rejections.of(named)
+    const bound = <I>(metric: Metric.Metric<I, unknown>) => Meters.bind(metric, noFiber)
+    this.noFiber = {
+      requests: this.requests.map(bound),
+      untrustedRequests: this.untrustedRequests.map(bound),
+      retryShare: bound(this.retryShare),
+      rejections: bound(this.rejections)
+    }
   }
   private readonly recordIn = (nowMillis: number, attempt: number, context: Context.Context<never>): void => {
     this.requests[this.histogram.record(nowMillis, attempt)]!.updateUnsafe(1, context)
@@ -75,13 +89,19 @@ class HistogramImpl implements RH.Service {
     if (reject) this.rejections.updateUnsafe(1, context)
     return reject
   }
-  readonly recordUnsafe = (nowMillis: number, attempt: number): void =>
-    this.recordIn(nowMillis, attempt, noFiber)
+  readonly recordUnsafe = (nowMillis: number, attempt: number): void => {
+    this.noFiber.requests[this.histogram.record(nowMillis, attempt)]!.update(1)
+  }
   readonly recordUntrustedUnsafe = (nowMillis: number, attempt: number): void => {
-    this.untrustedRequests[this.histogram.recordUntrusted(nowMillis, attempt)]!.updateUnsafe(1, noFiber)
+    this.noFiber.untrustedRequests[this.histogram.recordUntrusted(nowMillis, attempt)]!.update(1)
   }
   readonly snapshotUnsafe = (nowMillis: number): RH.Snapshot => this.histogram.snapshot(nowMillis)
-  readonly shouldRejectRetriesUnsafe = (nowMillis: number): boolean => this.decideIn(nowMillis, noFiber)
+  readonly shouldRejectRetriesUnsafe = (nowMillis: number): boolean => {
+    const { reject, shareOfRetries } = this.histogram.decide(nowMillis)
+    this.noFiber.retryShare.update(shareOfRetries)
+    if (reject) this.noFiber.rejections.update(1)
+    return reject
+  }
   readonly record = (attempt: number): Effect.Effect<void> =>
     inFiber((now, context) => this.recordIn(now, attempt, context))
   get snapshot(): Effect.Effect<RH.Snapshot> {
