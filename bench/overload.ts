@@ -132,6 +132,9 @@ const HARD_LIMIT_MS = 10 * 60_000
 const FLOOD_MS = option("flood-seconds", quick ? 2 : 10) * 1000
 const FLOOD_CONNECTIONS = option("flood-connections", 64)
 const CRITICAL_CONNECTIONS = option("critical-connections", Math.max(1, Math.floor(UNITS / 2)))
+/** the refusal cost: rounds of the flood against each server in turn, seconds per server per round */
+const COST_ROUNDS = option("cost-rounds", quick ? 1 : 5)
+const COST_MS = option("cost-seconds", quick ? 1 : 3) * 1000
 const FLEET_CLIENTS = option("fleet-clients", 4)
 const FLEET_DEADLINES = args.includes("--fleet-deadlines")
 /** `--phase fleet`: only the warm-up and the client fleets */
@@ -360,29 +363,51 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
     log(
       `flood: SHEDDABLE ${JSON.stringify(sheddable)}\n  header-less ${JSON.stringify(headerless)}\n  CRITICAL ${JSON.stringify(crit)}`
     )
-    // each floor after a pause, warmed, then measured under the same flood
-    const floor = (floorUrl: string) =>
-      Effect.sleep("200 millis").pipe(
-        Effect.andThen(flood(floorUrl, FLOOD_CONNECTIONS, warm)),
-        Effect.andThen(flood(floorUrl, FLOOD_CONNECTIONS, FLOOD_MS))
-      )
-    yield* Effect.sleep("300 millis")
-    const [effectA, effectB] = yield* floor(effectUrl)
-    const [nodeA, nodeB] = yield* floor(nodeUrl)
-    const [jsonA, jsonB] = yield* floor(jsonUrl)
     const refusals = (...runs: ReadonlyArray<Cannon>) =>
       runs.reduce((sum, r) => sum + r.non2xx, 0) / Math.max(...runs.map((r) => r.seconds))
     const refusalsPerSec = refusals(sheddable, headerless, crit)
-    const effectRefusalsPerSec = refusals(effectA, effectB)
-    const nodeRefusalsPerSec = refusals(nodeA, nodeB)
-    const effectJsonRefusalsPerSec = refusals(jsonA, jsonB)
+    // The refusal cost, A/B: the same 64-connection flood against the README's server and each
+    // floor in turn, for COST_MS each, in rounds whose order is reversed every other round, so
+    // that the machine's drift (this is a shared 2-core machine) falls on both sides of each
+    // pair. A round's ratio compares two servers measured back to back; the goal reads the
+    // median round. The floors are warmed first, as the README's server was.
+    const servers = [
+      ["sluice", url],
+      ["effect", effectUrl],
+      ["effectJson", jsonUrl],
+      ["node", nodeUrl]
+    ] as const
+    for (const [, floorUrl] of servers.slice(1))
+      yield* Effect.sleep("200 millis").pipe(Effect.andThen(flood(floorUrl, FLOOD_CONNECTIONS, warm)))
+    const rounds: Array<Record<(typeof servers)[number][0], number>> = []
+    for (let r = 0; r < COST_ROUNDS; r++) {
+      const rates = { sluice: 0, effect: 0, effectJson: 0, node: 0 }
+      for (const [name, serverUrl] of r % 2 === 0 ? servers : [...servers].reverse()) {
+        yield* Effect.sleep("200 millis")
+        rates[name] = refusals(...(yield* flood(serverUrl, FLOOD_CONNECTIONS, COST_MS)))
+      }
+      rounds.push(rates)
+    }
+    const median = (values: ReadonlyArray<number>) => percentile(values, 0.5)
+    const costRounds = rounds.map((r) => ({
+      sluice: Math.round(r.sluice),
+      effect: Math.round(r.effect),
+      effectJson: Math.round(r.effectJson),
+      node: Math.round(r.node),
+      costVsEffect: round(r.effect / Math.max(1, r.sluice), 2),
+      costVsEffectJson: round(r.effectJson / Math.max(1, r.sluice), 2)
+    }))
+    const effectRefusalsPerSec = median(rounds.map((r) => r.effect))
+    const nodeRefusalsPerSec = median(rounds.map((r) => r.node))
+    const effectJsonRefusalsPerSec = median(rounds.map((r) => r.effectJson))
     const goodput = (sheddable.ok + headerless.ok + crit.ok) / seconds
     const goodputRatio = goodput / CAPACITY_RPS
     const criticalTotal = crit.ok + crit.non2xx + crit.errors + crit.timeouts
     const criticalSuccess = criticalTotal === 0 ? 0 : crit.ok / criticalTotal
     const p99Ratio = crit.p99Ms / unloaded.p99Ms
-    // a refusal's cost against Effect's own 503: how many more of Effect's refusals the same flood gets
-    const refusalCostVsEffect = effectRefusalsPerSec / Math.max(1, refusalsPerSec)
+    // a refusal's cost against Effect's own 503: how many more of Effect's refusals the same flood
+    // gets, in the median round
+    const refusalCostVsEffect = median(costRounds.map((r) => r.costVsEffect))
     const goals = {
       goodputRatio: { value: round(goodputRatio, 3), min: 0.9, met: goodputRatio >= 0.9 },
       criticalSuccess: {
@@ -401,6 +426,7 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
       critical: { served: crit.ok, total: criticalTotal, p50Ms: crit.p50Ms, p99Ms: crit.p99Ms },
       unloadedP99Ms: unloaded.p99Ms,
       refusalsPerSec: Math.round(refusalsPerSec),
+      costRounds,
       floor: {
         effectRefusalsPerSec: Math.round(effectRefusalsPerSec),
         nodeRefusalsPerSec: Math.round(nodeRefusalsPerSec),
@@ -408,7 +434,7 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
         effectJsonRefusalsPerSec: Math.round(effectJsonRefusalsPerSec)
       },
       refusalCostVsEffect: round(refusalCostVsEffect, 2),
-      refusalCostVsEffectJson: round(effectJsonRefusalsPerSec / Math.max(1, refusalsPerSec), 2),
+      refusalCostVsEffectJson: median(costRounds.map((r) => r.costVsEffectJson)),
       goals: {
         ...goals,
         met:
