@@ -145,18 +145,7 @@ export const readmeServer = (
       (app) => applied.reduce((inner, [, stage]) => stage(inner), app as Middleware.HttpApp<any, any>),
       { global: true }
     )
-    const QuotaLive = Quota.layer().pipe(
-      Layer.provide(QuotaStore.layerMemory()),
-      Layer.provide(
-        QuotaConfig.layer(
-          extra.plans ?? {
-            default: {
-              tiers: [{ name: "spike", algorithm: "gcra", limit: 100, period: "1 second", burst: 100 }]
-            }
-          }
-        )
-      )
-    )
+    const QuotaLive = readmeQuota(extra.plans)
     return yield* serveLayer(
       HttpRouter.serve(Layer.mergeAll(HttpRouter.add("GET", "/", handler), SluiceLive), {
         disableLogger: true,
@@ -174,6 +163,13 @@ export const readmeServer = (
       )
     )
   })
+
+/** The README server's quota, in memory: `plans`, by default one 100/s tier for everyone. */
+export const readmeQuota = (
+  plans: QuotaConfig.QuotaConfigOptions = {
+    default: { tiers: [{ name: "spike", algorithm: "gcra", limit: 100, period: "1 second", burst: 100 }] }
+  }
+) => Quota.layer().pipe(Layer.provide(QuotaStore.layerMemory()), Layer.provide(QuotaConfig.layer(plans)))
 
 export const serveLayer = <E>(layer: Layer.Layer<never, E, HttpServer.HttpServer>) =>
   Effect.gen(function* () {

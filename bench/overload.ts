@@ -29,7 +29,10 @@
  *    attempts that reach it, and its handler runs for callers that had already given up
  *    (`wastedWork`: each attempt names its operation's give-up time in a bench-only header;
  *    the handler compares it with the wall clock when it starts and when it finishes).
- * 6. (`flood`) the closed-loop flood with autocannon against the README's server;
+ * 6. (`flood`) the closed-loop flood with autocannon against the README's server; then its
+ *    refusal cost A/B: `--cost-rounds` (5) rounds of the same flood, `--cost-seconds` (3) each,
+ *    against the README's server and each floor (Effect's bare 503, Effect's JSON 503, node's 503)
+ *    in turn, the order reversed every other round; the goal reads the median round;
  * 7. (`degraded`) the same flood against the README's server with `Middleware.degrade` added: a
  *    route whose full answer holds one of the units for 200 ms and whose degraded answer (the
  *    first shard) takes 20 ms beside them, at most `--degraded-concurrency` (default 4 × units)
