@@ -3,6 +3,7 @@
 // and the same flood against a route with degraded answers) and prints the JSON bench/README.md quotes. Shape and sanity
 // only: goodput and latency depend on the machine, so no goal is asserted.
 import { describe, expect, it } from "vitest"
+import { median } from "./measure.js"
 import { runScript } from "./runScript.js"
 
 const isRatio = (n: unknown) => typeof n === "number" && n >= 0 && n <= 1
@@ -152,13 +153,9 @@ describe("bench:overload --quick --json", () => {
         expect(r.costVsEffect).toBeCloseTo(r.effect / r.sluice, 1)
         expect(r.costVsEffectJson).toBeCloseTo(r.effectJson / r.sluice, 1)
       }
-      const medianOf = (values: Array<number>) =>
-        [...values].sort((a, b) => a - b)[Math.ceil(values.length / 2) - 1]
-      expect(flood.refusalCostVsEffect).toBe(medianOf(flood.costRounds.map((r: any) => r.costVsEffect)))
-      expect(flood.refusalCostVsEffectJson).toBe(
-        medianOf(flood.costRounds.map((r: any) => r.costVsEffectJson))
-      )
-      expect(flood.floor.effectRefusalsPerSec).toBe(medianOf(flood.costRounds.map((r: any) => r.effect)))
+      expect(flood.refusalCostVsEffect).toBe(median(flood.costRounds.map((r: any) => r.costVsEffect)))
+      expect(flood.refusalCostVsEffectJson).toBe(median(flood.costRounds.map((r: any) => r.costVsEffectJson)))
+      expect(flood.floor.effectRefusalsPerSec).toBe(median(flood.costRounds.map((r: any) => r.effect)))
       const fg = flood.goals
       expect(fg.goodputRatio).toMatchObject({ min: 0.9, met: fg.goodputRatio.value >= 0.9 })
       expect(fg.criticalSuccess).toMatchObject({ min: 1, met: fg.criticalSuccess.value >= 1 })

@@ -113,7 +113,7 @@ import {
 } from "./flood.js"
 import { GIVE_UP_HEADER, type FleetRequest, type FleetResult } from "./overload-fleet.js"
 import type { PhaseRequest, PhaseResult } from "./overload-generator.js"
-import { args, log, option, quick, round } from "./measure.js"
+import { args, log, median, option, quick, round } from "./measure.js"
 
 const UNITS = option("units", 8)
 const WORK_MS = option("work-ms", 320)
@@ -391,7 +391,6 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
       }
       rounds.push(rates)
     }
-    const median = (values: ReadonlyArray<number>) => percentile(values, 0.5)
     const costRounds = rounds.map((r) => ({
       sluice: Math.round(r.sluice),
       effect: Math.round(r.effect),
@@ -437,7 +436,7 @@ const floodPhase = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse
         effectJsonRefusalsPerSec: Math.round(effectJsonRefusalsPerSec)
       },
       refusalCostVsEffect: round(refusalCostVsEffect, 2),
-      refusalCostVsEffectJson: median(costRounds.map((r) => r.costVsEffectJson)),
+      refusalCostVsEffectJson: round(median(costRounds.map((r) => r.costVsEffectJson)), 2),
       goals: {
         ...goals,
         met:

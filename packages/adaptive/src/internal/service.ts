@@ -72,10 +72,10 @@ export const boundByLevel = <I>(
   base: Metric.Metric.AttributeSet,
   context: Context.Context<never>
 ): Record<Criticality.Criticality, Meters.Bound<I>> => {
-  const series = {} as Record<Criticality.Criticality, Meters.Bound<I>>
-  for (const level of Criticality.levels)
-    series[level] = Meters.bind(family.of({ ...base, criticality: level }), context)
-  return series
+  const series = byLevel(family, base)
+  const bound = {} as Record<Criticality.Criticality, Meters.Bound<I>>
+  for (const level of Criticality.levels) bound[level] = Meters.bind(series[level], context)
+  return bound
 }
 
 /** @internal The time an `unsafe…` peek is given, else the reading of `clock`. */

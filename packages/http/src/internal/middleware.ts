@@ -682,6 +682,10 @@ const lastOf = <A, B>(f: (a: A) => B): ((a: A) => B) => {
 
 // ---- retryGuard -------------------------------------------------------------------
 
+/** The attempt number a request carries (its header, malformed or missing: a first try). */
+const attemptOf = (request: HttpServerRequest.HttpServerRequest, settings: WireProtocolSettings): number =>
+  Headers.parseAttempt(Headers.headerValue(request.headers[settings.headers.attempt]), settings.maxAttempt)
+
 /** @internal */
 export function retryGuard(
   options: RetryGuardOptions & { readonly histogram: RetryHistogram.Service }
@@ -707,10 +711,9 @@ export function retryGuard(options: RetryGuardOptions = {}) {
         fiber: Fiber.Fiber<unknown, unknown>
       ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
         const settings = fiber.getRef(WireProtocol)
-        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
-        const attempt = Headers.parseAttempt(
-          Headers.headerValue(request.headers[settings.headers.attempt]),
-          settings.maxAttempt
+        const attempt = attemptOf(
+          Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest),
+          settings
         )
         return Effect.succeed(HttpServerResponse.setHeader(response, settings.headers.dontRetry, "1")).pipe(
           Effect.withSpan(
@@ -761,11 +764,7 @@ export function retryGuard(options: RetryGuardOptions = {}) {
       const answered = Effect.matchCauseEffect(app, handlers) as HttpApp<E | Errors.DontRetry, R>
       return (fiber: Fiber.Fiber<unknown, unknown>): HttpApp<E | Errors.DontRetry, R> => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
-        const settings = fiber.getRef(WireProtocol)
-        const attempt = Headers.parseAttempt(
-          Headers.headerValue(request.headers[settings.headers.attempt]),
-          settings.maxAttempt
-        )
+        const attempt = attemptOf(request, fiber.getRef(WireProtocol))
         const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
         // Only a trusted caller's attempt number may change answers (to anyone): an
         // untrusted one is recorded apart, where it decides nothing.

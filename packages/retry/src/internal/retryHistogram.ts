@@ -83,12 +83,23 @@ class HistogramImpl implements RH.Service {
   private readonly recordIn = (nowMillis: number, attempt: number, context: Context.Context<never>): void => {
     this.requests[this.histogram.record(nowMillis, attempt)]!.updateUnsafe(1, context)
   }
-  private readonly decideIn = (nowMillis: number, context: Context.Context<never>): boolean => {
+  /** The decision at `nowMillis`, its share and (when it rejects) one rejection counted where given. */
+  private decide(
+    nowMillis: number,
+    share: (value: number) => void,
+    rejected: (count: number) => void
+  ): boolean {
     const { reject, shareOfRetries } = this.histogram.decide(nowMillis)
-    this.retryShare.updateUnsafe(shareOfRetries, context)
-    if (reject) this.rejections.updateUnsafe(1, context)
+    share(shareOfRetries)
+    if (reject) rejected(1)
     return reject
   }
+  private readonly decideIn = (nowMillis: number, context: Context.Context<never>): boolean =>
+    this.decide(
+      nowMillis,
+      (value) => this.retryShare.updateUnsafe(value, context),
+      (count) => this.rejections.updateUnsafe(count, context)
+    )
   readonly recordUnsafe = (nowMillis: number, attempt: number): void => {
     this.noFiber.requests[this.histogram.record(nowMillis, attempt)]!.update(1)
   }
@@ -96,12 +107,8 @@ class HistogramImpl implements RH.Service {
     this.noFiber.untrustedRequests[this.histogram.recordUntrusted(nowMillis, attempt)]!.update(1)
   }
   readonly snapshotUnsafe = (nowMillis: number): RH.Snapshot => this.histogram.snapshot(nowMillis)
-  readonly shouldRejectRetriesUnsafe = (nowMillis: number): boolean => {
-    const { reject, shareOfRetries } = this.histogram.decide(nowMillis)
-    this.noFiber.retryShare.update(shareOfRetries)
-    if (reject) this.noFiber.rejections.update(1)
-    return reject
-  }
+  readonly shouldRejectRetriesUnsafe = (nowMillis: number): boolean =>
+    this.decide(nowMillis, this.noFiber.retryShare.update, this.noFiber.rejections.update)
   readonly record = (attempt: number): Effect.Effect<void> =>
     inFiber((now, context) => this.recordIn(now, attempt, context))
   get snapshot(): Effect.Effect<RH.Snapshot> {
